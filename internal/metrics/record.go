@@ -1,0 +1,87 @@
+package metrics
+
+// Outcome is how a request ended. Every request ends in exactly one.
+type Outcome uint8
+
+// Outcomes.
+const (
+	Finished Outcome = iota + 1 // all output tokens produced
+	Rejected                    // refused by admission control
+	Failed                      // could not be served (reason says why)
+)
+
+// String returns the outcome's name as used in outputs.
+func (o Outcome) String() string {
+	switch o {
+	case Finished:
+		return "finished"
+	case Rejected:
+		return "rejected"
+	case Failed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Record is the life of one request. Times are ns since the start of the run;
+// a time that never happened is -1.
+type Record struct {
+	ID              int64
+	Session         string
+	PrefillInstance int32 // instance that computed the prompt (-1 if none)
+	DecodeInstance  int32 // instance that produced the output (-1 if none)
+	InputTokens     int
+	OutputTokens    int   // requested output length
+	Generated       int   // output tokens actually produced
+	CachedTokens    int   // prompt tokens served from the prefix cache at first admission
+	Arrival         int64 // arrival at the cluster
+	Scheduled       int64 // first time any of its tokens was in a batch
+	FirstToken      int64 // first output token emitted to the client
+	LastToken       int64 // last output token emitted
+	MaxITL          int64 // largest gap between consecutive output tokens
+	Preemptions     int   // times it was preempted (recompute)
+	// P/D handoff (zero in colocated runs).
+	PrefillEnd     int64 // prompt computed on the prefill instance
+	Reserved       int64 // decode blocks reserved
+	TransferStart  int64
+	TransferEnd    int64
+	HandoffWait    int64 // ns from prefill end to decode reservation
+	CapacityWait   int64 // ns held back because decode capacity was not available
+	Reprefills     int
+	Retries        int
+	Outcome        Outcome
+	Reason         string // why it was rejected or failed ("" when finished)
+}
+
+// TTFT is time to first token in ns (-1 if no token was produced).
+func (r *Record) TTFT() int64 {
+	if r.FirstToken < 0 {
+		return -1
+	}
+	return r.FirstToken - r.Arrival
+}
+
+// TPOT is the mean time per output token after the first, in ns; -1 when
+// fewer than two tokens were produced.
+func (r *Record) TPOT() int64 {
+	if r.Generated < 2 || r.FirstToken < 0 {
+		return -1
+	}
+	return (r.LastToken - r.FirstToken) / int64(r.Generated-1)
+}
+
+// E2E is the end-to-end latency in ns (-1 if the request did not finish).
+func (r *Record) E2E() int64 {
+	if r.Outcome != Finished {
+		return -1
+	}
+	return r.LastToken - r.Arrival
+}
+
+// QueueDelay is the time from arrival to first scheduling (-1 if never).
+func (r *Record) QueueDelay() int64 {
+	if r.Scheduled < 0 {
+		return -1
+	}
+	return r.Scheduled - r.Arrival
+}

@@ -1,0 +1,34 @@
+package perf
+
+// Batch summarises one engine step as a latency predictor sees it. The engine
+// fills it while it forms the batch; predictors must not keep a reference.
+type Batch struct {
+	// PrefillTokens (pc) is the sum of query tokens of the requests that are
+	// still computing their prompt in this step (prefill chunks).
+	PrefillTokens int
+	// PrefillKV (kp) is the sum, over those prefill requests, of the tokens
+	// already in their KV cache before this step's chunk (computed or
+	// prefix-cache hits).
+	PrefillKV int
+	// PrefillSeqs is the number of requests contributing prefill chunks.
+	PrefillSeqs int
+	// NumDecode (n) is the number of requests decoding one token this step.
+	NumDecode int
+	// DecodeKVSum is the sum of the decode requests' context lengths (tokens
+	// already in KV, excluding the token computed this step).
+	DecodeKVSum int64
+	// DecodeKVMax is the largest such context length in the batch.
+	DecodeKVMax int
+}
+
+// Tokens is the total number of tokens computed in the step.
+func (b *Batch) Tokens() int { return b.PrefillTokens + b.NumDecode }
+
+// Seqs is the number of requests in the step (each produces one row of logits).
+func (b *Batch) Seqs() int { return b.PrefillSeqs + b.NumDecode }
+
+// Predictor times one engine step. StepTime returns nanoseconds and must not
+// allocate: it is called once per simulated step.
+type Predictor interface {
+	StepTime(b *Batch) int64
+}
