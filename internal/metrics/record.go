@@ -40,17 +40,18 @@ type Record struct {
 	LastToken       int64 // last output token emitted
 	MaxITL          int64 // largest gap between consecutive output tokens
 	Preemptions     int   // times it was preempted (recompute)
-	// P/D handoff (zero in colocated runs).
-	PrefillEnd     int64 // prompt computed on the prefill instance
-	Reserved       int64 // decode blocks reserved
-	TransferStart  int64
-	TransferEnd    int64
-	HandoffWait    int64 // ns from prefill end to decode reservation
-	CapacityWait   int64 // ns held back because decode capacity was not available
-	Reprefills     int
-	Retries        int
-	Outcome        Outcome
-	Reason         string // why it was rejected or failed ("" when finished)
+	// P/D handoff. Times are -1 and HandoffWait/CapacityWait are -1 when the
+	// request had no handoff (colocated runs); NewRecord sets them so.
+	PrefillEnd    int64 // prompt computed on the prefill instance
+	Reserved      int64 // decode blocks reserved
+	TransferStart int64
+	TransferEnd   int64
+	HandoffWait   int64 // ns from prefill end to decode reservation
+	CapacityWait  int64 // ns held back because decode capacity was not available
+	Reprefills    int
+	Retries       int
+	Outcome       Outcome
+	Reason        string // why it was rejected or failed ("" when finished)
 }
 
 // TTFT is time to first token in ns (-1 if no token was produced).
@@ -84,4 +85,43 @@ func (r *Record) QueueDelay() int64 {
 		return -1
 	}
 	return r.Scheduled - r.Arrival
+}
+
+// NewRecord returns a record for request id arriving at arrival (ns) with
+// every time, instance and P/D duration set to -1 ("never"), counters zero.
+// Engines should start from it so that untouched fields read as absent.
+func NewRecord(id, arrival int64) Record {
+	return Record{
+		ID:              id,
+		PrefillInstance: -1,
+		DecodeInstance:  -1,
+		Arrival:         arrival,
+		Scheduled:       -1,
+		FirstToken:      -1,
+		LastToken:       -1,
+		MaxITL:          -1,
+		PrefillEnd:      -1,
+		Reserved:        -1,
+		TransferStart:   -1,
+		TransferEnd:     -1,
+		HandoffWait:     -1,
+		CapacityWait:    -1,
+	}
+}
+
+// TransferTime is the KV transfer duration in ns (-1 if no transfer both
+// started and ended).
+func (r *Record) TransferTime() int64 {
+	if r.TransferStart < 0 || r.TransferEnd < 0 {
+		return -1
+	}
+	return r.TransferEnd - r.TransferStart
+}
+
+// Handoff reports whether the request was prefilled on one instance and
+// decoded on another, i.e. went through a P/D handoff. Zero-valued P/D
+// fields of a colocated record therefore never count as a handoff.
+func (r *Record) Handoff() bool {
+	return r.PrefillInstance >= 0 && r.DecodeInstance >= 0 &&
+		r.PrefillInstance != r.DecodeInstance
 }

@@ -19,6 +19,10 @@ type Batch struct {
 	DecodeKVSum int64
 	// DecodeKVMax is the largest such context length in the batch.
 	DecodeKVMax int
+	// DecodeKVMin is the smallest such context length in the batch. With
+	// DecodeKVMax it gives the skew rate (mean-min)/(max-min) that selects
+	// the skew-correction bucket.
+	DecodeKVMin int
 }
 
 // Tokens is the total number of tokens computed in the step.
@@ -32,3 +36,20 @@ func (b *Batch) Seqs() int { return b.PrefillSeqs + b.NumDecode }
 type Predictor interface {
 	StepTime(b *Batch) int64
 }
+
+// WithOverhead adds a fixed per-step cost (ns) to another predictor: the
+// host-side work of one engine step (scheduling, input preparation,
+// sampling bookkeeping) that per-kernel GPU profiles do not contain.
+func WithOverhead(p Predictor, ns int64) Predictor {
+	if ns == 0 {
+		return p
+	}
+	return overhead{p, ns}
+}
+
+type overhead struct {
+	Predictor
+	ns int64
+}
+
+func (o overhead) StepTime(b *Batch) int64 { return o.Predictor.StepTime(b) + o.ns }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/model"
+	"github.com/spf13/cobra"
+)
+
+func newCatalogCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "catalog",
+		Short: "List the accelerators, models, profile bundles and workloads servesim knows",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			cat, err := hw.Default()
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ACCELERATOR\tMEMORY (GB)\tBANDWIDTH (GB/s)\tBF16 (TFLOP/s)\tPRODUCT")
+			for _, a := range cat.All() {
+				fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%s\n", a.Name, float64(a.MemoryBytes)/1e9, a.MemBandwidth/1e9, a.PeakFLOPSBF16/1e12, a.Product)
+			}
+			tw.Flush()
+			fmt.Fprintln(out)
+			fmt.Fprintln(out, "MODELS (embedded HuggingFace configs)")
+			for _, m := range model.List(model.Builtin()) {
+				fmt.Fprintln(out, "  "+m)
+			}
+			fmt.Fprintln(out)
+			fmt.Fprintln(out, "PROFILE BUNDLES (embedded; --profiles ROOT adds more)")
+			_ = fs.WalkDir(assets.FS(), "profiles", func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), "tp") {
+					fmt.Fprintln(out, "  "+strings.TrimPrefix(p, "profiles/"))
+				}
+				return nil
+			})
+			fmt.Fprintln(out)
+			fmt.Fprintln(out, "WORKLOADS (use as workload.trace: builtin:NAME)")
+			for _, w := range config.BuiltinWorkloads() {
+				fmt.Fprintln(out, "  "+w)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,45 @@
+// Command servesim simulates LLM serving clusters: it predicts TTFT, TPOT,
+// end-to-end latency, throughput and memory behaviour of vLLM-style engines
+// on a workload, and validates its predictions against measured vLLM runs.
+//
+// Exit codes: 0 success; 1 internal error (a bug: please report it);
+// 2 bad input (the message names the file:line or field and the fix).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// inputError marks errors caused by the user's input: exit code 2.
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
+func badInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return inputError{err}
+}
+
+func main() {
+	os.Exit(execute(os.Args[1:]))
+}
+
+func execute(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "servesim: "+err.Error())
+	var ie inputError
+	if errors.As(err, &ie) || isUsageError(err) {
+		return 2
+	}
+	return 1
+}

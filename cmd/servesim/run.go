@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/runner"
+	"github.com/servesim/servesim/internal/workload"
+	"github.com/spf13/cobra"
+)
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+type runFlags struct {
+	scenario    scenarioFlags
+	out         string
+	csv         string
+	jsonl       string
+	series      string
+	summaryJSON string
+	printConfig bool
+	quiet       bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Simulate a scenario and print its summary",
+		Long: `Simulate a scenario and print its summary on stdout.
+
+With no arguments it runs the embedded default scenario: Llama-3.1-8B on one
+RTX PRO 6000, the 300-request ShareGPT trace at 10 req/s, the engine settings
+of the measured vLLM run (max_num_seqs 128, max_num_batched_tokens 2048).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, &f) },
+	}
+	fs := cmd.Flags()
+	f.scenario.register(fs)
+	fs.StringVarP(&f.out, "out", "o", "", "write every output into DIR: requests.csv, requests.jsonl, timeseries.csv, summary.json, scenario.yaml")
+	fs.StringVar(&f.csv, "requests-csv", "", "write per-request records as CSV to FILE")
+	fs.StringVar(&f.jsonl, "requests-jsonl", "", "write per-request records as JSONL to FILE")
+	fs.StringVar(&f.series, "timeseries", "", "write the per-instance 1 s time series CSV to FILE")
+	fs.StringVar(&f.summaryJSON, "summary-json", "", "write the summary as JSON to FILE")
+	fs.BoolVar(&f.printConfig, "print-config", false, "print the fully resolved scenario as YAML and exit")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress indicator")
+	return cmd
+}
+
+func runRun(cmd *cobra.Command, f *runFlags) error {
+	s, src, err := f.scenario.load()
+	if err != nil {
+		return err
+	}
+	if f.printConfig {
+		y, err := config.Marshal(s)
+		if err != nil {
+			return err
+		}
+		_, err = cmd.OutOrStdout().Write(y)
+		return err
+	}
+	built, err := config.Build(s, src)
+	if err != nil {
+		return badInput(err)
+	}
+	opts := runner.Options{RequestsCSV: f.csv, RequestsJSONL: f.jsonl, Series: f.series}
+	summaryPath := f.summaryJSON
+	if f.out != "" {
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			return badInput(fmt.Errorf("--out: %w", err))
+		}
+		set := func(p *string, name string) {
+			if *p == "" {
+				*p = filepath.Join(f.out, name)
+			}
+		}
+		set(&opts.RequestsCSV, "requests.csv")
+		set(&opts.RequestsJSONL, "requests.jsonl")
+		set(&opts.Series, "timeseries.csv")
+		set(&summaryPath, "summary.json")
+		y, err := config.Marshal(s)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(f.out, "scenario.yaml"), y, 0o644); err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
+	}
+	prog := newProgress(cmd.ErrOrStderr(), f.quiet)
+	opts.Progress, opts.ProgressEvery = prog.update, 64
+	res, err := runner.Run(built, opts)
+	prog.done()
+	if err != nil {
+		var le *workload.LineError
+		if errors.As(err, &le) {
+			return badInput(err)
+		}
+		return err
+	}
+	if _, err := io.WriteString(cmd.OutOrStdout(), res.String()); err != nil {
+		return err
+	}
+	if summaryPath != "" {
+		if err := writeJSON(summaryPath, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	return nil
+}
+
+var _ = metrics.Finished

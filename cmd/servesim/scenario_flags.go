@@ -1,0 +1,115 @@
+package main
+
+import (
+	"github.com/servesim/servesim/internal/config"
+	"github.com/spf13/pflag"
+)
+
+// scenarioFlags are the command-line overrides of scenario fields; a flag
+// that is set wins over the scenario file.
+type scenarioFlags struct {
+	file       string
+	seed       uint64
+	model      string
+	hardware   string
+	profiles   string
+	trace      string
+	format     string
+	limit      int
+	timeScale  float64
+	maxSeqs    int
+	maxTokens  int
+	numBlocks  int
+	overheadUs float64
+	invariants bool
+	fs         *pflag.FlagSet
+}
+
+func (f *scenarioFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
+	fs.StringVarP(&f.file, "config", "c", "", "scenario YAML file (default: the embedded default scenario)")
+	fs.Uint64Var(&f.seed, "seed", 0, "random seed (overrides seed)")
+	fs.StringVar(&f.model, "model", "", "model id org/name (overrides model)")
+	fs.StringVar(&f.hardware, "hardware", "", "accelerator name (overrides hardware and every group's hardware)")
+	fs.StringVar(&f.profiles, "profiles", "", "root of profile bundles <hw>/<org>/<model>/<dtype>/tp<N> (overrides predictor.profiles)")
+	fs.StringVar(&f.trace, "workload", "", "JSONL trace file or builtin:NAME (overrides workload.trace)")
+	fs.StringVar(&f.format, "workload-format", "", "jsonl or vllm-requests (overrides workload.format)")
+	fs.IntVar(&f.limit, "limit", 0, "simulate only the first N requests (overrides workload.limit)")
+	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply arrival times (overrides workload.time_scale)")
+	fs.IntVar(&f.maxSeqs, "max-num-seqs", 0, "overrides engine.max_num_seqs")
+	fs.IntVar(&f.maxTokens, "max-num-batched-tokens", 0, "overrides engine.max_num_batched_tokens")
+	fs.IntVar(&f.numBlocks, "num-gpu-blocks", 0, "overrides engine.num_gpu_blocks (KV capacity per instance)")
+	fs.Float64Var(&f.overheadUs, "step-overhead-us", 0, "overrides predictor.step_overhead_us")
+	fs.BoolVar(&f.invariants, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
+}
+
+// load reads the scenario (or the default), applies the flags that were
+// set and validates the result.
+func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
+	var (
+		s   *config.Scenario
+		src config.Source
+		err error
+	)
+	if f.file != "" {
+		s, src, err = config.Load(f.file)
+		if err != nil {
+			return nil, src, badInput(err)
+		}
+	} else {
+		s = config.Default()
+		if s, err = config.Parse(nil, "default scenario"); err != nil {
+			return nil, src, err
+		}
+	}
+	set := f.fs.Changed
+	if set("seed") {
+		s.Seed = f.seed
+	}
+	if set("model") {
+		s.Model = f.model
+	}
+	if set("hardware") {
+		s.Hardware = f.hardware
+		for i := range s.Instances {
+			s.Instances[i].Hardware = f.hardware
+		}
+	}
+	if set("profiles") {
+		s.Predictor.Profiles = f.profiles
+	}
+	if set("workload") {
+		s.Workload.Trace, s.Workload.Synthetic = f.trace, nil
+	}
+	if set("workload-format") {
+		s.Workload.Format = f.format
+	}
+	if set("limit") {
+		s.Workload.Limit = f.limit
+	}
+	if set("time-scale") {
+		s.Workload.TimeScale = f.timeScale
+	}
+	if set("max-num-seqs") {
+		s.Engine.MaxNumSeqs = f.maxSeqs
+	}
+	if set("max-num-batched-tokens") {
+		s.Engine.MaxNumBatchedTokens = f.maxTokens
+	}
+	if set("num-gpu-blocks") {
+		s.Engine.NumGPUBlocks = f.numBlocks
+		if f.numBlocks <= 0 {
+			return nil, src, badInput(errorf("--num-gpu-blocks: must be > 0 (got %d)", f.numBlocks))
+		}
+	}
+	if set("step-overhead-us") {
+		s.Predictor.StepOverheadUs = f.overheadUs
+	}
+	if set("check-invariants") {
+		s.CheckInvariants = f.invariants
+	}
+	if err := s.Validate(); err != nil {
+		return nil, src, badInput(err)
+	}
+	return s, src, nil
+}

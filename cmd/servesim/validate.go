@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/servesim/servesim/internal/validate"
+	"github.com/spf13/cobra"
+)
+
+func newValidateCmd() *cobra.Command {
+	var (
+		dir, wl, profiles string
+		csvOut            string
+		asJSON, invariant bool
+		overhead          float64
+	)
+	cmd := &cobra.Command{
+		Use:   "validate --measured DIR",
+		Short: "Compare servesim with a measured vLLM run",
+		Long: `Rebuild the scenario of a measured vLLM run from its files, simulate it, and
+print vLLM vs servesim vs difference for TTFT, TPOT and E2E latency at mean,
+p50, p90, p95 and p99.
+
+DIR holds meta.json (engine settings, dataset_hash), requests.jsonl
+(per-request timestamps) and llmservingsim-cluster.json (hardware, memory).
+The replayed workload is --workload FILE, or the embedded workload whose
+sha256 equals meta.json's dataset_hash. Arrivals are the measured queued_ts
+offsets; request bench-i takes the token ids of line i of the workload.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return usageError{fmt.Errorf("--measured DIR is required")}
+			}
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return badInput(fmt.Errorf("--measured: %q is not a directory", dir))
+			}
+			o := validate.Options{Measured: os.DirFS(dir), Name: filepath.Clean(dir), Workload: wl, Profiles: profiles, CheckInvariants: invariant, RequestsCSV: csvOut}
+			if cmd.Flags().Changed("step-overhead-us") {
+				o.StepOverheadUs = &overhead
+			}
+			rep, err := validate.Run(o)
+			if err != nil {
+				return badInput(err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), rep.String())
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&dir, "measured", "", "measured run directory (meta.json, requests.jsonl, llmservingsim-cluster.json)")
+	fs.StringVar(&wl, "workload", "", "the JSONL trace the run replayed (default: found by dataset_hash among the embedded workloads)")
+	fs.StringVar(&profiles, "profiles", "", "root of profile bundles (default: the embedded bundles)")
+	fs.StringVar(&csvOut, "requests-csv", "", "also write the simulated per-request records as CSV to FILE")
+	fs.BoolVar(&asJSON, "json", false, "print the comparison as one JSON object")
+	fs.BoolVar(&invariant, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
+	fs.Float64Var(&overhead, "step-overhead-us", 0, "override the per-step host overhead (for studies; the default is documented in README)")
+	return cmd
+}

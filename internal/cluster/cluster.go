@@ -1,0 +1,273 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/servesim/servesim/internal/des"
+	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// Event kinds.
+const (
+	evArrival  int32 = iota // next entry of the workload source
+	evStepEnd               // Target = instance index
+	evFollowUp              // Arg = index into the pending session table
+)
+
+// InstanceState is a snapshot of one instance for time series.
+type InstanceState struct {
+	Running, Waiting int
+	KVUsed, KVCached int // blocks
+	KVCapacity       int // blocks
+}
+
+// Observer receives what happens in a run. Implementations must not retain
+// the pointers they are given.
+type Observer interface {
+	// Advance is called before the events at time now are processed; the
+	// state seen through Sim.State is the state that held until now.
+	Advance(now int64)
+	// StepDone reports a finished engine step of instance inst.
+	StepDone(inst int, r *engine.StepResult)
+	// Terminal reports a request's final record, exactly once per request.
+	Terminal(rec *metrics.Record)
+}
+
+// Router picks the instance for an arriving request among candidates (all
+// instances able to serve it).
+type Router interface {
+	Route(req *workload.Request, candidates []int, s *Sim) int
+}
+
+// Sim is one simulation run.
+type Sim struct {
+	q       des.Queue
+	engines []*engine.Engine
+	src     workload.Source
+	router  Router
+	obs     Observer
+
+	next    workload.Entry
+	hasNext bool
+	srcDone bool
+
+	// sessions: remaining sub-requests keyed by the id of the sub-request
+	// in flight; pending holds sub-requests waiting out their tool time.
+	sessions map[int64][]workload.Request
+	pending  []workload.Request
+	freePend []int32
+
+	candidates []int
+	total      int64 // requests seen
+	terminal   int64 // requests ended
+	lastEvent  int64
+}
+
+// New returns a simulation of engines serving src. Engines are indexed by
+// their position.
+func New(engines []*engine.Engine, src workload.Source, router Router, obs Observer) (*Sim, error) {
+	if len(engines) == 0 {
+		return nil, errors.New("cluster: at least one instance is required")
+	}
+	if router == nil {
+		router = &RoundRobin{}
+	}
+	return &Sim{engines: engines, src: src, router: router, obs: obs, sessions: map[int64][]workload.Request{}}, nil
+}
+
+// Engines returns the instances (read-only use).
+func (s *Sim) Engines() []*engine.Engine { return s.engines }
+
+// State returns a snapshot of instance i.
+func (s *Sim) State(i int) InstanceState {
+	e := s.engines[i]
+	p := e.Pool()
+	return InstanceState{Running: e.Running(), Waiting: e.Waiting(), KVUsed: p.Used(), KVCached: p.Cached(), KVCapacity: p.Capacity()}
+}
+
+// Now is the simulated time of the event being processed.
+func (s *Sim) Now() int64 { return s.q.Now() }
+
+// Progress returns how many requests have reached a terminal outcome and
+// how many have been seen so far.
+func (s *Sim) Progress() (terminal, seen int64) { return s.terminal, s.total }
+
+// Run simulates until every request has ended and returns the time of the
+// last event in ns. Errors are workload read errors (naming file and line)
+// or internal invariant violations.
+func (s *Sim) Run() (int64, error) {
+	if err := s.pull(); err != nil {
+		return 0, err
+	}
+	for {
+		ev, ok := s.q.Pop()
+		if !ok {
+			break
+		}
+		s.lastEvent = ev.At
+		if s.obs != nil {
+			s.obs.Advance(ev.At)
+		}
+		var err error
+		switch ev.Kind {
+		case evArrival:
+			entry := s.next
+			s.hasNext = false
+			if err = s.pull(); err == nil {
+				s.arrive(entry, ev.At)
+			}
+		case evStepEnd:
+			err = s.stepEnd(int(ev.Target), ev.At)
+		case evFollowUp:
+			slot := int32(ev.Arg)
+			req := s.pending[slot]
+			s.pending[slot] = workload.Request{}
+			s.freePend = append(s.freePend, slot)
+			req.Arrival = ev.At
+			s.admit(&req, ev.At)
+		}
+		if err != nil {
+			return s.lastEvent, err
+		}
+	}
+	if s.terminal != s.total {
+		return s.lastEvent, fmt.Errorf("cluster: invariant violated: %d requests seen but %d ended", s.total, s.terminal)
+	}
+	return s.lastEvent, nil
+}
+
+// pull reads the next workload entry and schedules its arrival.
+func (s *Sim) pull() error {
+	if s.srcDone || s.hasNext {
+		return nil
+	}
+	entry, err := s.src.Next()
+	if errors.Is(err, io.EOF) {
+		s.srcDone = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(entry.Requests) == 0 {
+		return fmt.Errorf("cluster: workload entry without requests")
+	}
+	s.next, s.hasNext = entry, true
+	at := entry.Requests[0].Arrival
+	if at < s.q.Now() {
+		at = s.q.Now()
+	}
+	return s.q.Push(des.Event{At: at, Kind: evArrival})
+}
+
+func (s *Sim) arrive(entry workload.Entry, now int64) {
+	first := entry.Requests[0]
+	first.Arrival = now
+	if len(entry.Requests) > 1 {
+		s.sessions[first.ID] = entry.Requests[1:]
+	}
+	s.admit(&first, now)
+}
+
+// admit routes a request to an instance that can hold it, or ends it as
+// failed when none can.
+func (s *Sim) admit(req *workload.Request, now int64) {
+	s.total++
+	s.candidates = s.candidates[:0]
+	reason := ""
+	for i, e := range s.engines {
+		if why := e.Unfit(req); why != "" {
+			if reason == "" {
+				reason = why
+			}
+			continue
+		}
+		s.candidates = append(s.candidates, i)
+	}
+	if len(s.candidates) == 0 {
+		rec := failedRecord(req, now, "unfit: "+reason)
+		s.end(&rec, now)
+		return
+	}
+	inst := s.candidates[0]
+	if len(s.candidates) > 1 {
+		inst = s.router.Route(req, s.candidates, s)
+	}
+	e := s.engines[inst]
+	e.Add(req, now)
+	s.kick(inst, now)
+}
+
+// kick starts a step on an idle instance that has work.
+func (s *Sim) kick(inst int, now int64) {
+	e := s.engines[inst]
+	if e.Busy() {
+		return
+	}
+	if d, ok := e.StartStep(now); ok {
+		// Push cannot fail: now is the current time and d >= 0.
+		_ = s.q.Push(des.Event{At: now + d, Kind: evStepEnd, Target: int32(inst)})
+	}
+}
+
+func (s *Sim) stepEnd(inst int, now int64) error {
+	e := s.engines[inst]
+	r := e.FinishStep(now)
+	if err := e.Err(); err != nil {
+		return err
+	}
+	if s.obs != nil {
+		s.obs.StepDone(inst, r)
+	}
+	for i := range r.Finished {
+		s.end(&r.Finished[i], now)
+	}
+	s.kick(inst, now)
+	return e.Err()
+}
+
+// end records a terminal request and releases its session successor.
+func (s *Sim) end(rec *metrics.Record, now int64) {
+	s.terminal++
+	if s.obs != nil {
+		s.obs.Terminal(rec)
+	}
+	rest, ok := s.sessions[rec.ID]
+	if !ok {
+		return
+	}
+	delete(s.sessions, rec.ID)
+	next := rest[0]
+	if len(rest) > 1 {
+		s.sessions[next.ID] = rest[1:]
+	}
+	if rec.Outcome != metrics.Finished {
+		// The session cannot go on: its remaining sub-requests fail too.
+		s.total++
+		failed := failedRecord(&next, now, fmt.Sprintf("session: sub-request %d did not finish", rec.ID))
+		s.end(&failed, now)
+		return
+	}
+	var slot int32
+	if n := len(s.freePend); n > 0 {
+		slot = s.freePend[n-1]
+		s.freePend = s.freePend[:n-1]
+		s.pending[slot] = next
+	} else {
+		s.pending = append(s.pending, next)
+		slot = int32(len(s.pending) - 1)
+	}
+	_ = s.q.Push(des.Event{At: now + next.Delay, Kind: evFollowUp, Arg: int64(slot)})
+}
+
+// failedRecord is the terminal record of a request that was never served.
+func failedRecord(req *workload.Request, now int64, reason string) metrics.Record {
+	rec := metrics.NewRecord(req.ID, now)
+	rec.InputTokens, rec.OutputTokens = req.InputTokens, req.OutputTokens
+	rec.Outcome, rec.Reason = metrics.Failed, reason
+	return rec
+}

@@ -1,0 +1,267 @@
+package config
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/kv"
+	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// Instance describes one built instance, for reports.
+type Instance struct {
+	Index     int
+	Group     string
+	Role      string
+	Hardware  string
+	TP        int
+	NumBlocks int
+	BlockSize int
+}
+
+// Built is a scenario assembled into runnable parts.
+type Built struct {
+	Scenario  *Scenario
+	Model     *model.Config
+	Engines   []*engine.Engine
+	Instances []Instance
+	Router    cluster.Router
+	// Open returns a fresh workload source (it can be called again to
+	// replay the same workload) and a closer for the file behind it.
+	Open func() (workload.Source, io.Closer, error)
+}
+
+// NewSim assembles a simulation from a built scenario with a fresh
+// workload source. The closer must be closed after the run.
+func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
+	src, closer, err := b.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	sim, err := cluster.New(b.Engines, src, b.Router, obs)
+	if err != nil {
+		closer.Close()
+		return nil, nil, err
+	}
+	return sim, closer, nil
+}
+
+// Build resolves a validated scenario: it loads the model and hardware,
+// sizes every instance's KV cache, loads the latency predictor and prepares
+// the workload. Errors name the field at fault and what would fix it.
+func Build(s *Scenario, src Source) (*Built, error) {
+	m, err := model.Load(model.Builtin(), s.Model)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	bpe, err := model.BytesPerElem(s.Dtype)
+	if err != nil {
+		return nil, fmt.Errorf("dtype: %w", err)
+	}
+	profiles, err := profileRoot(s, src)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := perf.LoadCatalog(assets.FS(), m.ModelType)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", s.Model, err)
+	}
+	arch := perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)}
+	overheadNs := int64(s.Predictor.StepOverheadUs * 1000)
+
+	b := &Built{Scenario: s, Model: m}
+	predictors := map[string]perf.Predictor{}
+	for gi := range s.Instances {
+		g := &s.Instances[gi]
+		path := fmt.Sprintf("instances[%d]", gi)
+		acc, err := hw.Lookup(g.Hardware)
+		if err != nil {
+			return nil, fmt.Errorf("%s.hardware: %w", path, err)
+		}
+		eng := g.merged(s.Engine)
+		tp := *g.TP
+		key := fmt.Sprintf("%s/tp%d", acc.Name, tp)
+		pred, ok := predictors[key]
+		if !ok {
+			dir, err := perf.FindBundle(profiles, acc.Name, m.Name, s.Dtype, tp)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			prof, err := perf.LoadProfile(profiles, dir, arch, cat)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			pred = perf.WithOverhead(prof, overheadNs)
+			predictors[key] = pred
+		}
+		blocks := eng.NumGPUBlocks
+		if blocks == 0 {
+			memBytes := acc.MemoryBytes
+			if g.MemoryGB > 0 {
+				memBytes = int64(g.MemoryGB * 1e9)
+			}
+			mem := kv.Memory{
+				Device:      memBytes,
+				Utilization: eng.GPUMemoryUtilization,
+				Weights:     m.WeightBytes(bpe) / int64(tp),
+				Activation:  kv.ActivationReserve(eng.MaxNumBatchedTokens, eng.MaxNumSeqs, m.HiddenSize, m.IntermediateSize, m.VocabSize, tp, bpe),
+				KVPerToken:  m.KVBytesPerTokenPerRank(bpe, tp),
+			}
+			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
+				return nil, fmt.Errorf("%s: %s on %s x tp=%d: %w", path, m.Name, acc.Name, tp, err)
+			}
+		}
+		maxLen := eng.MaxModelLen
+		if maxLen == 0 {
+			maxLen = int(m.MaxPositionEmbeddings)
+		}
+		cfg := engine.Config{
+			MaxNumSeqs:                eng.MaxNumSeqs,
+			MaxNumBatchedTokens:       eng.MaxNumBatchedTokens,
+			BlockSize:                 eng.BlockSize,
+			NumBlocks:                 blocks,
+			LongPrefillTokenThreshold: eng.LongPrefillTokenThreshold,
+			ChunkedPrefill:            *eng.ChunkedPrefill,
+			PrefixCaching:             *eng.PrefixCaching,
+			MaxModelLen:               maxLen,
+			CheckInvariants:           s.CheckInvariants,
+		}
+		for c := 0; c < *g.Count; c++ {
+			idx := len(b.Engines)
+			e, err := engine.New(idx, cfg, pred)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			b.Engines = append(b.Engines, e)
+			b.Instances = append(b.Instances, Instance{Index: idx, Group: g.Name, Role: g.Role, Hardware: acc.Name, TP: tp, NumBlocks: blocks, BlockSize: eng.BlockSize})
+		}
+	}
+	switch s.Router {
+	case "least-loaded":
+		b.Router = cluster.LeastLoaded{}
+	default:
+		b.Router = &cluster.RoundRobin{}
+	}
+	open, err := workloadOpener(s, src)
+	if err != nil {
+		return nil, err
+	}
+	b.Open = open
+	return b, nil
+}
+
+// profileRoot returns the file system rooted at the profile bundles.
+func profileRoot(s *Scenario, src Source) (fs.FS, error) {
+	if s.Predictor.Profiles == "" {
+		return fs.Sub(assets.FS(), "profiles")
+	}
+	dir := resolve(src, s.Predictor.Profiles)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("predictor.profiles: %q is not a directory; give the root of the profile bundles (<hardware>/<org>/<model>/<dtype>/tp<N>)", dir)
+	}
+	return os.DirFS(dir), nil
+}
+
+func resolve(src Source, p string) string {
+	if filepath.IsAbs(p) || src.Dir == "" {
+		return p
+	}
+	return filepath.Join(src.Dir, p)
+}
+
+// BuiltinWorkloads lists the embedded traces usable as "builtin:NAME".
+func BuiltinWorkloads() []string {
+	entries, _ := fs.ReadDir(assets.FS(), "workloads")
+	var names []string
+	for _, e := range entries {
+		if n, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// workloadOpener checks the workload reference and returns a function that
+// opens a fresh source for it.
+func workloadOpener(s *Scenario, src Source) (func() (workload.Source, io.Closer, error), error) {
+	w := s.Workload
+	wrap := func(ws workload.Source) workload.Source {
+		if w.TimeScale != 1 {
+			ws = workload.Scale(ws, w.TimeScale)
+		}
+		if w.Limit > 0 {
+			ws = workload.Take(ws, w.Limit)
+		}
+		return ws
+	}
+	if w.Synthetic != nil {
+		syn := *w.Synthetic
+		seed := s.Seed
+		return func() (workload.Source, io.Closer, error) {
+			ws, err := workload.NewSynthetic(syn, seed)
+			if err != nil {
+				return nil, nil, fmt.Errorf("workload.synthetic: %w", err)
+			}
+			return wrap(ws), nopCloser{}, nil
+		}, nil
+	}
+	open := func() (io.ReadCloser, string, error) {
+		if name, ok := builtinName(w.Trace); ok {
+			f, err := assets.FS().Open("workloads/" + name + ".jsonl")
+			if err != nil {
+				return nil, "", fmt.Errorf("workload.trace: no builtin workload %q; builtin workloads: %s", name, strings.Join(BuiltinWorkloads(), ", "))
+			}
+			return f, w.Trace, nil
+		}
+		p := resolve(src, w.Trace)
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, "", fmt.Errorf("workload.trace: %w; give a JSONL trace path (relative to the scenario file) or builtin:NAME", err)
+		}
+		return f, p, nil
+	}
+	// Open once now so a missing file is reported before the run.
+	f, _, err := open()
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return func() (workload.Source, io.Closer, error) {
+		f, name, err := open()
+		if err != nil {
+			return nil, nil, err
+		}
+		switch w.Format {
+		case "vllm-requests":
+			reqs, err := workload.ReadMeasured(bufio.NewReader(f), name)
+			f.Close()
+			if err != nil {
+				return nil, nil, err
+			}
+			ms, err := workload.MeasuredSource(reqs, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			return wrap(ms), nopCloser{}, nil
+		default:
+			return wrap(workload.NewTraceReader(f, name)), f, nil
+		}
+	}, nil
+}

@@ -1,0 +1,75 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Source says where a scenario came from; relative paths in it (traces,
+// profile roots) are resolved against Dir.
+type Source struct {
+	File string // "" for the embedded default
+	Dir  string
+}
+
+// Load reads a scenario file. Unknown fields, wrong types and invalid values
+// are errors naming file:line:col or the field, with what would fix them.
+func Load(path string) (*Scenario, Source, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Source{}, fmt.Errorf("read scenario: %w", err)
+	}
+	s, err := Parse(data, path)
+	if err != nil {
+		return nil, Source{}, err
+	}
+	return s, Source{File: path, Dir: filepath.Dir(path)}, nil
+}
+
+// Parse decodes scenario YAML on top of the defaults (see Default) and
+// validates the result. name labels errors.
+func Parse(data []byte, name string) (*Scenario, error) {
+	s := Default()
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := yaml.UnmarshalWithOptions(data, s, yaml.Strict()); err != nil {
+			return nil, yamlError(name, err)
+		}
+	}
+	if s.Workload.Synthetic != nil && s.Workload.Trace == DefaultTrace {
+		s.Workload.Trace = ""
+	}
+	s.FillGroups()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// yamlError turns a decoder error into one line: file:line:col: message.
+func yamlError(name string, err error) error {
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		msg := ye.GetMessage()
+		if tok := ye.GetToken(); tok != nil && tok.Position != nil {
+			hint := ""
+			var uf *yaml.UnknownFieldError
+			if errors.As(err, &uf) {
+				hint = " (see the configuration reference in README.md for the valid fields)"
+			}
+			return fmt.Errorf("%s:%d:%d: %s%s", name, tok.Position.Line, tok.Position.Column, msg, hint)
+		}
+		return fmt.Errorf("%s: %s", name, msg)
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// Marshal renders a scenario as YAML: the fully resolved configuration an
+// output carries.
+func Marshal(s *Scenario) ([]byte, error) {
+	return yaml.Marshal(s)
+}

@@ -1,0 +1,28 @@
+// Package engine models one serving instance the way vLLM's v1 engine runs
+// it: a scheduler that forms one batch per step under max_num_seqs and
+// max_num_batched_tokens, chunked prefill, paged KV blocks with prefix
+// caching, and preemption by recompute.
+//
+// The engine is a synchronous state machine driven from outside, with time
+// passed in: StartStep(now) forms a batch and returns how long it will run,
+// FinishStep(end) applies its effects and returns what happened (tokens
+// emitted, requests finished) as values. It reads no clock, starts no
+// goroutine and never discovers events by scanning all requests.
+//
+// Scheduling (per step, as in vLLM v1):
+//  1. Running requests first, in admission order: each gets its remaining
+//     tokens (one when decoding; a prompt chunk capped by
+//     long_prefill_token_threshold when > 0) within the step's token budget.
+//     When its KV blocks cannot be allocated, the most recently admitted
+//     running request is preempted (blocks freed, re-queued at the front of
+//     the waiting queue, recomputed later) until the allocation fits.
+//  2. If nothing was preempted, waiting requests in order while there is
+//     budget and a sequence slot: prefix-cache hits are taken first (full
+//     blocks only, at most prompt-1 tokens), the rest is scheduled as a
+//     chunk; the first request whose blocks cannot be allocated stops
+//     admission (head-of-line, FCFS).
+//
+// A request whose last prompt token is computed in a step emits its first
+// output token at that step's end; every later step that includes it emits
+// one more.
+package engine

@@ -1,0 +1,489 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/kv"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// Config is the resolved configuration of one instance's engine.
+type Config struct {
+	MaxNumSeqs                int  // sequence slots per step (vLLM max_num_seqs)
+	MaxNumBatchedTokens       int  // token budget per step
+	BlockSize                 int  // tokens per KV block
+	NumBlocks                 int  // KV capacity in blocks
+	LongPrefillTokenThreshold int  // cap on one request's prompt chunk; 0 = none
+	ChunkedPrefill            bool // split prompts across steps
+	PrefixCaching             bool // reuse cached full blocks
+	MaxModelLen               int  // longest prompt+output accepted; 0 = no limit
+	CheckInvariants           bool // verify block accounting after every step
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxNumSeqs <= 0:
+		return fmt.Errorf("max_num_seqs must be > 0 (got %d)", c.MaxNumSeqs)
+	case c.MaxNumBatchedTokens <= 0:
+		return fmt.Errorf("max_num_batched_tokens must be > 0 (got %d)", c.MaxNumBatchedTokens)
+	case c.BlockSize <= 0:
+		return fmt.Errorf("block_size must be > 0 (got %d)", c.BlockSize)
+	case c.NumBlocks <= 0:
+		return fmt.Errorf("KV capacity must be > 0 blocks (got %d)", c.NumBlocks)
+	case c.LongPrefillTokenThreshold < 0:
+		return fmt.Errorf("long_prefill_token_threshold must be >= 0 (got %d)", c.LongPrefillTokenThreshold)
+	case c.MaxModelLen < 0:
+		return fmt.Errorf("max_model_len must be >= 0 (got %d)", c.MaxModelLen)
+	}
+	return nil
+}
+
+// seq is the engine-side state of one admitted request, kept in a flat,
+// reusable slot so steady-state steps allocate nothing.
+type seq struct {
+	rec       metrics.Record
+	prompt    int32
+	output    int32
+	generated int32 // output tokens produced so far
+	computed  int32 // tokens whose KV is in the cache (num_computed_tokens)
+	committed int32 // leading full blocks already offered to the prefix cache
+	inputIDs  []int32
+	outputIDs []int32
+	salt      uint64
+	blocks    []kv.BlockID
+	hashes    []uint64 // chained hashes of full blocks, filled lazily
+}
+
+func (s *seq) numTokens() int32 { return s.prompt + s.generated }
+
+type scheduled struct {
+	slot   int32
+	tokens int32
+}
+
+// StepResult is what one step did. Slices are reused by the next FinishStep.
+type StepResult struct {
+	Start, End   int64
+	Batch        perf.Batch
+	PromptTokens int              // prompt tokens of requests that emitted their first token
+	GenTokens    int              // output tokens emitted
+	Preempted    int              // requests preempted while forming the batch
+	ITL          []int64          // gaps between consecutive tokens emitted this step
+	Finished     []metrics.Record // requests that produced their last token
+}
+
+// Engine is one serving instance.
+type Engine struct {
+	cfg  Config
+	id   int32
+	pred perf.Predictor
+	pool *kv.Pool
+
+	slots     []seq
+	freeSlots []int32
+	waiting   deque
+	running   []int32
+
+	inFlight  bool
+	stepStart int64
+	sched     []scheduled
+	batch     perf.Batch
+	preempted int
+	result    StepResult
+	scratch   []int32
+	err       error
+	checks    int
+}
+
+// New returns an idle engine with an empty KV pool. id is the instance index
+// written into the records of the requests it serves.
+func New(id int, cfg Config, pred perf.Predictor) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if pred == nil {
+		return nil, fmt.Errorf("engine: a latency predictor is required")
+	}
+	pool, err := kv.NewPool(cfg.NumBlocks, cfg.PrefixCaching)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize)}, nil
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Pool exposes the KV pool for observation (time series, invariants).
+func (e *Engine) Pool() *kv.Pool { return e.pool }
+
+// Running is the number of admitted requests.
+func (e *Engine) Running() int { return len(e.running) }
+
+// Waiting is the number of queued requests.
+func (e *Engine) Waiting() int { return e.waiting.len() }
+
+// Busy reports whether a step is in flight.
+func (e *Engine) Busy() bool { return e.inFlight }
+
+// HasWork reports whether any request is running or waiting.
+func (e *Engine) HasWork() bool { return len(e.running) > 0 || e.waiting.len() > 0 }
+
+// Unfit returns why r can never be served by this instance ("" if it can):
+// its prompt plus output needs more KV blocks than the instance holds, or
+// more tokens than max_model_len.
+func (e *Engine) Unfit(r *workload.Request) string {
+	total := r.InputTokens + r.OutputTokens
+	if e.cfg.MaxModelLen > 0 && total > e.cfg.MaxModelLen {
+		return fmt.Sprintf("prompt+output %d tokens exceeds max_model_len %d", total, e.cfg.MaxModelLen)
+	}
+	need := cdiv(total, e.cfg.BlockSize)
+	if need > e.cfg.NumBlocks {
+		return fmt.Sprintf("prompt+output %d tokens needs %d KV blocks but instance %d holds %d", total, need, e.id, e.cfg.NumBlocks)
+	}
+	return ""
+}
+
+// Add queues r at the back of the waiting queue. The caller must have
+// checked Unfit. now is the arrival time at this instance.
+func (e *Engine) Add(r *workload.Request, now int64) {
+	var slot int32
+	if n := len(e.freeSlots); n > 0 {
+		slot = e.freeSlots[n-1]
+		e.freeSlots = e.freeSlots[:n-1]
+	} else {
+		e.slots = append(e.slots, seq{})
+		slot = int32(len(e.slots) - 1)
+	}
+	s := &e.slots[slot]
+	s.rec = metrics.NewRecord(r.ID, now)
+	s.rec.PrefillInstance, s.rec.DecodeInstance = e.id, e.id
+	s.rec.InputTokens, s.rec.OutputTokens = r.InputTokens, r.OutputTokens
+	s.prompt, s.output = int32(r.InputTokens), int32(r.OutputTokens)
+	s.generated, s.computed, s.committed = 0, 0, 0
+	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
+	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
+	s.blocks = s.blocks[:0]
+	s.hashes = s.hashes[:0]
+	e.waiting.pushBack(slot)
+}
+
+// Record returns the in-progress record of the request in slot (for tests).
+func (e *Engine) record(slot int32) *metrics.Record { return &e.slots[slot].rec }
+
+// StartStep forms the next batch at time now and returns its duration. It
+// returns false when there is nothing to run (or a step is already in
+// flight); the caller then waits for the next arrival.
+func (e *Engine) StartStep(now int64) (int64, bool) {
+	if e.inFlight || !e.HasWork() {
+		return 0, false
+	}
+	e.sched = e.sched[:0]
+	e.batch = perf.Batch{}
+	e.preempted = 0
+	budget := int32(e.cfg.MaxNumBatchedTokens)
+
+	// 1. Running requests, in admission order.
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		slot := e.running[i]
+		s := &e.slots[slot]
+		n := e.chunk(s.numTokens()-s.computed, budget)
+		if n <= 0 {
+			continue
+		}
+		scheduledSelf := true
+		for !e.grow(s, n) {
+			victim := e.running[len(e.running)-1]
+			e.running = e.running[:len(e.running)-1]
+			e.preempt(victim)
+			if victim == slot {
+				scheduledSelf = false
+				break
+			}
+		}
+		if !scheduledSelf {
+			break
+		}
+		e.schedule(slot, n, now)
+		budget -= n
+	}
+
+	// 2. Waiting requests, only if nothing was preempted (or if preemption
+	// left the batch empty, which only happens when the head request must
+	// restart alone).
+	if e.preempted == 0 || len(e.sched) == 0 {
+		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
+			slot := e.waiting.front()
+			s := &e.slots[slot]
+			hit := e.admit(s, budget)
+			if hit < 0 {
+				break
+			}
+			e.waiting.popFront()
+			e.running = append(e.running, slot)
+			n := e.chunk(s.numTokens()-s.computed, budget)
+			e.schedule(slot, n, now)
+			budget -= n
+		}
+	}
+
+	if len(e.sched) == 0 {
+		return 0, false
+	}
+	e.inFlight = true
+	e.stepStart = now
+	if e.cfg.CheckInvariants {
+		if err := e.check(budget); err != nil {
+			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
+		}
+	}
+	return e.pred.StepTime(&e.batch), true
+}
+
+// chunk caps a request's remaining tokens by the long-prefill threshold and
+// the step budget.
+func (e *Engine) chunk(remaining, budget int32) int32 {
+	n := remaining
+	if t := int32(e.cfg.LongPrefillTokenThreshold); t > 0 && n > t {
+		n = t
+	}
+	if n > budget {
+		n = budget
+	}
+	return n
+}
+
+// grow allocates the blocks s needs to hold computed+n tokens.
+func (e *Engine) grow(s *seq, n int32) bool {
+	need := cdiv(int(s.computed+n), e.cfg.BlockSize) - len(s.blocks)
+	if need <= 0 {
+		return true
+	}
+	var ok bool
+	s.blocks, ok = e.pool.Allocate(s.blocks, need)
+	return ok
+}
+
+// admit tries to take a waiting request in: prefix-cache hits first, then
+// blocks for its first chunk. It returns the number of hit tokens, or -1
+// when the request cannot be admitted now (state unchanged).
+func (e *Engine) admit(s *seq, budget int32) int {
+	bs := int32(e.cfg.BlockSize)
+	hitBlocks := 0
+	if e.cfg.PrefixCaching && s.computed == 0 {
+		maxBlocks := int((s.numTokens() - 1) / bs)
+		e.ensureHashes(s, maxBlocks)
+		hitBlocks = e.pool.Match(s.hashes[:maxBlocks])
+	}
+	hitTokens := int32(hitBlocks) * bs
+	remaining := s.numTokens() - hitTokens
+	if !e.cfg.ChunkedPrefill && remaining > budget {
+		return -1
+	}
+	n := e.chunk(remaining, budget)
+	need := cdiv(int(hitTokens+n), e.cfg.BlockSize) - hitBlocks
+	evictable := 0
+	if hitBlocks > 0 {
+		evictable = e.pool.EvictableHits(s.hashes, hitBlocks)
+	}
+	if need+evictable > e.pool.Free() {
+		return -1
+	}
+	if e.cfg.PrefixCaching && s.computed == 0 {
+		maxBlocks := int((s.numTokens() - 1) / bs)
+		s.blocks = e.pool.Acquire(s.blocks, s.hashes[:maxBlocks], hitBlocks)
+	}
+	var ok bool
+	if s.blocks, ok = e.pool.Allocate(s.blocks, need); !ok {
+		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
+		return -1
+	}
+	s.computed = hitTokens
+	s.committed = int32(hitBlocks)
+	if s.rec.Scheduled < 0 {
+		s.rec.CachedTokens = int(hitTokens)
+	}
+	return int(hitTokens)
+}
+
+// schedule puts n tokens of slot into the batch and accounts them for the
+// latency predictor. Blocks must already be allocated.
+func (e *Engine) schedule(slot, n int32, now int64) {
+	s := &e.slots[slot]
+	e.sched = append(e.sched, scheduled{slot: slot, tokens: n})
+	if s.rec.Scheduled < 0 {
+		s.rec.Scheduled = now
+	}
+	b := &e.batch
+	ctx := int(s.computed)
+	if n == 1 {
+		b.NumDecode++
+		b.DecodeKVSum += int64(ctx)
+		if ctx > b.DecodeKVMax {
+			b.DecodeKVMax = ctx
+		}
+	} else {
+		b.PrefillSeqs++
+		b.PrefillTokens += int(n)
+		b.PrefillKV += ctx
+	}
+	s.computed += n
+}
+
+// preempt frees a running request's blocks and puts it back at the front of
+// the waiting queue; it will recompute its prompt and outputs so far.
+func (e *Engine) preempt(slot int32) {
+	s := &e.slots[slot]
+	e.release(s)
+	s.computed, s.committed = 0, 0
+	s.rec.Preemptions++
+	e.preempted++
+	e.waiting.pushFront(slot)
+}
+
+// FinishStep applies the step in flight at time end: computed tokens become
+// cached, requests that completed their prompt or a decode emit a token, and
+// finished requests release their blocks. The returned result is valid until
+// the next FinishStep.
+func (e *Engine) FinishStep(end int64) *StepResult {
+	r := &e.result
+	r.Start, r.End = e.stepStart, end
+	r.Batch = e.batch
+	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, e.preempted
+	r.ITL = r.ITL[:0]
+	r.Finished = r.Finished[:0]
+	e.inFlight = false
+
+	done := false
+	for _, sc := range e.sched {
+		s := &e.slots[sc.slot]
+		e.commitBlocks(s)
+		if s.computed < s.numTokens() {
+			continue // partial prompt chunk: no token yet
+		}
+		s.generated++
+		r.GenTokens++
+		if s.rec.FirstToken < 0 {
+			s.rec.FirstToken = end
+			r.PromptTokens += int(s.prompt)
+		} else {
+			gap := end - s.rec.LastToken
+			r.ITL = append(r.ITL, gap)
+			if gap > s.rec.MaxITL {
+				s.rec.MaxITL = gap
+			}
+		}
+		s.rec.LastToken = end
+		if s.generated >= s.output {
+			s.rec.Generated = int(s.generated)
+			s.rec.Outcome = metrics.Finished
+			r.Finished = append(r.Finished, s.rec)
+			e.release(s)
+			s.generated = -1 // marks the slot for removal below
+			done = true
+		}
+	}
+	if done {
+		kept := e.running[:0]
+		for _, slot := range e.running {
+			if e.slots[slot].generated < 0 {
+				e.slots[slot].inputIDs, e.slots[slot].outputIDs = nil, nil
+				e.freeSlots = append(e.freeSlots, slot)
+				continue
+			}
+			kept = append(kept, slot)
+		}
+		e.running = kept
+	}
+	if e.cfg.CheckInvariants {
+		if err := e.check(0); err != nil {
+			e.fail(fmt.Errorf("after the step ending at t=%d ns: %w", end, err))
+		}
+	}
+	return r
+}
+
+// commitBlocks offers the request's newly full blocks to the prefix cache.
+func (e *Engine) commitBlocks(s *seq) {
+	if !e.cfg.PrefixCaching {
+		return
+	}
+	full := int(s.computed) / e.cfg.BlockSize
+	if full <= int(s.committed) {
+		return
+	}
+	e.ensureHashes(s, full)
+	for i := int(s.committed); i < full; i++ {
+		e.pool.Commit(s.blocks[i], s.hashes[i])
+	}
+	s.committed = int32(full)
+}
+
+// ensureHashes extends s.hashes to cover the first n full blocks of the
+// request's tokens (prompt, then outputs). Blocks whose token ids are all
+// known hash by content; others hash by request identity, so they can only
+// be hit again by the same request (after preemption).
+func (e *Engine) ensureHashes(s *seq, n int) {
+	bs := e.cfg.BlockSize
+	for i := len(s.hashes); i < n; i++ {
+		parent := kv.Seed
+		if i > 0 {
+			parent = s.hashes[i-1]
+		}
+		lo, hi := i*bs, (i+1)*bs
+		var h uint64
+		if ids, ok := e.tokens(s, lo, hi); ok {
+			h = kv.Block(parent, ids)
+		} else {
+			h = kv.Salted(parent, s.salt, i)
+		}
+		s.hashes = append(s.hashes, h)
+	}
+}
+
+// tokens returns the token ids at positions [lo, hi) when all are known.
+func (e *Engine) tokens(s *seq, lo, hi int) ([]int32, bool) {
+	p := int(s.prompt)
+	if hi <= p {
+		if len(s.inputIDs) < hi {
+			return nil, false
+		}
+		return s.inputIDs[lo:hi], true
+	}
+	if hi-p > len(s.outputIDs) || (lo < p && len(s.inputIDs) < p) {
+		return nil, false
+	}
+	buf := e.scratch[:0]
+	for j := lo; j < hi; j++ {
+		if j < p {
+			buf = append(buf, s.inputIDs[j])
+		} else {
+			buf = append(buf, s.outputIDs[j-p])
+		}
+	}
+	return buf, true
+}
+
+// release drops the request's references to its blocks.
+func (e *Engine) release(s *seq) {
+	if err := e.pool.Release(s.blocks); err != nil {
+		e.fail(err)
+	}
+	s.blocks = s.blocks[:0]
+}
+
+// fail records the first internal inconsistency; see Err.
+func (e *Engine) fail(err error) {
+	if e.err == nil {
+		e.err = fmt.Errorf("instance %d: invariant violated: %w", e.id, err)
+	}
+}
+
+// Err returns the first invariant violation detected, if any. A non-nil
+// error is a bug in the simulator, never a property of the workload.
+func (e *Engine) Err() error { return e.err }
+
+func cdiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/workload"
+	"pgregory.net/rapid"
+)
+
+// fixedStep costs base ns per step plus perTok ns per computed token.
+type fixedStep struct{ base, perTok int64 }
+
+func (f fixedStep) StepTime(b *perf.Batch) int64 { return f.base + f.perTok*int64(b.Tokens()) }
+
+func testConfig() Config {
+	return Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 64, BlockSize: 16, NumBlocks: 64,
+		ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true}
+}
+
+// drive runs the engine alone with all requests arriving at t=0 and returns
+// the finished records in completion order.
+func drive(t testing.TB, e *Engine, reqs []workload.Request) []metrics.Record {
+	for i := range reqs {
+		if why := e.Unfit(&reqs[i]); why != "" {
+			t.Fatalf("request %d unfit: %s", i, why)
+		}
+		e.Add(&reqs[i], reqs[i].Arrival)
+	}
+	var out []metrics.Record
+	now := int64(0)
+	for steps := 0; e.HasWork(); steps++ {
+		d, ok := e.StartStep(now)
+		if !ok {
+			t.Fatalf("engine has work but formed no batch at t=%d", now)
+		}
+		now += d
+		r := e.FinishStep(now)
+		if err := e.Err(); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r.Finished...)
+		if steps > 1e6 {
+			t.Fatal("no progress")
+		}
+	}
+	return out
+}
+
+func TestTimingOfOneRequest(t *testing.T) {
+	tests := []struct {
+		name              string
+		prompt, output    int
+		budget            int
+		wantTTFT, wantE2E int64
+	}{
+		// 100-token prompt fits one step: first token at the end of step 1,
+		// then one token per step.
+		{"single chunk", 100, 5, 2048, 1000, 5000},
+		// 5000 tokens at 2048 per step: chunks 2048, 2048, 904.
+		{"chunked prompt", 5000, 3, 2048, 3000, 5000},
+		// exactly one block boundary; output 1 ends with the first token.
+		{"one output token", 16, 1, 2048, 1000, 1000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.MaxNumBatchedTokens = tc.budget
+			cfg.NumBlocks = 1000
+			e, err := New(0, cfg, fixedStep{base: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := drive(t, e, []workload.Request{{ID: 1, InputTokens: tc.prompt, OutputTokens: tc.output}})
+			if len(recs) != 1 {
+				t.Fatalf("finished %d requests, want 1", len(recs))
+			}
+			r := recs[0]
+			if r.TTFT() != tc.wantTTFT || r.E2E() != tc.wantE2E || r.Generated != tc.output {
+				t.Fatalf("TTFT %d E2E %d generated %d; want %d %d %d", r.TTFT(), r.E2E(), r.Generated, tc.wantTTFT, tc.wantE2E, tc.output)
+			}
+		})
+	}
+}
+
+func TestPrefixCacheHit(t *testing.T) {
+	ids := make([]int32, 40)
+	for i := range ids {
+		ids[i] = int32(i + 7)
+	}
+	cfg := testConfig()
+	cfg.MaxNumBatchedTokens = 2048
+	e, _ := New(0, cfg, fixedStep{base: 1000})
+	drive(t, e, []workload.Request{{ID: 1, InputTokens: 40, OutputTokens: 2, InputIDs: ids}})
+	// Same 40-token prompt: two full blocks (32 tokens) are cached.
+	recs := drive(t, e, []workload.Request{{ID: 2, InputTokens: 40, OutputTokens: 2, InputIDs: ids}})
+	if got := recs[0].CachedTokens; got != 32 {
+		t.Fatalf("cached tokens %d, want 32", got)
+	}
+	// A prompt of exactly 32 tokens may hit at most prompt-1 tokens: 1 block.
+	recs = drive(t, e, []workload.Request{{ID: 3, InputTokens: 32, OutputTokens: 2, InputIDs: ids[:32]}})
+	if got := recs[0].CachedTokens; got != 16 {
+		t.Fatalf("cached tokens %d, want 16 (hits capped at prompt-1)", got)
+	}
+}
+
+func TestPreemptionUnderMemoryPressure(t *testing.T) {
+	cfg := testConfig()
+	cfg.NumBlocks = 10 // 160 tokens
+	cfg.MaxNumBatchedTokens = 256
+	e, _ := New(0, cfg, fixedStep{base: 1000})
+	reqs := []workload.Request{
+		{ID: 1, InputTokens: 60, OutputTokens: 60},
+		{ID: 2, InputTokens: 60, OutputTokens: 60},
+	}
+	recs := drive(t, e, reqs)
+	if len(recs) != 2 {
+		t.Fatalf("finished %d, want 2", len(recs))
+	}
+	pre := recs[0].Preemptions + recs[1].Preemptions
+	if pre == 0 {
+		t.Fatal("two requests of 120 tokens in 160 token slots must preempt")
+	}
+	if e.Pool().Free() != cfg.NumBlocks {
+		t.Fatalf("blocks leaked: %d free of %d", e.Pool().Free(), cfg.NumBlocks)
+	}
+}
+
+func TestUnfit(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxModelLen = 1000
+	e, _ := New(0, cfg, fixedStep{base: 1})
+	if why := e.Unfit(&workload.Request{InputTokens: 1000, OutputTokens: 25}); why == "" {
+		t.Fatal("1025 tokens > 1024 block capacity must be unfit")
+	}
+	if why := e.Unfit(&workload.Request{InputTokens: 900, OutputTokens: 101}); why == "" {
+		t.Fatal("over max_model_len must be unfit")
+	}
+	if why := e.Unfit(&workload.Request{InputTokens: 500, OutputTokens: 500}); why != "" {
+		t.Fatalf("fits, got %q", why)
+	}
+}
+
+// TestSchedulerLimitsProperty drives random workloads through small engines
+// with invariant checking on: never over the token budget, the sequence
+// limit or the KV capacity, and every request finishes with all its tokens.
+func TestSchedulerLimitsProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := Config{
+			MaxNumSeqs:                rapid.IntRange(1, 8).Draw(rt, "seqs"),
+			MaxNumBatchedTokens:       rapid.IntRange(1, 300).Draw(rt, "budget"),
+			BlockSize:                 rapid.SampledFrom([]int{1, 4, 16}).Draw(rt, "bs"),
+			NumBlocks:                 rapid.IntRange(40, 200).Draw(rt, "blocks"),
+			LongPrefillTokenThreshold: rapid.IntRange(0, 100).Draw(rt, "lpt"),
+			ChunkedPrefill:            true,
+			PrefixCaching:             rapid.Bool().Draw(rt, "cache"),
+			CheckInvariants:           true,
+		}
+		e, err := New(0, cfg, fixedStep{base: 100, perTok: 1})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		n := rapid.IntRange(1, 30).Draw(rt, "n")
+		vocab := rapid.IntRange(1, 4).Draw(rt, "vocab")
+		var reqs []workload.Request
+		for i := 0; i < n; i++ {
+			in := rapid.IntRange(1, 80).Draw(rt, "in")
+			out := rapid.IntRange(1, 40).Draw(rt, "out")
+			r := workload.Request{ID: int64(i), InputTokens: in, OutputTokens: out}
+			if e.Unfit(&r) != "" {
+				continue
+			}
+			if rapid.Bool().Draw(rt, "ids") {
+				r.InputIDs = make([]int32, in)
+				for j := range r.InputIDs {
+					r.InputIDs[j] = int32(j % vocab)
+				}
+			}
+			reqs = append(reqs, r)
+		}
+		for i := range reqs {
+			e.Add(&reqs[i], 0)
+		}
+		now, finished := int64(0), 0
+		for steps := 0; e.HasWork(); steps++ {
+			d, ok := e.StartStep(now)
+			if !ok {
+				rt.Fatalf("stalled with %d running, %d waiting", e.Running(), e.Waiting())
+			}
+			if e.Running() > cfg.MaxNumSeqs {
+				rt.Fatalf("%d running > %d", e.Running(), cfg.MaxNumSeqs)
+			}
+			if tok := e.batch.Tokens(); tok > cfg.MaxNumBatchedTokens {
+				rt.Fatalf("batch %d tokens > budget %d", tok, cfg.MaxNumBatchedTokens)
+			}
+			if e.Pool().Used() > cfg.NumBlocks {
+				rt.Fatal("over capacity")
+			}
+			now += d
+			r := e.FinishStep(now)
+			if err := e.Err(); err != nil {
+				rt.Fatal(err)
+			}
+			for _, f := range r.Finished {
+				if f.Generated != f.OutputTokens {
+					rt.Fatalf("request %d generated %d of %d", f.ID, f.Generated, f.OutputTokens)
+				}
+				finished++
+			}
+			if steps > 100000 {
+				rt.Fatal("no progress")
+			}
+		}
+		if finished != len(reqs) {
+			rt.Fatalf("finished %d of %d", finished, len(reqs))
+		}
+		if err := e.Pool().Check(); err != nil {
+			rt.Fatal(err)
+		}
+		if e.Pool().Free() != cfg.NumBlocks {
+			rt.Fatalf("leaked blocks: %d free of %d", e.Pool().Free(), cfg.NumBlocks)
+		}
+	})
+}

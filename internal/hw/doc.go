@@ -1,0 +1,36 @@
+// Package hw is the accelerator catalog: per GPU model, device memory size
+// and bandwidth, peak dense tensor throughput, the GPU-to-GPU link inside a
+// node, the NIC used for inter-instance KV transfer, and the node's host
+// memory and host-device bandwidth.
+//
+// # Data and units
+//
+// The built-in entries live in catalog.yaml (embedded), each citing its
+// public spec sheet. The YAML uses the units of spec sheets (memory_gb,
+// mem_bw_gbps in GB/s, tflops_bf16, NIC bw_gbit in Gb/s, ...; see the
+// header of catalog.yaml); [Accelerator] holds SI units: bytes, bytes/s,
+// FLOP/s and integer nanoseconds.
+//
+// GB versus GiB: spec sheets print capacities in "GB" and memory_gb takes
+// them at face value, 1 GB = 1e9 bytes (96 GB -> 96e9 bytes). The DRAM is
+// in fact binary (96 GiB = 103.08e9 bytes) and CUDA reports a total between
+// the two; give memory_gib instead of memory_gb to state the capacity in
+// GiB (2^30 bytes). Bandwidths are decimal as printed (1597 GB/s =
+// 1.597e12 bytes/s).
+//
+// # Catalogs
+//
+// A [Catalog] is an immutable set of accelerators. [Default] parses the
+// embedded file once; [Catalog.Extend] returns a new catalog with the
+// entries of a user YAML added or overriding (by name), so there is no
+// mutable global state. Decoding is strict: an unknown field is an error
+// with its line:column. An override entry that names an existing
+// accelerator changes only the fields it gives; "base: NAME" starts a new
+// entry as a copy of NAME. Every size must be > 0 (tflops_fp8 may be 0:
+// no FP8 tensor cores; latencies may be 0).
+//
+// Names are matched case-insensitively and ignoring spaces and punctuation,
+// against each entry's name and aliases ("rtx pro 6000" finds
+// RTXPRO6000). An unknown name yields an error wrapping
+// [ErrUnknownAccelerator] that lists the nearest names.
+package hw

@@ -1,0 +1,392 @@
+package hw
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+)
+
+//go:embed catalog.yaml
+var embedded []byte
+
+// EmbeddedSource is the source name of the built-in catalog in errors.
+const EmbeddedSource = "hw/catalog.yaml"
+
+// ErrUnknownAccelerator is wrapped by the error a lookup of an unknown name
+// returns.
+var ErrUnknownAccelerator = errors.New("unknown accelerator")
+
+// LinkKind is the technology of the GPU-to-GPU link inside a node.
+type LinkKind string
+
+// Link kinds.
+const (
+	LinkNVLink LinkKind = "nvlink"
+	LinkPCIe   LinkKind = "pcie"
+)
+
+// Link is the GPU-to-GPU interconnect inside a node, used by tensor- and
+// expert-parallel collectives.
+type Link struct {
+	// Kind is nvlink or pcie.
+	Kind LinkKind
+	// Bandwidth is per GPU and per direction, bytes/s.
+	Bandwidth float64
+	// LatencyNs is the per-message latency, ns.
+	LatencyNs int64
+}
+
+// NIC is the path one GPU uses for KV transfers to other instances: a
+// datacenter NIC (InfiniBand/RoCE), or the PCIe path between GPUs of one
+// host for workstation cards.
+type NIC struct {
+	// Bandwidth is per direction, bytes/s.
+	Bandwidth float64
+	// LatencyNs is the per-transfer latency, ns.
+	LatencyNs int64
+}
+
+// Node describes the server an accelerator sits in.
+type Node struct {
+	// GPUs is the number of accelerators per node.
+	GPUs int
+	// HostMemoryBytes is the node's CPU memory, bytes.
+	HostMemoryBytes int64
+	// HostBandwidth is the host<->device (PCIe) bandwidth per GPU and per
+	// direction, bytes/s.
+	HostBandwidth float64
+}
+
+// Accelerator is one catalog entry, in SI units.
+type Accelerator struct {
+	// Name is the canonical catalog name, e.g. "H100".
+	Name string
+	// Aliases are other accepted names.
+	Aliases []string
+	// Product is the full product name.
+	Product string
+	// Source cites the spec sheet the numbers come from.
+	Source string
+	// MemoryBytes is the device memory capacity, bytes.
+	MemoryBytes int64
+	// MemBandwidth is the device memory bandwidth, bytes/s.
+	MemBandwidth float64
+	// PeakFLOPSBF16 is the peak dense BF16 tensor throughput, FLOP/s.
+	PeakFLOPSBF16 float64
+	// PeakFLOPSFP8 is the peak dense FP8 tensor throughput, FLOP/s; 0 when
+	// the accelerator has no FP8 tensor cores.
+	PeakFLOPSFP8 float64
+	// Link is the intra-node GPU-to-GPU link.
+	Link Link
+	// NIC is the inter-instance KV transfer path.
+	NIC NIC
+	// Node is the server the accelerator sits in.
+	Node Node
+}
+
+// PeakFLOPS returns the peak dense tensor throughput for computing in dtype:
+// bfloat16/bf16 and float16/fp16/half use the BF16 rate, fp8 variants the
+// FP8 rate. It fails for other dtypes and for fp8 on parts without FP8
+// tensor cores.
+func (a Accelerator) PeakFLOPS(dtype string) (float64, error) {
+	d := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(dtype)), "torch.")
+	switch {
+	case d == "bfloat16" || d == "bf16" || d == "float16" || d == "fp16" || d == "half":
+		return a.PeakFLOPSBF16, nil
+	case d == "fp8" || d == "float8" || strings.HasPrefix(d, "fp8_") || strings.HasPrefix(d, "float8_"):
+		if a.PeakFLOPSFP8 <= 0 {
+			return 0, fmt.Errorf("accelerator %s has no FP8 tensor cores", a.Name)
+		}
+		return a.PeakFLOPSFP8, nil
+	}
+	return 0, fmt.Errorf("accelerator %s: no peak FLOP/s for dtype %q (want bfloat16, float16 or fp8)", a.Name, dtype)
+}
+
+// Catalog is an immutable set of accelerators. Its methods are safe for
+// concurrent use.
+type Catalog struct {
+	entries []entry        // in definition order
+	index   map[string]int // normalized name or alias -> entries index
+}
+
+// entry keeps the raw YAML values next to the converted ones so an
+// override can change single fields.
+type entry struct {
+	raw rawAccel
+	acc Accelerator
+}
+
+var defaultCatalog = sync.OnceValues(func() (*Catalog, error) {
+	return Parse(bytes.NewReader(embedded), EmbeddedSource)
+})
+
+// Default returns the built-in catalog, parsed from the embedded
+// catalog.yaml on first use. The error is non-nil only if the embedded
+// file is broken, which the package tests rule out.
+func Default() (*Catalog, error) { return defaultCatalog() }
+
+// Lookup finds name in the built-in catalog; see [Catalog.Lookup].
+func Lookup(name string) (Accelerator, error) {
+	c, err := Default()
+	if err != nil {
+		return Accelerator{}, err
+	}
+	return c.Lookup(name)
+}
+
+// Names lists the built-in accelerators; see [Catalog.Names].
+func Names() []string {
+	c, err := Default()
+	if err != nil {
+		return nil
+	}
+	return c.Names()
+}
+
+// LoadFile returns the built-in catalog extended with the YAML file at
+// path; see [Catalog.Extend].
+func LoadFile(path string) (*Catalog, error) {
+	base, err := Default()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("accelerator catalog: %w", err)
+	}
+	defer f.Close()
+	return base.Extend(f, path)
+}
+
+// Parse reads a catalog YAML on its own, without the built-in entries.
+// source names the data in errors.
+func Parse(r io.Reader, source string) (*Catalog, error) {
+	return (&Catalog{}).Extend(r, source)
+}
+
+// Extend returns a new catalog: c plus the entries of the YAML read from r
+// (same shape as the embedded catalog.yaml). An entry whose name or alias
+// matches an existing accelerator overrides the fields it gives; an entry
+// with "base: NAME" starts from a copy of NAME; any other entry must be
+// complete. c is not modified. source names the data in errors, which carry
+// line:column positions.
+func (c *Catalog) Extend(r io.Reader, source string) (*Catalog, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("accelerator catalog %s: %w", source, err)
+	}
+	f, err := decode(data, source)
+	if err != nil {
+		return nil, err
+	}
+	out := c.clone()
+	seen := map[string]int{} // normalized name -> index in f.Accelerators
+	for i, ra := range f.Accelerators {
+		at := func(field string) string { return position(data, source, i, field) }
+		key := normalize(ra.Name)
+		if key == "" {
+			return nil, fmt.Errorf("%s: accelerators[%d]: missing name", at("name"), i)
+		}
+		if j, dup := seen[key]; dup {
+			return nil, fmt.Errorf("%s: accelerators[%d]: %q is already defined by accelerators[%d] in this file", at("name"), i, ra.Name, j)
+		}
+		seen[key] = i
+		if err := out.add(ra, at); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// add merges one raw entry into c.
+func (c *Catalog) add(ra rawAccel, at func(field string) string) error {
+	merged := ra
+	existing, exists := c.index[normalize(ra.Name)]
+	switch {
+	case ra.Base != "":
+		bi, ok := c.index[normalize(ra.Base)]
+		if !ok {
+			return fmt.Errorf("%s: accelerator %s: base: %w %q%s", at("base"), ra.Name, ErrUnknownAccelerator, ra.Base, c.suggest(ra.Base))
+		}
+		merged = overlay(c.entries[bi].raw, ra)
+		merged.Aliases = slices.Clone(ra.Aliases) // the base keeps its own aliases
+	case exists:
+		merged = overlay(c.entries[existing].raw, ra)
+		merged.Name = c.entries[existing].raw.Name // an override keeps the canonical name
+		if ra.Aliases == nil {
+			merged.Aliases = slices.Clone(c.entries[existing].raw.Aliases)
+		}
+	}
+	merged.Base = ""
+	acc, err := merged.toAccelerator(at)
+	if err != nil {
+		return err
+	}
+	// Names and aliases must stay unambiguous.
+	for _, n := range append([]string{acc.Name}, acc.Aliases...) {
+		k := normalize(n)
+		if k == "" {
+			return fmt.Errorf("%s: accelerator %s: empty alias", at("aliases"), acc.Name)
+		}
+		for j, other := range c.entries {
+			if exists && j == existing {
+				continue
+			}
+			for _, m := range append([]string{other.acc.Name}, other.acc.Aliases...) {
+				if normalize(m) == k {
+					return fmt.Errorf("%s: accelerator %s: name or alias %q is already used by %s", at("aliases"), acc.Name, n, other.acc.Name)
+				}
+			}
+		}
+	}
+	e := entry{raw: merged, acc: acc}
+	if exists {
+		c.entries[existing] = e
+	} else {
+		c.entries = append(c.entries, e)
+	}
+	c.reindex()
+	return nil
+}
+
+func (c *Catalog) clone() *Catalog {
+	out := &Catalog{entries: slices.Clone(c.entries)}
+	out.reindex()
+	return out
+}
+
+// reindex rebuilds the name index (add keeps names and aliases unique).
+func (c *Catalog) reindex() {
+	c.index = make(map[string]int, 4*len(c.entries))
+	for i, e := range c.entries {
+		for _, n := range append([]string{e.acc.Name}, e.acc.Aliases...) {
+			c.index[normalize(n)] = i
+		}
+	}
+}
+
+// Lookup returns the accelerator called name, matched case-insensitively
+// and ignoring spaces and punctuation against names and aliases. An unknown
+// name yields an error wrapping [ErrUnknownAccelerator] that lists the
+// nearest names.
+func (c *Catalog) Lookup(name string) (Accelerator, error) {
+	if c != nil {
+		if i, ok := c.index[normalize(name)]; ok && normalize(name) != "" {
+			return c.entries[i].acc.clone(), nil
+		}
+	}
+	return Accelerator{}, fmt.Errorf("%w %q%s", ErrUnknownAccelerator, name, c.suggest(name))
+}
+
+// Names returns the canonical names, sorted case-insensitively.
+func (c *Catalog) Names() []string {
+	if c == nil {
+		return nil
+	}
+	names := make([]string, len(c.entries))
+	for i, e := range c.entries {
+		names[i] = e.acc.Name
+	}
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
+	return names
+}
+
+// All returns every accelerator in definition order.
+func (c *Catalog) All() []Accelerator {
+	if c == nil {
+		return nil
+	}
+	out := make([]Accelerator, len(c.entries))
+	for i, e := range c.entries {
+		out[i] = e.acc.clone()
+	}
+	return out
+}
+
+func (a Accelerator) clone() Accelerator {
+	a.Aliases = slices.Clone(a.Aliases)
+	return a
+}
+
+// maxSuggestions bounds the "closest" list of an unknown-name error.
+const maxSuggestions = 3
+
+// suggest is the tail of an unknown-name error.
+func (c *Catalog) suggest(name string) string {
+	names := c.Names()
+	if len(names) == 0 {
+		return "; the catalog is empty"
+	}
+	return fmt.Sprintf("; closest: %s (known: %s)", strings.Join(closest(c, name), ", "), strings.Join(names, ", "))
+}
+
+// closest returns the canonical names nearest to name by edit distance over
+// normalized names and aliases.
+func closest(c *Catalog, name string) []string {
+	type scored struct {
+		name string
+		dist int
+	}
+	want := normalize(name)
+	var all []scored
+	for _, e := range c.entries {
+		d := -1
+		for _, n := range append([]string{e.acc.Name}, e.acc.Aliases...) {
+			if dn := editDistance(normalize(n), want); d < 0 || dn < d {
+				d = dn
+			}
+		}
+		all = append(all, scored{e.acc.Name, d})
+	}
+	slices.SortStableFunc(all, func(a, b scored) int {
+		if a.dist != b.dist {
+			return a.dist - b.dist
+		}
+		return strings.Compare(strings.ToLower(a.name), strings.ToLower(b.name))
+	})
+	out := make([]string, 0, maxSuggestions)
+	for _, s := range all[:min(maxSuggestions, len(all))] {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// normalize folds case and drops everything but letters and digits, so
+// "RTX PRO 6000", "rtx-pro-6000" and "RTXPRO6000" are one name.
+func normalize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') || r > 127 {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// editDistance is the Levenshtein distance between a and b in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

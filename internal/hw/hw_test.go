@@ -1,0 +1,346 @@
+package hw
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func mustDefault(t *testing.T) *Catalog {
+	t.Helper()
+	c, err := Default()
+	if err != nil {
+		t.Fatalf("embedded catalog: %v", err)
+	}
+	return c
+}
+
+func TestEmbeddedCatalog(t *testing.T) {
+	c := mustDefault(t)
+	want := []string{"A100", "B200", "H100", "H200", "L40S", "RTX4090", "RTXPRO6000"}
+	if got := c.Names(); !slices.Equal(got, want) {
+		t.Errorf("Names() = %v, want %v", got, want)
+	}
+	if got := Names(); !slices.Equal(got, want) {
+		t.Errorf("package Names() = %v, want %v", got, want)
+	}
+	for _, a := range c.All() {
+		if a.MemoryBytes <= 0 || a.MemBandwidth <= 0 || a.PeakFLOPSBF16 <= 0 || a.PeakFLOPSFP8 < 0 ||
+			a.Link.Bandwidth <= 0 || a.NIC.Bandwidth <= 0 || a.Node.GPUs <= 0 ||
+			a.Node.HostMemoryBytes <= 0 || a.Node.HostBandwidth <= 0 {
+			t.Errorf("%s: non-positive size in %+v", a.Name, a)
+		}
+		if a.Product == "" || a.Source == "" {
+			t.Errorf("%s: missing product or source", a.Name)
+		}
+		if a.Link.Kind != LinkNVLink && a.Link.Kind != LinkPCIe {
+			t.Errorf("%s: link kind %q", a.Name, a.Link.Kind)
+		}
+		got, err := c.Lookup(a.Name)
+		if err != nil || got.Name != a.Name {
+			t.Errorf("Lookup(%q) = %v, %v", a.Name, got.Name, err)
+		}
+		for _, alias := range a.Aliases {
+			if got, err := c.Lookup(alias); err != nil || got.Name != a.Name {
+				t.Errorf("Lookup(alias %q) = %v, %v; want %s", alias, got.Name, err, a.Name)
+			}
+		}
+	}
+}
+
+func TestSpecValues(t *testing.T) {
+	tests := []struct {
+		name             string
+		memBytes         int64
+		memBW, bf16, fp8 float64
+		kind             LinkKind
+		linkBW, nicBW    float64
+		gpus             int
+		hostMem          int64
+		hostBW           float64
+	}{
+		// Per shared/data/README.md: RTX PRO 6000 96 GB, 1597 GB/s; RTX 4090 24 GB, 1008 GB/s.
+		{"RTXPRO6000", 96e9, 1597e9, 500e12, 1000e12, LinkPCIe, 63e9, 63e9, 8, 512e9, 63e9},
+		{"RTX4090", 24e9, 1008e9, 165.2e12, 330.3e12, LinkPCIe, 16e9, 16e9, 2, 64e9, 31.5e9},
+		{"H100", 80e9, 3350e9, 989.5e12, 1979e12, LinkNVLink, 450e9, 50e9, 8, 2000e9, 63e9},
+		{"H200", 141e9, 4800e9, 989.5e12, 1979e12, LinkNVLink, 450e9, 50e9, 8, 2000e9, 63e9},
+		{"A100", 80e9, 2039e9, 312e12, 0, LinkNVLink, 300e9, 25e9, 8, 2000e9, 31.5e9},
+		{"L40S", 48e9, 864e9, 362.05e12, 733e12, LinkPCIe, 31.5e9, 25e9, 8, 1000e9, 31.5e9},
+		{"B200", 180e9, 8000e9, 2250e12, 4500e12, LinkNVLink, 900e9, 50e9, 8, 2000e9, 63e9},
+	}
+	near := func(a, b float64) bool { return a == b || (b != 0 && (a-b)/b < 1e-12 && (b-a)/b < 1e-12) }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := Lookup(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.MemoryBytes != tt.memBytes || !near(a.MemBandwidth, tt.memBW) || !near(a.PeakFLOPSBF16, tt.bf16) ||
+				!near(a.PeakFLOPSFP8, tt.fp8) || a.Link.Kind != tt.kind || !near(a.Link.Bandwidth, tt.linkBW) ||
+				!near(a.NIC.Bandwidth, tt.nicBW) || a.Node.GPUs != tt.gpus || a.Node.HostMemoryBytes != tt.hostMem ||
+				!near(a.Node.HostBandwidth, tt.hostBW) {
+				t.Errorf("got %+v", a)
+			}
+		})
+	}
+}
+
+func TestLookup(t *testing.T) {
+	tests := []struct {
+		query, want, err string
+	}{
+		{"H100", "H100", ""},
+		{"h100", "H100", ""},
+		{"H100 SXM5 80GB", "H100", ""},
+		{"h100_sxm", "H100", ""},
+		{"rtx pro 6000", "RTXPRO6000", ""},
+		{"RTX-PRO-6000-Blackwell", "RTXPRO6000", ""},
+		{"geforce rtx 4090", "RTX4090", ""},
+		{"a100-sxm4-80gb", "A100", ""},
+		{"l40s", "L40S", ""},
+		{"H10", "", `unknown accelerator "H10"; closest: H100, A100, H200 (known: A100, B200, H100, H200, L40S, RTX4090, RTXPRO6000)`},
+		{"RTX5090", "", `unknown accelerator "RTX5090"; closest: RTX4090,`},
+		{"", "", `unknown accelerator ""; closest:`},
+		{"---", "", `unknown accelerator "---"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			a, err := Lookup(tt.query)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Lookup(%q) error = %v, want it to contain %q", tt.query, err, tt.err)
+				}
+				if !errors.Is(err, ErrUnknownAccelerator) {
+					t.Errorf("error does not wrap ErrUnknownAccelerator")
+				}
+				return
+			}
+			if err != nil || a.Name != tt.want {
+				t.Errorf("Lookup(%q) = %q, %v; want %q", tt.query, a.Name, err, tt.want)
+			}
+		})
+	}
+	var nilCat *Catalog
+	if _, err := nilCat.Lookup("H100"); err == nil || !strings.Contains(err.Error(), "the catalog is empty") {
+		t.Errorf("nil catalog Lookup: %v", err)
+	}
+	if nilCat.Names() != nil || nilCat.All() != nil {
+		t.Error("nil catalog lists entries")
+	}
+}
+
+func TestLookupReturnsCopy(t *testing.T) {
+	a, err := Lookup("H100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Aliases[0] = "mutated"
+	b, _ := Lookup("H100")
+	if b.Aliases[0] == "mutated" {
+		t.Error("Lookup result aliases the catalog's slice")
+	}
+}
+
+const complete = `
+accelerators:
+  - name: MyGPU
+    aliases: [my gpu 1]
+    product: Example GPU
+    source: test
+    memory_gib: 32
+    mem_bw_gbps: 1000
+    tflops_bf16: 100
+    link: {kind: pcie, bw_gbps: 32, latency_ns: 0}
+    nic: {bw_gbit: 100, latency_ns: 1500}
+    node: {gpus: 4, host_memory_gb: 256, host_bw_gbps: 32}
+`
+
+func TestExtend(t *testing.T) {
+	base := mustDefault(t)
+	c, err := base.Extend(strings.NewReader(complete+`
+  - name: H100
+    memory_gb: 94
+    node: {gpus: 4}
+  - name: H100-NVL
+    base: H100
+    aliases: [H100 NVL]
+    mem_bw_gbps: 3900
+`), "user.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	my, err := c.Lookup("MY-GPU-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if my.Name != "MyGPU" || my.MemoryBytes != 32<<30 || my.PeakFLOPSFP8 != 0 || my.NIC.Bandwidth != 12.5e9 || my.Link.LatencyNs != 0 {
+		t.Errorf("MyGPU = %+v", my)
+	}
+	h, _ := c.Lookup("h100-sxm") // override keeps name and aliases
+	if h.Name != "H100" || h.MemoryBytes != 94e9 || h.Node.GPUs != 4 || h.Node.HostMemoryBytes != 2000e9 || h.MemBandwidth != 3350e9 {
+		t.Errorf("overridden H100 = %+v", h)
+	}
+	nvl, _ := c.Lookup("h100 nvl")
+	if nvl.Name != "H100-NVL" || nvl.MemoryBytes != 94e9 || nvl.MemBandwidth != 3900e9 || nvl.Node.GPUs != 4 || !slices.Equal(nvl.Aliases, []string{"H100 NVL"}) {
+		t.Errorf("H100-NVL = %+v", nvl)
+	}
+	if got := len(c.Names()); got != len(base.Names())+2 {
+		t.Errorf("extended catalog has %d names, want %d", got, len(base.Names())+2)
+	}
+	// The base catalog is unchanged.
+	if h0, _ := base.Lookup("H100"); h0.MemoryBytes != 80e9 {
+		t.Errorf("Extend modified the base catalog: %+v", h0)
+	}
+	if _, err := base.Lookup("MyGPU"); err == nil {
+		t.Error("Extend added to the base catalog")
+	}
+
+	standalone, err := Parse(strings.NewReader(complete), "mine.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := standalone.Names(); !slices.Equal(got, []string{"MyGPU"}) {
+		t.Errorf("Parse Names = %v", got)
+	}
+}
+
+func TestExtendErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", "accelerators:\n  - name: H100\n    memry_gb: 3\n", `user.yaml:3:5: unknown field "memry_gb"`},
+		{"unknown nested field", "accelerators:\n  - name: H100\n    nic: {bw_gbps: 50}\n", `user.yaml:3:11: unknown field "bw_gbps"`},
+		{"unknown top field", "gpus: []\n", `user.yaml:1:1: unknown field "gpus"`},
+		{"type", "accelerators:\n  - name: H100\n    memory_gb: lots\n", `user.yaml:3:16: cannot unmarshal string`},
+		{"float latency", "accelerators:\n  - name: H100\n    nic: {latency_ns: 1.5}\n", `user.yaml:3:23: accelerator H100: nic.latency_ns: must be a whole number of ns, got 1.5`},
+		{"float gpus", "accelerators:\n  - name: H100\n    node: {gpus: 2.5}\n", `user.yaml:3:18: accelerator H100: node.gpus: must be a whole number, got 2.5`},
+		{"syntax", "accelerators: [\n", `user.yaml:`},
+		{"duplicate key", "accelerators:\n  - name: H100\n    memory_gb: 1\n    memory_gb: 2\n", `user.yaml:4:5: mapping key "memory_gb" already defined`},
+		{"empty", "", `accelerator catalog user.yaml: empty document`},
+		{"no entries", "accelerators: []\n", `accelerator catalog user.yaml: no accelerators`},
+		{"missing name", "accelerators:\n  - memory_gb: 3\n", `user.yaml:2:5: accelerators[0]: missing name`},
+		{"duplicate in file", "accelerators:\n  - name: H100\n  - name: h-100\n", `user.yaml:3:11: accelerators[1]: "h-100" is already defined by accelerators[0] in this file`},
+		{"negative memory", "accelerators:\n  - name: H100\n    memory_gb: -3\n", `user.yaml:3:16: accelerator H100: memory_gb: must be > 0 and plausible, got -3`},
+		{"zero bandwidth", "accelerators:\n  - name: H100\n    mem_bw_gbps: 0\n", `user.yaml:3:18: accelerator H100: mem_bw_gbps: must be > 0 and plausible, got 0`},
+		{"nan", "accelerators:\n  - name: H100\n    tflops_bf16: .nan\n", `accelerator H100: tflops_bf16: must be > 0 and plausible, got NaN`},
+		{"inf", "accelerators:\n  - name: H100\n    mem_bw_gbps: .inf\n", `accelerator H100: mem_bw_gbps: must be > 0 and plausible, got +Inf`},
+		{"huge", "accelerators:\n  - name: H100\n    memory_gb: 1e30\n", `memory_gb: must be > 0 and plausible, got 1e+30`},
+		{"negative fp8", "accelerators:\n  - name: H100\n    tflops_fp8: -1\n", `accelerator H100: tflops_fp8: must be > 0 and plausible, got -1`},
+		{"both memories", "accelerators:\n  - name: H100\n    memory_gb: 80\n    memory_gib: 80\n", `user.yaml:4:17: accelerator H100: memory_gib: give memory_gb or memory_gib, not both`},
+		{"link kind", "accelerators:\n  - name: H100\n    link: {kind: infiniband}\n", `user.yaml:3:18: accelerator H100: link.kind: must be nvlink or pcie, got "infiniband"`},
+		{"negative latency", "accelerators:\n  - name: H100\n    nic: {latency_ns: -5}\n", `accelerator H100: nic.latency_ns: must be >= 0 and plausible, got -5`},
+		{"zero gpus", "accelerators:\n  - name: H100\n    node: {gpus: 0}\n", `accelerator H100: node.gpus: must be > 0 and plausible, got 0`},
+		{"zero host bw", "accelerators:\n  - name: H100\n    node: {host_bw_gbps: 0}\n", `accelerator H100: node.host_bw_gbps: must be > 0 and plausible, got 0`},
+		{"incomplete new", "accelerators:\n  - name: New\n    memory_gb: 3\n", `user.yaml:2:5: accelerator New: mem_bw_gbps: missing (required)`},
+		{"new without memory", "accelerators:\n  - name: New\n", `user.yaml:2:5: accelerator New: memory_gb: missing (required)`},
+		{"new without link", strings.Replace(complete, "    link: {kind: pcie, bw_gbps: 32, latency_ns: 0}\n", "", 1), `accelerator MyGPU: link: missing (required: kind, bw_gbps, latency_ns)`},
+		{"new without link kind", strings.Replace(complete, "kind: pcie, ", "", 1), `accelerator MyGPU: link.kind: missing (nvlink or pcie)`},
+		{"new without nic latency", strings.Replace(complete, ", latency_ns: 1500", "", 1), `accelerator MyGPU: nic.latency_ns: missing (required; 0 is allowed)`},
+		{"new without node", strings.Replace(complete, "    node: {gpus: 4, host_memory_gb: 256, host_bw_gbps: 32}\n", "", 1), `accelerator MyGPU: node: missing (required: gpus, host_memory_gb, host_bw_gbps)`},
+		{"unknown base", "accelerators:\n  - name: H100x\n    base: H101\n", `user.yaml:3:11: accelerator H100x: base: unknown accelerator "H101"; closest: H100, A100, H200`},
+		{"alias clash", "accelerators:\n  - name: H100-80\n    base: H100\n    aliases: [A100]\n", `user.yaml:4:14: accelerator H100-80: name or alias "A100" is already used by A100`},
+		{"override alias clash", "accelerators:\n  - name: H100\n    aliases: [h-200]\n", `accelerator H100: name or alias "h-200" is already used by H200`},
+		{"empty alias", "accelerators:\n  - name: H100\n    aliases: [\"--\"]\n", `accelerator H100: empty alias`},
+	}
+	base := mustDefault(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := base.Extend(strings.NewReader(tt.yaml), "user.yaml")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Extend error = %v\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gpus.yaml")
+	if err := os.WriteFile(path, []byte(complete), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Lookup("MyGPU"); err != nil {
+		t.Error(err)
+	}
+	if _, err := c.Lookup("H100"); err != nil {
+		t.Errorf("built-in entries missing: %v", err)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("accelerators:\n  - name: X\n    colour: red\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadFile(bad); err == nil || !strings.Contains(err.Error(), bad+`:3:5: unknown field "colour"`) {
+		t.Errorf("LoadFile(bad) = %v", err)
+	}
+	if _, err := LoadFile(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "accelerator catalog: open") {
+		t.Errorf("LoadFile(missing) = %v", err)
+	}
+	if _, err := mustDefault(t).Extend(failingReader{}, "r"); err == nil || !strings.Contains(err.Error(), "accelerator catalog r: disk on fire") {
+		t.Errorf("Extend(failing reader) = %v", err)
+	}
+}
+
+func TestPeakFLOPS(t *testing.T) {
+	h100, _ := Lookup("H100")
+	a100, _ := Lookup("A100")
+	tests := []struct {
+		acc   Accelerator
+		dtype string
+		want  float64
+		err   string
+	}{
+		{h100, "bfloat16", 989.5e12, ""},
+		{h100, "float16", 989.5e12, ""},
+		{h100, "torch.bfloat16", 989.5e12, ""},
+		{h100, "fp8", 1979e12, ""},
+		{h100, "fp8_e4m3", 1979e12, ""},
+		{a100, "bf16", 312e12, ""},
+		{a100, "fp8", 0, "accelerator A100 has no FP8 tensor cores"},
+		{h100, "float32", 0, `accelerator H100: no peak FLOP/s for dtype "float32" (want bfloat16, float16 or fp8)`},
+	}
+	for _, tt := range tests {
+		got, err := tt.acc.PeakFLOPS(tt.dtype)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s PeakFLOPS(%q) error = %v, want %q", tt.acc.Name, tt.dtype, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s PeakFLOPS(%q) = %g, %v; want %g", tt.acc.Name, tt.dtype, got, err, tt.want)
+		}
+	}
+}
+
+func FuzzExtend(f *testing.F) {
+	f.Add(complete)
+	f.Add("accelerators:\n  - name: H100\n    base: A100\n    memory_gib: 1\n")
+	f.Add("accelerators: [{name: x, link: {kind: nvlink}}]")
+	base, err := Default()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		c, err := base.Extend(strings.NewReader(data), "fuzz.yaml")
+		if err != nil {
+			return
+		}
+		for _, a := range c.All() {
+			if a.MemoryBytes <= 0 || a.MemBandwidth <= 0 || a.Node.GPUs <= 0 {
+				t.Errorf("invalid entry accepted: %+v", a)
+			}
+		}
+	})
+}

@@ -1,0 +1,297 @@
+package hw
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// rawFile is the YAML document: a list of accelerators.
+type rawFile struct {
+	Accelerators []rawAccel `yaml:"accelerators"`
+}
+
+// rawAccel is one accelerator as written in YAML, in spec-sheet units.
+// Pointers tell "absent" (keep the base value) from zero.
+type rawAccel struct {
+	Name       string   `yaml:"name"`
+	Base       string   `yaml:"base"`
+	Aliases    []string `yaml:"aliases"`
+	Product    string   `yaml:"product"`
+	Source     string   `yaml:"source"`
+	MemoryGB   *float64 `yaml:"memory_gb"`
+	MemoryGiB  *float64 `yaml:"memory_gib"`
+	MemBWGBps  *float64 `yaml:"mem_bw_gbps"`
+	TFLOPSBF16 *float64 `yaml:"tflops_bf16"`
+	TFLOPSFP8  *float64 `yaml:"tflops_fp8"`
+	Link       *rawLink `yaml:"link"`
+	NIC        *rawNIC  `yaml:"nic"`
+	Node       *rawNode `yaml:"node"`
+}
+
+type rawLink struct {
+	Kind      *string  `yaml:"kind"`
+	BWGBps    *float64 `yaml:"bw_gbps"`
+	LatencyNs *float64 `yaml:"latency_ns"`
+}
+
+type rawNIC struct {
+	BWGbit    *float64 `yaml:"bw_gbit"`
+	LatencyNs *float64 `yaml:"latency_ns"`
+}
+
+// Integer quantities are decoded as floats so that 1.5 is reported rather
+// than silently truncated.
+type rawNode struct {
+	GPUs         *float64 `yaml:"gpus"`
+	HostMemoryGB *float64 `yaml:"host_memory_gb"`
+	HostBWGBps   *float64 `yaml:"host_bw_gbps"`
+}
+
+// decode parses data strictly: unknown fields, duplicate keys and type
+// mismatches are errors with source:line:col.
+func decode(data []byte, source string) (_ *rawFile, err error) {
+	// goccy/go-yaml v1.19.2 panics on some malformed input (e.g. a tagged
+	// empty node where a list is expected: "aliases: !x" followed by a
+	// bad key; found by FuzzExtend, kept in testdata/fuzz). Bad input must
+	// give an error, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("accelerator catalog %s: malformed YAML (decoder failure: %v)", source, r)
+		}
+	}()
+	var f rawFile
+	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField())
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("accelerator catalog %s: empty document (want a top-level \"accelerators\" list)", source)
+		}
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil {
+			p := ye.GetToken().Position
+			return nil, fmt.Errorf("%s:%d:%d: %s", source, p.Line, p.Column, ye.GetMessage())
+		}
+		return nil, fmt.Errorf("accelerator catalog %s: %w", source, err)
+	}
+	if len(f.Accelerators) == 0 {
+		return nil, fmt.Errorf("accelerator catalog %s: no accelerators (want a top-level \"accelerators\" list)", source)
+	}
+	return &f, nil
+}
+
+// position returns "source:line:col" of field in accelerators[i] (or of
+// the entry itself when the field is absent), "source" if unknown.
+func position(data []byte, source string, i int, field string) (pos string) {
+	defer func() { // the YAML library can panic on odd input; fall back to no position
+		if recover() != nil {
+			pos = source
+		}
+	}()
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return source
+	}
+	for _, p := range []string{fmt.Sprintf("$.accelerators[%d].%s", i, field), fmt.Sprintf("$.accelerators[%d]", i)} {
+		path, err := yaml.PathString(p)
+		if err != nil {
+			continue
+		}
+		node, err := path.FilterFile(file)
+		if err != nil || node == nil {
+			continue
+		}
+		// A mapping's own token is its first ':'; point at its first key.
+		if m, ok := node.(*ast.MappingNode); ok && len(m.Values) > 0 {
+			node = m.Values[0].Key
+		}
+		if node.GetToken() == nil {
+			continue
+		}
+		p := node.GetToken().Position
+		return fmt.Sprintf("%s:%d:%d", source, p.Line, p.Column)
+	}
+	return source
+}
+
+// overlay returns base with every field set in over replacing it.
+func overlay(base, over rawAccel) rawAccel {
+	out := base
+	out.Aliases = over.Aliases
+	out.Name = over.Name
+	if over.Product != "" {
+		out.Product = over.Product
+	}
+	if over.Source != "" {
+		out.Source = over.Source
+	}
+	if over.MemoryGB != nil || over.MemoryGiB != nil {
+		out.MemoryGB, out.MemoryGiB = over.MemoryGB, over.MemoryGiB
+	}
+	setF(&out.MemBWGBps, over.MemBWGBps)
+	setF(&out.TFLOPSBF16, over.TFLOPSBF16)
+	setF(&out.TFLOPSFP8, over.TFLOPSFP8)
+	if over.Link != nil {
+		l := rawLink{}
+		if out.Link != nil {
+			l = *out.Link
+		}
+		if over.Link.Kind != nil {
+			l.Kind = over.Link.Kind
+		}
+		setF(&l.BWGBps, over.Link.BWGBps)
+		setF(&l.LatencyNs, over.Link.LatencyNs)
+		out.Link = &l
+	}
+	if over.NIC != nil {
+		n := rawNIC{}
+		if out.NIC != nil {
+			n = *out.NIC
+		}
+		setF(&n.BWGbit, over.NIC.BWGbit)
+		setF(&n.LatencyNs, over.NIC.LatencyNs)
+		out.NIC = &n
+	}
+	if over.Node != nil {
+		n := rawNode{}
+		if out.Node != nil {
+			n = *out.Node
+		}
+		setF(&n.GPUs, over.Node.GPUs)
+		setF(&n.HostMemoryGB, over.Node.HostMemoryGB)
+		setF(&n.HostBWGBps, over.Node.HostBWGBps)
+		out.Node = &n
+	}
+	return out
+}
+
+func setF(dst **float64, v *float64) {
+	if v != nil {
+		*dst = v
+	}
+}
+
+// Unit multipliers from YAML units to SI.
+const (
+	gb   = 1e9           // bytes in a GB
+	gib  = 1 << 30       // bytes in a GiB
+	gbit = 1e9 / 8       // bytes in a gigabit
+	tera = 1e12          // FLOP in a TFLOP
+	maxB = float64(1e18) // largest accepted byte count or rate
+)
+
+// toAccelerator converts and validates. at gives the source position of a
+// field for error messages.
+func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, error) {
+	a := Accelerator{Name: r.Name, Aliases: r.Aliases, Product: r.Product, Source: r.Source}
+	fail := func(field, format string, args ...any) error {
+		return fmt.Errorf("%s: accelerator %s: %s: %s", at(field), r.Name, field, fmt.Sprintf(format, args...))
+	}
+	// positive converts a required positive value.
+	positive := func(field string, v *float64, unit float64) (float64, error) {
+		if v == nil {
+			return 0, fail(field, "missing (required)")
+		}
+		x := *v * unit
+		if math.IsNaN(*v) || *v <= 0 || x > maxB {
+			return 0, fail(field, "must be > 0 and plausible, got %v", *v)
+		}
+		return x, nil
+	}
+	var err error
+	switch {
+	case r.MemoryGB != nil && r.MemoryGiB != nil:
+		return a, fail("memory_gib", "give memory_gb or memory_gib, not both")
+	case r.MemoryGiB != nil:
+		m, err := positive("memory_gib", r.MemoryGiB, gib)
+		if err != nil {
+			return a, err
+		}
+		a.MemoryBytes = int64(m)
+	default:
+		m, err := positive("memory_gb", r.MemoryGB, gb)
+		if err != nil {
+			return a, err
+		}
+		a.MemoryBytes = int64(m)
+	}
+	if a.MemBandwidth, err = positive("mem_bw_gbps", r.MemBWGBps, gb); err != nil {
+		return a, err
+	}
+	if a.PeakFLOPSBF16, err = positive("tflops_bf16", r.TFLOPSBF16, tera); err != nil {
+		return a, err
+	}
+	if r.TFLOPSFP8 != nil && *r.TFLOPSFP8 != 0 {
+		if a.PeakFLOPSFP8, err = positive("tflops_fp8", r.TFLOPSFP8, tera); err != nil {
+			return a, err
+		}
+	}
+
+	if r.Link == nil {
+		return a, fail("link", "missing (required: kind, bw_gbps, latency_ns)")
+	}
+	switch {
+	case r.Link.Kind == nil:
+		return a, fail("link.kind", "missing (nvlink or pcie)")
+	case LinkKind(*r.Link.Kind) == LinkNVLink || LinkKind(*r.Link.Kind) == LinkPCIe:
+		a.Link.Kind = LinkKind(*r.Link.Kind)
+	default:
+		return a, fail("link.kind", "must be nvlink or pcie, got %q", *r.Link.Kind)
+	}
+	if a.Link.Bandwidth, err = positive("link.bw_gbps", r.Link.BWGBps, gb); err != nil {
+		return a, err
+	}
+	if a.Link.LatencyNs, err = latency("link.latency_ns", r.Link.LatencyNs, fail); err != nil {
+		return a, err
+	}
+
+	if r.NIC == nil {
+		return a, fail("nic", "missing (required: bw_gbit, latency_ns)")
+	}
+	if a.NIC.Bandwidth, err = positive("nic.bw_gbit", r.NIC.BWGbit, gbit); err != nil {
+		return a, err
+	}
+	if a.NIC.LatencyNs, err = latency("nic.latency_ns", r.NIC.LatencyNs, fail); err != nil {
+		return a, err
+	}
+
+	if r.Node == nil {
+		return a, fail("node", "missing (required: gpus, host_memory_gb, host_bw_gbps)")
+	}
+	switch {
+	case r.Node.GPUs == nil:
+		return a, fail("node.gpus", "missing (required)")
+	case !(*r.Node.GPUs > 0 && *r.Node.GPUs <= 1<<20):
+		return a, fail("node.gpus", "must be > 0 and plausible, got %v", *r.Node.GPUs)
+	case *r.Node.GPUs != math.Trunc(*r.Node.GPUs):
+		return a, fail("node.gpus", "must be a whole number, got %v", *r.Node.GPUs)
+	}
+	a.Node.GPUs = int(*r.Node.GPUs)
+	m, err := positive("node.host_memory_gb", r.Node.HostMemoryGB, gb)
+	if err != nil {
+		return a, err
+	}
+	a.Node.HostMemoryBytes = int64(m)
+	if a.Node.HostBandwidth, err = positive("node.host_bw_gbps", r.Node.HostBWGBps, gb); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// latency validates a required latency in ns (0 allowed).
+func latency(field string, v *float64, fail func(field, format string, args ...any) error) (int64, error) {
+	switch {
+	case v == nil:
+		return 0, fail(field, "missing (required; 0 is allowed)")
+	case !(*v >= 0 && *v <= 1e15):
+		return 0, fail(field, "must be >= 0 and plausible, got %v", *v)
+	case *v != math.Trunc(*v):
+		return 0, fail(field, "must be a whole number of ns, got %v", *v)
+	}
+	return int64(*v), nil
+}

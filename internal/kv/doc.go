@@ -1,0 +1,23 @@
+// Package kv models a paged KV cache: a fixed pool of equal-size blocks,
+// reference-counted so several requests can share cached prefix blocks, with
+// a prefix cache keyed by chained block hashes and least-recently-freed
+// eviction.
+//
+// Vocabulary:
+//   - block: block_size token slots of K and V for every layer; the unit of
+//     allocation.
+//   - free block: a block no request references. A free block may still hold
+//     cached content (it has a hash) and can be hit by a later request until
+//     it is evicted, which happens when it is taken for a new allocation.
+//   - chained hash: the hash of block i covers its tokens and the hash of
+//     block i-1, so equal hashes mean equal prefixes, not just equal blocks.
+//
+// Free blocks sit in one queue ordered by the time they were freed; an
+// allocation takes from the front (least recently freed), a released block
+// goes to the back, and a prefix hit pulls a free block out of the middle.
+// All operations are O(1) per block and allocation-free in steady state.
+//
+// Conservation: at every moment free + referenced = capacity. Check reports
+// any violation; the engine calls it after each step when invariant checking
+// is on.
+package kv

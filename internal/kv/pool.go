@@ -1,0 +1,237 @@
+package kv
+
+import "fmt"
+
+// BlockID names one block of a pool, 0 <= id < Capacity.
+type BlockID = int32
+
+const none int32 = -1
+
+// Pool is a paged KV block pool with an optional prefix cache.
+type Pool struct {
+	capacity int
+	caching  bool
+
+	ref  []int32  // references per block
+	hash []uint64 // content hash of a committed (full) block; 0 = none
+	// free queue: doubly linked list over block ids, in order of freeing.
+	prev, next []int32
+	head, tail int32
+	numFree    int
+
+	index map[uint64]BlockID // hash -> block holding that content
+
+	hits, queries int64 // prefix-cache statistics, in blocks
+}
+
+// NewPool returns a pool of capacity blocks, all free. With caching off,
+// Commit does nothing and Match never hits.
+func NewPool(capacity int, caching bool) (*Pool, error) {
+	if capacity <= 0 {
+		return nil, fmt.Errorf("kv: pool capacity must be > 0 blocks (got %d)", capacity)
+	}
+	p := &Pool{
+		capacity: capacity,
+		caching:  caching,
+		ref:      make([]int32, capacity),
+		hash:     make([]uint64, capacity),
+		prev:     make([]int32, capacity),
+		next:     make([]int32, capacity),
+		head:     none,
+		tail:     none,
+		index:    make(map[uint64]BlockID),
+	}
+	for b := int32(0); b < int32(capacity); b++ {
+		p.pushBack(b)
+	}
+	return p, nil
+}
+
+// Capacity is the number of blocks in the pool.
+func (p *Pool) Capacity() int { return p.capacity }
+
+// Free is the number of blocks no request references (cached or not); all
+// of them can be handed out by Allocate.
+func (p *Pool) Free() int { return p.numFree }
+
+// Used is Capacity - Free: blocks referenced by at least one holder.
+func (p *Pool) Used() int { return p.capacity - p.numFree }
+
+// Cached is the number of blocks currently indexed by the prefix cache
+// (referenced or free).
+func (p *Pool) Cached() int { return len(p.index) }
+
+// HitRate is the fraction of queried blocks found in the prefix cache.
+func (p *Pool) HitRate() float64 {
+	if p.queries == 0 {
+		return 0
+	}
+	return float64(p.hits) / float64(p.queries)
+}
+
+// Match returns how many leading hashes are cached, i.e. the length of the
+// longest cached prefix in blocks. It changes nothing.
+func (p *Pool) Match(hashes []uint64) int {
+	if !p.caching {
+		return 0
+	}
+	n := 0
+	for _, h := range hashes {
+		if _, ok := p.index[h]; !ok {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// EvictableHits counts how many of the first n cached blocks of hashes are
+// currently free (taking them removes them from the free queue, so they
+// count against the free blocks available for new allocations).
+func (p *Pool) EvictableHits(hashes []uint64, n int) int {
+	c := 0
+	for _, h := range hashes[:n] {
+		if p.ref[p.index[h]] == 0 {
+			c++
+		}
+	}
+	return c
+}
+
+// Acquire references the cached blocks of the first n hashes (n must not
+// exceed Match(hashes)) and appends them to table. It records n hits out of
+// len(hashes) queried blocks.
+func (p *Pool) Acquire(table []BlockID, hashes []uint64, n int) []BlockID {
+	p.queries += int64(len(hashes))
+	p.hits += int64(n)
+	for _, h := range hashes[:n] {
+		b := p.index[h]
+		if p.ref[b] == 0 {
+			p.unlink(b)
+		}
+		p.ref[b]++
+		table = append(table, b)
+	}
+	return table
+}
+
+// Allocate takes n free blocks, evicting their cached content, and appends
+// them to table. It returns false and changes nothing when fewer than n
+// blocks are free.
+func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
+	if n > p.numFree {
+		return table, false
+	}
+	for i := 0; i < n; i++ {
+		b := p.head
+		p.unlink(b)
+		if h := p.hash[b]; h != 0 {
+			if p.index[h] == b {
+				delete(p.index, h)
+			}
+			p.hash[b] = 0
+		}
+		p.ref[b] = 1
+		table = append(table, b)
+	}
+	return table, true
+}
+
+// Commit records that block b is full with content hash h, making it
+// available to later prefix matches. A hash already cached in another block
+// is not indexed twice. Hash 0 is reserved and ignored.
+func (p *Pool) Commit(b BlockID, h uint64) {
+	if !p.caching || h == 0 || p.hash[b] != 0 {
+		return
+	}
+	if _, dup := p.index[h]; dup {
+		return
+	}
+	p.hash[b] = h
+	p.index[h] = b
+}
+
+// Release drops one reference to each block of table, last block first, so
+// that a request's tail blocks are evicted before its shared prefix. Blocks
+// left without references join the back of the free queue and keep their
+// cached content until evicted.
+func (p *Pool) Release(table []BlockID) error {
+	for i := len(table) - 1; i >= 0; i-- {
+		b := table[i]
+		if p.ref[b] <= 0 {
+			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.ref[b])
+		}
+		p.ref[b]--
+		if p.ref[b] == 0 {
+			p.pushBack(b)
+		}
+	}
+	return nil
+}
+
+// Refs is the number of references to block b.
+func (p *Pool) Refs(b BlockID) int32 { return p.ref[b] }
+
+func (p *Pool) pushBack(b int32) {
+	p.prev[b], p.next[b] = p.tail, none
+	if p.tail != none {
+		p.next[p.tail] = b
+	} else {
+		p.head = b
+	}
+	p.tail = b
+	p.numFree++
+}
+
+func (p *Pool) unlink(b int32) {
+	pv, nx := p.prev[b], p.next[b]
+	if pv != none {
+		p.next[pv] = nx
+	} else {
+		p.head = nx
+	}
+	if nx != none {
+		p.prev[nx] = pv
+	} else {
+		p.tail = pv
+	}
+	p.prev[b], p.next[b] = none, none
+	p.numFree--
+}
+
+// Check verifies the pool's invariants: reference counts are never
+// negative, the free queue holds exactly the unreferenced blocks, and
+// free + referenced = capacity. It costs O(capacity).
+func (p *Pool) Check() error {
+	inQueue := 0
+	for b := p.head; b != none; b = p.next[b] {
+		if p.ref[b] != 0 {
+			return fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.ref[b])
+		}
+		inQueue++
+		if inQueue > p.capacity {
+			return fmt.Errorf("kv: free queue has a cycle")
+		}
+	}
+	if inQueue != p.numFree {
+		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)
+	}
+	referenced := 0
+	for b, r := range p.ref {
+		if r < 0 {
+			return fmt.Errorf("kv: block %d has %d references", b, r)
+		}
+		if r > 0 {
+			referenced++
+		}
+	}
+	if referenced+p.numFree != p.capacity {
+		return fmt.Errorf("kv: %d referenced + %d free != capacity %d", referenced, p.numFree, p.capacity)
+	}
+	for h, b := range p.index {
+		if p.hash[b] != h {
+			return fmt.Errorf("kv: cache index maps %x to block %d holding %x", h, b, p.hash[b])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,312 @@
+package metrics
+
+import (
+	"math"
+	"math/bits"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram geometry shared by every latency metric: microseconds, 1 us to
+// 1e13 us (about 115 days), three significant digits.
+const (
+	histLowUs  = 1
+	histHighUs = 1e13
+	histDigits = 3
+	// histSubBucketBits is log2 of the sub-bucket count HdrHistogram uses for
+	// histDigits (2048 sub-buckets for 3 digits): values below 2^11 are exact,
+	// above it a bucket spans 2^(bitlen(v)-11) values.
+	histSubBucketBits = 11
+)
+
+// midEquivalent maps v, the highest value of its histogram bucket as
+// returned by ValueAtQuantile, to the bucket's midpoint, which halves the
+// worst-case error (HdrHistogram's medianEquivalentValue).
+func midEquivalent(v int64) int64 {
+	shift := bits.Len64(uint64(v)) - histSubBucketBits
+	if shift <= 0 {
+		return v
+	}
+	width := int64(1) << shift
+	return v&^(width-1) + width/2
+}
+
+// dist accumulates one latency metric: an HdrHistogram in microseconds for
+// percentiles plus exact count, sum, min and max in ns.
+type dist struct {
+	h        *hdrhistogram.Histogram
+	n        int64
+	sum      int64 // ns; overflows only past ~292 years of summed latency
+	min, max int64 // ns
+}
+
+func newDist() dist {
+	return dist{h: hdrhistogram.New(histLowUs, histHighUs, histDigits)}
+}
+
+// add records one non-negative value in ns.
+func (d *dist) add(ns int64) {
+	if ns < 0 {
+		return
+	}
+	if d.n == 0 || ns < d.min {
+		d.min = ns
+	}
+	if ns > d.max {
+		d.max = ns
+	}
+	d.n++
+	d.sum += ns
+	_ = d.h.RecordValue(toUs(ns)) // cannot fail: 0 <= us <= highest trackable
+}
+
+// toUs converts a non-negative ns value to the histogram's unit, rounded
+// and capped at the highest trackable value.
+func toUs(ns int64) int64 {
+	return min((ns+500)/1000, histHighUs)
+}
+
+// stat returns the distribution in milliseconds. Percentiles are the
+// midpoints of the histogram buckets holding HdrHistogram's nearest-rank
+// value (within 0.05 % relative plus the 1 us unit) clamped to the exact
+// [min, max], or the exact min or max when the value falls in their bucket;
+// mean, min and max are exact (mean rounded to the ns).
+func (d *dist) stat() Stat {
+	if d.n == 0 {
+		return Stat{}
+	}
+	lo, hi := float64(d.min)/1e6, float64(d.max)/1e6
+	minUs, maxUs := toUs(d.min), toUs(d.max)
+	q := func(p float64) float64 {
+		v := d.h.ValueAtQuantile(p)
+		switch {
+		case d.h.ValuesAreEquivalent(v, maxUs):
+			return hi // the bucket of the largest sample: use it exactly
+		case d.h.ValuesAreEquivalent(v, minUs):
+			return lo
+		}
+		return min(max(float64(midEquivalent(v))/1e3, lo), hi)
+	}
+	return Stat{
+		Count: d.n,
+		Mean:  math.Round(float64(d.sum)/float64(d.n)) / 1e6,
+		Min:   lo,
+		P50:   q(50),
+		P90:   q(90),
+		P95:   q(95),
+		P99:   q(99),
+		Max:   hi,
+	}
+}
+
+// SLO holds per-request latency bounds in ns; a zero bound is not checked.
+// A finished request meets the SLO when its TTFT, TPOT (if it has one) and
+// E2E are each within their bounds.
+type SLO struct {
+	TTFT int64
+	TPOT int64
+	E2E  int64
+}
+
+func (s SLO) set() bool { return s.TTFT > 0 || s.TPOT > 0 || s.E2E > 0 }
+
+func (s SLO) met(r *Record) bool {
+	if r.Outcome != Finished {
+		return false
+	}
+	if s.TTFT > 0 && r.TTFT() > s.TTFT {
+		return false
+	}
+	if s.TPOT > 0 && r.TPOT() > s.TPOT {
+		return false
+	}
+	return s.E2E <= 0 || r.E2E() <= s.E2E
+}
+
+// SLOResult is SLO attainment: Met finished requests met every bound;
+// Attainment = Met / requests_total; GoodputRPS = Met / sim time.
+type SLOResult struct {
+	TTFTMs     float64 `json:"ttft_ms"`
+	TPOTMs     float64 `json:"tpot_ms"`
+	E2EMs      float64 `json:"e2e_ms"`
+	Met        int64   `json:"met"`
+	Attainment float64 `json:"attainment"`
+	GoodputRPS float64 `json:"goodput_rps"`
+}
+
+// Summary accumulates run-level metrics from a stream of records without
+// retaining them. Latency distributions (TTFT, TPOT, E2E, queue delay and
+// the P/D metrics) cover finished requests only, as vLLM's benchmark does;
+// the P/D metrics further only requests with Handoff() true. ITL covers
+// every gap passed to AddITL. Token totals count finished requests (input
+// tokens and generated tokens); preemptions, re-prefills and retries are
+// summed over all requests. Not safe for concurrent use.
+type Summary struct {
+	ttft, tpot, itl, e2e, queue dist
+	handoff, capacity, transfer dist
+	total, finished, rejected   int64
+	failed                      int64
+	inputTokens, outputTokens   int64
+	cachedTokens                int64
+	preemptions, reprefills     int64
+	retries                     int64
+	failReasons, rejectReasons  map[string]int64
+	slo                         SLO
+	sloMet                      int64
+}
+
+// NewSummary returns an empty summary.
+func NewSummary() *Summary {
+	return &Summary{
+		ttft: newDist(), tpot: newDist(), itl: newDist(), e2e: newDist(),
+		queue: newDist(), handoff: newDist(), capacity: newDist(),
+		transfer:      newDist(),
+		failReasons:   map[string]int64{},
+		rejectReasons: map[string]int64{},
+	}
+}
+
+// SetSLO sets the latency bounds used for SLO attainment and goodput. Call
+// it before the first Add. Without it Result.SLO is nil.
+func (s *Summary) SetSLO(slo SLO) { s.slo = slo }
+
+// Add accounts for one request's final record. It does not keep r.
+func (s *Summary) Add(r *Record) {
+	s.total++
+	s.preemptions += int64(r.Preemptions)
+	s.reprefills += int64(r.Reprefills)
+	s.retries += int64(r.Retries)
+	switch r.Outcome {
+	case Finished:
+		s.finished++
+	case Rejected:
+		s.rejected++
+		s.rejectReasons[reasonKey(r.Reason)]++
+		return
+	default:
+		s.failed++
+		if r.Outcome == Failed {
+			s.failReasons[reasonKey(r.Reason)]++
+		} else {
+			s.failReasons["unknown outcome"]++
+		}
+		return
+	}
+	s.inputTokens += int64(r.InputTokens)
+	s.outputTokens += int64(r.Generated)
+	s.cachedTokens += int64(r.CachedTokens)
+	s.ttft.add(r.TTFT())
+	s.tpot.add(r.TPOT())
+	s.e2e.add(r.E2E())
+	s.queue.add(r.QueueDelay())
+	if r.Handoff() {
+		s.handoff.add(r.HandoffWait)
+		s.capacity.add(r.CapacityWait)
+		s.transfer.add(r.TransferTime())
+	}
+	if s.slo.set() && s.slo.met(r) {
+		s.sloMet++
+	}
+}
+
+func reasonKey(reason string) string {
+	if reason == "" {
+		return "unspecified"
+	}
+	return reason
+}
+
+// AddITL records one inter-token latency (gap between consecutive output
+// tokens of a request, ns) as measured by the engine.
+func (s *Summary) AddITL(ns int64) { s.itl.add(ns) }
+
+// Result is the run summary as a plain value. Latencies are milliseconds,
+// rates are per simulated second. It marshals to JSON without NaN.
+type Result struct {
+	RequestsTotal    int64            `json:"requests_total"`
+	Finished         int64            `json:"finished"`
+	Rejected         int64            `json:"rejected"`
+	Failed           int64            `json:"failed"`
+	SimTimeS         float64          `json:"sim_time_s"`
+	ThroughputRPS    float64          `json:"throughput_rps"`
+	InputTokens      int64            `json:"input_tokens"`
+	OutputTokens     int64            `json:"output_tokens"`
+	CachedTokens     int64            `json:"cached_tokens"`
+	InputTokS        float64          `json:"input_tok_s"`
+	OutputTokS       float64          `json:"output_tok_s"`
+	TTFT             Stat             `json:"ttft_ms"`
+	TPOT             Stat             `json:"tpot_ms"`
+	ITL              Stat             `json:"itl_ms"`
+	E2E              Stat             `json:"e2e_ms"`
+	QueueDelay       Stat             `json:"queue_delay_ms"`
+	HandoffWait      Stat             `json:"handoff_wait_ms"`
+	CapacityWait     Stat             `json:"decode_capacity_wait_ms"`
+	Transfer         Stat             `json:"transfer_ms"`
+	Preemptions      int64            `json:"preemptions"`
+	Reprefills       int64            `json:"reprefills"`
+	Retries          int64            `json:"retries"`
+	FailureReasons   map[string]int64 `json:"failure_reasons"`
+	RejectionReasons map[string]int64 `json:"rejection_reasons"`
+	SLO              *SLOResult       `json:"slo,omitempty"`
+}
+
+// Finish returns the summary for a run that lasted simTimeNs simulated ns
+// (rates are 0 when it is not positive). The Summary stays usable; the maps
+// in the Result are copies.
+func (s *Summary) Finish(simTimeNs int64) Result {
+	secs := float64(max(simTimeNs, 0)) / 1e9
+	rate := func(n int64) float64 {
+		if secs <= 0 {
+			return 0
+		}
+		return float64(n) / secs
+	}
+	res := Result{
+		RequestsTotal:    s.total,
+		Finished:         s.finished,
+		Rejected:         s.rejected,
+		Failed:           s.failed,
+		SimTimeS:         secs,
+		ThroughputRPS:    rate(s.finished),
+		InputTokens:      s.inputTokens,
+		OutputTokens:     s.outputTokens,
+		CachedTokens:     s.cachedTokens,
+		InputTokS:        rate(s.inputTokens),
+		OutputTokS:       rate(s.outputTokens),
+		TTFT:             s.ttft.stat(),
+		TPOT:             s.tpot.stat(),
+		ITL:              s.itl.stat(),
+		E2E:              s.e2e.stat(),
+		QueueDelay:       s.queue.stat(),
+		HandoffWait:      s.handoff.stat(),
+		CapacityWait:     s.capacity.stat(),
+		Transfer:         s.transfer.stat(),
+		Preemptions:      s.preemptions,
+		Reprefills:       s.reprefills,
+		Retries:          s.retries,
+		FailureReasons:   copyCounts(s.failReasons),
+		RejectionReasons: copyCounts(s.rejectReasons),
+	}
+	if s.slo.set() {
+		sr := &SLOResult{
+			TTFTMs:     float64(s.slo.TTFT) / 1e6,
+			TPOTMs:     float64(s.slo.TPOT) / 1e6,
+			E2EMs:      float64(s.slo.E2E) / 1e6,
+			Met:        s.sloMet,
+			GoodputRPS: rate(s.sloMet),
+		}
+		if s.total > 0 {
+			sr.Attainment = float64(s.sloMet) / float64(s.total)
+		}
+		res.SLO = sr
+	}
+	return res
+}
+
+func copyCounts(m map[string]int64) map[string]int64 {
+	c := make(map[string]int64, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}

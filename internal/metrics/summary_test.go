@@ -1,0 +1,223 @@
+package metrics
+
+import (
+	"encoding/json"
+	"flag"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden files")
+
+// nearestRank is HdrHistogram's percentile definition applied exactly: the
+// value at rank round(p/100*n), at least 1.
+func nearestRank(sorted []int64, p float64) int64 {
+	rank := int64(p/100*float64(len(sorted)) + 0.5)
+	rank = min(max(rank, 1), int64(len(sorted)))
+	return sorted[rank-1]
+}
+
+func TestSummaryPercentiles(t *testing.T) {
+	cases := []struct {
+		name string
+		gen  func(r *rand.Rand) int64 // ns
+		n    int
+	}{
+		{"uniform-ms", func(r *rand.Rand) int64 { return r.Int64N(1e9) }, 10000},
+		{"lognormal", func(r *rand.Rand) int64 { return int64(math.Exp(r.NormFloat64()*2+16)) + 1 }, 5000},
+		{"small-us", func(r *rand.Rand) int64 { return r.Int64N(5000) }, 999},
+		{"single", func(r *rand.Rand) int64 { return 42_000_000 }, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			s := NewSummary()
+			vals := make([]int64, c.n)
+			var sum int64
+			for i := range vals {
+				vals[i] = c.gen(rng)
+				sum += vals[i]
+				s.AddITL(vals[i])
+			}
+			slices.Sort(vals)
+			got := s.Finish(1e9).ITL
+			if got.Count != int64(c.n) {
+				t.Fatalf("count %d, want %d", got.Count, c.n)
+			}
+			if want := float64(sum) / float64(c.n) / 1e6; math.Abs(got.Mean-want) > 1e-6 {
+				t.Errorf("mean %v, want %v", got.Mean, want)
+			}
+			if got.Max != float64(vals[c.n-1])/1e6 || got.Min != float64(vals[0])/1e6 {
+				t.Errorf("min/max %v/%v, want exact %v/%v", got.Min, got.Max, vals[0], vals[c.n-1])
+			}
+			for _, p := range []struct {
+				q   float64
+				got float64
+			}{{50, got.P50}, {90, got.P90}, {95, got.P95}, {99, got.P99}} {
+				want := float64(nearestRank(vals, p.q)) / 1e6
+				// bucket midpoint (<= 1/2048 relative) plus the 1 us
+				// recording unit (0.5 us rounding + bucket width).
+				if tol := want/2000 + 0.0015; math.Abs(p.got-want) > tol {
+					t.Errorf("p%v = %v, want %v +- %v", p.q, p.got, want, tol)
+				}
+			}
+		})
+	}
+}
+
+func TestSummaryCounts(t *testing.T) {
+	s := NewSummary()
+	s.SetSLO(SLO{TTFT: 30e6, TPOT: 20e6})
+	recs := testRecords()
+	for i := range recs {
+		s.Add(&recs[i])
+	}
+	failed := NewRecord(4, 0)
+	failed.Outcome, failed.Reason = Failed, "lease expired"
+	s.Add(&failed)
+	s.Add(&failed)
+	noReason := NewRecord(5, 0)
+	noReason.Outcome = Failed
+	s.Add(&noReason)
+
+	r := s.Finish(2e9)
+	if r.RequestsTotal != 7 || r.Finished != 3 || r.Rejected != 1 || r.Failed != 3 {
+		t.Errorf("outcomes: %+v", r)
+	}
+	if r.InputTokens != 100+2048+10 || r.OutputTokens != 4+2+1 || r.CachedTokens != 16 {
+		t.Errorf("tokens: in %d out %d cached %d", r.InputTokens, r.OutputTokens, r.CachedTokens)
+	}
+	if r.ThroughputRPS != 1.5 || r.InputTokS != 2158.0/2 || r.OutputTokS != 3.5 {
+		t.Errorf("rates: %v %v %v", r.ThroughputRPS, r.InputTokS, r.OutputTokS)
+	}
+	if r.TTFT.Count != 3 || r.TPOT.Count != 2 || r.E2E.Count != 3 || r.QueueDelay.Count != 3 {
+		t.Errorf("counts: ttft %d tpot %d e2e %d queue %d", r.TTFT.Count, r.TPOT.Count, r.E2E.Count, r.QueueDelay.Count)
+	}
+	// Only the P/D request had a handoff.
+	if r.HandoffWait.Count != 1 || r.HandoffWait.Mean != 5 || r.CapacityWait.Max != 4 || r.Transfer.P50 != 2.5005 {
+		t.Errorf("P/D: %+v %+v %+v", r.HandoffWait, r.CapacityWait, r.Transfer)
+	}
+	if r.Preemptions != 3 || r.Reprefills != 1 || r.Retries != 2 {
+		t.Errorf("counters: %d %d %d", r.Preemptions, r.Reprefills, r.Retries)
+	}
+	wantFail := map[string]int64{"lease expired": 2, "unspecified": 1}
+	if !mapsEqual(r.FailureReasons, wantFail) {
+		t.Errorf("failure reasons %v, want %v", r.FailureReasons, wantFail)
+	}
+	if r.RejectionReasons["queue too long, predicted 3s"] != 1 {
+		t.Errorf("rejection reasons %v", r.RejectionReasons)
+	}
+	// TTFTs 20, 58, 5 ms: the P/D one misses the 30 ms bound.
+	if r.SLO == nil || r.SLO.Met != 2 || r.SLO.GoodputRPS != 1 || math.Abs(r.SLO.Attainment-2.0/7) > 1e-12 {
+		t.Errorf("SLO: %+v", r.SLO)
+	}
+}
+
+func mapsEqual(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestEmptySummaryJSON(t *testing.T) {
+	r := NewSummary().Finish(0)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if strings.Contains(s, "NaN") || strings.Contains(s, "Inf") || strings.Contains(s, "null") {
+		t.Errorf("bad empty JSON: %s", s)
+	}
+	for _, key := range []string{
+		"requests_total", "finished", "rejected", "failed", "sim_time_s",
+		"throughput_rps", "input_tok_s", "output_tok_s", "ttft_ms", "tpot_ms",
+		"itl_ms", "e2e_ms", "queue_delay_ms", "handoff_wait_ms",
+		"decode_capacity_wait_ms", "transfer_ms", "preemptions", "reprefills",
+		"retries", "failure_reasons", `"p99"`, `"max"`,
+	} {
+		if !strings.Contains(s, key) {
+			t.Errorf("JSON lacks %s: %s", key, s)
+		}
+	}
+	if strings.Contains(s, `"slo"`) {
+		t.Errorf("slo present without SetSLO: %s", s)
+	}
+}
+
+func TestResultStringGolden(t *testing.T) {
+	full := NewSummary()
+	full.SetSLO(SLO{TTFT: 30e6, TPOT: 20e6})
+	recs := testRecords()
+	for i := range recs {
+		full.Add(&recs[i])
+	}
+	failed := NewRecord(4, 0)
+	failed.Outcome, failed.Reason = Failed, "unfit: prompt+output exceed decode capacity"
+	full.Add(&failed)
+	for _, g := range []int64{9_999_833, 10_000_000, 10_000_001, 123_456_789_000} {
+		full.AddITL(g)
+	}
+	cases := []struct {
+		name string
+		r    Result
+	}{
+		{"empty", NewSummary().Finish(0)},
+		{"mixed", full.Finish(1_234_567_890)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.r.String()
+			if got != c.r.String() {
+				t.Fatal("String is not deterministic")
+			}
+			path := filepath.Join("testdata", "summary_"+c.name+".golden")
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create)", err)
+			}
+			if got != string(want) {
+				t.Errorf("String() mismatch with %s (run with -update)\n got:\n%s\nwant:\n%s", path, got, want)
+			}
+		})
+	}
+}
+
+// TestMidEquivalent checks the hard-coded bucket geometry against the
+// histogram itself: the midpoint shares a bucket with the value, and the
+// bucket's width matches.
+func TestMidEquivalent(t *testing.T) {
+	h := newDist().h
+	for _, v := range []int64{0, 1, 2047, 2048, 2049, 4095, 4096, 20015, 1 << 30, 1e12 + 7} {
+		m := midEquivalent(v)
+		if !h.ValuesAreEquivalent(v, m) {
+			t.Errorf("midEquivalent(%d) = %d is in another bucket", v, m)
+		}
+		shift := max(bits.Len64(uint64(v))-histSubBucketBits, 0)
+		lo := v &^ (int64(1)<<shift - 1)
+		hi := lo + int64(1)<<shift - 1
+		if !h.ValuesAreEquivalent(lo, hi) || (lo > 0 && h.ValuesAreEquivalent(lo-1, lo)) || h.ValuesAreEquivalent(hi, hi+1) {
+			t.Errorf("bucket of %d is not [%d, %d]", v, lo, hi)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package metrics
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+const tableWidth = 94
+
+// String renders the result as a fixed-width, deterministic text table in
+// the spirit of vLLM's benchmark_serving output: run counters first, then
+// one row per latency metric (ms), then rejection and failure reasons in
+// key order. Metrics without samples print "-".
+func (r Result) String() string {
+	var b strings.Builder
+	title := " servesim summary "
+	pad := (tableWidth - len(title)) / 2
+	b.WriteString(strings.Repeat("=", pad) + title + strings.Repeat("=", tableWidth-pad-len(title)) + "\n")
+
+	kv := func(label, value string) { fmt.Fprintf(&b, "%-40s%16s\n", label, value) }
+	i := func(v int64) string { return fmt.Sprintf("%d", v) }
+	f := func(v float64, prec int) string { return fmt.Sprintf("%.*f", prec, v) }
+	kv("Requests total:", i(r.RequestsTotal))
+	kv("  finished:", i(r.Finished))
+	kv("  rejected:", i(r.Rejected))
+	kv("  failed:", i(r.Failed))
+	kv("Simulated time (s):", f(r.SimTimeS, 3))
+	kv("Request throughput (req/s):", f(r.ThroughputRPS, 3))
+	kv("Input tokens:", i(r.InputTokens))
+	kv("  from prefix cache:", i(r.CachedTokens))
+	kv("Output tokens:", i(r.OutputTokens))
+	kv("Input throughput (tok/s):", f(r.InputTokS, 2))
+	kv("Output throughput (tok/s):", f(r.OutputTokS, 2))
+	kv("Preemptions:", i(r.Preemptions))
+	kv("Re-prefills:", i(r.Reprefills))
+	kv("Retries:", i(r.Retries))
+	if r.SLO != nil {
+		kv("SLO TTFT / TPOT / E2E (ms):", sloBound(r.SLO.TTFTMs)+" / "+sloBound(r.SLO.TPOTMs)+" / "+sloBound(r.SLO.E2EMs))
+		kv("SLO met:", i(r.SLO.Met))
+		kv("SLO attainment (%):", f(r.SLO.Attainment*100, 2))
+		kv("Goodput (req/s):", f(r.SLO.GoodputRPS, 3))
+	}
+
+	b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+	fmt.Fprintf(&b, "%-20s%8s", "Latency (ms)", "count")
+	for _, h := range []string{"mean", "p50", "p90", "p95", "p99", "max"} {
+		fmt.Fprintf(&b, " %10s", h)
+	}
+	b.WriteString("\n")
+	rows := []struct {
+		name string
+		s    Stat
+	}{
+		{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E},
+		{"Queue delay", r.QueueDelay}, {"Handoff wait", r.HandoffWait},
+		{"Decode capacity wait", r.CapacityWait}, {"KV transfer", r.Transfer},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(&b, "%-20s%8d", row.name, row.s.Count)
+		for _, v := range []float64{row.s.Mean, row.s.P50, row.s.P90, row.s.P95, row.s.P99, row.s.Max} {
+			b.WriteString(" ")
+			b.WriteString(cell(v, row.s.Count))
+		}
+		b.WriteString("\n")
+	}
+	reasons(&b, "Rejection reasons", r.RejectionReasons)
+	reasons(&b, "Failure reasons", r.FailureReasons)
+	b.WriteString(strings.Repeat("=", tableWidth) + "\n")
+	return b.String()
+}
+
+// cell formats one latency value into a 10-wide right-aligned cell, using
+// fewer decimals as the value grows so that it always fits.
+func cell(v float64, n int64) string {
+	if n == 0 {
+		return fmt.Sprintf("%10s", "-")
+	}
+	for prec := 3; prec > 0; prec-- {
+		if s := fmt.Sprintf("%10.*f", prec, v); len(s) <= 10 {
+			return s
+		}
+	}
+	return fmt.Sprintf("%10.0f", v)
+}
+
+func sloBound(ms float64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%g", ms)
+}
+
+func reasons(b *strings.Builder, title string, m map[string]int64) {
+	if len(m) == 0 {
+		return
+	}
+	b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+	fmt.Fprintf(b, "%-78s%16s\n", title, "count")
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(b, "  %-76s%16d\n", k, m[k])
+	}
+}

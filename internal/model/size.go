@@ -1,0 +1,103 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ParamCount is the total number of parameters: token embeddings; per layer
+// the attention projections q, k, v, o (with biases when AttentionBias and
+// per-head q/k norms when QKNorm), the MLP (dense: gate, up and down,
+// 3·h·i; MoE: E·3·h·i_e for the experts, h·E for the router, plus shared
+// experts) and two norms; the final norm; and lm_head unless tied.
+func (c *Config) ParamCount() int64 { return c.params(c.NumExperts) }
+
+// ActiveParamCount is the number of parameters one token passes through:
+// like ParamCount, but each MoE layer counts only ExpertsPerTok routed
+// experts. It equals ParamCount for a dense model.
+func (c *Config) ActiveParamCount() int64 { return c.params(c.ExpertsPerTok) }
+
+func (c *Config) params(experts int64) int64 {
+	h, d := c.HiddenSize, c.HeadDim
+	q, kv := c.NumHeads*d, c.NumKVHeads*d
+
+	attn := h*q + 2*h*kv + q*h
+	if c.AttentionBias {
+		attn += q + 2*kv + h
+	}
+	if c.QKNorm {
+		attn += 2 * d
+	}
+	norms := 2 * h
+
+	dense := 3 * h * c.IntermediateSize
+	if c.MLPBias {
+		dense += 2*c.IntermediateSize + h
+	}
+	moe := experts*3*h*c.MoEIntermediateSize + h*c.NumExperts +
+		c.NumSharedExperts*3*h*c.SharedExpertIntermediateSize
+	if c.SharedExpertGate {
+		moe += h
+	}
+
+	nMoE := int64(c.NumMoELayers())
+	total := c.NumLayers*(attn+norms) + nMoE*moe + (c.NumLayers-nMoE)*dense
+	total += c.VocabSize * h // embeddings
+	total += h               // final norm
+	if !c.TieWordEmbeddings {
+		total += c.VocabSize * h
+	}
+	if c.LMHeadBias {
+		total += c.VocabSize
+	}
+	return total
+}
+
+// WeightBytes is the size of all weights at bytesPerParam bytes each
+// (see [BytesPerElem]); 0 when bytesPerParam <= 0.
+func (c *Config) WeightBytes(bytesPerParam int) int64 {
+	if bytesPerParam <= 0 {
+		return 0
+	}
+	return c.ParamCount() * int64(bytesPerParam)
+}
+
+// KVBytesPerToken is the KV-cache size of one token for the whole model on
+// one device: 2 (K and V) · layers · kv_heads · head_dim · bytesPerElem.
+// Llama-3.1-8B in bf16 needs 131072 bytes.
+func (c *Config) KVBytesPerToken(bytesPerElem int) int64 {
+	return c.KVBytesPerTokenPerRank(bytesPerElem, 1)
+}
+
+// KVBytesPerTokenPerRank is the KV-cache size of one token held by each
+// rank of a tensor-parallel group of size tp: 2 · layers ·
+// max(1, ⌈kv_heads/tp⌉) · head_dim · bytesPerElem. KV heads are split across
+// ranks and replicated when tp exceeds them. tp < 1 counts as 1; the result
+// is 0 when bytesPerElem <= 0.
+func (c *Config) KVBytesPerTokenPerRank(bytesPerElem, tp int) int64 {
+	if bytesPerElem <= 0 {
+		return 0
+	}
+	tp = max(tp, 1)
+	heads := max((c.NumKVHeads+int64(tp)-1)/int64(tp), 1)
+	return 2 * c.NumLayers * heads * c.HeadDim * int64(bytesPerElem)
+}
+
+// BytesPerElem is the size in bytes of one element of dtype. It accepts
+// bfloat16/bf16, float16/fp16/half, float32/fp32/float, and fp8 with its
+// variants (float8, fp8_e4m3, fp8_e5m2, float8_e4m3fn, ...); case and a
+// "torch." prefix are ignored.
+func BytesPerElem(dtype string) (int, error) {
+	d := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(dtype)), "torch.")
+	switch {
+	case d == "bfloat16" || d == "bf16":
+		return 2, nil
+	case d == "float16" || d == "fp16" || d == "half":
+		return 2, nil
+	case d == "float32" || d == "fp32" || d == "float":
+		return 4, nil
+	case d == "fp8" || d == "float8" || strings.HasPrefix(d, "fp8_") || strings.HasPrefix(d, "float8_"):
+		return 1, nil
+	}
+	return 0, fmt.Errorf("unknown dtype %q (want bfloat16, float16, float32 or fp8)", dtype)
+}

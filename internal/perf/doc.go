@@ -1,0 +1,81 @@
+// Package perf predicts how long one engine step takes.
+//
+// # Contract
+//
+// The engine describes each step as a Batch and asks a Predictor for its
+// duration in integer nanoseconds. StepTime must be deterministic, must not
+// allocate, and must not keep the Batch. An empty batch takes 0 ns. Garbage
+// input (negative counts) never panics; it is clamped.
+//
+// # Vocabulary
+//
+//   - step: one forward pass of the model over the batch the scheduler formed.
+//   - pc (Batch.PrefillTokens): query tokens of the prompt chunks computed this
+//     step, summed over the prefilling requests.
+//   - kp (Batch.PrefillKV): tokens already in those requests' KV cache before
+//     this step's chunk (earlier chunks plus prefix-cache hits), summed. This
+//     is attention.csv's kv_prefill in the bundles shipped with servesim
+//     (profiled with one prefill per shot; the reference simulator feeds it
+//     the sum of the prefills' histories).
+//   - n (Batch.NumDecode): requests decoding one token this step.
+//   - kvd: a decode request's context length (tokens already in KV, excluding
+//     the token computed this step). The tables are indexed by the batch's
+//     integer mean kvd = DecodeKVSum / NumDecode; DecodeKVMax and DecodeKVMin
+//     drive the skew correction.
+//   - tokens = pc + n (dense ops); sequences = prefilling + decoding requests
+//     (lm_head and sampler produce one row of logits per request).
+//
+// # The profile predictor
+//
+// A profile bundle (see FindBundle) holds per-op latency tables measured on
+// one GPU with vLLM, in microseconds for ONE transformer layer. A layer
+// catalog (LoadCatalog) orders the ops of a step:
+//
+//	step = prologue (embedding, once)
+//	     + NumLayers x (pre_attn + post_attn + mlp_dense or mlp_moe)
+//	     + head (final_layernorm, lm_head, sampler: once)
+//
+// Each occurrence of an op is charged (layernorm runs twice per layer). The
+// table an op is read from is its catalog category:
+//
+//   - dense.csv: linear in tokens. All dense ops of a step, with their
+//     multiplicities, are summed into one piecewise-linear function at load
+//     time (exact, on the union of their grids), so a step costs one lookup.
+//   - per_sequence.csv: linear in sequences; lm_head and sampler are merged
+//     the same way.
+//   - attention.csv: 4-D. The two corners bracketing pc, and inside each the
+//     two corners bracketing n (each pc has its own n grid), are looked up
+//     bilinearly in (kp, kvd) on the corner's own grid, then blended
+//     linearly in n and in pc. Ragged corners (kp rows measured on different
+//     kvd grids) are completed at load time by interpolation along the row,
+//     else the column (see denseSlice). Pure-prefill steps (n = 0) blend only
+//     the corners measured with n = 0; pure-decode steps use the pc = 0
+//     corners; mixed steps with pc below the first chunk blend the pure
+//     decode corner with it.
+//   - moe.csv: the MoE block by (tokens, activated experts), linear in both;
+//     activated experts = ActivatedExperts(tokens, NumExperts, ExpertsPerTok)
+//     (uniform-routing expectation E(1-(1-k/E)^T), rounded). Read from
+//     tp<N>/ or else tp1/ (MoE is profiled once, at tp=1, per EP rank).
+//
+// Every axis clamps below its first sample and extrapolates linearly above
+// its last from the top two samples; interpolation is linear (not log) in
+// every axis, as in the reference simulator.
+//
+// Skew correction: decode contexts in one batch differ, and the kernel pays
+// for the longest more than the mean suggests. Per layer,
+//
+//	t = t_mean + alpha * (t_max - t_mean)
+//
+// where t_mean is the attention lookup at the mean kvd and t_max at
+// DecodeKVMax. alpha comes from skew_fit.csv, bucketed by (pc, n, skew rate,
+// kv_big = DecodeKVMax, kp) with the bins and labels of meta.yaml
+// skew_fit.bucket_axes, right-inclusive; skew rate = (mean - min)/(max -
+// min) clamped to [0, 1]. The pc key must equal a profiled pc value exactly;
+// a missing bucket uses meta.yaml per_tp[tp].alpha_default. alpha is 0 when
+// the bundle has no skew fit (skew_fit.enabled false, no entry for the tp,
+// or no skew_fit.csv), and no correction applies when n <= 1, when
+// DecodeKVMax <= mean, or when t_max <= t_mean.
+//
+// Not included: tensor/pipeline/expert-parallel collectives (model them on
+// top), and CPU scheduling overhead between steps.
+package perf

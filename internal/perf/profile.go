@@ -1,0 +1,288 @@
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"path"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Arch is what the profile predictor needs to know about the model; the
+// caller fills it from the model's config.json.
+type Arch struct {
+	// ModelType is config.json's model_type ("llama", "qwen3_moe", ...); it
+	// names the layer catalog and must match the bundle's architecture.
+	ModelType string
+	// NumLayers is num_hidden_layers: per-layer ops are charged this often.
+	NumLayers int
+	// NumExperts is the number of routed experts; 0 for a dense model.
+	NumExperts int
+	// ExpertsPerTok is top-k routing (num_experts_per_tok); MoE models only.
+	ExpertsPerTok int
+}
+
+// Validate checks the fields for consistency.
+func (a Arch) Validate() error {
+	switch {
+	case a.NumLayers < 1:
+		return fmt.Errorf("arch %s: NumLayers must be >= 1, got %d", a.ModelType, a.NumLayers)
+	case a.NumExperts < 0:
+		return fmt.Errorf("arch %s: NumExperts must be >= 0, got %d", a.ModelType, a.NumExperts)
+	case a.NumExperts > 0 && (a.ExpertsPerTok < 1 || a.ExpertsPerTok > a.NumExperts):
+		return fmt.Errorf("arch %s: ExpertsPerTok must be in [1, NumExperts=%d], got %d",
+			a.ModelType, a.NumExperts, a.ExpertsPerTok)
+	}
+	return nil
+}
+
+// Profile is the profile-table step-latency predictor for one model on one
+// GPU at one tensor-parallel degree. It is immutable after LoadProfile and
+// safe for concurrent use.
+type Profile struct {
+	// TP is the tensor-parallel degree of the tables.
+	TP int
+	// Hardware, Model and Variant identify the bundle (from meta.yaml).
+	Hardware, Model, Variant string
+
+	dense     pwl // all dense ops of a step summed, ns by total tokens
+	perSeq    pwl // all per-sequence ops summed, ns by sequences
+	attn      *attnTable
+	attnCount float64 // attention kernels per step (NumLayers)
+	moe       *moeTable
+	moeCount  float64 // MoE blocks per step (NumLayers)
+	skew      *skewTable
+	experts   int
+	topK      int
+}
+
+// StepBreakdown splits a predicted step into its table contributions, in
+// nanoseconds (already multiplied by the number of layers).
+type StepBreakdown struct {
+	Dense       float64 // dense.csv ops (per-layer ops x layers + embedding + final norm)
+	PerSequence float64 // lm_head, sampler
+	Attention   float64 // attention x layers, skew-corrected
+	MoE         float64 // MoE block x layers
+}
+
+// Total is the step time in nanoseconds, rounded, never negative and
+// saturating at math.MaxInt64 (absurd batches far off every grid).
+func (s StepBreakdown) Total() int64 {
+	v := math.Round(s.Dense + s.PerSequence + s.Attention + s.MoE)
+	switch {
+	case !(v > 0): // also NaN
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return int64(v)
+}
+
+// StepTime implements Predictor. An empty batch takes no time.
+func (p *Profile) StepTime(b *Batch) int64 { return p.Breakdown(b).Total() }
+
+// Breakdown predicts a step and reports each table's share. It does not
+// allocate.
+func (p *Profile) Breakdown(b *Batch) StepBreakdown {
+	var s StepBreakdown
+	if b == nil {
+		return s
+	}
+	tokens, seqs := max(b.Tokens(), 0), max(b.Seqs(), 0)
+	if tokens == 0 && seqs == 0 {
+		return s
+	}
+	s.Dense = p.dense.at(float64(max(tokens, 1)))
+	s.PerSequence = p.perSeq.at(float64(max(seqs, 1)))
+	if p.attn != nil {
+		s.Attention = p.attnCount * math.Max(0, p.attention(b))
+	}
+	if p.moe != nil && tokens > 0 {
+		ae := ActivatedExperts(tokens, p.experts, p.topK)
+		s.MoE = p.moeCount * math.Max(0, p.moe.at(float64(tokens), float64(ae)))
+	}
+	return s
+}
+
+// attention is one layer's attention time with the skew correction:
+// t = t_mean + alpha*(t_max - t_mean), where t_mean is the lookup at the
+// integer mean decode context and t_max the lookup at the longest one.
+func (p *Profile) attention(b *Batch) float64 {
+	pc := float64(max(b.PrefillTokens, 0))
+	kp := float64(max(b.PrefillKV, 0))
+	n := b.NumDecode
+	if n <= 0 {
+		return p.attn.at(pc, kp, 0, 0)
+	}
+	mean := float64(max(b.DecodeKVSum, 0) / int64(n))
+	tMean := p.attn.at(pc, kp, n, mean)
+	kvMax := float64(b.DecodeKVMax)
+	if p.skew == nil || n <= 1 || kvMax <= mean {
+		return tMean
+	}
+	alpha := p.skew.skewAlpha(pc, kp, n, mean, float64(max(b.DecodeKVMin, 0)), kvMax)
+	if alpha == 0 {
+		return tMean
+	}
+	tMax := p.attn.at(pc, kp, n, kvMax)
+	if tMax <= tMean {
+		return tMean
+	}
+	return tMean + alpha*(tMax-tMean)
+}
+
+// LoadProfile reads a bundle's tables. bundleDir is the tp<N> folder returned
+// by FindBundle (its parent holds meta.yaml); cat is the layer catalog of
+// arch.ModelType. Required files: meta.yaml, tp<N>/dense.csv,
+// per_sequence.csv and attention.csv (each only if the catalog has ops of
+// that category), and moe.csv for MoE models (looked up in tp<N>/, then in
+// the sibling tp1/, since MoE blocks are profiled once per expert-parallel
+// rank at tp=1). skew_fit.csv is optional: without it alpha is 0.
+func LoadProfile(fsys fs.FS, bundleDir string, arch Arch, cat *Catalog) (*Profile, error) {
+	if cat == nil {
+		return nil, errors.New("load profile: nil layer catalog")
+	}
+	if err := arch.Validate(); err != nil {
+		return nil, fmt.Errorf("load profile %s: %w", bundleDir, err)
+	}
+	if arch.ModelType != "" && cat.ModelType != arch.ModelType {
+		return nil, fmt.Errorf("load profile %s: catalog is for %s, model type is %s",
+			bundleDir, cat.ModelType, arch.ModelType)
+	}
+	tp, ok := parseTPDir(path.Base(bundleDir))
+	if !ok {
+		return nil, fmt.Errorf("load profile %s: the bundle folder must be named tp<N>", bundleDir)
+	}
+	root := path.Dir(bundleDir)
+	meta, err := readMeta(fsys, path.Join(root, "meta.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("load profile: %w", err)
+	}
+	if meta.Architecture != "" && cat.ModelType != meta.Architecture {
+		return nil, fmt.Errorf("load profile %s: bundle was profiled for architecture %s, not %s",
+			bundleDir, meta.Architecture, cat.ModelType)
+	}
+	p := &Profile{TP: tp, Hardware: meta.Hardware, Model: meta.Model, Variant: meta.Variant,
+		experts: arch.NumExperts, topK: arch.ExpertsPerTok}
+	if err := p.loadTables(fsys, bundleDir, arch, cat); err != nil {
+		return nil, fmt.Errorf("load profile: %w", err)
+	}
+	if p.skew, err = loadSkew(fsys, bundleDir, meta, tp); err != nil {
+		return nil, fmt.Errorf("load profile: %w", err)
+	}
+	return p, nil
+}
+
+func (p *Profile) loadTables(fsys fs.FS, dir string, arch Arch, cat *Catalog) error {
+	ops, err := cat.stepOps(arch.NumLayers, arch.NumExperts > 0)
+	if err != nil {
+		return err
+	}
+	need := map[string]bool{}
+	for _, u := range ops {
+		need[u.category] = true
+	}
+	var denseOps, seqOps map[string]*pwl
+	if need[CategoryDense] {
+		if denseOps, err = readFile(fsys, path.Join(dir, "dense.csv"), func(n string, r io.Reader) (map[string]*pwl, error) {
+			return readLayerCSV(n, r, "tokens")
+		}); err != nil {
+			return err
+		}
+	}
+	if need[CategoryPerSequence] {
+		if seqOps, err = readFile(fsys, path.Join(dir, "per_sequence.csv"), func(n string, r io.Reader) (map[string]*pwl, error) {
+			return readLayerCSV(n, r, "sequences")
+		}); err != nil {
+			return err
+		}
+	}
+	if need[CategoryAttention] {
+		if p.attn, err = readFile(fsys, path.Join(dir, "attention.csv"), readAttentionCSV); err != nil {
+			return err
+		}
+	}
+	if need[CategoryMoE] {
+		name := path.Join(dir, "moe.csv")
+		if _, serr := fs.Stat(fsys, name); serr != nil {
+			if alt := path.Join(path.Dir(dir), "tp1", "moe.csv"); alt != name {
+				name = alt
+			}
+		}
+		if p.moe, err = readFile(fsys, name, readMoECSV); err != nil {
+			return err
+		}
+	}
+	var denseTerms, seqTerms []weighted
+	for _, u := range ops {
+		switch u.category {
+		case CategoryDense:
+			f, ok := denseOps[u.op]
+			if !ok {
+				return fmt.Errorf("%s has no rows for op %s (layer catalog %s)", path.Join(dir, "dense.csv"), u.op, cat.ModelType)
+			}
+			denseTerms = append(denseTerms, weighted{u.count, f})
+		case CategoryPerSequence:
+			f, ok := seqOps[u.op]
+			if !ok {
+				return fmt.Errorf("%s has no rows for op %s (layer catalog %s)", path.Join(dir, "per_sequence.csv"), u.op, cat.ModelType)
+			}
+			seqTerms = append(seqTerms, weighted{u.count, f})
+		case CategoryAttention:
+			p.attnCount += u.count
+		case CategoryMoE:
+			p.moeCount += u.count
+		}
+	}
+	p.dense, p.perSeq = sumPWL(denseTerms), sumPWL(seqTerms)
+	return nil
+}
+
+// readFile opens name in fsys and parses it with parse.
+func readFile[T any](fsys fs.FS, name string, parse func(string, io.Reader) (T, error)) (T, error) {
+	var zero T
+	f, err := fsys.Open(name)
+	if err != nil {
+		return zero, fmt.Errorf("open profile table: %w", err)
+	}
+	defer f.Close()
+	return parse(name, f)
+}
+
+func readMeta(fsys fs.FS, name string) (*bundleMeta, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("read bundle metadata: %w", err)
+	}
+	var m bundleMeta
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &m, nil
+}
+
+func loadSkew(fsys fs.FS, dir string, meta *bundleMeta, tp int) (*skewTable, error) {
+	s, err := newSkewTable(meta, tp)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path.Join(path.Dir(dir), "meta.yaml"), err)
+	}
+	if s == nil {
+		return nil, nil
+	}
+	name := path.Join(dir, "skew_fit.csv")
+	f, err := fsys.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no skew data: alpha 0
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open profile table: %w", err)
+	}
+	defer f.Close()
+	if err := s.readSkewFitCSV(name, f); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,176 @@
+// Package runner runs one built scenario end to end: it wires the
+// simulation's observer to the streamed outputs (per-request CSV and JSONL,
+// the per-instance time series), the run summary and an optional progress
+// callback, and returns the summary.
+package runner
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/metrics"
+)
+
+// Options selects the outputs of a run. Empty paths are not written.
+type Options struct {
+	RequestsCSV   string // per-request CSV
+	RequestsJSONL string // per-request JSONL
+	Series        string // per-instance 1 s time series CSV
+	// OnRecord, if set, sees every terminal record (not retained).
+	OnRecord func(*metrics.Record)
+	// Progress, if set, is called every ProgressEvery terminal requests
+	// with the count so far and the simulated time in ns.
+	Progress      func(done int64, simNs int64)
+	ProgressEvery int64
+	// SLO sets per-request latency bounds for attainment and goodput.
+	SLO metrics.SLO
+}
+
+// observer implements cluster.Observer.
+type observer struct {
+	sum     *metrics.Summary
+	csv     *metrics.CSVWriter
+	jsonl   *metrics.JSONLWriter
+	series  *metrics.SeriesWriter
+	ivs     []*metrics.Interval
+	opts    *Options
+	done    int64
+	now     int64
+	err     error
+	closers []io.Closer
+}
+
+func (o *observer) Advance(now int64) {
+	o.now = now
+	if o.series != nil && o.err == nil {
+		o.err = o.series.Advance(now)
+	}
+}
+
+func (o *observer) StepDone(inst int, r *engine.StepResult) {
+	for _, g := range r.ITL {
+		o.sum.AddITL(g)
+	}
+	if o.ivs != nil {
+		o.ivs[inst].AddPromptTokens(r.PromptTokens)
+		o.ivs[inst].AddGenTokens(r.GenTokens)
+	}
+}
+
+func (o *observer) Terminal(rec *metrics.Record) {
+	o.sum.Add(rec)
+	if o.csv != nil && o.err == nil {
+		o.err = o.csv.Write(rec)
+	}
+	if o.jsonl != nil && o.err == nil {
+		o.err = o.jsonl.Write(rec)
+	}
+	if o.opts.OnRecord != nil {
+		o.opts.OnRecord(rec)
+	}
+	o.done++
+	if o.opts.Progress != nil && o.opts.ProgressEvery > 0 && o.done%o.opts.ProgressEvery == 0 {
+		o.opts.Progress(o.done, o.now)
+	}
+}
+
+func create(path string, closers *[]io.Closer) (*bufio.Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	*closers = append(*closers, flushCloser{bw, f})
+	return bw, nil
+}
+
+type flushCloser struct {
+	bw *bufio.Writer
+	f  *os.File
+}
+
+func (c flushCloser) Close() error {
+	if err := c.bw.Flush(); err != nil {
+		c.f.Close()
+		return err
+	}
+	return c.f.Close()
+}
+
+// Run simulates b with the given outputs and returns the summary.
+func Run(b *config.Built, opts Options) (metrics.Result, error) {
+	o := &observer{sum: metrics.NewSummary(), opts: &opts}
+	o.sum.SetSLO(opts.SLO)
+	defer func() {
+		for _, c := range o.closers {
+			c.Close()
+		}
+	}()
+	if opts.RequestsCSV != "" {
+		w, err := create(opts.RequestsCSV, &o.closers)
+		if err != nil {
+			return metrics.Result{}, err
+		}
+		o.csv = metrics.NewCSVWriter(w)
+	}
+	if opts.RequestsJSONL != "" {
+		w, err := create(opts.RequestsJSONL, &o.closers)
+		if err != nil {
+			return metrics.Result{}, err
+		}
+		o.jsonl = metrics.NewJSONLWriter(w)
+	}
+	sim, closer, err := b.NewSim(o)
+	if err != nil {
+		return metrics.Result{}, err
+	}
+	defer closer.Close()
+	if opts.Series != "" {
+		w, err := create(opts.Series, &o.closers)
+		if err != nil {
+			return metrics.Result{}, err
+		}
+		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod)
+		for i := range b.Engines {
+			i := i
+			o.ivs = append(o.ivs, o.series.Add(i, func() metrics.Snapshot {
+				st := sim.State(i)
+				return metrics.Snapshot{Running: st.Running, Waiting: st.Waiting,
+					KVUsedBlocks: st.KVUsed, KVCachedBlocks: st.KVCached, KVTotalBlocks: st.KVCapacity}
+			}))
+		}
+	}
+	end, err := sim.Run()
+	if err != nil {
+		return metrics.Result{}, err
+	}
+	if o.err != nil {
+		return metrics.Result{}, fmt.Errorf("output: %w", o.err)
+	}
+	if o.series != nil {
+		if err := o.series.Close(end); err != nil {
+			return metrics.Result{}, fmt.Errorf("output: %w", err)
+		}
+	}
+	if o.csv != nil {
+		if err := o.csv.Flush(); err != nil {
+			return metrics.Result{}, fmt.Errorf("output: %w", err)
+		}
+	}
+	if o.jsonl != nil {
+		if err := o.jsonl.Flush(); err != nil {
+			return metrics.Result{}, fmt.Errorf("output: %w", err)
+		}
+	}
+	for _, c := range o.closers {
+		if err := c.Close(); err != nil {
+			return metrics.Result{}, fmt.Errorf("output: %w", err)
+		}
+	}
+	o.closers = nil
+	return o.sum.Finish(end), nil
+}

@@ -1,0 +1,340 @@
+// Package validate compares servesim against a measured vLLM run: it rebuilds
+// the run's scenario from the run's own files (engine settings, hardware,
+// workload, arrival times), simulates it, and reports TTFT, TPOT and E2E
+// statistics side by side with their relative differences.
+//
+// A measured run directory holds meta.json (vLLM engine settings and the
+// sha256 of the workload file), requests.jsonl (per-request timestamps) and
+// llmservingsim-cluster.json (hardware and memory). Both sides use the same
+// definitions: TTFT = first token - queued; TPOT = (last - first) /
+// (output - 1) for outputs longer than one token; E2E = last - queued.
+package validate
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/runner"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// Options of a validation.
+type Options struct {
+	// Measured is the measured run directory (os.DirFS or an embedded
+	// sub-tree) and Name labels it in messages.
+	Measured fs.FS
+	Name     string
+	// Workload is the replayed trace file; "" looks the run's dataset_hash
+	// up among the embedded workloads.
+	Workload string
+	// Profiles is the profile bundle root; "" uses the embedded bundles.
+	Profiles string
+	// StepOverheadUs overrides the predictor's step overhead when non-nil.
+	StepOverheadUs *float64
+	// CheckInvariants turns the invariant checker on.
+	CheckInvariants bool
+	// RequestsCSV, if set, receives the simulated per-request records.
+	RequestsCSV string
+}
+
+// Row is one compared statistic.
+type Row struct {
+	Metric    string  `json:"metric"` // TTFT, TPOT or E2E
+	Stat      string  `json:"stat"`   // mean, p50, p90, p95, p99
+	Measured  float64 `json:"measured"`
+	Simulated float64 `json:"simulated"`
+	DiffPct   float64 `json:"diff_pct"`
+}
+
+// Report is the outcome of a validation. Values are milliseconds.
+type Report struct {
+	Run           string  `json:"run"`
+	Model         string  `json:"model"`
+	Hardware      string  `json:"hardware"`
+	Requests      int     `json:"requests"`
+	Stats         []Row   `json:"stats"`
+	MaxAbsDiffPct float64 `json:"max_abs_diff_pct"`
+}
+
+// meta is the part of meta.json validation reads.
+type meta struct {
+	Model        string `json:"model"`
+	VLLMVersion  string `json:"vllm_version"`
+	EngineKwargs struct {
+		TensorParallelSize   int     `json:"tensor_parallel_size"`
+		DataParallelSize     int     `json:"data_parallel_size"`
+		EnableExpertParallel bool    `json:"enable_expert_parallel"`
+		MaxNumSeqs           int     `json:"max_num_seqs"`
+		MaxNumBatchedTokens  int     `json:"max_num_batched_tokens"`
+		MaxModelLen          *int    `json:"max_model_len"`
+		Dtype                string  `json:"dtype"`
+		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	} `json:"engine_kwargs"`
+	DatasetHash string `json:"dataset_hash"`
+	KVCache     *struct {
+		NumGPUBlocks         int     `json:"num_gpu_blocks"`
+		BlockSize            int     `json:"block_size"`
+		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+		EnablePrefixCaching  *bool   `json:"enable_prefix_caching"`
+	} `json:"kv_cache"`
+}
+
+// clusterFile is the part of llmservingsim-cluster.json validation reads.
+type clusterFile struct {
+	Nodes []struct {
+		Instances []struct {
+			ModelName string `json:"model_name"`
+			Hardware  string `json:"hardware"`
+			NPUMem    struct {
+				MemSize float64 `json:"mem_size"` // GB
+				MemUtil float64 `json:"mem_util"`
+			} `json:"npu_mem"`
+			NumNPUs int `json:"num_npus"`
+			TPSize  int `json:"tp_size"`
+			EPSize  int `json:"ep_size"`
+		} `json:"instances"`
+	} `json:"nodes"`
+}
+
+func readJSON(fsys fs.FS, run, name string, v any) error {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return fmt.Errorf("%s: %w; a measured run directory holds meta.json, requests.jsonl and llmservingsim-cluster.json", filepath.Join(run, name), err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(run, name), err)
+	}
+	return nil
+}
+
+// Scenario rebuilds the scenario of a measured run (without its workload)
+// and returns it with the measured requests.
+func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, error) {
+	var m meta
+	if err := readJSON(o.Measured, o.Name, "meta.json", &m); err != nil {
+		return nil, nil, nil, err
+	}
+	var cf clusterFile
+	if err := readJSON(o.Measured, o.Name, "llmservingsim-cluster.json", &cf); err != nil {
+		return nil, nil, nil, err
+	}
+	ek := m.EngineKwargs
+	if ek.DataParallelSize > 1 || ek.EnableExpertParallel {
+		return nil, nil, nil, fmt.Errorf("%s: the measured run uses data parallelism (data_parallel_size %d) or expert parallelism (enable_expert_parallel %v); servesim does not model DP/EP engines yet, so it cannot be validated against this run",
+			filepath.Join(o.Name, "meta.json"), ek.DataParallelSize, ek.EnableExpertParallel)
+	}
+	n := 0
+	for _, node := range cf.Nodes {
+		n += len(node.Instances)
+	}
+	if n != 1 {
+		return nil, nil, nil, fmt.Errorf("%s: %d instances; validate supports measured runs of one instance", filepath.Join(o.Name, "llmservingsim-cluster.json"), n)
+	}
+	inst := cf.Nodes[0].Instances[0]
+
+	s := config.Default()
+	s.Name = "validate " + o.Name
+	s.Model = m.Model
+	if inst.Hardware == "" {
+		return nil, nil, nil, fmt.Errorf("%s: instance has no hardware", filepath.Join(o.Name, "llmservingsim-cluster.json"))
+	}
+	s.Hardware = inst.Hardware
+	switch strings.ToLower(ek.Dtype) {
+	case "", "bfloat16", "bf16", "auto":
+		s.Dtype = "bf16"
+	case "float16", "fp16", "half":
+		s.Dtype = "fp16"
+	default:
+		return nil, nil, nil, fmt.Errorf("%s: engine_kwargs.dtype %q is not supported (bf16 or fp16)", filepath.Join(o.Name, "meta.json"), ek.Dtype)
+	}
+	if o.Profiles != "" {
+		s.Predictor.Profiles = o.Profiles
+	}
+	if o.StepOverheadUs != nil {
+		s.Predictor.StepOverheadUs = *o.StepOverheadUs
+	}
+	s.CheckInvariants = o.CheckInvariants
+	// Settings common to every measured run (data README): block 16,
+	// chunked prefill and prefix caching on, gpu_memory_utilization 0.9.
+	e := &s.Engine
+	e.MaxNumSeqs = ek.MaxNumSeqs
+	e.MaxNumBatchedTokens = ek.MaxNumBatchedTokens
+	if ek.MaxModelLen != nil {
+		e.MaxModelLen = *ek.MaxModelLen
+	}
+	e.GPUMemoryUtilization = 0.9
+	if inst.NPUMem.MemUtil > 0 {
+		e.GPUMemoryUtilization = inst.NPUMem.MemUtil
+	}
+	if ek.GPUMemoryUtilization > 0 {
+		e.GPUMemoryUtilization = ek.GPUMemoryUtilization
+	}
+	if kvc := m.KVCache; kvc != nil {
+		if kvc.NumGPUBlocks > 0 {
+			e.NumGPUBlocks = kvc.NumGPUBlocks
+		}
+		if kvc.BlockSize > 0 {
+			e.BlockSize = kvc.BlockSize
+		}
+		if kvc.GPUMemoryUtilization > 0 {
+			e.GPUMemoryUtilization = kvc.GPUMemoryUtilization
+		}
+		if kvc.EnablePrefixCaching != nil {
+			e.PrefixCaching = kvc.EnablePrefixCaching
+		}
+	}
+	tp := max(1, ek.TensorParallelSize)
+	g := config.Group{Name: "measured", Hardware: inst.Hardware, MemoryGB: inst.NPUMem.MemSize}
+	one := 1
+	g.Count, g.TP = &one, &tp
+	s.Instances = []config.Group{g}
+	s.FillGroups()
+
+	f, err := o.Measured.Open("requests.jsonl")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(o.Name, "requests.jsonl"), err)
+	}
+	defer f.Close()
+	reqs, err := workload.ReadMeasured(f, filepath.Join(o.Name, "requests.jsonl"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(reqs) == 0 {
+		return nil, nil, nil, fmt.Errorf("%s: no requests", filepath.Join(o.Name, "requests.jsonl"))
+	}
+	s.Workload.Trace = "measured"
+	if err := s.Validate(); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", o.Name, err)
+	}
+	return s, reqs, &m, nil
+}
+
+// findWorkload opens the replayed trace: the given file, or the embedded
+// workload whose sha256 equals the run's dataset_hash.
+func findWorkload(o Options, m *meta) (io.ReadCloser, string, error) {
+	if o.Workload != "" {
+		f, err := os.Open(o.Workload)
+		if err != nil {
+			return nil, "", fmt.Errorf("--workload: %w", err)
+		}
+		return f, o.Workload, nil
+	}
+	want := strings.ToLower(m.DatasetHash)
+	entries, _ := fs.ReadDir(assets.FS(), "workloads")
+	var names []string
+	for _, e := range entries {
+		p := "workloads/" + e.Name()
+		data, err := fs.ReadFile(assets.FS(), p)
+		if err != nil {
+			continue
+		}
+		names = append(names, e.Name())
+		sum := sha256.Sum256(data)
+		if want != "" && hex.EncodeToString(sum[:]) == want {
+			return io.NopCloser(bytes.NewReader(data)), "builtin:" + strings.TrimSuffix(e.Name(), ".jsonl"), nil
+		}
+	}
+	return nil, "", fmt.Errorf("%s: no embedded workload has dataset_hash %q (embedded: %s); pass the trace the run replayed with --workload FILE",
+		filepath.Join(o.Name, "meta.json"), m.DatasetHash, strings.Join(names, ", "))
+}
+
+// Run validates one measured run.
+func Run(o Options) (*Report, error) {
+	s, reqs, m, err := Scenario(o)
+	if err != nil {
+		return nil, err
+	}
+	wf, wname, err := findWorkload(o, m)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := workload.TokenIDsByID(workload.NewTraceReader(wf, wname))
+	wf.Close()
+	if err != nil {
+		return nil, err
+	}
+	src, err := workload.MeasuredSource(reqs, ids)
+	if err != nil {
+		return nil, err
+	}
+	s.Workload.Trace = wname
+	built, err := config.Build(s, config.Source{})
+	if err != nil {
+		return nil, err
+	}
+	built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+
+	var simTTFT, simTPOT, simE2E []float64
+	unfinished := 0
+	_, err = runner.Run(built, runner.Options{RequestsCSV: o.RequestsCSV, OnRecord: func(r *metrics.Record) {
+		if r.Outcome != metrics.Finished {
+			unfinished++
+			return
+		}
+		simTTFT = append(simTTFT, float64(r.TTFT())/1e6)
+		simE2E = append(simE2E, float64(r.E2E())/1e6)
+		if r.Generated > 1 {
+			simTPOT = append(simTPOT, float64(r.LastToken-r.FirstToken)/float64(r.Generated-1)/1e6)
+		}
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if unfinished > 0 {
+		return nil, fmt.Errorf("%d of %d requests did not finish in the simulation; check the KV capacity settings", unfinished, len(reqs))
+	}
+	var mTTFT, mTPOT, mE2E []float64
+	for _, r := range reqs {
+		mTTFT = append(mTTFT, r.TTFT()*1e3)
+		mE2E = append(mE2E, r.E2E()*1e3)
+		if t, ok := r.TPOT(); ok {
+			mTPOT = append(mTPOT, t*1e3)
+		}
+	}
+	rep := &Report{Run: o.Name, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs)}
+	for _, mm := range []struct {
+		name      string
+		meas, sim []float64
+	}{{"TTFT", mTTFT, simTTFT}, {"TPOT", mTPOT, simTPOT}, {"E2E", mE2E, simE2E}} {
+		ms, ss := metrics.Stats(mm.meas), metrics.Stats(mm.sim)
+		for _, st := range []struct {
+			name string
+			m, s float64
+		}{{"mean", ms.Mean, ss.Mean}, {"p50", ms.P50, ss.P50}, {"p90", ms.P90, ss.P90}, {"p95", ms.P95, ss.P95}, {"p99", ms.P99, ss.P99}} {
+			d := 0.0
+			if st.m != 0 {
+				d = (st.s - st.m) / st.m * 100
+			}
+			rep.Stats = append(rep.Stats, Row{Metric: mm.name, Stat: st.name, Measured: round3(st.m), Simulated: round3(st.s), DiffPct: round3(d)})
+			rep.MaxAbsDiffPct = math.Max(rep.MaxAbsDiffPct, math.Abs(round3(d)))
+		}
+	}
+	return rep, nil
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// String renders the side-by-side table.
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Validation of %s (%s on %s, %d requests)\n", r.Run, r.Model, r.Hardware, r.Requests)
+	fmt.Fprintf(&b, "%-6s %-5s %14s %14s %9s\n", "metric", "stat", "vLLM (ms)", "servesim (ms)", "diff %")
+	for _, row := range r.Stats {
+		fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct)
+	}
+	fmt.Fprintf(&b, "max |diff| %.2f %%\n", r.MaxAbsDiffPct)
+	return b.String()
+}
