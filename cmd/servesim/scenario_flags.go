@@ -57,8 +57,7 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 			return nil, src, badInput(err)
 		}
 	} else {
-		s = config.Default()
-		if s, err = config.Parse(nil, "default scenario"); err != nil {
+		if s, err = config.LoadDefault(); err != nil {
 			return nil, src, err
 		}
 	}

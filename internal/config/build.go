@@ -136,6 +136,7 @@ func Build(s *Scenario, src Source) (*Built, error) {
 			ChunkedPrefill:            *eng.ChunkedPrefill,
 			PrefixCaching:             *eng.PrefixCaching,
 			MaxModelLen:               maxLen,
+			AsyncScheduling:           *eng.AsyncScheduling,
 			CheckInvariants:           s.CheckInvariants,
 		}
 		for c := 0; c < *g.Count; c++ {

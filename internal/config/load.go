@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,15 @@ import (
 
 	"github.com/goccy/go-yaml"
 )
+
+//go:embed default.yaml
+var defaultScenario []byte
+
+// DefaultYAML is the embedded default scenario file.
+func DefaultYAML() []byte { return defaultScenario }
+
+// LoadDefault parses the embedded default scenario.
+func LoadDefault() (*Scenario, error) { return Parse(defaultScenario, "default scenario") }
 
 // Source says where a scenario came from; relative paths in it (traces,
 // profile roots) are resolved against Dir.
@@ -36,7 +46,7 @@ func Load(path string) (*Scenario, Source, error) {
 func Parse(data []byte, name string) (*Scenario, error) {
 	s := Default()
 	if len(bytes.TrimSpace(data)) > 0 {
-		if err := yaml.UnmarshalWithOptions(data, s, yaml.Strict()); err != nil {
+		if err := decode(data, s); err != nil {
 			return nil, yamlError(name, err)
 		}
 	}
@@ -72,4 +82,15 @@ func yamlError(name string, err error) error {
 // output carries.
 func Marshal(s *Scenario) ([]byte, error) {
 	return yaml.Marshal(s)
+}
+
+// decode runs the strict YAML decoder, turning a decoder panic on
+// malformed input into an error.
+func decode(data []byte, s *Scenario) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML (%v)", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, s, yaml.Strict())
 }

@@ -79,6 +79,10 @@ type Engine struct {
 	// MaxModelLen is the longest prompt+output accepted (0: the model's
 	// max_position_embeddings).
 	MaxModelLen int `yaml:"max_model_len" json:"max_model_len"`
+	// AsyncScheduling forms each batch while the previous step runs, as
+	// vLLM does by default: new requests and freed slots take effect one
+	// step later. Default true.
+	AsyncScheduling *bool `yaml:"async_scheduling" json:"async_scheduling"`
 }
 
 // Group is a set of identical instances.
@@ -124,7 +128,7 @@ const (
 	DefaultTrace    = "builtin:sharegpt-llama-3.1-8b-300-sps10"
 	// DefaultStepOverheadUs is the host-side time per engine step; see the
 	// README section "Step latency model" for where it comes from.
-	DefaultStepOverheadUs = 0.0
+	DefaultStepOverheadUs = 600.0
 )
 
 // Default returns the embedded default scenario. Loading a file decodes it
@@ -145,6 +149,7 @@ func Default() *Scenario {
 			GPUMemoryUtilization: 0.9,
 			ChunkedPrefill:       boolPtr(true),
 			PrefixCaching:        boolPtr(true),
+			AsyncScheduling:      boolPtr(true),
 		},
 		Router:   "round-robin",
 		Workload: Workload{Trace: DefaultTrace, Format: "jsonl", TimeScale: 1},
@@ -306,6 +311,9 @@ func (g *Group) merged(base Engine) Engine {
 	}
 	if o.PrefixCaching != nil {
 		m.PrefixCaching = o.PrefixCaching
+	}
+	if o.AsyncScheduling != nil {
+		m.AsyncScheduling = o.AsyncScheduling
 	}
 	return m
 }

@@ -19,7 +19,14 @@ type Config struct {
 	ChunkedPrefill            bool // split prompts across steps
 	PrefixCaching             bool // reuse cached full blocks
 	MaxModelLen               int  // longest prompt+output accepted; 0 = no limit
-	CheckInvariants           bool // verify block accounting after every step
+	// AsyncScheduling forms each batch while the previous step still runs
+	// (vLLM's default since async scheduling was enabled by default): the
+	// batch that starts when step k ends was formed when step k started,
+	// so it sees arrivals up to then and the finished requests of step k-1
+	// only; requests finishing in step k hold their slot and blocks for one
+	// more step.
+	AsyncScheduling bool
+	CheckInvariants bool // verify block accounting after every step
 }
 
 // Validate reports the first invalid field.
@@ -53,6 +60,8 @@ type seq struct {
 	inputIDs  []int32
 	outputIDs []int32
 	salt      uint64
+	enqueued  int64 // time it joined this instance's waiting queue
+	done      bool  // finished; slot and blocks held until the next batch is formed
 	blocks    []kv.BlockID
 	hashes    []uint64 // chained hashes of full blocks, filled lazily
 }
@@ -89,6 +98,8 @@ type Engine struct {
 
 	inFlight  bool
 	stepStart int64
+	stepEnd   int64 // end of the step in flight (or of the last step)
+	zombies   int   // finished requests still holding slots (async scheduling)
 	sched     []scheduled
 	batch     perf.Batch
 	preempted int
@@ -130,7 +141,7 @@ func (e *Engine) Waiting() int { return e.waiting.len() }
 func (e *Engine) Busy() bool { return e.inFlight }
 
 // HasWork reports whether any request is running or waiting.
-func (e *Engine) HasWork() bool { return len(e.running) > 0 || e.waiting.len() > 0 }
+func (e *Engine) HasWork() bool { return len(e.running)-e.zombies > 0 || e.waiting.len() > 0 }
 
 // Unfit returns why r can never be served by this instance ("" if it can):
 // its prompt plus output needs more KV blocks than the instance holds, or
@@ -166,6 +177,13 @@ func (e *Engine) Add(r *workload.Request, now int64) {
 	s.generated, s.computed, s.committed = 0, 0, 0
 	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
 	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
+	s.enqueued, s.done = now, false
+	// The engine picks new requests up between steps: now when idle, else
+	// when the step in flight ends (vLLM's queued time).
+	s.rec.Queued = now
+	if e.inFlight {
+		s.rec.Queued = e.stepEnd
+	}
 	s.blocks = s.blocks[:0]
 	s.hashes = s.hashes[:0]
 	e.waiting.pushBack(slot)
@@ -178,8 +196,18 @@ func (e *Engine) record(slot int32) *metrics.Record { return &e.slots[slot].rec 
 // returns false when there is nothing to run (or a step is already in
 // flight); the caller then waits for the next arrival.
 func (e *Engine) StartStep(now int64) (int64, bool) {
-	if e.inFlight || !e.HasWork() {
+	if e.inFlight {
 		return 0, false
+	}
+	if !e.HasWork() {
+		e.releaseZombies()
+		return 0, false
+	}
+	// The moment this batch is formed: with async scheduling, a batch that
+	// starts right as a step ends was formed when that step started.
+	formed := now
+	if e.cfg.AsyncScheduling && now == e.stepEnd {
+		formed = e.stepStart
 	}
 	e.sched = e.sched[:0]
 	e.batch = perf.Batch{}
@@ -190,6 +218,9 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		slot := e.running[i]
 		s := &e.slots[slot]
+		if s.done {
+			continue
+		}
 		n := e.chunk(s.numTokens()-s.computed, budget)
 		if n <= 0 {
 			continue
@@ -218,6 +249,9 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 			slot := e.waiting.front()
 			s := &e.slots[slot]
+			if s.enqueued > formed {
+				break // not yet visible when this batch was formed
+			}
 			hit := e.admit(s, budget)
 			if hit < 0 {
 				break
@@ -230,6 +264,7 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 		}
 	}
 
+	e.releaseZombies()
 	if len(e.sched) == 0 {
 		return 0, false
 	}
@@ -240,7 +275,30 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
 		}
 	}
-	return e.pred.StepTime(&e.batch), true
+	d := e.pred.StepTime(&e.batch)
+	e.stepEnd = now + d
+	return d, true
+}
+
+// releaseZombies frees the slots and blocks of requests that finished in
+// the previous step, once the batch formed without knowing it is out.
+func (e *Engine) releaseZombies() {
+	if e.zombies == 0 {
+		return
+	}
+	kept := e.running[:0]
+	for _, slot := range e.running {
+		s := &e.slots[slot]
+		if !s.done {
+			kept = append(kept, slot)
+			continue
+		}
+		e.release(s)
+		s.inputIDs, s.outputIDs = nil, nil
+		e.freeSlots = append(e.freeSlots, slot)
+	}
+	e.running = kept
+	e.zombies = 0
 }
 
 // chunk caps a request's remaining tokens by the long-prefill threshold and
@@ -320,6 +378,9 @@ func (e *Engine) schedule(slot, n int32, now int64) {
 	b := &e.batch
 	ctx := int(s.computed)
 	if n == 1 {
+		if b.NumDecode == 0 || ctx < b.DecodeKVMin {
+			b.DecodeKVMin = ctx
+		}
 		b.NumDecode++
 		b.DecodeKVSum += int64(ctx)
 		if ctx > b.DecodeKVMax {
@@ -357,7 +418,6 @@ func (e *Engine) FinishStep(end int64) *StepResult {
 	r.Finished = r.Finished[:0]
 	e.inFlight = false
 
-	done := false
 	for _, sc := range e.sched {
 		s := &e.slots[sc.slot]
 		e.commitBlocks(s)
@@ -381,22 +441,12 @@ func (e *Engine) FinishStep(end int64) *StepResult {
 			s.rec.Generated = int(s.generated)
 			s.rec.Outcome = metrics.Finished
 			r.Finished = append(r.Finished, s.rec)
-			e.release(s)
-			s.generated = -1 // marks the slot for removal below
-			done = true
+			s.done = true
+			e.zombies++
 		}
 	}
-	if done {
-		kept := e.running[:0]
-		for _, slot := range e.running {
-			if e.slots[slot].generated < 0 {
-				e.slots[slot].inputIDs, e.slots[slot].outputIDs = nil, nil
-				e.freeSlots = append(e.freeSlots, slot)
-				continue
-			}
-			kept = append(kept, slot)
-		}
-		e.running = kept
+	if !e.cfg.AsyncScheduling {
+		e.releaseZombies()
 	}
 	if e.cfg.CheckInvariants {
 		if err := e.check(0); err != nil {

@@ -35,11 +35,15 @@ type Record struct {
 	Generated       int   // output tokens actually produced
 	CachedTokens    int   // prompt tokens served from the prefix cache at first admission
 	Arrival         int64 // arrival at the cluster
-	Scheduled       int64 // first time any of its tokens was in a batch
-	FirstToken      int64 // first output token emitted to the client
-	LastToken       int64 // last output token emitted
-	MaxITL          int64 // largest gap between consecutive output tokens
-	Preemptions     int   // times it was preempted (recompute)
+	// Queued is when the serving engine picked the request up: engines
+	// take new requests between steps, so this is the arrival, or the end
+	// of the step in flight at arrival. vLLM records it as queued_ts.
+	Queued      int64
+	Scheduled   int64 // first time any of its tokens was in a batch
+	FirstToken  int64 // first output token emitted to the client
+	LastToken   int64 // last output token emitted
+	MaxITL      int64 // largest gap between consecutive output tokens
+	Preemptions int   // times it was preempted (recompute)
 	// P/D handoff. Times are -1 and HandoffWait/CapacityWait are -1 when the
 	// request had no handoff (colocated runs); NewRecord sets them so.
 	PrefillEnd    int64 // prompt computed on the prefill instance
@@ -96,6 +100,7 @@ func NewRecord(id, arrival int64) Record {
 		PrefillInstance: -1,
 		DecodeInstance:  -1,
 		Arrival:         arrival,
+		Queued:          -1,
 		Scheduled:       -1,
 		FirstToken:      -1,
 		LastToken:       -1,

@@ -11,7 +11,7 @@ import (
 var Columns = []string{
 	"id", "session", "prefill_instance", "decode_instance",
 	"input_tokens", "output_tokens", "generated", "cached_tokens",
-	"arrival_ms", "scheduled_ms", "first_token_ms", "last_token_ms",
+	"arrival_ms", "queued_ms", "scheduled_ms", "first_token_ms", "last_token_ms",
 	"queue_delay_ms", "ttft_ms", "tpot_ms", "max_itl_ms", "e2e_ms",
 	"preemptions", "prefill_end_ms", "reserved_ms",
 	"transfer_start_ms", "transfer_end_ms", "handoff_wait_ms",
@@ -97,6 +97,7 @@ func (e *rowEncoder) record(r *Record) {
 	e.int(int64(r.Generated))
 	e.int(int64(r.CachedTokens))
 	e.ms(r.Arrival)
+	e.ms(r.Queued)
 	e.ms(r.Scheduled)
 	e.ms(r.FirstToken)
 	e.ms(r.LastToken)

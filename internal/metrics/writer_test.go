@@ -15,6 +15,7 @@ func testRecords() []Record {
 	colo := NewRecord(0, 1_000_000) // arrives at 1 ms
 	colo.PrefillInstance, colo.DecodeInstance = 0, 0
 	colo.InputTokens, colo.OutputTokens, colo.Generated, colo.CachedTokens = 100, 4, 4, 16
+	colo.Queued = 1_200_000
 	colo.Scheduled = 1_500_000
 	colo.FirstToken = 21_000_499 // TTFT 20.000499 ms -> 20.000
 	colo.LastToken = 51_000_000  // TPOT (51-21.000499)/3 ms
@@ -52,11 +53,11 @@ func testRecords() []Record {
 	return []Record{colo, pd, rej, one}
 }
 
-const wantCSV = `id,session,prefill_instance,decode_instance,input_tokens,output_tokens,generated,cached_tokens,arrival_ms,scheduled_ms,first_token_ms,last_token_ms,queue_delay_ms,ttft_ms,tpot_ms,max_itl_ms,e2e_ms,preemptions,prefill_end_ms,reserved_ms,transfer_start_ms,transfer_end_ms,handoff_wait_ms,decode_capacity_wait_ms,transfer_ms,reprefills,retries,outcome,reason
-0,,0,0,100,4,4,16,1.000,1.500,21.000,51.000,0.500,20.000,10.000,12.346,50.000,0,,,,,,,,0,0,finished,
-1,"s""1",0,3,2048,2,2,0,2.000,2.000,60.000,70.000,0.000,58.000,10.000,10.000,68.000,3,40.000,45.000,45.000,47.501,5.000,4.000,2.501,1,2,finished,
-2,,,,50000,10,0,0,3.000,,,,,,,,,0,,,,,,,,0,0,rejected,"queue too long, predicted 3s"
-3,,1,1,10,1,1,0,0.000,0.000,5.000,5.000,0.000,5.000,,,5.000,0,,,,,,,,0,0,finished,
+const wantCSV = `id,session,prefill_instance,decode_instance,input_tokens,output_tokens,generated,cached_tokens,arrival_ms,queued_ms,scheduled_ms,first_token_ms,last_token_ms,queue_delay_ms,ttft_ms,tpot_ms,max_itl_ms,e2e_ms,preemptions,prefill_end_ms,reserved_ms,transfer_start_ms,transfer_end_ms,handoff_wait_ms,decode_capacity_wait_ms,transfer_ms,reprefills,retries,outcome,reason
+0,,0,0,100,4,4,16,1.000,1.200,1.500,21.000,51.000,0.500,20.000,10.000,12.346,50.000,0,,,,,,,,0,0,finished,
+1,"s""1",0,3,2048,2,2,0,2.000,,2.000,60.000,70.000,0.000,58.000,10.000,10.000,68.000,3,40.000,45.000,45.000,47.501,5.000,4.000,2.501,1,2,finished,
+2,,,,50000,10,0,0,3.000,,,,,,,,,,0,,,,,,,,0,0,rejected,"queue too long, predicted 3s"
+3,,1,1,10,1,1,0,0.000,,0.000,5.000,5.000,0.000,5.000,,,5.000,0,,,,,,,,0,0,finished,
 `
 
 func TestCSVWriter(t *testing.T) {
@@ -78,8 +79,8 @@ func TestCSVWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows[2][1] != `s"1` || rows[3][28] != "queue too long, predicted 3s" {
-		t.Errorf("quoted fields did not round-trip: %q %q", rows[2][1], rows[3][28])
+	if rows[2][1] != `s"1` || rows[3][len(Columns)-1] != "queue too long, predicted 3s" {
+		t.Errorf("quoted fields did not round-trip: %q %q", rows[2][1], rows[3][len(Columns)-1])
 	}
 }
 
@@ -109,7 +110,7 @@ func TestJSONLWriter(t *testing.T) {
 	if len(lines) != len(recs) {
 		t.Fatalf("got %d lines, want %d", len(lines), len(recs))
 	}
-	wantFirst := `{"id":0,"session":"","prefill_instance":0,"decode_instance":0,"input_tokens":100,"output_tokens":4,"generated":4,"cached_tokens":16,"arrival_ms":1.000,"scheduled_ms":1.500,"first_token_ms":21.000,"last_token_ms":51.000,"queue_delay_ms":0.500,"ttft_ms":20.000,"tpot_ms":10.000,"max_itl_ms":12.346,"e2e_ms":50.000,"preemptions":0,"prefill_end_ms":null,"reserved_ms":null,"transfer_start_ms":null,"transfer_end_ms":null,"handoff_wait_ms":null,"decode_capacity_wait_ms":null,"transfer_ms":null,"reprefills":0,"retries":0,"outcome":"finished","reason":""}`
+	wantFirst := `{"id":0,"session":"","prefill_instance":0,"decode_instance":0,"input_tokens":100,"output_tokens":4,"generated":4,"cached_tokens":16,"arrival_ms":1.000,"queued_ms":1.200,"scheduled_ms":1.500,"first_token_ms":21.000,"last_token_ms":51.000,"queue_delay_ms":0.500,"ttft_ms":20.000,"tpot_ms":10.000,"max_itl_ms":12.346,"e2e_ms":50.000,"preemptions":0,"prefill_end_ms":null,"reserved_ms":null,"transfer_start_ms":null,"transfer_end_ms":null,"handoff_wait_ms":null,"decode_capacity_wait_ms":null,"transfer_ms":null,"reprefills":0,"retries":0,"outcome":"finished","reason":""}`
 	if lines[0] != wantFirst {
 		t.Errorf("line 0\n got %s\nwant %s", lines[0], wantFirst)
 	}

@@ -284,8 +284,9 @@ func Run(o Options) (*Report, error) {
 			unfinished++
 			return
 		}
-		simTTFT = append(simTTFT, float64(r.TTFT())/1e6)
-		simE2E = append(simE2E, float64(r.E2E())/1e6)
+		// Engine-side definitions, as vLLM's queued_ts: from pickup.
+		simTTFT = append(simTTFT, float64(r.FirstToken-r.Queued)/1e6)
+		simE2E = append(simE2E, float64(r.LastToken-r.Queued)/1e6)
 		if r.Generated > 1 {
 			simTPOT = append(simTPOT, float64(r.LastToken-r.FirstToken)/float64(r.Generated-1)/1e6)
 		}
