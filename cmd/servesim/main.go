@@ -9,7 +9,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 )
 
 // inputError marks errors caused by the user's input: exit code 2.
@@ -26,20 +28,30 @@ func badInput(err error) error {
 }
 
 func main() {
-	os.Exit(execute(os.Args[1:]))
+	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func execute(args []string) int {
+// execute runs the command line and returns the exit code. Errors are
+// printed on stderr as one line.
+func execute(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "servesim: "+err.Error())
+	fmt.Fprintln(stderr, "servesim: "+oneLine(err.Error()))
 	var ie inputError
 	if errors.As(err, &ie) || isUsageError(err) {
 		return 2
 	}
 	return 1
+}
+
+// oneLine joins a multi-part error (errors.Join puts each on its own line)
+// into one line.
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
 }

@@ -11,6 +11,7 @@ type scenarioFlags struct {
 	file       string
 	seed       uint64
 	model      string
+	models     string
 	hardware   string
 	profiles   string
 	trace      string
@@ -30,6 +31,7 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.file, "config", "c", "", "scenario YAML file (default: the embedded default scenario)")
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (overrides seed)")
 	fs.StringVar(&f.model, "model", "", "model id org/name (overrides model)")
+	fs.StringVar(&f.models, "models", "", "directory of extra HuggingFace configs <org>/<name>.json (overrides models)")
 	fs.StringVar(&f.hardware, "hardware", "", "accelerator name (overrides hardware and every group's hardware)")
 	fs.StringVar(&f.profiles, "profiles", "", "root of profile bundles <hw>/<org>/<model>/<dtype>/tp<N> (overrides predictor.profiles)")
 	fs.StringVar(&f.trace, "workload", "", "JSONL trace file or builtin:NAME (overrides workload.trace)")
@@ -67,6 +69,9 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 	}
 	if set("model") {
 		s.Model = f.model
+	}
+	if set("models") {
+		s.Models = f.models
 	}
 	if set("hardware") {
 		s.Hardware = f.hardware

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -62,9 +63,9 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 // sizes every instance's KV cache, loads the latency predictor and prepares
 // the workload. Errors name the field at fault and what would fix it.
 func Build(s *Scenario, src Source) (*Built, error) {
-	m, err := model.Load(model.Builtin(), s.Model)
+	m, err := loadModel(s, src)
 	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+		return nil, err
 	}
 	bpe, err := model.BytesPerElem(s.Dtype)
 	if err != nil {
@@ -161,6 +162,29 @@ func Build(s *Scenario, src Source) (*Built, error) {
 	}
 	b.Open = open
 	return b, nil
+}
+
+// loadModel finds the model config in the user's models directory, then
+// among the embedded ones.
+func loadModel(s *Scenario, src Source) (*model.Config, error) {
+	if s.Models != "" {
+		dir := resolve(src, s.Models)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("models: %q is not a directory; give a folder of <org>/<name>.json HuggingFace configs", dir)
+		}
+		m, err := model.Load(os.DirFS(dir), s.Model)
+		if err == nil {
+			return m, nil
+		}
+		if !errors.Is(err, model.ErrUnknownModel) {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
+	m, err := model.Load(model.Builtin(), s.Model)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return m, nil
 }
 
 // profileRoot returns the file system rooted at the profile bundles.

@@ -20,6 +20,10 @@ type Scenario struct {
 	// Model is the HuggingFace model id, "org/name". Default
 	// "meta-llama/Llama-3.1-8B".
 	Model string `yaml:"model" json:"model"`
+	// Models is a directory of extra HuggingFace configs laid out as
+	// <org>/<name>.json, searched before the embedded ones (relative to
+	// the scenario file). Default: none.
+	Models string `yaml:"models" json:"models"`
 	// Hardware is the accelerator name in the hardware catalog. Default
 	// "RTXPRO6000".
 	Hardware string `yaml:"hardware" json:"hardware"`

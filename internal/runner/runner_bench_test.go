@@ -1,0 +1,50 @@
+package runner
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// shareGPTScenario is examples/bench-100k.yaml: one RTX PRO 6000 serving
+// Llama-3.1-8B, ShareGPT-like lognormal lengths (sigma 1.0, mean prompt
+// 1,000, mean output 250) with Poisson arrivals at 5.8 req/s, about 85 % of
+// the instance's capacity (6.8 req/s when saturated).
+func shareGPTScenario(b *testing.B, n int) *config.Built {
+	s := config.Default()
+	syn := workload.ShareGPTLike(n, 5.8)
+	s.Workload.Trace, s.Workload.Synthetic = "", &syn
+	s.Seed = 7
+	s.FillGroups()
+	if err := s.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	built, err := config.Build(s, config.Source{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return built
+}
+
+// BenchmarkSimulate100k simulates 100,000 requests per iteration and
+// reports simulated requests per wall-second and the heap in use at the
+// end. Run: go test ./internal/runner -run '^$' -bench Simulate100k -benchtime 1x
+func BenchmarkSimulate100k(b *testing.B) {
+	const n = 100_000
+	for i := 0; i < b.N; i++ {
+		built := shareGPTScenario(b, n)
+		res, err := Run(built, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Finished != n {
+			b.Fatalf("finished %d of %d", res.Finished, n)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/1e6, "heapMB")
+}

@@ -1,0 +1,71 @@
+package validate
+
+import (
+	"io/fs"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/assets"
+)
+
+func measured(t *testing.T, name string) fs.FS {
+	t.Helper()
+	sub, err := fs.Sub(assets.FS(), "vllm-measured/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// TestLlamaMatchesVLLM pins the accuracy of the default model (profile
+// tables + async scheduling + the documented per-step host overhead)
+// against the measured vLLM 0.19.0 run: every one of the 15 statistics
+// within 5 %.
+func TestLlamaMatchesVLLM(t *testing.T) {
+	rep, err := Run(Options{Measured: measured(t, "RTXPRO6000-Llama-3.1-8B"), Name: "RTXPRO6000-Llama-3.1-8B", CheckInvariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + rep.String())
+	if len(rep.Stats) != 15 {
+		t.Fatalf("%d statistics, want 15", len(rep.Stats))
+	}
+	worst := 0.0
+	for _, r := range rep.Stats {
+		if r.Measured <= 0 || r.Simulated <= 0 {
+			t.Errorf("%s %s: measured %.2f simulated %.2f", r.Metric, r.Stat, r.Measured, r.Simulated)
+		}
+		worst = math.Max(worst, math.Abs(r.DiffPct))
+	}
+	if worst != rep.MaxAbsDiffPct {
+		t.Errorf("max_abs_diff_pct %.3f, but the worst row is %.3f", rep.MaxAbsDiffPct, worst)
+	}
+	if rep.MaxAbsDiffPct > 5 {
+		t.Errorf("max |diff| %.2f %% exceeds 5 %%", rep.MaxAbsDiffPct)
+	}
+	// The measured side must reproduce the data README's definitions.
+	for _, r := range rep.Stats {
+		if r.Metric == "TPOT" && r.Stat == "mean" && math.Abs(r.Measured-32.458) > 0.01 {
+			t.Errorf("measured TPOT mean %.3f ms, want 32.458", r.Measured)
+		}
+	}
+}
+
+func TestRefusesDataAndExpertParallelRuns(t *testing.T) {
+	_, err := Run(Options{Measured: measured(t, "RTXPRO6000-Qwen3-30B-A3B-Instruct-2507"), Name: "qwen"})
+	if err == nil || !strings.Contains(err.Error(), "data parallelism") || !strings.Contains(err.Error(), "expert parallelism") {
+		t.Fatalf("want a refusal naming data and expert parallelism, got %v", err)
+	}
+}
+
+func TestMissingFilesAreNamed(t *testing.T) {
+	_, err := Run(Options{Measured: fstestEmpty{}, Name: "empty"})
+	if err == nil || !strings.Contains(err.Error(), "meta.json") {
+		t.Fatalf("want an error naming meta.json, got %v", err)
+	}
+}
+
+type fstestEmpty struct{}
+
+func (fstestEmpty) Open(name string) (fs.File, error) { return nil, fs.ErrNotExist }
