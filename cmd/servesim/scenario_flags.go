@@ -23,6 +23,8 @@ type scenarioFlags struct {
 	numBlocks  int
 	overheadUs float64
 	invariants bool
+	handoff    string
+	placement  string
 	fs         *pflag.FlagSet
 }
 
@@ -42,6 +44,8 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxTokens, "max-num-batched-tokens", 0, "overrides engine.max_num_batched_tokens")
 	fs.IntVar(&f.numBlocks, "num-gpu-blocks", 0, "overrides engine.num_gpu_blocks (KV capacity per instance)")
 	fs.Float64Var(&f.overheadUs, "step-overhead-us", 0, "overrides predictor.step_overhead_us")
+	fs.StringVar(&f.handoff, "handoff", "", "handoff policy pull|reserve|reject|push|eager (overrides handoff.policy)")
+	fs.StringVar(&f.placement, "placement", "", "decode placement round-robin|least-loaded|most-free-kv|retry (overrides handoff.placement)")
 	fs.BoolVar(&f.invariants, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
 }
 
@@ -108,6 +112,12 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 	}
 	if set("step-overhead-us") {
 		s.Predictor.StepOverheadUs = f.overheadUs
+	}
+	if set("handoff") {
+		s.Handoff.Policy = f.handoff
+	}
+	if set("placement") {
+		s.Handoff.Placement = f.placement
 	}
 	if set("check-invariants") {
 		s.CheckInvariants = f.invariants

@@ -21,8 +21,11 @@ const (
 // InstanceState is a snapshot of one instance for time series.
 type InstanceState struct {
 	Running, Waiting int
-	KVUsed, KVCached int // blocks
+	HandoffQueue     int // requests in the decode admission queue
+	KVUsed, KVCached int // blocks (used includes pinned)
+	KVPinned         int // blocks pinned for a handoff
 	KVCapacity       int // blocks
+	LinkUtil         float64
 }
 
 // Observer receives what happens in a run. Implementations must not retain
@@ -61,10 +64,13 @@ type Sim struct {
 	pending  []workload.Request
 	freePend []int32
 
+	pd *pd // P/D coordinator; nil for colocated serving
+
 	candidates []int
 	total      int64 // requests seen
 	terminal   int64 // requests ended
 	lastEvent  int64
+	checks     bool
 }
 
 // New returns a simulation of engines serving src. Engines are indexed by
@@ -86,7 +92,9 @@ func (s *Sim) Engines() []*engine.Engine { return s.engines }
 func (s *Sim) State(i int) InstanceState {
 	e := s.engines[i]
 	p := e.Pool()
-	return InstanceState{Running: e.Running(), Waiting: e.Waiting(), KVUsed: p.Used(), KVCached: p.Cached(), KVCapacity: p.Capacity()}
+	return InstanceState{Running: e.Running(), Waiting: e.Waiting(), HandoffQueue: e.HandoffQueue(),
+		KVUsed: p.Used(), KVCached: p.Cached(), KVPinned: e.PinnedBlocks(), KVCapacity: p.Capacity(),
+		LinkUtil: s.LinkUtilisation(i)}
 }
 
 // Now is the simulated time of the event being processed.
@@ -129,8 +137,22 @@ func (s *Sim) Run() (int64, error) {
 			s.freePend = append(s.freePend, slot)
 			req.Arrival = ev.At
 			s.admit(&req, ev.At)
+		case evNet:
+			err = s.netEvent(ev.Arg, ev.At)
+		case evLease:
+			s.leaseExpired(ev.Arg, ev.Target, ev.At)
+		case evRetry:
+			s.retry(ev.Arg, ev.Target, ev.At)
+		case evHost:
+			s.hostCopied(ev.Arg, ev.At)
+		}
+		if err == nil && s.pd != nil && s.checks {
+			err = s.checkPD()
 		}
 		if err != nil {
+			return s.lastEvent, err
+		}
+		if err := s.engineErr(); err != nil {
 			return s.lastEvent, err
 		}
 	}
@@ -177,6 +199,10 @@ func (s *Sim) arrive(entry workload.Entry, now int64) {
 // failed when none can.
 func (s *Sim) admit(req *workload.Request, now int64) {
 	s.total++
+	if s.pd != nil {
+		s.pdArrive(req, now)
+		return
+	}
 	s.candidates = s.candidates[:0]
 	reason := ""
 	for i, e := range s.engines {
@@ -226,9 +252,28 @@ func (s *Sim) stepEnd(inst int, now int64) error {
 	for i := range r.Finished {
 		s.end(&r.Finished[i], now)
 	}
+	if s.pd != nil {
+		if err := s.pdStepEnd(inst, r, now); err != nil {
+			return err
+		}
+	}
 	s.kick(inst, now)
 	return e.Err()
 }
+
+// engineErr returns the first invariant violation any engine detected.
+func (s *Sim) engineErr() error {
+	for _, e := range s.engines {
+		if err := e.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckInvariants turns on the cluster-level checks (every request in
+// exactly one handoff state) after every event.
+func (s *Sim) CheckInvariants(on bool) { s.checks = on }
 
 // end records a terminal request and releases its session successor.
 func (s *Sim) end(rec *metrics.Record, now int64) {

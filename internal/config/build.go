@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/kv"
+	"github.com/servesim/servesim/internal/link"
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/workload"
@@ -39,6 +41,14 @@ type Built struct {
 	Engines   []*engine.Engine
 	Instances []Instance
 	Router    cluster.Router
+	// PD is the handoff configuration of a disaggregated scenario (nil for
+	// colocated serving); nics[i] lists instance i's NICs.
+	PD          *cluster.PDConfig
+	nics        [][]nic
+	pushBuf     []int
+	kvPerToken  []int64
+	prefillRate []float64
+	layers      int
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -55,6 +65,23 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 	if err != nil {
 		closer.Close()
 		return nil, nil, err
+	}
+	sim.CheckInvariants(b.Scenario.CheckInvariants)
+	if b.PD != nil {
+		net := link.New()
+		nodes := make([]cluster.Node, len(b.Engines))
+		for i := range nodes {
+			for _, n := range b.nics[i] {
+				nodes[i].Endpoints = append(nodes[i].Endpoints, net.AddEndpoint(n.bw, n.latency))
+			}
+			nodes[i].KVBytesPerToken = b.kvPerToken[i]
+			nodes[i].Layers = b.layers
+			nodes[i].PrefillTokensPerSec = b.prefillRate[i]
+		}
+		if err := sim.EnablePD(*b.PD, nodes, net); err != nil {
+			closer.Close()
+			return nil, nil, err
+		}
 	}
 	return sim, closer, nil
 }
@@ -140,8 +167,36 @@ func Build(s *Scenario, src Source) (*Built, error) {
 			AsyncScheduling:           *eng.AsyncScheduling,
 			CheckInvariants:           s.CheckInvariants,
 		}
+		role, _ := parseRole(g.Role)
+		cfg.Role = role
+		if role == engine.Decode {
+			cfg.ReservedDecodeTokens = s.Handoff.ReservedDecodeTokens
+		}
+		pushBuf := 0
+		if s.PD() && role == engine.Decode && s.Handoff.Policy == "push" {
+			pushBuf = int(float64(blocks) * s.Handoff.PushBufferFraction)
+			cfg.NumBlocks = blocks - pushBuf
+		}
+		n := nic{bw: acc.NIC.Bandwidth, latency: acc.NIC.LatencyNs}
+		if s.Links.BandwidthGBps > 0 {
+			n.bw = s.Links.BandwidthGBps * 1e9
+		}
+		if s.Links.LatencyUs >= 0 {
+			n.latency = int64(s.Links.LatencyUs * 1000)
+		}
+		if s.Links.ZeroCost {
+			n = nic{bw: math.Inf(1)}
+		}
+		rate := 0.0
+		if d := pred.StepTime(&perf.Batch{PrefillTokens: eng.MaxNumBatchedTokens, PrefillSeqs: 1}); d > 0 {
+			rate = float64(eng.MaxNumBatchedTokens) / (float64(d) / 1e9)
+		}
 		for c := 0; c < *g.Count; c++ {
 			idx := len(b.Engines)
+			b.pushBuf = append(b.pushBuf, pushBuf)
+			b.nics = append(b.nics, repeatNIC(n, tp))
+			b.kvPerToken = append(b.kvPerToken, m.KVBytesPerTokenPerRank(bpe, tp))
+			b.prefillRate = append(b.prefillRate, rate)
 			e, err := engine.New(idx, cfg, pred)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
@@ -149,6 +204,14 @@ func Build(s *Scenario, src Source) (*Built, error) {
 			b.Engines = append(b.Engines, e)
 			b.Instances = append(b.Instances, Instance{Index: idx, Group: g.Name, Role: g.Role, Hardware: acc.Name, TP: tp, NumBlocks: blocks, BlockSize: eng.BlockSize})
 		}
+	}
+	b.layers = int(m.NumLayers)
+	if s.PD() {
+		pdc, err := pdConfig(s, b.pushBuf, acc0HostBW(s))
+		if err != nil {
+			return nil, err
+		}
+		b.PD = pdc
 	}
 	switch s.Router {
 	case "least-loaded":
@@ -288,5 +351,71 @@ func workloadOpener(s *Scenario, src Source) (func() (workload.Source, io.Closer
 		default:
 			return wrap(workload.NewTraceReader(f, name)), f, nil
 		}
+	}, nil
+}
+
+// nic is one GPU's KV-transfer network interface.
+type nic struct {
+	bw      float64 // bytes/s per direction
+	latency int64   // ns
+}
+
+func repeatNIC(n nic, k int) []nic {
+	out := make([]nic, k)
+	for i := range out {
+		out[i] = n
+	}
+	return out
+}
+
+func parseRole(r string) (engine.Role, error) {
+	switch r {
+	case "prefill":
+		return engine.Prefill, nil
+	case "decode":
+		return engine.Decode, nil
+	case "mixed":
+		return engine.Mixed, nil
+	}
+	return 0, fmt.Errorf("unknown role %q", r)
+}
+
+// acc0HostBW is the host-to-device bandwidth of the first decode group's
+// accelerator (for push spills).
+func acc0HostBW(s *Scenario) float64 {
+	for _, g := range s.Instances {
+		if g.Role == "decode" {
+			if acc, err := hw.Lookup(g.Hardware); err == nil {
+				return acc.Node.HostBandwidth
+			}
+		}
+	}
+	return 0
+}
+
+// pdConfig translates the scenario's handoff section.
+func pdConfig(s *Scenario, pushBuf []int, hostBW float64) (*cluster.PDConfig, error) {
+	h := s.Handoff
+	pol, err := cluster.ParsePolicy(h.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("handoff.policy: %w", err)
+	}
+	pl, err := cluster.ParsePlacement(h.Placement)
+	if err != nil {
+		return nil, fmt.Errorf("handoff.placement: %w", err)
+	}
+	return &cluster.PDConfig{
+		Policy:              pol,
+		Placement:           pl,
+		SkipAhead:           h.SkipAhead,
+		Lease:               int64(h.LeaseS * 1e9),
+		Heartbeat:           *h.Heartbeat,
+		ExpiryFails:         h.OnExpiry == "fail",
+		RetryAfter:          int64(h.RetryAfterS * 1e9),
+		MaxPrefillQueue:     int64(h.MaxPrefillQueueS * 1e9),
+		MaxDecodeKVFraction: h.MaxDecodeKVFraction,
+		PushBufferBlocks:    pushBuf,
+		PushSpill:           h.PushOverflow == "spill",
+		HostBandwidth:       hostBW,
 	}, nil
 }

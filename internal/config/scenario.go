@@ -38,6 +38,11 @@ type Scenario struct {
 	// Router places arriving requests on instances: round-robin (default)
 	// or least-loaded.
 	Router string `yaml:"router" json:"router"`
+	// Handoff configures prefill/decode disaggregation; it applies when
+	// some instance group has role prefill or decode.
+	Handoff Handoff `yaml:"handoff" json:"handoff"`
+	// Links overrides the KV-transfer NICs of every GPU.
+	Links Links `yaml:"links" json:"links"`
 	// Workload is what the cluster serves.
 	Workload Workload `yaml:"workload" json:"workload"`
 	// CheckInvariants verifies KV-block conservation and scheduler limits
@@ -95,7 +100,8 @@ type Group struct {
 	Name string `yaml:"name" json:"name"`
 	// Count is the number of instances. Default 1.
 	Count *int `yaml:"count" json:"count"`
-	// Role is mixed (default): the instance computes prompts and outputs.
+	// Role is mixed (default: prompts and outputs), prefill (prompts only;
+	// the KV is handed to a decode instance) or decode.
 	Role string `yaml:"role" json:"role"`
 	// Hardware overrides the scenario's accelerator.
 	Hardware string `yaml:"hardware" json:"hardware"`
@@ -105,6 +111,58 @@ type Group struct {
 	MemoryGB float64 `yaml:"memory_gb" json:"memory_gb"`
 	// Engine overrides engine settings for this group (non-zero fields).
 	Engine *Engine `yaml:"engine" json:"engine"`
+}
+
+// Handoff configures the prefill -> decode KV handoff.
+type Handoff struct {
+	// Policy is pull (default), reserve, reject, push or eager.
+	Policy string `yaml:"policy" json:"policy"`
+	// Placement picks the decode instance: round-robin (default),
+	// least-loaded, most-free-kv or retry.
+	Placement string `yaml:"placement" json:"placement"`
+	// SkipAhead lets a decode instance admit later requests past a head
+	// request that does not fit (default false: FCFS, head-of-line).
+	SkipAhead bool `yaml:"skip_ahead" json:"skip_ahead"`
+	// LeaseS is how long pinned KV may wait on the prefill instance, in
+	// seconds. Default 30 (vLLM's default).
+	LeaseS float64 `yaml:"lease_s" json:"lease_s"`
+	// Heartbeat renews the lease while the request is queued at a live
+	// decode instance. Default true.
+	Heartbeat *bool `yaml:"heartbeat" json:"heartbeat"`
+	// OnExpiry is reprefill (default) or fail.
+	OnExpiry string `yaml:"on_expiry" json:"on_expiry"`
+	// RetryAfterS is, for placement retry, the wait in one decode queue
+	// before moving to another decode instance, seconds. Default 1.
+	RetryAfterS float64 `yaml:"retry_after_s" json:"retry_after_s"`
+	// ReservedDecodeTokens is headroom reserved on the decode instance
+	// beyond the prompt at admission. Default 0 (vLLM relies on
+	// preemption).
+	ReservedDecodeTokens int `yaml:"reserved_decode_tokens" json:"reserved_decode_tokens"`
+	// MaxPrefillQueueS (reject) rejects a request when the predicted
+	// prefill queueing time exceeds it, seconds. Default 5; 0 disables.
+	MaxPrefillQueueS float64 `yaml:"max_prefill_queue_s" json:"max_prefill_queue_s"`
+	// MaxDecodeKVFraction (reject) rejects a request when the decode KV
+	// demand (used, plus queued and in-prefill prompts, plus this one)
+	// exceeds this fraction of the decode pools. Default 1; 0 disables.
+	MaxDecodeKVFraction float64 `yaml:"max_decode_kv_fraction" json:"max_decode_kv_fraction"`
+	// PushBufferFraction (push) is the share of each decode instance's KV
+	// capacity set aside as the receive buffer. Default 0.1.
+	PushBufferFraction float64 `yaml:"push_buffer_fraction" json:"push_buffer_fraction"`
+	// PushOverflow (push) is spill (default: to the decode host's memory,
+	// copied back over PCIe at admission) or drop (re-prefill).
+	PushOverflow string `yaml:"push_overflow" json:"push_overflow"`
+}
+
+// Links overrides the NIC of every GPU for KV transfers.
+type Links struct {
+	// BandwidthGBps is the NIC bandwidth per direction, GB/s (0: the
+	// accelerator's catalog NIC).
+	BandwidthGBps float64 `yaml:"bandwidth_gbps" json:"bandwidth_gbps"`
+	// LatencyUs is the NIC latency, microseconds (negative: catalog).
+	LatencyUs float64 `yaml:"latency_us" json:"latency_us"`
+	// ZeroCost makes transfers instantaneous (for studies that isolate
+	// memory effects).
+	ZeroCost bool `yaml:"zero_cost" json:"zero_cost"`
 }
 
 // Workload selects the requests.
@@ -155,7 +213,11 @@ func Default() *Scenario {
 			PrefixCaching:        boolPtr(true),
 			AsyncScheduling:      boolPtr(true),
 		},
-		Router:   "round-robin",
+		Router: "round-robin",
+		Handoff: Handoff{Policy: "pull", Placement: "round-robin", LeaseS: 30, Heartbeat: boolPtr(true),
+			OnExpiry: "reprefill", RetryAfterS: 1, MaxPrefillQueueS: 5, MaxDecodeKVFraction: 1,
+			PushBufferFraction: 0.1, PushOverflow: "spill"},
+		Links:    Links{LatencyUs: -1},
 		Workload: Workload{Trace: DefaultTrace, Format: "jsonl", TimeScale: 1},
 	}
 }
@@ -230,8 +292,10 @@ func (s *Scenario) Validate() error {
 		if *g.Count <= 0 {
 			bad(p+".count", "must be > 0 (got %d)", *g.Count)
 		}
-		if g.Role != "mixed" {
-			bad(p+".role", "must be mixed (got %q)", g.Role)
+		switch g.Role {
+		case "mixed", "prefill", "decode":
+		default:
+			bad(p+".role", "must be mixed, prefill or decode (got %q)", g.Role)
 		}
 		if *g.TP <= 0 {
 			bad(p+".tp", "must be > 0 (got %d)", *g.TP)
@@ -248,6 +312,7 @@ func (s *Scenario) Validate() error {
 	default:
 		bad("router", "must be round-robin or least-loaded (got %q)", s.Router)
 	}
+	s.validateHandoff(bad)
 	w := &s.Workload
 	if w.Trace == "" && w.Synthetic == nil {
 		bad("workload", "set a trace or a synthetic workload")
@@ -325,4 +390,65 @@ func (g *Group) merged(base Engine) Engine {
 // builtinName returns NAME for a "builtin:NAME" trace reference.
 func builtinName(trace string) (string, bool) {
 	return strings.CutPrefix(trace, "builtin:")
+}
+
+// PD reports whether the scenario disaggregates prefill and decode.
+func (s *Scenario) PD() bool {
+	for _, g := range s.Instances {
+		if g.Role == "prefill" || g.Role == "decode" {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) {
+	h := &s.Handoff
+	switch h.Policy {
+	case "pull", "reserve", "reject", "push", "eager":
+	default:
+		bad("handoff.policy", "must be pull, reserve, reject, push or eager (got %q)", h.Policy)
+	}
+	switch h.Placement {
+	case "round-robin", "least-loaded", "most-free-kv", "retry":
+	default:
+		bad("handoff.placement", "must be round-robin, least-loaded, most-free-kv or retry (got %q)", h.Placement)
+	}
+	if h.OnExpiry != "reprefill" && h.OnExpiry != "fail" {
+		bad("handoff.on_expiry", "must be reprefill or fail (got %q)", h.OnExpiry)
+	}
+	if h.PushOverflow != "spill" && h.PushOverflow != "drop" {
+		bad("handoff.push_overflow", "must be spill or drop (got %q)", h.PushOverflow)
+	}
+	if h.LeaseS <= 0 {
+		bad("handoff.lease_s", "must be > 0 (got %g)", h.LeaseS)
+	}
+	if h.RetryAfterS <= 0 {
+		bad("handoff.retry_after_s", "must be > 0 (got %g)", h.RetryAfterS)
+	}
+	if h.ReservedDecodeTokens < 0 {
+		bad("handoff.reserved_decode_tokens", "must be >= 0 (got %d)", h.ReservedDecodeTokens)
+	}
+	if h.MaxPrefillQueueS < 0 {
+		bad("handoff.max_prefill_queue_s", "must be >= 0 (got %g)", h.MaxPrefillQueueS)
+	}
+	if h.MaxDecodeKVFraction < 0 {
+		bad("handoff.max_decode_kv_fraction", "must be >= 0 (got %g)", h.MaxDecodeKVFraction)
+	}
+	if h.PushBufferFraction < 0 || h.PushBufferFraction >= 1 {
+		bad("handoff.push_buffer_fraction", "must be in [0, 1) (got %g)", h.PushBufferFraction)
+	}
+	if s.Links.BandwidthGBps < 0 {
+		bad("links.bandwidth_gbps", "must be >= 0 (got %g)", s.Links.BandwidthGBps)
+	}
+	if s.PD() {
+		var p, d bool
+		for _, g := range s.Instances {
+			p = p || g.Role == "prefill" || g.Role == "mixed"
+			d = d || g.Role == "decode"
+		}
+		if !p || !d {
+			bad("instances", "a disaggregated cluster needs at least one prefill (or mixed) and one decode group")
+		}
+	}
 }

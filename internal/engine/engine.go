@@ -26,7 +26,34 @@ type Config struct {
 	// only; requests finishing in step k hold their slot and blocks for one
 	// more step.
 	AsyncScheduling bool
-	CheckInvariants bool // verify block accounting after every step
+	// Role says which phases the instance serves (see Role).
+	Role Role
+	// ReservedDecodeTokens is, on a decode instance, the headroom in tokens
+	// reserved beyond the prompt when a handed-off request is admitted
+	// (vLLM reserves none and relies on preemption).
+	ReservedDecodeTokens int
+	CheckInvariants      bool // verify block accounting after every step
+}
+
+// Role is what an instance serves.
+type Role uint8
+
+// Roles.
+const (
+	Mixed   Role = iota // prompts and outputs (colocated serving)
+	Prefill             // prompts only: finished prompts stay pinned for a handoff
+	Decode              // outputs of prompts computed elsewhere, plus local recompute
+)
+
+// String returns the role's name as used in scenarios.
+func (r Role) String() string {
+	switch r {
+	case Prefill:
+		return "prefill"
+	case Decode:
+		return "decode"
+	}
+	return "mixed"
 }
 
 // Validate reports the first invalid field.
@@ -44,6 +71,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("long_prefill_token_threshold must be >= 0 (got %d)", c.LongPrefillTokenThreshold)
 	case c.MaxModelLen < 0:
 		return fmt.Errorf("max_model_len must be >= 0 (got %d)", c.MaxModelLen)
+	case c.ReservedDecodeTokens < 0:
+		return fmt.Errorf("reserved_decode_tokens must be >= 0 (got %d)", c.ReservedDecodeTokens)
 	}
 	return nil
 }
@@ -61,12 +90,27 @@ type seq struct {
 	outputIDs []int32
 	salt      uint64
 	enqueued  int64 // time it joined this instance's waiting queue
-	done      bool  // finished; slot and blocks held until the next batch is formed
+	state     state
 	blocks    []kv.BlockID
 	hashes    []uint64 // chained hashes of full blocks, filled lazily
 }
 
 func (s *seq) numTokens() int32 { return s.prompt + s.generated }
+
+// state is where a request is on this instance.
+type state uint8
+
+const (
+	stFree      state = iota // slot unused
+	stWaiting                // in the local waiting queue, no blocks
+	stRunning                // admitted; holds blocks for its computed tokens
+	stDone                   // finished; holds slot and blocks until the next batch is formed
+	stPrefilled              // prompt computed on a prefill instance; leaves the batch at the next formation
+	stPinned                 // prefilled, KV pinned for a handoff, no sequence slot
+	stHandoff                // in a decode instance's admission queue, no blocks
+	stReserved               // decode blocks reserved, KV transfer in flight
+	stReady                  // KV arrived on the decode instance, waiting for the next batch
+)
 
 type scheduled struct {
 	slot   int32
@@ -82,6 +126,15 @@ type StepResult struct {
 	Preempted    int              // requests preempted while forming the batch
 	ITL          []int64          // gaps between consecutive tokens emitted this step
 	Finished     []metrics.Record // requests that produced their last token
+	Prefilled    []Prefilled      // prefill role: prompts computed, KV pinned
+}
+
+// Prefilled reports a prompt computed on a prefill instance. Its blocks stay
+// pinned until ReleasePinned(Slot).
+type Prefilled struct {
+	Slot   int32
+	Record metrics.Record
+	Blocks int
 }
 
 // Engine is one serving instance.
@@ -99,14 +152,22 @@ type Engine struct {
 	inFlight  bool
 	stepStart int64
 	stepEnd   int64 // end of the step in flight (or of the last step)
-	zombies   int   // finished requests still holding slots (async scheduling)
-	sched     []scheduled
-	batch     perf.Batch
-	preempted int
-	result    StepResult
-	scratch   []int32
-	err       error
-	checks    int
+	zombies   int   // finished or prefilled requests still holding slots (async scheduling)
+
+	// P/D handoff state.
+	handoff      []int32 // decode admission queue (FCFS order)
+	ready        deque   // transferred requests waiting for the next batch
+	reservedSeqs int     // requests holding a decode reservation (reserved or ready)
+	pinned       int     // blocks pinned by prefilled requests
+
+	waitingTokens int64 // tokens the waiting queue must compute
+	sched         []scheduled
+	batch         perf.Batch
+	preempted     int
+	result        StepResult
+	scratch       []int32
+	err           error
+	checks        int
 }
 
 // New returns an idle engine with an empty KV pool. id is the instance index
@@ -131,8 +192,8 @@ func (e *Engine) Config() Config { return e.cfg }
 // Pool exposes the KV pool for observation (time series, invariants).
 func (e *Engine) Pool() *kv.Pool { return e.pool }
 
-// Running is the number of admitted requests.
-func (e *Engine) Running() int { return len(e.running) }
+// Running is the number of requests in the running batch set.
+func (e *Engine) Running() int { return len(e.running) - e.zombies }
 
 // Waiting is the number of queued requests.
 func (e *Engine) Waiting() int { return e.waiting.len() }
@@ -141,7 +202,9 @@ func (e *Engine) Waiting() int { return e.waiting.len() }
 func (e *Engine) Busy() bool { return e.inFlight }
 
 // HasWork reports whether any request is running or waiting.
-func (e *Engine) HasWork() bool { return len(e.running)-e.zombies > 0 || e.waiting.len() > 0 }
+func (e *Engine) HasWork() bool {
+	return len(e.running)-e.zombies > 0 || e.waiting.len() > 0 || e.ready.len() > 0
+}
 
 // Unfit returns why r can never be served by this instance ("" if it can):
 // its prompt plus output needs more KV blocks than the instance holds, or
@@ -158,26 +221,50 @@ func (e *Engine) Unfit(r *workload.Request) string {
 	return ""
 }
 
-// Add queues r at the back of the waiting queue. The caller must have
-// checked Unfit. now is the arrival time at this instance.
-func (e *Engine) Add(r *workload.Request, now int64) {
-	var slot int32
+// newSlot takes a free request slot.
+func (e *Engine) newSlot() int32 {
 	if n := len(e.freeSlots); n > 0 {
-		slot = e.freeSlots[n-1]
+		slot := e.freeSlots[n-1]
 		e.freeSlots = e.freeSlots[:n-1]
-	} else {
-		e.slots = append(e.slots, seq{})
-		slot = int32(len(e.slots) - 1)
+		return slot
 	}
+	e.slots = append(e.slots, seq{})
+	return int32(len(e.slots) - 1)
+}
+
+// freeSlot returns a slot whose blocks are already released.
+func (e *Engine) freeSlot(slot int32) {
 	s := &e.slots[slot]
-	s.rec = metrics.NewRecord(r.ID, now)
-	s.rec.PrefillInstance, s.rec.DecodeInstance = e.id, e.id
-	s.rec.InputTokens, s.rec.OutputTokens = r.InputTokens, r.OutputTokens
+	s.state = stFree
+	s.inputIDs, s.outputIDs = nil, nil
+	e.freeSlots = append(e.freeSlots, slot)
+}
+
+// Add queues r at the back of the waiting queue and returns its slot. The
+// caller must have checked Unfit. now is the arrival time at this instance.
+func (e *Engine) Add(r *workload.Request, now int64) int32 {
+	rec := metrics.NewRecord(r.ID, now)
+	rec.InputTokens, rec.OutputTokens = r.InputTokens, r.OutputTokens
+	return e.AddRecord(r, rec, now)
+}
+
+// AddRecord is Add for a request that already has a record (for example
+// one re-queued for prefill after its KV was lost); rec keeps its arrival
+// and counters.
+func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) int32 {
+	slot := e.newSlot()
+	s := &e.slots[slot]
+	s.rec = rec
+	s.rec.PrefillInstance = e.id
+	s.rec.DecodeInstance = -1
+	if e.cfg.Role == Mixed {
+		s.rec.DecodeInstance = e.id
+	}
 	s.prompt, s.output = int32(r.InputTokens), int32(r.OutputTokens)
 	s.generated, s.computed, s.committed = 0, 0, 0
 	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
 	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
-	s.enqueued, s.done = now, false
+	s.enqueued, s.state = now, stWaiting
 	// The engine picks new requests up between steps: now when idle, else
 	// when the step in flight ends (vLLM's queued time).
 	s.rec.Queued = now
@@ -187,10 +274,17 @@ func (e *Engine) Add(r *workload.Request, now int64) {
 	s.blocks = s.blocks[:0]
 	s.hashes = s.hashes[:0]
 	e.waiting.pushBack(slot)
+	e.waitingTokens += int64(s.prompt)
+	return slot
 }
 
-// Record returns the in-progress record of the request in slot (for tests).
-func (e *Engine) record(slot int32) *metrics.Record { return &e.slots[slot].rec }
+// WaitingTokens is the number of tokens the waiting queue still has to
+// compute (prompts, and prompts plus outputs of preempted requests).
+func (e *Engine) WaitingTokens() int64 { return e.waitingTokens }
+
+// Record returns the live record of the request in slot; it is valid until
+// the request ends or leaves this instance.
+func (e *Engine) Record(slot int32) *metrics.Record { return &e.slots[slot].rec }
 
 // StartStep forms the next batch at time now and returns its duration. It
 // returns false when there is nothing to run (or a step is already in
@@ -218,7 +312,7 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		slot := e.running[i]
 		s := &e.slots[slot]
-		if s.done {
+		if s.state != stRunning {
 			continue
 		}
 		n := e.chunk(s.numTokens()-s.computed, budget)
@@ -246,7 +340,22 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 	// left the batch empty, which only happens when the head request must
 	// restart alone).
 	if e.preempted == 0 || len(e.sched) == 0 {
-		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
+		// Transferred requests first: their slot was reserved.
+		for e.ready.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
+			slot := e.ready.front()
+			s := &e.slots[slot]
+			if s.enqueued > formed {
+				break
+			}
+			e.ready.popFront()
+			e.reservedSeqs--
+			s.state = stRunning
+			e.running = append(e.running, slot)
+			n := e.chunk(s.numTokens()-s.computed, budget)
+			e.schedule(slot, n, now)
+			budget -= n
+		}
+		for e.waiting.len() > 0 && budget > 0 && len(e.running)+e.reservedSeqs < e.cfg.MaxNumSeqs {
 			slot := e.waiting.front()
 			s := &e.slots[slot]
 			if s.enqueued > formed {
@@ -257,6 +366,8 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 				break
 			}
 			e.waiting.popFront()
+			e.waitingTokens -= int64(s.numTokens())
+			s.state = stRunning
 			e.running = append(e.running, slot)
 			n := e.chunk(s.numTokens()-s.computed, budget)
 			e.schedule(slot, n, now)
@@ -289,13 +400,16 @@ func (e *Engine) releaseZombies() {
 	kept := e.running[:0]
 	for _, slot := range e.running {
 		s := &e.slots[slot]
-		if !s.done {
+		switch s.state {
+		case stDone:
+			e.release(s)
+			e.freeSlot(slot)
+		case stPrefilled:
+			s.state = stPinned
+			e.pinned += len(s.blocks)
+		default:
 			kept = append(kept, slot)
-			continue
 		}
-		e.release(s)
-		s.inputIDs, s.outputIDs = nil, nil
-		e.freeSlots = append(e.freeSlots, slot)
 	}
 	e.running = kept
 	e.zombies = 0
@@ -401,6 +515,8 @@ func (e *Engine) preempt(slot int32) {
 	e.release(s)
 	s.computed, s.committed = 0, 0
 	s.rec.Preemptions++
+	s.state = stWaiting
+	e.waitingTokens += int64(s.numTokens())
 	e.preempted++
 	e.waiting.pushFront(slot)
 }
@@ -416,6 +532,7 @@ func (e *Engine) FinishStep(end int64) *StepResult {
 	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, e.preempted
 	r.ITL = r.ITL[:0]
 	r.Finished = r.Finished[:0]
+	r.Prefilled = r.Prefilled[:0]
 	e.inFlight = false
 
 	for _, sc := range e.sched {
@@ -423,6 +540,16 @@ func (e *Engine) FinishStep(end int64) *StepResult {
 		e.commitBlocks(s)
 		if s.computed < s.numTokens() {
 			continue // partial prompt chunk: no token yet
+		}
+		if e.cfg.Role == Prefill && s.generated == 0 {
+			// The prompt is computed: its KV stays pinned for the handoff;
+			// the token sampled here is not streamed (the decode instance
+			// produces the first output token).
+			s.rec.PrefillEnd = end
+			s.state = stPrefilled
+			e.zombies++
+			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: s.rec, Blocks: len(s.blocks)})
+			continue
 		}
 		s.generated++
 		r.GenTokens++
@@ -441,7 +568,7 @@ func (e *Engine) FinishStep(end int64) *StepResult {
 			s.rec.Generated = int(s.generated)
 			s.rec.Outcome = metrics.Finished
 			r.Finished = append(r.Finished, s.rec)
-			s.done = true
+			s.state = stDone
 			e.zombies++
 		}
 	}

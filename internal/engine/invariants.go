@@ -5,8 +5,9 @@ import "fmt"
 // check verifies the engine's accounting. It is called after every batch
 // formation and every step when Config.CheckInvariants is on:
 //   - the running set respects max_num_seqs and the step the token budget;
-//   - every running request holds exactly the blocks its computed tokens
-//     need, and waiting ones hold none unless they are mid-admission;
+//   - every request holds at least the blocks its computed tokens need, and
+//     queued ones (waiting, in the handoff queue) hold none;
+//   - pinned blocks and decode reservations match their counters;
 //   - the blocks referenced by requests equal the pool's used blocks (each
 //     block referenced once per holder), so blocks are conserved;
 //   - periodically, the pool's full structural check.
@@ -24,22 +25,52 @@ func (e *Engine) check(budgetLeft int32) error {
 	if total > e.cfg.MaxNumBatchedTokens {
 		return fmt.Errorf("batch of %d tokens exceeds max_num_batched_tokens %d", total, e.cfg.MaxNumBatchedTokens)
 	}
-	held := make(map[int32]int32, 64)
-	for _, slot := range e.running {
+	e.checks++
+	full := e.checks%256 == 0
+	var held map[int32]int32
+	if full {
+		held = make(map[int32]int32, 64)
+	}
+	pinned, reserved := 0, 0
+	var refs int64
+	for slot := range e.slots {
 		s := &e.slots[slot]
-		need := cdiv(int(s.computed), e.cfg.BlockSize)
-		if len(s.blocks) != need {
-			return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, len(s.blocks), s.computed, need)
+		switch s.state {
+		case stFree, stWaiting, stHandoff:
+			if len(s.blocks) != 0 {
+				return fmt.Errorf("request %d in state %d holds %d blocks", s.rec.ID, s.state, len(s.blocks))
+			}
+		case stRunning, stDone, stPrefilled, stReady:
+			if need := cdiv(int(s.computed), e.cfg.BlockSize); len(s.blocks) < need {
+				return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, len(s.blocks), s.computed, need)
+			}
+		case stPinned:
+			pinned += len(s.blocks)
 		}
-		for _, b := range s.blocks {
-			held[b]++
+		if s.state == stReserved || s.state == stReady {
+			reserved++
+		}
+		refs += int64(len(s.blocks))
+		if full {
+			for _, b := range s.blocks {
+				held[b]++
+			}
 		}
 	}
-	for i := 0; i < e.waiting.len(); i++ {
-		s := &e.slots[e.waiting.at(i)]
-		if len(s.blocks) != 0 {
-			return fmt.Errorf("waiting request %d holds %d blocks", s.rec.ID, len(s.blocks))
-		}
+	if refs != e.pool.TotalRefs() {
+		return fmt.Errorf("requests hold %d block references but the pool counts %d", refs, e.pool.TotalRefs())
+	}
+	if pinned != e.pinned {
+		return fmt.Errorf("pinned requests hold %d blocks but the pinned count is %d", pinned, e.pinned)
+	}
+	if reserved != e.reservedSeqs {
+		return fmt.Errorf("%d requests hold decode reservations but the count is %d", reserved, e.reservedSeqs)
+	}
+	if len(e.running)-e.zombies+e.reservedSeqs > e.cfg.MaxNumSeqs && e.cfg.Role != Decode {
+		return fmt.Errorf("%d running and %d reserved exceed max_num_seqs %d", len(e.running)-e.zombies, e.reservedSeqs, e.cfg.MaxNumSeqs)
+	}
+	if !full {
+		return nil
 	}
 	for b, n := range held {
 		if got := e.pool.Refs(b); got != n {
@@ -49,8 +80,5 @@ func (e *Engine) check(budgetLeft int32) error {
 	if len(held) != e.pool.Used() {
 		return fmt.Errorf("requests hold %d distinct blocks but the pool has %d in use", len(held), e.pool.Used())
 	}
-	if e.checks++; e.checks%256 == 0 {
-		return e.pool.Check()
-	}
-	return nil
+	return e.pool.Check()
 }

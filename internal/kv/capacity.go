@@ -16,9 +16,15 @@ type Memory struct {
 // It fails, naming the shortfall, when the weights and reserve alone do not
 // fit.
 func (m Memory) Blocks(blockSize int) (int, error) {
+	if blockSize <= 0 {
+		return 0, fmt.Errorf("block size must be > 0 tokens (got %d)", blockSize)
+	}
+	if m.KVPerToken <= 0 {
+		return 0, fmt.Errorf("KV bytes per token must be > 0 (got %d)", m.KVPerToken)
+	}
 	budget := int64(float64(m.Device) * m.Utilization)
 	free := budget - m.Weights - m.Activation
-	if free <= 0 || m.KVPerToken <= 0 {
+	if free <= 0 {
 		return 0, fmt.Errorf("weights %.2f GB + activation reserve %.2f GB exceed the usable memory %.2f GB (%.2f GB x gpu_memory_utilization %.2f); use more tensor parallelism, a larger accelerator or a higher gpu_memory_utilization",
 			gb(m.Weights), gb(m.Activation), gb(budget), gb(m.Device), m.Utilization)
 	}
@@ -39,8 +45,8 @@ func (m Memory) Blocks(blockSize int) (int, error) {
 func ActivationReserve(maxBatchedTokens, maxSeqs int, hidden, intermediate, vocab int64, tp, bytesPerElem int) int64 {
 	tokens := int64(maxBatchedTokens)
 	act := tokens * (2*intermediate/int64(tp) + 4*hidden) * int64(bytesPerElem)
-	logits := int64(maxSeqs) * vocab / int64(tp) * 4 * 2
-	const runtime = 3 << 29 // 1.5 GiB
+	logits := int64(maxSeqs) * vocab * 4 * 2 // gathered to full vocabulary for sampling
+	const runtime = 3 << 29                  // 1.5 GiB
 	return act + logits + runtime
 }
 

@@ -22,6 +22,7 @@ type Pool struct {
 	index map[uint64]BlockID // hash -> block holding that content
 
 	hits, queries int64 // prefix-cache statistics, in blocks
+	refs          int64 // references held, summed over blocks
 }
 
 // NewPool returns a pool of capacity blocks, all free. With caching off,
@@ -112,6 +113,7 @@ func (p *Pool) Acquire(table []BlockID, hashes []uint64, n int) []BlockID {
 		p.ref[b]++
 		table = append(table, b)
 	}
+	p.refs += int64(n)
 	return table
 }
 
@@ -134,6 +136,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		p.ref[b] = 1
 		table = append(table, b)
 	}
+	p.refs += int64(n)
 	return table, true
 }
 
@@ -156,18 +159,25 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 // left without references join the back of the free queue and keep their
 // cached content until evicted.
 func (p *Pool) Release(table []BlockID) error {
-	for i := len(table) - 1; i >= 0; i-- {
-		b := table[i]
+	for _, b := range table {
 		if p.ref[b] <= 0 {
 			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.ref[b])
 		}
+	}
+	for i := len(table) - 1; i >= 0; i-- {
+		b := table[i]
 		p.ref[b]--
 		if p.ref[b] == 0 {
 			p.pushBack(b)
 		}
 	}
+	p.refs -= int64(len(table))
 	return nil
 }
+
+// TotalRefs is the number of references held on all blocks together (a
+// block shared by two requests counts twice).
+func (p *Pool) TotalRefs() int64 { return p.refs }
 
 // Refs is the number of references to block b.
 func (p *Pool) Refs(b BlockID) int32 { return p.ref[b] }
@@ -216,14 +226,18 @@ func (p *Pool) Check() error {
 	if inQueue != p.numFree {
 		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)
 	}
-	referenced := 0
+	referenced, total := 0, int64(0)
 	for b, r := range p.ref {
+		total += int64(r)
 		if r < 0 {
 			return fmt.Errorf("kv: block %d has %d references", b, r)
 		}
 		if r > 0 {
 			referenced++
 		}
+	}
+	if total != p.refs {
+		return fmt.Errorf("kv: blocks hold %d references but the total is %d", total, p.refs)
 	}
 	if referenced+p.numFree != p.capacity {
 		return fmt.Errorf("kv: %d referenced + %d free != capacity %d", referenced, p.numFree, p.capacity)

@@ -13,7 +13,7 @@ import (
 var SeriesColumns = []string{
 	"t", "instance", "prompt_throughput", "gen_throughput", "running",
 	"waiting", "kv_cache_pct", "handoff_queue", "kv_used_blocks",
-	"kv_pinned_blocks", "kv_cached_blocks",
+	"kv_pinned_blocks", "kv_cached_blocks", "link_util",
 }
 
 // Snapshot is an instance's instantaneous state, sampled at each interval
@@ -27,6 +27,9 @@ type Snapshot struct {
 	// hold reusable prefixes, Total the pool size. kv_cache_pct is
 	// Used/Total*100.
 	KVUsedBlocks, KVPinnedBlocks, KVCachedBlocks, KVTotalBlocks int
+	// LinkUtil is the fraction of the instance's KV-transfer NIC bandwidth
+	// in use (the busier direction, averaged over its GPUs).
+	LinkUtil float64
 }
 
 // SnapshotFunc returns the current state of one instance. It must not
@@ -156,6 +159,8 @@ func (s *SeriesWriter) row(b []byte, iv *Interval) []byte {
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(v), 10)
 	}
+	b = append(b, ',')
+	b = strconv.AppendFloat(b, sn.LinkUtil, 'f', 3, 64)
 	return append(b, '\n')
 }
 

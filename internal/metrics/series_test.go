@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const seriesHeader = "t,instance,prompt_throughput,gen_throughput,running,waiting,kv_cache_pct,handoff_queue,kv_used_blocks,kv_pinned_blocks,kv_cached_blocks\n"
+const seriesHeader = "t,instance,prompt_throughput,gen_throughput,running,waiting,kv_cache_pct,handoff_queue,kv_used_blocks,kv_pinned_blocks,kv_cached_blocks,link_util\n"
 
 // fakeInstance is the state a snapshot function reads.
 type fakeInstance struct{ snap Snapshot }
@@ -39,16 +39,16 @@ func TestSeriesWriter(t *testing.T) {
 			},
 			end: 4_500_000_000,
 			want: seriesHeader +
-				"1.0,0,1000.0,5.0,2,0,20.00,0,20,0,0\n" +
-				"1.0,7,0.0,0.0,0,0,0.00,0,0,0,0\n" +
-				"2.0,0,0.0,0.0,2,0,20.00,0,20,0,0\n" +
-				"2.0,7,300.0,0.0,0,4,0.00,0,0,0,0\n" +
-				"3.0,0,0.0,0.0,2,0,20.00,0,20,0,0\n" +
-				"3.0,7,0.0,0.0,0,4,0.00,0,0,0,0\n" +
-				"4.0,0,0.0,0.0,2,0,20.00,0,20,0,0\n" +
-				"4.0,7,0.0,0.0,0,4,0.00,0,0,0,0\n" +
-				"5.0,0,0.0,7.0,0,0,5.00,0,5,0,0\n" +
-				"5.0,7,0.0,0.0,0,4,0.00,0,0,0,0\n",
+				"1.0,0,1000.0,5.0,2,0,20.00,0,20,0,0,0.000\n" +
+				"1.0,7,0.0,0.0,0,0,0.00,0,0,0,0,0.000\n" +
+				"2.0,0,0.0,0.0,2,0,20.00,0,20,0,0,0.000\n" +
+				"2.0,7,300.0,0.0,0,4,0.00,0,0,0,0,0.000\n" +
+				"3.0,0,0.0,0.0,2,0,20.00,0,20,0,0,0.000\n" +
+				"3.0,7,0.0,0.0,0,4,0.00,0,0,0,0,0.000\n" +
+				"4.0,0,0.0,0.0,2,0,20.00,0,20,0,0,0.000\n" +
+				"4.0,7,0.0,0.0,0,4,0.00,0,0,0,0,0.000\n" +
+				"5.0,0,0.0,7.0,0,0,5.00,0,5,0,0,0.000\n" +
+				"5.0,7,0.0,0.0,0,4,0.00,0,0,0,0,0.000\n",
 		},
 		{
 			name:   "half-second",
@@ -59,10 +59,10 @@ func TestSeriesWriter(t *testing.T) {
 			},
 			end: 1e9, // exactly a boundary: no partial row
 			want: seriesHeader +
-				"0.5,0,20.0,0.0,1,0,50.00,0,50,0,0\n" +
-				"0.5,7,0.0,0.0,0,0,0.00,0,0,0,0\n" +
-				"1.0,0,0.0,0.0,1,0,50.00,0,50,0,0\n" +
-				"1.0,7,0.0,6.0,1,0,1.00,0,1,0,0\n",
+				"0.5,0,20.0,0.0,1,0,50.00,0,50,0,0,0.000\n" +
+				"0.5,7,0.0,0.0,0,0,0.00,0,0,0,0,0.000\n" +
+				"1.0,0,0.0,0.0,1,0,50.00,0,50,0,0,0.000\n" +
+				"1.0,7,0.0,6.0,1,0,1.00,0,1,0,0,0.000\n",
 		},
 		{name: "no-time", end: 0, want: seriesHeader},
 	}
@@ -106,7 +106,7 @@ func TestSeriesExtraColumnsAndNilSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(buf.String(), "\n")
-	if lines[1] != "1.0,3,0.0,0.0,0,0,0.00,0,0,0,0" || lines[2] != "1.0,4,0.0,0.0,1,2,37.50,3,3,2,9" {
+	if lines[1] != "1.0,3,0.0,0.0,0,0,0.00,0,0,0,0,0.000" || lines[2] != "1.0,4,0.0,0.0,1,2,37.50,3,3,2,9,0.000" {
 		t.Errorf("got %q", lines[1:3])
 	}
 }

@@ -248,6 +248,20 @@ type Result struct {
 	FailureReasons   map[string]int64 `json:"failure_reasons"`
 	RejectionReasons map[string]int64 `json:"rejection_reasons"`
 	SLO              *SLOResult       `json:"slo,omitempty"`
+	// PinnedKV is, per prefill instance of a disaggregated run, the KV
+	// pinned for handoffs.
+	PinnedKV []PinnedKV `json:"pinned_kv,omitempty"`
+	// Stopped explains why the run stopped early (the eager handoff
+	// policy when a decode instance was out of memory).
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// PinnedKV is the KV a prefill instance held pinned for handoffs, in
+// blocks: the peak, and the mean over the run.
+type PinnedKV struct {
+	Instance   int     `json:"instance"`
+	PeakBlocks int     `json:"peak_blocks"`
+	MeanBlocks float64 `json:"mean_blocks"`
 }
 
 // Finish returns the summary for a run that lasted simTimeNs simulated ns

@@ -6,10 +6,12 @@ package runner
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/metrics"
@@ -139,12 +141,20 @@ func Run(b *config.Built, opts Options) (metrics.Result, error) {
 			i := i
 			o.ivs = append(o.ivs, o.series.Add(i, func() metrics.Snapshot {
 				st := sim.State(i)
-				return metrics.Snapshot{Running: st.Running, Waiting: st.Waiting,
-					KVUsedBlocks: st.KVUsed, KVCachedBlocks: st.KVCached, KVTotalBlocks: st.KVCapacity}
+				return metrics.Snapshot{Running: st.Running, Waiting: st.Waiting, HandoffQueue: st.HandoffQueue,
+					KVUsedBlocks: st.KVUsed, KVPinnedBlocks: st.KVPinned, KVCachedBlocks: st.KVCached,
+					KVTotalBlocks: st.KVCapacity, LinkUtil: st.LinkUtil}
 			}))
 		}
 	}
 	end, err := sim.Run()
+	var stop *cluster.StopReport
+	if errors.As(err, &stop) {
+		// The eager policy stopped the run: report what happened so far.
+		res := o.sum.Finish(end)
+		res.Stopped = stop.Error()
+		return res, err
+	}
 	if err != nil {
 		return metrics.Result{}, err
 	}
@@ -172,5 +182,13 @@ func Run(b *config.Built, opts Options) (metrics.Result, error) {
 		}
 	}
 	o.closers = nil
-	return o.sum.Finish(end), nil
+	res := o.sum.Finish(end)
+	if peak, mean := sim.PinnedStats(); peak != nil {
+		for i := range peak {
+			if b.Instances[i].Role == "prefill" {
+				res.PinnedKV = append(res.PinnedKV, metrics.PinnedKV{Instance: i, PeakBlocks: peak[i], MeanBlocks: mean[i]})
+			}
+		}
+	}
+	return res, nil
 }

@@ -1,0 +1,411 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// Input is one profile bundle's measurements with what the roofline needs to
+// predict them: the model's shape, the accelerator and the tensor-parallel
+// degree of the tables.
+type Input struct {
+	Points []perf.Point
+	Model  perf.RooflineModel
+	HW     perf.RooflineHW
+	TP     int
+}
+
+// Stats summarises absolute relative errors |pred/meas - 1| of one table.
+type Stats struct {
+	Count  int
+	Median float64
+	P90    float64
+	Bias   float64 // median of the signed relative error
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("n=%-6d median %5.1f%%  p90 %5.1f%%  bias %+5.1f%%", s.Count, 100*s.Median, 100*s.P90, 100*s.Bias)
+}
+
+// Report is the accuracy of a roofline against a bundle's tables: per table
+// (perf.Category*) and per op.
+type Report struct {
+	Tables map[string]Stats
+	Ops    map[string]Stats
+}
+
+// String renders the report as a fixed-width table, tables first, then ops,
+// each sorted by name.
+func (r *Report) String() string {
+	var b strings.Builder
+	for _, group := range []struct {
+		title string
+		m     map[string]Stats
+	}{{"table", r.Tables}, {"op", r.Ops}} {
+		keys := make([]string, 0, len(group.m))
+		for k := range group.m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%-5s %-16s %s\n", group.title, k, group.m[k])
+		}
+	}
+	return b.String()
+}
+
+// Evaluate predicts every point with r and summarises the errors.
+func Evaluate(r *perf.Roofline, pts []perf.Point) *Report {
+	byTable, byOp := map[string][]float64{}, map[string][]float64{}
+	for i := range pts {
+		p := &pts[i]
+		b := p.Batch()
+		e := r.OpNs(p.Op, &b)/p.Ns - 1
+		byTable[p.Category] = append(byTable[p.Category], e)
+		byOp[p.Op] = append(byOp[p.Op], e)
+	}
+	rep := &Report{Tables: map[string]Stats{}, Ops: map[string]Stats{}}
+	for k, v := range byTable {
+		rep.Tables[k] = stats(v)
+	}
+	for k, v := range byOp {
+		rep.Ops[k] = stats(v)
+	}
+	return rep
+}
+
+func stats(errs []float64) Stats {
+	abs := make([]float64, len(errs))
+	signed := append([]float64(nil), errs...)
+	for i, e := range errs {
+		abs[i] = math.Abs(e)
+	}
+	sort.Float64s(abs)
+	sort.Float64s(signed)
+	return Stats{Count: len(errs), Median: quantile(abs, 0.5), P90: quantile(abs, 0.9), Bias: quantile(signed, 0.5)}
+}
+
+// quantile of sorted xs by linear interpolation between closest ranks.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(xs)-1)
+	i := int(pos)
+	if i+1 >= len(xs) {
+		return xs[len(xs)-1]
+	}
+	return xs[i] + (pos-float64(i))*(xs[i+1]-xs[i])
+}
+
+// param is one fitted field of perf.Efficiency, searched in log space
+// between min and max.
+type param struct {
+	name     string
+	get      func(*perf.Efficiency) float64
+	set      func(*perf.Efficiency, float64)
+	init     float64
+	min, max float64
+}
+
+func field(name string, f func(*perf.Efficiency) *float64, init, lo, hi float64) param {
+	return param{name,
+		func(e *perf.Efficiency) float64 { return *f(e) },
+		func(e *perf.Efficiency, v float64) { *f(e) = v },
+		init, lo, hi}
+}
+
+// opScale fits Efficiency.OpScale[op].
+func opScale(op string) param {
+	return param{"op_scale." + op,
+		func(e *perf.Efficiency) float64 { return e.OpScale[op] },
+		func(e *perf.Efficiency, v float64) { e.OpScale[op] = v },
+		1, 0.05, 20}
+}
+
+// opLaunch fits Efficiency.OpLaunchNs[op].
+func opLaunch(op string) param {
+	return param{"op_launch." + op,
+		func(e *perf.Efficiency) float64 { return e.OpLaunchNs[op] },
+		func(e *perf.Efficiency, v float64) { e.OpLaunchNs[op] = v },
+		2500, 100, 1e5}
+}
+
+// ScaledOps are the memory-bound ops whose traffic multiplier Fit fits.
+var ScaledOps = []string{perf.OpEmbedding, perf.OpLayernorm, perf.OpFinalLayernorm, perf.OpQKNorm, perf.OpRotaryEmb, perf.OpActFn}
+
+var denseParams = []param{
+	field("compute", func(e *perf.Efficiency) *float64 { return &e.Compute }, 0.8, 0.05, 1.2),
+	field("memory", func(e *perf.Efficiency) *float64 { return &e.Memory }, 0.9, 0.05, 1.2),
+	field("launch", func(e *perf.Efficiency) *float64 { return &e.LaunchNs }, 2500, 100, 1e5),
+	field("sharpness", func(e *perf.Efficiency) *float64 { return &e.Sharpness }, 2.5, 1, 50),
+	field("cache_bytes", func(e *perf.Efficiency) *float64 { return &e.CacheBytes }, 50e6, 1e5, 1e10),
+	field("cache_speed", func(e *perf.Efficiency) *float64 { return &e.CacheSpeed }, 2, 1, 100),
+	field("sampler_passes", func(e *perf.Efficiency) *float64 { return &e.SamplerPasses }, 2, 0.1, 100),
+	field("sampler", func(e *perf.Efficiency) *float64 { return &e.SamplerNs }, 10000, 100, 1e6),
+}
+
+var attnParams = []param{
+	field("attn_compute", func(e *perf.Efficiency) *float64 { return &e.AttnCompute }, 0.55, 0.05, 1.2),
+	field("attn_memory", func(e *perf.Efficiency) *float64 { return &e.AttnMemory }, 0.95, 0.05, 1.2),
+	field("attn_launch", func(e *perf.Efficiency) *float64 { return &e.AttnLaunchNs }, 8000, 100, 1e5),
+	field("attn_sharpness", func(e *perf.Efficiency) *float64 { return &e.AttnSharpness }, 6, 4, 50),
+	field("attn_cache_bytes", func(e *perf.Efficiency) *float64 { return &e.AttnCacheBytes }, 50e6, 1e5, 1e10),
+	field("attn_cache_speed", func(e *perf.Efficiency) *float64 { return &e.AttnCacheSpeed }, 1.5, 0.5, 100),
+	field("attn_unit", func(e *perf.Efficiency) *float64 { return &e.AttnUnitNs }, 1000, 10, 1e5),
+	field("attn_empty", func(e *perf.Efficiency) *float64 { return &e.AttnEmptyNs }, 300, 1, 1e4),
+	field("attn_decode_memory", func(e *perf.Efficiency) *float64 { return &e.AttnDecodeMemory }, 0.95, 0.05, 1.2),
+	field("attn_decode_launch", func(e *perf.Efficiency) *float64 { return &e.AttnDecodeLaunchNs }, 8000, 100, 1e5),
+}
+
+// Options tune Fit. The zero value is fine.
+type Options struct {
+	// TileQ lists the attention query-tile sizes tried (default 64, 128).
+	TileQ []int
+	// Units lists the attention wave widths tried (default 16..512 by 8).
+	Units []int
+}
+
+// Fit fits the roofline's efficiencies for one accelerator to one or more
+// bundles' tables measured on it, by least squares on the log ratio of
+// predicted to measured time. Each table (dense + per-sequence, attention)
+// weighs the same regardless of its row count. Dense/per-sequence and
+// attention parameters are independent and are fitted separately; the
+// attention tile and wave width are discrete and searched on a grid.
+// The report is the in-sample accuracy on all inputs.
+func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
+	if len(inputs) == 0 {
+		return perf.Efficiency{}, nil, errors.New("calibrate: no input bundles")
+	}
+	var dense, attn []sample
+	for _, in := range inputs {
+		for _, p := range in.Points {
+			if !(p.Ns > 0) {
+				continue
+			}
+			s := sample{in: in, p: p}
+			switch p.Category {
+			case perf.CategoryDense, perf.CategoryPerSequence:
+				dense = append(dense, s)
+			case perf.CategoryAttention:
+				attn = append(attn, s)
+			}
+		}
+	}
+	if len(dense) == 0 && len(attn) == 0 {
+		return perf.Efficiency{}, nil, errors.New("calibrate: the bundles have no table rows")
+	}
+	eff := perf.DefaultEfficiency
+	var err error
+	if len(dense) > 0 {
+		params := append([]param(nil), denseParams...)
+		seen := map[string]bool{}
+		for _, s := range dense {
+			seen[s.p.Op] = true
+		}
+		eff.OpScale, eff.OpLaunchNs = map[string]float64{}, map[string]float64{}
+		for _, op := range ScaledOps {
+			if seen[op] {
+				params = append(params, opScale(op), opLaunch(op))
+				eff.OpScale[op], eff.OpLaunchNs[op] = 1, 2500
+			}
+		}
+		if eff, _, err = fitGroup(eff, params, dense); err != nil {
+			return eff, nil, err
+		}
+	}
+	if len(attn) > 0 {
+		tiles, units := opt.TileQ, opt.Units
+		if len(tiles) == 0 {
+			tiles = []int{64, 128}
+		}
+		if len(units) == 0 {
+			for u := 32; u <= 512; u += 16 {
+				units = append(units, u)
+			}
+		}
+		// Coarse search on a subsample, a finer one around the best wave
+		// width, then the full fit there.
+		best, bestCost := eff, math.Inf(1)
+		try := func(e perf.Efficiency, pts []sample) error {
+			e, c, err := fitGroup(e, attnParams, pts)
+			if err == nil && c < bestCost {
+				best, bestCost = e, c
+			}
+			return err
+		}
+		coarse := subsample(attn, 800)
+		for _, tq := range tiles {
+			for _, u := range units {
+				e := eff
+				e.AttnTileQ, e.AttnUnits = tq, u
+				if err := try(e, coarse); err != nil {
+					return eff, nil, err
+				}
+			}
+		}
+		fine := subsample(attn, 3000)
+		center := best
+		bestCost = math.Inf(1)
+		for du := -12; du <= 12; du += 4 {
+			e := center
+			if e.AttnUnits += du; e.AttnUnits < 1 {
+				continue
+			}
+			if err := try(e, fine); err != nil {
+				return eff, nil, err
+			}
+		}
+		if eff, _, err = fitGroup(best, attnParams, subsample(attn, 8000)); err != nil {
+			return eff, nil, err
+		}
+	}
+	rep := &Report{Tables: map[string]Stats{}, Ops: map[string]Stats{}}
+	var all []perf.Point
+	for _, in := range inputs {
+		r, err := perf.NewRoofline(in.Model, in.HW, eff, in.TP)
+		if err != nil {
+			return eff, nil, err
+		}
+		all = append(all[:0], in.Points...)
+		sub := Evaluate(r, all)
+		// With several inputs the report keeps the last one's figures per
+		// key; callers wanting each bundle's figures call Evaluate.
+		for k, v := range sub.Tables {
+			rep.Tables[k] = v
+		}
+		for k, v := range sub.Ops {
+			rep.Ops[k] = v
+		}
+	}
+	return eff, rep, nil
+}
+
+// groupOf is the weighting group of a point: its table, with attention
+// split into pure prefill, pure decode and mixed steps so that the few
+// pure-decode rows (the steps that dominate a serving run) weigh as much as
+// the many mixed ones.
+func groupOf(p perf.Point) string {
+	if p.Category != perf.CategoryAttention {
+		return p.Category
+	}
+	switch {
+	case p.N == 0:
+		return "attention/prefill"
+	case p.PC == 0:
+		return "attention/decode"
+	}
+	return "attention/mixed"
+}
+
+func copyMap(m map[string]float64) map[string]float64 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// subsample keeps about n evenly spaced samples.
+func subsample(s []sample, n int) []sample {
+	if len(s) <= n {
+		return s
+	}
+	out := make([]sample, 0, n+1)
+	step := float64(len(s)) / float64(n)
+	for x := 0.0; int(x) < len(s); x += step {
+		out = append(out, s[int(x)])
+	}
+	return out
+}
+
+type sample struct {
+	in Input
+	p  perf.Point
+}
+
+// fitGroup minimises the weighted squared log error of samples over params
+// (the other fields of start stay fixed). It returns the fitted efficiency
+// and the cost.
+func fitGroup(start perf.Efficiency, params []param, samples []sample) (perf.Efficiency, float64, error) {
+	weight := map[string]float64{}
+	for _, s := range samples {
+		weight[groupOf(s.p)]++
+	}
+	for k, v := range weight {
+		weight[k] = 1 / v
+	}
+	w := make([]float64, len(samples))
+	for i, s := range samples {
+		w[i] = weight[groupOf(s.p)]
+	}
+	batches := make([]perf.Batch, len(samples))
+	for i, s := range samples {
+		batches[i] = s.p.Batch()
+	}
+	decode := func(x []float64) perf.Efficiency {
+		e := start
+		e.OpScale, e.OpLaunchNs = copyMap(start.OpScale), copyMap(start.OpLaunchNs)
+		for i, p := range params {
+			p.set(&e, math.Min(p.max, math.Max(p.min, math.Exp(x[i]))))
+		}
+		return e
+	}
+	// Cache one Roofline per distinct (model, tp) input.
+	type key struct {
+		m  perf.RooflineModel
+		hw perf.RooflineHW
+		tp int
+	}
+	cost := func(x []float64) float64 {
+		e := decode(x)
+		rs := map[key]*perf.Roofline{}
+		var c float64
+		for i := range samples {
+			s := &samples[i]
+			k := key{s.in.Model, s.in.HW, s.in.TP}
+			r := rs[k]
+			if r == nil {
+				var err error
+				if r, err = perf.NewRoofline(s.in.Model, s.in.HW, e, s.in.TP); err != nil {
+					return math.Inf(1)
+				}
+				rs[k] = r
+			}
+			pred := r.OpNs(s.p.Op, &batches[i])
+			if !(pred > 0) {
+				return math.Inf(1)
+			}
+			d := math.Log(pred / s.p.Ns)
+			c += w[i] * d * d
+		}
+		return c
+	}
+	x0 := make([]float64, len(params))
+	for i, p := range params {
+		v := p.get(&start)
+		if v == 0 {
+			v = p.init
+		}
+		x0[i] = math.Log(math.Min(p.max, math.Max(p.min, v)))
+	}
+	best, bestCost := x0, cost(x0)
+	// Restart from the optimum while it improves: the simplex stalls easily
+	// on the kinks of the max and ceil terms.
+	for range 4 {
+		x, c := nelderMead(cost, best, 0.3, 300*len(params), 1e-10)
+		if c >= bestCost-1e-12 {
+			break
+		}
+		best, bestCost = x, c
+	}
+	return decode(best), bestCost, nil
+}

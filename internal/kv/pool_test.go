@@ -1,0 +1,125 @@
+package kv
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNewPoolRejectsNonPositive(t *testing.T) {
+	for _, c := range []int{0, -1} {
+		if p, err := NewPool(c, true); err == nil || p != nil {
+			t.Errorf("NewPool(%d) = %v, %v; want nil and an error", c, p, err)
+		}
+	}
+}
+
+func TestHitRate(t *testing.T) {
+	p, _ := NewPool(4, true)
+	if r := p.HitRate(); r != 0 {
+		t.Fatalf("HitRate with no queries = %v, want 0", r)
+	}
+	table, _ := p.Allocate(nil, 1)
+	p.Commit(table[0], 11)
+	hs := []uint64{11, 12, 13, 14}
+	other := p.Acquire(nil, hs, p.Match(hs)) // 1 hit of 4
+	if r := p.HitRate(); r != 0.25 {
+		t.Fatalf("HitRate = %v, want 0.25", r)
+	}
+	// Match and EvictableHits are queries without effect: no statistics.
+	p.Match(hs)
+	p.EvictableHits(hs, 1)
+	if r := p.HitRate(); r != 0.25 {
+		t.Fatalf("HitRate after Match = %v, want 0.25", r)
+	}
+	other = p.Acquire(other, hs[:1], 1) // 1 hit of 1: 2/5
+	if r := p.HitRate(); r != 0.4 {
+		t.Fatalf("HitRate = %v, want 0.4", r)
+	}
+	if err := p.Release(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(table); err != nil {
+		t.Fatal(err)
+	}
+	if p.Free() != p.Capacity() {
+		t.Fatalf("Free = %d after releasing everything", p.Free())
+	}
+}
+
+// Check is the engine's safety net; it must notice each kind of
+// corruption. The pool is damaged by hand (white-box).
+func TestCheckDetectsCorruption(t *testing.T) {
+	setup := func() *Pool {
+		p, _ := NewPool(4, true)
+		tb, _ := p.Allocate(nil, 2) // blocks 0, 1 referenced; queue 2 3
+		p.Commit(tb[0], 5)
+		if err := p.Check(); err != nil {
+			t.Fatalf("fresh pool fails Check: %v", err)
+		}
+		return p
+	}
+	tests := []struct {
+		name    string
+		corrupt func(p *Pool)
+		want    string
+	}{
+		{"referenced block in queue", func(p *Pool) { p.ref[2] = 1 }, "is in the free queue with 1 references"},
+		{"free count off", func(p *Pool) { p.numFree++ }, "free queue holds 2 blocks but the free count is 3"},
+		{"cycle", func(p *Pool) { p.next[3] = 2 }, "free queue has a cycle"},
+		{"negative refs", func(p *Pool) { p.ref[0] = -1 }, "block 0 has -1 references"},
+		{"leaked block", func(p *Pool) { p.ref[1] = 0; p.refs-- }, "1 referenced + 2 free != capacity 4"},
+		{"reference total drift", func(p *Pool) { p.refs++ }, "blocks hold 2 references but the total is 3"},
+		{"stale index", func(p *Pool) { p.hash[0] = 6 }, "cache index maps 5 to block 0 holding 6"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := setup()
+			tc.corrupt(p)
+			err := p.Check()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// doc.go promises that all operations are allocation-free in steady
+// state. With tables preallocated by the caller, a request's life cycle
+// (match, acquire its cached prefix, allocate the rest, commit, release)
+// must not allocate once the cache index has reached its size.
+func TestSteadyStateAllocationFree(t *testing.T) {
+	p, _ := NewPool(64, true)
+	prefix := []uint64{101, 102, 103, 104}
+	hs := make([]uint64, 8)
+	table := make([]BlockID, 0, 8)
+	var round uint64
+	cycle := func() {
+		round++
+		copy(hs, prefix)
+		for i := 4; i < 8; i++ {
+			hs[i] = 1000 + round%16*8 + uint64(i) // a few recurring suffixes
+		}
+		n := p.Match(hs)
+		p.EvictableHits(hs, n)
+		table = p.Acquire(table[:0], hs, n)
+		var ok bool
+		if table, ok = p.Allocate(table, 8-n); !ok {
+			t.Fatal("allocation failed")
+		}
+		for i, b := range table {
+			p.Commit(b, hs[i])
+		}
+		if err := p.Release(table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 { // warm the index to its steady size
+		cycle()
+	}
+	if a := testing.AllocsPerRun(1000, cycle); a != 0 {
+		t.Fatalf("request cycle allocates %v times per run, want 0", a)
+	}
+	if err := deepCheck(p); err != nil {
+		t.Fatal(err)
+	}
+}

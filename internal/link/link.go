@@ -1,0 +1,494 @@
+package link
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Unlimited is the bandwidth of an endpoint that never limits a flow. An
+// endpoint of Unlimited bandwidth and zero latency is a zero-cost link:
+// transfers between two such endpoints complete at their start time.
+var Unlimited = math.Inf(1)
+
+// EndpointID names an endpoint (one NIC) of a [Network]. IDs are dense,
+// starting at 0, in the order of [Network.AddEndpoint] calls.
+type EndpointID int32
+
+// TransferID names a transfer started on a [Network]. IDs start at 0 and
+// increase by one with each Start or StartParallel call.
+type TransferID int64
+
+// Completion reports a finished transfer.
+type Completion struct {
+	Transfer TransferID // the transfer, as returned by Start or StartParallel
+	Tag      int64      // the caller's tag, as passed to Start or StartParallel
+	Start    int64      // time the transfer was started, ns
+	At       int64      // time its last flow completed, ns (At >= Start)
+	Bytes    int64      // total bytes over all its flows
+	Flows    int        // number of flows
+}
+
+// doneEpsilon is the number of remaining bytes below which a flow counts
+// as complete.
+const doneEpsilon = 1e-6
+
+// never is the time of an event that will not happen.
+const never = int64(math.MaxInt64)
+
+// endpoint is one NIC.
+type endpoint struct {
+	bw      float64 // bytes per second, per direction; may be +Inf
+	latency int64   // ns
+}
+
+// transfer is the bookkeeping of one transfer; flows point at it.
+type transfer struct {
+	id      TransferID
+	tag     int64
+	start   int64
+	bytes   int64
+	flows   int
+	pending int // flows not yet complete
+}
+
+// flow is one sender-to-receiver stream.
+type flow struct {
+	tr       *transfer
+	eg, in   int32   // resource indices: sender egress, receiver ingress
+	bytes    float64 // total bytes
+	activeAt int64   // end of the latency phase
+
+	// Active phase: remaining bytes at anchorT are anchorRem; the flow
+	// moves rate bytes/s from anchorT on, and completes at finishAt.
+	anchorRem float64
+	anchorT   int64
+	rate      float64
+	finishAt  int64
+}
+
+// remaining returns the flow's remaining bytes at time t >= anchorT.
+func (f *flow) remaining(t int64) float64 {
+	r := f.anchorRem - f.rate*float64(t-f.anchorT)/1e9
+	if r < 0 || math.IsNaN(r) {
+		return 0
+	}
+	return r
+}
+
+// Network is the state of all endpoints and flows. The zero value is not
+// usable; call [New].
+type Network struct {
+	eps []endpoint
+
+	now     int64 // latest time passed to Start or Advance
+	nextAt  int64 // earliest pending activation or active completion; never if none
+	nextID  TransferID
+	live    int     // transfers whose completion has not been returned by Advance
+	pending []*flow // in latency phase, in start order
+	active  []*flow // in data phase
+	ready   []Completion
+	free    []*transfer
+	freeF   []*flow
+
+	// Water-filling scratch and results, indexed by resource
+	// (2*endpoint for egress, 2*endpoint+1 for ingress).
+	capacity []float64
+	caps     []float64
+	counts   []int32
+	used     []float64
+	inUse    []int32 // finite resources with unfrozen flows
+	off      []int32 // flows of resource r are adj[off[r]:off[r+1]]
+	fill     []int32
+	adj      []*flow
+
+	// onFlowDone, if set, is called for every completing flow with the
+	// flow and its remaining bytes at completion; tests use it.
+	onFlowDone func(f *flow, residual float64)
+	// onRecompute, if set, is called after every rate recomputation;
+	// tests use it.
+	onRecompute func()
+}
+
+// New returns an empty network at time 0.
+func New() *Network {
+	return &Network{nextAt: never}
+}
+
+// AddEndpoint adds a NIC of bandwidth bw bytes per second in each
+// direction (> 0, possibly [Unlimited]) and latency latencyNs (>= 0), and
+// returns its ID. It panics on invalid values.
+func (n *Network) AddEndpoint(bw float64, latencyNs int64) EndpointID {
+	if !(bw > 0) { // also rejects NaN
+		panic(fmt.Sprintf("link: endpoint bandwidth must be > 0, got %v", bw))
+	}
+	if latencyNs < 0 {
+		panic(fmt.Sprintf("link: endpoint latency must be >= 0, got %d", latencyNs))
+	}
+	if len(n.eps) >= math.MaxInt32/2 {
+		panic("link: too many endpoints")
+	}
+	id := EndpointID(len(n.eps))
+	n.eps = append(n.eps, endpoint{bw: bw, latency: latencyNs})
+	n.capacity = append(n.capacity, bw, bw)
+	n.caps = append(n.caps, 0, 0)
+	n.counts = append(n.counts, 0, 0)
+	n.used = append(n.used, 0, 0)
+	return id
+}
+
+// Endpoints returns the number of endpoints.
+func (n *Network) Endpoints() int { return len(n.eps) }
+
+// Now returns the latest time passed to Start, StartParallel or Advance.
+func (n *Network) Now() int64 { return n.now }
+
+// Start starts a transfer of one flow of bytes (>= 0) from endpoint from
+// to endpoint to at time now, and returns its ID. tag is reported back in
+// its [Completion]. Events due at or before now are processed first (their
+// completions are returned by the next Advance).
+func (n *Network) Start(now int64, from, to EndpointID, bytes int64, tag int64) TransferID {
+	n.checkEndpoint(from)
+	n.checkEndpoint(to)
+	if bytes < 0 {
+		panic(fmt.Sprintf("link: negative transfer size %d", bytes))
+	}
+	n.advanceTo(now)
+	tr := n.newTransfer(now, tag, 1, bytes)
+	id := tr.id // tr is recycled if the transfer completes right away
+	n.addFlow(now, tr, from, to, bytes)
+	n.advanceTo(now) // flows with zero latency become active now
+	return id
+}
+
+// StartParallel starts a transfer of len(from) parallel flows at time now,
+// flow i from endpoint from[i] to endpoint to[i], each of bytesPerFlow
+// bytes (>= 0); it completes when all its flows have completed. This is a
+// tensor-parallel KV transfer: rank i of the sending instance to rank i of
+// the receiving one. from and to must have the same, non-zero length. The
+// slices are not retained.
+func (n *Network) StartParallel(now int64, from, to []EndpointID, bytesPerFlow int64, tag int64) TransferID {
+	if len(from) == 0 || len(from) != len(to) {
+		panic(fmt.Sprintf("link: StartParallel needs equal, non-zero numbers of senders and receivers, got %d and %d", len(from), len(to)))
+	}
+	for i := range from {
+		n.checkEndpoint(from[i])
+		n.checkEndpoint(to[i])
+	}
+	if bytesPerFlow < 0 {
+		panic(fmt.Sprintf("link: negative transfer size %d", bytesPerFlow))
+	}
+	if bytesPerFlow > 0 && int64(len(from)) > math.MaxInt64/bytesPerFlow {
+		panic("link: transfer size overflows int64")
+	}
+	n.advanceTo(now)
+	tr := n.newTransfer(now, tag, len(from), bytesPerFlow*int64(len(from)))
+	id := tr.id // tr is recycled if the transfer completes right away
+	for i := range from {
+		n.addFlow(now, tr, from[i], to[i], bytesPerFlow)
+	}
+	n.advanceTo(now)
+	return id
+}
+
+// NextEvent returns the earliest time at which the network must be
+// advanced: a flow completes or leaves its latency phase (which changes the
+// rates). ok is false when nothing is in flight. If completions are
+// already due (for instance a zero-cost transfer just started), it returns
+// Now(). The returned time is never earlier than Now().
+func (n *Network) NextEvent() (at int64, ok bool) {
+	if len(n.ready) > 0 {
+		return n.now, true
+	}
+	if len(n.pending)+len(n.active) == 0 {
+		return 0, false
+	}
+	return max(n.nextAt, n.now), true
+}
+
+// Advance processes all events up to and including now and appends to
+// done the transfers that completed at or before now and were not
+// reported yet, ordered by completion time, then TransferID. It returns
+// the extended slice. It does not allocate when done has room. Advancing
+// to a time at which nothing is due only moves Now() forward.
+func (n *Network) Advance(now int64, done []Completion) []Completion {
+	n.advanceTo(now)
+	if len(n.ready) == 0 {
+		return done
+	}
+	slices.SortFunc(n.ready, func(a, b Completion) int {
+		if c := cmp.Compare(a.At, b.At); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Transfer, b.Transfer)
+	})
+	done = append(done, n.ready...)
+	n.live -= len(n.ready)
+	clear(n.ready)
+	n.ready = n.ready[:0]
+	return done
+}
+
+// Utilisation returns the fraction of endpoint ep's egress and ingress
+// bandwidth in use at Now() (0 for an [Unlimited] direction). Between
+// events it is constant, so sampling it after each Start and Advance gives
+// an exact step function.
+func (n *Network) Utilisation(ep EndpointID) (egress, ingress float64) {
+	n.checkEndpoint(ep)
+	frac := func(r int) float64 {
+		c := n.capacity[r]
+		if math.IsInf(c, 1) {
+			return 0
+		}
+		return n.used[r] / c
+	}
+	return frac(2 * int(ep)), frac(2*int(ep) + 1)
+}
+
+// Active returns the number of transfers started and not yet returned by
+// Advance.
+func (n *Network) Active() int { return n.live }
+
+// ActiveFlows returns the number of flows in flight at Now(): in their
+// latency phase or moving data.
+func (n *Network) ActiveFlows() int { return len(n.pending) + len(n.active) }
+
+func (n *Network) checkEndpoint(ep EndpointID) {
+	if ep < 0 || int(ep) >= len(n.eps) {
+		panic(fmt.Sprintf("link: unknown endpoint %d (have %d)", ep, len(n.eps)))
+	}
+}
+
+func (n *Network) newTransfer(now, tag int64, flows int, bytes int64) *transfer {
+	var tr *transfer
+	if k := len(n.free); k > 0 {
+		tr = n.free[k-1]
+		n.free = n.free[:k-1]
+	} else {
+		tr = new(transfer)
+	}
+	*tr = transfer{id: n.nextID, tag: tag, start: now, bytes: bytes, flows: flows, pending: flows}
+	n.nextID++
+	n.live++
+	return tr
+}
+
+func (n *Network) addFlow(now int64, tr *transfer, from, to EndpointID, bytes int64) {
+	var f *flow
+	if k := len(n.freeF); k > 0 {
+		f = n.freeF[k-1]
+		n.freeF = n.freeF[:k-1]
+	} else {
+		f = new(flow)
+	}
+	lat := max(n.eps[from].latency, n.eps[to].latency)
+	*f = flow{
+		tr:       tr,
+		eg:       2 * int32(from),
+		in:       2*int32(to) + 1,
+		bytes:    float64(bytes),
+		activeAt: satAdd(now, lat),
+		finishAt: never,
+	}
+	n.pending = append(n.pending, f)
+	n.nextAt = min(n.nextAt, f.activeAt)
+}
+
+// advanceTo processes every event at or before now, in time order.
+func (n *Network) advanceTo(now int64) {
+	if now < n.now {
+		panic(fmt.Sprintf("link: time went backwards: %d after %d", now, n.now))
+	}
+	for n.nextAt <= now && (n.nextAt != never || len(n.pending)+len(n.active) > 0) {
+		n.step(n.nextAt)
+	}
+	n.now = now
+}
+
+// step processes the events at time t (= n.nextAt): completions, then
+// activations, then recomputes the rates.
+func (n *Network) step(t int64) {
+	n.now = t
+	// Completions.
+	k := 0
+	for _, f := range n.active {
+		if f.finishAt <= t {
+			n.finish(f, t, f.remaining(t))
+			continue
+		}
+		if r := f.remaining(t); r <= doneEpsilon {
+			n.finish(f, t, r)
+			continue
+		}
+		n.active[k] = f
+		k++
+	}
+	clear(n.active[k:])
+	n.active = n.active[:k]
+	// Activations.
+	k = 0
+	for _, f := range n.pending {
+		if f.activeAt > t {
+			n.pending[k] = f
+			k++
+			continue
+		}
+		if f.bytes <= doneEpsilon || (math.IsInf(n.capacity[f.eg], 1) && math.IsInf(n.capacity[f.in], 1)) {
+			n.finish(f, t, 0)
+			continue
+		}
+		f.anchorRem, f.anchorT = f.bytes, t
+		n.active = append(n.active, f)
+	}
+	clear(n.pending[k:])
+	n.pending = n.pending[:k]
+
+	n.recompute(t)
+
+	next := never
+	for _, f := range n.pending {
+		next = min(next, f.activeAt)
+	}
+	for _, f := range n.active {
+		next = min(next, f.finishAt)
+	}
+	n.nextAt = next
+}
+
+// finish retires flow f at time t, and its transfer if f was the last.
+func (n *Network) finish(f *flow, t int64, residual float64) {
+	if n.onFlowDone != nil {
+		n.onFlowDone(f, residual)
+	}
+	tr := f.tr
+	tr.pending--
+	if tr.pending == 0 {
+		n.ready = append(n.ready, Completion{
+			Transfer: tr.id, Tag: tr.tag, Start: tr.start, At: t,
+			Bytes: tr.bytes, Flows: tr.flows,
+		})
+		*tr = transfer{}
+		n.free = append(n.free, tr)
+	}
+	*f = flow{}
+	n.freeF = append(n.freeF, f)
+}
+
+// recompute sets the max-min fair rate and the completion time of every
+// active flow at time t, by progressive filling. With R resources in use and
+// F active flows it costs O(R*R + F): at most R rounds, each scanning the
+// resources still in use and freezing the flows of one bottleneck.
+func (n *Network) recompute(t int64) {
+	copy(n.caps, n.capacity)
+	clear(n.counts)
+	clear(n.used)
+	for _, f := range n.active {
+		f.anchorRem = f.remaining(t)
+		f.anchorT = t
+		f.rate = 0 // unfrozen
+		n.counts[f.eg]++
+		n.counts[f.in]++
+	}
+	// Flows by resource (CSR), and the finite resources in use.
+	off := n.off[:0]
+	n.inUse = n.inUse[:0]
+	pos := int32(0)
+	for r, c := range n.counts {
+		off = append(off, pos)
+		pos += c
+		if c > 0 && !math.IsInf(n.capacity[r], 1) {
+			n.inUse = append(n.inUse, int32(r))
+		}
+	}
+	off = append(off, pos)
+	n.off = off
+	n.adj = slices.Grow(n.adj[:0], int(pos))[:pos]
+	fill := n.fill[:0]
+	fill = append(fill, off[:len(off)-1]...)
+	n.fill = fill
+	for _, f := range n.active {
+		n.adj[fill[f.eg]] = f
+		fill[f.eg]++
+		n.adj[fill[f.in]] = f
+		fill[f.in]++
+	}
+
+	unfrozen := len(n.active)
+	prev := 0.0
+	for unfrozen > 0 {
+		// The bottleneck: the finite resource with the smallest fair share
+		// of what is left (lowest index on ties). Every active flow has a
+		// finite resource (flows with none complete at activation), so one
+		// exists. Resources whose flows are all frozen leave the list.
+		best, share := int32(-1), 0.0
+		k := 0
+		for _, r := range n.inUse {
+			c := n.counts[r]
+			if c == 0 {
+				continue
+			}
+			n.inUse[k] = r
+			k++
+			s := n.caps[r] / float64(c)
+			if best < 0 || s < share {
+				best, share = r, s
+			}
+		}
+		n.inUse = n.inUse[:k]
+		if best < 0 {
+			panic("link: internal error: active flow without a finite resource")
+		}
+		// Shares never decrease in exact arithmetic; keep it so under
+		// rounding, and keep them positive.
+		share = max(share, prev)
+		if !(share > 0) {
+			share = math.SmallestNonzeroFloat64
+		}
+		prev = share
+		for _, f := range n.adj[off[best]:off[best+1]] {
+			if f.rate > 0 {
+				continue // frozen at another bottleneck
+			}
+			f.rate = share
+			unfrozen--
+			for _, r := range [2]int32{f.eg, f.in} {
+				n.counts[r]--
+				n.used[r] += share
+				n.caps[r] = max(0, n.caps[r]-share)
+			}
+		}
+	}
+	clear(n.adj) // do not keep retired flows reachable
+	for _, f := range n.active {
+		f.finishAt = satAdd(t, ceilNs(f.anchorRem*1e9/f.rate))
+	}
+	if n.onRecompute != nil {
+		n.onRecompute()
+	}
+}
+
+// ceilNs rounds a non-negative duration in ns up to a whole number of ns,
+// treating values within floating-point noise of an integer as that
+// integer. It saturates at math.MaxInt64.
+func ceilNs(x float64) int64 {
+	if !(x > 0) { // also NaN
+		return 0
+	}
+	if x >= 9e18 {
+		return never
+	}
+	k := math.Round(x)
+	if math.Abs(x-k) <= 1e-9+1e-12*x {
+		return int64(k)
+	}
+	return int64(math.Ceil(x))
+}
+
+// satAdd returns a+b for b >= 0, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if b > never-a {
+		return never
+	}
+	return a + b
+}

@@ -1,0 +1,421 @@
+package link_test
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/servesim/servesim/internal/link"
+)
+
+type ep struct {
+	bw  float64
+	lat int64
+}
+
+// start is one transfer: len(from) parallel flows of bytes each.
+type start struct {
+	at       int64
+	from, to []link.EndpointID
+	bytes    int64
+}
+
+func one(at int64, from, to link.EndpointID, bytes int64) start {
+	return start{at: at, from: []link.EndpointID{from}, to: []link.EndpointID{to}, bytes: bytes}
+}
+
+// run drives a network through starts (sorted by time) with the
+// NextEvent/Advance protocol and returns each transfer's completion time,
+// indexed by start.
+func run(t *testing.T, eps []ep, starts []start) []int64 {
+	t.Helper()
+	n := link.New()
+	for _, e := range eps {
+		n.AddEndpoint(e.bw, e.lat)
+	}
+	got := make([]int64, len(starts))
+	for i := range got {
+		got[i] = -1
+	}
+	ids := map[link.TransferID]int{}
+	var done []link.Completion
+	collect := func(upto int64) {
+		for {
+			at, ok := n.NextEvent()
+			if !ok || at > upto {
+				return
+			}
+			done = n.Advance(at, done[:0])
+			for _, c := range done {
+				i := ids[c.Transfer]
+				if got[i] != -1 {
+					t.Fatalf("transfer %d completed twice: %+v", i, c)
+				}
+				if c.At > at || c.At < c.Start {
+					t.Fatalf("transfer %d: completion at %d, start %d, advanced to %d", i, c.At, c.Start, at)
+				}
+				got[i] = c.At
+			}
+		}
+	}
+	for i, s := range starts {
+		collect(s.at)
+		var id link.TransferID
+		if len(s.from) == 1 {
+			id = n.Start(s.at, s.from[0], s.to[0], s.bytes, int64(i))
+		} else {
+			id = n.StartParallel(s.at, s.from, s.to, s.bytes, int64(i))
+		}
+		ids[id] = i
+	}
+	collect(math.MaxInt64)
+	if n.Active() != 0 || n.ActiveFlows() != 0 {
+		t.Fatalf("after draining: Active()=%d ActiveFlows()=%d", n.Active(), n.ActiveFlows())
+	}
+	return got
+}
+
+const (
+	gbps = 1e9  // bytes/s: 1 GB/s moves 1 byte per ns
+	lat  = 1000 // ns
+	mb   = 1e6  // bytes: 1e6 ns at 1 GB/s
+)
+
+func TestExactTimes(t *testing.T) {
+	u := link.Unlimited
+	ids := func(xs ...link.EndpointID) []link.EndpointID { return xs }
+	cases := []struct {
+		name   string
+		eps    []ep
+		starts []start
+		want   []int64
+	}{
+		{
+			name:   "one flow on idle NICs takes L + B/bw",
+			eps:    []ep{{gbps, lat}, {gbps, lat}},
+			starts: []start{one(0, 0, 1, mb)},
+			want:   []int64{lat + 1_000_000},
+		},
+		{
+			name:   "started later",
+			eps:    []ep{{gbps, lat}, {gbps, lat}},
+			starts: []start{one(7_777, 0, 1, mb)},
+			want:   []int64{7_777 + lat + 1_000_000},
+		},
+		{
+			name:   "two equal flows same sender same receiver take L + 2B/bw",
+			eps:    []ep{{gbps, lat}, {gbps, lat}},
+			starts: []start{one(0, 0, 1, mb), one(0, 0, 1, mb)},
+			want:   []int64{lat + 2_000_000, lat + 2_000_000},
+		},
+		{
+			name:   "two senders into one receiver share its ingress",
+			eps:    []ep{{gbps, lat}, {gbps, lat}, {gbps, lat}},
+			starts: []start{one(0, 0, 2, mb), one(0, 1, 2, mb)},
+			want:   []int64{lat + 2_000_000, lat + 2_000_000},
+		},
+		{
+			name:   "one sender to two receivers shares its egress",
+			eps:    []ep{{gbps, lat}, {gbps, lat}, {gbps, lat}},
+			starts: []start{one(0, 0, 1, mb), one(0, 0, 2, mb)},
+			want:   []int64{lat + 2_000_000, lat + 2_000_000},
+		},
+		{
+			name:   "egress and ingress are independent: A->B and B->A do not share",
+			eps:    []ep{{gbps, lat}, {gbps, lat}},
+			starts: []start{one(0, 0, 1, mb), one(0, 1, 0, mb)},
+			want:   []int64{lat + 1_000_000, lat + 1_000_000},
+		},
+		{
+			// Both at 0.5 B/ns until the short one ends at L+2ms having
+			// moved 1 MB; the long one has 2 MB left at 1 B/ns.
+			name:   "a flow finishing early frees bandwidth",
+			eps:    []ep{{gbps, lat}, {gbps, lat}},
+			starts: []start{one(0, 0, 1, mb), one(0, 0, 1, 3*mb)},
+			want:   []int64{lat + 2_000_000, lat + 4_000_000},
+		},
+		{
+			// Receiver 3 GB/s; sender 0 is 1 GB/s, sender 1 4 GB/s. Max-min:
+			// flow 0->2 is capped by its egress at 1, flow 1->2 gets the
+			// remaining 2 GB/s of the ingress (not an equal split of 1.5).
+			name:   "max-min: a slow sender leaves the rest to a fast one",
+			eps:    []ep{{gbps, lat}, {4 * gbps, lat}, {3 * gbps, lat}},
+			starts: []start{one(0, 0, 2, 2*mb), one(0, 1, 2, 2*mb)},
+			want:   []int64{lat + 2_000_000, lat + 1_000_000},
+		},
+		{
+			// A alone at 1 B/ns from 1000 to 1_001_000 (1 MB moved, 1 MB
+			// left); then both at 0.5 until A ends at 3_001_000; B has moved
+			// 1 MB and moves its last 1 MB alone.
+			name:   "staggered starts",
+			eps:    []ep{{gbps, lat}, {gbps, lat}},
+			starts: []start{one(0, 0, 1, 2*mb), one(1_000_000, 0, 1, 2*mb)},
+			want:   []int64{3_001_000, 4_001_000},
+		},
+		{
+			// Path latency is the max of the two ends. B (0->2) is in its
+			// latency phase until 1_000_000 and uses no bandwidth: A moves
+			// 999_000 bytes alone, then 1_001_000 at 0.5 (2_002_000 ns).
+			// B moves 1_001_000 bytes by then and 999_000 alone.
+			name:   "the latency phase consumes no bandwidth",
+			eps:    []ep{{gbps, lat}, {gbps, lat}, {gbps, 1_000_000}},
+			starts: []start{one(0, 0, 1, 2*mb), one(0, 0, 2, 2*mb)},
+			want:   []int64{3_002_000, 4_001_000},
+		},
+		{
+			name:   "zero-cost link completes instantly",
+			eps:    []ep{{u, 0}, {u, 0}},
+			starts: []start{one(5, 0, 1, 1<<40), one(9, 1, 0, 1)},
+			want:   []int64{5, 9},
+		},
+		{
+			name:   "zero bytes take the latency only",
+			eps:    []ep{{gbps, lat}, {gbps, 3 * lat}},
+			starts: []start{one(10, 0, 1, 0)},
+			want:   []int64{10 + 3*lat},
+		},
+		{
+			name:   "unlimited bandwidth with latency takes the latency",
+			eps:    []ep{{u, lat}, {u, lat}},
+			starts: []start{one(0, 0, 1, 1<<40)},
+			want:   []int64{lat},
+		},
+		{
+			name:   "unlimited sender, finite receiver: the receiver limits",
+			eps:    []ep{{u, 0}, {2 * gbps, 0}},
+			starts: []start{one(0, 0, 1, mb), one(0, 0, 1, mb)},
+			want:   []int64{1_000_000, 1_000_000},
+		},
+		{
+			name:   "rounded up to whole ns",
+			eps:    []ep{{3 * gbps, 0}, {3 * gbps, 0}},
+			starts: []start{one(0, 0, 1, 1_000_000_000)},
+			want:   []int64{333_333_334},
+		},
+		{
+			name:   "fractional rates land exactly on the ns",
+			eps:    []ep{{12.5 * gbps, 0}, {25 * gbps, 0}, {25 * gbps, 0}},
+			starts: []start{one(0, 0, 1, 5_000_000), one(0, 1, 2, 100_000_000)},
+			want:   []int64{400_000, 4_000_000},
+		},
+		{
+			name: "tp=2 transfer: parallel streams rank to rank",
+			eps:  []ep{{gbps, lat}, {gbps, lat}, {gbps, lat}, {gbps, lat}},
+			starts: []start{
+				{at: 0, from: ids(0, 1), to: ids(2, 3), bytes: mb},
+			},
+			want: []int64{lat + 1_000_000},
+		},
+		{
+			// Prefill instances {0,1} and {2,3} both send to decode {4,5}:
+			// each decode rank's ingress is shared by two streams.
+			name: "two tp=2 transfers into one decode instance",
+			eps:  []ep{{gbps, lat}, {gbps, lat}, {gbps, lat}, {gbps, lat}, {gbps, lat}, {gbps, lat}},
+			starts: []start{
+				{at: 0, from: ids(0, 1), to: ids(4, 5), bytes: mb},
+				{at: 0, from: ids(2, 3), to: ids(4, 5), bytes: mb},
+			},
+			want: []int64{lat + 2_000_000, lat + 2_000_000},
+		},
+		{
+			// One stream of the transfer is slowed by another flow into
+			// rank 1: the transfer completes with its slowest stream.
+			name: "a transfer completes with its slowest stream",
+			eps:  []ep{{gbps, lat}, {gbps, lat}, {gbps, lat}, {gbps, lat}, {gbps, lat}},
+			starts: []start{
+				{at: 0, from: ids(0, 1), to: ids(2, 3), bytes: mb},
+				one(0, 4, 3, mb),
+			},
+			want: []int64{lat + 2_000_000, lat + 2_000_000},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := run(t, tc.eps, tc.starts)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("completion times %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOrderAndTags(t *testing.T) {
+	n := link.New()
+	a := n.AddEndpoint(gbps, 0)
+	b := n.AddEndpoint(gbps, 0)
+	// Started in reverse order of completion; two complete at the same time.
+	t0 := n.Start(0, a, b, 3*mb, 100)
+	t1 := n.Start(0, b, a, 1*mb, 101)
+	t2 := n.Start(0, b, a, 1*mb, 102)
+	at, ok := n.NextEvent()
+	if !ok || at != 2_000_000 {
+		t.Fatalf("NextEvent = %d, %v; want 2000000, true", at, ok)
+	}
+	// Advance past everything in one call: order by time, then ID.
+	got := n.Advance(10_000_000, nil)
+	want := []link.Completion{
+		{Transfer: t1, Tag: 101, At: 2_000_000, Bytes: mb, Flows: 1},
+		{Transfer: t2, Tag: 102, At: 2_000_000, Bytes: mb, Flows: 1},
+		{Transfer: t0, Tag: 100, At: 3_000_000, Bytes: 3 * mb, Flows: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	if _, ok := n.NextEvent(); ok {
+		t.Fatal("NextEvent reports an event on an idle network")
+	}
+	if got := n.Advance(20_000_000, nil); len(got) != 0 {
+		t.Fatalf("idle Advance returned %v", got)
+	}
+}
+
+func TestZeroCostNextEventIsNow(t *testing.T) {
+	n := link.New()
+	a := n.AddEndpoint(link.Unlimited, 0)
+	b := n.AddEndpoint(link.Unlimited, 0)
+	n.Advance(42, nil)
+	id := n.Start(42, a, b, 1<<30, 7)
+	if at, ok := n.NextEvent(); !ok || at != 42 {
+		t.Fatalf("NextEvent = %d, %v; want 42, true", at, ok)
+	}
+	got := n.Advance(42, nil)
+	if len(got) != 1 || got[0].Transfer != id || got[0].At != 42 || got[0].Tag != 7 {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestCompletionsBufferedByStart(t *testing.T) {
+	// A Start later than a due completion processes it; the completion keeps
+	// its own time and is returned by the next Advance, and NextEvent never
+	// reports a time before Now().
+	n := link.New()
+	a := n.AddEndpoint(gbps, 0)
+	b := n.AddEndpoint(gbps, 0)
+	first := n.Start(0, a, b, mb, 0)
+	n.Start(5_000_000, a, b, mb, 1)
+	if at, ok := n.NextEvent(); !ok || at != 5_000_000 {
+		t.Fatalf("NextEvent = %d, %v; want 5000000, true", at, ok)
+	}
+	got := n.Advance(5_000_000, nil)
+	if len(got) != 1 || got[0].Transfer != first || got[0].At != 1_000_000 {
+		t.Fatalf("got %+v", got)
+	}
+	if n.Active() != 1 {
+		t.Fatalf("Active() = %d, want 1", n.Active())
+	}
+}
+
+func TestUtilisation(t *testing.T) {
+	n := link.New()
+	s0 := n.AddEndpoint(gbps, 0)
+	s1 := n.AddEndpoint(4*gbps, 0)
+	r := n.AddEndpoint(3*gbps, lat)
+	check := func(ep link.EndpointID, eg, in float64) {
+		t.Helper()
+		ge, gi := n.Utilisation(ep)
+		if math.Abs(ge-eg) > 1e-12 || math.Abs(gi-in) > 1e-12 {
+			t.Fatalf("Utilisation(%d) = %v, %v; want %v, %v", ep, ge, gi, eg, in)
+		}
+	}
+	n.Start(0, s0, r, 2*mb, 0)
+	n.Start(0, s1, r, 2*mb, 1)
+	check(s0, 0, 0) // latency phase: nothing in use yet
+	check(r, 0, 0)
+	n.Advance(lat, nil)
+	check(s0, 1, 0)
+	check(s1, 0.5, 0)
+	check(r, 0, 1)
+	n.Advance(lat+1_000_000, nil) // s1's flow is done
+	check(s0, 1, 0)
+	check(s1, 0, 0)
+	check(r, 0, 1.0/3)
+	n.Advance(lat+2_000_000, nil)
+	check(s0, 0, 0)
+	check(r, 0, 0)
+
+	u := link.New()
+	x := u.AddEndpoint(link.Unlimited, 0)
+	y := u.AddEndpoint(gbps, 0)
+	u.Start(0, x, y, mb, 0)
+	if eg, in := u.Utilisation(x); eg != 0 || in != 0 {
+		t.Fatalf("unlimited endpoint utilisation %v, %v; want 0, 0", eg, in)
+	}
+	if _, in := u.Utilisation(y); in != 1 {
+		t.Fatalf("receiver ingress utilisation %v; want 1", in)
+	}
+}
+
+func TestPanics(t *testing.T) {
+	mustPanic := func(name string, f func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Errorf("%s: no panic", name)
+			}
+		}()
+		f()
+	}
+	mustPanic("zero bandwidth", func() { link.New().AddEndpoint(0, 0) })
+	mustPanic("NaN bandwidth", func() { link.New().AddEndpoint(math.NaN(), 0) })
+	mustPanic("negative latency", func() { link.New().AddEndpoint(1, -1) })
+	n := link.New()
+	a := n.AddEndpoint(gbps, 0)
+	mustPanic("unknown endpoint", func() { n.Start(0, a, 5, 1, 0) })
+	mustPanic("negative bytes", func() { n.Start(0, a, a, -1, 0) })
+	mustPanic("mismatched parallel", func() { n.StartParallel(0, []link.EndpointID{a}, nil, 1, 0) })
+	n.Advance(10, nil)
+	mustPanic("time backwards (Advance)", func() { n.Advance(9, nil) })
+	mustPanic("time backwards (Start)", func() { n.Start(9, a, a, 1, 0) })
+}
+
+func TestAdvanceDoesNotAllocate(t *testing.T) {
+	n := link.New()
+	var eps []link.EndpointID
+	for range 8 {
+		eps = append(eps, n.AddEndpoint(gbps, lat))
+	}
+	done := make([]link.Completion, 0, 64)
+	now := int64(0)
+	// Warm up the pools.
+	for i := range 32 {
+		n.Start(now, eps[i%8], eps[(i*3+1)%8], int64(1000+i*97), int64(i))
+	}
+	for n.Active() > 0 {
+		at, _ := n.NextEvent()
+		now = at
+		done = n.Advance(now, done[:0])
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		for i := range 32 {
+			n.Start(now, eps[i%8], eps[(i*3+1)%8], int64(1000+i*97), int64(i))
+		}
+		for n.Active() > 0 {
+			at, _ := n.NextEvent()
+			now = at
+			done = n.Advance(now, done[:0])
+		}
+	})
+	if allocs > 0 {
+		t.Fatalf("steady state allocates %v times per run", allocs)
+	}
+}
+
+func TestSaturatedTimes(t *testing.T) {
+	// A transfer too slow to finish within int64 ns saturates at
+	// math.MaxInt64 instead of overflowing, and is still reported.
+	n := link.New()
+	a := n.AddEndpoint(1, 0)
+	b := n.AddEndpoint(1, math.MaxInt64-10)
+	id := n.Start(100, a, b, math.MaxInt64, 3)
+	at, ok := n.NextEvent()
+	if !ok || at != math.MaxInt64 {
+		t.Fatalf("NextEvent = %d, %v; want MaxInt64, true", at, ok)
+	}
+	got := n.Advance(math.MaxInt64, nil)
+	if len(got) != 1 || got[0].Transfer != id || got[0].At != math.MaxInt64 {
+		t.Fatalf("got %+v", got)
+	}
+	if _, ok := n.NextEvent(); ok {
+		t.Fatal("network not drained")
+	}
+}

@@ -1,0 +1,536 @@
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// RooflineModel is what the roofline predictor needs to know about a model:
+// the unsharded dimensions of its HuggingFace config. The caller fills it
+// from model.Config (perf does not import the model package).
+type RooflineModel struct {
+	Layers       int // num_hidden_layers
+	Hidden       int // hidden_size
+	Intermediate int // intermediate_size (dense MLP width)
+	Heads        int // num_attention_heads
+	KVHeads      int // num_key_value_heads (0: same as Heads)
+	HeadDim      int // head_dim (0: Hidden / Heads)
+	Vocab        int // vocab_size
+	// Experts is the number of routed experts per layer; 0 for a dense
+	// model. ExpertsPerTok is the top-k of the router and MoEIntermediate
+	// the MLP width of one expert (0: Intermediate).
+	Experts, ExpertsPerTok, MoEIntermediate int
+	// SharedIntermediate is the total MLP width of the always-active shared
+	// experts of an MoE layer (0 when there are none).
+	SharedIntermediate int
+	// BytesPerElem is the size of one weight/activation/KV element (2 for
+	// bf16; 0 means 2).
+	BytesPerElem int
+	// QKNorm adds the per-head RMSNorm on queries and keys (Qwen3).
+	QKNorm bool
+	// TieEmbeddings reports that lm_head shares the embedding matrix. It does
+	// not change the step time (the matrix is read by both ops either way)
+	// and is kept for completeness.
+	TieEmbeddings bool
+}
+
+// RooflineHW is what the roofline predictor needs to know about one
+// accelerator (hw.Accelerator: PeakFLOPS(dtype), MemBandwidth).
+type RooflineHW struct {
+	PeakFLOPS    float64 // dense tensor FLOP/s for the model's dtype
+	MemBandwidth float64 // device memory bytes/s
+}
+
+// Efficiency holds the calibrated constants that turn the ideal roofline of
+// an accelerator into measured kernel times. They describe the accelerator
+// (and the serving engine's kernels on it), not a model: one set is fitted
+// per accelerator by package calibrate and applies to every model.
+//
+// Zero fields take the value of DefaultEfficiency, so a partly filled
+// struct is valid.
+type Efficiency struct {
+	// Compute is the fraction of PeakFLOPS a large GEMM reaches.
+	Compute float64
+	// Memory is the fraction of MemBandwidth a streaming kernel reaches.
+	Memory float64
+	// LaunchNs is the fixed cost of one kernel (launch, tail, sync), ns.
+	LaunchNs float64
+	// Sharpness p blends the compute and memory times of a GEMM:
+	// t = (tc^p + tm^p)^(1/p). Large p is the hard max of the textbook
+	// roofline; small p charges the ridge region, where neither limit is
+	// reached, a little of both.
+	Sharpness float64
+	// CacheBytes is the effective on-chip (L2) cache capacity: an
+	// elementwise kernel whose working set is W bytes finds min(1,
+	// CacheBytes/W) of its traffic in cache.
+	CacheBytes float64
+	// CacheSpeed is the cache bandwidth as a multiple of MemBandwidth×Memory.
+	CacheSpeed float64
+	// SamplerPasses is how many times the sampler streams the fp32 logits
+	// (sequences × vocab × 4 bytes); SamplerNs its fixed cost, ns.
+	SamplerPasses, SamplerNs float64
+
+	// AttnCompute is the fraction of PeakFLOPS the attention kernel reaches
+	// when every unit is busy with a full tile.
+	AttnCompute float64
+	// AttnMemory is the fraction of MemBandwidth the attention kernel reads
+	// the KV cache at.
+	AttnMemory float64
+	// AttnLaunchNs is the fixed cost of the attention kernel, ns.
+	AttnLaunchNs float64
+	// AttnSharpness blends attention compute and memory time like Sharpness.
+	AttnSharpness float64
+	// AttnTileQ is the number of query rows one attention work unit (CTA)
+	// computes: FlashAttention-style kernels pad every sequence's query rows
+	// (per head) up to whole tiles.
+	AttnTileQ int
+	// AttnUnits is how many attention work units run at once (the wave
+	// width); 0 disables wave quantisation.
+	AttnUnits int
+	// AttnCacheBytes is the cache capacity seen by the attention kernel when
+	// several query heads (GQA) or query tiles read the same KV: reads
+	// beyond the first hit the cache for min(1, AttnCacheBytes/W) of the
+	// traffic, W being one KV head's working set over the batch.
+	AttnCacheBytes float64
+	// AttnCacheSpeed is the speed of those cache hits as a multiple of
+	// MemBandwidth×AttnMemory.
+	AttnCacheSpeed float64
+	// AttnDecodeMemory and AttnDecodeLaunchNs replace AttnMemory and
+	// AttnLaunchNs for pure-decode steps, which run FlashAttention's
+	// GQA-packed decode path (the query heads of one KV head in one unit).
+	AttnDecodeMemory, AttnDecodeLaunchNs float64
+	// AttnEmptyNs is the cost of an empty work unit: the kernel launches
+	// ceil(longest chunk/AttnTileQ) query tiles for every sequence and head,
+	// and the tiles past a shorter sequence's end exit at once. ns per unit,
+	// AttnUnits of them at a time.
+	AttnEmptyNs float64
+	// AttnUnitNs is the fixed cost of one attention work unit (prologue,
+	// epilogue, output write), ns.
+	AttnUnitNs float64
+
+	// OpScale multiplies the traffic of individual memory-bound ops, by op
+	// name (embedding, layernorm, final_layernorm, qk_norm, rotary_emb,
+	// act_fn): how far each kernel's access pattern is from a plain stream
+	// of the bytes the roofline counts. Absent ops use 1.
+	OpScale map[string]float64
+	// OpLaunchNs replaces LaunchNs for individual memory-bound ops, by op
+	// name (an op may be one kernel or several small ones). Absent ops use
+	// LaunchNs.
+	OpLaunchNs map[string]float64
+}
+
+// DefaultEfficiency is used for accelerators without calibration: typical
+// values of the FlashAttention/cuBLAS kernels vLLM runs on recent NVIDIA
+// GPUs.
+var DefaultEfficiency = Efficiency{
+	Compute:        0.8,
+	Memory:         0.9,
+	LaunchNs:       2500,
+	Sharpness:      2.5,
+	CacheBytes:     40e6,
+	CacheSpeed:     2,
+	SamplerPasses:  2,
+	SamplerNs:      15000,
+	AttnCompute:    0.55,
+	AttnMemory:     0.95,
+	AttnLaunchNs:   8000,
+	AttnSharpness:  4,
+	AttnTileQ:      128,
+	AttnUnits:      0,
+	AttnCacheBytes: 40e6,
+	AttnCacheSpeed: 1.5,
+	AttnUnitNs:     1000,
+	AttnDecodeMemory:   0.95,
+	AttnEmptyNs:        300,
+	AttnDecodeLaunchNs: 8000,
+}
+
+// withDefaults fills zero fields from DefaultEfficiency.
+func (e Efficiency) withDefaults() Efficiency {
+	d := DefaultEfficiency
+	f := func(v *float64, def float64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	f(&e.Compute, d.Compute)
+	f(&e.Memory, d.Memory)
+	f(&e.LaunchNs, d.LaunchNs)
+	f(&e.Sharpness, d.Sharpness)
+	f(&e.CacheBytes, d.CacheBytes)
+	f(&e.CacheSpeed, d.CacheSpeed)
+	f(&e.SamplerPasses, d.SamplerPasses)
+	f(&e.SamplerNs, d.SamplerNs)
+	f(&e.AttnCompute, d.AttnCompute)
+	f(&e.AttnMemory, d.AttnMemory)
+	f(&e.AttnLaunchNs, d.AttnLaunchNs)
+	f(&e.AttnSharpness, d.AttnSharpness)
+	f(&e.AttnCacheBytes, d.AttnCacheBytes)
+	f(&e.AttnCacheSpeed, d.AttnCacheSpeed)
+	f(&e.AttnUnitNs, d.AttnUnitNs)
+	f(&e.AttnDecodeMemory, d.AttnDecodeMemory)
+	f(&e.AttnEmptyNs, d.AttnEmptyNs)
+	f(&e.AttnDecodeLaunchNs, d.AttnDecodeLaunchNs)
+	if e.AttnTileQ == 0 {
+		e.AttnTileQ = d.AttnTileQ
+	}
+	return e
+}
+
+// Validate checks that every field is finite and in range.
+func (e Efficiency) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+		max  float64
+	}{
+		{"compute", e.Compute, 1.5}, {"memory", e.Memory, 1.5},
+		{"attn_compute", e.AttnCompute, 1.5}, {"attn_memory", e.AttnMemory, 1.5},
+		{"launch", e.LaunchNs, 1e9}, {"attn_launch", e.AttnLaunchNs, 1e9},
+		{"sharpness", e.Sharpness, 1e3}, {"attn_sharpness", e.AttnSharpness, 1e3},
+		{"cache_bytes", e.CacheBytes, 1e15}, {"attn_cache_bytes", e.AttnCacheBytes, 1e15},
+		{"cache_speed", e.CacheSpeed, 1e3}, {"attn_cache_speed", e.AttnCacheSpeed, 1e3},
+		{"attn_unit", e.AttnUnitNs, 1e9}, {"attn_empty", e.AttnEmptyNs, 1e9},
+		{"attn_decode_memory", e.AttnDecodeMemory, 1.5}, {"attn_decode_launch", e.AttnDecodeLaunchNs, 1e9},
+		{"sampler_passes", e.SamplerPasses, 1e3}, {"sampler", e.SamplerNs, 1e9},
+	} {
+		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
+			return fmt.Errorf("efficiency %s = %g: want a value in [0, %g]", f.name, f.v, f.max)
+		}
+	}
+	for op, v := range e.OpScale {
+		if math.IsNaN(v) || v <= 0 || v > 1e3 {
+			return fmt.Errorf("efficiency op_scale[%s] = %g: want a value in (0, 1000]", op, v)
+		}
+	}
+	for op, v := range e.OpLaunchNs {
+		if math.IsNaN(v) || v < 0 || v > 1e9 {
+			return fmt.Errorf("efficiency op_launch[%s] = %g: want a value in [0, 1e9]", op, v)
+		}
+	}
+	if e.AttnTileQ < 0 || e.AttnTileQ > 4096 {
+		return fmt.Errorf("efficiency attn_tile_q = %d: want [0, 4096]", e.AttnTileQ)
+	}
+	if e.AttnUnits < 0 || e.AttnUnits > 1<<20 {
+		return fmt.Errorf("efficiency attn_units = %d: want >= 0", e.AttnUnits)
+	}
+	return nil
+}
+
+// Op names of the roofline, the same as the layer catalogs' and the profile
+// tables'.
+const (
+	OpEmbedding      = "embedding"
+	OpLayernorm      = "layernorm"
+	OpQKVProj        = "qkv_proj"
+	OpQKNorm         = "qk_norm"
+	OpRotaryEmb      = "rotary_emb"
+	OpAttention      = "attention"
+	OpOProj          = "o_proj"
+	OpGateUpProj     = "gate_up_proj"
+	OpActFn          = "act_fn"
+	OpDownProj       = "down_proj"
+	OpMoE            = "moe"
+	OpFinalLayernorm = "final_layernorm"
+	OpLMHead         = "lm_head"
+	OpSampler        = "sampler"
+)
+
+// OpUse is one op of a step and how often it runs (per-layer ops run once
+// per layer; layernorm twice).
+type OpUse struct {
+	Op    string
+	Count float64
+}
+
+// OpTime is one op's predicted time in a step.
+type OpTime struct {
+	Op    string
+	Count float64 // occurrences in the step
+	Ns    float64 // time of ONE occurrence, ns
+}
+
+// Roofline predicts step times from a model's shape and an accelerator's
+// peak compute and bandwidth, with calibrated efficiencies. It is immutable
+// and safe for concurrent use. Times are for one tensor-parallel rank
+// (dimensions sharded by TP); collectives are not included (see
+// WithCollectives).
+type Roofline struct {
+	m   RooflineModel
+	hw  RooflineHW
+	eff Efficiency
+	tp  int
+	ops []OpUse
+
+	// per-rank dimensions
+	b                    float64 // bytes per element
+	h, inter, moeInter   float64
+	sharedInter          float64
+	heads, kvHeads, hd   float64
+	vocab                float64
+	qkvN                 float64 // qkv_proj output width
+	kvBytesPerTok        float64 // per layer, per rank: 2*kvHeads*hd*b
+	flopRate, memRate    float64 // effective FLOP/s and bytes/s
+	attnFlop, attnMem    float64
+	attnDecMem           float64
+	cacheRate            float64
+	attnUnitNsPerKV      float64 // ns per KV position of one full tile work unit
+	invP, invAttnP       float64
+	tileQ, units         float64
+	gqa                  float64
+	experts, expertsTopK int
+	// traffic multipliers of the memory-bound ops
+	scEmbed, scNorm, scFinalNorm, scQKNorm, scRotary, scAct float64
+	// and their fixed costs
+	lnEmbed, lnNorm, lnFinalNorm, lnQKNorm, lnRotary, lnAct float64
+}
+
+// NewRoofline builds the roofline predictor of model m on accelerator acc at
+// tensor-parallel degree tp. Query heads, intermediate sizes and the
+// vocabulary are divided by tp; KV heads become max(1, KVHeads/tp).
+func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roofline, error) {
+	if tp < 1 {
+		return nil, fmt.Errorf("roofline: tensor-parallel degree must be >= 1, got %d", tp)
+	}
+	if m.KVHeads == 0 {
+		m.KVHeads = m.Heads
+	}
+	if m.HeadDim == 0 && m.Heads > 0 {
+		m.HeadDim = m.Hidden / m.Heads
+	}
+	if m.BytesPerElem == 0 {
+		m.BytesPerElem = 2
+	}
+	if m.MoEIntermediate == 0 {
+		m.MoEIntermediate = m.Intermediate
+	}
+	switch {
+	case m.Layers < 1 || m.Hidden < 1 || m.Heads < 1 || m.HeadDim < 1 || m.Vocab < 1 || m.KVHeads < 1:
+		return nil, fmt.Errorf("roofline: layers, hidden, heads, kv heads, head dim and vocab must be >= 1 (got %+v)", m)
+	case m.Experts == 0 && m.Intermediate < 1:
+		return nil, errors.New("roofline: a dense model needs intermediate >= 1")
+	case m.Experts < 0 || (m.Experts > 0 && (m.ExpertsPerTok < 1 || m.ExpertsPerTok > m.Experts)):
+		return nil, fmt.Errorf("roofline: experts per token must be in [1, experts=%d], got %d", m.Experts, m.ExpertsPerTok)
+	case m.Heads%m.KVHeads != 0:
+		return nil, fmt.Errorf("roofline: heads %d not a multiple of kv heads %d", m.Heads, m.KVHeads)
+	case m.Heads%tp != 0:
+		return nil, fmt.Errorf("roofline: heads %d not divisible by tp %d", m.Heads, tp)
+	case !(acc.PeakFLOPS > 0) || !(acc.MemBandwidth > 0) || math.IsInf(acc.PeakFLOPS, 0) || math.IsInf(acc.MemBandwidth, 0):
+		return nil, fmt.Errorf("roofline: accelerator peak FLOP/s and bandwidth must be positive (got %g, %g)", acc.PeakFLOPS, acc.MemBandwidth)
+	}
+	if err := eff.Validate(); err != nil {
+		return nil, fmt.Errorf("roofline: %w", err)
+	}
+	e := eff.withDefaults()
+	t := float64(tp)
+	r := &Roofline{m: m, hw: acc, eff: e, tp: tp}
+	r.b = float64(m.BytesPerElem)
+	r.h = float64(m.Hidden)
+	r.inter = float64(m.Intermediate) / t
+	r.moeInter = float64(m.MoEIntermediate) / t
+	r.sharedInter = float64(m.SharedIntermediate) / t
+	r.heads = float64(m.Heads) / t
+	r.kvHeads = math.Max(1, float64(m.KVHeads)/t)
+	r.hd = float64(m.HeadDim)
+	r.vocab = float64(m.Vocab) / t
+	r.qkvN = (r.heads + 2*r.kvHeads) * r.hd
+	r.kvBytesPerTok = 2 * r.kvHeads * r.hd * r.b
+	r.gqa = r.heads / r.kvHeads
+	r.flopRate = acc.PeakFLOPS * e.Compute
+	r.memRate = acc.MemBandwidth * e.Memory
+	r.cacheRate = r.memRate * e.CacheSpeed
+	r.attnFlop = acc.PeakFLOPS * e.AttnCompute
+	r.attnMem = acc.MemBandwidth * e.AttnMemory
+	r.attnDecMem = acc.MemBandwidth * e.AttnDecodeMemory
+	r.tileQ = float64(e.AttnTileQ)
+	r.units = float64(e.AttnUnits)
+	// One work unit computes QK^T and PV for tileQ rows against one KV
+	// position: 4*tileQ*hd FLOPs. With u units sharing the attention
+	// throughput, each runs at attnFlop/u.
+	u := r.units
+	if u == 0 {
+		u = 1
+	}
+	r.attnUnitNsPerKV = 4 * r.tileQ * r.hd / (r.attnFlop / u) * 1e9
+	r.invP = 1 / e.Sharpness
+	r.invAttnP = 1 / e.AttnSharpness
+	r.experts, r.expertsTopK = m.Experts, m.ExpertsPerTok
+	scale := func(op string) float64 {
+		if v, ok := e.OpScale[op]; ok {
+			return v
+		}
+		return 1
+	}
+	r.scEmbed, r.scNorm, r.scFinalNorm = scale(OpEmbedding), scale(OpLayernorm), scale(OpFinalLayernorm)
+	r.scQKNorm, r.scRotary, r.scAct = scale(OpQKNorm), scale(OpRotaryEmb), scale(OpActFn)
+	launch := func(op string) float64 {
+		if v, ok := e.OpLaunchNs[op]; ok {
+			return v
+		}
+		return e.LaunchNs
+	}
+	r.lnEmbed, r.lnNorm, r.lnFinalNorm = launch(OpEmbedding), launch(OpLayernorm), launch(OpFinalLayernorm)
+	r.lnQKNorm, r.lnRotary, r.lnAct = launch(OpQKNorm), launch(OpRotaryEmb), launch(OpActFn)
+
+	L := float64(m.Layers)
+	r.ops = append(r.ops, OpUse{OpEmbedding, 1}, OpUse{OpLayernorm, 2 * L}, OpUse{OpQKVProj, L})
+	if m.QKNorm {
+		r.ops = append(r.ops, OpUse{OpQKNorm, L})
+	}
+	r.ops = append(r.ops, OpUse{OpRotaryEmb, L}, OpUse{OpAttention, L}, OpUse{OpOProj, L})
+	if m.Experts > 0 {
+		r.ops = append(r.ops, OpUse{OpMoE, L})
+	} else {
+		r.ops = append(r.ops, OpUse{OpGateUpProj, L}, OpUse{OpActFn, L}, OpUse{OpDownProj, L})
+	}
+	r.ops = append(r.ops, OpUse{OpFinalLayernorm, 1}, OpUse{OpLMHead, 1}, OpUse{OpSampler, 1})
+	return r, nil
+}
+
+// TP is the tensor-parallel degree the predictor was built for.
+func (r *Roofline) TP() int { return r.tp }
+
+// Efficiency returns the efficiencies in use (defaults filled in).
+func (r *Roofline) Efficiency() Efficiency { return r.eff }
+
+// Ops lists the ops of one step with their multiplicities, in layer order.
+// The slice must not be modified.
+func (r *Roofline) Ops() []OpUse { return r.ops }
+
+// StepTime implements Predictor: the sum over the step's ops of count × time.
+// It does not allocate.
+func (r *Roofline) StepTime(b *Batch) int64 {
+	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0) {
+		return 0
+	}
+	var s float64
+	for _, u := range r.ops {
+		s += u.Count * r.OpNs(u.Op, b)
+	}
+	return clampNs(s)
+}
+
+// Breakdown appends every op's time in the step to dst and returns it.
+func (r *Roofline) Breakdown(b *Batch, dst []OpTime) []OpTime {
+	for _, u := range r.ops {
+		dst = append(dst, OpTime{Op: u.Op, Count: u.Count, Ns: r.OpNs(u.Op, b)})
+	}
+	return dst
+}
+
+func clampNs(v float64) int64 {
+	v = math.Round(v)
+	switch {
+	case !(v > 0):
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return int64(v)
+}
+
+// OpNs is the time in ns of ONE occurrence of op (one layer's worth for a
+// per-layer op) in the step b, on one tensor-parallel rank. Dense ops are
+// timed by the step's total tokens, lm_head and sampler by its sequences,
+// attention by its prefill chunks and decode contexts. Unknown ops and empty
+// steps take 0.
+func (r *Roofline) OpNs(op string, b *Batch) float64 {
+	if b == nil {
+		return 0
+	}
+	T := float64(max(b.Tokens(), 0))
+	S := float64(max(b.Seqs(), 0))
+	h, bb := r.h, r.b
+	switch op {
+	case OpEmbedding:
+		// gather rows of the table, write the hidden states.
+		return r.elementwise(T, 2*T*h*bb, r.scEmbed, r.lnEmbed)
+	case OpLayernorm:
+		// fused residual add + RMSNorm: read x and residual, write both.
+		return r.elementwise(T, 4*T*h*bb, r.scNorm, r.lnNorm)
+	case OpFinalLayernorm:
+		return r.elementwise(T, 4*T*h*bb, r.scFinalNorm, r.lnFinalNorm)
+	case OpQKNorm:
+		// per-head RMSNorm of queries and keys, read and written.
+		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scQKNorm, r.lnQKNorm)
+	case OpRotaryEmb:
+		// rotate queries and keys in place.
+		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scRotary, r.lnRotary)
+	case OpActFn:
+		// SiLU(gate)*up: read both halves, write one.
+		return r.elementwise(T, 3*T*r.inter*bb, r.scAct, r.lnAct)
+	case OpQKVProj:
+		return r.gemm(T, h, r.qkvN)
+	case OpOProj:
+		return r.gemm(T, r.heads*r.hd, h)
+	case OpGateUpProj:
+		return r.gemm(T, h, 2*r.inter)
+	case OpDownProj:
+		return r.gemm(T, r.inter, h)
+	case OpLMHead:
+		return r.gemm(S, h, r.vocab)
+	case OpSampler:
+		if S == 0 {
+			return 0
+		}
+		return r.eff.SamplerNs + r.eff.SamplerPasses*S*float64(r.m.Vocab)*4/r.memRate*1e9
+	case OpAttention:
+		return r.attention(b)
+	case OpMoE:
+		return r.moe(T)
+	}
+	return 0
+}
+
+// softMax blends two times: (a^p + b^p)^(1/p) with p = 1/invP.
+func softMax(a, b, invP float64) float64 {
+	hi, lo := a, b
+	if lo > hi {
+		hi, lo = lo, hi
+	}
+	if hi <= 0 {
+		return 0
+	}
+	p := 1 / invP
+	return hi * math.Pow(1+math.Pow(lo/hi, p), invP)
+}
+
+// gemm times an (M×K)·(K×N) matrix product: its weights are read once per
+// step, the activations once, the output written once.
+func (r *Roofline) gemm(M, K, N float64) float64 {
+	if M <= 0 {
+		return 0
+	}
+	flops := 2 * M * K * N
+	bytes := (K*N + M*K + M*N) * r.b
+	return r.eff.LaunchNs + softMax(flops/r.flopRate*1e9, bytes/r.memRate*1e9, r.invP)
+}
+
+// elementwise times a memory-bound kernel moving bytes; the part of the
+// traffic that fits the cache runs at the cache speed.
+func (r *Roofline) elementwise(T, bytes, scale, launch float64) float64 {
+	if T <= 0 {
+		return 0
+	}
+	hit := 1.0
+	if bytes > r.eff.CacheBytes {
+		hit = r.eff.CacheBytes / bytes
+	}
+	return launch + scale*bytes*((1-hit)/r.memRate+hit/r.cacheRate)*1e9
+}
+
+// moe times one MoE block: router GEMM, then gate_up and down of every
+// activated expert (weights read once per activated expert) and the shared
+// experts.
+func (r *Roofline) moe(T float64) float64 {
+	if T <= 0 {
+		return 0
+	}
+	ae := float64(ActivatedExperts(int(T), r.experts, r.expertsTopK))
+	k := float64(r.expertsTopK)
+	flops := 2*T*r.h*float64(r.experts) + 2*T*k*r.h*3*r.moeInter + 2*T*r.h*3*r.sharedInter
+	bytes := (ae*3*r.h*r.moeInter + 3*r.h*r.sharedInter + r.h*float64(r.experts) +
+		2*T*k*r.h + T*k*3*r.moeInter) * r.b
+	return 4*r.eff.LaunchNs + softMax(flops/r.flopRate*1e9, bytes/r.memRate*1e9, r.invP)
+}

@@ -1,0 +1,169 @@
+package perf
+
+import "math"
+
+// attention times one layer's attention kernel on one rank, modelled on the
+// FlashAttention-2 varlen kernel vLLM runs on NVIDIA GPUs:
+//
+//   - Work units. Every prefill sequence is cut, per query head, into tiles
+//     of AttnTileQ query rows; tile i attends to the sequence's history plus
+//     the first (i+1)·tile chunk tokens (causal). In a step that also has
+//     prefills, every decode request is a one-row sequence that still costs
+//     a whole tile per query head. A pure-decode step packs the query heads
+//     of one KV head (GQA) into one unit per (request, KV head), and splits
+//     long contexts into several units (split-KV, FlashAttention's
+//     num_splits heuristic with 2·AttnUnits slots) when there are few units.
+//   - Compute. An empty tile (past the end of a shorter sequence) costs
+//     AttnEmptyNs. A unit costs AttnUnitNs plus 4·tile·head_dim FLOPs per KV
+//     position at AttnCompute×PeakFLOPS/AttnUnits. Units run AttnUnits at a
+//     time: the compute time is ceil(units/AttnUnits) waves of the mean
+//     unit, and at least the longest unit.
+//   - Memory. The distinct KV bytes are read once from memory; units
+//     re-reading the same KV (the query heads of one KV head, the tiles of
+//     one sequence) find min(1, AttnCacheBytes/W) of it in cache, W being
+//     one KV head's KV over the batch, and read the rest again from memory.
+//     Cache hits run at AttnCacheSpeed× the memory rate. Queries, outputs
+//     and the new KV are moved once.
+//
+// Time = AttnLaunchNs + softmax(compute, memory) with AttnSharpness, plus a
+// kernel launch for the split-KV combine.
+func (r *Roofline) attention(b *Batch) float64 {
+	pc := float64(max(b.PrefillTokens, 0))
+	n := float64(max(b.NumDecode, 0))
+	if pc == 0 && n == 0 {
+		return 0
+	}
+	kp := float64(max(b.PrefillKV, 0))
+	kvSum := float64(max(b.DecodeKVSum, 0))
+	// Two classes of work units: prefill tiles (np units visiting lp KV
+	// positions on average) and decode units (nd, ld). uniq: distinct KV
+	// bytes; req: KV bytes the units request (a decode packed by GQA reads
+	// its KV once, every query head of a prefill or mixed step reads it
+	// again).
+	var np, lp, nd, ld, uniq, req, extra, empty float64
+	kvHeadBytes := r.hd * 2 * r.b // one token of one KV head
+	if pc > 0 {
+		ps := float64(max(b.PrefillSeqs, 1))
+		q, hist := pc/ps, kp/ps
+		m := math.Ceil(q / r.tileQ)
+		perSeq := m*hist + r.tileQ*m*(m-1)/2 + q // KV positions over one head's tiles
+		np = r.heads * ps * m
+		lp = perSeq / m
+		uniq += (kp + pc) * r.kvBytesPerTok
+		req += r.heads * (kp + pc) * kvHeadBytes // the tiles of one head run together
+	}
+	if n > 0 {
+		mean := kvSum / n
+		if pc > 0 {
+			nd, ld = r.heads*n, mean
+			req += r.heads * kvSum * kvHeadBytes
+			// every decode gets as many query tiles as the longest chunk;
+			// all but one exit at once.
+			empty = r.heads * n * (math.Ceil(pc/float64(max(b.PrefillSeqs, 1))/r.tileQ) - 1)
+		} else {
+			u := n * r.kvHeads * math.Ceil(r.gqa/r.tileQ)
+			split := r.splits(u, math.Ceil(mean/128))
+			if split > 1 {
+				extra = r.eff.LaunchNs
+			}
+			nd, ld = u*split, mean/split
+			req += r.kvHeads * kvSum * kvHeadBytes
+		}
+		uniq += kvSum * r.kvBytesPerTok
+	}
+	tc := r.schedule(np, lp, nd, ld)
+	if empty > 0 {
+		u := r.units
+		if u == 0 {
+			u = 1
+		}
+		tc += empty / u * r.eff.AttnEmptyNs
+	}
+	// Query heads of one KV head whose units run in the same wave share
+	// their KV reads. The units of one head are consecutive, so a wave spans
+	// w = AttnUnits/(units per head) heads and a group of G query heads is
+	// read about min(G, G/w + 1) times.
+	if units := np + nd; req > uniq && r.units > 0 && units > 0 {
+		w := r.units * r.heads / units
+		reads := math.Min(r.gqa, r.gqa/w+1)
+		req = math.Max(uniq, req*reads/r.gqa)
+	}
+	miss, hits := uniq, 0.0
+	if req > uniq {
+		hit := 1.0
+		if ws := uniq / r.kvHeads; ws > r.eff.AttnCacheBytes {
+			hit = r.eff.AttnCacheBytes / ws
+		}
+		miss += (req - uniq) * (1 - hit)
+		hits = (req - uniq) * hit
+	}
+	miss += (pc + n) * (2*r.heads*r.hd*r.b + r.kvBytesPerTok)
+	if pc == 0 {
+		return r.eff.AttnDecodeLaunchNs + extra + softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9, r.invAttnP)
+	}
+	tm := (miss + hits/r.eff.AttnCacheSpeed) / r.attnMem * 1e9
+	return r.eff.AttnLaunchNs + extra + softMax(tc, tm, r.invAttnP)
+}
+
+// schedule is the compute time of two classes of work units (n1 units of
+// l1 KV positions, n2 of l2) run AttnUnits at a time: the longer class in
+// whole waves, the shorter one first filling the idle slots of the longer
+// class's last wave, then in whole waves of its own. Without AttnUnits the
+// work is spread evenly over the whole device.
+func (r *Roofline) schedule(n1, l1, n2, l2 float64) float64 {
+	c := r.attnUnitNsPerKV
+	o := r.eff.AttnUnitNs
+	if r.units == 0 {
+		return c*(n1*l1+n2*l2) + o*(n1+n2)
+	}
+	if l2 > l1 {
+		n1, l1, n2, l2 = n2, l2, n1, l1
+	}
+	c1, c2 := c*l1+o, c*l2+o
+	if n1 == 0 {
+		n1, c1, n2 = n2, c2, 0
+	}
+	w1 := math.Ceil(n1 / r.units)
+	t := w1 * c1
+	if n2 > 0 {
+		free := (w1*r.units - n1) * c1
+		if rest := n2*c2 - free; rest > 0 {
+			t += math.Ceil(rest/(r.units*c2)) * c2
+		}
+	}
+	return t
+}
+
+// splits is FlashAttention-2's num_splits heuristic: with u work units and
+// nBlocks KV blocks per unit, the smallest split count whose wave
+// efficiency on 2·AttnUnits slots is within 85 % of the best (1 when the
+// units already fill 80 % of the slots). It does not allocate.
+func (r *Roofline) splits(u, nBlocks float64) float64 {
+	if r.units == 0 {
+		return 1
+	}
+	slots := 2 * r.units
+	if u >= 0.8*slots {
+		return 1
+	}
+	maxS := math.Min(math.Min(128, slots), nBlocks)
+	eff := func(s float64) float64 {
+		w := u * s / slots
+		return w / math.Ceil(w)
+	}
+	eligible := func(s float64) bool {
+		return s == 1 || math.Ceil(nBlocks/s) != math.Ceil(nBlocks/(s-1))
+	}
+	best := 0.0
+	for s := 1.0; s <= maxS; s++ {
+		if eligible(s) {
+			best = math.Max(best, eff(s))
+		}
+	}
+	for s := 1.0; s <= maxS; s++ {
+		if eligible(s) && eff(s) >= 0.85*best {
+			return s
+		}
+	}
+	return 1
+}
