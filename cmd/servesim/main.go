@@ -3,7 +3,9 @@
 // on a workload, and validates its predictions against measured vLLM runs.
 //
 // Exit codes: 0 success; 1 internal error (a bug: please report it);
-// 2 bad input (the message names the file:line or field and the fix).
+// 2 bad input (the message names the file:line or field and the fix);
+// 3 the run was stopped by the eager handoff policy (a decode instance was
+// out of memory at a handoff; the report says which request and instance).
 package main
 
 import (
@@ -12,6 +14,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/servesim/servesim/internal/cluster"
 )
 
 // inputError marks errors caused by the user's input: exit code 2.
@@ -46,6 +50,10 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	var ie inputError
 	if errors.As(err, &ie) || isUsageError(err) {
 		return 2
+	}
+	var stop *cluster.StopReport
+	if errors.As(err, &stop) {
+		return 3
 	}
 	return 1
 }

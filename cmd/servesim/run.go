@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
-	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/workload"
 	"github.com/spf13/cobra"
@@ -97,6 +97,17 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	opts.Progress, opts.ProgressEvery = prog.update, 64
 	res, err := runner.Run(built, opts)
 	prog.done()
+	var stop *cluster.StopReport
+	if errors.As(err, &stop) {
+		// Print what happened up to the stop, then the report (exit 3).
+		io.WriteString(cmd.OutOrStdout(), res.String())
+		if summaryPath != "" {
+			if werr := writeJSON(summaryPath, res); werr != nil {
+				return werr
+			}
+		}
+		return err
+	}
 	if err != nil {
 		var le *workload.LineError
 		if errors.As(err, &le) {
@@ -126,5 +137,3 @@ func writeJSON(path string, v any) error {
 	}
 	return nil
 }
-
-var _ = metrics.Finished

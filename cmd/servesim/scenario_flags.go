@@ -25,7 +25,10 @@ type scenarioFlags struct {
 	invariants bool
 	handoff    string
 	placement  string
-	fs         *pflag.FlagSet
+	// handoffList makes --handoff a comma-separated list of policies
+	// (compare) instead of a scenario override.
+	handoffList bool
+	fs          *pflag.FlagSet
 }
 
 func (f *scenarioFlags) register(fs *pflag.FlagSet) {
@@ -44,7 +47,11 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxTokens, "max-num-batched-tokens", 0, "overrides engine.max_num_batched_tokens")
 	fs.IntVar(&f.numBlocks, "num-gpu-blocks", 0, "overrides engine.num_gpu_blocks (KV capacity per instance)")
 	fs.Float64Var(&f.overheadUs, "step-overhead-us", 0, "overrides predictor.step_overhead_us")
-	fs.StringVar(&f.handoff, "handoff", "", "handoff policy pull|reserve|reject|push|eager (overrides handoff.policy)")
+	if f.handoffList {
+		fs.StringVar(&f.handoff, "handoff", "pull,reserve,reject,push,eager", "comma-separated handoff policies to compare")
+	} else {
+		fs.StringVar(&f.handoff, "handoff", "", "handoff policy pull|reserve|reject|push|eager (overrides handoff.policy)")
+	}
 	fs.StringVar(&f.placement, "placement", "", "decode placement round-robin|least-loaded|most-free-kv|retry (overrides handoff.placement)")
 	fs.BoolVar(&f.invariants, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
 }
@@ -113,7 +120,7 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 	if set("step-overhead-us") {
 		s.Predictor.StepOverheadUs = f.overheadUs
 	}
-	if set("handoff") {
+	if set("handoff") && !f.handoffList {
 		s.Handoff.Policy = f.handoff
 	}
 	if set("placement") {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/servesim/servesim/internal/des"
 	"github.com/servesim/servesim/internal/engine"
@@ -157,7 +158,7 @@ func (s *Sim) Run() (int64, error) {
 		}
 	}
 	if s.terminal != s.total {
-		return s.lastEvent, fmt.Errorf("cluster: invariant violated: %d requests seen but %d ended", s.total, s.terminal)
+		return s.lastEvent, fmt.Errorf("cluster: invariant violated: %d requests seen but %d ended (%s)", s.total, s.terminal, s.describe())
 	}
 	return s.lastEvent, nil
 }
@@ -258,6 +259,12 @@ func (s *Sim) stepEnd(inst int, now int64) error {
 		}
 	}
 	s.kick(inst, now)
+	if s.pd != nil && e.Config().Role == engine.Decode {
+		// Forming the next batch released the slots and blocks of the
+		// requests that just finished: admit handoffs into them.
+		s.reserve(inst, now)
+		s.kick(inst, now)
+	}
 	return e.Err()
 }
 
@@ -315,4 +322,21 @@ func failedRecord(req *workload.Request, now int64, reason string) metrics.Recor
 	rec.InputTokens, rec.OutputTokens = req.InputTokens, req.OutputTokens
 	rec.Outcome, rec.Reason = metrics.Failed, reason
 	return rec
+}
+
+// describe summarises every instance's state, for stall reports.
+func (s *Sim) describe() string {
+	var b strings.Builder
+	for i, e := range s.engines {
+		fmt.Fprintf(&b, "instance %d %s: running %d waiting %d handoff-queue %d reserved %d pinned %d free %d/%d; ",
+			i, e.Config().Role, e.Running(), e.Waiting(), e.HandoffQueue(), e.Reserved(), e.PinnedBlocks(), e.Pool().Free(), e.Pool().Capacity())
+	}
+	if s.pd != nil {
+		counts := map[hstate]int{}
+		for _, h := range s.pd.hands {
+			counts[h.st]++
+		}
+		fmt.Fprintf(&b, "handoffs by state %v", counts)
+	}
+	return b.String()
 }

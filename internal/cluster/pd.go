@@ -673,6 +673,15 @@ func (s *Sim) push(h *hand, now int64) error {
 	blocks := (h.req.InputTokens + bs - 1) / bs
 	h.bytes = s.transferBytes(h, blocks)
 	switch {
+	case !p.cfg.PushSpill && blocks > p.cfg.PushBufferBlocks[h.d]:
+		// It can never fit the receive buffer and may not spill.
+		s.unpin(h, now)
+		delete(p.hands, h.req.ID)
+		rec := h.rec
+		rec.Outcome = metrics.Failed
+		rec.Reason = fmt.Sprintf("unfit: prompt KV of %d blocks exceeds the push receive buffer of %d blocks and overflow is drop", blocks, p.cfg.PushBufferBlocks[h.d])
+		s.end(&rec, now)
+		return nil
 	case p.bufFree[h.d] >= blocks:
 		p.bufFree[h.d] -= blocks
 		h.bufBlocks = blocks
@@ -722,9 +731,6 @@ func (s *Sim) pdStepEnd(i int, r *engine.StepResult, now int64) error {
 	}
 	for k := range r.Finished {
 		delete(p.hands, r.Finished[k].ID)
-	}
-	if s.engines[i].Config().Role == engine.Decode {
-		s.reserve(i, now)
 	}
 	return nil
 }

@@ -152,7 +152,11 @@ type Engine struct {
 	inFlight  bool
 	stepStart int64
 	stepEnd   int64 // end of the step in flight (or of the last step)
-	zombies   int   // finished or prefilled requests still holding slots (async scheduling)
+	justEnded bool  // a step ended and no batch has been formed since
+	// zombies are requests that finished (or, on a prefill instance,
+	// completed their prompt) in the last step: with async scheduling they
+	// keep their sequence slot and blocks until the next batch is formed.
+	zombies []int32
 
 	// P/D handoff state.
 	handoff      []int32 // decode admission queue (FCFS order)
@@ -193,7 +197,7 @@ func (e *Engine) Config() Config { return e.cfg }
 func (e *Engine) Pool() *kv.Pool { return e.pool }
 
 // Running is the number of requests in the running batch set.
-func (e *Engine) Running() int { return len(e.running) - e.zombies }
+func (e *Engine) Running() int { return len(e.running) }
 
 // Waiting is the number of queued requests.
 func (e *Engine) Waiting() int { return e.waiting.len() }
@@ -203,7 +207,7 @@ func (e *Engine) Busy() bool { return e.inFlight }
 
 // HasWork reports whether any request is running or waiting.
 func (e *Engine) HasWork() bool {
-	return len(e.running)-e.zombies > 0 || e.waiting.len() > 0 || e.ready.len() > 0
+	return len(e.running) > 0 || e.waiting.len() > 0 || e.ready.len() > 0
 }
 
 // Unfit returns why r can never be served by this instance ("" if it can):
@@ -295,14 +299,43 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 	}
 	if !e.HasWork() {
 		e.releaseZombies()
+		e.justEnded = false
 		return 0, false
 	}
 	// The moment this batch is formed: with async scheduling, a batch that
 	// starts right as a step ends was formed when that step started.
 	formed := now
-	if e.cfg.AsyncScheduling && now == e.stepEnd {
+	if e.cfg.AsyncScheduling && e.justEnded && now == e.stepEnd {
 		formed = e.stepStart
 	}
+	e.justEnded = false
+	budget := e.form(now, formed)
+	hadZombies := len(e.zombies) > 0
+	e.releaseZombies()
+	if len(e.sched) == 0 && hadZombies && e.HasWork() {
+		// Nothing could run without knowing the last step's results (its
+		// finished requests still held their slots): the engine processes
+		// those results and forms the batch again.
+		budget = e.form(now, now)
+	}
+	if len(e.sched) == 0 {
+		return 0, false
+	}
+	e.inFlight = true
+	e.stepStart = now
+	if e.cfg.CheckInvariants {
+		if err := e.check(budget); err != nil {
+			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
+		}
+	}
+	d := e.pred.StepTime(&e.batch)
+	e.stepEnd = now + d
+	return d, true
+}
+
+// form builds the batch at time now from what was known at time formed and
+// returns the token budget left.
+func (e *Engine) form(now, formed int64) int32 {
 	e.sched = e.sched[:0]
 	e.batch = perf.Batch{}
 	e.preempted = 0
@@ -341,7 +374,7 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 	// restart alone).
 	if e.preempted == 0 || len(e.sched) == 0 {
 		// Transferred requests first: their slot was reserved.
-		for e.ready.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
+		for e.ready.len() > 0 && budget > 0 && len(e.running)+len(e.zombies) < e.cfg.MaxNumSeqs {
 			slot := e.ready.front()
 			s := &e.slots[slot]
 			if s.enqueued > formed {
@@ -355,7 +388,7 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 			e.schedule(slot, n, now)
 			budget -= n
 		}
-		for e.waiting.len() > 0 && budget > 0 && len(e.running)+e.reservedSeqs < e.cfg.MaxNumSeqs {
+		for e.waiting.len() > 0 && budget > 0 && len(e.running)+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
 			slot := e.waiting.front()
 			s := &e.slots[slot]
 			if s.enqueued > formed {
@@ -375,30 +408,13 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 		}
 	}
 
-	e.releaseZombies()
-	if len(e.sched) == 0 {
-		return 0, false
-	}
-	e.inFlight = true
-	e.stepStart = now
-	if e.cfg.CheckInvariants {
-		if err := e.check(budget); err != nil {
-			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
-		}
-	}
-	d := e.pred.StepTime(&e.batch)
-	e.stepEnd = now + d
-	return d, true
+	return budget
 }
 
 // releaseZombies frees the slots and blocks of requests that finished in
 // the previous step, once the batch formed without knowing it is out.
 func (e *Engine) releaseZombies() {
-	if e.zombies == 0 {
-		return
-	}
-	kept := e.running[:0]
-	for _, slot := range e.running {
+	for _, slot := range e.zombies {
 		s := &e.slots[slot]
 		switch s.state {
 		case stDone:
@@ -406,13 +422,9 @@ func (e *Engine) releaseZombies() {
 			e.freeSlot(slot)
 		case stPrefilled:
 			s.state = stPinned
-			e.pinned += len(s.blocks)
-		default:
-			kept = append(kept, slot)
 		}
 	}
-	e.running = kept
-	e.zombies = 0
+	e.zombies = e.zombies[:0]
 }
 
 // chunk caps a request's remaining tokens by the long-prefill threshold and
@@ -534,6 +546,7 @@ func (e *Engine) FinishStep(end int64) *StepResult {
 	r.Finished = r.Finished[:0]
 	r.Prefilled = r.Prefilled[:0]
 	e.inFlight = false
+	e.justEnded = true
 
 	for _, sc := range e.sched {
 		s := &e.slots[sc.slot]
@@ -547,7 +560,8 @@ func (e *Engine) FinishStep(end int64) *StepResult {
 			// produces the first output token).
 			s.rec.PrefillEnd = end
 			s.state = stPrefilled
-			e.zombies++
+			e.pinned += len(s.blocks)
+			e.zombies = append(e.zombies, sc.slot)
 			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: s.rec, Blocks: len(s.blocks)})
 			continue
 		}
@@ -569,8 +583,19 @@ func (e *Engine) FinishStep(end int64) *StepResult {
 			s.rec.Outcome = metrics.Finished
 			r.Finished = append(r.Finished, s.rec)
 			s.state = stDone
-			e.zombies++
+			e.zombies = append(e.zombies, sc.slot)
 		}
+	}
+	if len(e.zombies) > 0 {
+		// They leave the running set now; their slots stay taken until
+		// the next batch is formed.
+		kept := e.running[:0]
+		for _, slot := range e.running {
+			if e.slots[slot].state == stRunning {
+				kept = append(kept, slot)
+			}
+		}
+		e.running = kept
 	}
 	if !e.cfg.AsyncScheduling {
 		e.releaseZombies()

@@ -36,8 +36,8 @@ func (e *Engine) ReleasePinned(slot int32) {
 		e.fail(fmt.Errorf("request %d: release of pinned KV in state %d (released twice?)", s.rec.ID, s.state))
 		return
 	}
+	e.pinned -= len(s.blocks)
 	if s.state == stPinned {
-		e.pinned -= len(s.blocks)
 		e.release(s)
 		e.freeSlot(slot)
 		return
@@ -45,6 +45,7 @@ func (e *Engine) ReleasePinned(slot int32) {
 	// Still holding its slot in the batch set (async scheduling): release
 	// the blocks now and let the next formation drop it.
 	e.release(s)
+	s.computed = 0
 	s.state = stDone
 }
 
@@ -94,6 +95,8 @@ type Reservation struct {
 // with skipAhead later requests that fit are admitted past it.
 func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) []Reservation {
 	for i := 0; i < len(e.handoff); {
+		// Finished requests still in the batch set (async scheduling) give
+		// their slots back at the next formation: count them as free.
 		if len(e.running)+e.reservedSeqs >= e.cfg.MaxNumSeqs {
 			break
 		}

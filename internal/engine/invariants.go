@@ -12,8 +12,8 @@ import "fmt"
 //     block referenced once per holder), so blocks are conserved;
 //   - periodically, the pool's full structural check.
 func (e *Engine) check(budgetLeft int32) error {
-	if len(e.running) > e.cfg.MaxNumSeqs {
-		return fmt.Errorf("%d running requests exceed max_num_seqs %d", len(e.running), e.cfg.MaxNumSeqs)
+	if len(e.running)+len(e.zombies) > e.cfg.MaxNumSeqs {
+		return fmt.Errorf("%d running requests exceed max_num_seqs %d", len(e.running)+len(e.zombies), e.cfg.MaxNumSeqs)
 	}
 	if budgetLeft < 0 {
 		return fmt.Errorf("batch exceeds the token budget by %d", -budgetLeft)
@@ -47,6 +47,9 @@ func (e *Engine) check(budgetLeft int32) error {
 		case stPinned:
 			pinned += len(s.blocks)
 		}
+		if s.state == stPrefilled {
+			pinned += len(s.blocks)
+		}
 		if s.state == stReserved || s.state == stReady {
 			reserved++
 		}
@@ -66,8 +69,8 @@ func (e *Engine) check(budgetLeft int32) error {
 	if reserved != e.reservedSeqs {
 		return fmt.Errorf("%d requests hold decode reservations but the count is %d", reserved, e.reservedSeqs)
 	}
-	if len(e.running)-e.zombies+e.reservedSeqs > e.cfg.MaxNumSeqs && e.cfg.Role != Decode {
-		return fmt.Errorf("%d running and %d reserved exceed max_num_seqs %d", len(e.running)-e.zombies, e.reservedSeqs, e.cfg.MaxNumSeqs)
+	if len(e.running)+e.reservedSeqs > e.cfg.MaxNumSeqs && e.cfg.Role != Decode {
+		return fmt.Errorf("%d running and %d reserved exceed max_num_seqs %d", len(e.running), e.reservedSeqs, e.cfg.MaxNumSeqs)
 	}
 	if !full {
 		return nil

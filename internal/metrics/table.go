@@ -66,6 +66,17 @@ func (r Result) String() string {
 	}
 	reasons(&b, "Rejection reasons", r.RejectionReasons)
 	reasons(&b, "Failure reasons", r.FailureReasons)
+	if len(r.PinnedKV) > 0 {
+		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+		b.WriteString("Pinned KV on prefill instances (blocks)\n")
+		for _, p := range r.PinnedKV {
+			fmt.Fprintf(&b, "  instance %-4d peak %10d   mean %12.1f\n", p.Instance, p.PeakBlocks, p.MeanBlocks)
+		}
+	}
+	if r.Stopped != "" {
+		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+		b.WriteString("STOPPED: " + r.Stopped + "\n")
+	}
 	b.WriteString(strings.Repeat("=", tableWidth) + "\n")
 	return b.String()
 }

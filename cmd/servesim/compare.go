@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/runner"
+	"github.com/spf13/cobra"
+)
+
+// policyResult is one column of a comparison.
+type policyResult struct {
+	Policy  string         `json:"policy"`
+	Summary metrics.Result `json:"summary"`
+	// Stopped describes the stop of a policy that ends the run (eager).
+	Stopped string `json:"stopped,omitempty"`
+}
+
+func newCompareCmd() *cobra.Command {
+	var (
+		f      scenarioFlags
+		asJSON bool
+	)
+	f.handoffList = true
+	cmd := &cobra.Command{
+		Use:   "compare -c SCENARIO [--handoff pull,reserve,reject,push,eager]",
+		Short: "Run one disaggregated scenario under several handoff policies, side by side",
+		Long: `Run the same prefill/decode scenario under each handoff policy and print a
+side-by-side table: outcomes, latencies, throughput, decode-capacity wait,
+handoff wait and the peak KV pinned on prefill instances. A policy that stops
+the run (eager, when a decode instance is out of memory at a handoff) gets a
+column saying when and on which request it stopped. The runs are independent
+and use all cores; each is deterministic.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			names := strings.Split(f.handoff, ",")
+			for i, n := range names {
+				names[i] = strings.TrimSpace(n)
+				if _, err := cluster.ParsePolicy(names[i]); err != nil {
+					return badInput(fmt.Errorf("--handoff: %w", err))
+				}
+			}
+			base, src, err := f.load()
+			if err != nil {
+				return err
+			}
+			if !base.PD() {
+				return badInput(fmt.Errorf("%s: no instance group has role prefill or decode; compare needs a disaggregated scenario", scenarioName(f.file)))
+			}
+			results, err := compare(base, src, names)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(results)
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), compareTable(base.Name, results))
+			return err
+		},
+	}
+	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array with one object per policy")
+	return cmd
+}
+
+func scenarioName(file string) string {
+	if file == "" {
+		return "default scenario"
+	}
+	return file
+}
+
+// compare runs the scenario once per policy, in parallel.
+func compare(base *config.Scenario, src config.Source, names []string) ([]policyResult, error) {
+	results := make([]policyResult, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s := *base
+			s.Handoff.Policy = name
+			built, err := config.Build(&s, src)
+			if err != nil {
+				errs[i] = badInput(err)
+				return
+			}
+			res, err := runner.Run(built, runner.Options{})
+			results[i] = policyResult{Policy: name, Summary: res}
+			var stop *cluster.StopReport
+			if errors.As(err, &stop) {
+				results[i].Stopped = stop.Error()
+				return
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
+}
+
+// compareTable renders the policies side by side.
+func compareTable(name string, rs []policyResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Handoff policies on %s\n", name)
+	fmt.Fprintf(&b, "%-32s", "")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "%14s", r.Policy)
+	}
+	b.WriteString("\n")
+	row := func(label string, f func(r *policyResult) string) {
+		fmt.Fprintf(&b, "%-32s", label)
+		for i := range rs {
+			v := "stopped"
+			if rs[i].Stopped == "" || label == "finished" || label == "simulated time (s)" {
+				v = f(&rs[i])
+			}
+			fmt.Fprintf(&b, "%14s", v)
+		}
+		b.WriteString("\n")
+	}
+	num := func(v int64) string { return fmt.Sprintf("%d", v) }
+	fl := func(v float64, p int) string { return fmt.Sprintf("%.*f", p, v) }
+	row("finished", func(r *policyResult) string { return num(r.Summary.Finished) })
+	row("rejected", func(r *policyResult) string { return num(r.Summary.Rejected) })
+	row("failed", func(r *policyResult) string { return num(r.Summary.Failed) })
+	row("simulated time (s)", func(r *policyResult) string { return fl(r.Summary.SimTimeS, 1) })
+	row("throughput (req/s)", func(r *policyResult) string { return fl(r.Summary.ThroughputRPS, 3) })
+	row("output (tok/s)", func(r *policyResult) string { return fl(r.Summary.OutputTokS, 1) })
+	row("TTFT mean (s)", func(r *policyResult) string { return fl(r.Summary.TTFT.Mean/1e3, 2) })
+	row("TTFT p99 (s)", func(r *policyResult) string { return fl(r.Summary.TTFT.P99/1e3, 2) })
+	row("TPOT mean (ms)", func(r *policyResult) string { return fl(r.Summary.TPOT.Mean, 2) })
+	row("TPOT p99 (ms)", func(r *policyResult) string { return fl(r.Summary.TPOT.P99, 2) })
+	row("E2E mean (s)", func(r *policyResult) string { return fl(r.Summary.E2E.Mean/1e3, 2) })
+	row("E2E p99 (s)", func(r *policyResult) string { return fl(r.Summary.E2E.P99/1e3, 2) })
+	row("decode capacity wait mean (s)", func(r *policyResult) string { return fl(r.Summary.CapacityWait.Mean/1e3, 2) })
+	row("decode capacity wait p99 (s)", func(r *policyResult) string { return fl(r.Summary.CapacityWait.P99/1e3, 2) })
+	row("handoff wait mean (s)", func(r *policyResult) string { return fl(r.Summary.HandoffWait.Mean/1e3, 2) })
+	row("handoff wait p99 (s)", func(r *policyResult) string { return fl(r.Summary.HandoffWait.P99/1e3, 2) })
+	row("KV transfer mean (ms)", func(r *policyResult) string { return fl(r.Summary.Transfer.Mean, 2) })
+	row("pinned KV peak (blocks)", func(r *policyResult) string {
+		peak := 0
+		for _, p := range r.Summary.PinnedKV {
+			peak = max(peak, p.PeakBlocks)
+		}
+		return num(int64(peak))
+	})
+	row("preemptions", func(r *policyResult) string { return num(r.Summary.Preemptions) })
+	row("re-prefills", func(r *policyResult) string { return num(r.Summary.Reprefills) })
+	row("retries", func(r *policyResult) string { return num(r.Summary.Retries) })
+	for _, r := range rs {
+		if r.Stopped != "" {
+			fmt.Fprintf(&b, "\n%s: %s\n", r.Policy, r.Stopped)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,295 @@
+package cluster
+
+import (
+	"io"
+	"math"
+	"testing"
+
+	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/link"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/workload"
+	"pgregory.net/rapid"
+)
+
+// linear costs base ns per step plus perTok ns per token and perKV ns per
+// decode context token.
+type linear struct{ base, perTok, perKV int64 }
+
+func (l linear) StepTime(b *perf.Batch) int64 {
+	return l.base + l.perTok*int64(b.Tokens()) + l.perKV*(b.DecodeKVSum+int64(b.PrefillKV))
+}
+
+type sliceSrc struct {
+	reqs []workload.Request
+	i    int
+}
+
+func (s *sliceSrc) Next() (workload.Entry, error) {
+	if s.i >= len(s.reqs) {
+		return workload.Entry{}, io.EOF
+	}
+	r := s.reqs[s.i]
+	s.i++
+	return workload.Entry{Requests: []workload.Request{r}}, nil
+}
+
+// collect records every terminal record.
+type collect struct {
+	recs  map[int64]metrics.Record
+	dup   int
+	steps int
+}
+
+func (c *collect) Advance(int64)                    {}
+func (c *collect) StepDone(int, *engine.StepResult) { c.steps++ }
+func (c *collect) Terminal(r *metrics.Record) {
+	if _, ok := c.recs[r.ID]; ok {
+		c.dup++
+	}
+	c.recs[r.ID] = *r
+}
+
+type pdSetup struct {
+	prefill, decode  int
+	pBlocks, dBlocks int
+	seqs, budget     int
+	cfg              PDConfig
+	bw               float64 // bytes/s; Inf = zero cost
+	latency          int64
+	kvPerToken       int64
+	pred             perf.Predictor
+}
+
+// fataler is the part of testing.TB and *rapid.T the setup needs.
+type fataler interface {
+	Fatal(args ...any)
+}
+
+func (ps pdSetup) build(t fataler, reqs []workload.Request) (*Sim, *collect) {
+	var engines []*engine.Engine
+	add := func(role engine.Role, blocks int) {
+		e, err := engine.New(len(engines), engine.Config{
+			MaxNumSeqs: ps.seqs, MaxNumBatchedTokens: ps.budget, BlockSize: 16, NumBlocks: blocks,
+			ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: true, Role: role,
+			ReservedDecodeTokens: 0, CheckInvariants: true,
+		}, ps.pred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+	}
+	for i := 0; i < ps.prefill; i++ {
+		add(engine.Prefill, ps.pBlocks)
+	}
+	for i := 0; i < ps.decode; i++ {
+		add(engine.Decode, ps.dBlocks)
+	}
+	c := &collect{recs: map[int64]metrics.Record{}}
+	sim, err := New(engines, &sliceSrc{reqs: reqs}, &RoundRobin{}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.CheckInvariants(true)
+	net := link.New()
+	nodes := make([]Node, len(engines))
+	for i := range nodes {
+		nodes[i] = Node{Endpoints: []link.EndpointID{net.AddEndpoint(ps.bw, ps.latency)}, KVBytesPerToken: ps.kvPerToken, Layers: 32, PrefillTokensPerSec: 20000}
+	}
+	cfg := ps.cfg
+	if cfg.Policy == Push && cfg.PushBufferBlocks == nil {
+		cfg.PushBufferBlocks = make([]int, len(engines))
+		for i := ps.prefill; i < len(engines); i++ {
+			cfg.PushBufferBlocks[i] = ps.dBlocks / 10
+		}
+	}
+	if err := sim.EnablePD(cfg, nodes, net); err != nil {
+		t.Fatal(err)
+	}
+	return sim, c
+}
+
+// TestDecodePhaseMatchesPreloadedMixed: with ample decode memory and
+// zero-cost links, each request's decode phase on the decode instance is
+// the same as on a mixed instance that already holds the prompt's KV.
+func TestDecodePhaseMatchesPreloadedMixed(t *testing.T) {
+	pred := linear{base: 5_000_000, perTok: 10_000, perKV: 100}
+	// Prompts of 16k+1 tokens: a preloaded prefix covers prompt-1 tokens.
+	var reqs []workload.Request
+	for i := 0; i < 4; i++ {
+		in := 16*(10+7*i) + 1
+		ids := make([]int32, in)
+		for j := range ids {
+			ids[j] = int32(1000*i + j)
+		}
+		reqs = append(reqs, workload.Request{ID: int64(i), Arrival: int64(i) * 20e9, InputTokens: in, OutputTokens: 20 + 5*i, InputIDs: ids})
+	}
+	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 5000, dBlocks: 5000, seqs: 64, budget: 2048,
+		cfg: PDConfig{Policy: Pull, Heartbeat: true, Lease: 30e9}, bw: math.Inf(1), kvPerToken: 1000, pred: pred}
+	sim, got := ps.build(t, reqs)
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs {
+		// Mixed instance with the prompt preloaded: run it once to fill the
+		// prefix cache, then again; the second run's decode phase is the
+		// reference.
+		mixed, err := engine.New(0, engine.Config{MaxNumSeqs: 64, MaxNumBatchedTokens: 2048, BlockSize: 16, NumBlocks: 5000,
+			ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: true, CheckInvariants: true}, pred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm := r
+		warm.ID = 100
+		warm.Arrival = 0
+		warm.OutputTokens = 1
+		c := &collect{recs: map[int64]metrics.Record{}}
+		ms, _ := New([]*engine.Engine{mixed}, &sliceSrc{reqs: []workload.Request{warm, {ID: r.ID, Arrival: 10e9, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputIDs: r.InputIDs}}}, nil, c)
+		if _, err := ms.Run(); err != nil {
+			t.Fatal(err)
+		}
+		ref := c.recs[r.ID]
+		if ref.CachedTokens != r.InputTokens-1 {
+			t.Fatalf("reference run cached %d tokens, want %d", ref.CachedTokens, r.InputTokens-1)
+		}
+		pd := got.recs[r.ID]
+		if pd.Outcome != metrics.Finished || pd.TransferEnd < 0 {
+			t.Fatalf("request %d: %+v", r.ID, pd)
+		}
+		wantDecode := ref.LastToken - ref.Arrival
+		gotDecode := pd.LastToken - pd.TransferEnd
+		if gotDecode != wantDecode {
+			t.Errorf("request %d: decode phase %d ns after the transfer, %d ns on a preloaded mixed instance", r.ID, gotDecode, wantDecode)
+		}
+		if pd.TransferEnd != pd.TransferStart || pd.TransferStart != pd.PrefillEnd {
+			t.Errorf("request %d: zero-cost link and idle decode must hand off instantly: prefill end %d, transfer %d..%d", r.ID, pd.PrefillEnd, pd.TransferStart, pd.TransferEnd)
+		}
+	}
+}
+
+// TestTransferTimeOnIdleLink: one request's KV of B bytes per stream takes
+// latency + B/bandwidth.
+func TestTransferTimeOnIdleLink(t *testing.T) {
+	reqs := []workload.Request{{ID: 0, InputTokens: 1600, OutputTokens: 4}}
+	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 1000, dBlocks: 1000, seqs: 8, budget: 2048,
+		cfg: PDConfig{Policy: Pull, Heartbeat: true, Lease: 30e9}, bw: 1e9, latency: 20_000, kvPerToken: 4096, pred: linear{base: 1e6}}
+	sim, got := ps.build(t, reqs)
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	r := got.recs[0]
+	// 100 blocks x 16 tokens x 4096 bytes = 6,553,600 bytes at 1 GB/s.
+	want := int64(20_000 + 6_553_600)
+	if d := r.TransferEnd - r.TransferStart; d != want {
+		t.Fatalf("transfer took %d ns, want %d", d, want)
+	}
+}
+
+// TestPullBackpressure: congesting the decode pool raises the KV pinned
+// on the prefill instance and delays prefill admission.
+func TestPullBackpressure(t *testing.T) {
+	var reqs []workload.Request
+	for i := 0; i < 60; i++ {
+		reqs = append(reqs, workload.Request{ID: int64(i), Arrival: int64(i) * 50e6, InputTokens: 3000, OutputTokens: 200})
+	}
+	run := func(dBlocks int) (peak int, meanQueue float64) {
+		ps := pdSetup{prefill: 1, decode: 1, pBlocks: 2500, dBlocks: dBlocks, seqs: 64, budget: 2048,
+			cfg: PDConfig{Policy: Pull, Heartbeat: true, Lease: 30e9}, bw: 50e9, latency: 10_000, kvPerToken: 4096,
+			pred: linear{base: 8e6, perTok: 20_000, perKV: 50}}
+		sim, got := ps.build(t, reqs)
+		if _, err := sim.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.recs) != len(reqs) || got.dup != 0 {
+			t.Fatalf("%d terminal records (%d duplicates) for %d requests", len(got.recs), got.dup, len(reqs))
+		}
+		p, _ := sim.PinnedStats()
+		sum := 0.0
+		for _, r := range got.recs {
+			if r.Outcome != metrics.Finished {
+				t.Fatalf("request %d: %s %s", r.ID, r.Outcome, r.Reason)
+			}
+			sum += float64(r.Scheduled - r.Arrival)
+		}
+		return p[0], sum / float64(len(reqs))
+	}
+	amplePeak, ampleQueue := run(20000)
+	tightPeak, tightQueue := run(600)
+	t.Logf("pinned peak %d -> %d blocks; mean prefill queueing %.1f -> %.1f ms", amplePeak, tightPeak, ampleQueue/1e6, tightQueue/1e6)
+	if tightPeak <= 2*amplePeak {
+		t.Errorf("congested decode must pin more KV on prefill: peak %d vs %d", tightPeak, amplePeak)
+	}
+	if tightQueue <= 2*ampleQueue {
+		t.Errorf("congested decode must slow prefill admission: mean queueing %.1f ms vs %.1f ms", tightQueue/1e6, ampleQueue/1e6)
+	}
+}
+
+// TestPDPropertyEveryRequestTerminal: random clusters, workloads and
+// policies never panic, end every request exactly once and keep the
+// invariants (checked after every event).
+func TestPDPropertyEveryRequestTerminal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		policy := Policy(rapid.IntRange(0, 4).Draw(rt, "policy"))
+		ps := pdSetup{
+			prefill: rapid.IntRange(1, 3).Draw(rt, "p"),
+			decode:  rapid.IntRange(1, 3).Draw(rt, "d"),
+			pBlocks: rapid.IntRange(60, 400).Draw(rt, "pBlocks"),
+			dBlocks: rapid.IntRange(60, 400).Draw(rt, "dBlocks"),
+			seqs:    rapid.IntRange(1, 16).Draw(rt, "seqs"),
+			budget:  rapid.IntRange(16, 512).Draw(rt, "budget"),
+			cfg: PDConfig{
+				Policy:              policy,
+				Placement:           Placement(rapid.IntRange(0, 3).Draw(rt, "placement")),
+				SkipAhead:           rapid.Bool().Draw(rt, "skip"),
+				Lease:               int64(rapid.IntRange(1, 5000).Draw(rt, "leaseMs")) * 1e6,
+				Heartbeat:           rapid.Bool().Draw(rt, "heartbeat"),
+				ExpiryFails:         rapid.Bool().Draw(rt, "expiryFails"),
+				RetryAfter:          int64(rapid.IntRange(1, 2000).Draw(rt, "retryMs")) * 1e6,
+				MaxPrefillQueue:     int64(rapid.IntRange(0, 2000).Draw(rt, "maxQueueMs")) * 1e6,
+				MaxDecodeKVFraction: rapid.Float64Range(0, 2).Draw(rt, "kvFrac"),
+				PushSpill:           rapid.Bool().Draw(rt, "spill"),
+				HostBandwidth:       1e9,
+			},
+			bw:         rapid.SampledFrom([]float64{math.Inf(1), 1e9, 20e9}).Draw(rt, "bw"),
+			latency:    int64(rapid.IntRange(0, 50_000).Draw(rt, "lat")),
+			kvPerToken: 2048,
+			pred:       linear{base: 1e6, perTok: 5000, perKV: 10},
+		}
+		n := rapid.IntRange(1, 40).Draw(rt, "n")
+		var reqs []workload.Request
+		at := int64(0)
+		for i := 0; i < n; i++ {
+			at += int64(rapid.IntRange(0, 200).Draw(rt, "gapMs")) * 1e6
+			reqs = append(reqs, workload.Request{ID: int64(i), Arrival: at,
+				InputTokens: rapid.IntRange(1, 3000).Draw(rt, "in"), OutputTokens: rapid.IntRange(1, 300).Draw(rt, "out")})
+		}
+		sim, got := ps.build(rt, reqs)
+		_, err := sim.Run()
+		if policy == Eager && sim.Stopped() != nil {
+			return // the legacy policy may stop; it must do so with a report
+		}
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if got.dup != 0 || len(got.recs) != n {
+			rt.Fatalf("%d terminal records (%d duplicates) for %d requests", len(got.recs), got.dup, n)
+		}
+		for _, e := range sim.Engines() {
+			if e.PinnedBlocks() != 0 || e.Pool().Used() != 0 || e.HandoffQueue() != 0 {
+				rt.Fatalf("instance left with %d pinned, %d used blocks, %d queued", e.PinnedBlocks(), e.Pool().Used(), e.HandoffQueue())
+			}
+			if err := e.Pool().Check(); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		for _, r := range got.recs {
+			if r.Outcome == metrics.Finished && r.Generated != r.OutputTokens {
+				rt.Fatalf("request %d finished with %d of %d tokens", r.ID, r.Generated, r.OutputTokens)
+			}
+			if policy == Pull && !ps.cfg.ExpiryFails && r.Outcome == metrics.Failed && r.Reason[:5] != "unfit" {
+				rt.Fatalf("pull without on_expiry fail failed request %d: %s", r.ID, r.Reason)
+			}
+		}
+	})
+}
