@@ -157,7 +157,7 @@ func deepCheck(p *Pool) error {
 			continue
 		}
 		hashed++
-		if got, ok := p.index[h]; !ok || got != BlockID(b) {
+		if got, ok := p.index.get(h); !ok || got != BlockID(b) {
 			return fmt.Errorf("block %d holds hash %x but the index maps it to %d (present %v)", b, h, got, ok)
 		}
 	}
@@ -184,12 +184,12 @@ func sameAsModel(p *Pool, m *model) error {
 	if !slices.Equal(p.hash, m.hash) {
 		return fmt.Errorf("hashes %v, model %v", p.hash, m.hash)
 	}
-	if len(p.index) != len(m.index) {
-		return fmt.Errorf("index size %d, model %d", len(p.index), len(m.index))
+	if p.index.len() != len(m.index) {
+		return fmt.Errorf("index size %d, model %d", p.index.len(), len(m.index))
 	}
 	for h, b := range m.index {
-		if p.index[h] != b {
-			return fmt.Errorf("index[%x] = %d, model %d", h, p.index[h], b)
+		if got, _ := p.index.get(h); got != b {
+			return fmt.Errorf("index[%x] = %d, model %d", h, got, b)
 		}
 	}
 	return nil

@@ -19,7 +19,7 @@ type Pool struct {
 	head, tail int32
 	numFree    int
 
-	index map[uint64]BlockID // hash -> block holding that content
+	index index // hash -> block holding that content
 
 	hits, queries int64 // prefix-cache statistics, in blocks
 	refs          int64 // references held, summed over blocks
@@ -40,7 +40,7 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 		next:     make([]int32, capacity),
 		head:     none,
 		tail:     none,
-		index:    make(map[uint64]BlockID),
+		index:    newIndex(),
 	}
 	for b := int32(0); b < int32(capacity); b++ {
 		p.pushBack(b)
@@ -60,7 +60,7 @@ func (p *Pool) Used() int { return p.capacity - p.numFree }
 
 // Cached is the number of blocks currently indexed by the prefix cache
 // (referenced or free).
-func (p *Pool) Cached() int { return len(p.index) }
+func (p *Pool) Cached() int { return p.index.len() }
 
 // HitRate is the fraction of queried blocks found in the prefix cache.
 func (p *Pool) HitRate() float64 {
@@ -78,7 +78,7 @@ func (p *Pool) Match(hashes []uint64) int {
 	}
 	n := 0
 	for _, h := range hashes {
-		if _, ok := p.index[h]; !ok {
+		if _, ok := p.index.get(h); !ok {
 			break
 		}
 		n++
@@ -92,7 +92,7 @@ func (p *Pool) Match(hashes []uint64) int {
 func (p *Pool) EvictableHits(hashes []uint64, n int) int {
 	c := 0
 	for _, h := range hashes[:n] {
-		if p.ref[p.index[h]] == 0 {
+		if b, ok := p.index.get(h); ok && p.ref[b] == 0 {
 			c++
 		}
 	}
@@ -106,7 +106,7 @@ func (p *Pool) Acquire(table []BlockID, hashes []uint64, n int) []BlockID {
 	p.queries += int64(len(hashes))
 	p.hits += int64(n)
 	for _, h := range hashes[:n] {
-		b := p.index[h]
+		b, _ := p.index.get(h)
 		if p.ref[b] == 0 {
 			p.unlink(b)
 		}
@@ -128,9 +128,9 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		b := p.head
 		p.unlink(b)
 		if h := p.hash[b]; h != 0 {
-			if p.index[h] == b {
-				delete(p.index, h)
-			}
+			// Only indexed blocks carry a hash (Commit never indexes a
+			// duplicate), so the entry is this block's.
+			p.index.del(h)
 			p.hash[b] = 0
 		}
 		p.ref[b] = 1
@@ -147,11 +147,11 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 	if !p.caching || h == 0 || p.hash[b] != 0 {
 		return
 	}
-	if _, dup := p.index[h]; dup {
+	if _, dup := p.index.get(h); dup {
 		return
 	}
 	p.hash[b] = h
-	p.index[h] = b
+	p.index.put(h, b)
 }
 
 // Release drops one reference to each block of table, last block first, so
@@ -242,10 +242,21 @@ func (p *Pool) Check() error {
 	if referenced+p.numFree != p.capacity {
 		return fmt.Errorf("kv: %d referenced + %d free != capacity %d", referenced, p.numFree, p.capacity)
 	}
-	for h, b := range p.index {
+	var bad error
+	indexed := 0
+	p.index.each(func(h uint64, b BlockID) bool {
+		indexed++
 		if p.hash[b] != h {
-			return fmt.Errorf("kv: cache index maps %x to block %d holding %x", h, b, p.hash[b])
+			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x", h, b, p.hash[b])
+			return false
 		}
+		return true
+	})
+	if bad != nil {
+		return bad
+	}
+	if indexed != p.index.len() {
+		return fmt.Errorf("kv: cache index holds %d entries but counts %d", indexed, p.index.len())
 	}
 	return nil
 }

@@ -156,12 +156,12 @@ func (h *ddHarness) run(t *testing.T, d *datadriven.TestData) string {
 			prev := h.p.hash[b]
 			h.p.Commit(b, hv)
 			switch {
-			case h.p.hash[b] == hv && h.p.index[hv] == b && prev == 0:
+			case h.p.hash[b] == hv && indexed(h.p, hv) == b && prev == 0:
 				fmt.Fprintf(&out, "block %d: indexed as %s\n", b, h.hashName(hv))
 			case prev != 0:
 				fmt.Fprintf(&out, "block %d: ignored, already holds %s\n", b, h.hashName(prev))
 			default:
-				if cur, ok := h.p.index[hv]; ok {
+				if cur, ok := h.p.index.get(hv); ok {
 					fmt.Fprintf(&out, "block %d: ignored, %s already cached in block %d\n", b, h.hashName(hv), cur)
 				} else {
 					fmt.Fprintf(&out, "block %d: ignored\n", b)
@@ -264,4 +264,9 @@ func orNone(s []string) string {
 		return "-"
 	}
 	return strings.Join(s, " ")
+}
+
+func indexed(p *Pool, h uint64) BlockID {
+	b, _ := p.index.get(h)
+	return b
 }
