@@ -106,6 +106,11 @@ type PDConfig struct {
 	PushBufferBlocks []int
 	PushSpill        bool
 	HostBandwidth    float64
+	// LocalPrefillBelow enables conditional disaggregation: a request whose
+	// prompt, less the prefix the chosen decode instance already caches, is
+	// shorter than this many tokens is prefilled on that decode instance,
+	// with no handoff (0: always disaggregate).
+	LocalPrefillBelow int
 }
 
 // Node is how an instance attaches to the KV network.
@@ -320,6 +325,15 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) {
 			rec := h.rec
 			rec.Outcome, rec.Reason = metrics.Rejected, why
 			s.end(&rec, now)
+			return
+		}
+	}
+	if p.cfg.LocalPrefillBelow > 0 && p.cfg.Policy != Reserve {
+		d := s.placeDecode(h, -1)
+		e := s.engines[d]
+		if req.InputTokens-e.PrefixHitTokens(req) < p.cfg.LocalPrefillBelow && e.Unfit(req) == "" {
+			e.AddRecord(req, h.rec, now)
+			s.kick(d, now)
 			return
 		}
 	}

@@ -250,6 +250,7 @@ func TestPDPropertyEveryRequestTerminal(t *testing.T) {
 				MaxDecodeKVFraction: rapid.Float64Range(0, 2).Draw(rt, "kvFrac"),
 				PushSpill:           rapid.Bool().Draw(rt, "spill"),
 				HostBandwidth:       1e9,
+				LocalPrefillBelow:   rapid.SampledFrom([]int{0, 0, 200}).Draw(rt, "localBelow"),
 			},
 			bw:         rapid.SampledFrom([]float64{math.Inf(1), 1e9, 20e9}).Draw(rt, "bw"),
 			latency:    int64(rapid.IntRange(0, 50_000).Draw(rt, "lat")),
@@ -292,4 +293,31 @@ func TestPDPropertyEveryRequestTerminal(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestConditionalDisaggregation: prompts shorter than local_prefill_below
+// are prefilled on the decode instance, with no handoff; longer ones are
+// handed off.
+func TestConditionalDisaggregation(t *testing.T) {
+	reqs := []workload.Request{
+		{ID: 0, Arrival: 0, InputTokens: 100, OutputTokens: 5},
+		{ID: 1, Arrival: 1e9, InputTokens: 2000, OutputTokens: 5},
+		{ID: 2, Arrival: 2e9, InputTokens: 499, OutputTokens: 5},
+	}
+	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 1000, dBlocks: 1000, seqs: 8, budget: 2048,
+		cfg: PDConfig{Policy: Pull, Heartbeat: true, Lease: 30e9, LocalPrefillBelow: 500}, bw: 10e9, kvPerToken: 1024, pred: linear{base: 1e6}}
+	sim, got := ps.build(t, reqs)
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id    int64
+		local bool
+	}{{0, true}, {1, false}, {2, true}} {
+		r := got.recs[tc.id]
+		local := r.PrefillInstance == 1 && r.DecodeInstance == 1 && r.TransferStart < 0
+		if local != tc.local || r.Outcome != metrics.Finished {
+			t.Errorf("request %d: prefill on %d, decode on %d, transfer at %d; want local=%v", tc.id, r.PrefillInstance, r.DecodeInstance, r.TransferStart, tc.local)
+		}
+	}
 }

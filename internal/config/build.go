@@ -417,5 +417,6 @@ func pdConfig(s *Scenario, pushBuf []int, hostBW float64) (*cluster.PDConfig, er
 		PushBufferBlocks:    pushBuf,
 		PushSpill:           h.PushOverflow == "spill",
 		HostBandwidth:       hostBW,
+		LocalPrefillBelow:   h.LocalPrefillBelow,
 	}, nil
 }

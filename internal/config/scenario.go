@@ -151,6 +151,11 @@ type Handoff struct {
 	// PushOverflow (push) is spill (default: to the decode host's memory,
 	// copied back over PCIe at admission) or drop (re-prefill).
 	PushOverflow string `yaml:"push_overflow" json:"push_overflow"`
+	// LocalPrefillBelow enables conditional disaggregation: prompts whose
+	// part not already cached on the chosen decode instance is shorter
+	// than this many tokens are prefilled there, with no handoff (not with
+	// policy reserve). Default 0: always disaggregate.
+	LocalPrefillBelow int `yaml:"local_prefill_below" json:"local_prefill_below"`
 }
 
 // Links overrides the NIC of every GPU for KV transfers.
@@ -425,6 +430,9 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	}
 	if h.RetryAfterS <= 0 {
 		bad("handoff.retry_after_s", "must be > 0 (got %g)", h.RetryAfterS)
+	}
+	if h.LocalPrefillBelow < 0 {
+		bad("handoff.local_prefill_below", "must be >= 0 (got %d)", h.LocalPrefillBelow)
 	}
 	if h.ReservedDecodeTokens < 0 {
 		bad("handoff.reserved_decode_tokens", "must be >= 0 (got %d)", h.ReservedDecodeTokens)

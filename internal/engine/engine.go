@@ -164,7 +164,8 @@ type Engine struct {
 	reservedSeqs int     // requests holding a decode reservation (reserved or ready)
 	pinned       int     // blocks pinned by prefilled requests
 
-	waitingTokens int64 // tokens the waiting queue must compute
+	waitingTokens int64    // tokens the waiting queue must compute
+	probe         []uint64 // scratch hashes for PrefixHitTokens
 	sched         []scheduled
 	batch         perf.Batch
 	preempted     int
@@ -261,7 +262,7 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 	s.rec = rec
 	s.rec.PrefillInstance = e.id
 	s.rec.DecodeInstance = -1
-	if e.cfg.Role == Mixed {
+	if e.cfg.Role != Prefill {
 		s.rec.DecodeInstance = e.id
 	}
 	s.prompt, s.output = int32(r.InputTokens), int32(r.OutputTokens)

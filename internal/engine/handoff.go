@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/servesim/servesim/internal/kv"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -198,4 +199,31 @@ func (e *Engine) Cancel(slot int32) {
 	e.release(s)
 	e.reservedSeqs--
 	e.freeSlot(slot)
+}
+
+// PrefixHitTokens is how many of r's prompt tokens this instance's prefix
+// cache holds right now (full blocks, at most prompt-1 tokens). Requests
+// without token ids never hit another request's blocks.
+func (e *Engine) PrefixHitTokens(r *workload.Request) int {
+	if !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens {
+		return 0
+	}
+	bs := e.cfg.BlockSize
+	maxBlocks := (r.InputTokens - 1) / bs
+	e.probe = e.probe[:0]
+	parent := uint64(0)
+	for i := 0; i < maxBlocks; i++ {
+		h := kv.Block(hashParent(parent, i), r.InputIDs[i*bs:(i+1)*bs])
+		e.probe = append(e.probe, h)
+		parent = h
+	}
+	return e.pool.Match(e.probe) * bs
+}
+
+// hashParent is the parent hash of block i given the previous block's hash.
+func hashParent(prev uint64, i int) uint64 {
+	if i == 0 {
+		return kv.Seed
+	}
+	return prev
 }
