@@ -45,6 +45,8 @@ type Scenario struct {
 	Links Links `yaml:"links" json:"links"`
 	// Workload is what the cluster serves.
 	Workload Workload `yaml:"workload" json:"workload"`
+	// SLO sets latency targets for attainment and goodput.
+	SLO SLO `yaml:"slo" json:"slo"`
 	// CheckInvariants verifies KV-block conservation and scheduler limits
 	// after every step (slower; on in tests).
 	CheckInvariants bool `yaml:"check_invariants" json:"check_invariants"`
@@ -111,6 +113,26 @@ type Group struct {
 	MemoryGB float64 `yaml:"memory_gb" json:"memory_gb"`
 	// Engine overrides engine settings for this group (non-zero fields).
 	Engine *Engine `yaml:"engine" json:"engine"`
+}
+
+// SLO holds per-request latency bounds (0: not checked) and optional
+// percentile targets. A request is good when it finished and met every
+// per-request bound; failed and rejected requests count as misses.
+// Attainment = good / all requests; goodput = good requests per second.
+type SLO struct {
+	TTFTMs float64 `yaml:"ttft_ms" json:"ttft_ms"`
+	TPOTMs float64 `yaml:"tpot_ms" json:"tpot_ms"`
+	E2EMs  float64 `yaml:"e2e_ms" json:"e2e_ms"`
+	// Percentiles are run-level targets, e.g. {metric: ttft, percentile:
+	// 99, max_ms: 2000}, reported as met or missed.
+	Percentiles []PercentileTarget `yaml:"percentiles" json:"percentiles"`
+}
+
+// PercentileTarget is one run-level latency target.
+type PercentileTarget struct {
+	Metric     string  `yaml:"metric" json:"metric"`         // ttft, tpot, itl or e2e
+	Percentile int     `yaml:"percentile" json:"percentile"` // 50, 90, 95 or 99
+	MaxMs      float64 `yaml:"max_ms" json:"max_ms"`
 }
 
 // Handoff configures the prefill -> decode KV handoff.
@@ -318,6 +340,25 @@ func (s *Scenario) Validate() error {
 		bad("router", "must be round-robin or least-loaded (got %q)", s.Router)
 	}
 	s.validateHandoff(bad)
+	if s.SLO.TTFTMs < 0 || s.SLO.TPOTMs < 0 || s.SLO.E2EMs < 0 {
+		bad("slo", "bounds must be >= 0 ms (got ttft %g, tpot %g, e2e %g)", s.SLO.TTFTMs, s.SLO.TPOTMs, s.SLO.E2EMs)
+	}
+	for i, t := range s.SLO.Percentiles {
+		p := fmt.Sprintf("slo.percentiles[%d]", i)
+		switch t.Metric {
+		case "ttft", "tpot", "itl", "e2e":
+		default:
+			bad(p+".metric", "must be ttft, tpot, itl or e2e (got %q)", t.Metric)
+		}
+		switch t.Percentile {
+		case 50, 90, 95, 99:
+		default:
+			bad(p+".percentile", "must be 50, 90, 95 or 99 (got %d)", t.Percentile)
+		}
+		if t.MaxMs <= 0 {
+			bad(p+".max_ms", "must be > 0 (got %g)", t.MaxMs)
+		}
+	}
 	w := &s.Workload
 	if w.Trace == "" && w.Synthetic == nil {
 		bad("workload", "set a trace or a synthetic workload")

@@ -132,6 +132,65 @@ type SLOResult struct {
 	Met        int64   `json:"met"`
 	Attainment float64 `json:"attainment"`
 	GoodputRPS float64 `json:"goodput_rps"`
+	// Targets are the percentile targets and whether they were met.
+	Targets []TargetResult `json:"targets,omitempty"`
+}
+
+// Target is a percentile latency target, e.g. p99 TTFT <= 2000 ms.
+type Target struct {
+	Metric     string  // ttft, tpot, itl or e2e
+	Percentile int     // 50, 90, 95 or 99
+	MaxMs      float64 // bound in ms
+}
+
+// TargetResult is a Target with the run's value and verdict.
+type TargetResult struct {
+	Metric     string  `json:"metric"`
+	Percentile int     `json:"percentile"`
+	MaxMs      float64 `json:"max_ms"`
+	ValueMs    float64 `json:"value_ms"`
+	Met        bool    `json:"met"`
+}
+
+// CheckTargets evaluates percentile targets against the run's latency
+// distributions (finished requests). A target on a metric with no samples
+// is not met.
+func (r *Result) CheckTargets(ts []Target) {
+	if len(ts) == 0 {
+		return
+	}
+	if r.SLO == nil {
+		r.SLO = &SLOResult{Met: r.Finished, Attainment: ratio(r.Finished, r.RequestsTotal), GoodputRPS: rate(r.Finished, r.SimTimeS)}
+	}
+	for _, t := range ts {
+		var st Stat
+		switch t.Metric {
+		case "ttft":
+			st = r.TTFT
+		case "tpot":
+			st = r.TPOT
+		case "itl":
+			st = r.ITL
+		case "e2e":
+			st = r.E2E
+		}
+		v := map[int]float64{50: st.P50, 90: st.P90, 95: st.P95, 99: st.P99}[t.Percentile]
+		r.SLO.Targets = append(r.SLO.Targets, TargetResult{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs, ValueMs: v, Met: st.Count > 0 && v <= t.MaxMs})
+	}
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func rate(n int64, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return float64(n) / secs
 }
 
 // Summary accumulates run-level metrics from a stream of records without

@@ -40,6 +40,13 @@ func (r Result) String() string {
 		kv("SLO met:", i(r.SLO.Met))
 		kv("SLO attainment (%):", f(r.SLO.Attainment*100, 2))
 		kv("Goodput (req/s):", f(r.SLO.GoodputRPS, 3))
+		for _, t := range r.SLO.Targets {
+			verdict := "met"
+			if !t.Met {
+				verdict = "MISSED"
+			}
+			kv(fmt.Sprintf("Target p%d %s <= %g ms:", t.Percentile, strings.ToUpper(t.Metric), t.MaxMs), fmt.Sprintf("%.1f %s", t.ValueMs, verdict))
+		}
 	}
 
 	b.WriteString(strings.Repeat("-", tableWidth) + "\n")

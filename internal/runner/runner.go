@@ -28,8 +28,12 @@ type Options struct {
 	// with the count so far and the simulated time in ns.
 	Progress      func(done int64, simNs int64)
 	ProgressEvery int64
-	// SLO sets per-request latency bounds for attainment and goodput.
+	// SLO sets per-request latency bounds for attainment and goodput
+	// (zero: the scenario's slo section).
 	SLO metrics.SLO
+	// Targets are percentile targets checked at the end (added to the
+	// scenario's).
+	Targets []metrics.Target
 }
 
 // observer implements cluster.Observer.
@@ -106,6 +110,13 @@ func (c flushCloser) Close() error {
 // Run simulates b with the given outputs and returns the summary.
 func Run(b *config.Built, opts Options) (metrics.Result, error) {
 	o := &observer{sum: metrics.NewSummary(), opts: &opts}
+	slo := b.Scenario.SLO
+	if opts.SLO == (metrics.SLO{}) {
+		opts.SLO = metrics.SLO{TTFT: int64(slo.TTFTMs * 1e6), TPOT: int64(slo.TPOTMs * 1e6), E2E: int64(slo.E2EMs * 1e6)}
+	}
+	for _, t := range slo.Percentiles {
+		opts.Targets = append(opts.Targets, metrics.Target{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs})
+	}
 	o.sum.SetSLO(opts.SLO)
 	defer func() {
 		for _, c := range o.closers {
@@ -183,6 +194,7 @@ func Run(b *config.Built, opts Options) (metrics.Result, error) {
 	}
 	o.closers = nil
 	res := o.sum.Finish(end)
+	res.CheckTargets(opts.Targets)
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
 			if b.Instances[i].Role == "prefill" {
