@@ -1,0 +1,94 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDefaultScenarioRoundTrips: the resolved scenario an output carries
+// parses back to the same scenario.
+func TestDefaultScenarioRoundTrips(t *testing.T) {
+	for _, name := range []string{"default", "pd"} {
+		var s *Scenario
+		var err error
+		if name == "default" {
+			s, err = LoadDefault()
+		} else {
+			s, err = Parse([]byte("instances:\n  - {role: prefill, count: 2}\n  - {role: decode, engine: {num_gpu_blocks: 4000}}\nhandoff: {policy: push}\n"), "pd.yaml")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Parse(y, "resolved.yaml")
+		if err != nil {
+			t.Fatalf("%s: resolved scenario does not parse: %v\n%s", name, err, y)
+		}
+		y2, _ := Marshal(back)
+		if string(y) != string(y2) {
+			t.Fatalf("%s: round trip changed the scenario:\n%s\n---\n%s", name, y, y2)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown field", "engine:\n  max_num_seq: 3\n", []string{"s.yaml:2:3", "max_num_seq"}},
+		{"wrong type", "seed: many\n", []string{"s.yaml:1:"}},
+		{"zero block size", "engine:\n  block_size: 0\n", []string{"engine.block_size: must be > 0"}},
+		{"negative seqs in group", "instances:\n  - engine: {max_num_seqs: -1}\n", []string{"instances[0].engine.max_num_seqs"}},
+		{"bad role", "instances:\n  - role: both\n", []string{"instances[0].role", "mixed, prefill or decode"}},
+		{"decode without prefill", "instances:\n  - role: decode\n", []string{"instances", "prefill"}},
+		{"bad policy", "handoff: {policy: drop}\n", []string{"handoff.policy", "pull, reserve, reject, push or eager"}},
+		{"bad utilisation", "engine: {gpu_memory_utilization: 1.5}\n", []string{"engine.gpu_memory_utilization"}},
+		{"bad slo target", "slo:\n  percentiles: [{metric: ttft, percentile: 98, max_ms: 10}]\n", []string{"slo.percentiles[0].percentile"}},
+		{"trace and nothing", "workload: {trace: \"\"}\n", []string{"workload"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), "s.yaml")
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultsFillGroups(t *testing.T) {
+	s, err := Parse([]byte("hardware: H100\ninstances:\n  - {}\n  - {count: 3, tp: 2}\n"), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.Instances
+	if g[0].Name != "g0" || *g[0].Count != 1 || *g[0].TP != 1 || g[0].Role != "mixed" || g[0].Hardware != "H100" {
+		t.Errorf("group 0 defaults: %+v", g[0])
+	}
+	if *g[1].Count != 3 || *g[1].TP != 2 {
+		t.Errorf("group 1: %+v", g[1])
+	}
+	if s.PD() {
+		t.Error("mixed groups are not disaggregated")
+	}
+}
+
+func TestGroupEngineOverrides(t *testing.T) {
+	s, err := Parse([]byte("engine: {max_num_seqs: 64}\ninstances:\n  - engine: {num_gpu_blocks: 500, enable_prefix_caching: false}\n"), "o.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Instances[0].merged(s.Engine)
+	if m.MaxNumSeqs != 64 || m.NumGPUBlocks != 500 || *m.PrefixCaching || !*m.ChunkedPrefill {
+		t.Errorf("merged engine: %+v", m)
+	}
+}
