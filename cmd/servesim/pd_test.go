@@ -74,7 +74,7 @@ func TestPDStressPolicies(t *testing.T) {
 // TestEagerStopsWithReport: exit code 3 and a one-line report naming the
 // request, the instance, the blocks needed and free and the time.
 func TestEagerStopsWithReport(t *testing.T) {
-	code, stdout, stderr := run(t, "run", "-q", "-c", pdStress, "--handoff", "eager")
+	code, stdout, stderr := run(t, "run", "-q", "-c", pdStress, "--handoff", "eager", "--check-invariants")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3; stderr %s", code, stderr)
 	}
@@ -101,7 +101,7 @@ func TestDecodeCongestionInTimeSeries(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ts := filepath.Join(dir, "ts.csv")
-	code, _, stderr := run(t, "run", "-q", "-c", pdStress, "--timeseries", ts)
+	code, _, stderr := run(t, "run", "-q", "-c", pdStress, "--timeseries", ts, "--check-invariants")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

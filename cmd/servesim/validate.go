@@ -14,6 +14,7 @@ func newValidateCmd() *cobra.Command {
 	var (
 		dir, wl, profiles string
 		csvOut            string
+		predictor, calib  string
 		asJSON, invariant bool
 		overhead          float64
 	)
@@ -37,7 +38,8 @@ offsets; request bench-i takes the token ids of line i of the workload.`,
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return badInput(fmt.Errorf("--measured: %q is not a directory", dir))
 			}
-			o := validate.Options{Measured: os.DirFS(dir), Name: filepath.Clean(dir), Workload: wl, Profiles: profiles, CheckInvariants: invariant, RequestsCSV: csvOut}
+			o := validate.Options{Measured: os.DirFS(dir), Name: filepath.Clean(dir), Workload: wl, Profiles: profiles, CheckInvariants: invariant, RequestsCSV: csvOut,
+				Predictor: predictor, Calibration: calib}
 			if cmd.Flags().Changed("step-overhead-us") {
 				o.StepOverheadUs = &overhead
 			}
@@ -59,6 +61,8 @@ offsets; request bench-i takes the token ids of line i of the workload.`,
 	fs.StringVar(&wl, "workload", "", "the JSONL trace the run replayed (default: found by dataset_hash among the embedded workloads)")
 	fs.StringVar(&profiles, "profiles", "", "root of profile bundles (default: the embedded bundles)")
 	fs.StringVar(&csvOut, "requests-csv", "", "also write the simulated per-request records as CSV to FILE")
+	fs.StringVar(&predictor, "predictor", "profile", "step-latency predictor: profile (measured tables) or roofline (calibrated analytical model)")
+	fs.StringVar(&calib, "calibration", "", "roofline calibration YAML from servesim calibrate (default: the embedded calibration)")
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as one JSON object")
 	fs.BoolVar(&invariant, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
 	fs.Float64Var(&overhead, "step-overhead-us", 0, "override the per-step host overhead (for studies; the default is documented in README)")

@@ -3,6 +3,7 @@ package calibrate
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"sort"
 	"strings"
@@ -61,14 +62,28 @@ func (r *Report) String() string {
 
 // Evaluate predicts every point with r and summarises the errors.
 func Evaluate(r *perf.Roofline, pts []perf.Point) *Report {
-	byTable, byOp := map[string][]float64{}, map[string][]float64{}
+	return report(relErrors(r, pts, nil, nil))
+}
+
+// relErrors appends the relative error of every point, by table and by op.
+func relErrors(r *perf.Roofline, pts []perf.Point, byTable, byOp map[string][]float64) (map[string][]float64, map[string][]float64) {
+	if byTable == nil {
+		byTable, byOp = map[string][]float64{}, map[string][]float64{}
+	}
 	for i := range pts {
 		p := &pts[i]
+		if !(p.Ns > 0) {
+			continue
+		}
 		b := p.Batch()
 		e := r.OpNs(p.Op, &b)/p.Ns - 1
 		byTable[p.Category] = append(byTable[p.Category], e)
 		byOp[p.Op] = append(byOp[p.Op], e)
 	}
+	return byTable, byOp
+}
+
+func report(byTable, byOp map[string][]float64) *Report {
 	rep := &Report{Tables: map[string]Stats{}, Ops: map[string]Stats{}}
 	for k, v := range byTable {
 		rep.Tables[k] = stats(v)
@@ -128,14 +143,6 @@ func opScale(op string) param {
 		1, 0.05, 20}
 }
 
-// opLaunch fits Efficiency.OpLaunchNs[op].
-func opLaunch(op string) param {
-	return param{"op_launch." + op,
-		func(e *perf.Efficiency) float64 { return e.OpLaunchNs[op] },
-		func(e *perf.Efficiency, v float64) { e.OpLaunchNs[op] = v },
-		2500, 100, 1e5}
-}
-
 // ScaledOps are the memory-bound ops whose traffic multiplier Fit fits.
 var ScaledOps = []string{perf.OpEmbedding, perf.OpLayernorm, perf.OpFinalLayernorm, perf.OpQKNorm, perf.OpRotaryEmb, perf.OpActFn}
 
@@ -172,18 +179,23 @@ type Options struct {
 }
 
 // Fit fits the roofline's efficiencies for one accelerator to one or more
-// bundles' tables measured on it, by least squares on the log ratio of
-// predicted to measured time. Each table (dense + per-sequence, attention)
-// weighs the same regardless of its row count. Dense/per-sequence and
-// attention parameters are independent and are fitted separately; the
-// attention tile and wave width are discrete and searched on a grid.
-// The report is the in-sample accuracy on all inputs.
+// bundles' tables measured on it (robust least squares on the log ratio of
+// predicted to measured time, see robust). Each table group (dense and
+// per-sequence rows; pure-prefill, pure-decode and mixed attention rows)
+// weighs the same regardless of its row count. The dense and attention
+// parameters are independent and fitted separately; the attention tile and
+// wave width are discrete and searched on a grid. The report is the
+// in-sample accuracy over all inputs' rows.
 func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 	if len(inputs) == 0 {
 		return perf.Efficiency{}, nil, errors.New("calibrate: no input bundles")
 	}
 	var dense, attn []sample
-	for _, in := range inputs {
+	for k := range inputs {
+		in := &inputs[k]
+		if _, err := perf.NewRoofline(in.Model, in.HW, perf.Efficiency{}, in.TP); err != nil {
+			return perf.Efficiency{}, nil, fmt.Errorf("calibrate: input %d: %w", k, err)
+		}
 		for _, p := range in.Points {
 			if !(p.Ns > 0) {
 				continue
@@ -201,6 +213,7 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 		return perf.Efficiency{}, nil, errors.New("calibrate: the bundles have no table rows")
 	}
 	eff := perf.DefaultEfficiency
+	eff.OpScale = nil
 	var err error
 	if len(dense) > 0 {
 		params := append([]param(nil), denseParams...)
@@ -208,11 +221,11 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 		for _, s := range dense {
 			seen[s.p.Op] = true
 		}
-		eff.OpScale, eff.OpLaunchNs = map[string]float64{}, map[string]float64{}
+		eff.OpScale = map[string]float64{}
 		for _, op := range ScaledOps {
 			if seen[op] {
-				params = append(params, opScale(op), opLaunch(op))
-				eff.OpScale[op], eff.OpLaunchNs[op] = 1, 2500
+				params = append(params, opScale(op))
+				eff.OpScale[op] = 1
 			}
 		}
 		if eff, _, err = fitGroup(eff, params, dense); err != nil {
@@ -220,70 +233,98 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 		}
 	}
 	if len(attn) > 0 {
-		tiles, units := opt.TileQ, opt.Units
-		if len(tiles) == 0 {
-			tiles = []int{64, 128}
-		}
-		if len(units) == 0 {
-			for u := 32; u <= 512; u += 16 {
-				units = append(units, u)
-			}
-		}
-		// Coarse search on a subsample, a finer one around the best wave
-		// width, then the full fit there.
-		best, bestCost := eff, math.Inf(1)
-		try := func(e perf.Efficiency, pts []sample) error {
-			e, c, err := fitGroup(e, attnParams, pts)
-			if err == nil && c < bestCost {
-				best, bestCost = e, c
-			}
-			return err
-		}
-		coarse := subsample(attn, 800)
-		for _, tq := range tiles {
-			for _, u := range units {
-				e := eff
-				e.AttnTileQ, e.AttnUnits = tq, u
-				if err := try(e, coarse); err != nil {
-					return eff, nil, err
-				}
-			}
-		}
-		fine := subsample(attn, 3000)
-		center := best
-		bestCost = math.Inf(1)
-		for du := -12; du <= 12; du += 4 {
-			e := center
-			if e.AttnUnits += du; e.AttnUnits < 1 {
-				continue
-			}
-			if err := try(e, fine); err != nil {
-				return eff, nil, err
-			}
-		}
-		if eff, _, err = fitGroup(best, attnParams, subsample(attn, 8000)); err != nil {
+		if eff, err = fitAttention(eff, attn, opt); err != nil {
 			return eff, nil, err
 		}
 	}
-	rep := &Report{Tables: map[string]Stats{}, Ops: map[string]Stats{}}
-	var all []perf.Point
+	var errs map[string][]float64
+	var opErrs map[string][]float64
 	for _, in := range inputs {
 		r, err := perf.NewRoofline(in.Model, in.HW, eff, in.TP)
 		if err != nil {
 			return eff, nil, err
 		}
-		all = append(all[:0], in.Points...)
-		sub := Evaluate(r, all)
-		// With several inputs the report keeps the last one's figures per
-		// key; callers wanting each bundle's figures call Evaluate.
-		for k, v := range sub.Tables {
-			rep.Tables[k] = v
-		}
-		for k, v := range sub.Ops {
-			rep.Ops[k] = v
+		errs, opErrs = relErrors(r, in.Points, errs, opErrs)
+	}
+	return eff, report(errs, opErrs), nil
+}
+
+// FitBundle fits one profile bundle: the tables of the tp<N> folder tpDir of
+// the profile root fsys (see perf.FindBundle), measured for model m at
+// tensor-parallel degree tp on an accelerator hw. The entry's Source is
+// tpDir and its Fit the in-sample accuracy.
+func FitBundle(fsys fs.FS, tpDir string, m perf.RooflineModel, hw perf.RooflineHW, tp int, opt Options) (*Entry, *Report, error) {
+	pts, err := perf.ReadPoints(fsys, tpDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("calibrate: %w", err)
+	}
+	eff, rep, err := Fit([]Input{{Points: pts, Model: m, HW: hw, TP: tp}}, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return NewEntry(eff, tpDir, rep), rep, nil
+}
+
+// fitAttention fits the attention parameters: a coarse grid of the discrete
+// tile and wave width on a subsample with a short simplex run, two finer
+// passes around the best width, then the full fit there.
+func fitAttention(eff perf.Efficiency, attn []sample, opt Options) (perf.Efficiency, error) {
+	tiles, units := opt.TileQ, opt.Units
+	if len(tiles) == 0 {
+		tiles = []int{64, 128}
+	}
+	if len(units) == 0 {
+		for u := 32; u <= 512; u += 32 {
+			units = append(units, u)
 		}
 	}
-	return eff, rep, nil
+	best, bestCost := eff, math.Inf(1)
+	try := func(e perf.Efficiency, pts []sample, evals int) error {
+		e, c, err := fitGroupN(e, attnParams, pts, evals, 1)
+		if err == nil && c < bestCost {
+			best, bestCost = e, c
+		}
+		return err
+	}
+	coarse := subsample(attn, 600)
+	for _, tq := range tiles {
+		for _, u := range units {
+			e := eff
+			e.AttnTileQ, e.AttnUnits = tq, u
+			if err := try(e, coarse, 80); err != nil {
+				return eff, err
+			}
+		}
+	}
+	fine := subsample(attn, 1500)
+	for _, step := range []int{8, 2} {
+		center := best
+		bestCost = math.Inf(1)
+		for k := -3; k <= 3; k++ {
+			e := center
+			if e.AttnUnits += k * step; e.AttnUnits < 1 {
+				continue
+			}
+			if err := try(e, fine, 150); err != nil {
+				return eff, err
+			}
+		}
+	}
+	out, _, err := fitGroup(best, attnParams, subsample(attn, 6000))
+	return out, err
+}
+
+// robustScale is the log error (about 10 %) beyond which the fit's loss
+// grows linearly rather than quadratically.
+const robustScale = 0.1
+
+// robust is the soft-L1 loss of a log error d: d² for small errors, linear
+// beyond robustScale, so that a few anomalous table rows (a kernel that hit
+// a different code path, a noisy measurement) do not drag the fit away from
+// the bulk of the rows.
+func robust(d float64) float64 {
+	z := d / robustScale
+	return 2 * robustScale * robustScale * (math.Sqrt(1+z*z) - 1)
 }
 
 // groupOf is the weighting group of a point: its table, with attention
@@ -328,7 +369,7 @@ func subsample(s []sample, n int) []sample {
 }
 
 type sample struct {
-	in Input
+	in *Input
 	p  perf.Point
 }
 
@@ -336,6 +377,12 @@ type sample struct {
 // (the other fields of start stay fixed). It returns the fitted efficiency
 // and the cost.
 func fitGroup(start perf.Efficiency, params []param, samples []sample) (perf.Efficiency, float64, error) {
+	return fitGroupN(start, params, samples, 300, 4)
+}
+
+// fitGroupN is fitGroup with evalsPerParam simplex evaluations per fitted
+// parameter and at most restarts restarts.
+func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPerParam, restarts int) (perf.Efficiency, float64, error) {
 	weight := map[string]float64{}
 	for _, s := range samples {
 		weight[groupOf(s.p)]++
@@ -353,39 +400,43 @@ func fitGroup(start perf.Efficiency, params []param, samples []sample) (perf.Eff
 	}
 	decode := func(x []float64) perf.Efficiency {
 		e := start
-		e.OpScale, e.OpLaunchNs = copyMap(start.OpScale), copyMap(start.OpLaunchNs)
+		e.OpScale = copyMap(start.OpScale)
 		for i, p := range params {
 			p.set(&e, math.Min(p.max, math.Max(p.min, math.Exp(x[i]))))
 		}
 		return e
 	}
-	// Cache one Roofline per distinct (model, tp) input.
-	type key struct {
-		m  perf.RooflineModel
-		hw perf.RooflineHW
-		tp int
+	// One Roofline per distinct input, rebuilt at every evaluation.
+	var inputs []*Input
+	idx := make([]int, len(samples))
+	for i := range samples {
+		j := 0
+		for j < len(inputs) && inputs[j] != samples[i].in {
+			j++
+		}
+		if j == len(inputs) {
+			inputs = append(inputs, samples[i].in)
+		}
+		idx[i] = j
 	}
+	rs := make([]*perf.Roofline, len(inputs))
 	cost := func(x []float64) float64 {
 		e := decode(x)
-		rs := map[key]*perf.Roofline{}
+		for j, in := range inputs {
+			var err error
+			if rs[j], err = perf.NewRoofline(in.Model, in.HW, e, in.TP); err != nil {
+				return math.Inf(1)
+			}
+		}
 		var c float64
 		for i := range samples {
 			s := &samples[i]
-			k := key{s.in.Model, s.in.HW, s.in.TP}
-			r := rs[k]
-			if r == nil {
-				var err error
-				if r, err = perf.NewRoofline(s.in.Model, s.in.HW, e, s.in.TP); err != nil {
-					return math.Inf(1)
-				}
-				rs[k] = r
-			}
-			pred := r.OpNs(s.p.Op, &batches[i])
+			pred := rs[idx[i]].OpNs(s.p.Op, &batches[i])
 			if !(pred > 0) {
 				return math.Inf(1)
 			}
 			d := math.Log(pred / s.p.Ns)
-			c += w[i] * d * d
+			c += w[i] * robust(d)
 		}
 		return c
 	}
@@ -400,8 +451,8 @@ func fitGroup(start perf.Efficiency, params []param, samples []sample) (perf.Eff
 	best, bestCost := x0, cost(x0)
 	// Restart from the optimum while it improves: the simplex stalls easily
 	// on the kinks of the max and ceil terms.
-	for range 4 {
-		x, c := nelderMead(cost, best, 0.3, 300*len(params), 1e-10)
+	for range restarts {
+		x, c := nelderMead(cost, best, 0.3, evalsPerParam*len(params), 1e-10)
 		if c >= bestCost-1e-12 {
 			break
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/hw"
@@ -45,6 +46,7 @@ type Built struct {
 	// colocated serving); nics[i] lists instance i's NICs.
 	PD          *cluster.PDConfig
 	nics        [][]nic
+	preds       []perf.Predictor // step-latency predictor of each instance
 	pushBuf     []int
 	kvPerToken  []int64
 	prefillRate []float64
@@ -123,15 +125,27 @@ func Build(s *Scenario, src Source) (*Built, error) {
 		key := fmt.Sprintf("%s/tp%d", acc.Name, tp)
 		pred, ok := predictors[key]
 		if !ok {
-			dir, err := perf.FindBundle(profiles, acc.Name, m.Name, s.Dtype, tp)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
+			var base perf.Predictor
+			if s.Predictor.Kind == "roofline" {
+				base, err = roofline(s, src, m, acc, tp)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", path, err)
+				}
+			} else {
+				dir, err := perf.FindBundle(profiles, acc.Name, m.Name, s.Dtype, tp)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w; or set predictor.kind: roofline to simulate it without measured tables", path, err)
+				}
+				prof, err := perf.LoadProfile(profiles, dir, arch, cat)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", path, err)
+				}
+				base = prof
 			}
-			prof, err := perf.LoadProfile(profiles, dir, arch, cat)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			pred = perf.WithOverhead(prof, overheadNs)
+			// The profile tables exclude collectives; the roofline times
+			// single-GPU ops too: add the tensor-parallel all-reduces.
+			base = perf.WithCollectives(base, tpComm(m, acc, tp, bpe))
+			pred = perf.WithOverhead(base, overheadNs)
 			predictors[key] = pred
 		}
 		blocks := eng.NumGPUBlocks
@@ -194,6 +208,7 @@ func Build(s *Scenario, src Source) (*Built, error) {
 		for c := 0; c < *g.Count; c++ {
 			idx := len(b.Engines)
 			b.pushBuf = append(b.pushBuf, pushBuf)
+			b.preds = append(b.preds, pred)
 			b.nics = append(b.nics, repeatNIC(n, tp))
 			b.kvPerToken = append(b.kvPerToken, m.KVBytesPerTokenPerRank(bpe, tp))
 			b.prefillRate = append(b.prefillRate, rate)
@@ -420,3 +435,45 @@ func pdConfig(s *Scenario, pushBuf []int, hostBW float64) (*cluster.PDConfig, er
 		LocalPrefillBelow:   h.LocalPrefillBelow,
 	}, nil
 }
+
+// roofline builds the analytical predictor for model m on accelerator acc
+// at tensor-parallel degree tp, with the accelerator's calibration.
+func roofline(s *Scenario, src Source, m *model.Config, acc hw.Accelerator, tp int) (perf.Predictor, error) {
+	var file *calibrate.File
+	var err error
+	if s.Predictor.Calibration == "" {
+		file, err = calibrate.Builtin()
+	} else {
+		p := resolve(src, s.Predictor.Calibration)
+		f, oerr := os.Open(p)
+		if oerr != nil {
+			return nil, fmt.Errorf("predictor.calibration: %w", oerr)
+		}
+		defer f.Close()
+		file, err = calibrate.Load(f, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("predictor.calibration: %w", err)
+	}
+	eff, ok := file.Lookup(acc.Name)
+	if !ok {
+		eff = perf.DefaultEfficiency
+	}
+	rm, err := calibrate.ModelOf(m, s.Dtype)
+	if err != nil {
+		return nil, err
+	}
+	rh, err := calibrate.HWOf(acc, s.Dtype)
+	if err != nil {
+		return nil, err
+	}
+	return perf.NewRoofline(rm, rh, eff, tp)
+}
+
+// tpComm describes the tensor-parallel collectives of one instance.
+func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int) perf.TPComm {
+	return perf.TPComm{TP: tp, Layers: int(m.NumLayers), Hidden: int(m.HiddenSize), BytesPerElem: bpe,
+		Vocab: int(m.VocabSize), LinkBW: acc.Link.Bandwidth, LinkLatencyNs: acc.Link.LatencyNs}
+}
+
+func (b *Built) predFor(i int) perf.Predictor { return b.preds[i] }

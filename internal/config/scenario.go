@@ -54,8 +54,14 @@ type Scenario struct {
 
 // Predictor configures step-latency prediction.
 type Predictor struct {
-	// Kind is "profile" (default): measured per-layer tables.
+	// Kind is "profile" (default: tables measured on the accelerator for
+	// the model, see profiles) or "roofline" (any model on any catalog
+	// accelerator, from FLOPs and bytes with calibrated efficiencies).
 	Kind string `yaml:"kind" json:"kind"`
+	// Calibration is a calibration YAML written by `servesim calibrate`
+	// (relative to the scenario file); empty: the embedded calibration.
+	// Accelerators it lacks use generic efficiencies.
+	Calibration string `yaml:"calibration" json:"calibration"`
 	// Profiles is the root of profile bundles laid out as
 	// <hardware>/<org>/<model>/<dtype>/tp<N>/. Empty: the embedded bundle.
 	Profiles string `yaml:"profiles" json:"profiles"`
@@ -289,8 +295,8 @@ func (s *Scenario) Validate() error {
 	if s.Dtype != "bf16" && s.Dtype != "fp16" {
 		bad("dtype", "must be bf16 or fp16 (got %q)", s.Dtype)
 	}
-	if s.Predictor.Kind != "profile" {
-		bad("predictor.kind", "must be \"profile\" (got %q)", s.Predictor.Kind)
+	if s.Predictor.Kind != "profile" && s.Predictor.Kind != "roofline" {
+		bad("predictor.kind", "must be profile or roofline (got %q)", s.Predictor.Kind)
 	}
 	if v := s.Predictor.StepOverheadUs; v < 0 {
 		bad("predictor.step_overhead_us", "must be >= 0 (got %g)", v)

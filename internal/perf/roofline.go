@@ -114,33 +114,29 @@ type Efficiency struct {
 	// act_fn): how far each kernel's access pattern is from a plain stream
 	// of the bytes the roofline counts. Absent ops use 1.
 	OpScale map[string]float64
-	// OpLaunchNs replaces LaunchNs for individual memory-bound ops, by op
-	// name (an op may be one kernel or several small ones). Absent ops use
-	// LaunchNs.
-	OpLaunchNs map[string]float64
 }
 
 // DefaultEfficiency is used for accelerators without calibration: typical
 // values of the FlashAttention/cuBLAS kernels vLLM runs on recent NVIDIA
 // GPUs.
 var DefaultEfficiency = Efficiency{
-	Compute:        0.8,
-	Memory:         0.9,
-	LaunchNs:       2500,
-	Sharpness:      2.5,
-	CacheBytes:     40e6,
-	CacheSpeed:     2,
-	SamplerPasses:  2,
-	SamplerNs:      15000,
-	AttnCompute:    0.55,
-	AttnMemory:     0.95,
-	AttnLaunchNs:   8000,
-	AttnSharpness:  4,
-	AttnTileQ:      128,
-	AttnUnits:      0,
-	AttnCacheBytes: 40e6,
-	AttnCacheSpeed: 1.5,
-	AttnUnitNs:     1000,
+	Compute:            0.8,
+	Memory:             0.9,
+	LaunchNs:           2500,
+	Sharpness:          2.5,
+	CacheBytes:         40e6,
+	CacheSpeed:         2,
+	SamplerPasses:      2,
+	SamplerNs:          15000,
+	AttnCompute:        0.55,
+	AttnMemory:         0.95,
+	AttnLaunchNs:       8000,
+	AttnSharpness:      4,
+	AttnTileQ:          128,
+	AttnUnits:          0,
+	AttnCacheBytes:     40e6,
+	AttnCacheSpeed:     1.5,
+	AttnUnitNs:         1000,
 	AttnDecodeMemory:   0.95,
 	AttnEmptyNs:        300,
 	AttnDecodeLaunchNs: 8000,
@@ -202,11 +198,6 @@ func (e Efficiency) Validate() error {
 	for op, v := range e.OpScale {
 		if math.IsNaN(v) || v <= 0 || v > 1e3 {
 			return fmt.Errorf("efficiency op_scale[%s] = %g: want a value in (0, 1000]", op, v)
-		}
-	}
-	for op, v := range e.OpLaunchNs {
-		if math.IsNaN(v) || v < 0 || v > 1e9 {
-			return fmt.Errorf("efficiency op_launch[%s] = %g: want a value in [0, 1e9]", op, v)
 		}
 	}
 	if e.AttnTileQ < 0 || e.AttnTileQ > 4096 {
@@ -282,8 +273,6 @@ type Roofline struct {
 	experts, expertsTopK int
 	// traffic multipliers of the memory-bound ops
 	scEmbed, scNorm, scFinalNorm, scQKNorm, scRotary, scAct float64
-	// and their fixed costs
-	lnEmbed, lnNorm, lnFinalNorm, lnQKNorm, lnRotary, lnAct float64
 }
 
 // NewRoofline builds the roofline predictor of model m on accelerator acc at
@@ -364,14 +353,6 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	}
 	r.scEmbed, r.scNorm, r.scFinalNorm = scale(OpEmbedding), scale(OpLayernorm), scale(OpFinalLayernorm)
 	r.scQKNorm, r.scRotary, r.scAct = scale(OpQKNorm), scale(OpRotaryEmb), scale(OpActFn)
-	launch := func(op string) float64 {
-		if v, ok := e.OpLaunchNs[op]; ok {
-			return v
-		}
-		return e.LaunchNs
-	}
-	r.lnEmbed, r.lnNorm, r.lnFinalNorm = launch(OpEmbedding), launch(OpLayernorm), launch(OpFinalLayernorm)
-	r.lnQKNorm, r.lnRotary, r.lnAct = launch(OpQKNorm), launch(OpRotaryEmb), launch(OpActFn)
 
 	L := float64(m.Layers)
 	r.ops = append(r.ops, OpUse{OpEmbedding, 1}, OpUse{OpLayernorm, 2 * L}, OpUse{OpQKVProj, L})
@@ -445,21 +426,21 @@ func (r *Roofline) OpNs(op string, b *Batch) float64 {
 	switch op {
 	case OpEmbedding:
 		// gather rows of the table, write the hidden states.
-		return r.elementwise(T, 2*T*h*bb, r.scEmbed, r.lnEmbed)
+		return r.elementwise(T, 2*T*h*bb, r.scEmbed)
 	case OpLayernorm:
 		// fused residual add + RMSNorm: read x and residual, write both.
-		return r.elementwise(T, 4*T*h*bb, r.scNorm, r.lnNorm)
+		return r.elementwise(T, 4*T*h*bb, r.scNorm)
 	case OpFinalLayernorm:
-		return r.elementwise(T, 4*T*h*bb, r.scFinalNorm, r.lnFinalNorm)
+		return r.elementwise(T, 4*T*h*bb, r.scFinalNorm)
 	case OpQKNorm:
 		// per-head RMSNorm of queries and keys, read and written.
-		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scQKNorm, r.lnQKNorm)
+		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scQKNorm)
 	case OpRotaryEmb:
 		// rotate queries and keys in place.
-		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scRotary, r.lnRotary)
+		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scRotary)
 	case OpActFn:
 		// SiLU(gate)*up: read both halves, write one.
-		return r.elementwise(T, 3*T*r.inter*bb, r.scAct, r.lnAct)
+		return r.elementwise(T, 3*T*r.inter*bb, r.scAct)
 	case OpQKVProj:
 		return r.gemm(T, h, r.qkvN)
 	case OpOProj:
@@ -509,7 +490,7 @@ func (r *Roofline) gemm(M, K, N float64) float64 {
 
 // elementwise times a memory-bound kernel moving bytes; the part of the
 // traffic that fits the cache runs at the cache speed.
-func (r *Roofline) elementwise(T, bytes, scale, launch float64) float64 {
+func (r *Roofline) elementwise(T, bytes, scale float64) float64 {
 	if T <= 0 {
 		return 0
 	}
@@ -517,7 +498,7 @@ func (r *Roofline) elementwise(T, bytes, scale, launch float64) float64 {
 	if bytes > r.eff.CacheBytes {
 		hit = r.eff.CacheBytes / bytes
 	}
-	return launch + scale*bytes*((1-hit)/r.memRate+hit/r.cacheRate)*1e9
+	return r.eff.LaunchNs + scale*bytes*((1-hit)/r.memRate+hit/r.cacheRate)*1e9
 }
 
 // moe times one MoE block: router GEMM, then gate_up and down of every

@@ -9,24 +9,26 @@ import "math"
 //     of AttnTileQ query rows; tile i attends to the sequence's history plus
 //     the first (i+1)·tile chunk tokens (causal). In a step that also has
 //     prefills, every decode request is a one-row sequence that still costs
-//     a whole tile per query head. A pure-decode step packs the query heads
-//     of one KV head (GQA) into one unit per (request, KV head), and splits
-//     long contexts into several units (split-KV, FlashAttention's
-//     num_splits heuristic with 2·AttnUnits slots) when there are few units.
-//   - Compute. An empty tile (past the end of a shorter sequence) costs
-//     AttnEmptyNs. A unit costs AttnUnitNs plus 4·tile·head_dim FLOPs per KV
-//     position at AttnCompute×PeakFLOPS/AttnUnits. Units run AttnUnits at a
-//     time: the compute time is ceil(units/AttnUnits) waves of the mean
-//     unit, and at least the longest unit.
-//   - Memory. The distinct KV bytes are read once from memory; units
-//     re-reading the same KV (the query heads of one KV head, the tiles of
-//     one sequence) find min(1, AttnCacheBytes/W) of it in cache, W being
-//     one KV head's KV over the batch, and read the rest again from memory.
-//     Cache hits run at AttnCacheSpeed× the memory rate. Queries, outputs
-//     and the new KV are moved once.
+//     a whole tile per query head, plus empty tiles up to the longest
+//     chunk's tile count (they exit at once, AttnEmptyNs each). A
+//     pure-decode step packs the query heads of one KV head (GQA) into one
+//     unit per (request, KV head), and splits long contexts into several
+//     units (split-KV, FlashAttention's num_splits heuristic on
+//     2·AttnUnits slots) when there are few units.
+//   - Compute. A unit costs AttnUnitNs plus 4·tile·head_dim FLOPs per KV
+//     position at AttnCompute×PeakFLOPS/AttnUnits; AttnUnits run at a time
+//     (see schedule).
+//   - Memory. The distinct KV bytes are read once. Every query head of a
+//     prefill or mixed step reads its KV head again; the heads of one GQA
+//     group whose units share a wave share the read, and of the remaining
+//     re-reads min(1, AttnCacheBytes/W) hit the cache (W: one KV head's KV
+//     over the batch) at AttnCacheSpeed× the memory rate. Queries, outputs
+//     and the new KV are moved once. Pure decode streams at
+//     AttnDecodeMemory, the rest at AttnMemory.
 //
-// Time = AttnLaunchNs + softmax(compute, memory) with AttnSharpness, plus a
-// kernel launch for the split-KV combine.
+// Time = launch (AttnDecodeLaunchNs for pure decode, else AttnLaunchNs)
+// + softmax(compute, memory) with AttnSharpness, plus LaunchNs for the
+// split-KV combine kernel.
 func (r *Roofline) attention(b *Batch) float64 {
 	pc := float64(max(b.PrefillTokens, 0))
 	n := float64(max(b.NumDecode, 0))

@@ -43,6 +43,10 @@ type Options struct {
 	Profiles string
 	// StepOverheadUs overrides the predictor's step overhead when non-nil.
 	StepOverheadUs *float64
+	// Predictor is the step-latency predictor kind ("" or profile, or
+	// roofline) and Calibration the roofline's calibration file ("" for
+	// the embedded one).
+	Predictor, Calibration string
 	// CheckInvariants turns the invariant checker on.
 	CheckInvariants bool
 	// RequestsCSV, if set, receives the simulated per-request records.
@@ -166,6 +170,10 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 	if o.StepOverheadUs != nil {
 		s.Predictor.StepOverheadUs = *o.StepOverheadUs
 	}
+	if o.Predictor != "" {
+		s.Predictor.Kind = o.Predictor
+	}
+	s.Predictor.Calibration = o.Calibration
 	s.CheckInvariants = o.CheckInvariants
 	// Settings common to every measured run (data README): block 16,
 	// chunked prefill and prefix caching on, gpu_memory_utilization 0.9.

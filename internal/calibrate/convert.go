@@ -1,0 +1,47 @@
+package calibrate
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// ModelOf converts a HuggingFace config into the roofline's model shape,
+// with elements of dtype ("" uses the config's dtype).
+func ModelOf(c *model.Config, dtype string) (perf.RooflineModel, error) {
+	if dtype == "" {
+		dtype = c.Dtype
+	}
+	b, err := model.BytesPerElem(dtype)
+	if err != nil {
+		return perf.RooflineModel{}, fmt.Errorf("roofline model %s: %w", c.Name, err)
+	}
+	return perf.RooflineModel{
+		Layers:             int(c.NumLayers),
+		Hidden:             int(c.HiddenSize),
+		Intermediate:       int(c.IntermediateSize),
+		Heads:              int(c.NumHeads),
+		KVHeads:            int(c.NumKVHeads),
+		HeadDim:            int(c.HeadDim),
+		Vocab:              int(c.VocabSize),
+		Experts:            int(c.NumExperts),
+		ExpertsPerTok:      int(c.ExpertsPerTok),
+		MoEIntermediate:    int(c.MoEIntermediateSize),
+		SharedIntermediate: int(c.NumSharedExperts * c.SharedExpertIntermediateSize),
+		BytesPerElem:       b,
+		QKNorm:             c.QKNorm,
+		TieEmbeddings:      c.TieWordEmbeddings,
+	}, nil
+}
+
+// HWOf converts an accelerator into the roofline's hardware, computing in
+// dtype (its tensor-core peak).
+func HWOf(a hw.Accelerator, dtype string) (perf.RooflineHW, error) {
+	peak, err := a.PeakFLOPS(dtype)
+	if err != nil {
+		return perf.RooflineHW{}, err
+	}
+	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth}, nil
+}

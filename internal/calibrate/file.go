@@ -1,0 +1,239 @@
+package calibrate
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// FileVersion is the format version Write emits and Load accepts.
+const FileVersion = 1
+
+// File is a calibration file: roofline efficiencies per accelerator.
+type File struct {
+	Version      int               `yaml:"version"`
+	Accelerators map[string]*Entry `yaml:"accelerators"`
+}
+
+// Entry is one accelerator's calibration. Times are in microseconds and
+// cache sizes in MB (10^6 bytes) for readability; Efficiency converts.
+type Entry struct {
+	// Source names the profile bundle(s) the entry was fitted on.
+	Source string `yaml:"source,omitempty"`
+
+	ComputeEff    float64            `yaml:"compute_eff"`
+	MemoryEff     float64            `yaml:"memory_eff"`
+	LaunchUs      float64            `yaml:"launch_us"`
+	Sharpness     float64            `yaml:"sharpness"`
+	CacheMB       float64            `yaml:"cache_mb"`
+	CacheSpeed    float64            `yaml:"cache_speed"`
+	SamplerPasses float64            `yaml:"sampler_passes"`
+	SamplerUs     float64            `yaml:"sampler_us"`
+	OpScale       map[string]float64 `yaml:"op_scale,omitempty"`
+
+	Attention AttentionEntry `yaml:"attention"`
+
+	// Fit is the in-sample accuracy of the calibration, per table
+	// (informational; ignored by Efficiency).
+	Fit map[string]FitStats `yaml:"fit,omitempty"`
+}
+
+// AttentionEntry holds the attention kernel's constants (see
+// perf.Efficiency's Attn* fields).
+type AttentionEntry struct {
+	ComputeEff      float64 `yaml:"compute_eff"`
+	MemoryEff       float64 `yaml:"memory_eff"`
+	DecodeMemoryEff float64 `yaml:"decode_memory_eff"`
+	LaunchUs        float64 `yaml:"launch_us"`
+	DecodeLaunchUs  float64 `yaml:"decode_launch_us"`
+	Sharpness       float64 `yaml:"sharpness"`
+	TileQ           int     `yaml:"tile_q"`
+	Units           int     `yaml:"units"`
+	UnitUs          float64 `yaml:"unit_us"`
+	EmptyUs         float64 `yaml:"empty_us"`
+	CacheMB         float64 `yaml:"cache_mb"`
+	CacheSpeed      float64 `yaml:"cache_speed"`
+}
+
+// FitStats is the accuracy of a fit on one table: median and 90th
+// percentile of |predicted/measured - 1|.
+type FitStats struct {
+	Rows   int     `yaml:"rows"`
+	Median float64 `yaml:"median"`
+	P90    float64 `yaml:"p90"`
+}
+
+// NewEntry converts fitted efficiencies (and optionally the fit's report)
+// into a file entry, rounding to 4 significant digits.
+func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
+	en := &Entry{
+		Source:        source,
+		ComputeEff:    round4(e.Compute),
+		MemoryEff:     round4(e.Memory),
+		LaunchUs:      round4(e.LaunchNs / 1e3),
+		Sharpness:     round4(e.Sharpness),
+		CacheMB:       round4(e.CacheBytes / 1e6),
+		CacheSpeed:    round4(e.CacheSpeed),
+		SamplerPasses: round4(e.SamplerPasses),
+		SamplerUs:     round4(e.SamplerNs / 1e3),
+		Attention: AttentionEntry{
+			ComputeEff:      round4(e.AttnCompute),
+			MemoryEff:       round4(e.AttnMemory),
+			DecodeMemoryEff: round4(e.AttnDecodeMemory),
+			LaunchUs:        round4(e.AttnLaunchNs / 1e3),
+			DecodeLaunchUs:  round4(e.AttnDecodeLaunchNs / 1e3),
+			Sharpness:       round4(e.AttnSharpness),
+			TileQ:           e.AttnTileQ,
+			Units:           e.AttnUnits,
+			UnitUs:          round4(e.AttnUnitNs / 1e3),
+			EmptyUs:         round4(e.AttnEmptyNs / 1e3),
+			CacheMB:         round4(e.AttnCacheBytes / 1e6),
+			CacheSpeed:      round4(e.AttnCacheSpeed),
+		},
+	}
+	if len(e.OpScale) > 0 {
+		en.OpScale = map[string]float64{}
+		for k, v := range e.OpScale {
+			en.OpScale[k] = round4(v)
+		}
+	}
+	if rep != nil {
+		en.Fit = map[string]FitStats{}
+		for k, s := range rep.Tables {
+			en.Fit[k] = FitStats{Rows: s.Count, Median: round4(s.Median), P90: round4(s.P90)}
+		}
+	}
+	return en
+}
+
+// Efficiency converts the entry to the roofline's units. Fields left at 0
+// take perf.DefaultEfficiency's values when the roofline is built.
+func (en *Entry) Efficiency() perf.Efficiency {
+	a := en.Attention
+	e := perf.Efficiency{
+		Compute:            en.ComputeEff,
+		Memory:             en.MemoryEff,
+		LaunchNs:           en.LaunchUs * 1e3,
+		Sharpness:          en.Sharpness,
+		CacheBytes:         en.CacheMB * 1e6,
+		CacheSpeed:         en.CacheSpeed,
+		SamplerPasses:      en.SamplerPasses,
+		SamplerNs:          en.SamplerUs * 1e3,
+		AttnCompute:        a.ComputeEff,
+		AttnMemory:         a.MemoryEff,
+		AttnDecodeMemory:   a.DecodeMemoryEff,
+		AttnLaunchNs:       a.LaunchUs * 1e3,
+		AttnDecodeLaunchNs: a.DecodeLaunchUs * 1e3,
+		AttnSharpness:      a.Sharpness,
+		AttnTileQ:          a.TileQ,
+		AttnUnits:          a.Units,
+		AttnUnitNs:         a.UnitUs * 1e3,
+		AttnEmptyNs:        a.EmptyUs * 1e3,
+		AttnCacheBytes:     a.CacheMB * 1e6,
+		AttnCacheSpeed:     a.CacheSpeed,
+	}
+	if len(en.OpScale) > 0 {
+		e.OpScale = map[string]float64{}
+		for k, v := range en.OpScale {
+			e.OpScale[k] = v
+		}
+	}
+	return e
+}
+
+func round4(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	mag := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*mag) / mag
+}
+
+// Lookup returns the efficiencies of an accelerator by its catalog name
+// (case-insensitive).
+func (f *File) Lookup(accelerator string) (perf.Efficiency, bool) {
+	if f == nil {
+		return perf.Efficiency{}, false
+	}
+	if en, ok := f.Accelerators[accelerator]; ok && en != nil {
+		return en.Efficiency(), true
+	}
+	for k, en := range f.Accelerators {
+		if strings.EqualFold(k, accelerator) && en != nil {
+			return en.Efficiency(), true
+		}
+	}
+	return perf.Efficiency{}, false
+}
+
+// Names lists the calibrated accelerators, sorted.
+func (f *File) Names() []string {
+	out := make([]string, 0, len(f.Accelerators))
+	for k := range f.Accelerators {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Load parses a calibration file. Unknown fields are errors; every entry's
+// efficiencies must pass perf.Efficiency.Validate.
+func Load(r io.Reader, source string) (*File, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("calibration %s: %w", source, err)
+	}
+	var f File
+	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("calibration %s: %w", source, err)
+	}
+	if f.Version != FileVersion {
+		return nil, fmt.Errorf("calibration %s: version %d, want %d", source, f.Version, FileVersion)
+	}
+	for _, name := range f.Names() {
+		en := f.Accelerators[name]
+		if en == nil {
+			return nil, fmt.Errorf("calibration %s: accelerator %s has no fields", source, name)
+		}
+		if err := en.Efficiency().Validate(); err != nil {
+			return nil, fmt.Errorf("calibration %s: accelerator %s: %w", source, name, err)
+		}
+	}
+	return &f, nil
+}
+
+// ReadFile loads the calibration file name from fsys.
+func ReadFile(fsys fs.FS, name string) (*File, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("calibration: %w", err)
+	}
+	return Load(bytes.NewReader(data), name)
+}
+
+// Write encodes f as YAML, accelerators sorted by name, with a header
+// comment.
+func Write(w io.Writer, f *File) error {
+	if f.Version == 0 {
+		f.Version = FileVersion
+	}
+	data, err := yaml.MarshalWithOptions(f, yaml.Indent(2))
+	if err != nil {
+		return fmt.Errorf("calibration: %w", err)
+	}
+	const header = "# servesim roofline calibration: per-accelerator efficiencies fitted to\n" +
+		"# measured profile tables (servesim calibrate). Times in us, caches in MB.\n"
+	if _, err := io.WriteString(w, header); err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}

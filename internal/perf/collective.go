@@ -1,0 +1,118 @@
+package perf
+
+import "math"
+
+// AllReduceNs is the time of a ring all-reduce of bytes over n ranks joined
+// by links of linkBW bytes/s and linkLatencyNs per message:
+//
+//	2(n-1)/n × bytes / linkBW + 2(n-1) × linkLatencyNs
+//
+// (a reduce-scatter then an all-gather, each of n-1 steps moving 1/n of the
+// data). It is 0 for n <= 1 or bytes <= 0, and saturates at math.MaxInt64.
+func AllReduceNs(bytes int64, n int, linkBW float64, linkLatencyNs int64) int64 {
+	if n <= 1 || bytes <= 0 {
+		return 0
+	}
+	if !(linkBW > 0) {
+		return math.MaxInt64
+	}
+	steps := float64(n - 1)
+	return clampNs(2*steps/float64(n)*float64(bytes)/linkBW*1e9 + 2*steps*float64(max(linkLatencyNs, 0)))
+}
+
+// AllGatherNs is the time of a ring all-gather in which every one of n ranks
+// contributes bytes/n: (n-1)/n × bytes / linkBW + (n-1) × linkLatencyNs.
+func AllGatherNs(bytes int64, n int, linkBW float64, linkLatencyNs int64) int64 {
+	if n <= 1 || bytes <= 0 {
+		return 0
+	}
+	if !(linkBW > 0) {
+		return math.MaxInt64
+	}
+	steps := float64(n - 1)
+	return clampNs(steps/float64(n)*float64(bytes)/linkBW*1e9 + steps*float64(max(linkLatencyNs, 0)))
+}
+
+// TPComm describes the tensor-parallel communication of one instance.
+type TPComm struct {
+	// TP is the tensor-parallel degree; collectives apply only for TP > 1.
+	TP int
+	// Layers is the number of transformer layers (num_hidden_layers).
+	Layers int
+	// Hidden is the model's hidden size; BytesPerElem the activation size
+	// (0 means 2, bf16).
+	Hidden, BytesPerElem int
+	// Vocab is the vocabulary size. When set, the logits of every sequence
+	// (sequences × vocab × BytesPerElem) are all-gathered once per step, as
+	// vLLM's LogitsProcessor gathers the vocabulary-parallel lm_head output.
+	Vocab int
+	// LinkBW (bytes/s per direction) and LinkLatencyNs describe the
+	// GPU-to-GPU link (hw.Accelerator.Link).
+	LinkBW        float64
+	LinkLatencyNs int64
+}
+
+// WithCollectives adds tensor-parallel communication to a per-rank
+// predictor (Roofline or Profile, whose tables exclude it). For TP > 1 every
+// step pays, on tokens × Hidden × BytesPerElem bytes each,
+//
+//   - one all-reduce after the vocabulary-parallel embedding,
+//   - two all-reduces per layer: after the attention output projection
+//     (o_proj) and after the MLP down projection (down_proj; the MoE block
+//     output for MoE models),
+//
+// plus, when Vocab is set, the all-gather of the logits. For TP <= 1 it
+// returns p unchanged. The wrapper does not allocate.
+func WithCollectives(p Predictor, cfg TPComm) Predictor {
+	if cfg.TP <= 1 {
+		return p
+	}
+	if cfg.BytesPerElem == 0 {
+		cfg.BytesPerElem = 2
+	}
+	return tpComm{p, cfg}
+}
+
+type tpComm struct {
+	Predictor
+	cfg TPComm
+}
+
+// StepTime implements Predictor.
+func (c tpComm) StepTime(b *Batch) int64 {
+	t := c.Predictor.StepTime(b)
+	if b == nil {
+		return t
+	}
+	return satAdd(t, c.CommNs(b))
+}
+
+// CommNs is the communication time of one step.
+func (c tpComm) CommNs(b *Batch) int64 {
+	tokens := int64(max(b.Tokens(), 0))
+	if tokens == 0 {
+		return 0
+	}
+	cfg := c.cfg
+	ar := AllReduceNs(tokens*int64(cfg.Hidden)*int64(cfg.BytesPerElem), cfg.TP, cfg.LinkBW, cfg.LinkLatencyNs)
+	t := satMul(ar, int64(2*cfg.Layers+1))
+	if cfg.Vocab > 0 {
+		seqs := int64(max(b.Seqs(), 0))
+		t = satAdd(t, AllGatherNs(seqs*int64(cfg.Vocab)*int64(cfg.BytesPerElem), cfg.TP, cfg.LinkBW, cfg.LinkLatencyNs))
+	}
+	return t
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(a, k int64) int64 {
+	if k != 0 && a > math.MaxInt64/k {
+		return math.MaxInt64
+	}
+	return a * k
+}

@@ -1,0 +1,265 @@
+package perf
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// tinyModel and tinyHW make the hand computations below easy to follow.
+var (
+	tinyModel = RooflineModel{Layers: 2, Hidden: 1024, Intermediate: 4096, Heads: 8, KVHeads: 2,
+		HeadDim: 128, Vocab: 32000, BytesPerElem: 2}
+	tinyHW = RooflineHW{PeakFLOPS: 1e14, MemBandwidth: 1e12}
+	// Sharpness 1 makes every op time compute + memory (a plain sum),
+	// CacheSpeed 1 makes cache hits cost as much as memory traffic.
+	tinyEff = Efficiency{Compute: 0.5, Memory: 0.5, LaunchNs: 1000, Sharpness: 1,
+		CacheBytes: 1e9, CacheSpeed: 1, SamplerPasses: 2, SamplerNs: 5000,
+		AttnCompute: 0.5, AttnMemory: 0.5, AttnDecodeMemory: 0.5, AttnLaunchNs: 3000,
+		AttnDecodeLaunchNs: 2000, AttnSharpness: 1, AttnTileQ: 64, AttnUnits: 0,
+		AttnUnitNs: 100, AttnEmptyNs: 10, AttnCacheBytes: 1e9, AttnCacheSpeed: 2}
+)
+
+func nearNs(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %.6f, want %.6f", what, got, want)
+	}
+}
+
+func TestRooflineOpsByHand(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tp   int
+		op   string
+		b    Batch
+		want float64 // ns
+	}{
+		// qkv_proj, 100 tokens: N = (8+2*2)*128 = 1536.
+		// FLOPs 2*100*1024*1536 = 314572800 at 5e13 -> 6291.456 ns;
+		// bytes (1024*1536 + 100*1024 + 100*1536)*2 = 3657728 at 5e11 -> 7315.456 ns.
+		{"qkv tp1", 1, OpQKVProj, Batch{PrefillTokens: 100, PrefillSeqs: 1}, 1000 + 6291.456 + 7315.456},
+		// tp2: 4 heads, 1 KV head: N = 768.
+		// FLOPs 157286400 -> 3145.728; bytes (786432+102400+76800)*2 = 1931264 -> 3862.528.
+		{"qkv tp2", 2, OpQKVProj, Batch{PrefillTokens: 100, PrefillSeqs: 1}, 1000 + 3145.728 + 3862.528},
+		// down_proj tp2, 10 tokens: K = 2048, N = 1024.
+		// FLOPs 2*10*2048*1024 = 41943040 -> 838.8608; bytes (2097152+20480+10240)*2 = 4255744 -> 8511.488.
+		{"down tp2", 2, OpDownProj, Batch{NumDecode: 10, DecodeKVSum: 10}, 1000 + 838.8608 + 8511.488},
+		// lm_head is per sequence: 3 sequences (one prefill of 50 tokens, two decodes).
+		// FLOPs 2*3*1024*32000 = 196608000 -> 3932.16; bytes (32768000+3072+96000)*2 = 65734144 -> 131468.288.
+		{"lm_head", 1, OpLMHead, Batch{PrefillTokens: 50, PrefillSeqs: 1, NumDecode: 2, DecodeKVSum: 20}, 1000 + 3932.16 + 131468.288},
+		// layernorm: 4*100*1024*2 = 819200 bytes -> 1638.4 ns (all traffic "hits" at memory speed).
+		{"layernorm", 1, OpLayernorm, Batch{PrefillTokens: 100, PrefillSeqs: 1}, 1000 + 1638.4},
+		// act_fn tp2: 3*100*2048*2 = 1228800 bytes -> 2457.6.
+		{"act_fn tp2", 2, OpActFn, Batch{PrefillTokens: 100, PrefillSeqs: 1}, 1000 + 2457.6},
+		// sampler: 2 passes over 4 sequences of 32000 fp32 logits = 1024000 bytes -> 2048 ns.
+		{"sampler", 1, OpSampler, Batch{NumDecode: 4, DecodeKVSum: 4}, 5000 + 2048},
+		// Pure decode, 4 requests of 1000 KV tokens, no wave model: 8 units
+		// (4 requests x 2 KV heads) visiting 1000 positions each at
+		// 4*64*128 FLOPs / 5e13 = 0.65536 ns, plus 100 ns each -> 6042.88;
+		// memory: 4000 tokens x 1024 B of KV + 4 x (2*8*128*2 + 1024) B of
+		// q/o/new KV = 4116480 B at 5e11 -> 8232.96.
+		{"decode", 1, OpAttention, Batch{NumDecode: 4, DecodeKVSum: 4000, DecodeKVMax: 1000, DecodeKVMin: 1000}, 2000 + 6042.88 + 8232.96},
+		// Prefill of 128 tokens, no history: 2 tiles per head, 8 heads = 16
+		// units visiting 64+128 = 192 positions per head -> 1536*0.65536 +
+		// 16*100; memory: 128*1024 distinct KV bytes, 8*128*512 requested, the
+		// rest (393216) cache hits at 2x; q/o/new KV 128*5120 -> (131072 +
+		// 655360 + 393216/2) / 5e11.
+		{"prefill", 1, OpAttention, Batch{PrefillTokens: 128, PrefillSeqs: 1}, 3000 + 1536*0.65536 + 1600 + 1966.08},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := NewRoofline(tinyModel, tinyHW, tinyEff, c.tp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nearNs(t, c.op, r.OpNs(c.op, &c.b), c.want)
+		})
+	}
+}
+
+func TestRooflineStepIsSumOfOps(t *testing.T) {
+	m := tinyModel
+	m.QKNorm = true
+	r, err := NewRoofline(m, tinyHW, DefaultEfficiency, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Batch{PrefillTokens: 300, PrefillKV: 100, PrefillSeqs: 1, NumDecode: 20, DecodeKVSum: 20000, DecodeKVMax: 1500, DecodeKVMin: 500}
+	var sum float64
+	ops := map[string]float64{}
+	for _, o := range r.Breakdown(&b, nil) {
+		sum += o.Count * o.Ns
+		ops[o.Op] = o.Count
+	}
+	if got := r.StepTime(&b); got != int64(math.Round(sum)) {
+		t.Errorf("StepTime = %d, breakdown sums to %.1f", got, sum)
+	}
+	want := map[string]float64{OpEmbedding: 1, OpLayernorm: 4, OpQKVProj: 2, OpQKNorm: 2, OpRotaryEmb: 2,
+		OpAttention: 2, OpOProj: 2, OpGateUpProj: 2, OpActFn: 2, OpDownProj: 2,
+		OpFinalLayernorm: 1, OpLMHead: 1, OpSampler: 1}
+	if len(ops) != len(want) {
+		t.Errorf("ops %v, want %v", ops, want)
+	}
+	for op, n := range want {
+		if ops[op] != n {
+			t.Errorf("op %s runs %g times, want %g", op, ops[op], n)
+		}
+	}
+}
+
+func TestRooflineMoEOps(t *testing.T) {
+	m := tinyModel
+	m.Intermediate, m.Experts, m.ExpertsPerTok, m.MoEIntermediate = 0, 8, 2, 512
+	r, err := NewRoofline(m, tinyHW, DefaultEfficiency, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Batch{PrefillTokens: 64, PrefillSeqs: 1}
+	if r.OpNs(OpMoE, &b) <= 0 || r.OpNs(OpGateUpProj, &b) <= 0 {
+		// gate_up is not in the step of an MoE model but is still priced.
+		t.Errorf("moe %v gate_up %v", r.OpNs(OpMoE, &b), r.OpNs(OpGateUpProj, &b))
+	}
+	for _, u := range r.Ops() {
+		if u.Op == OpGateUpProj || u.Op == OpDownProj || u.Op == OpActFn {
+			t.Errorf("MoE model runs dense MLP op %s", u.Op)
+		}
+	}
+	more := Batch{PrefillTokens: 640, PrefillSeqs: 1}
+	if r.OpNs(OpMoE, &more) <= r.OpNs(OpMoE, &b) {
+		t.Error("MoE time does not grow with tokens")
+	}
+}
+
+func TestRooflineMonotoneAndEmpty(t *testing.T) {
+	r, err := NewRoofline(tinyModel, tinyHW, DefaultEfficiency, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.StepTime(&Batch{}); got != 0 {
+		t.Errorf("empty step = %d", got)
+	}
+	if got := r.StepTime(nil); got != 0 {
+		t.Errorf("nil step = %d", got)
+	}
+	// Garbage input is clamped, never a panic.
+	_ = r.StepTime(&Batch{PrefillTokens: -5, NumDecode: -3, DecodeKVSum: -100})
+	prev := int64(0)
+	for _, n := range []int{1, 2, 8, 64, 256} {
+		got := r.StepTime(&Batch{NumDecode: n, DecodeKVSum: int64(n) * 2000, DecodeKVMax: 2000, DecodeKVMin: 2000})
+		if got <= prev {
+			t.Errorf("decode of %d requests: %d ns, not above %d", n, got, prev)
+		}
+		prev = got
+	}
+	prev = 0
+	for _, pc := range []int{16, 128, 512, 2048} {
+		got := r.StepTime(&Batch{PrefillTokens: pc, PrefillSeqs: 1})
+		if got <= prev {
+			t.Errorf("prefill of %d tokens: %d ns, not above %d", pc, got, prev)
+		}
+		prev = got
+	}
+}
+
+func TestRooflineShardingHalvesWork(t *testing.T) {
+	r1, _ := NewRoofline(tinyModel, tinyHW, DefaultEfficiency, 1)
+	r2, _ := NewRoofline(tinyModel, tinyHW, DefaultEfficiency, 2)
+	b := Batch{PrefillTokens: 2048, PrefillSeqs: 1}
+	for _, op := range []string{OpQKVProj, OpOProj, OpGateUpProj, OpDownProj, OpAttention} {
+		t1, t2 := r1.OpNs(op, &b), r2.OpNs(op, &b)
+		if !(t2 < 0.75*t1) {
+			t.Errorf("%s: tp2 %.0f ns is not well below tp1 %.0f ns", op, t2, t1)
+		}
+	}
+	// layernorm is not sharded.
+	if a, c := r1.OpNs(OpLayernorm, &b), r2.OpNs(OpLayernorm, &b); a != c {
+		t.Errorf("layernorm tp1 %.0f != tp2 %.0f", a, c)
+	}
+}
+
+func TestRooflineAllocationFree(t *testing.T) {
+	r, _ := NewRoofline(tinyModel, tinyHW, Efficiency{AttnUnits: 100}, 1)
+	p := WithCollectives(r, TPComm{TP: 2, Layers: 2, Hidden: 1024, Vocab: 32000, LinkBW: 50e9, LinkLatencyNs: 2000})
+	batches := []Batch{
+		{PrefillTokens: 500, PrefillKV: 1000, PrefillSeqs: 2, NumDecode: 30, DecodeKVSum: 30000, DecodeKVMax: 2000, DecodeKVMin: 10},
+		{NumDecode: 3, DecodeKVSum: 30000, DecodeKVMax: 10000, DecodeKVMin: 10000},
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		for i := range batches {
+			_ = p.StepTime(&batches[i])
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("StepTime allocates %.1f times", allocs)
+	}
+}
+
+func TestNewRooflineErrors(t *testing.T) {
+	bad := func(f func(*RooflineModel)) RooflineModel {
+		m := tinyModel
+		f(&m)
+		return m
+	}
+	for _, c := range []struct {
+		name string
+		m    RooflineModel
+		hw   RooflineHW
+		eff  Efficiency
+		tp   int
+		want string
+	}{
+		{"tp0", tinyModel, tinyHW, Efficiency{}, 0, "tensor-parallel"},
+		{"no layers", bad(func(m *RooflineModel) { m.Layers = 0 }), tinyHW, Efficiency{}, 1, "layers"},
+		{"heads vs kv", bad(func(m *RooflineModel) { m.KVHeads = 3 }), tinyHW, Efficiency{}, 1, "multiple of kv heads"},
+		{"heads vs tp", tinyModel, tinyHW, Efficiency{}, 3, "not divisible by tp"},
+		{"dense without mlp", bad(func(m *RooflineModel) { m.Intermediate = 0 }), tinyHW, Efficiency{}, 1, "intermediate"},
+		{"topk", bad(func(m *RooflineModel) { m.Experts, m.ExpertsPerTok = 8, 9 }), tinyHW, Efficiency{}, 1, "experts per token"},
+		{"no bandwidth", tinyModel, RooflineHW{PeakFLOPS: 1}, Efficiency{}, 1, "bandwidth"},
+		{"bad efficiency", tinyModel, tinyHW, Efficiency{Compute: -1}, 1, "compute"},
+		{"bad scale", tinyModel, tinyHW, Efficiency{OpScale: map[string]float64{"act_fn": 0}}, 1, "op_scale"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewRoofline(c.m, c.hw, c.eff, c.tp)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestSplitsHeuristic(t *testing.T) {
+	r, _ := NewRoofline(tinyModel, tinyHW, Efficiency{AttnUnits: 188}, 1)
+	for _, c := range []struct {
+		units, blocks, want float64
+	}{
+		{1024, 128, 1}, // already >= 80 % of 376 slots
+		{8, 128, 43},   // 40 splits reach 85 % of a wave, but only 43 changes the blocks per split (ceil(128/s))
+		{8, 4, 4},      // at most one split per KV block
+	} {
+		if got := r.splits(c.units, c.blocks); got != c.want {
+			t.Errorf("splits(%g units, %g blocks) = %g, want %g", c.units, c.blocks, got, c.want)
+		}
+	}
+}
+
+func TestSchedule(t *testing.T) {
+	eff := tinyEff
+	eff.AttnUnits, eff.AttnUnitNs = 10, 1
+	r, _ := NewRoofline(tinyModel, tinyHW, eff, 1)
+	u := func(l float64) float64 { return r.attnUnitNsPerKV*l + 1 } // one unit of l positions
+	for _, tc := range []struct {
+		name           string
+		n1, l1, n2, l2 float64
+		want           float64
+	}{
+		{"one full wave", 10, 100, 0, 0, u(100)},
+		{"two waves", 11, 100, 0, 0, 2 * u(100)},
+		{"short units fill idle slots", 5, 100, 5, 50, u(100)},
+		// 5 idle slots for u(100) hold 10 units of u(50); 5 more short units
+		// need one wave of their own.
+		{"then waves of their own", 5, 100, 15, 50, u(100) + u(50)},
+		{"longest unit bounds", 10, 50, 1, 1000, u(1000)},
+	} {
+		nearNs(t, tc.name, r.schedule(tc.n1, tc.l1, tc.n2, tc.l2), tc.want)
+	}
+}
