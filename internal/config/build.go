@@ -162,7 +162,7 @@ func Build(s *Scenario, src Source) (*Built, error) {
 				KVPerToken:  m.KVBytesPerTokenPerRank(bpe, tp),
 			}
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
-				return nil, fmt.Errorf("%s: %s on %s x tp=%d: %w", path, m.Name, acc.Name, tp, err)
+				return nil, fmt.Errorf("%s: %s on %s x tp=%d: %w%s", path, m.Name, acc.Name, tp, err, fitHint(m, acc, tp, bpe, eng, g.MemoryGB))
 			}
 		}
 		maxLen := eng.MaxModelLen
@@ -457,7 +457,13 @@ func roofline(s *Scenario, src Source, m *model.Config, acc hw.Accelerator, tp i
 	}
 	eff, ok := file.Lookup(acc.Name)
 	if !ok {
+		// Uncalibrated accelerator: efficiencies are fractions of peak
+		// and transfer better between GPUs than generic defaults, so
+		// borrow the first calibrated accelerator's (documented in README).
 		eff = perf.DefaultEfficiency
+		if names := file.Names(); len(names) > 0 {
+			eff, _ = file.Lookup(names[0])
+		}
 	}
 	rm, err := calibrate.ModelOf(m, s.Dtype)
 	if err != nil {
@@ -477,3 +483,42 @@ func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int) perf.TPComm {
 }
 
 func (b *Built) predFor(i int) perf.Predictor { return b.preds[i] }
+
+// fitHint names the nearest valid choices when a model does not fit: the
+// smallest tensor-parallel degree that fits this accelerator, and the
+// catalog accelerators that hold it at this degree.
+func fitHint(m *model.Config, acc hw.Accelerator, tp, bpe int, eng Engine, memGB float64) string {
+	fits := func(a hw.Accelerator, t int) bool {
+		memBytes := a.MemoryBytes
+		if memGB > 0 && a.Name == acc.Name {
+			memBytes = int64(memGB * 1e9)
+		}
+		mem := kv.Memory{Device: memBytes, Utilization: eng.GPUMemoryUtilization, Weights: m.WeightBytes(bpe) / int64(t),
+			Activation: kv.ActivationReserve(eng.MaxNumBatchedTokens, eng.MaxNumSeqs, m.HiddenSize, m.IntermediateSize, m.VocabSize, t, bpe),
+			KVPerToken: m.KVBytesPerTokenPerRank(bpe, t)}
+		n, err := mem.Blocks(eng.BlockSize)
+		return err == nil && n > 0
+	}
+	var parts []string
+	for t := tp * 2; t <= 64; t *= 2 {
+		if fits(acc, t) {
+			parts = append(parts, fmt.Sprintf("tp=%d on %s", t, acc.Name))
+			break
+		}
+	}
+	if cat, err := hw.Default(); err == nil {
+		var accs []string
+		for _, a := range cat.All() {
+			if a.Name != acc.Name && fits(a, tp) {
+				accs = append(accs, a.Name)
+			}
+		}
+		if len(accs) > 0 {
+			parts = append(parts, fmt.Sprintf("tp=%d on %s", tp, strings.Join(accs, ", ")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (it fits with " + strings.Join(parts, ", or ") + ")"
+}

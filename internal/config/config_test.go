@@ -3,6 +3,9 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/perf"
 )
 
 // TestDefaultScenarioRoundTrips: the resolved scenario an output carries
@@ -90,5 +93,54 @@ func TestGroupEngineOverrides(t *testing.T) {
 	m := s.Instances[0].merged(s.Engine)
 	if m.MaxNumSeqs != 64 || m.NumGPUBlocks != 500 || *m.PrefixCaching || !*m.ChunkedPrefill {
 		t.Errorf("merged engine: %+v", m)
+	}
+}
+
+// TestRooflineOnEveryAccelerator: every catalog accelerator builds and
+// serves a small workload with the roofline predictor, and faster memory
+// gives faster decoding.
+func TestRooflineOnEveryAccelerator(t *testing.T) {
+	cat, err := hw.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpot := map[string]float64{}
+	for _, a := range cat.All() {
+		s, err := Parse([]byte("predictor: {kind: roofline}\nhardware: "+a.Name+"\nworkload: {limit: 40}\ncheck_invariants: true\n"), a.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Build(s, Source{})
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		sim, closer, err := b.NewSim(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.Run(); err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		closer.Close()
+		done, seen := sim.Progress()
+		if done != 40 || seen != 40 {
+			t.Fatalf("%s: %d of %d requests ended", a.Name, done, seen)
+		}
+		// One decode step of 8 sequences at 1,000 tokens of context.
+		tpot[a.Name] = float64(b.preds[0].StepTime(&perf.Batch{NumDecode: 8, DecodeKVSum: 8000, DecodeKVMax: 1000, DecodeKVMin: 1000}))
+	}
+	if !(tpot["B200"] < tpot["H200"] && tpot["H200"] < tpot["H100"] && tpot["H100"] < tpot["A100"]) {
+		t.Errorf("decode step times must follow memory bandwidth: %v", tpot)
+	}
+}
+
+func TestModelThatDoesNotFitNamesChoices(t *testing.T) {
+	s, err := Parse([]byte("predictor: {kind: roofline}\nmodel: meta-llama/Llama-3.1-70B\nhardware: H100\n"), "big.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(s, Source{})
+	if err == nil || !strings.Contains(err.Error(), "it fits with tp=4 on H100") || !strings.Contains(err.Error(), "B200") {
+		t.Fatalf("want the nearest valid choices, got %v", err)
 	}
 }
