@@ -144,7 +144,7 @@ func Build(s *Scenario, src Source) (*Built, error) {
 			}
 			// The profile tables exclude collectives; the roofline times
 			// single-GPU ops too: add the tensor-parallel all-reduces.
-			base = perf.WithCollectives(base, tpComm(m, acc, tp, bpe))
+			base = perf.WithCollectives(base, tpComm(m, acc, tp, bpe, s.Links))
 			pred = perf.WithOverhead(base, overheadNs)
 			predictors[key] = pred
 		}
@@ -477,9 +477,16 @@ func roofline(s *Scenario, src Source, m *model.Config, acc hw.Accelerator, tp i
 }
 
 // tpComm describes the tensor-parallel collectives of one instance.
-func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int) perf.TPComm {
-	return perf.TPComm{TP: tp, Layers: int(m.NumLayers), Hidden: int(m.HiddenSize), BytesPerElem: bpe,
+func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l Links) perf.TPComm {
+	c := perf.TPComm{TP: tp, Layers: int(m.NumLayers), Hidden: int(m.HiddenSize), BytesPerElem: bpe,
 		Vocab: int(m.VocabSize), LinkBW: acc.Link.Bandwidth, LinkLatencyNs: acc.Link.LatencyNs}
+	if l.TPBandwidthGBps > 0 {
+		c.LinkBW = l.TPBandwidthGBps * 1e9
+	}
+	if l.TPLatencyUs >= 0 {
+		c.LinkLatencyNs = int64(l.TPLatencyUs * 1000)
+	}
+	return c
 }
 
 func (b *Built) predFor(i int) perf.Predictor { return b.preds[i] }

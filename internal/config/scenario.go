@@ -196,6 +196,11 @@ type Links struct {
 	// ZeroCost makes transfers instantaneous (for studies that isolate
 	// memory effects).
 	ZeroCost bool `yaml:"zero_cost" json:"zero_cost"`
+	// TPBandwidthGBps and TPLatencyUs override the link between the GPUs
+	// of one instance, used by tensor-parallel all-reduces (0 / negative:
+	// the accelerator's catalog link).
+	TPBandwidthGBps float64 `yaml:"tp_bandwidth_gbps" json:"tp_bandwidth_gbps"`
+	TPLatencyUs     float64 `yaml:"tp_latency_us" json:"tp_latency_us"`
 }
 
 // Workload selects the requests.
@@ -492,6 +497,9 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	}
 	if h.PushBufferFraction < 0 || h.PushBufferFraction >= 1 {
 		bad("handoff.push_buffer_fraction", "must be in [0, 1) (got %g)", h.PushBufferFraction)
+	}
+	if s.Links.TPBandwidthGBps < 0 {
+		bad("links.tp_bandwidth_gbps", "must be >= 0 (got %g)", s.Links.TPBandwidthGBps)
 	}
 	if s.Links.BandwidthGBps < 0 {
 		bad("links.bandwidth_gbps", "must be >= 0 (got %g)", s.Links.BandwidthGBps)

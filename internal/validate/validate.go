@@ -96,8 +96,11 @@ type meta struct {
 }
 
 // clusterFile is the part of llmservingsim-cluster.json validation reads.
+// link_bw is GB/s and link_latency ns (LLMServingSim's units).
 type clusterFile struct {
-	Nodes []struct {
+	LinkBW      float64 `json:"link_bw"`
+	LinkLatency float64 `json:"link_latency"`
+	Nodes       []struct {
 		Instances []struct {
 			ModelName string `json:"model_name"`
 			Hardware  string `json:"hardware"`
@@ -205,6 +208,12 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 		}
 	}
 	tp := max(1, ek.TensorParallelSize)
+	if tp > 1 && cf.LinkBW > 0 {
+		// The GPUs of a tensor-parallel instance talk over the link the
+		// measured cluster file describes.
+		s.Links.TPBandwidthGBps = cf.LinkBW
+		s.Links.TPLatencyUs = cf.LinkLatency / 1000
+	}
 	g := config.Group{Name: "measured", Hardware: inst.Hardware, MemoryGB: inst.NPUMem.MemSize}
 	one := 1
 	g.Count, g.TP = &one, &tp

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/servesim/servesim/internal/assets"
 )
@@ -69,3 +70,36 @@ func TestMissingFilesAreNamed(t *testing.T) {
 type fstestEmpty struct{}
 
 func (fstestEmpty) Open(name string) (fs.File, error) { return nil, fs.ErrNotExist }
+
+// TestTensorParallelRunBuilds: a measured run at tp=2 is rebuilt with the
+// tp2 bundle plus the all-reduce over the cluster file's link and
+// simulated end to end (the comparison itself needs a measured tp=2 run).
+func TestTensorParallelRunBuilds(t *testing.T) {
+	src := measured(t, "RTXPRO6000-Llama-3.1-8B")
+	meta, err := fs.ReadFile(src, "meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp2 := fstest.MapFS{"meta.json": {Data: []byte(strings.Replace(string(meta), `"tensor_parallel_size": 1`, `"tensor_parallel_size": 2`, 1))}}
+	for _, f := range []string{"requests.jsonl", "llmservingsim-cluster.json"} {
+		b, err := fs.ReadFile(src, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp2[f] = &fstest.MapFile{Data: b}
+	}
+	s, _, _, err := Scenario(Options{Measured: tp2, Name: "tp2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *s.Instances[0].TP != 2 || s.Links.TPBandwidthGBps != 16 || s.Links.TPLatencyUs != 20 {
+		t.Fatalf("tp %d, link %g GB/s %g us; want tp 2 over the cluster file's 16 GB/s, 20 us link", *s.Instances[0].TP, s.Links.TPBandwidthGBps, s.Links.TPLatencyUs)
+	}
+	rep, err := Run(Options{Measured: tp2, Name: "tp2", CheckInvariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Stats) != 15 {
+		t.Fatalf("%d statistics", len(rep.Stats))
+	}
+}
