@@ -144,3 +144,18 @@ func TestModelThatDoesNotFitNamesChoices(t *testing.T) {
 		t.Fatalf("want the nearest valid choices, got %v", err)
 	}
 }
+
+// FuzzParse: arbitrary bytes never panic the scenario parser; they parse
+// or give an error.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("engine: {max_num_seqs: 4}\n"))
+	f.Add([]byte("instances:\n  - {role: prefill}\n  - {role: decode}\n"))
+	f.Add([]byte("workload:\n  synthetic: {requests: 3, arrival: {kind: poisson, rate: 1}, input: {kind: fixed, mean: 5}, output: {kind: fixed, mean: 5}}\n"))
+	f.Add([]byte("engine: [\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse(data, "fuzz.yaml")
+		if err == nil && s == nil {
+			t.Fatal("nil scenario without error")
+		}
+	})
+}
