@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// TestScheduler runs the scenario files in testdata/scheduler: readable
+// step-by-step traces of batch formation, regenerated with -rewrite.
+//
+//	engine seqs=N budget=N blocks=N [bs=16] [lpt=N] [async] [nocache] [role=prefill|decode]
+//	add id=N in=N out=N [at=NS]      queue a request
+//	step [n=N]                       form a batch, run it, print what happened
+//	run                              step until idle, printing one line per step
+func TestScheduler(t *testing.T) {
+	datadriven.Walk(t, "testdata/scheduler", func(t *testing.T, path string) {
+		var e *Engine
+		now := int64(0)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "engine":
+				cfg := Config{BlockSize: 16, ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true}
+				for _, a := range d.CmdArgs {
+					v := 0
+					if len(a.Vals) > 0 {
+						fmt.Sscan(a.Vals[0], &v)
+					}
+					switch a.Key {
+					case "seqs":
+						cfg.MaxNumSeqs = v
+					case "budget":
+						cfg.MaxNumBatchedTokens = v
+					case "blocks":
+						cfg.NumBlocks = v
+					case "bs":
+						cfg.BlockSize = v
+					case "lpt":
+						cfg.LongPrefillTokenThreshold = v
+					case "async":
+						cfg.AsyncScheduling = true
+					case "nocache":
+						cfg.PrefixCaching = false
+					case "role":
+						switch a.Vals[0] {
+						case "prefill":
+							cfg.Role = Prefill
+						case "decode":
+							cfg.Role = Decode
+						}
+					}
+				}
+				var err error
+				e, err = New(0, cfg, fixedStep{base: 1000, perTok: 1})
+				if err != nil {
+					return err.Error()
+				}
+				now = 0
+				return "ok"
+			case "add":
+				var id, in, out int
+				var at int64
+				d.ScanArgs(t, "id", &id)
+				d.ScanArgs(t, "in", &in)
+				d.ScanArgs(t, "out", &out)
+				if d.HasArg("at") {
+					d.ScanArgs(t, "at", &at)
+				}
+				r := workload.Request{ID: int64(id), InputTokens: in, OutputTokens: out}
+				if why := e.Unfit(&r); why != "" {
+					return "unfit: " + why
+				}
+				e.Add(&r, max(at, now))
+				return fmt.Sprintf("waiting %d", e.Waiting())
+			case "step":
+				n := 1
+				if d.HasArg("n") {
+					d.ScanArgs(t, "n", &n)
+				}
+				var b strings.Builder
+				for i := 0; i < n; i++ {
+					b.WriteString(step(e, &now))
+				}
+				return b.String()
+			case "run":
+				var b strings.Builder
+				for guard := 0; e.HasWork() && guard < 10000; guard++ {
+					b.WriteString(step(e, &now))
+				}
+				return b.String()
+			}
+			return "unknown command " + d.Cmd
+		})
+	})
+}
+
+// step runs one engine step and describes it on one line.
+func step(e *Engine, now *int64) string {
+	d, ok := e.StartStep(*now)
+	if !ok {
+		return fmt.Sprintf("t=%d idle\n", *now)
+	}
+	var sched []string
+	for _, sc := range e.sched {
+		s := &e.slots[sc.slot]
+		sched = append(sched, fmt.Sprintf("%d:%d", s.rec.ID, sc.tokens))
+	}
+	b := e.batch
+	line := fmt.Sprintf("t=%d batch [%s] prefill=%d decode=%d", *now, strings.Join(sched, " "), b.PrefillTokens, b.NumDecode)
+	if e.preempted > 0 {
+		line += fmt.Sprintf(" preempted=%d", e.preempted)
+	}
+	*now += d
+	r := e.FinishStep(*now)
+	if err := e.Err(); err != nil {
+		return line + " ERROR " + err.Error() + "\n"
+	}
+	var ev []string
+	for _, f := range r.Finished {
+		ev = append(ev, fmt.Sprintf("done %d", f.ID))
+	}
+	for _, p := range r.Prefilled {
+		ev = append(ev, fmt.Sprintf("prefilled %d (pinned %d blocks)", p.Record.ID, p.Blocks))
+	}
+	if len(ev) > 0 {
+		line += " -> " + strings.Join(ev, ", ")
+	}
+	return fmt.Sprintf("%s | running=%d waiting=%d free=%d\n", line, e.Running(), e.Waiting(), e.Pool().Free())
+}
