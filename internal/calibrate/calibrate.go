@@ -19,6 +19,12 @@ type Input struct {
 	Model  perf.RooflineModel
 	HW     perf.RooflineHW
 	TP     int
+	// Skew and DecodeSkew are the bundle's skew alphas at this TP for steps
+	// with a prefill chunk and for pure-decode steps (see BundleSkew): how
+	// far a batch of skewed decode contexts lies from the uniform batch at
+	// the mean context towards the one at the longest
+	// (perf.Efficiency.AttnSkew, AttnDecodeSkew). 0: not measured.
+	Skew, DecodeSkew float64
 }
 
 // Stats summarises absolute relative errors |pred/meas - 1| of one table.
@@ -184,8 +190,10 @@ type Options struct {
 // per-sequence rows; pure-prefill, pure-decode and mixed attention rows)
 // weighs the same regardless of its row count. The dense and attention
 // parameters are independent and fitted separately; the attention tile and
-// wave width are discrete and searched on a grid. The report is the
-// in-sample accuracy over all inputs' rows.
+// wave width are discrete and searched on a grid. The attention skew
+// coefficients are not fitted to the (uniform-batch) tables: they are the
+// mean of the inputs' Skew and DecodeSkew. The report is the in-sample
+// accuracy over all inputs' rows.
 func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 	if len(inputs) == 0 {
 		return perf.Efficiency{}, nil, errors.New("calibrate: no input bundles")
@@ -237,6 +245,7 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 			return eff, nil, err
 		}
 	}
+	eff.AttnSkew, eff.AttnDecodeSkew = skewOf(inputs)
 	var errs map[string][]float64
 	var opErrs map[string][]float64
 	for _, in := range inputs {
@@ -258,7 +267,11 @@ func FitBundle(fsys fs.FS, tpDir string, m perf.RooflineModel, hw perf.RooflineH
 	if err != nil {
 		return nil, nil, fmt.Errorf("calibrate: %w", err)
 	}
-	eff, rep, err := Fit([]Input{{Points: pts, Model: m, HW: hw, TP: tp}}, opt)
+	skew, decSkew, err := BundleSkew(fsys, tpDir, tp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("calibrate: %w", err)
+	}
+	eff, rep, err := Fit([]Input{{Points: pts, Model: m, HW: hw, TP: tp, Skew: skew, DecodeSkew: decSkew}}, opt)
 	if err != nil {
 		return nil, nil, err
 	}

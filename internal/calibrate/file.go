@@ -61,6 +61,10 @@ type AttentionEntry struct {
 	EmptyUs         float64 `yaml:"empty_us"`
 	CacheMB         float64 `yaml:"cache_mb"`
 	CacheSpeed      float64 `yaml:"cache_speed"`
+	// Skew and DecodeSkew are perf.Efficiency.AttnSkew and AttnDecodeSkew
+	// (0: no skew correction).
+	Skew       float64 `yaml:"skew,omitempty"`
+	DecodeSkew float64 `yaml:"decode_skew,omitempty"`
 }
 
 // FitStats is the accuracy of a fit on one table: median and 90th
@@ -97,6 +101,8 @@ func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 			EmptyUs:         round4(e.AttnEmptyNs / 1e3),
 			CacheMB:         round4(e.AttnCacheBytes / 1e6),
 			CacheSpeed:      round4(e.AttnCacheSpeed),
+			Skew:            round4(e.AttnSkew),
+			DecodeSkew:      round4(e.AttnDecodeSkew),
 		},
 	}
 	if len(e.OpScale) > 0 {
@@ -139,6 +145,8 @@ func (en *Entry) Efficiency() perf.Efficiency {
 		AttnEmptyNs:        a.EmptyUs * 1e3,
 		AttnCacheBytes:     a.CacheMB * 1e6,
 		AttnCacheSpeed:     a.CacheSpeed,
+		AttnSkew:           a.Skew,
+		AttnDecodeSkew:     a.DecodeSkew,
 	}
 	if len(en.OpScale) > 0 {
 		e.OpScale = map[string]float64{}

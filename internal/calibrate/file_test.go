@@ -15,6 +15,7 @@ func TestFileRoundTrip(t *testing.T) {
 		AttnCompute: 0.5432, AttnMemory: 0.8529, AttnDecodeMemory: 0.8983, AttnLaunchNs: 3302,
 		AttnDecodeLaunchNs: 8779, AttnSharpness: 4, AttnTileQ: 64, AttnUnits: 172, AttnUnitNs: 3788,
 		AttnEmptyNs: 257.1, AttnCacheBytes: 110.4e6, AttnCacheSpeed: 6.989,
+		AttnSkew: 0.0755, AttnDecodeSkew: 0.0319,
 		OpScale: map[string]float64{"act_fn": 1.125, "qk_norm": 2.653}}
 	rep := &Report{Tables: map[string]Stats{"dense": {Count: 10, Median: 0.05, P90: 0.2}}}
 	var buf bytes.Buffer
@@ -22,7 +23,7 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := buf.String()
-	for _, want := range []string{"version: 1", "RTXPRO6000:", "compute_eff: 0.7487", "launch_us: 2.913", "tile_q: 64", "units: 172", "act_fn: 1.125", "source: x/tp1"} {
+	for _, want := range []string{"version: 1", "RTXPRO6000:", "compute_eff: 0.7487", "launch_us: 2.913", "tile_q: 64", "units: 172", "skew: 0.0755", "decode_skew: 0.0319", "act_fn: 1.125", "source: x/tp1"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("file lacks %q:\n%s", want, text)
 		}

@@ -108,6 +108,12 @@ type Efficiency struct {
 	// AttnUnitNs is the fixed cost of one attention work unit (prologue,
 	// epilogue, output write), ns.
 	AttnUnitNs float64
+	// AttnSkew is the fraction of the way from the time of a uniform batch
+	// at the mean decode context to that of a uniform batch at the longest
+	// context that a skewed batch costs (see attention). 0 disables the
+	// correction. AttnDecodeSkew replaces it for pure-decode steps, which
+	// run the GQA-packed decode path (fewer, longer units per request).
+	AttnSkew, AttnDecodeSkew float64
 
 	// OpScale multiplies the traffic of individual memory-bound ops, by op
 	// name (embedding, layernorm, final_layernorm, qk_norm, rotary_emb,
@@ -190,6 +196,7 @@ func (e Efficiency) Validate() error {
 		{"attn_unit", e.AttnUnitNs, 1e9}, {"attn_empty", e.AttnEmptyNs, 1e9},
 		{"attn_decode_memory", e.AttnDecodeMemory, 1.5}, {"attn_decode_launch", e.AttnDecodeLaunchNs, 1e9},
 		{"sampler_passes", e.SamplerPasses, 1e3}, {"sampler", e.SamplerNs, 1e9},
+		{"attn_skew", e.AttnSkew, 1}, {"attn_decode_skew", e.AttnDecodeSkew, 1},
 	} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
 			return fmt.Errorf("efficiency %s = %g: want a value in [0, %g]", f.name, f.v, f.max)

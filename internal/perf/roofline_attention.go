@@ -29,6 +29,23 @@ import "math"
 // Time = launch (AttnDecodeLaunchNs for pure decode, else AttnLaunchNs)
 // + softmax(compute, memory) with AttnSharpness, plus LaunchNs for the
 // split-KV combine kernel.
+//
+// Skewed decode contexts. The terms above see the decode contexts only
+// through their sum, i.e. as if every request had the mean context. A real
+// batch mixes short and long contexts: each request's units are sized by
+// its own context, so the longest requests' units run last and alone (the
+// launch's tail wave waits for them), and with a few long contexts the
+// KV reads concentrate on fewer units, below the bandwidth a balanced
+// launch reaches. A skewed batch therefore costs more than a uniform one
+// of the same mean. As in the profile's skew fit, its time lies a fraction
+// AttnSkew of the way from the uniform batch at the mean context to the
+// uniform batch at the longest one:
+//
+//	t = t(mean) + AttnSkew·(t(max) − t(mean)).
+//
+// AttnSkew (AttnDecodeSkew for the GQA-packed pure-decode path, whose
+// units and tail differ) is a property of the kernel on the accelerator,
+// taken from the calibration bundle's skew measurements, not of a model.
 func (r *Roofline) attention(b *Batch) float64 {
 	pc := float64(max(b.PrefillTokens, 0))
 	n := float64(max(b.NumDecode, 0))
@@ -36,7 +53,27 @@ func (r *Roofline) attention(b *Batch) float64 {
 		return 0
 	}
 	kp := float64(max(b.PrefillKV, 0))
+	ps := float64(max(b.PrefillSeqs, 1))
 	kvSum := float64(max(b.DecodeKVSum, 0))
+	t := r.attentionUniform(pc, kp, ps, n, kvSum)
+	a := r.eff.AttnSkew
+	if pc == 0 {
+		a = r.eff.AttnDecodeSkew
+	}
+	if a > 0 && n > 1 {
+		if kvMax := float64(b.DecodeKVMax); kvMax*n > kvSum {
+			if tMax := r.attentionUniform(pc, kp, ps, n, kvMax*n); tMax > t {
+				t += a * (tMax - t)
+			}
+		}
+	}
+	return t
+}
+
+// attentionUniform is attention for a batch whose n decode requests all
+// have the context kvSum/n (pc prefill tokens over ps sequences with kp
+// tokens of history).
+func (r *Roofline) attentionUniform(pc, kp, ps, n, kvSum float64) float64 {
 	// Two classes of work units: prefill tiles (np units visiting lp KV
 	// positions on average) and decode units (nd, ld). uniq: distinct KV
 	// bytes; req: KV bytes the units request (a decode packed by GQA reads
@@ -45,7 +82,6 @@ func (r *Roofline) attention(b *Batch) float64 {
 	var np, lp, nd, ld, uniq, req, extra, empty float64
 	kvHeadBytes := r.hd * 2 * r.b // one token of one KV head
 	if pc > 0 {
-		ps := float64(max(b.PrefillSeqs, 1))
 		q, hist := pc/ps, kp/ps
 		m := math.Ceil(q / r.tileQ)
 		perSeq := m*hist + r.tileQ*m*(m-1)/2 + q // KV positions over one head's tiles
@@ -61,7 +97,7 @@ func (r *Roofline) attention(b *Batch) float64 {
 			req += r.heads * kvSum * kvHeadBytes
 			// every decode gets as many query tiles as the longest chunk;
 			// all but one exit at once.
-			empty = r.heads * n * (math.Ceil(pc/float64(max(b.PrefillSeqs, 1))/r.tileQ) - 1)
+			empty = r.heads * n * (math.Ceil(pc/ps/r.tileQ) - 1)
 		} else {
 			u := n * r.kvHeads * math.Ceil(r.gqa/r.tileQ)
 			split := r.splits(u, math.Ceil(mean/128))

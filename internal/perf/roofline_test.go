@@ -178,7 +178,7 @@ func TestRooflineShardingHalvesWork(t *testing.T) {
 }
 
 func TestRooflineAllocationFree(t *testing.T) {
-	r, _ := NewRoofline(tinyModel, tinyHW, Efficiency{AttnUnits: 100}, 1)
+	r, _ := NewRoofline(tinyModel, tinyHW, Efficiency{AttnUnits: 100, AttnSkew: 0.1, AttnDecodeSkew: 0.03}, 1)
 	p := WithCollectives(r, TPComm{TP: 2, Layers: 2, Hidden: 1024, Vocab: 32000, LinkBW: 50e9, LinkLatencyNs: 2000})
 	batches := []Batch{
 		{PrefillTokens: 500, PrefillKV: 1000, PrefillSeqs: 2, NumDecode: 30, DecodeKVSum: 30000, DecodeKVMax: 2000, DecodeKVMin: 10},
@@ -262,4 +262,40 @@ func TestSchedule(t *testing.T) {
 	} {
 		nearNs(t, tc.name, r.schedule(tc.n1, tc.l1, tc.n2, tc.l2), tc.want)
 	}
+}
+
+// TestRooflineSkew checks the skew correction of attention: a batch of
+// skewed decode contexts costs AttnSkew (AttnDecodeSkew for pure decode) of
+// the way from the uniform batch at the mean context to the uniform batch at
+// the longest one, and uniform batches are unaffected.
+func TestRooflineSkew(t *testing.T) {
+	eff := tinyEff
+	eff.AttnUnits = 16
+	plain, _ := NewRoofline(tinyModel, tinyHW, eff, 1)
+	eff.AttnSkew, eff.AttnDecodeSkew = 0.2, 0.05
+	r, err := NewRoofline(tinyModel, tinyHW, eff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		b     Batch
+		alpha float64
+	}{
+		{"decode", Batch{NumDecode: 40, DecodeKVSum: 40 * 1000, DecodeKVMax: 3000, DecodeKVMin: 100}, 0.05},
+		{"mixed", Batch{PrefillTokens: 300, PrefillSeqs: 1, NumDecode: 40, DecodeKVSum: 40 * 1000, DecodeKVMax: 3000, DecodeKVMin: 100}, 0.2},
+	} {
+		uni, top := c.b, c.b
+		uni.DecodeKVMax, uni.DecodeKVMin = 1000, 1000
+		top.DecodeKVSum, top.DecodeKVMax, top.DecodeKVMin = 40*3000, 3000, 3000
+		tMean, tMax := plain.OpNs(OpAttention, &uni), plain.OpNs(OpAttention, &top)
+		if !(tMax > tMean) {
+			t.Fatalf("%s: t(max) %.0f <= t(mean) %.0f", c.name, tMax, tMean)
+		}
+		nearNs(t, c.name+" skewed", r.OpNs(OpAttention, &c.b), tMean+c.alpha*(tMax-tMean))
+		nearNs(t, c.name+" uniform", r.OpNs(OpAttention, &uni), tMean)
+		nearNs(t, c.name+" without skew", plain.OpNs(OpAttention, &c.b), tMean)
+	}
+	one := Batch{NumDecode: 1, DecodeKVSum: 1000, DecodeKVMax: 1000, DecodeKVMin: 1000}
+	nearNs(t, "single decode", r.OpNs(OpAttention, &one), plain.OpNs(OpAttention, &one))
 }
