@@ -38,6 +38,6 @@ from measured step-latency profiles, in seconds on a laptop.
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(), newValidateCmd(), newCompareCmd(), newCalibrateCmd(), newCatalogCmd())
+	root.AddCommand(newRunCmd(), newValidateCmd(), newCompareCmd(), newCalibrateCmd(), newConvertCmd(), newCatalogCmd())
 	return root
 }

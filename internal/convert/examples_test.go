@@ -1,0 +1,88 @@
+package convert
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/runner"
+)
+
+// refused lists the example configs servesim must refuse, with the
+// sections the error has to name.
+var refused = map[string][]string{
+	"single_node_cxl_instance.json":   {"cxl_mem", "nodes[0].instances[0].placement"},
+	"single_node_pim_instance.json":   {"nodes[0].cpu_mem.pim_config", "nodes[0].power"},
+	"single_node_power_instance.json": {"nodes[0].power"},
+}
+
+// exampleLimit is the number of requests each converted example runs.
+const exampleLimit = 20
+
+// TestExamplesConvertAndRun converts every LLMServingSim example config in
+// testdata (copied from LLMServingSim, MIT licence beside them): the ones
+// with PIM, CXL or power sections are refused naming those sections; every
+// other one converts, loads with config.Parse, builds and runs a limited
+// workload to completion.
+func TestExamplesConvertAndRun(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 20 {
+		t.Fatalf("found %d example configs in testdata, want the LLMServingSim set", len(files))
+	}
+	seen := map[string]bool{}
+	for _, path := range files {
+		name := filepath.Base(path)
+		seen[name] = true
+		t.Run(strings.TrimSuffix(name, ".json"), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := LLMServingSim(data, Options{Name: name})
+			if want, ok := refused[name]; ok {
+				var ue *UnsupportedError
+				if !errors.As(err, &ue) || !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("want an UnsupportedError, got %v", err)
+				}
+				for _, sec := range want {
+					if !strings.Contains(err.Error(), sec) {
+						t.Errorf("error %q does not name %s", err, sec)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("convert: %v", err)
+			}
+			s, err := config.Parse(res.YAML, name+".yaml")
+			if err != nil {
+				t.Fatalf("converted YAML does not load: %v\n%s", err, res.YAML)
+			}
+			s.Workload.Limit = exampleLimit
+			s.CheckInvariants = true
+			b, err := config.Build(s, config.Source{})
+			if err != nil {
+				t.Fatalf("build (predictor %s): %v\n%s", s.Predictor.Kind, err, res.YAML)
+			}
+			sum, err := runner.Run(b, runner.Options{})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if sum.RequestsTotal != exampleLimit || sum.Finished != exampleLimit {
+				t.Fatalf("run: %d of %d requests finished (failed %d %v, rejected %d %v, stopped %q)",
+					sum.Finished, sum.RequestsTotal, sum.Failed, sum.FailureReasons, sum.Rejected, sum.RejectionReasons, sum.Stopped)
+			}
+		})
+	}
+	for name := range refused {
+		if !seen[name] {
+			t.Errorf("refused example %s is missing from testdata", name)
+		}
+	}
+}
