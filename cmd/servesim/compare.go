@@ -12,6 +12,7 @@ import (
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/report"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/spf13/cobra"
 )
@@ -22,12 +23,15 @@ type policyResult struct {
 	Summary metrics.Result `json:"summary"`
 	// Stopped describes the stop of a policy that ends the run (eager).
 	Stopped string `json:"stopped,omitempty"`
+	// report holds the policy's part of --report (nil without it).
+	report *report.Run
 }
 
 func newCompareCmd() *cobra.Command {
 	var (
-		f      scenarioFlags
-		asJSON bool
+		f          scenarioFlags
+		asJSON     bool
+		reportPath string
 	)
 	f.handoffList = true
 	cmd := &cobra.Command{
@@ -55,9 +59,18 @@ and use all cores; each is deterministic.`,
 			if !base.PD() {
 				return badInput(fmt.Errorf("%s: no instance group has role prefill or decode; compare needs a disaggregated scenario", scenarioName(f.file)))
 			}
-			results, err := compare(base, src, names)
+			results, err := compare(base, src, names, reportPath != "")
 			if err != nil {
 				return err
+			}
+			if reportPath != "" {
+				runs := make([]report.Run, len(results))
+				for i, r := range results {
+					runs[i] = *r.report
+				}
+				if err := writeReport(reportPath, "Handoff policies on "+base.Name, runs); err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -70,6 +83,7 @@ and use all cores; each is deterministic.`,
 	}
 	f.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array with one object per policy")
+	cmd.Flags().StringVar(&reportPath, "report", "", "write a self-contained HTML report comparing the policies (tables, overlaid latency CDFs, per-instance time series) to FILE")
 	return cmd
 }
 
@@ -80,8 +94,9 @@ func scenarioName(file string) string {
 	return file
 }
 
-// compare runs the scenario once per policy, in parallel.
-func compare(base *config.Scenario, src config.Source, names []string) ([]policyResult, error) {
+// compare runs the scenario once per policy, in parallel. With withReport
+// each result also carries the data of its part of an HTML report.
+func compare(base *config.Scenario, src config.Source, names []string, withReport bool) ([]policyResult, error) {
 	results := make([]policyResult, len(names))
 	errs := make([]error, len(names))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -99,8 +114,17 @@ func compare(base *config.Scenario, src config.Source, names []string) ([]policy
 				errs[i] = badInput(err)
 				return
 			}
-			res, err := runner.Run(built, runner.Options{})
+			var opts runner.Options
+			var col *report.Collector
+			if withReport {
+				col = report.NewCollector()
+				opts.OnRecord, opts.Sampler = col.Record, col
+			}
+			res, err := runner.Run(built, opts)
 			results[i] = policyResult{Policy: name, Summary: res}
+			if withReport {
+				results[i].report = &report.Run{Name: name, Summary: res, Data: col, Instances: reportInstances(built)}
+			}
 			var stop *cluster.StopReport
 			if errors.As(err, &stop) {
 				results[i].Stopped = stop.Error()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/report"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/workload"
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ type runFlags struct {
 	jsonl       string
 	series      string
 	summaryJSON string
+	report      string
 	printConfig bool
 	quiet       bool
 }
@@ -48,6 +50,7 @@ of the measured vLLM run (max_num_seqs 128, max_num_batched_tokens 2048).`,
 	fs.StringVar(&f.jsonl, "requests-jsonl", "", "write per-request records as JSONL to FILE")
 	fs.StringVar(&f.series, "timeseries", "", "write the per-instance 1 s time series CSV to FILE")
 	fs.StringVar(&f.summaryJSON, "summary-json", "", "write the summary as JSON to FILE")
+	fs.StringVar(&f.report, "report", "", "write a self-contained HTML report (summary, outcomes, latency CDFs, per-instance time series) to FILE")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the fully resolved scenario as YAML and exit")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress indicator")
 	return cmd
@@ -93,10 +96,21 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			return fmt.Errorf("output: %w", err)
 		}
 	}
+	var col *report.Collector
+	if f.report != "" {
+		col = report.NewCollector()
+		opts.OnRecord, opts.Sampler = col.Record, col
+	}
 	prog := newProgress(cmd.ErrOrStderr(), f.quiet)
 	opts.Progress, opts.ProgressEvery = prog.update, 64
 	res, err := runner.Run(built, opts)
 	prog.done()
+	writeRunReport := func() error {
+		if f.report == "" {
+			return nil
+		}
+		return writeReport(f.report, "servesim run: "+s.Name, []report.Run{{Name: s.Name, Summary: res, Data: col, Instances: reportInstances(built)}})
+	}
 	var stop *cluster.StopReport
 	if errors.As(err, &stop) {
 		// Print what happened up to the stop, then the report (exit 3).
@@ -105,6 +119,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			if werr := writeJSON(summaryPath, res); werr != nil {
 				return werr
 			}
+		}
+		if werr := writeRunReport(); werr != nil {
+			return werr
 		}
 		return err
 	}
@@ -123,7 +140,32 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 			return err
 		}
 	}
+	return writeRunReport()
+}
+
+// writeReport writes the HTML report of runs to path.
+func writeReport(path, title string, runs []report.Run) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	if err := report.Write(f, title, runs); err != nil {
+		f.Close()
+		return fmt.Errorf("--report %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--report %s: %w", path, err)
+	}
 	return nil
+}
+
+// reportInstances names the instances of b for a report.
+func reportInstances(b *config.Built) []report.InstanceInfo {
+	out := make([]report.InstanceInfo, len(b.Instances))
+	for i, in := range b.Instances {
+		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: in.Role}
+	}
+	return out
 }
 
 func writeJSON(path string, v any) error {

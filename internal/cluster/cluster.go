@@ -14,16 +14,18 @@ import (
 
 // Event kinds.
 const (
-	evArrival  int32 = iota // next entry of the workload source
-	evStepEnd               // Target = instance index
-	evFollowUp              // Arg = index into the pending session table
+	evArrival   int32 = iota // next entry of the workload source
+	evStepEnd                // Target = instance index, Arg = batch id
+	evFollowUp               // Arg = index into the pending session table
+	evStageFree              // Target = instance index: its first pipeline stage is free
 )
 
 // InstanceState is a snapshot of one instance for time series.
 type InstanceState struct {
 	Running, Waiting int
 	HandoffQueue     int // requests in the decode admission queue
-	KVUsed, KVCached int // blocks (used includes pinned)
+	KVUsed           int // blocks in use (pinned included)
+	KVCached         int // free blocks still holding reusable prefixes
 	KVPinned         int // blocks pinned for a handoff
 	KVCapacity       int // blocks
 	LinkUtil         float64
@@ -94,7 +96,7 @@ func (s *Sim) State(i int) InstanceState {
 	e := s.engines[i]
 	p := e.Pool()
 	return InstanceState{Running: e.Running(), Waiting: e.Waiting(), HandoffQueue: e.HandoffQueue(),
-		KVUsed: p.Used(), KVCached: p.Cached(), KVPinned: e.PinnedBlocks(), KVCapacity: p.Capacity(),
+		KVUsed: p.Used(), KVCached: p.CachedFree(), KVPinned: e.PinnedBlocks(), KVCapacity: p.Capacity(),
 		LinkUtil: s.LinkUtilisation(i)}
 }
 
@@ -130,7 +132,9 @@ func (s *Sim) Run() (int64, error) {
 				s.arrive(entry, ev.At)
 			}
 		case evStepEnd:
-			err = s.stepEnd(int(ev.Target), ev.At)
+			err = s.stepEnd(int(ev.Target), ev.Arg, ev.At)
+		case evStageFree:
+			s.kick(int(ev.Target), ev.At)
 		case evFollowUp:
 			slot := int32(ev.Arg)
 			req := s.pending[slot]
@@ -229,21 +233,27 @@ func (s *Sim) admit(req *workload.Request, now int64) {
 	s.kick(inst, now)
 }
 
-// kick starts a step on an idle instance that has work.
+// kick starts a step on an instance that has work and can take another
+// batch (with pipeline parallelism, several batches are in flight).
 func (s *Sim) kick(inst int, now int64) {
 	e := s.engines[inst]
 	if e.Busy() {
 		return
 	}
-	if d, ok := e.StartStep(now); ok {
-		// Push cannot fail: now is the current time and d >= 0.
-		_ = s.q.Push(des.Event{At: now + d, Kind: evStepEnd, Target: int32(inst)})
+	if st, ok := e.Begin(now); ok {
+		// Push cannot fail: the times are not before now.
+		_ = s.q.Push(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID})
+		if st.Free < st.End {
+			// Pipeline parallelism: the next batch may start once this
+			// one has cleared the first stage.
+			_ = s.q.Push(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)})
+		}
 	}
 }
 
-func (s *Sim) stepEnd(inst int, now int64) error {
+func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	e := s.engines[inst]
-	r := e.FinishStep(now)
+	r := e.FinishBatch(id, now)
 	if err := e.Err(); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type Pool struct {
 
 	hits, queries int64 // prefix-cache statistics, in blocks
 	refs          int64 // references held, summed over blocks
+	cachedFree    int   // free blocks still holding indexed content
 }
 
 // NewPool returns a pool of capacity blocks, all free. With caching off,
@@ -182,7 +183,14 @@ func (p *Pool) TotalRefs() int64 { return p.refs }
 // Refs is the number of references to block b.
 func (p *Pool) Refs(b BlockID) int32 { return p.ref[b] }
 
+// CachedFree is the number of free blocks that still hold reusable
+// prefixes (evictable cached content).
+func (p *Pool) CachedFree() int { return p.cachedFree }
+
 func (p *Pool) pushBack(b int32) {
+	if p.hash[b] != 0 {
+		p.cachedFree++
+	}
 	p.prev[b], p.next[b] = p.tail, none
 	if p.tail != none {
 		p.next[p.tail] = b
@@ -194,6 +202,9 @@ func (p *Pool) pushBack(b int32) {
 }
 
 func (p *Pool) unlink(b int32) {
+	if p.hash[b] != 0 {
+		p.cachedFree--
+	}
 	pv, nx := p.prev[b], p.next[b]
 	if pv != none {
 		p.next[pv] = nx
@@ -222,6 +233,15 @@ func (p *Pool) Check() error {
 		if inQueue > p.capacity {
 			return fmt.Errorf("kv: free queue has a cycle")
 		}
+	}
+	cachedFree := 0
+	for b := p.head; b != none; b = p.next[b] {
+		if p.hash[b] != 0 {
+			cachedFree++
+		}
+	}
+	if cachedFree != p.cachedFree {
+		return fmt.Errorf("kv: %d free blocks hold cached content but the count is %d", cachedFree, p.cachedFree)
 	}
 	if inQueue != p.numFree {
 		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)

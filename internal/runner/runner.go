@@ -34,6 +34,18 @@ type Options struct {
 	// Targets are percentile targets checked at the end (added to the
 	// scenario's).
 	Targets []metrics.Target
+	// Sampler, if set, sees every instance's state at each 1 s boundary
+	// (e.g. a *report.Collector).
+	Sampler Sampler
+}
+
+// Sampler samples instance state at fixed boundaries with the contract of
+// metrics.SeriesWriter: Watch registers each instance before the run,
+// Advance is called before every event, Close once at the end.
+type Sampler interface {
+	Watch(instance int, snap metrics.SnapshotFunc)
+	Advance(now int64)
+	Close(end int64)
 }
 
 // observer implements cluster.Observer.
@@ -54,6 +66,9 @@ func (o *observer) Advance(now int64) {
 	o.now = now
 	if o.series != nil && o.err == nil {
 		o.err = o.series.Advance(now)
+	}
+	if o.opts.Sampler != nil {
+		o.opts.Sampler.Advance(now)
 	}
 }
 
@@ -142,6 +157,14 @@ func Run(b *config.Built, opts Options) (metrics.Result, error) {
 		return metrics.Result{}, err
 	}
 	defer closer.Close()
+	snap := func(i int) metrics.SnapshotFunc {
+		return func() metrics.Snapshot {
+			st := sim.State(i)
+			return metrics.Snapshot{Running: st.Running, Waiting: st.Waiting, HandoffQueue: st.HandoffQueue,
+				KVUsedBlocks: st.KVUsed, KVPinnedBlocks: st.KVPinned, KVCachedBlocks: st.KVCached,
+				KVTotalBlocks: st.KVCapacity, LinkUtil: st.LinkUtil}
+		}
+	}
 	if opts.Series != "" {
 		w, err := create(opts.Series, &o.closers)
 		if err != nil {
@@ -149,16 +172,18 @@ func Run(b *config.Built, opts Options) (metrics.Result, error) {
 		}
 		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod)
 		for i := range b.Engines {
-			i := i
-			o.ivs = append(o.ivs, o.series.Add(i, func() metrics.Snapshot {
-				st := sim.State(i)
-				return metrics.Snapshot{Running: st.Running, Waiting: st.Waiting, HandoffQueue: st.HandoffQueue,
-					KVUsedBlocks: st.KVUsed, KVPinnedBlocks: st.KVPinned, KVCachedBlocks: st.KVCached,
-					KVTotalBlocks: st.KVCapacity, LinkUtil: st.LinkUtil}
-			}))
+			o.ivs = append(o.ivs, o.series.Add(i, snap(i)))
+		}
+	}
+	if opts.Sampler != nil {
+		for i := range b.Engines {
+			opts.Sampler.Watch(i, snap(i))
 		}
 	}
 	end, err := sim.Run()
+	if opts.Sampler != nil {
+		opts.Sampler.Close(end)
+	}
 	var stop *cluster.StopReport
 	if errors.As(err, &stop) {
 		// The eager policy stopped the run: report what happened so far.

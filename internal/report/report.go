@@ -1,0 +1,543 @@
+package report
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/servesim/servesim/internal/metrics"
+)
+
+// InstanceInfo names one instance of a run, for legends and tables.
+type InstanceInfo struct {
+	Index int    // instance index, as in Record.PrefillInstance and Sample
+	Group string // instance group name
+	Role  string // mixed, prefill or decode
+}
+
+// Run is one simulated run to report: its summary and the data collected
+// while it ran.
+type Run struct {
+	// Name labels the run: the scenario name for `servesim run`, the
+	// handoff policy for `servesim compare`.
+	Name    string
+	Summary metrics.Result
+	// Data holds the streamed latencies and time series; nil draws empty
+	// charts.
+	Data *Collector
+	// Instances names the instances; sampled instances missing here are
+	// labelled by index.
+	Instances []InstanceInfo
+}
+
+// Write renders runs as one self-contained HTML page (inline CSS, charts
+// as inline SVG, no scripts, no external resources) titled title. One run
+// gives the report of `servesim run`; several are shown side by side (a
+// comparison table, grouped outcome bars and overlaid CDFs) followed by
+// each run's details. The bytes depend only on the arguments.
+func Write(w io.Writer, title string, runs []Run) error {
+	if len(runs) == 0 {
+		return errors.New("report: no runs to write")
+	}
+	pg, err := build(title, runs)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := page.Execute(bw, pg); err != nil {
+		return fmt.Errorf("report: writing HTML: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("report: writing HTML: %w", err)
+	}
+	return nil
+}
+
+// The view: plain values the template prints.
+
+type pageView struct {
+	Title    string
+	Subtitle string
+	Compare  bool
+	Stopped  []stopView
+	Summary  tableView   // counters (one value column per run)
+	Latency  []tableView // latency statistics: one table per run, or one comparison table
+	SLO      tableView   // empty when no run has an SLO
+	Outcomes template.HTML
+	Reasons  tableView
+	CDFs     []template.HTML
+	Runs     []runView
+}
+
+type stopView struct{ Name, Text string }
+
+type tableView struct {
+	Caption string
+	Head    []string
+	Rows    []rowView
+}
+
+type rowView struct {
+	Label string
+	Cells []string
+	Sub   bool // indented sub-row
+}
+
+type runView struct {
+	Name      string
+	Open      bool
+	Latency   tableView // per-run latency table (compare only)
+	Pinned    tableView
+	Instances tableView
+	Note      string
+	Series    []template.HTML
+}
+
+func build(title string, runs []Run) (*pageView, error) {
+	pg := &pageView{Title: title, Compare: len(runs) > 1}
+	if pg.Compare {
+		pg.Subtitle = strconv.Itoa(len(runs)) + " runs side by side"
+	} else {
+		pg.Subtitle = "run " + runs[0].Name
+	}
+	names := make([]string, len(runs))
+	for i, r := range runs {
+		names[i] = r.Name
+		if r.Summary.Stopped != "" {
+			pg.Stopped = append(pg.Stopped, stopView{r.Name, r.Summary.Stopped})
+		}
+	}
+	pg.Summary = summaryTable(runs)
+	pg.SLO = sloTable(runs)
+	if pg.Compare {
+		pg.Latency = []tableView{latencyCompare(runs)}
+	} else {
+		pg.Latency = []tableView{latencyTable(&runs[0].Summary)}
+	}
+	var err error
+	if pg.Outcomes, err = outcomeChart(runs); err != nil {
+		return nil, err
+	}
+	pg.Reasons = reasonsTable(runs)
+	if pg.CDFs, err = cdfCharts(runs); err != nil {
+		return nil, err
+	}
+	for i := range runs {
+		rv, err := runDetails(&runs[i])
+		if err != nil {
+			return nil, err
+		}
+		rv.Open = i == 0
+		if pg.Compare {
+			rv.Latency = latencyTable(&runs[i].Summary)
+		}
+		pg.Runs = append(pg.Runs, rv)
+	}
+	return pg, nil
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func ftoa(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+
+// ms formats a latency in ms with fewer decimals as it grows; "-" when the
+// metric has no samples.
+func ms(v float64, n int64) string {
+	switch {
+	case n == 0:
+		return "-"
+	case math.Abs(v) >= 1e5:
+		return ftoa(v, 0)
+	case math.Abs(v) >= 1e3:
+		return ftoa(v, 1)
+	}
+	return ftoa(v, 3)
+}
+
+func summaryTable(runs []Run) tableView {
+	t := tableView{Caption: "Run", Head: []string{""}}
+	for _, r := range runs {
+		t.Head = append(t.Head, r.Name)
+	}
+	row := func(label string, sub bool, f func(*metrics.Result) string) {
+		rv := rowView{Label: label, Sub: sub}
+		for i := range runs {
+			rv.Cells = append(rv.Cells, f(&runs[i].Summary))
+		}
+		t.Rows = append(t.Rows, rv)
+	}
+	row("Requests total", false, func(r *metrics.Result) string { return itoa(r.RequestsTotal) })
+	row("finished", true, func(r *metrics.Result) string { return itoa(r.Finished) })
+	row("rejected", true, func(r *metrics.Result) string { return itoa(r.Rejected) })
+	row("failed", true, func(r *metrics.Result) string { return itoa(r.Failed) })
+	row("Simulated time (s)", false, func(r *metrics.Result) string { return ftoa(r.SimTimeS, 3) })
+	row("Request throughput (req/s)", false, func(r *metrics.Result) string { return ftoa(r.ThroughputRPS, 3) })
+	row("Input tokens", false, func(r *metrics.Result) string { return itoa(r.InputTokens) })
+	row("from prefix cache", true, func(r *metrics.Result) string { return itoa(r.CachedTokens) })
+	row("Output tokens", false, func(r *metrics.Result) string { return itoa(r.OutputTokens) })
+	row("Input throughput (tok/s)", false, func(r *metrics.Result) string { return ftoa(r.InputTokS, 2) })
+	row("Output throughput (tok/s)", false, func(r *metrics.Result) string { return ftoa(r.OutputTokS, 2) })
+	row("Preemptions", false, func(r *metrics.Result) string { return itoa(r.Preemptions) })
+	row("Re-prefills", false, func(r *metrics.Result) string { return itoa(r.Reprefills) })
+	row("Retries", false, func(r *metrics.Result) string { return itoa(r.Retries) })
+	if slices.ContainsFunc(runs, func(r Run) bool { return len(r.Summary.PinnedKV) > 0 }) {
+		row("Pinned KV peak (blocks)", false, func(r *metrics.Result) string {
+			peak := 0
+			for _, p := range r.PinnedKV {
+				peak = max(peak, p.PeakBlocks)
+			}
+			return strconv.Itoa(peak)
+		})
+	}
+	return t
+}
+
+func sloTable(runs []Run) tableView {
+	if !slices.ContainsFunc(runs, func(r Run) bool { return r.Summary.SLO != nil }) {
+		return tableView{}
+	}
+	t := tableView{Caption: "SLO", Head: []string{""}}
+	for _, r := range runs {
+		t.Head = append(t.Head, r.Name)
+	}
+	row := func(label string, f func(*metrics.SLOResult) string) {
+		rv := rowView{Label: label}
+		for i := range runs {
+			v := "-"
+			if s := runs[i].Summary.SLO; s != nil {
+				v = f(s)
+			}
+			rv.Cells = append(rv.Cells, v)
+		}
+		t.Rows = append(t.Rows, rv)
+	}
+	bound := func(v float64) string {
+		if v <= 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	row("TTFT / TPOT / E2E bounds (ms)", func(s *metrics.SLOResult) string {
+		return bound(s.TTFTMs) + " / " + bound(s.TPOTMs) + " / " + bound(s.E2EMs)
+	})
+	row("Met", func(s *metrics.SLOResult) string { return itoa(s.Met) })
+	row("Attainment (%)", func(s *metrics.SLOResult) string { return ftoa(s.Attainment*100, 2) })
+	row("Goodput (req/s)", func(s *metrics.SLOResult) string { return ftoa(s.GoodputRPS, 3) })
+	// Targets, in the order of the first run that has them.
+	for _, r := range runs {
+		if r.Summary.SLO == nil || len(r.Summary.SLO.Targets) == 0 {
+			continue
+		}
+		for k, tg := range r.Summary.SLO.Targets {
+			label := fmt.Sprintf("Target p%d %s ≤ %g ms", tg.Percentile, metricLabel(tg.Metric), tg.MaxMs)
+			row(label, func(s *metrics.SLOResult) string {
+				if k >= len(s.Targets) {
+					return "-"
+				}
+				v := s.Targets[k]
+				verdict := "met"
+				if !v.Met {
+					verdict = "MISSED"
+				}
+				return ftoa(v.ValueMs, 1) + " " + verdict
+			})
+		}
+		break
+	}
+	return t
+}
+
+func metricLabel(m string) string {
+	switch m {
+	case "ttft", "tpot", "itl", "e2e":
+		b := []byte(m)
+		for i := range b {
+			b[i] -= 'a' - 'A'
+		}
+		return string(b)
+	}
+	return m
+}
+
+// latencyRows lists the latency metrics of a Result in table order.
+func latencyRows(r *metrics.Result) []struct {
+	name string
+	s    metrics.Stat
+} {
+	return []struct {
+		name string
+		s    metrics.Stat
+	}{
+		{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E},
+		{"Queue delay", r.QueueDelay}, {"Handoff wait", r.HandoffWait},
+		{"Decode capacity wait", r.CapacityWait}, {"KV transfer", r.Transfer},
+	}
+}
+
+func latencyTable(r *metrics.Result) tableView {
+	t := tableView{Caption: "Latency (ms), finished requests", Head: []string{"", "count", "mean", "p50", "p90", "p95", "p99", "max"}}
+	for _, m := range latencyRows(r) {
+		rv := rowView{Label: m.name, Cells: []string{itoa(m.s.Count)}}
+		for _, v := range []float64{m.s.Mean, m.s.P50, m.s.P90, m.s.P95, m.s.P99, m.s.Max} {
+			rv.Cells = append(rv.Cells, ms(v, m.s.Count))
+		}
+		t.Rows = append(t.Rows, rv)
+	}
+	return t
+}
+
+func latencyCompare(runs []Run) tableView {
+	t := tableView{Caption: "Latency (ms), finished requests", Head: []string{""}}
+	for _, r := range runs {
+		t.Head = append(t.Head, r.Name)
+	}
+	stats := []struct {
+		name string
+		f    func(metrics.Stat) float64
+	}{
+		{"mean", func(s metrics.Stat) float64 { return s.Mean }},
+		{"p50", func(s metrics.Stat) float64 { return s.P50 }},
+		{"p90", func(s metrics.Stat) float64 { return s.P90 }},
+		{"p99", func(s metrics.Stat) float64 { return s.P99 }},
+	}
+	for k, m := range latencyRows(&runs[0].Summary) {
+		for j, st := range stats {
+			rv := rowView{Label: m.name + " " + st.name, Sub: j > 0}
+			if j > 0 {
+				rv.Label = st.name
+			}
+			for i := range runs {
+				s := latencyRows(&runs[i].Summary)[k].s
+				rv.Cells = append(rv.Cells, ms(st.f(s), s.Count))
+			}
+			t.Rows = append(t.Rows, rv)
+		}
+	}
+	return t
+}
+
+// maxReasons is the most reasons listed per outcome; the rest are summed
+// in one row.
+const maxReasons = 12
+
+// reasonsTable lists rejection and failure reasons with their counts per
+// run: per outcome, the maxReasons most frequent over all runs (ties in
+// key order), then one row summing the others.
+func reasonsTable(runs []Run) tableView {
+	t := tableView{Caption: "Rejection and failure reasons", Head: []string{""}}
+	for _, r := range runs {
+		t.Head = append(t.Head, r.Name)
+	}
+	for _, kind := range []struct {
+		name string
+		m    func(*metrics.Result) map[string]int64
+	}{
+		{"rejected", func(r *metrics.Result) map[string]int64 { return r.RejectionReasons }},
+		{"failed", func(r *metrics.Result) map[string]int64 { return r.FailureReasons }},
+	} {
+		total := map[string]int64{}
+		for i := range runs {
+			for k, v := range kind.m(&runs[i].Summary) {
+				total[k] += v
+			}
+		}
+		keys := make([]string, 0, len(total))
+		for k := range total {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b string) int {
+			if total[a] != total[b] {
+				return cmp.Compare(total[b], total[a])
+			}
+			return cmp.Compare(a, b)
+		})
+		shown := keys[:min(len(keys), maxReasons)]
+		for _, k := range shown {
+			rv := rowView{Label: kind.name + ": " + k}
+			for i := range runs {
+				rv.Cells = append(rv.Cells, itoa(kind.m(&runs[i].Summary)[k]))
+			}
+			t.Rows = append(t.Rows, rv)
+		}
+		if rest := keys[len(shown):]; len(rest) > 0 {
+			rv := rowView{Label: fmt.Sprintf("%s: %d other reasons", kind.name, len(rest))}
+			for i := range runs {
+				var n int64
+				m := kind.m(&runs[i].Summary)
+				for _, k := range rest {
+					n += m[k]
+				}
+				rv.Cells = append(rv.Cells, itoa(n))
+			}
+			t.Rows = append(t.Rows, rv)
+		}
+	}
+	return t
+}
+
+func outcomeChart(runs []Run) (template.HTML, error) {
+	cats := make([]string, len(runs))
+	groups := []barGroup{{name: "finished"}, {name: "rejected"}, {name: "failed"}}
+	for i, r := range runs {
+		cats[i] = r.Name
+		groups[0].values = append(groups[0].values, float64(r.Summary.Finished))
+		groups[1].values = append(groups[1].values, float64(r.Summary.Rejected))
+		groups[2].values = append(groups[2].values, float64(r.Summary.Failed))
+	}
+	for i := range groups {
+		groups[i].color = outcomeColors[i]
+	}
+	return barChart("Request outcomes", "requests", cats, groups)
+}
+
+// cdfCharts draws the TTFT, TPOT and E2E CDFs, one line per run.
+func cdfCharts(runs []Run) ([]template.HTML, error) {
+	var out []template.HTML
+	for m := range numMetrics {
+		lines := make([]line, len(runs))
+		lo, hi := math.Inf(1), 0.0
+		for i, r := range runs {
+			if len(runs) > 1 {
+				lines[i].name = r.Name
+			}
+			if r.Data == nil {
+				continue
+			}
+			lines[i].pts = r.Data.lat[m].cdf()
+			for _, p := range lines[i].pts {
+				lo, hi = min(lo, p.x), max(hi, p.x)
+			}
+		}
+		unit, scale := "ms", 1.0
+		if hi >= 1e4 {
+			unit, scale = "s", 1e-3
+		}
+		logX := lo > 0 && hi/lo >= 100
+		for i := range lines {
+			pts := make([]point, len(lines[i].pts))
+			for k, p := range lines[i].pts {
+				pts[k] = point{p.x * scale, p.y}
+			}
+			lines[i].pts = pts
+		}
+		title := metricNames[m] + " CDF"
+		if logX {
+			title += " (log scale)"
+		}
+		c := lineChart{
+			title:  title,
+			xLabel: metricNames[m] + " (" + unit + ")",
+			yLabel: "fraction of finished requests",
+			lines:  lines,
+			logX:   logX,
+			yMax:   1,
+			empty:  "no finished requests",
+		}
+		if m == metricTPOT {
+			c.empty = "no finished request with two or more tokens"
+		}
+		svg, err := c.svg()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, svg)
+	}
+	return out, nil
+}
+
+// seriesCharts describes the per-instance time-series charts, in order.
+var seriesCharts = [numFields]struct{ title, yLabel string }{
+	fieldRunning:  {"Running", "sequences"},
+	fieldWaiting:  {"Waiting", "requests"},
+	fieldHandoff:  {"Handoff queue", "requests"},
+	fieldKVUsed:   {"KV used", "blocks"},
+	fieldKVPinned: {"KV pinned (held for handoff)", "blocks"},
+	fieldKVCached: {"KV cached (prefix-cache blocks)", "blocks"},
+	fieldLinkUtil: {"KV link utilisation", "% of NIC bandwidth"},
+}
+
+func instanceName(info []InstanceInfo, idx int) (label, group, role string) {
+	for _, in := range info {
+		if in.Index == idx {
+			label = "#" + strconv.Itoa(idx) + " " + in.Group
+			if in.Role != "" && in.Role != in.Group {
+				label += " (" + in.Role + ")"
+			}
+			return label, in.Group, in.Role
+		}
+	}
+	return "#" + strconv.Itoa(idx), "", ""
+}
+
+func runDetails(r *Run) (runView, error) {
+	rv := runView{Name: r.Name}
+	if len(r.Summary.PinnedKV) > 0 {
+		rv.Pinned = tableView{Caption: "Pinned KV on prefill instances (blocks)", Head: []string{"instance", "peak", "mean"}}
+		for _, p := range r.Summary.PinnedKV {
+			rv.Pinned.Rows = append(rv.Pinned.Rows, rowView{Label: strconv.Itoa(p.Instance), Cells: []string{strconv.Itoa(p.PeakBlocks), ftoa(p.MeanBlocks, 1)}})
+		}
+	}
+	var sers []*series
+	if r.Data != nil {
+		sers = r.Data.instances()
+	}
+	rv.Instances = tableView{
+		Caption: "Instances (peaks over the run, exact)",
+		Head:    []string{"instance", "group", "role", "KV blocks", "running", "waiting", "handoff queue", "KV used", "KV pinned", "link util"},
+	}
+	width := int64(1)
+	for _, s := range sers {
+		_, group, role := instanceName(r.Instances, s.instance)
+		used := ftoa(s.peak[fieldKVUsed], 0)
+		if s.kvTotal > 0 {
+			used += " (" + ftoa(s.peak[fieldKVUsed]*100/float64(s.kvTotal), 1) + " %)"
+		}
+		rv.Instances.Rows = append(rv.Instances.Rows, rowView{Label: strconv.Itoa(s.instance), Cells: []string{
+			group, role, strconv.Itoa(s.kvTotal),
+			ftoa(s.peak[fieldRunning], 0), ftoa(s.peak[fieldWaiting], 0), ftoa(s.peak[fieldHandoff], 0),
+			used, ftoa(s.peak[fieldKVPinned], 0), ftoa(s.peak[fieldLinkUtil]*100, 1) + " %",
+		}})
+		width = max(width, s.width)
+	}
+	if width > 1 {
+		rv.Note = fmt.Sprintf("Each point is the mean of %d consecutive samples (the series is downsampled to at most %d points per instance); the table above gives exact peaks.", width, maxPoints)
+	}
+	for f := range numFields {
+		lines := make([]line, len(sers))
+		for i, s := range sers {
+			lines[i].name, _, _ = instanceName(r.Instances, s.instance)
+			pts := make([]point, len(s.buckets))
+			for k := range s.buckets {
+				b := &s.buckets[k]
+				y := b.mean(f)
+				if f == fieldLinkUtil {
+					y *= 100
+				}
+				pts[k] = point{x: float64(b.t0+b.t1) / 2e9, y: y}
+			}
+			lines[i].pts = pts
+		}
+		c := lineChart{
+			title:  seriesCharts[f].title,
+			xLabel: "simulated time (s)",
+			yLabel: seriesCharts[f].yLabel,
+			lines:  lines,
+			empty:  "no samples",
+		}
+		if f == fieldLinkUtil {
+			c.yMax = 100
+		}
+		svg, err := c.svg()
+		if err != nil {
+			return runView{}, err
+		}
+		rv.Series = append(rv.Series, svg)
+	}
+	return rv, nil
+}
