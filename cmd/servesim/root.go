@@ -39,5 +39,6 @@ from measured step-latency profiles, in seconds on a laptop.
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCmd(), newValidateCmd(), newCompareCmd(), newCalibrateCmd(), newConvertCmd(), newCatalogCmd())
+	root.AddCommand(newSweepCmd(), newMergeCmd(), newSearchCmd())
 	return root
 }

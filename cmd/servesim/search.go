@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/search"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// searchFlags are the flags shared by the search subcommands.
+type searchFlags struct {
+	scenario  scenarioFlags
+	ttftMs    float64
+	tpotMs    float64
+	e2eMs     float64
+	target    float64
+	margin    float64
+	tolerance float64
+	resample  int
+	asJSON    bool
+	quiet     bool
+	fs        *pflag.FlagSet
+}
+
+func (f *searchFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
+	f.scenario.register(fs)
+	fs.Float64Var(&f.ttftMs, "ttft-ms", 2000, "TTFT bound per request, ms (default: the scenario's slo.ttft_ms if its slo section sets a bound, else 2000)")
+	fs.Float64Var(&f.tpotMs, "tpot-ms", 100, "TPOT bound per request, ms (default: the scenario's slo.tpot_ms if its slo section sets a bound, else 100)")
+	fs.Float64Var(&f.e2eMs, "e2e-ms", 0, "E2E bound per request, ms; 0: none (default: the scenario's slo.e2e_ms)")
+	fs.Float64Var(&f.target, "target", search.DefaultTarget, "SLO attainment to reach, in (0, 1]")
+	fs.Float64Var(&f.margin, "margin", search.DefaultMargin, "relative extra load that must miss the target (0.05: 5 % more)")
+	fs.Float64Var(&f.tolerance, "tolerance", search.DefaultTolerance, "relative width of the final bisection bracket (< margin)")
+	fs.IntVar(&f.resample, "resample", 0, "replace the trace by N requests with its prompt/output lengths and mean rate, Poisson arrivals (for traces too short to load the cluster)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
+}
+
+// load returns the scenario and the search options.
+func (f *searchFlags) load() (*config.Scenario, config.Source, search.Options, error) {
+	s, src, err := f.scenario.load()
+	if err != nil {
+		return nil, src, search.Options{}, err
+	}
+	slo := search.SLO{TTFTMs: 2000, TPOTMs: 100}
+	if s.SLO.TTFTMs > 0 || s.SLO.TPOTMs > 0 || s.SLO.E2EMs > 0 {
+		slo = search.SLO{TTFTMs: s.SLO.TTFTMs, TPOTMs: s.SLO.TPOTMs, E2EMs: s.SLO.E2EMs}
+	}
+	if f.fs.Changed("ttft-ms") {
+		slo.TTFTMs = f.ttftMs
+	}
+	if f.fs.Changed("tpot-ms") {
+		slo.TPOTMs = f.tpotMs
+	}
+	if f.fs.Changed("e2e-ms") {
+		slo.E2EMs = f.e2eMs
+	}
+	if f.fs.Changed("resample") {
+		if s, err = search.Resample(s, src, f.resample); err != nil {
+			return nil, src, search.Options{}, badInput(fmt.Errorf("--resample: %w", err))
+		}
+	}
+	o := search.Options{SLO: slo, Target: f.target, Margin: f.margin, Tolerance: f.tolerance}
+	switch {
+	case f.target <= 0 || f.target > 1:
+		return nil, src, o, badInput(fmt.Errorf("--target: must be in (0, 1] (got %g; 0.9 means 90 %% of requests meet the SLO)", f.target))
+	case f.margin <= 0:
+		return nil, src, o, badInput(fmt.Errorf("--margin: must be > 0 (got %g)", f.margin))
+	case f.tolerance <= 0 || f.tolerance >= f.margin:
+		return nil, src, o, badInput(fmt.Errorf("--tolerance: must be in (0, --margin %g) (got %g)", f.margin, f.tolerance))
+	case slo.TTFTMs < 0 || slo.TPOTMs < 0 || slo.E2EMs < 0:
+		return nil, src, o, badInput(fmt.Errorf("--ttft-ms, --tpot-ms, --e2e-ms: bounds must be >= 0 (got %s)", slo))
+	case slo == search.SLO{}:
+		return nil, src, o, badInput(fmt.Errorf("no SLO: set --ttft-ms, --tpot-ms or --e2e-ms"))
+	}
+	return s, src, o, nil
+}
+
+func newSearchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "search",
+		Short: "Capacity searches: the max rate under an SLO, the best prefill/decode split",
+		Long: `Capacity searches that run a scenario many times (each run deterministic):
+
+  servesim search max-rate -c SCENARIO [--ttft-ms 2000 --tpot-ms 100 --target 0.9]
+  servesim search pd-ratio -c SCENARIO --gpus 8`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return badInput(fmt.Errorf("search: name a search: max-rate or pd-ratio (servesim search --help)"))
+		},
+	}
+	cmd.AddCommand(newMaxRateCmd(), newPDRatioCmd())
+	return cmd
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func newMaxRateCmd() *cobra.Command {
+	var f searchFlags
+	cmd := &cobra.Command{
+		Use:   "max-rate -c SCENARIO [--ttft-ms 2000 --tpot-ms 100 --target 0.9]",
+		Short: "Find the largest arrival rate at which SLO attainment reaches the target",
+		Long: `Find the largest arrival rate at which SLO attainment (the share of all
+requests that finish within every per-request bound) is at least --target,
+by bisection on a multiplier of the scenario's arrival rate. A synthetic
+workload's arrival.rate is multiplied; a trace's arrival times are divided
+(workload.time_scale = time_scale / multiplier), keeping its requests and
+their order. The search brackets the threshold by doubling or halving from
+the scenario's own rate, bisects to --tolerance, then runs --margin (5 %)
+more load and requires it to miss the target. Both runs are printed.
+
+The SLO bounds are the flags, else the scenario's slo section, else TTFT
+2000 ms and TPOT 100 ms.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, src, o, err := f.load()
+			if err != nil {
+				return err
+			}
+			if !f.quiet && !f.asJSON {
+				stderr := cmd.ErrOrStderr()
+				o.OnProbe = func(p search.Probe) {
+					fmt.Fprintf(stderr, "  rate %9.4g req/s (x%.4g): attainment %5.1f %%\n", p.RateRPS, p.Multiplier, 100*p.Attainment)
+				}
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			res, err := search.MaxRate(ctx, s, src, o)
+			if err != nil {
+				return badInput(fmt.Errorf("max-rate: %s: %w", scenarioName(f.scenario.file), err))
+			}
+			if f.asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), maxRateReport(res, s))
+			return err
+		},
+	}
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// maxRateReport renders a max-rate result.
+func maxRateReport(r *search.MaxRateResult, s *config.Scenario) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Max rate of %s: SLO %s, attainment >= %g %%\n", r.Scenario, r.SLO, 100*r.Target)
+	wl := s.Workload.Trace
+	if s.Workload.Synthetic != nil {
+		wl = "synthetic"
+	}
+	fmt.Fprintf(&b, "Workload %s at %.4g req/s, scaled through %s (%d runs)\n\n", wl, r.BaseRateRPS, r.Scaling, len(r.Probes))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\trate (req/s)\tmultiplier\tattainment\tgoodput (req/s)\tTTFT p90 (ms)\tTPOT p90 (ms)\tfinished\t")
+	row := func(label string, p search.Probe) {
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.1f %%\t%.3f\t%.1f\t%.2f\t%d/%d\t\n", label, p.RateRPS, p.Multiplier, 100*p.Attainment,
+			p.GoodputRPS, p.Summary.TTFT.P90, p.Summary.TPOT.P90, p.Summary.Finished, p.Summary.RequestsTotal)
+	}
+	row("max rate", r.Best)
+	row(fmt.Sprintf("+%g %%", 100*r.Margin), r.Above)
+	tw.Flush()
+	fmt.Fprintf(&b, "\n%.4g req/s meets the target (attainment %.1f %%); %g %% more, %.4g req/s, misses it (attainment %.1f %%).\n",
+		r.Best.RateRPS, 100*r.Best.Attainment, 100*r.Margin, r.Above.RateRPS, 100*r.Above.Attainment)
+	if r.Best.TimeScale > 0 {
+		fmt.Fprintf(&b, "(workload.time_scale %.6g and %.6g)\n", r.Best.TimeScale, r.Above.TimeScale)
+	}
+	if r.Warning != "" {
+		fmt.Fprintf(&b, "warning: %s\n", r.Warning)
+	}
+	return b.String()
+}
+
+func newPDRatioCmd() *cobra.Command {
+	var (
+		f       searchFlags
+		gpus    int
+		workers int
+	)
+	cmd := &cobra.Command{
+		Use:   "pd-ratio -c SCENARIO --gpus N",
+		Short: "Find the prefill/decode split of N GPUs with the most goodput per GPU",
+		Long: `For a fixed number of GPUs (instances x tp), run max-rate for every split
+into prefill and decode instances (1 to N-1 prefill instances at tp 1) and
+print, per split, the max rate, its attainment, the attainment at --margin
+more load, and the goodput (requests meeting the SLO per second) at the max
+rate, in total and per GPU. The best split has the most goodput per GPU.
+
+The prefill and decode instances are copies of the scenario's prefill and
+decode groups (hardware, tp, memory, engine overrides), or of its one mixed
+group. Splits are searched in parallel (--workers, default all cores).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if gpus < 2 {
+				return badInput(fmt.Errorf("--gpus: must be >= 2 (got %d)", gpus))
+			}
+			if workers < 0 {
+				return badInput(fmt.Errorf("--workers: must be >= 0 (got %d; 0 uses all cores)", workers))
+			}
+			s, src, o, err := f.load()
+			if err != nil {
+				return err
+			}
+			if _, _, err := search.Templates(s); err != nil {
+				return badInput(fmt.Errorf("pd-ratio: %s: %w", scenarioName(f.scenario.file), err))
+			}
+			pre, dec, _ := search.Templates(s)
+			bar := newSweepBar(cmd.ErrOrStderr(), f.quiet, len(search.Splits(gpus, *pre.TP, *dec.TP)))
+			ctx, stop := signalContext()
+			defer stop()
+			res, err := search.PDRatio(ctx, s, src, gpus, o, workers, bar.set)
+			bar.finish()
+			if err != nil {
+				return badInput(fmt.Errorf("pd-ratio: %s: %w", scenarioName(f.scenario.file), err))
+			}
+			if f.asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), pdRatioTable(res))
+			return err
+		},
+	}
+	f.register(cmd.Flags())
+	cmd.Flags().IntVar(&gpus, "gpus", 8, "GPUs to split between prefill and decode instances")
+	cmd.Flags().IntVar(&workers, "workers", 0, "splits searched at once (default: all cores)")
+	return cmd
+}
+
+// pdRatioTable renders a pd-ratio result.
+func pdRatioTable(r *search.PDRatioResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Prefill/decode splits of %d GPUs for %s: SLO %s, attainment >= %g %%\n\n", r.GPUs, r.Scenario, r.SLO, 100*r.Target)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	more := fmt.Sprintf("+%g %%", 100*r.Margin)
+	fmt.Fprintf(tw, "prefill\tdecode\tmax rate (req/s)\tattainment\t%s rate\t%s attainment\tgoodput (req/s)\tgoodput/GPU\t\t\n", more, more)
+	var notes []string
+	for i, sp := range r.Splits {
+		p := fmt.Sprintf("%d", sp.Prefill)
+		d := fmt.Sprintf("%d", sp.Decode)
+		if sp.PrefillTP > 1 || sp.DecodeTP > 1 {
+			p, d = fmt.Sprintf("%dxtp%d", sp.Prefill, sp.PrefillTP), fmt.Sprintf("%dxtp%d", sp.Decode, sp.DecodeTP)
+		}
+		if sp.MaxRate == nil {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t0\t0\t\t\n", p, d)
+			notes = append(notes, fmt.Sprintf("%s prefill + %s decode: %s", p, d, sp.Err))
+			continue
+		}
+		best := ""
+		if i == r.Best {
+			best = "<- best"
+		}
+		m := sp.MaxRate
+		if m.Warning != "" {
+			best += " (!)"
+			notes = append(notes, fmt.Sprintf("(!) %s prefill + %s decode: %s", p, d, m.Warning))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.1f %%\t%.3f\t%.1f %%\t%.3f\t%.4f\t%s\t\n", p, d, m.Best.RateRPS, 100*m.Best.Attainment,
+			m.Above.RateRPS, 100*m.Above.Attainment, sp.GoodputRPS, sp.GoodputPerGPU, best)
+	}
+	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintf(&b, "\n%s", n)
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+	}
+	if r.Best >= 0 {
+		sp := r.Splits[r.Best]
+		fmt.Fprintf(&b, "\nBest split: %d prefill + %d decode instances: %.4f goodput req/s per GPU at %.3f req/s.\n",
+			sp.Prefill, sp.Decode, sp.GoodputPerGPU, sp.MaxRate.Best.RateRPS)
+	} else {
+		b.WriteString("\nNo split meets the SLO at any rate searched.\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/search"
+)
+
+// TestMaxRateCLI: max-rate on examples/pd-2p2d.yaml prints the rate found
+// with its attainment (>= 90 %) and the run at 5 % more (< 90 %).
+func TestMaxRateCLI(t *testing.T) {
+	code, stdout, stderr := runCapacity(t, "search", "max-rate", "-q", "-c", "../../examples/pd-2p2d.yaml", "--ttft-ms", "2000", "--tpot-ms", "100")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	m := regexp.MustCompile(`([0-9.]+) req/s meets the target \(attainment ([0-9.]+) %\); 5 % more, ([0-9.]+) req/s, misses it \(attainment ([0-9.]+) %\)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no verdict line in:\n%s", stdout)
+	}
+	f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	if f(m[2]) < 90 || f(m[4]) >= 90 || f(m[3]) <= f(m[1]) {
+		t.Fatalf("verdict %q", m[0])
+	}
+	if !strings.Contains(stdout, "SLO TTFT <= 2000 ms, TPOT <= 100 ms, attainment >= 90 %") {
+		t.Fatalf("header:\n%s", stdout)
+	}
+
+	code, stdout, _ = runCapacity(t, "search", "max-rate", "-c", "../../examples/pd-2p2d.yaml", "--json", "--resample", "400")
+	var res search.MaxRateResult
+	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil || !res.Best.Pass || res.Above.Pass {
+		t.Fatalf("json: exit %d: %.300s", code, stdout)
+	}
+}
+
+// TestPDRatioCLI: pd-ratio for 8 GPUs on the ShareGPT workload (resampled
+// to 500 requests to stay fast) prints the goodput of every split and
+// marks the one with the most goodput per GPU.
+func TestPDRatioCLI(t *testing.T) {
+	code, stdout, stderr := runCapacity(t, "search", "pd-ratio", "-q", "-c", "../../examples/pd-2p2d.yaml", "--gpus", "8", "--resample", "500")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	t.Logf("\n%s", stdout)
+	row := regexp.MustCompile(`(?m)^\s+(\d)\s+(\d)\s+([0-9.]+)\s+([0-9.]+) %\s+([0-9.]+)\s+([0-9.]+) %\s+([0-9.]+)\s+([0-9.]+)(\s+<- best)?`)
+	rows := row.FindAllStringSubmatch(stdout, -1)
+	if len(rows) != 7 {
+		t.Fatalf("%d split rows, want 7:\n%s", len(rows), stdout)
+	}
+	bestPerGPU, bestRow, marked := -1.0, -1, -1
+	for i, r := range rows {
+		if r[1] != strconv.Itoa(i+1) || r[2] != strconv.Itoa(7-i) {
+			t.Fatalf("row %d is %sP%sD", i, r[1], r[2])
+		}
+		perGPU, _ := strconv.ParseFloat(r[8], 64)
+		if perGPU <= 0 {
+			t.Fatalf("split %sP%sD has no goodput", r[1], r[2])
+		}
+		if perGPU > bestPerGPU {
+			bestPerGPU, bestRow = perGPU, i
+		}
+		if r[9] != "" {
+			marked = i
+		}
+	}
+	if marked != bestRow {
+		t.Fatalf("marked best row %d, most goodput per GPU in row %d", marked, bestRow)
+	}
+	want := "Best split: " + strconv.Itoa(bestRow+1) + " prefill + " + strconv.Itoa(7-bestRow) + " decode instances"
+	if !strings.Contains(stdout, want) {
+		t.Fatalf("no %q in:\n%s", want, stdout)
+	}
+}
+
+func TestSearchCLIBadInput(t *testing.T) {
+	pd := "../../examples/pd-2p2d.yaml"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"search"}, "max-rate or pd-ratio"},
+		{[]string{"search", "max-rate", "-c", pd, "--target", "90"}, "--target: must be in (0, 1]"},
+		{[]string{"search", "max-rate", "-c", pd, "--ttft-ms", "0", "--tpot-ms", "0"}, "no SLO"},
+		{[]string{"search", "max-rate", "-c", pd, "--tolerance", "0.1"}, "--tolerance"},
+		{[]string{"search", "pd-ratio", "-c", pd, "--gpus", "1"}, "--gpus: must be >= 2"},
+		{[]string{"search", "max-rate", "-c", pd, "--resample", "0"}, "--resample"},
+		{[]string{"search", "max-rate", "-c", pd, "-q", "--limit", "20"}, "the workload is too short to load this cluster"},
+	} {
+		code, _, stderr := runCapacity(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d %q, want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

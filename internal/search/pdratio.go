@@ -1,0 +1,188 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/sweep"
+)
+
+// Split is one prefill/decode split of a GPU budget and its capacity.
+type Split struct {
+	// Prefill and Decode are the instance counts; PrefillTP and DecodeTP
+	// their tensor-parallel degrees. GPUs = Prefill*PrefillTP +
+	// Decode*DecodeTP.
+	Prefill   int `json:"prefill"`
+	Decode    int `json:"decode"`
+	PrefillTP int `json:"prefill_tp"`
+	DecodeTP  int `json:"decode_tp"`
+	GPUs      int `json:"gpus"`
+	// MaxRate is the split's max-rate search (nil when Err is set before
+	// any run).
+	MaxRate *MaxRateResult `json:"max_rate,omitempty"`
+	// GoodputRPS is the goodput of the run at the max rate, and
+	// GoodputPerGPU that divided by GPUs.
+	GoodputRPS    float64 `json:"goodput_rps"`
+	GoodputPerGPU float64 `json:"goodput_per_gpu"`
+	// Err says why the split has no max rate (e.g. the SLO cannot be met
+	// at any rate); such a split is never the best.
+	Err string `json:"error,omitempty"`
+}
+
+// PDRatioResult is the outcome of PDRatio.
+type PDRatioResult struct {
+	Scenario string  `json:"scenario"`
+	GPUs     int     `json:"gpus"`
+	SLO      SLO     `json:"slo"`
+	Target   float64 `json:"target"`
+	Margin   float64 `json:"margin"`
+	Splits   []Split `json:"splits"`
+	// Best indexes the split with the most goodput per GPU (-1: none has
+	// a max rate). Ties go to the split with fewer prefill instances.
+	Best int `json:"best"`
+}
+
+// Templates returns the prefill and decode instance groups PDRatio varies:
+// the scenario's prefill and decode groups, or, for a scenario with one
+// mixed group, that group in both roles. Any other layout is an error.
+func Templates(s *config.Scenario) (prefill, decode config.Group, err error) {
+	var ps, ds, ms []config.Group
+	for _, g := range s.Instances {
+		switch g.Role {
+		case "prefill":
+			ps = append(ps, g)
+		case "decode":
+			ds = append(ds, g)
+		default:
+			ms = append(ms, g)
+		}
+	}
+	switch {
+	case len(ps) == 1 && len(ds) == 1 && len(ms) == 0:
+		prefill, decode = ps[0], ds[0]
+	case len(ps) == 0 && len(ds) == 0 && len(ms) == 1:
+		prefill, decode = ms[0], ms[0]
+		prefill.Name, decode.Name = "prefill", "decode"
+	default:
+		return prefill, decode, fmt.Errorf("instances: pd-ratio needs exactly one prefill and one decode group, or one mixed group to split (got %d prefill, %d decode, %d mixed groups)", len(ps), len(ds), len(ms))
+	}
+	prefill.Role, decode.Role = "prefill", "decode"
+	return prefill, decode, nil
+}
+
+// Splits lists the prefill/decode splits of gpus GPUs: every prefill count
+// p >= 1 with d >= 1 decode instances such that p*prefillTP + d*decodeTP =
+// gpus, in increasing p.
+func Splits(gpus, prefillTP, decodeTP int) []Split {
+	var out []Split
+	for p := 1; p*prefillTP+decodeTP <= gpus; p++ {
+		rest := gpus - p*prefillTP
+		if rest%decodeTP != 0 {
+			continue
+		}
+		out = append(out, Split{Prefill: p, Decode: rest / decodeTP, PrefillTP: prefillTP, DecodeTP: decodeTP, GPUs: gpus})
+	}
+	return out
+}
+
+// SplitScenario returns base with its instances replaced by p prefill and
+// d decode instances made from the templates.
+func SplitScenario(base *config.Scenario, prefill, decode config.Group, p, d int) (*config.Scenario, error) {
+	prefill.Count, decode.Count = &p, &d
+	path, _ := sweep.ParsePath("instances")
+	s, err := sweep.Apply(base, sweep.Assignment{Path: path, Value: []config.Group{prefill, decode}})
+	if err != nil {
+		return nil, fmt.Errorf("%d prefill + %d decode: %w", p, d, err)
+	}
+	return s, nil
+}
+
+// PDRatio runs MaxRate for every prefill/decode split of gpus GPUs (see
+// Splits; the tensor-parallel degrees come from Templates) and picks the
+// split with the most goodput per GPU at its max rate. Splits are searched
+// in parallel on workers goroutines (<= 0: GOMAXPROCS); each search is
+// sequential and deterministic, so the result does not depend on workers.
+// progress, if set, is called after each split with the count done.
+func PDRatio(ctx context.Context, base *config.Scenario, src config.Source, gpus int, opts Options, workers int, progress func(done, total int)) (*PDRatioResult, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	o.OnProbe = nil
+	pre, dec, err := Templates(base)
+	if err != nil {
+		return nil, err
+	}
+	if gpus < 2 {
+		return nil, fmt.Errorf("gpus must be >= 2 to split prefill and decode (got %d)", gpus)
+	}
+	splits := Splits(gpus, *pre.TP, *dec.TP)
+	if len(splits) == 0 {
+		return nil, fmt.Errorf("no split of %d GPUs into prefill instances of tp %d and decode instances of tp %d", gpus, *pre.TP, *dec.TP)
+	}
+	scenarios := make([]*config.Scenario, len(splits))
+	for i, sp := range splits {
+		if scenarios[i], err = SplitScenario(base, pre, dec, sp.Prefill, sp.Decode); err != nil {
+			return nil, err
+		}
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	res := &PDRatioResult{Scenario: base.Name, GPUs: gpus, SLO: o.SLO, Target: o.Target, Margin: o.Margin, Splits: splits, Best: -1}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		done int
+		jobs = make(chan int)
+	)
+	for range min(workers, len(splits)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				sp := &res.Splits[i]
+				mr, err := MaxRate(ctx, scenarios[i], src, o)
+				if err != nil {
+					sp.Err = err.Error()
+				}
+				if mr != nil && mr.Best.Multiplier > 0 {
+					sp.MaxRate = mr
+					sp.GoodputRPS = mr.Best.GoodputRPS
+					sp.GoodputPerGPU = mr.Best.GoodputRPS / float64(gpus)
+				}
+				mu.Lock()
+				done++
+				if progress != nil {
+					progress(done, len(splits))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+loop:
+	for i := range splits {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, sp := range res.Splits {
+		if sp.Err != "" || sp.MaxRate == nil {
+			continue
+		}
+		if res.Best < 0 || sp.GoodputPerGPU > res.Splits[res.Best].GoodputPerGPU {
+			res.Best = i
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,221 @@
+package search
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/runner"
+)
+
+func loadPD(t *testing.T) (*config.Scenario, config.Source) {
+	t.Helper()
+	s, src, err := config.Load("../../examples/pd-2p2d.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, src
+}
+
+var pdSLO = SLO{TTFTMs: 2000, TPOTMs: 100}
+
+// attainment runs s independently of the search.
+func attainment(t *testing.T, s *config.Scenario, src config.Source) float64 {
+	t.Helper()
+	b, err := config.Build(s, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(b, runner.Options{SLO: pdSLO.metrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.SLO.Attainment
+}
+
+// TestMaxRatePD2P2D is the acceptance test of max-rate: on
+// examples/pd-2p2d.yaml (the 300-request ShareGPT trace) with TTFT <= 2 s
+// and TPOT <= 100 ms, the rate found meets 90 % attainment and 5 % more
+// misses it; both are checked again with runs independent of the search.
+func TestMaxRatePD2P2D(t *testing.T) {
+	base, src := loadPD(t)
+	res, err := MaxRate(context.Background(), base, src, Options{SLO: pdSLO})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("base %.3f req/s; max rate %.3f req/s (x%.4f, attainment %.3f); +5 %%: %.3f req/s (attainment %.3f); %d runs",
+		res.BaseRateRPS, res.Best.RateRPS, res.Best.Multiplier, res.Best.Attainment, res.Above.RateRPS, res.Above.Attainment, len(res.Probes))
+	if res.Scaling != "workload.time_scale" || math.Abs(res.BaseRateRPS-10) > 1 {
+		t.Fatalf("scaling %s, base rate %g: want time_scale of a ~10 req/s trace", res.Scaling, res.BaseRateRPS)
+	}
+	if !res.Best.Pass || res.Best.Attainment < 0.9 || res.Above.Pass || res.Above.Attainment >= 0.9 {
+		t.Fatalf("best %+v / above %+v", res.Best.Attainment, res.Above.Attainment)
+	}
+	if r := res.Above.RateRPS / res.Best.RateRPS; math.Abs(r-1.05) > 1e-9 {
+		t.Fatalf("above/best rate = %g, want 1.05", r)
+	}
+	if res.Best.RateRPS <= res.BaseRateRPS {
+		t.Fatalf("max rate %g should exceed the trace's own rate %g (which pd-2p2d serves easily)", res.Best.RateRPS, res.BaseRateRPS)
+	}
+	// Independent runs at both rates.
+	rs, err := newRateScaler(base, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, _, err := rs.scenario(res.Best.Multiplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := attainment(t, at, src); a < 0.9 || a != res.Best.Attainment {
+		t.Fatalf("attainment at the max rate: %g (search said %g)", a, res.Best.Attainment)
+	}
+	at, _, err = rs.scenario(res.Best.Multiplier * 1.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := attainment(t, at, src); a >= 0.9 {
+		t.Fatalf("attainment at 5 %% more: %g, want < 0.9", a)
+	}
+	// Deterministic: the same search gives the same answer.
+	again, err := MaxRate(context.Background(), base, src, Options{SLO: pdSLO})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Best.RateRPS != res.Best.RateRPS || len(again.Probes) != len(res.Probes) {
+		t.Fatalf("not deterministic: %g vs %g", again.Best.RateRPS, res.Best.RateRPS)
+	}
+}
+
+// TestMaxRateSynthetic scales arrival.rate of a synthetic workload.
+func TestMaxRateSynthetic(t *testing.T) {
+	base, src := loadPD(t)
+	s, err := Resample(base, src, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Workload.Synthetic == nil || s.Workload.Synthetic.Requests != 400 || s.Workload.Trace != "" {
+		t.Fatalf("resampled workload: %+v", s.Workload)
+	}
+	var probes int
+	res, err := MaxRate(context.Background(), s, src, Options{SLO: pdSLO, OnProbe: func(Probe) { probes++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Scaling != "workload.synthetic.arrival.rate" || res.Best.TimeScale != 0 || probes != len(res.Probes) {
+		t.Fatalf("scaling %s, time scale %g, probes %d/%d", res.Scaling, res.Best.TimeScale, probes, len(res.Probes))
+	}
+	if !res.Best.Pass || res.Above.Pass {
+		t.Fatalf("best %g above %g", res.Best.Attainment, res.Above.Attainment)
+	}
+}
+
+func TestMaxRateErrors(t *testing.T) {
+	base, src := loadPD(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, "no SLO"},
+		{Options{SLO: pdSLO, Target: 1.5}, "target attainment must be in (0, 1]"},
+		{Options{SLO: SLO{TTFTMs: -1}}, "must be >= 0"},
+		{Options{SLO: pdSLO, Margin: 0.01, Tolerance: 0.02}, "tolerance must be in"},
+	} {
+		if _, err := MaxRate(ctx, base, src, tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+	// An SLO no rate can meet: TTFT below one prefill step.
+	lim := *base
+	lim.Workload.Limit = 30
+	_, err := MaxRate(ctx, &lim, src, Options{SLO: SLO{TTFTMs: 0.001}})
+	if err == nil || !strings.Contains(err.Error(), "cannot be met by this cluster") {
+		t.Fatalf("unattainable SLO: %v", err)
+	}
+}
+
+func TestSplits(t *testing.T) {
+	got := Splits(8, 1, 1)
+	if len(got) != 7 || got[0].Prefill != 1 || got[0].Decode != 7 || got[6].Prefill != 7 || got[6].Decode != 1 {
+		t.Fatalf("splits of 8: %+v", got)
+	}
+	got = Splits(8, 2, 1)
+	if len(got) != 3 || got[2].Prefill != 3 || got[2].Decode != 2 {
+		t.Fatalf("splits of 8 with prefill tp 2: %+v", got)
+	}
+	if got := Splits(5, 2, 2); len(got) != 0 {
+		t.Fatalf("5 GPUs in tp-2 instances: %+v", got)
+	}
+	def, err := config.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, d, err := Templates(def)
+	if err != nil || p.Role != "prefill" || d.Role != "decode" {
+		t.Fatalf("templates of a mixed scenario: %+v %+v %v", p, d, err)
+	}
+	s, err := SplitScenario(def, p, d, 3, 5)
+	if err != nil || !s.PD() || *s.Instances[0].Count != 3 || *s.Instances[1].Count != 5 {
+		t.Fatalf("split scenario: %v", err)
+	}
+	two := *def
+	two.Instances = append(append([]config.Group(nil), def.Instances...), def.Instances...)
+	if _, _, err := Templates(&two); err == nil || !strings.Contains(err.Error(), "exactly one prefill and one decode group") {
+		t.Fatalf("two mixed groups: %v", err)
+	}
+}
+
+// TestPDRatioShareGPT is the acceptance test of pd-ratio: every split of 8
+// GPUs on the ShareGPT workload (resampled to 800 requests so the cluster
+// reaches a steady state) gets a max rate and a goodput, and the best is
+// the split with the most goodput per GPU.
+func TestPDRatioShareGPT(t *testing.T) {
+	base, src := loadPD(t)
+	s, err := Resample(base, src, 800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	res, err := PDRatio(context.Background(), s, src, 8, Options{SLO: pdSLO}, 0, func(done, total int) {
+		calls++
+		if total != 7 || done != calls {
+			t.Errorf("progress %d/%d", done, total)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Splits) != 7 {
+		t.Fatalf("%d splits, want 7", len(res.Splits))
+	}
+	for i, sp := range res.Splits {
+		if sp.Prefill != i+1 || sp.Decode != 7-i || sp.Err != "" || sp.MaxRate == nil || sp.GoodputRPS <= 0 {
+			t.Fatalf("split %d: %+v", i, sp)
+		}
+		if !sp.MaxRate.Best.Pass || sp.MaxRate.Above.Pass {
+			t.Fatalf("split %dP%dD: best/above attainment %g/%g", sp.Prefill, sp.Decode, sp.MaxRate.Best.Attainment, sp.MaxRate.Above.Attainment)
+		}
+		if math.Abs(sp.GoodputPerGPU-sp.GoodputRPS/8) > 1e-12 {
+			t.Fatalf("goodput per GPU %g of %g", sp.GoodputPerGPU, sp.GoodputRPS)
+		}
+		t.Logf("%dP%dD: max rate %.3f req/s (attainment %.3f; +5 %% %.3f), goodput %.3f req/s, %.4f per GPU",
+			sp.Prefill, sp.Decode, sp.MaxRate.Best.RateRPS, sp.MaxRate.Best.Attainment, sp.MaxRate.Above.Attainment, sp.GoodputRPS, sp.GoodputPerGPU)
+	}
+	for i, sp := range res.Splits {
+		if sp.GoodputPerGPU > res.Splits[res.Best].GoodputPerGPU {
+			t.Fatalf("split %d has more goodput per GPU than the best (%d)", i, res.Best)
+		}
+	}
+	// The answer does not depend on the number of workers.
+	one, err := PDRatio(context.Background(), s, src, 8, Options{SLO: pdSLO}, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range one.Splits {
+		if one.Splits[i].GoodputRPS != res.Splits[i].GoodputRPS {
+			t.Fatalf("split %d: %g with 3 workers, %g with all", i, one.Splits[i].GoodputRPS, res.Splits[i].GoodputRPS)
+		}
+	}
+}

@@ -1,0 +1,286 @@
+package sweep
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/servesim/servesim/internal/metrics"
+)
+
+// Row is the outcome of one grid point.
+type Row struct {
+	// Point is the point's index in the full grid (see Grid.Coords).
+	Point int
+	// Values are the point's grid values, in axis order.
+	Values []any
+	// Result is the run summary (zero when Err is set). A run stopped by
+	// the eager handoff policy has Result.Stopped set and is not an error.
+	Result metrics.Result
+	// Err is why the point could not be simulated (for example, the model
+	// does not fit the memory the point gives it); "" when it ran.
+	Err string
+}
+
+// Fixed columns of every output, before the grid columns.
+const (
+	ColPoint     = "point"
+	ColNumPoints = "num_points"
+	ColSweepID   = "sweep_id"
+)
+
+type metricCol struct {
+	name string
+	get  func(r *metrics.Result) string
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// metricCols flattens metrics.Result: counts, throughput, every latency
+// distribution (count, mean, min, p50, p90, p95, p99, max) and SLO
+// attainment. Names follow the summary JSON (see README, Outputs).
+var metricCols = func() []metricCol {
+	cols := []metricCol{
+		{"requests_total", func(r *metrics.Result) string { return itoa(r.RequestsTotal) }},
+		{"finished", func(r *metrics.Result) string { return itoa(r.Finished) }},
+		{"rejected", func(r *metrics.Result) string { return itoa(r.Rejected) }},
+		{"failed", func(r *metrics.Result) string { return itoa(r.Failed) }},
+		{"sim_time_s", func(r *metrics.Result) string { return ftoa(r.SimTimeS) }},
+		{"throughput_rps", func(r *metrics.Result) string { return ftoa(r.ThroughputRPS) }},
+		{"input_tokens", func(r *metrics.Result) string { return itoa(r.InputTokens) }},
+		{"output_tokens", func(r *metrics.Result) string { return itoa(r.OutputTokens) }},
+		{"cached_tokens", func(r *metrics.Result) string { return itoa(r.CachedTokens) }},
+		{"input_tok_s", func(r *metrics.Result) string { return ftoa(r.InputTokS) }},
+		{"output_tok_s", func(r *metrics.Result) string { return ftoa(r.OutputTokS) }},
+	}
+	dists := []struct {
+		name string
+		get  func(r *metrics.Result) *metrics.Stat
+	}{
+		{"ttft_ms", func(r *metrics.Result) *metrics.Stat { return &r.TTFT }},
+		{"tpot_ms", func(r *metrics.Result) *metrics.Stat { return &r.TPOT }},
+		{"itl_ms", func(r *metrics.Result) *metrics.Stat { return &r.ITL }},
+		{"e2e_ms", func(r *metrics.Result) *metrics.Stat { return &r.E2E }},
+		{"queue_delay_ms", func(r *metrics.Result) *metrics.Stat { return &r.QueueDelay }},
+		{"handoff_wait_ms", func(r *metrics.Result) *metrics.Stat { return &r.HandoffWait }},
+		{"decode_capacity_wait_ms", func(r *metrics.Result) *metrics.Stat { return &r.CapacityWait }},
+		{"transfer_ms", func(r *metrics.Result) *metrics.Stat { return &r.Transfer }},
+	}
+	for _, d := range dists {
+		get := d.get
+		cols = append(cols,
+			metricCol{d.name + "_count", func(r *metrics.Result) string { return itoa(get(r).Count) }},
+			metricCol{d.name + "_mean", func(r *metrics.Result) string { return ftoa(get(r).Mean) }},
+			metricCol{d.name + "_min", func(r *metrics.Result) string { return ftoa(get(r).Min) }},
+			metricCol{d.name + "_p50", func(r *metrics.Result) string { return ftoa(get(r).P50) }},
+			metricCol{d.name + "_p90", func(r *metrics.Result) string { return ftoa(get(r).P90) }},
+			metricCol{d.name + "_p95", func(r *metrics.Result) string { return ftoa(get(r).P95) }},
+			metricCol{d.name + "_p99", func(r *metrics.Result) string { return ftoa(get(r).P99) }},
+			metricCol{d.name + "_max", func(r *metrics.Result) string { return ftoa(get(r).Max) }},
+		)
+	}
+	slo := func(f func(s *metrics.SLOResult) string) func(r *metrics.Result) string {
+		return func(r *metrics.Result) string {
+			if r.SLO == nil {
+				return ""
+			}
+			return f(r.SLO)
+		}
+	}
+	cols = append(cols,
+		metricCol{"preemptions", func(r *metrics.Result) string { return itoa(r.Preemptions) }},
+		metricCol{"reprefills", func(r *metrics.Result) string { return itoa(r.Reprefills) }},
+		metricCol{"retries", func(r *metrics.Result) string { return itoa(r.Retries) }},
+		metricCol{"slo_ttft_ms", slo(func(s *metrics.SLOResult) string { return ftoa(s.TTFTMs) })},
+		metricCol{"slo_tpot_ms", slo(func(s *metrics.SLOResult) string { return ftoa(s.TPOTMs) })},
+		metricCol{"slo_e2e_ms", slo(func(s *metrics.SLOResult) string { return ftoa(s.E2EMs) })},
+		metricCol{"slo_met", slo(func(s *metrics.SLOResult) string { return itoa(s.Met) })},
+		metricCol{"slo_attainment", slo(func(s *metrics.SLOResult) string { return ftoa(s.Attainment) })},
+		metricCol{"goodput_rps", slo(func(s *metrics.SLOResult) string { return ftoa(s.GoodputRPS) })},
+		metricCol{"slo_targets_met", slo(func(s *metrics.SLOResult) string {
+			if len(s.Targets) == 0 {
+				return ""
+			}
+			for _, t := range s.Targets {
+				if !t.Met {
+					return "false"
+				}
+			}
+			return "true"
+		})},
+		metricCol{"pinned_kv_peak_blocks", func(r *metrics.Result) string {
+			if len(r.PinnedKV) == 0 {
+				return ""
+			}
+			peak := 0
+			for _, p := range r.PinnedKV {
+				peak = max(peak, p.PeakBlocks)
+			}
+			return strconv.Itoa(peak)
+		}},
+		metricCol{"failure_reasons", func(r *metrics.Result) string { return reasons(r.FailureReasons) }},
+		metricCol{"rejection_reasons", func(r *metrics.Result) string { return reasons(r.RejectionReasons) }},
+		metricCol{"stopped", func(r *metrics.Result) string { return r.Stopped }},
+	)
+	return cols
+}()
+
+// reasons renders a reason count map as "reason=n; reason=n", sorted.
+func reasons(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, "; ")
+}
+
+// MetricColumns are the names of the flattened summary columns, in output
+// order (after the grid columns, before "error").
+func MetricColumns() []string {
+	names := make([]string, len(metricCols))
+	for i, c := range metricCols {
+		names[i] = c.name
+	}
+	return names
+}
+
+// Columns is the CSV header of a sweep over g: point, num_points,
+// sweep_id, one column per grid axis (its path), the metric columns and
+// error.
+func Columns(g *Grid) []string {
+	cols := []string{ColPoint, ColNumPoints, ColSweepID}
+	cols = append(cols, g.Header()...)
+	cols = append(cols, MetricColumns()...)
+	return append(cols, "error")
+}
+
+// Writer writes sweep rows as CSV or JSON. Rows must be written in point
+// order (Plan.Run emits them so); the output then depends only on the grid,
+// the scenario and the points, not on how or where they were run.
+type Writer struct {
+	w      io.Writer
+	csv    *csv.Writer
+	json   bool
+	plan   *Plan
+	n      int
+	header bool
+}
+
+// NewCSVWriter returns a Writer of CSV: a header (see Columns), then one
+// row per point. Floats use the shortest representation that round-trips.
+func NewCSVWriter(w io.Writer, p *Plan) *Writer {
+	return &Writer{w: w, csv: csv.NewWriter(w), plan: p}
+}
+
+// NewJSONWriter returns a Writer of a JSON array with one object per point,
+// one object per line: {"point", "num_points", "sweep_id", "values": {path:
+// value, ...}, "summary": {...}, "error"?}. "summary" is the same object as
+// `servesim run --summary-json`.
+func NewJSONWriter(w io.Writer, p *Plan) *Writer {
+	return &Writer{w: w, json: true, plan: p}
+}
+
+// Write writes one row.
+func (w *Writer) Write(r Row) error {
+	if w.json {
+		obj, err := w.plan.jsonRow(r)
+		if err != nil {
+			return err
+		}
+		sep := ",\n"
+		if w.n == 0 {
+			sep = "[\n"
+		}
+		w.n++
+		_, err = io.WriteString(w.w, sep+string(obj))
+		return err
+	}
+	if !w.header {
+		w.header = true
+		if err := w.csv.Write(Columns(w.plan.Grid)); err != nil {
+			return err
+		}
+	}
+	w.n++
+	return w.csv.Write(w.plan.csvRow(r))
+}
+
+// Close finishes the output (the header of an empty CSV, the end of the
+// JSON array) and flushes it; it does not close the underlying writer.
+func (w *Writer) Close() error {
+	if w.json {
+		end := "\n]\n"
+		if w.n == 0 {
+			end = "[]\n"
+		}
+		_, err := io.WriteString(w.w, end)
+		return err
+	}
+	if !w.header {
+		w.header = true
+		if err := w.csv.Write(Columns(w.plan.Grid)); err != nil {
+			return err
+		}
+	}
+	w.csv.Flush()
+	return w.csv.Error()
+}
+
+func (p *Plan) csvRow(r Row) []string {
+	rec := []string{strconv.Itoa(r.Point), strconv.Itoa(p.Len()), p.ID}
+	for _, v := range r.Values {
+		rec = append(rec, FormatValue(v))
+	}
+	for _, c := range metricCols {
+		if r.Err != "" {
+			rec = append(rec, "")
+			continue
+		}
+		rec = append(rec, c.get(&r.Result))
+	}
+	return append(rec, r.Err)
+}
+
+func (p *Plan) jsonRow(r Row) ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"point":%d,"num_points":%d,"sweep_id":%q,"values":{`, r.Point, p.Len(), p.ID)
+	for k, a := range p.Grid.Axes {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(a.Path.String())
+		val, err := json.Marshal(r.Values[k])
+		if err != nil {
+			return nil, fmt.Errorf("point %d: encode %s: %w", r.Point, a.Path, err)
+		}
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(val)
+	}
+	b.WriteString("}")
+	if r.Err != "" {
+		e, _ := json.Marshal(r.Err)
+		fmt.Fprintf(&b, `,"error":%s}`, e)
+		return b.Bytes(), nil
+	}
+	sum, err := json.Marshal(r.Result)
+	if err != nil {
+		return nil, fmt.Errorf("point %d: encode summary: %w", r.Point, err)
+	}
+	b.WriteString(`,"summary":`)
+	b.Write(sum)
+	b.WriteString("}")
+	return b.Bytes(), nil
+}
