@@ -31,6 +31,7 @@ type Instance struct {
 	Role      string
 	Hardware  string
 	TP        int
+	PP        int
 	NumBlocks int
 	BlockSize int
 }
@@ -122,6 +123,10 @@ func Build(s *Scenario, src Source) (*Built, error) {
 		}
 		eng := g.merged(s.Engine)
 		tp := *g.TP
+		pp := 1
+		if g.PP != nil {
+			pp = *g.PP
+		}
 		key := fmt.Sprintf("%s/tp%d", acc.Name, tp)
 		pred, ok := predictors[key]
 		if !ok {
@@ -154,15 +159,13 @@ func Build(s *Scenario, src Source) (*Built, error) {
 			if g.MemoryGB > 0 {
 				memBytes = int64(g.MemoryGB * 1e9)
 			}
-			mem := kv.Memory{
-				Device:      memBytes,
-				Utilization: eng.GPUMemoryUtilization,
-				Weights:     m.WeightBytes(bpe) / int64(tp),
-				Activation:  kv.ActivationReserve(eng.MaxNumBatchedTokens, eng.MaxNumSeqs, m.HiddenSize, m.IntermediateSize, m.VocabSize, tp, bpe),
-				KVPerToken:  m.KVBytesPerTokenPerRank(bpe, tp),
-			}
+			mem := gpuMemory(m, memBytes, tp, pp, bpe, eng)
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
-				return nil, fmt.Errorf("%s: %s on %s x tp=%d: %w%s", path, m.Name, acc.Name, tp, err, fitHint(m, acc, tp, bpe, eng, g.MemoryGB))
+				shape := fmt.Sprintf("tp=%d", tp)
+				if pp > 1 {
+					shape += fmt.Sprintf(" pp=%d", pp)
+				}
+				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, eng, g.MemoryGB))
 			}
 		}
 		maxLen := eng.MaxModelLen
@@ -180,6 +183,11 @@ func Build(s *Scenario, src Source) (*Built, error) {
 			MaxModelLen:               maxLen,
 			AsyncScheduling:           *eng.AsyncScheduling,
 			CheckInvariants:           s.CheckInvariants,
+		}
+		if pp > 1 {
+			tc := tpComm(m, acc, tp, bpe, s.Links)
+			cfg.PipelineParallel = pp
+			cfg.PPSend = engine.PPSend{LatencyNs: tc.LinkLatencyNs, BytesPerToken: int64(m.HiddenSize) * int64(bpe), Bandwidth: tc.LinkBW}
 		}
 		role, _ := parseRole(g.Role)
 		cfg.Role = role
@@ -209,15 +217,15 @@ func Build(s *Scenario, src Source) (*Built, error) {
 			idx := len(b.Engines)
 			b.pushBuf = append(b.pushBuf, pushBuf)
 			b.preds = append(b.preds, pred)
-			b.nics = append(b.nics, repeatNIC(n, tp))
-			b.kvPerToken = append(b.kvPerToken, m.KVBytesPerTokenPerRank(bpe, tp))
+			b.nics = append(b.nics, repeatNIC(n, tp*pp))
+			b.kvPerToken = append(b.kvPerToken, kvPerTokenPerGPU(m, bpe, tp, pp))
 			b.prefillRate = append(b.prefillRate, rate)
 			e, err := engine.New(idx, cfg, pred)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 			b.Engines = append(b.Engines, e)
-			b.Instances = append(b.Instances, Instance{Index: idx, Group: g.Name, Role: g.Role, Hardware: acc.Name, TP: tp, NumBlocks: blocks, BlockSize: eng.BlockSize})
+			b.Instances = append(b.Instances, Instance{Index: idx, Group: g.Name, Role: g.Role, Hardware: acc.Name, TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize})
 		}
 	}
 	b.layers = int(m.NumLayers)
@@ -491,18 +499,41 @@ func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l Links) perf.TPCo
 
 func (b *Built) predFor(i int) perf.Predictor { return b.preds[i] }
 
+// gpuMemory is the memory budget of one GPU of an instance of tp x pp GPUs:
+// it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's
+// layers on its share of the KV heads.
+func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng Engine) kv.Memory {
+	return kv.Memory{
+		Device:      memBytes,
+		Utilization: eng.GPUMemoryUtilization,
+		Weights:     m.WeightBytes(bpe) / int64(tp*pp),
+		Activation:  kv.ActivationReserve(eng.MaxNumBatchedTokens, eng.MaxNumSeqs, m.HiddenSize, m.IntermediateSize, m.VocabSize, tp, bpe),
+		KVPerToken:  kvPerTokenPerGPU(m, bpe, tp, pp),
+	}
+}
+
+// kvPerTokenPerGPU is the KV size of one token on one GPU: the tensor-
+// parallel rank's share, for the layers of the largest pipeline stage
+// (ceil(layers/pp); exactly 1/pp of the rank's KV when pp divides them).
+func kvPerTokenPerGPU(m *model.Config, bpe, tp, pp int) int64 {
+	perRank := m.KVBytesPerTokenPerRank(bpe, tp)
+	if pp <= 1 || m.NumLayers <= 0 {
+		return perRank
+	}
+	layers := (m.NumLayers + int64(pp) - 1) / int64(pp)
+	return perRank / m.NumLayers * layers
+}
+
 // fitHint names the nearest valid choices when a model does not fit: the
 // smallest tensor-parallel degree that fits this accelerator, and the
 // catalog accelerators that hold it at this degree.
-func fitHint(m *model.Config, acc hw.Accelerator, tp, bpe int, eng Engine, memGB float64) string {
+func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, eng Engine, memGB float64) string {
 	fits := func(a hw.Accelerator, t int) bool {
 		memBytes := a.MemoryBytes
 		if memGB > 0 && a.Name == acc.Name {
 			memBytes = int64(memGB * 1e9)
 		}
-		mem := kv.Memory{Device: memBytes, Utilization: eng.GPUMemoryUtilization, Weights: m.WeightBytes(bpe) / int64(t),
-			Activation: kv.ActivationReserve(eng.MaxNumBatchedTokens, eng.MaxNumSeqs, m.HiddenSize, m.IntermediateSize, m.VocabSize, t, bpe),
-			KVPerToken: m.KVBytesPerTokenPerRank(bpe, t)}
+		mem := gpuMemory(m, memBytes, t, pp, bpe, eng)
 		n, err := mem.Blocks(eng.BlockSize)
 		return err == nil && n > 0
 	}

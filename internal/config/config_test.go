@@ -159,3 +159,73 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// buildAndRun builds a scenario, runs it with invariant checks and returns
+// the built scenario and the number of requests that ended.
+func buildAndRun(t *testing.T, yaml string) (*Built, int64) {
+	t.Helper()
+	s, err := Parse([]byte(yaml), "pp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(s, Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, closer, err := b.NewSim(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	done, seen := sim.Progress()
+	if done != seen {
+		t.Fatalf("%d of %d requests ended", done, seen)
+	}
+	return b, done
+}
+
+// TestPipelineParallelGroup: a pp=2 instance builds with the pipeline
+// configured in its engine and serves a workload, with more KV blocks
+// than pp=1 (half the weights and half the layers' KV per GPU).
+func TestPipelineParallelGroup(t *testing.T) {
+	one, _ := buildAndRun(t, "workload: {limit: 40}\ncheck_invariants: true\ninstances: [{}]\n")
+	two, done := buildAndRun(t, "workload: {limit: 40}\ncheck_invariants: true\ninstances: [{pp: 2}]\n")
+	if done != 40 {
+		t.Fatalf("%d requests ended, want 40", done)
+	}
+	cfg := two.Engines[0].Config()
+	if cfg.PipelineParallel != 2 || cfg.PPSend.BytesPerToken != int64(two.Model.HiddenSize)*2 || cfg.PPSend.Bandwidth <= 0 {
+		t.Fatalf("pipeline not configured: %+v", cfg)
+	}
+	if one.Engines[0].Config().PipelineParallel > 1 {
+		t.Fatal("pp defaults to 1")
+	}
+	if b1, b2 := one.Instances[0].NumBlocks, two.Instances[0].NumBlocks; b2 < 2*b1 || two.Instances[0].PP != 2 {
+		t.Fatalf("pp=2 holds %d blocks, pp=1 %d: want at least twice", b2, b1)
+	}
+	// Disaggregated serving with a pipelined prefill instance.
+	buildAndRun(t, "predictor: {kind: roofline}\nworkload: {limit: 40}\ncheck_invariants: true\ninstances:\n  - {role: prefill, pp: 2}\n  - {role: decode}\n")
+}
+
+// TestPipelineParallelFitsLargerModel: a model whose weights exceed one GPU
+// does not build at tp=1 but does split over two pipeline stages.
+func TestPipelineParallelFitsLargerModel(t *testing.T) {
+	const base = "predictor: {kind: roofline}\nmodel: meta-llama/Llama-3.1-8B\nhardware: H100\nworkload: {limit: 20}\ncheck_invariants: true\n"
+	s, err := Parse([]byte(base+"instances: [{memory_gb: 16}]\n"), "small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(s, Source{}); err == nil {
+		t.Fatal("Llama-3.1-8B must not fit a 16 GB GPU at tp=1, pp=1")
+	}
+	if _, err := Parse([]byte(base+"instances: [{pp: 0}]\n"), "bad.yaml"); err == nil || !strings.Contains(err.Error(), "instances[0].pp") {
+		t.Fatalf("pp: 0 must be rejected, got %v", err)
+	}
+	b, done := buildAndRun(t, base+"instances: [{memory_gb: 16, pp: 2}]\n")
+	if done != 20 || b.Instances[0].NumBlocks <= 0 {
+		t.Fatalf("%d requests ended, %d blocks", done, b.Instances[0].NumBlocks)
+	}
+}

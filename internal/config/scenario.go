@@ -115,6 +115,9 @@ type Group struct {
 	Hardware string `yaml:"hardware" json:"hardware"`
 	// TP is the tensor-parallel degree. Default 1.
 	TP *int `yaml:"tp" json:"tp"`
+	// PP is the pipeline-parallel degree: the layers split into PP stages
+	// of TP GPUs each, up to PP batches in flight. Default 1.
+	PP *int `yaml:"pp" json:"pp"`
 	// MemoryGB overrides the accelerator's memory size (GB = 1e9 bytes).
 	MemoryGB float64 `yaml:"memory_gb" json:"memory_gb"`
 	// Engine overrides engine settings for this group (non-zero fields).
@@ -283,6 +286,9 @@ func (s *Scenario) FillGroups() {
 		if g.TP == nil {
 			g.TP = intPtr(1)
 		}
+		if g.PP == nil {
+			g.PP = intPtr(1)
+		}
 	}
 }
 
@@ -337,6 +343,9 @@ func (s *Scenario) Validate() error {
 		}
 		if *g.TP <= 0 {
 			bad(p+".tp", "must be > 0 (got %d)", *g.TP)
+		}
+		if g.PP != nil && *g.PP <= 0 {
+			bad(p+".pp", "must be > 0 (got %d)", *g.PP)
 		}
 		if g.MemoryGB < 0 {
 			bad(p+".memory_gb", "must be > 0 when set (got %g)", g.MemoryGB)

@@ -12,10 +12,13 @@ import (
 // TestScheduler runs the scenario files in testdata/scheduler: readable
 // step-by-step traces of batch formation, regenerated with -rewrite.
 //
-//	engine seqs=N budget=N blocks=N [bs=16] [lpt=N] [async] [nocache] [role=prefill|decode]
+//	engine seqs=N budget=N blocks=N [bs=16] [lpt=N] [async] [nocache] [role=prefill|decode] [pp=N] [send=NS]
 //	add id=N in=N out=N [at=NS]      queue a request
 //	step [n=N]                       form a batch, run it, print what happened
 //	run                              step until idle, printing one line per step
+//	pipe [n=N]                       run batches overlapped as the cluster does
+//	                                 (pipeline parallelism), one line per batch
+//	                                 start and end, until idle or N lines
 func TestScheduler(t *testing.T) {
 	datadriven.Walk(t, "testdata/scheduler", func(t *testing.T, path string) {
 		var e *Engine
@@ -44,6 +47,10 @@ func TestScheduler(t *testing.T) {
 						cfg.AsyncScheduling = true
 					case "nocache":
 						cfg.PrefixCaching = false
+					case "pp":
+						cfg.PipelineParallel = v
+					case "send":
+						cfg.PPSend.LatencyNs = int64(v)
 					case "role":
 						switch a.Vals[0] {
 						case "prefill":
@@ -83,6 +90,21 @@ func TestScheduler(t *testing.T) {
 				var b strings.Builder
 				for i := 0; i < n; i++ {
 					b.WriteString(step(e, &now))
+				}
+				return b.String()
+			case "pipe":
+				n := 0
+				if d.HasArg("n") {
+					d.ScanArgs(t, "n", &n)
+				}
+				var b strings.Builder
+				var err error
+				now, err = pipeDrive(e, now, n, func(ev pipeEvent) error {
+					b.WriteString(e.describe(ev))
+					return nil
+				})
+				if err != nil {
+					b.WriteString("ERROR " + err.Error() + "\n")
 				}
 				return b.String()
 			case "run":

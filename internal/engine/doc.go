@@ -25,4 +25,10 @@
 // A request whose last prompt token is computed in a step emits its first
 // output token at that step's end; every later step that includes it emits
 // one more.
+//
+// With pipeline parallelism (Config.PipelineParallel = N > 1) up to N
+// batches are in flight, as in vLLM's batch queue: Begin(now) forms one and
+// reports when it ends and when the first stage is free for the next;
+// FinishBatch(id, end) applies a given batch. Requests in a batch in flight
+// are skipped when forming the next one and are never preemption victims.
 package engine

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/servesim/servesim/internal/kv"
 	"github.com/servesim/servesim/internal/metrics"
@@ -32,7 +33,36 @@ type Config struct {
 	// reserved beyond the prompt when a handed-off request is admitted
 	// (vLLM reserves none and relies on preemption).
 	ReservedDecodeTokens int
-	CheckInvariants      bool // verify block accounting after every step
+	// PipelineParallel is the number of pipeline stages (vLLM
+	// pipeline_parallel_size); 0 or 1 means none. With N > 1 up to N
+	// batches are in flight (vLLM's batch queue): a new batch may start
+	// once the previous one has cleared the first stage, and a request in
+	// flight is not scheduled again until its batch has left the last
+	// stage. Each stage takes StepTime/N (the predictor's step split
+	// evenly across stages, the once-per-step ops included), and a batch
+	// moves between stages by an activation send (see PPSend). Async
+	// scheduling is off with N > 1, as in vLLM.
+	PipelineParallel int
+	// PPSend is the stage-to-stage activation transfer.
+	PPSend          PPSend
+	CheckInvariants bool // verify block accounting after every step
+}
+
+// PPSend is the cost of sending one batch's activations from one pipeline
+// stage to the next: LatencyNs + tokens x BytesPerToken / Bandwidth.
+type PPSend struct {
+	LatencyNs     int64
+	BytesPerToken int64   // hidden size x bytes per element
+	Bandwidth     float64 // bytes/s; 0 = no bandwidth cost
+}
+
+// Time is the send time of a batch of tokens.
+func (p PPSend) Time(tokens int) int64 {
+	d := p.LatencyNs
+	if p.Bandwidth > 0 && !math.IsInf(p.Bandwidth, 1) {
+		d += int64(math.Ceil(float64(int64(tokens)*p.BytesPerToken) / p.Bandwidth * 1e9))
+	}
+	return d
 }
 
 // Role is what an instance serves.
@@ -73,6 +103,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max_model_len must be >= 0 (got %d)", c.MaxModelLen)
 	case c.ReservedDecodeTokens < 0:
 		return fmt.Errorf("reserved_decode_tokens must be >= 0 (got %d)", c.ReservedDecodeTokens)
+	case c.PipelineParallel < 0:
+		return fmt.Errorf("pipeline parallel size must be >= 0 (got %d)", c.PipelineParallel)
+	case c.PPSend.LatencyNs < 0 || c.PPSend.BytesPerToken < 0 || c.PPSend.Bandwidth < 0:
+		return fmt.Errorf("pipeline send cost must be >= 0 (got %+v)", c.PPSend)
 	}
 	return nil
 }
@@ -91,6 +125,7 @@ type seq struct {
 	salt      uint64
 	enqueued  int64 // time it joined this instance's waiting queue
 	state     state
+	inFlight  bool // scheduled in a batch that has not finished yet
 	blocks    []kv.BlockID
 	hashes    []uint64 // chained hashes of full blocks, filled lazily
 }
@@ -115,6 +150,24 @@ const (
 type scheduled struct {
 	slot   int32
 	tokens int32
+}
+
+// flight is one batch in flight.
+type flight struct {
+	id         int64
+	start, end int64
+	sched      []scheduled
+	batch      perf.Batch
+	preempted  int
+}
+
+// Step describes a batch just started: it ends at End, and the next batch
+// may start at Free (End without pipeline parallelism; the time the batch
+// has cleared the first stage with it).
+type Step struct {
+	ID         int64
+	Start, End int64
+	Free       int64
 }
 
 // StepResult is what one step did. Slices are reused by the next FinishStep.
@@ -149,10 +202,13 @@ type Engine struct {
 	waiting   deque
 	running   []int32
 
-	inFlight  bool
-	stepStart int64
-	stepEnd   int64 // end of the step in flight (or of the last step)
-	justEnded bool  // a step ended and no batch has been formed since
+	flights   []flight // batches in flight, oldest first
+	spare     []flight // finished flights, for reuse of their buffers
+	nextID    int64
+	stages    []int64 // time each pipeline stage can take the next batch
+	stepStart int64   // start of the latest batch
+	stepEnd   int64   // end of the latest batch
+	justEnded bool    // a step ended and no batch has been formed since
 	// zombies are requests that finished (or, on a prefill instance,
 	// completed their prompt) in the last step: with async scheduling they
 	// keep their sequence slot and blocks until the next batch is formed.
@@ -203,8 +259,28 @@ func (e *Engine) Running() int { return len(e.running) }
 // Waiting is the number of queued requests.
 func (e *Engine) Waiting() int { return e.waiting.len() }
 
-// Busy reports whether a step is in flight.
-func (e *Engine) Busy() bool { return e.inFlight }
+// Busy reports whether no further batch can start: a step is in flight
+// (with pipeline parallelism: as many batches as stages).
+func (e *Engine) Busy() bool { return len(e.flights) >= e.pp() }
+
+// InFlight is the number of batches in flight.
+func (e *Engine) InFlight() int { return len(e.flights) }
+
+// pp is the number of pipeline stages (at least 1).
+func (e *Engine) pp() int { return max(e.cfg.PipelineParallel, 1) }
+
+// async reports whether batches are formed one step ahead (never with
+// pipeline parallelism).
+func (e *Engine) async() bool { return e.cfg.AsyncScheduling && e.pp() == 1 }
+
+// NextFree is the earliest time a new batch may start given the batches in
+// flight (the first stage free); meaningful when not Busy.
+func (e *Engine) NextFree() int64 {
+	if len(e.stages) == 0 {
+		return 0
+	}
+	return e.stages[0]
+}
 
 // HasWork reports whether any request is running or waiting.
 func (e *Engine) HasWork() bool {
@@ -270,11 +346,17 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
 	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
 	s.enqueued, s.state = now, stWaiting
+	s.inFlight = false
 	// The engine picks new requests up between steps: now when idle, else
 	// when the step in flight ends (vLLM's queued time).
 	s.rec.Queued = now
-	if e.inFlight {
+	if e.Busy() {
 		s.rec.Queued = e.stepEnd
+		if e.pp() > 1 {
+			s.rec.Queued = max(now, e.flights[0].end)
+		}
+	} else if len(e.flights) > 0 && e.stages[0] > now {
+		s.rec.Queued = e.stages[0]
 	}
 	s.blocks = s.blocks[:0]
 	s.hashes = s.hashes[:0]
@@ -292,21 +374,33 @@ func (e *Engine) WaitingTokens() int64 { return e.waitingTokens }
 func (e *Engine) Record(slot int32) *metrics.Record { return &e.slots[slot].rec }
 
 // StartStep forms the next batch at time now and returns its duration. It
-// returns false when there is nothing to run (or a step is already in
-// flight); the caller then waits for the next arrival.
+// returns false when there is nothing to run (or no further batch may start
+// now); the caller then waits for the next arrival or batch end.
 func (e *Engine) StartStep(now int64) (int64, bool) {
-	if e.inFlight {
+	st, ok := e.Begin(now)
+	if !ok {
 		return 0, false
+	}
+	return st.End - now, true
+}
+
+// Begin forms the next batch at time now and returns when it ends and when
+// the next batch may start. It returns false when there is nothing to run,
+// when as many batches as pipeline stages are in flight, or when the first
+// stage is still busy (before NextFree).
+func (e *Engine) Begin(now int64) (Step, bool) {
+	if e.Busy() || (len(e.flights) > 0 && now < e.stages[0]) {
+		return Step{}, false
 	}
 	if !e.HasWork() {
 		e.releaseZombies()
 		e.justEnded = false
-		return 0, false
+		return Step{}, false
 	}
 	// The moment this batch is formed: with async scheduling, a batch that
 	// starts right as a step ends was formed when that step started.
 	formed := now
-	if e.cfg.AsyncScheduling && e.justEnded && now == e.stepEnd {
+	if e.async() && e.justEnded && now == e.stepEnd {
 		formed = e.stepStart
 	}
 	e.justEnded = false
@@ -320,18 +414,63 @@ func (e *Engine) StartStep(now int64) (int64, bool) {
 		budget = e.form(now, now)
 	}
 	if len(e.sched) == 0 {
-		return 0, false
+		return Step{}, false
 	}
-	e.inFlight = true
 	e.stepStart = now
+	d := e.pred.StepTime(&e.batch)
+	end, free := now+d, now+d
+	if e.pp() > 1 {
+		end, free = e.pipeline(now, d)
+	}
+	e.stepEnd = end
+	e.nextID++
+	var f flight
+	if n := len(e.spare); n > 0 {
+		f = e.spare[n-1]
+		e.spare = e.spare[:n-1]
+	}
+	f.id, f.start, f.end = e.nextID, now, end
+	f.sched = append(f.sched[:0], e.sched...)
+	f.batch, f.preempted = e.batch, e.preempted
+	e.flights = append(e.flights, f)
+	for _, sc := range e.sched {
+		e.slots[sc.slot].inFlight = true
+	}
 	if e.cfg.CheckInvariants {
 		if err := e.check(budget); err != nil {
 			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
 		}
 	}
-	d := e.pred.StepTime(&e.batch)
-	e.stepEnd = now + d
-	return d, true
+	return Step{ID: f.id, Start: now, End: end, Free: free}, true
+}
+
+// pipeline times a batch of step time d entering the first of N stages at
+// now: each stage takes d/N, and the batch's activations cross to the next
+// stage in PPSend time, during which the sending stage stays busy. A stage
+// takes batches in order, so a batch waits for its predecessor to leave a
+// stage. It returns the batch's end and when the first stage is free again;
+// alone, a batch takes N*(d/N) + (N-1)*send and the next may start after
+// d/N + send.
+func (e *Engine) pipeline(now, d int64) (end, free int64) {
+	n := e.pp()
+	if len(e.stages) != n {
+		e.stages = make([]int64, n)
+	}
+	stage := d / int64(n)
+	send := e.cfg.PPSend.Time(e.batch.Tokens())
+	t := now
+	for j := 0; j < n; j++ {
+		if j > 0 {
+			t += send
+		}
+		t = max(t, e.stages[j])
+		t += stage
+		e.stages[j] = t
+		if j < n-1 {
+			e.stages[j] += send
+		}
+	}
+	return t, e.stages[0]
 }
 
 // form builds the batch at time now from what was known at time formed and
@@ -341,13 +480,14 @@ func (e *Engine) form(now, formed int64) int32 {
 	e.batch = perf.Batch{}
 	e.preempted = 0
 	budget := int32(e.cfg.MaxNumBatchedTokens)
+	stalled := false // a running request lacks blocks until a batch in flight ends
 
 	// 1. Running requests, in admission order.
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		slot := e.running[i]
 		s := &e.slots[slot]
-		if s.state != stRunning {
-			continue
+		if s.state != stRunning || s.inFlight {
+			continue // a request in a batch in flight waits for its end
 		}
 		n := e.chunk(s.numTokens()-s.computed, budget)
 		if n <= 0 {
@@ -355,8 +495,19 @@ func (e *Engine) form(now, formed int64) int32 {
 		}
 		scheduledSelf := true
 		for !e.grow(s, n) {
-			victim := e.running[len(e.running)-1]
-			e.running = e.running[:len(e.running)-1]
+			// The last running request not in flight (slot itself at
+			// worst); with batches in flight, rather than preempting
+			// itself the request waits for them to end.
+			vi := len(e.running) - 1
+			for e.slots[e.running[vi]].inFlight {
+				vi--
+			}
+			victim := e.running[vi]
+			if victim == slot && len(e.flights) > 0 {
+				scheduledSelf, stalled = false, true
+				break
+			}
+			e.running = append(e.running[:vi], e.running[vi+1:]...)
 			e.preempt(victim)
 			if victim == slot {
 				scheduledSelf = false
@@ -373,7 +524,7 @@ func (e *Engine) form(now, formed int64) int32 {
 	// 2. Waiting requests, only if nothing was preempted (or if preemption
 	// left the batch empty, which only happens when the head request must
 	// restart alone).
-	if e.preempted == 0 || len(e.sched) == 0 {
+	if (e.preempted == 0 || len(e.sched) == 0) && !stalled {
 		// Transferred requests first: their slot was reserved.
 		for e.ready.len() > 0 && budget > 0 && len(e.running)+len(e.zombies) < e.cfg.MaxNumSeqs {
 			slot := e.ready.front()
@@ -534,23 +685,47 @@ func (e *Engine) preempt(slot int32) {
 	e.waiting.pushFront(slot)
 }
 
-// FinishStep applies the step in flight at time end: computed tokens become
-// cached, requests that completed their prompt or a decode emit a token, and
-// finished requests release their blocks. The returned result is valid until
-// the next FinishStep.
+// FinishStep applies the oldest batch in flight at time end: computed
+// tokens become cached, requests that completed their prompt or a decode
+// emit a token, and finished requests release their blocks. The returned
+// result is valid until the next FinishStep.
 func (e *Engine) FinishStep(end int64) *StepResult {
+	if len(e.flights) == 0 {
+		e.fail(fmt.Errorf("step finished at t=%d ns with no batch in flight", end))
+		r := &e.result
+		*r = StepResult{Start: end, End: end, ITL: r.ITL[:0], Finished: r.Finished[:0], Prefilled: r.Prefilled[:0]}
+		return r
+	}
+	return e.FinishBatch(e.flights[0].id, end)
+}
+
+// FinishBatch is FinishStep for the batch in flight with the given id
+// (Step.ID).
+func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	r := &e.result
-	r.Start, r.End = e.stepStart, end
-	r.Batch = e.batch
-	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, e.preempted
+	i := 0
+	for i < len(e.flights) && e.flights[i].id != id {
+		i++
+	}
+	if i == len(e.flights) {
+		e.fail(fmt.Errorf("batch %d finished at t=%d ns is not in flight", id, end))
+		*r = StepResult{Start: end, End: end, ITL: r.ITL[:0], Finished: r.Finished[:0], Prefilled: r.Prefilled[:0]}
+		return r
+	}
+	f := e.flights[i]
+	e.flights = append(e.flights[:i], e.flights[i+1:]...)
+	e.spare = append(e.spare, f)
+	r.Start, r.End = f.start, end
+	r.Batch = f.batch
+	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, f.preempted
 	r.ITL = r.ITL[:0]
 	r.Finished = r.Finished[:0]
 	r.Prefilled = r.Prefilled[:0]
-	e.inFlight = false
 	e.justEnded = true
 
-	for _, sc := range e.sched {
+	for _, sc := range f.sched {
 		s := &e.slots[sc.slot]
+		s.inFlight = false
 		e.commitBlocks(s)
 		if s.computed < s.numTokens() {
 			continue // partial prompt chunk: no token yet
@@ -598,7 +773,7 @@ func (e *Engine) FinishStep(end int64) *StepResult {
 		}
 		e.running = kept
 	}
-	if !e.cfg.AsyncScheduling {
+	if !e.async() {
 		e.releaseZombies()
 	}
 	if e.cfg.CheckInvariants {

@@ -62,6 +62,7 @@ func (e *Engine) Enqueue(r *workload.Request, rec metrics.Record, now int64) int
 	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
 	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
 	s.enqueued, s.state = now, stHandoff
+	s.inFlight = false
 	s.blocks = s.blocks[:0]
 	s.hashes = s.hashes[:0]
 	e.handoff = append(e.handoff, slot)

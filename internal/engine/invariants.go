@@ -31,7 +31,7 @@ func (e *Engine) check(budgetLeft int32) error {
 	if full {
 		held = make(map[int32]int32, 64)
 	}
-	pinned, reserved := 0, 0
+	pinned, reserved, inFlight := 0, 0, 0
 	var refs int64
 	for slot := range e.slots {
 		s := &e.slots[slot]
@@ -50,6 +50,12 @@ func (e *Engine) check(budgetLeft int32) error {
 		if s.state == stPrefilled {
 			pinned += len(s.blocks)
 		}
+		if s.inFlight {
+			inFlight++
+			if s.state != stRunning {
+				return fmt.Errorf("request %d in a batch in flight is in state %d", s.rec.ID, s.state)
+			}
+		}
 		if s.state == stReserved || s.state == stReady {
 			reserved++
 		}
@@ -59,6 +65,22 @@ func (e *Engine) check(budgetLeft int32) error {
 				held[b]++
 			}
 		}
+	}
+	scheduled := 0
+	for _, f := range e.flights {
+		for _, sc := range f.sched {
+			if !e.slots[sc.slot].inFlight {
+				return fmt.Errorf("request %d in batch %d is not marked in flight", e.slots[sc.slot].rec.ID, f.id)
+			}
+		}
+		scheduled += len(f.sched)
+	}
+	if scheduled != inFlight {
+		// Some request is in two batches in flight (or marked without one).
+		return fmt.Errorf("%d requests marked in flight but the %d batches in flight schedule %d", inFlight, len(e.flights), scheduled)
+	}
+	if len(e.flights) > e.pp() {
+		return fmt.Errorf("%d batches in flight exceed %d pipeline stages", len(e.flights), e.pp())
 	}
 	if refs != e.pool.TotalRefs() {
 		return fmt.Errorf("requests hold %d block references but the pool counts %d", refs, e.pool.TotalRefs())
