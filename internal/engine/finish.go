@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/metrics"
+)
+
+// FinishStep applies the oldest batch in flight at time end: computed
+// tokens become cached, requests that completed their prompt or a decode
+// emit a token, and finished requests release their blocks. The returned
+// result is valid until the next FinishStep.
+func (e *Engine) FinishStep(end int64) *StepResult {
+	if len(e.flights) == 0 {
+		e.fail(fmt.Errorf("step finished at t=%d ns with no batch in flight", end))
+		r := &e.result
+		*r = StepResult{Start: end, End: end, ITL: r.ITL[:0], Finished: r.Finished[:0], Prefilled: r.Prefilled[:0]}
+		return r
+	}
+	return e.FinishBatch(e.flights[0].id, end)
+}
+
+// FinishBatch is FinishStep for the batch in flight with the given id
+// (Step.ID).
+func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
+	r := &e.result
+	i := 0
+	for i < len(e.flights) && e.flights[i].id != id {
+		i++
+	}
+	if i == len(e.flights) {
+		e.fail(fmt.Errorf("batch %d finished at t=%d ns is not in flight", id, end))
+		*r = StepResult{Start: end, End: end, ITL: r.ITL[:0], Finished: r.Finished[:0], Prefilled: r.Prefilled[:0]}
+		return r
+	}
+	f := e.flights[i]
+	e.flights = append(e.flights[:i], e.flights[i+1:]...)
+	e.spare = append(e.spare, f)
+	r.Start, r.End = f.start, end
+	r.Batch = f.batch
+	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, f.preempted
+	r.ITL = r.ITL[:0]
+	r.Finished = r.Finished[:0]
+	r.Prefilled = r.Prefilled[:0]
+	e.justEnded = true
+
+	for _, sc := range f.sched {
+		s := &e.slots[sc.slot]
+		s.inFlight = false
+		e.commitBlocks(s)
+		if s.computed < s.numTokens() {
+			continue // partial prompt chunk: no token yet
+		}
+		if e.cfg.Role == Prefill && s.generated == 0 {
+			// The prompt is computed: its KV stays pinned for the handoff;
+			// the token sampled here is not streamed (the decode instance
+			// produces the first output token).
+			s.rec.PrefillEnd = end
+			s.state = stPrefilled
+			e.pinned += len(s.blocks)
+			e.zombies = append(e.zombies, sc.slot)
+			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: s.rec, Blocks: len(s.blocks)})
+			continue
+		}
+		s.generated++
+		r.GenTokens++
+		if s.rec.FirstToken < 0 {
+			s.rec.FirstToken = end
+			r.PromptTokens += int(s.prompt)
+		} else {
+			gap := end - s.rec.LastToken
+			r.ITL = append(r.ITL, gap)
+			if gap > s.rec.MaxITL {
+				s.rec.MaxITL = gap
+			}
+		}
+		s.rec.LastToken = end
+		if s.generated >= s.output {
+			s.rec.Generated = int(s.generated)
+			s.rec.Outcome = metrics.Finished
+			r.Finished = append(r.Finished, s.rec)
+			s.state = stDone
+			e.zombies = append(e.zombies, sc.slot)
+		}
+	}
+	if len(e.zombies) > 0 {
+		// They leave the running set now; their slots stay taken until
+		// the next batch is formed.
+		kept := e.running[:0]
+		for _, slot := range e.running {
+			if e.slots[slot].state == stRunning {
+				kept = append(kept, slot)
+			}
+		}
+		e.running = kept
+	}
+	if !e.async() {
+		e.releaseZombies()
+	}
+	if e.cfg.CheckInvariants {
+		if err := e.check(0); err != nil {
+			e.fail(fmt.Errorf("after the step ending at t=%d ns: %w", end, err))
+		}
+	}
+	return r
+}

@@ -1,0 +1,67 @@
+package engine
+
+import "github.com/servesim/servesim/internal/kv"
+
+// Prefix caching: the chained block hashes of a request's tokens and the
+// offering of its newly full blocks to the pool's prefix cache.
+
+// commitBlocks offers the request's newly full blocks to the prefix cache.
+func (e *Engine) commitBlocks(s *seq) {
+	if !e.cfg.PrefixCaching {
+		return
+	}
+	full := int(s.computed) / e.cfg.BlockSize
+	if full <= int(s.committed) {
+		return
+	}
+	e.ensureHashes(s, full)
+	for i := int(s.committed); i < full; i++ {
+		e.pool.Commit(s.blocks[i], s.hashes[i])
+	}
+	s.committed = int32(full)
+}
+
+// ensureHashes extends s.hashes to cover the first n full blocks of the
+// request's tokens (prompt, then outputs). Blocks whose token ids are all
+// known hash by content; others hash by request identity, so they can only
+// be hit again by the same request (after preemption).
+func (e *Engine) ensureHashes(s *seq, n int) {
+	bs := e.cfg.BlockSize
+	for i := len(s.hashes); i < n; i++ {
+		parent := kv.Seed
+		if i > 0 {
+			parent = s.hashes[i-1]
+		}
+		lo, hi := i*bs, (i+1)*bs
+		var h uint64
+		if ids, ok := e.tokens(s, lo, hi); ok {
+			h = kv.Block(parent, ids)
+		} else {
+			h = kv.Salted(parent, s.salt, i)
+		}
+		s.hashes = append(s.hashes, h)
+	}
+}
+
+// tokens returns the token ids at positions [lo, hi) when all are known.
+func (e *Engine) tokens(s *seq, lo, hi int) ([]int32, bool) {
+	p := int(s.prompt)
+	if hi <= p {
+		if len(s.inputIDs) < hi {
+			return nil, false
+		}
+		return s.inputIDs[lo:hi], true
+	}
+	if hi-p > len(s.outputIDs) || (lo < p && len(s.inputIDs) < p) {
+		return nil, false
+	}
+	buf := e.scratch[:0]
+	for j := lo; j < hi; j++ {
+		if j < p {
+			buf = append(buf, s.inputIDs[j])
+		} else {
+			buf = append(buf, s.outputIDs[j-p])
+		}
+	}
+	return buf, true
+}
