@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/servesim/servesim/internal/nearest"
 	"io"
 	"os"
 	"slices"
@@ -329,32 +330,22 @@ func (c *Catalog) suggest(name string) string {
 // closest returns the canonical names nearest to name by edit distance over
 // normalized names and aliases.
 func closest(c *Catalog, name string) []string {
-	type scored struct {
-		name string
-		dist int
-	}
 	want := normalize(name)
-	var all []scored
+	aliases := map[string][]string{}
+	var names []string
 	for _, e := range c.entries {
+		names = append(names, e.acc.Name)
+		aliases[e.acc.Name] = append([]string{e.acc.Name}, e.acc.Aliases...)
+	}
+	return nearest.Closest(names, func(n string) int {
 		d := -1
-		for _, n := range append([]string{e.acc.Name}, e.acc.Aliases...) {
-			if dn := editDistance(normalize(n), want); d < 0 || dn < d {
+		for _, a := range aliases[n] {
+			if dn := nearest.Distance(normalize(a), want); d < 0 || dn < d {
 				d = dn
 			}
 		}
-		all = append(all, scored{e.acc.Name, d})
-	}
-	slices.SortStableFunc(all, func(a, b scored) int {
-		if a.dist != b.dist {
-			return a.dist - b.dist
-		}
-		return strings.Compare(strings.ToLower(a.name), strings.ToLower(b.name))
-	})
-	out := make([]string, 0, maxSuggestions)
-	for _, s := range all[:min(maxSuggestions, len(all))] {
-		out = append(out, s.name)
-	}
-	return out
+		return d
+	}, maxSuggestions)
 }
 
 // normalize folds case and drops everything but letters and digits, so
@@ -367,26 +358,4 @@ func normalize(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// editDistance is the Levenshtein distance between a and b in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

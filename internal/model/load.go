@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"github.com/servesim/servesim/internal/nearest"
 	"io/fs"
 	"path"
 	"slices"
@@ -139,52 +140,13 @@ func hint(dir fs.FS, name string) string {
 // so "Llama-3.1-8B" finds "meta-llama/Llama-3.1-8B". Ties keep sorted
 // order.
 func Closest(candidates []string, want string, n int) []string {
-	type scored struct {
-		name string
-		dist int
-	}
 	w := strings.ToLower(want)
-	all := make([]scored, 0, len(candidates))
-	for _, c := range candidates {
+	return nearest.Closest(candidates, func(c string) int {
 		lc := strings.ToLower(c)
-		d := editDistance(lc, w)
+		d := nearest.Distance(lc, w)
 		if _, base, ok := strings.Cut(lc, "/"); ok {
-			d = min(d, editDistance(base, w))
+			d = min(d, nearest.Distance(base, w))
 		}
-		all = append(all, scored{c, d})
-	}
-	slices.SortStableFunc(all, func(a, b scored) int {
-		if a.dist != b.dist {
-			return a.dist - b.dist
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	n = min(max(n, 0), len(all))
-	out := make([]string, 0, n)
-	for _, s := range all[:n] {
-		out = append(out, s.name)
-	}
-	return out
-}
-
-// editDistance is the Levenshtein distance between a and b in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+		return d
+	}, n)
 }
