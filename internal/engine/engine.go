@@ -200,6 +200,22 @@ func (e *Engine) Unfit(r *workload.Request) string {
 	return ""
 }
 
+// take fills a free slot with request r in state st and returns it.
+func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st state) (int32, *seq) {
+	slot := e.newSlot()
+	s := &e.slots[slot]
+	s.rec = rec
+	s.prompt, s.output = int32(r.InputTokens), int32(r.OutputTokens)
+	s.generated, s.computed, s.committed = 0, 0, 0
+	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
+	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
+	s.enqueued, s.state = now, st
+	s.inFlight = false
+	s.blocks = s.blocks[:0]
+	s.hashes = s.hashes[:0]
+	return slot, s
+}
+
 // newSlot takes a free request slot.
 func (e *Engine) newSlot() int32 {
 	if n := len(e.freeSlots); n > 0 {
@@ -231,20 +247,12 @@ func (e *Engine) Add(r *workload.Request, now int64) int32 {
 // one re-queued for prefill after its KV was lost); rec keeps its arrival
 // and counters.
 func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) int32 {
-	slot := e.newSlot()
-	s := &e.slots[slot]
-	s.rec = rec
+	slot, s := e.take(r, rec, now, stWaiting)
 	s.rec.PrefillInstance = e.id
 	s.rec.DecodeInstance = -1
 	if e.cfg.Role != Prefill {
 		s.rec.DecodeInstance = e.id
 	}
-	s.prompt, s.output = int32(r.InputTokens), int32(r.OutputTokens)
-	s.generated, s.computed, s.committed = 0, 0, 0
-	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
-	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
-	s.enqueued, s.state = now, stWaiting
-	s.inFlight = false
 	// The engine picks new requests up between steps: now when idle, else
 	// when the step in flight ends (vLLM's queued time).
 	s.rec.Queued = now
@@ -256,8 +264,6 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 	} else if len(e.flights) > 0 && e.stages[0] > now {
 		s.rec.Queued = e.stages[0]
 	}
-	s.blocks = s.blocks[:0]
-	s.hashes = s.hashes[:0]
 	e.waiting.pushBack(slot)
 	e.waitingTokens += int64(s.prompt)
 	return slot

@@ -53,18 +53,8 @@ func (e *Engine) ReleasePinned(slot int32) {
 // Enqueue puts a handed-off request at the back of this decode instance's
 // admission queue and returns its slot. rec is the request's record so far.
 func (e *Engine) Enqueue(r *workload.Request, rec metrics.Record, now int64) int32 {
-	slot := e.newSlot()
-	s := &e.slots[slot]
-	s.rec = rec
+	slot, s := e.take(r, rec, now, stHandoff)
 	s.rec.DecodeInstance = e.id
-	s.prompt, s.output = int32(r.InputTokens), int32(r.OutputTokens)
-	s.generated, s.computed, s.committed = 0, 0, 0
-	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
-	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
-	s.enqueued, s.state = now, stHandoff
-	s.inFlight = false
-	s.blocks = s.blocks[:0]
-	s.hashes = s.hashes[:0]
 	e.handoff = append(e.handoff, slot)
 	return slot
 }
