@@ -3,6 +3,7 @@ package cluster
 import (
 	"io"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/servesim/servesim/internal/engine"
@@ -318,6 +319,59 @@ func TestConditionalDisaggregation(t *testing.T) {
 		local := r.PrefillInstance == 1 && r.DecodeInstance == 1 && r.TransferStart < 0
 		if local != tc.local || r.Outcome != metrics.Finished {
 			t.Errorf("request %d: prefill on %d, decode on %d, transfer at %d; want local=%v", tc.id, r.PrefillInstance, r.DecodeInstance, r.TransferStart, tc.local)
+		}
+	}
+}
+
+// TestRouters: each router's choice for a given cluster state.
+func TestRouters(t *testing.T) {
+	ids := make([]int32, 64)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	var engines []*engine.Engine
+	for i := 0; i < 3; i++ {
+		e, err := engine.New(i, engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 512, BlockSize: 16, NumBlocks: 100 + 50*i, PrefixCaching: true, ChunkedPrefill: true}, linear{base: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+	}
+	sim, _ := New(engines, &sliceSrc{}, nil, nil)
+	// Instance 0 caches the prompt's prefix; instance 1 has a queue.
+	warm := workload.Request{ID: 1, InputTokens: 64, OutputTokens: 1, InputIDs: ids}
+	engines[0].Add(&warm, 0)
+	for engines[0].HasWork() {
+		d, _ := engines[0].StartStep(0)
+		engines[0].FinishStep(d)
+	}
+	engines[0].StartStep(0) // release the finished request's slot
+	for k := 0; k < 3; k++ {
+		engines[1].Add(&workload.Request{ID: int64(10 + k), InputTokens: 10, OutputTokens: 5}, 0)
+	}
+	req := &workload.Request{ID: 2, InputTokens: 64, OutputTokens: 4, InputIDs: ids}
+	c := []int{0, 1, 2}
+	for _, tc := range []struct {
+		name   string
+		router Router
+		want   int
+	}{
+		{"least-loaded picks an idle instance (lowest index)", LeastLoaded{}, 0},
+		{"least-kv picks the most free blocks", LeastKV{}, 2},
+		{"prefix-affinity picks the cached prefix", PrefixAffinity{}, 0},
+	} {
+		if got := tc.router.Route(req, c, sim); got != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	rr := &RoundRobin{}
+	if a, b, d := rr.Route(req, c, sim), rr.Route(req, c, sim), rr.Route(req, c, sim); a != 0 || b != 1 || d != 2 {
+		t.Errorf("round-robin: %d %d %d", a, b, d)
+	}
+	p2 := PowerOfTwo{Rand: rand.New(rand.NewPCG(1, 2))}
+	for k := 0; k < 20; k++ {
+		if got := p2.Route(req, c, sim); got == 1 {
+			t.Fatal("power-of-two never picks the loaded instance 1 over an idle one")
 		}
 	}
 }

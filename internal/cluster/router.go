@@ -1,6 +1,10 @@
 package cluster
 
-import "github.com/servesim/servesim/internal/workload"
+import (
+	"math/rand/v2"
+
+	"github.com/servesim/servesim/internal/workload"
+)
 
 // RoundRobin cycles through the candidate instances.
 type RoundRobin struct{ next int }
@@ -12,19 +16,79 @@ func (r *RoundRobin) Route(_ *workload.Request, c []int, _ *Sim) int {
 	return i
 }
 
-// LeastLoaded picks the candidate with the fewest running plus waiting
-// requests (lowest index on ties).
+// LeastLoaded picks the candidate with the fewest running, waiting and
+// handoff-queued requests (lowest index on ties).
 type LeastLoaded struct{}
 
 // Route implements Router.
 func (LeastLoaded) Route(_ *workload.Request, c []int, s *Sim) int {
-	best, load := c[0], -1
+	best, least := c[0], -1
 	for _, i := range c {
-		e := s.engines[i]
-		l := e.Running() + e.Waiting()
-		if load < 0 || l < load {
-			best, load = i, l
+		if l := load(s, i); least < 0 || l < least {
+			best, least = i, l
 		}
 	}
 	return best
+}
+
+// load is an instance's queue-length load: running, waiting and queued
+// for a handoff.
+func load(s *Sim, i int) int {
+	e := s.engines[i]
+	return e.Running() + e.Waiting() + e.HandoffQueue()
+}
+
+// Random picks a candidate uniformly from a seeded stream.
+type Random struct{ Rand *rand.Rand }
+
+// Route implements Router.
+func (r Random) Route(_ *workload.Request, c []int, _ *Sim) int { return c[r.Rand.IntN(len(c))] }
+
+// LeastKV picks the candidate with the most free KV blocks (lowest index
+// on ties): memory-aware placement.
+type LeastKV struct{}
+
+// Route implements Router.
+func (LeastKV) Route(_ *workload.Request, c []int, s *Sim) int {
+	best, free := c[0], -1
+	for _, i := range c {
+		if f := s.engines[i].Pool().Free(); f > free {
+			best, free = i, f
+		}
+	}
+	return best
+}
+
+// PrefixAffinity picks the candidate whose prefix cache holds the longest
+// prefix of the request's prompt, breaking ties (and requests without
+// token ids) by the least load.
+type PrefixAffinity struct{}
+
+// Route implements Router.
+func (PrefixAffinity) Route(req *workload.Request, c []int, s *Sim) int {
+	best, bestHit, bestLoad := c[0], -1, 0
+	for _, i := range c {
+		hit, l := s.engines[i].PrefixHitTokens(req), load(s, i)
+		if hit > bestHit || (hit == bestHit && l < bestLoad) {
+			best, bestHit, bestLoad = i, hit, l
+		}
+	}
+	return best
+}
+
+// PowerOfTwo samples two distinct candidates from a seeded stream and
+// picks the less loaded one.
+type PowerOfTwo struct{ Rand *rand.Rand }
+
+// Route implements Router.
+func (p PowerOfTwo) Route(_ *workload.Request, c []int, s *Sim) int {
+	a := p.Rand.IntN(len(c))
+	b := p.Rand.IntN(len(c) - 1)
+	if b >= a {
+		b++
+	}
+	if load(s, c[b]) < load(s, c[a]) {
+		return c[b]
+	}
+	return c[a]
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/des"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/kv"
@@ -236,12 +237,7 @@ func Build(s *Scenario, src Source) (*Built, error) {
 		}
 		b.PD = pdc
 	}
-	switch s.Router {
-	case "least-loaded":
-		b.Router = cluster.LeastLoaded{}
-	default:
-		b.Router = &cluster.RoundRobin{}
-	}
+	b.Router = newRouter(s)
 	open, err := workloadOpener(s, src)
 	if err != nil {
 		return nil, err
@@ -559,4 +555,22 @@ func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, eng Engine, m
 		return ""
 	}
 	return " (it fits with " + strings.Join(parts, ", or ") + ")"
+}
+
+// newRouter builds the scenario's arrival router; random choices come from
+// the seed's "routing" stream.
+func newRouter(s *Scenario) cluster.Router {
+	switch s.Router {
+	case "random":
+		return cluster.Random{Rand: des.Stream(s.Seed, "routing")}
+	case "least-loaded":
+		return cluster.LeastLoaded{}
+	case "least-kv":
+		return cluster.LeastKV{}
+	case "prefix-affinity":
+		return cluster.PrefixAffinity{}
+	case "power-of-two":
+		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}
+	}
+	return &cluster.RoundRobin{}
 }

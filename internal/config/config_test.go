@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -227,5 +228,47 @@ func TestPipelineParallelFitsLargerModel(t *testing.T) {
 	b, done := buildAndRun(t, base+"instances: [{memory_gb: 16, pp: 2}]\n")
 	if done != 20 || b.Instances[0].NumBlocks <= 0 {
 		t.Fatalf("%d requests ended, %d blocks", done, b.Instances[0].NumBlocks)
+	}
+}
+
+// TestEveryRouterServesEveryRequest: each arrival router places requests
+// on a 3-instance cluster (and on the prefill side of a P/D one) with the
+// invariants on; random and power-of-two are deterministic per seed.
+func TestEveryRouterServesEveryRequest(t *testing.T) {
+	for _, router := range []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "power-of-two"} {
+		for _, layout := range []string{"instances: [{count: 3}]", "instances: [{role: prefill, count: 2}, {role: decode}]"} {
+			y := "router: " + router + "\n" + layout + "\nworkload: {limit: 60}\ncheck_invariants: true\n"
+			var first []int
+			for rep := 0; rep < 2; rep++ {
+				s, err := Parse([]byte(y), router)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := Build(s, Source{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sim, closer, err := b.NewSim(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := sim.Run(); err != nil {
+					t.Fatalf("%s %s: %v", router, layout, err)
+				}
+				closer.Close()
+				if done, seen := sim.Progress(); done != 60 || seen != 60 {
+					t.Fatalf("%s %s: %d of %d ended", router, layout, done, seen)
+				}
+				var steps []int
+				for _, e := range sim.Engines() {
+					steps = append(steps, int(e.Pool().HitRate()*1e6))
+				}
+				if rep == 0 {
+					first = steps
+				} else if fmt.Sprint(first) != fmt.Sprint(steps) {
+					t.Fatalf("%s %s: not deterministic: %v vs %v", router, layout, first, steps)
+				}
+			}
+		}
 	}
 }

@@ -35,8 +35,10 @@ type Scenario struct {
 	Engine Engine `yaml:"engine" json:"engine"`
 	// Instances lists the instance groups. Default: one mixed instance.
 	Instances []Group `yaml:"instances" json:"instances"`
-	// Router places arriving requests on instances: round-robin (default)
-	// or least-loaded.
+	// Router places arriving requests on (prefill-capable) instances:
+	// round-robin (default), random, least-loaded, least-kv (most free KV
+	// blocks), prefix-affinity (longest cached prefix of the prompt, then
+	// least loaded) or power-of-two (the less loaded of two random picks).
 	Router string `yaml:"router" json:"router"`
 	// Handoff configures prefill/decode disaggregation; it applies when
 	// some instance group has role prefill or decode.
@@ -355,9 +357,9 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	switch s.Router {
-	case "round-robin", "least-loaded":
+	case "round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "power-of-two":
 	default:
-		bad("router", "must be round-robin or least-loaded (got %q)", s.Router)
+		bad("router", "must be round-robin, random, least-loaded, least-kv, prefix-affinity or power-of-two (got %q)", s.Router)
 	}
 	s.validateHandoff(bad)
 	if s.SLO.TTFTMs < 0 || s.SLO.TPOTMs < 0 || s.SLO.E2EMs < 0 {
