@@ -42,19 +42,20 @@ into a servesim scenario YAML, on stdout or into the file given with -o.
 
 Mapping: model_name -> model; hardware -> hardware (catalog name);
 npu_mem.mem_size (GB) -> memory_gb; npu_mem.mem_util ->
-engine.gpu_memory_utilization; tp_size / num_npus -> tp; pd_type -> role
-(null: mixed); per-instance max_num_seqs, max_num_batched_tokens, block_size,
+engine.gpu_memory_utilization; tp_size / num_npus -> tp; pp_size -> pp
+(pipeline stages); pd_type -> role (null: mixed); per-instance
+max_num_seqs, max_num_batched_tokens, block_size,
 long_prefill_token_threshold, enable_chunked_prefill, enable_prefix_caching
 -> the group's engine; link_bw (GiB/s) -> links.bandwidth_gbps (GB/s);
 link_latency (ns) -> links.latency_us. Identical instances become one group
 with a count.
 
-Pipeline parallelism becomes independent replicas on the same GPUs, data-
-parallel groups independent instances and expert parallelism tensor-parallel
-sharding of the experts; each approximation is noted in the YAML header.
-Power models, PIM, CXL memory and weight or KV placement off the GPU are
-refused, naming the sections. Without a measured profile bundle for the model
-on the hardware, the roofline predictor is chosen (--predictor to force one).`,
+Data-parallel groups become independent instances and expert parallelism
+tensor-parallel sharding of the experts; each approximation is noted in the
+YAML header. Power models, PIM, CXL memory and weight or KV placement off
+the GPU are refused, naming the sections. Without a measured profile bundle
+for the model on the hardware, the roofline predictor is chosen (--predictor
+to force one).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runConvertLLMServingSim(cmd, args[0], &f) },
 	}

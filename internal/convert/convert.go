@@ -66,12 +66,16 @@ func (c *converter) convert(cl *cluster) (*outScenario, error) {
 		if err != nil {
 			return nil, err
 		}
-		if sec, ok := c.replicaFits(in, dtype, eng); !ok {
+		if sec, ok := c.expertsFit(in, dtype, eng); !ok {
 			unsupported = append(unsupported, sec)
 			continue
 		}
 		c.parallelismNotes(in)
-		out.add(outGroup{Count: in.pp, Role: in.role, Hardware: acc.Name, TP: in.tp, MemoryGB: in.memGB, Engine: eng})
+		g := outGroup{Count: 1, Role: in.role, Hardware: acc.Name, TP: in.tp, MemoryGB: in.memGB, Engine: eng}
+		if in.pp > 1 {
+			g.PP = in.pp
+		}
+		out.add(g)
 	}
 	if len(unsupported) > 0 {
 		return nil, &UnsupportedError{Sections: unsupported}
@@ -216,42 +220,34 @@ func usableBytes(in *instance, eng *outEngine) float64 {
 	return in.memGB * 1e9 * util
 }
 
-// replicaFits checks that an instance servesim replicates (pipeline stages
-// as replicas, or a data-parallel member holding every expert) still fits
-// the weights of the whole model on its tp GPUs.
-func (c *converter) replicaFits(in *instance, dtype string, eng *outEngine) (Section, bool) {
-	if c.model == nil {
-		return Section{}, true
-	}
-	spread := isMoE(c.model) && in.dpGroup != "" && in.ep > in.tp
-	if in.pp == 1 && !spread {
+// expertsFit checks that a data-parallel member whose experts
+// LLMServingSim spreads across the dp_group (ep_size > tp_size) still fits
+// every expert of its pipeline stage on its tp GPUs, as servesim holds
+// them.
+func (c *converter) expertsFit(in *instance, dtype string, eng *outEngine) (Section, bool) {
+	if c.model == nil || !isMoE(c.model) || in.dpGroup == "" || in.ep <= in.tp {
 		return Section{}, true
 	}
 	bpe, err := model.BytesPerElem(dtype)
 	if err != nil {
 		return Section{}, true
 	}
-	weights := float64(c.model.WeightBytes(bpe)) / float64(in.tp)
+	weights := float64(c.model.WeightBytes(bpe)) / float64(in.tp*in.pp)
 	usable := usableBytes(in, eng)
 	if weights <= usable {
 		return Section{}, true
 	}
+	shape := fmt.Sprintf("tp=%d", in.tp)
 	if in.pp > 1 {
-		return Section{Path: in.path + ".pp_size", Feature: fmt.Sprintf(
-			"pipeline parallelism: servesim would run it as %d replicas of tp=%d, but %s needs %.1f GB of weights per GPU there, more than the %.1f GB usable",
-			in.pp, in.tp, c.model.Name, weights/1e9, usable/1e9)}, false
+		shape += fmt.Sprintf(" pp=%d", in.pp)
 	}
 	return Section{Path: in.path + ".ep_size", Feature: fmt.Sprintf(
-		"expert parallelism across dp_group %q: servesim would hold every expert on each member, but %s needs %.1f GB of weights per GPU at tp=%d, more than the %.1f GB usable",
-		in.dpGroup, c.model.Name, weights/1e9, in.tp, usable/1e9)}, false
+		"expert parallelism across dp_group %q: servesim would hold every expert on each member, but %s needs %.1f GB of weights per GPU at %s, more than the %.1f GB usable",
+		in.dpGroup, c.model.Name, weights/1e9, shape, usable/1e9)}, false
 }
 
-// parallelismNotes records how PP, DP and EP were approximated.
+// parallelismNotes records how DP and EP were approximated.
 func (c *converter) parallelismNotes(in *instance) {
-	if in.pp > 1 {
-		c.notes.add("pipeline parallelism (pp_size %d x tp_size %d): each such instance becomes %d independent replicas of tp=%d on the same %d GPUs; per-token latency is the whole model's and about %d batches run at a time, as in a full pipeline, but each replica holds the whole model (less KV cache) and schedules on its own",
-			in.pp, in.tp, in.pp, in.tp, in.numNPUs, in.pp)
-	}
 	if in.dpGroup != "" {
 		c.notes.add("dp_group %q: the data-parallel members run as independent instances behind the router; LLMServingSim's per-iteration wave synchronisation (idle members running dummy batches) is not modelled", in.dpGroup)
 	}

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -70,6 +71,18 @@ func TestExamplesConvertAndRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("build (predictor %s): %v\n%s", s.Predictor.Kind, err, res.YAML)
 			}
+			var gpus, pipelined int
+			for _, in := range b.Instances {
+				gpus += in.TP * in.PP
+				if in.PP > 1 {
+					pipelined++
+				}
+			}
+			wantGPUs, wantPipelined := exampleGPUs(t, data)
+			if gpus != wantGPUs || pipelined != wantPipelined {
+				t.Errorf("built %d GPUs in %d pipelined instances, want %d in %d (instances of tp_size x pp_size GPUs)\n%s",
+					gpus, pipelined, wantGPUs, wantPipelined, res.YAML)
+			}
 			sum, err := runner.Run(b, runner.Options{})
 			if err != nil {
 				t.Fatalf("run: %v", err)
@@ -85,4 +98,37 @@ func TestExamplesConvertAndRun(t *testing.T) {
 			t.Errorf("refused example %s is missing from testdata", name)
 		}
 	}
+}
+
+// exampleGPUs counts the GPUs of an LLMServingSim cluster config (tp_size x
+// pp_size per instance; num_npus when tp_size is absent) and its instances
+// with pp_size > 1.
+func exampleGPUs(t *testing.T, data []byte) (gpus, pipelined int) {
+	t.Helper()
+	var cl struct {
+		Nodes []struct {
+			Instances []struct {
+				NumNPUs int `json:"num_npus"`
+				TP      int `json:"tp_size"`
+				PP      int `json:"pp_size"`
+			} `json:"instances"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(data, &cl); err != nil {
+		t.Fatalf("decode example: %v", err)
+	}
+	for _, n := range cl.Nodes {
+		for _, in := range n.Instances {
+			pp := max(in.PP, 1)
+			if in.TP > 0 {
+				gpus += in.TP * pp
+			} else {
+				gpus += in.NumNPUs
+			}
+			if pp > 1 {
+				pipelined++
+			}
+		}
+	}
+	return gpus, pipelined
 }

@@ -101,7 +101,6 @@ type instance struct {
 	memBW      float64 // GB/s, 0 when absent
 	memLatency float64 // ns
 	memUtil    float64 // 0 when absent
-	numNPUs    int     // 0 when absent
 	tp, pp     int
 	ep         int // 0 when absent
 	dpGroup    string
@@ -447,7 +446,7 @@ func (r *reader) readParallelism(o *object, in *instance) {
 	if hasNPUs && npus != tp*pp {
 		r.fail(fmt.Errorf("%s: must equal tp_size x pp_size = %d x %d (got %d)", o.at("num_npus"), tp, pp, npus))
 	}
-	in.numNPUs, in.tp, in.pp = tp*pp, tp, pp
+	in.tp, in.pp = tp, pp
 	if hasEP {
 		in.ep = ep
 	}

@@ -73,6 +73,7 @@ func convert(t *testing.T, data string, opts Options) (*config.Scenario, *Result
 func TestMapping(t *testing.T) {
 	type group struct {
 		count, tp    int
+		pp           int
 		role, hw     string
 		memGB        float64
 		util         float64
@@ -132,9 +133,9 @@ func TestMapping(t *testing.T) {
 			},
 		},
 		{
-			name:   "tp inferred from num_npus and pp_size; pp stages become replicas",
+			name:   "tp inferred from num_npus and pp_size; pp_size becomes pp",
 			data:   clusterJSON("", inst(`"tp_size": null`, `"num_npus": 4`, `"pp_size": 2`)),
-			groups: []group{{count: 2, tp: 2, role: "mixed", hw: "RTXPRO6000", memGB: 96}},
+			groups: []group{{count: 1, tp: 2, pp: 2, role: "mixed", hw: "RTXPRO6000", memGB: 96}},
 		},
 		{
 			name:   "zero limits mean unlimited and the context length",
@@ -197,7 +198,10 @@ func TestMapping(t *testing.T) {
 			}
 			for i, want := range tc.groups {
 				g := s.Instances[i]
-				got := group{count: *g.Count, tp: *g.TP, role: g.Role, hw: g.Hardware, memGB: g.MemoryGB}
+				got := group{count: *g.Count, tp: *g.TP, pp: *g.PP, role: g.Role, hw: g.Hardware, memGB: g.MemoryGB}
+				if want.pp == 0 {
+					want.pp = 1
+				}
 				if g.Engine != nil {
 					got.util, got.seqs, got.tokens = g.Engine.GPUMemoryUtilization, g.Engine.MaxNumSeqs, g.Engine.MaxNumBatchedTokens
 				}
@@ -213,9 +217,9 @@ func TestMapping(t *testing.T) {
 }
 
 func TestNotesInHeader(t *testing.T) {
-	_, res := convert(t, clusterJSON("", inst(`"num_npus": 4`, `"pp_size": 4`)), Options{})
+	_, res := convert(t, clusterJSON("", inst(`"dp_group": "A"`), inst(`"dp_group": "A"`)), Options{})
 	y := string(res.YAML)
-	for _, want := range []string{"# servesim scenario converted", "GiB/s", "pipeline parallelism (pp_size 4 x tp_size 1)", "becomes 4"} {
+	for _, want := range []string{"# servesim scenario converted", "GiB/s", `dp_group "A"`, "independent instances"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("header lacks %q:\n%s", want, y)
 		}
@@ -299,9 +303,11 @@ func TestUnsupported(t *testing.T) {
 			[]Section{{"nodes[0].instances[0].enable_attn_offloading", "PIM attention offloading"}}},
 		{"FP8 KV cache", clusterJSON("", inst(`"kv_cache_dtype": "fp8"`)),
 			[]Section{{"nodes[0].instances[0].kv_cache_dtype", `KV cache dtype "fp8" different from the weights`}}},
-		{"pipeline replicas that do not fit", clusterJSON("", inst(`"model_name": "meta-llama/Llama-3.1-70B"`, `"hardware": "H100"`,
-			`"npu_mem": {"mem_size": 80, "mem_bw": 3350, "mem_latency": 0}`, `"num_npus": 4`, `"pp_size": 4`)),
-			[]Section{{"nodes[0].instances[0].pp_size", "pipeline parallelism: servesim would run it as 4 replicas of tp=1"}}},
+		{"experts spread over a dp_group that do not fit", clusterJSON("", moeMember(48, 1), moeMember(48, 1)),
+			[]Section{
+				{"nodes[0].instances[0].ep_size", `expert parallelism across dp_group "A": servesim would hold every expert on each member`},
+				{"nodes[0].instances[1].ep_size", `expert parallelism across dp_group "A": servesim would hold every expert on each member`},
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -378,5 +384,122 @@ func TestHardwareNotes(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("notes lack %q:\n%s", want, joined)
 		}
+	}
+}
+
+// moeMember is a Qwen3-30B-A3B member of dp_group "A" on a GPU of memGB
+// with tp_size 1, the given pp_size and its experts spread ep_size 2 ways
+// over the group.
+func moeMember(memGB, pp int) string {
+	return inst(`"model_name": "Qwen/Qwen3-30B-A3B-Instruct-2507"`,
+		fmt.Sprintf(`"npu_mem": {"mem_size": %d, "mem_bw": 1597, "mem_latency": 0}`, memGB),
+		fmt.Sprintf(`"num_npus": %d`, pp), fmt.Sprintf(`"pp_size": %d`, pp), `"ep_size": 2`, `"dp_group": "A"`)
+}
+
+// TestPipelineParallel checks that pp_size maps to the group's pp: count
+// stays the number of LLMServingSim instances, tp is tp_size (or num_npus /
+// pp_size), and the scenario builds instances of tp x pp GPUs.
+func TestPipelineParallel(t *testing.T) {
+	type group struct {
+		name          string
+		count, tp, pp int
+	}
+	tests := []struct {
+		name   string
+		data   string
+		groups []group
+		yaml   []string // substrings of the scenario YAML
+		noYAML []string // strings the scenario YAML must not contain
+	}{
+		{
+			name:   "pp_size 2 x tp_size 2",
+			data:   clusterJSON("", inst(`"tp_size": 2`, `"pp_size": 2`)),
+			groups: []group{{"mixed-rtxpro6000-tp2-pp2", 1, 2, 2}},
+			yaml:   []string{"count: 1\n", "tp: 2\n", "pp: 2\n"},
+		},
+		{
+			name:   "tp from num_npus / pp_size",
+			data:   clusterJSON("", inst(`"tp_size": null`, `"num_npus": 8`, `"pp_size": 2`)),
+			groups: []group{{"mixed-rtxpro6000-tp4-pp2", 1, 4, 2}},
+			yaml:   []string{"tp: 4\n", "pp: 2\n"},
+		},
+		{
+			name:   "identical pipelined instances count once each",
+			data:   clusterJSON("", inst(`"pp_size": 2`, `"num_npus": 2`), inst(`"pp_size": 2`)),
+			groups: []group{{"mixed-rtxpro6000-tp1-pp2", 2, 1, 2}},
+			yaml:   []string{"count: 2\n", "tp: 1\n", "pp: 2\n"},
+		},
+		{
+			name:   "pipelined and unpipelined instances stay apart",
+			data:   clusterJSON("", inst(`"pp_size": 2`), inst(), inst(`"pp_size": 4`)),
+			groups: []group{{"mixed-rtxpro6000-tp1-pp2", 1, 1, 2}, {"mixed-rtxpro6000-tp1", 1, 1, 1}, {"mixed-rtxpro6000-tp1-pp4", 1, 1, 4}},
+			yaml:   []string{"pp: 2\n", "pp: 4\n"},
+		},
+		{
+			name:   "pp_size 1 writes no pp",
+			data:   clusterJSON("", inst(`"pp_size": 1`)),
+			groups: []group{{"mixed-rtxpro6000-tp1", 1, 1, 1}},
+			noYAML: []string{"pp:"},
+		},
+		{
+			name:   "P/D roles with pp",
+			data:   clusterJSON("", inst(`"pd_type": "prefill"`, `"pp_size": 2`), inst(`"pd_type": "decode"`)),
+			groups: []group{{"prefill-rtxpro6000-tp1-pp2", 1, 1, 2}, {"decode-rtxpro6000-tp1", 1, 1, 1}},
+		},
+		{
+			// 61 GB of weights do not fit one 48 GB GPU (see TestUnsupported),
+			// but half of them per pipeline stage do.
+			name:   "experts spread over a dp_group fit per stage",
+			data:   clusterJSON("", moeMember(48, 2), moeMember(48, 2)),
+			groups: []group{{"mixed-rtxpro6000-tp1-pp2", 2, 1, 2}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, res := convert(t, tc.data, Options{Predictor: "roofline", Workload: "builtin:example_trace"})
+			if len(s.Instances) != len(tc.groups) {
+				t.Fatalf("%d groups, want %d:\n%s", len(s.Instances), len(tc.groups), res.YAML)
+			}
+			for i, want := range tc.groups {
+				g := s.Instances[i]
+				if got := (group{g.Name, *g.Count, *g.TP, *g.PP}); got != want {
+					t.Errorf("group %d = %+v, want %+v", i, got, want)
+				}
+			}
+			y := string(res.YAML)
+			for _, w := range tc.yaml {
+				if !strings.Contains(y, w) {
+					t.Errorf("YAML lacks %q:\n%s", w, y)
+				}
+			}
+			for _, w := range tc.noYAML {
+				if strings.Contains(y, w) {
+					t.Errorf("YAML has %q:\n%s", w, y)
+				}
+			}
+			for _, n := range res.Notes {
+				if strings.Contains(n, "pipeline") || strings.Contains(n, "replica") {
+					t.Errorf("note on pipeline parallelism, which maps exactly: %q", n)
+				}
+			}
+			b, err := config.Build(s, config.Source{})
+			if err != nil {
+				t.Fatalf("build: %v\n%s", err, y)
+			}
+			var want []int
+			for _, g := range tc.groups {
+				for range g.count {
+					want = append(want, g.pp)
+				}
+			}
+			if len(b.Instances) != len(want) {
+				t.Fatalf("built %d instances, want %d", len(b.Instances), len(want))
+			}
+			for i, in := range b.Instances {
+				if in.PP != want[i] {
+					t.Errorf("built instance %d has pp %d, want %d", i, in.PP, want[i])
+				}
+			}
+		})
 	}
 }

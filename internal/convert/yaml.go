@@ -34,6 +34,7 @@ type outGroup struct {
 	Role     string     `yaml:"role"`
 	Hardware string     `yaml:"hardware"`
 	TP       int        `yaml:"tp"`
+	PP       int        `yaml:"pp,omitempty"` // pipeline stages; omitted for 1
 	MemoryGB float64    `yaml:"memory_gb"`
 	Engine   *outEngine `yaml:"engine,omitempty"`
 }
@@ -59,7 +60,7 @@ type outWorkload struct {
 
 // key identifies a group's instance type (everything but name and count).
 func (g *outGroup) key() string {
-	k := fmt.Sprintf("%s|%s|%d|%g", g.Role, g.Hardware, g.TP, g.MemoryGB)
+	k := fmt.Sprintf("%s|%s|%d|%d|%g", g.Role, g.Hardware, g.TP, g.PP, g.MemoryGB)
 	if e := g.Engine; e != nil {
 		k += fmt.Sprintf("|%d|%d|%d|%g|%s|%s|%d", e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize,
 			e.GPUMemoryUtilization, optBool(e.ChunkedPrefill), optBool(e.PrefixCaching), e.LongPrefillTokenThreshold)
@@ -75,7 +76,7 @@ func optBool(b *bool) string {
 }
 
 // add counts g into the group of identical instances, or appends a new
-// group named after its role, hardware and tp.
+// group named after its role, hardware, tp and pp.
 func (s *outScenario) add(g outGroup) {
 	k := g.key()
 	for i := range s.Instances {
@@ -85,6 +86,9 @@ func (s *outScenario) add(g outGroup) {
 		}
 	}
 	base := fmt.Sprintf("%s-%s-tp%d", g.Role, strings.ToLower(g.Hardware), g.TP)
+	if g.PP > 1 {
+		base += fmt.Sprintf("-pp%d", g.PP)
+	}
 	g.Name = base
 	for n := 2; s.hasGroup(g.Name); n++ {
 		g.Name = fmt.Sprintf("%s-%d", base, n)
