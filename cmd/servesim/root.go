@@ -31,9 +31,12 @@ func newRootCmd() *cobra.Command {
 workload: TTFT, TPOT, end-to-end latency, throughput and KV-cache memory,
 from measured step-latency profiles, in seconds on a laptop.
 
-  servesim run                  run the embedded default scenario
-  servesim run -c scenario.yaml run a scenario file
-  servesim validate --measured DIR   compare against a measured vLLM run`,
+  servesim run                        run the embedded default scenario
+  servesim run -c scenario.yaml       run a scenario file (--report FILE.html for charts)
+  servesim compare -c pd.yaml         a prefill/decode scenario under every handoff policy
+  servesim validate --measured DIR    compare against a measured vLLM run
+  servesim sweep / search / merge     capacity planning
+  servesim calibrate / catalog        roofline calibration, known hardware and models`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
