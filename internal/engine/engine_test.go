@@ -147,38 +147,12 @@ func TestUnfit(t *testing.T) {
 // limit or the KV capacity, and every request finishes with all its tokens.
 func TestSchedulerLimitsProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		cfg := Config{
-			MaxNumSeqs:                rapid.IntRange(1, 8).Draw(rt, "seqs"),
-			MaxNumBatchedTokens:       rapid.IntRange(1, 300).Draw(rt, "budget"),
-			BlockSize:                 rapid.SampledFrom([]int{1, 4, 16}).Draw(rt, "bs"),
-			NumBlocks:                 rapid.IntRange(40, 200).Draw(rt, "blocks"),
-			LongPrefillTokenThreshold: rapid.IntRange(0, 100).Draw(rt, "lpt"),
-			ChunkedPrefill:            true,
-			PrefixCaching:             rapid.Bool().Draw(rt, "cache"),
-			CheckInvariants:           true,
-		}
+		cfg := drawConfig(rt, 40)
 		e, err := New(0, cfg, fixedStep{base: 100, perTok: 1})
 		if err != nil {
 			rt.Fatal(err)
 		}
-		n := rapid.IntRange(1, 30).Draw(rt, "n")
-		vocab := rapid.IntRange(1, 4).Draw(rt, "vocab")
-		var reqs []workload.Request
-		for i := 0; i < n; i++ {
-			in := rapid.IntRange(1, 80).Draw(rt, "in")
-			out := rapid.IntRange(1, 40).Draw(rt, "out")
-			r := workload.Request{ID: int64(i), InputTokens: in, OutputTokens: out}
-			if e.Unfit(&r) != "" {
-				continue
-			}
-			if rapid.Bool().Draw(rt, "ids") {
-				r.InputIDs = make([]int32, in)
-				for j := range r.InputIDs {
-					r.InputIDs[j] = int32(j % vocab)
-				}
-			}
-			reqs = append(reqs, r)
-		}
+		reqs := drawRequests(rt, e, false)
 		for i := range reqs {
 			e.Add(&reqs[i], 0)
 		}
@@ -222,4 +196,46 @@ func TestSchedulerLimitsProperty(t *testing.T) {
 			rt.Fatalf("leaked blocks: %d free of %d", e.Pool().Free(), cfg.NumBlocks)
 		}
 	})
+}
+
+// drawConfig draws a small engine configuration with invariant checks on.
+func drawConfig(rt *rapid.T, minBlocks int) Config {
+	return Config{
+		MaxNumSeqs:                rapid.IntRange(1, 8).Draw(rt, "seqs"),
+		MaxNumBatchedTokens:       rapid.IntRange(1, 300).Draw(rt, "budget"),
+		BlockSize:                 rapid.SampledFrom([]int{1, 4, 16}).Draw(rt, "bs"),
+		NumBlocks:                 rapid.IntRange(minBlocks, 200).Draw(rt, "blocks"),
+		LongPrefillTokenThreshold: rapid.IntRange(0, 100).Draw(rt, "lpt"),
+		ChunkedPrefill:            true,
+		PrefixCaching:             rapid.Bool().Draw(rt, "cache"),
+		CheckInvariants:           true,
+	}
+}
+
+// drawRequests draws up to 30 requests that fit e, some with token ids
+// from a tiny vocabulary (so prefixes are shared), and with random
+// arrivals in [0, 5000] ns when withArrivals.
+func drawRequests(rt *rapid.T, e *Engine, withArrivals bool) []workload.Request {
+	n := rapid.IntRange(1, 30).Draw(rt, "n")
+	vocab := rapid.IntRange(1, 4).Draw(rt, "vocab")
+	var reqs []workload.Request
+	for i := 0; i < n; i++ {
+		in := rapid.IntRange(1, 80).Draw(rt, "in")
+		out := rapid.IntRange(1, 40).Draw(rt, "out")
+		r := workload.Request{ID: int64(i), InputTokens: in, OutputTokens: out}
+		if withArrivals {
+			r.Arrival = int64(rapid.IntRange(0, 5000).Draw(rt, "at"))
+		}
+		if e.Unfit(&r) != "" {
+			continue
+		}
+		if rapid.Bool().Draw(rt, "ids") {
+			r.InputIDs = make([]int32, in)
+			for j := range r.InputIDs {
+				r.InputIDs[j] = int32(j % vocab)
+			}
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs
 }

@@ -187,42 +187,15 @@ func TestPipelineOneBatchLatency(t *testing.T) {
 // most pp are in flight, and every request finishes with all its tokens.
 func TestPipelineProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		cfg := Config{
-			MaxNumSeqs:                rapid.IntRange(1, 8).Draw(rt, "seqs"),
-			MaxNumBatchedTokens:       rapid.IntRange(1, 300).Draw(rt, "budget"),
-			BlockSize:                 rapid.SampledFrom([]int{1, 4, 16}).Draw(rt, "bs"),
-			NumBlocks:                 rapid.IntRange(10, 200).Draw(rt, "blocks"),
-			LongPrefillTokenThreshold: rapid.IntRange(0, 100).Draw(rt, "lpt"),
-			ChunkedPrefill:            true,
-			PrefixCaching:             rapid.Bool().Draw(rt, "cache"),
-			AsyncScheduling:           rapid.Bool().Draw(rt, "async"),
-			PipelineParallel:          rapid.IntRange(1, 4).Draw(rt, "pp"),
-			PPSend:                    PPSend{LatencyNs: int64(rapid.IntRange(0, 300).Draw(rt, "send"))},
-			CheckInvariants:           true,
-		}
+		cfg := drawConfig(rt, 10)
+		cfg.AsyncScheduling = rapid.Bool().Draw(rt, "async")
+		cfg.PipelineParallel = rapid.IntRange(1, 4).Draw(rt, "pp")
+		cfg.PPSend = PPSend{LatencyNs: int64(rapid.IntRange(0, 300).Draw(rt, "send"))}
 		e, err := New(0, cfg, fixedStep{base: 100, perTok: 1})
 		if err != nil {
 			rt.Fatal(err)
 		}
-		n := rapid.IntRange(1, 30).Draw(rt, "n")
-		vocab := rapid.IntRange(1, 4).Draw(rt, "vocab")
-		var reqs []workload.Request
-		for i := 0; i < n; i++ {
-			in := rapid.IntRange(1, 80).Draw(rt, "in")
-			out := rapid.IntRange(1, 40).Draw(rt, "out")
-			r := workload.Request{ID: int64(i), InputTokens: in, OutputTokens: out,
-				Arrival: int64(rapid.IntRange(0, 5000).Draw(rt, "at"))}
-			if e.Unfit(&r) != "" {
-				continue
-			}
-			if rapid.Bool().Draw(rt, "ids") {
-				r.InputIDs = make([]int32, in)
-				for j := range r.InputIDs {
-					r.InputIDs[j] = int32(j % vocab)
-				}
-			}
-			reqs = append(reqs, r)
-		}
+		reqs := drawRequests(rt, e, true)
 		// Arrivals in time order, each added when the run reaches it.
 		for i := 1; i < len(reqs); i++ {
 			for j := i; j > 0 && reqs[j].Arrival < reqs[j-1].Arrival; j-- {
