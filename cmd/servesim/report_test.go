@@ -19,7 +19,7 @@ import (
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "save the browser test's screenshot as docs/report-pd-stress.png")
 
-// screenshotDoc is the screenshot referenced from README.
+// screenshotDoc is the screenshot referenced from docs/outputs.md.
 const screenshotDoc = "../../docs/report-pd-stress.png"
 
 // chromium returns the headless browser, or skips the test.
