@@ -6,8 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/assets"
-	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/model"
 	"github.com/spf13/cobra"
@@ -45,7 +45,7 @@ func newCatalogCmd() *cobra.Command {
 			})
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "WORKLOADS (use as workload.trace: builtin:NAME)")
-			for _, w := range config.BuiltinWorkloads() {
+			for _, w := range assemble.BuiltinWorkloads() {
 				fmt.Fprintln(out, "  "+w)
 			}
 			return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
@@ -109,7 +110,7 @@ func compare(base *config.Scenario, src config.Source, names []string, withRepor
 			defer func() { <-sem }()
 			s := *base
 			s.Handoff.Policy = name
-			built, err := config.Build(&s, src)
+			built, err := assemble.Build(&s, src)
 			if err != nil {
 				errs[i] = badInput(err)
 				return

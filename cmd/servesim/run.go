@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/report"
@@ -69,7 +70,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		_, err = cmd.OutOrStdout().Write(y)
 		return err
 	}
-	built, err := config.Build(s, src)
+	built, err := assemble.Build(s, src)
 	if err != nil {
 		return badInput(err)
 	}
@@ -160,7 +161,7 @@ func writeReport(path, title string, runs []report.Run) error {
 }
 
 // reportInstances names the instances of b for a report.
-func reportInstances(b *config.Built) []report.InstanceInfo {
+func reportInstances(b *assemble.Built) []report.InstanceInfo {
 	out := make([]report.InstanceInfo, len(b.Instances))
 	for i, in := range b.Instances {
 		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: in.Role}

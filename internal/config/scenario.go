@@ -422,8 +422,8 @@ func (e *Engine) validate(path string, bad func(field, format string, args ...an
 	}
 }
 
-// merged returns the group's effective engine settings.
-func (g *Group) merged(base Engine) Engine {
+// Merged returns the group's effective engine settings.
+func (g *Group) Merged(base Engine) Engine {
 	if g.Engine == nil {
 		return base
 	}
@@ -455,8 +455,8 @@ func (g *Group) merged(base Engine) Engine {
 	return m
 }
 
-// builtinName returns NAME for a "builtin:NAME" trace reference.
-func builtinName(trace string) (string, bool) {
+// BuiltinName returns NAME for a "builtin:NAME" trace reference.
+func BuiltinName(trace string) (string, bool) {
 	return strings.CutPrefix(trace, "builtin:")
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
@@ -340,7 +341,7 @@ func (c *converter) workload(modelName string) string {
 	trace := config.DefaultTrace
 	org, _, _ := strings.Cut(strings.ToLower(modelName), "/")
 	if t, ok := workloadByFamily[org]; ok {
-		if name, _ := strings.CutPrefix(t, "builtin:"); slices.Contains(config.BuiltinWorkloads(), name) {
+		if name, _ := strings.CutPrefix(t, "builtin:"); slices.Contains(assemble.BuiltinWorkloads(), name) {
 			trace = t
 		}
 	}

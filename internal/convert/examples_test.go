@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/runner"
 )
@@ -67,7 +68,7 @@ func TestExamplesConvertAndRun(t *testing.T) {
 			}
 			s.Workload.Limit = exampleLimit
 			s.CheckInvariants = true
-			b, err := config.Build(s, config.Source{})
+			b, err := assemble.Build(s, config.Source{})
 			if err != nil {
 				t.Fatalf("build (predictor %s): %v\n%s", s.Predictor.Kind, err, res.YAML)
 			}

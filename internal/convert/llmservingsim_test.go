@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/model"
 )
@@ -482,7 +483,7 @@ func TestPipelineParallel(t *testing.T) {
 					t.Errorf("note on pipeline parallelism, which maps exactly: %q", n)
 				}
 			}
-			b, err := config.Build(s, config.Source{})
+			b, err := assemble.Build(s, config.Source{})
 			if err != nil {
 				t.Fatalf("build: %v\n%s", err, y)
 			}

@@ -11,8 +11,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
-	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/metrics"
 )
@@ -123,7 +123,7 @@ func (c flushCloser) Close() error {
 }
 
 // Run simulates b with the given outputs and returns the summary.
-func Run(b *config.Built, opts Options) (metrics.Result, error) {
+func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	o := &observer{sum: metrics.NewSummary(), opts: &opts}
 	slo := b.Scenario.SLO
 	if opts.SLO == (metrics.SLO{}) {

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -12,7 +13,7 @@ import (
 // Llama-3.1-8B, ShareGPT-like lognormal lengths (sigma 1.0, mean prompt
 // 1,000, mean output 250) with Poisson arrivals at 5.8 req/s, about 85 % of
 // the instance's capacity (6.8 req/s when saturated).
-func shareGPTScenario(b *testing.B, n int) *config.Built {
+func shareGPTScenario(b *testing.B, n int) *assemble.Built {
 	s := config.Default()
 	syn := workload.ShareGPTLike(n, 5.8)
 	s.Workload.Trace, s.Workload.Synthetic = "", &syn
@@ -21,7 +22,7 @@ func shareGPTScenario(b *testing.B, n int) *config.Built {
 	if err := s.Validate(); err != nil {
 		b.Fatal(err)
 	}
-	built, err := config.Build(s, config.Source{})
+	built, err := assemble.Build(s, config.Source{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func BenchmarkSimulatePD100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		built, err := config.Build(s, config.Source{Dir: "../../examples"})
+		built, err := assemble.Build(s, config.Source{Dir: "../../examples"})
 		if err != nil {
 			b.Fatal(err)
 		}

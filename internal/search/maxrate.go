@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
@@ -198,7 +199,7 @@ func newRateScaler(base *config.Scenario, src config.Source) (*rateScaler, error
 // traceRate measures the mean arrival rate of a trace workload as the
 // scenario replays it.
 func traceRate(s *config.Scenario, src config.Source) (float64, error) {
-	b, err := config.Build(s, src)
+	b, err := assemble.Build(s, src)
 	if err != nil {
 		return 0, err
 	}
@@ -253,7 +254,7 @@ func (r *rateScaler) run(m float64, o Options) (Probe, error) {
 	if err != nil {
 		return Probe{}, err
 	}
-	b, err := config.Build(s, r.src)
+	b, err := assemble.Build(s, r.src)
 	if err != nil {
 		return Probe{}, fmt.Errorf("rate x%g: %w", m, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/sweep"
 	"github.com/servesim/servesim/internal/workload"
@@ -28,7 +29,7 @@ func Resample(s *config.Scenario, src config.Source, n int) (*config.Scenario, e
 	if err != nil {
 		return nil, err
 	}
-	b, err := config.Build(s, src)
+	b, err := assemble.Build(s, src)
 	if err != nil {
 		return nil, err
 	}

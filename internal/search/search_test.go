@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/runner"
 )
@@ -24,7 +25,7 @@ var pdSLO = SLO{TTFTMs: 2000, TPOTMs: 100}
 // attainment runs s independently of the search.
 func attainment(t *testing.T, s *config.Scenario, src config.Source) float64 {
 	t.Helper()
-	b, err := config.Build(s, src)
+	b, err := assemble.Build(s, src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/runner"
@@ -117,7 +118,7 @@ func (p *Plan) RunPoint(i int) Row {
 		row.Err = err.Error()
 		return row
 	}
-	built, err := config.Build(s, p.Source)
+	built, err := assemble.Build(s, p.Source)
 	if err != nil {
 		row.Err = oneLine(err.Error())
 		return row

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
@@ -288,7 +289,7 @@ func Run(o Options) (*Report, error) {
 		return nil, err
 	}
 	s.Workload.Trace = wname
-	built, err := config.Build(s, config.Source{})
+	built, err := assemble.Build(s, config.Source{})
 	if err != nil {
 		return nil, err
 	}

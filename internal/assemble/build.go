@@ -1,4 +1,4 @@
-package config
+package assemble
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/des"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/hw"
@@ -39,7 +40,7 @@ type Instance struct {
 
 // Built is a scenario assembled into runnable parts.
 type Built struct {
-	Scenario  *Scenario
+	Scenario  *config.Scenario
 	Model     *model.Config
 	Engines   []*engine.Engine
 	Instances []Instance
@@ -93,7 +94,7 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 // Build resolves a validated scenario: it loads the model and hardware,
 // sizes every instance's KV cache, loads the latency predictor and prepares
 // the workload. Errors name the field at fault and what would fix it.
-func Build(s *Scenario, src Source) (*Built, error) {
+func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	m, err := loadModel(s, src)
 	if err != nil {
 		return nil, err
@@ -122,7 +123,7 @@ func Build(s *Scenario, src Source) (*Built, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.hardware: %w", path, err)
 		}
-		eng := g.merged(s.Engine)
+		eng := g.Merged(s.Engine)
 		tp := *g.TP
 		pp := 1
 		if g.PP != nil {
@@ -248,7 +249,7 @@ func Build(s *Scenario, src Source) (*Built, error) {
 
 // loadModel finds the model config in the user's models directory, then
 // among the embedded ones.
-func loadModel(s *Scenario, src Source) (*model.Config, error) {
+func loadModel(s *config.Scenario, src config.Source) (*model.Config, error) {
 	if s.Models != "" {
 		dir := resolve(src, s.Models)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
@@ -270,7 +271,7 @@ func loadModel(s *Scenario, src Source) (*model.Config, error) {
 }
 
 // profileRoot returns the file system rooted at the profile bundles.
-func profileRoot(s *Scenario, src Source) (fs.FS, error) {
+func profileRoot(s *config.Scenario, src config.Source) (fs.FS, error) {
 	if s.Predictor.Profiles == "" {
 		return fs.Sub(assets.FS(), "profiles")
 	}
@@ -281,7 +282,7 @@ func profileRoot(s *Scenario, src Source) (fs.FS, error) {
 	return os.DirFS(dir), nil
 }
 
-func resolve(src Source, p string) string {
+func resolve(src config.Source, p string) string {
 	if filepath.IsAbs(p) || src.Dir == "" {
 		return p
 	}
@@ -307,7 +308,7 @@ func (nopCloser) Close() error { return nil }
 
 // workloadOpener checks the workload reference and returns a function that
 // opens a fresh source for it.
-func workloadOpener(s *Scenario, src Source) (func() (workload.Source, io.Closer, error), error) {
+func workloadOpener(s *config.Scenario, src config.Source) (func() (workload.Source, io.Closer, error), error) {
 	w := s.Workload
 	wrap := func(ws workload.Source) workload.Source {
 		if w.TimeScale != 1 {
@@ -330,7 +331,7 @@ func workloadOpener(s *Scenario, src Source) (func() (workload.Source, io.Closer
 		}, nil
 	}
 	open := func() (io.ReadCloser, string, error) {
-		if name, ok := builtinName(w.Trace); ok {
+		if name, ok := config.BuiltinName(w.Trace); ok {
 			f, err := assets.FS().Open("workloads/" + name + ".jsonl")
 			if err != nil {
 				return nil, "", fmt.Errorf("workload.trace: no builtin workload %q; builtin workloads: %s", name, strings.Join(BuiltinWorkloads(), ", "))
@@ -401,7 +402,7 @@ func parseRole(r string) (engine.Role, error) {
 
 // acc0HostBW is the host-to-device bandwidth of the first decode group's
 // accelerator (for push spills).
-func acc0HostBW(s *Scenario) float64 {
+func acc0HostBW(s *config.Scenario) float64 {
 	for _, g := range s.Instances {
 		if g.Role == "decode" {
 			if acc, err := hw.Lookup(g.Hardware); err == nil {
@@ -413,7 +414,7 @@ func acc0HostBW(s *Scenario) float64 {
 }
 
 // pdConfig translates the scenario's handoff section.
-func pdConfig(s *Scenario, pushBuf []int, hostBW float64) (*cluster.PDConfig, error) {
+func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDConfig, error) {
 	h := s.Handoff
 	pol, err := cluster.ParsePolicy(h.Policy)
 	if err != nil {
@@ -442,7 +443,7 @@ func pdConfig(s *Scenario, pushBuf []int, hostBW float64) (*cluster.PDConfig, er
 
 // roofline builds the analytical predictor for model m on accelerator acc
 // at tensor-parallel degree tp, with the accelerator's calibration.
-func roofline(s *Scenario, src Source, m *model.Config, acc hw.Accelerator, tp int) (perf.Predictor, error) {
+func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Accelerator, tp int) (perf.Predictor, error) {
 	var file *calibrate.File
 	var err error
 	if s.Predictor.Calibration == "" {
@@ -481,7 +482,7 @@ func roofline(s *Scenario, src Source, m *model.Config, acc hw.Accelerator, tp i
 }
 
 // tpComm describes the tensor-parallel collectives of one instance.
-func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l Links) perf.TPComm {
+func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links) perf.TPComm {
 	c := perf.TPComm{TP: tp, Layers: int(m.NumLayers), Hidden: int(m.HiddenSize), BytesPerElem: bpe,
 		Vocab: int(m.VocabSize), LinkBW: acc.Link.Bandwidth, LinkLatencyNs: acc.Link.LatencyNs}
 	if l.TPBandwidthGBps > 0 {
@@ -498,7 +499,7 @@ func (b *Built) predFor(i int) perf.Predictor { return b.preds[i] }
 // gpuMemory is the memory budget of one GPU of an instance of tp x pp GPUs:
 // it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's
 // layers on its share of the KV heads.
-func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng Engine) kv.Memory {
+func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng config.Engine) kv.Memory {
 	return kv.Memory{
 		Device:      memBytes,
 		Utilization: eng.GPUMemoryUtilization,
@@ -523,7 +524,7 @@ func kvPerTokenPerGPU(m *model.Config, bpe, tp, pp int) int64 {
 // fitHint names the nearest valid choices when a model does not fit: the
 // smallest tensor-parallel degree that fits this accelerator, and the
 // catalog accelerators that hold it at this degree.
-func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, eng Engine, memGB float64) string {
+func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, eng config.Engine, memGB float64) string {
 	fits := func(a hw.Accelerator, t int) bool {
 		memBytes := a.MemoryBytes
 		if memGB > 0 && a.Name == acc.Name {
@@ -559,7 +560,7 @@ func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, eng Engine, m
 
 // newRouter builds the scenario's arrival router; random choices come from
 // the seed's "routing" stream.
-func newRouter(s *Scenario) cluster.Router {
+func newRouter(s *config.Scenario) cluster.Router {
 	switch s.Router {
 	case "random":
 		return cluster.Random{Rand: des.Stream(s.Seed, "routing")}

@@ -1,0 +1,159 @@
+package assemble
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+func TestRooflineOnEveryAccelerator(t *testing.T) {
+	cat, err := hw.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpot := map[string]float64{}
+	for _, a := range cat.All() {
+		s, err := config.Parse([]byte("predictor: {kind: roofline}\nhardware: "+a.Name+"\nworkload: {limit: 40}\ncheck_invariants: true\n"), a.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Build(s, config.Source{})
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		sim, closer, err := b.NewSim(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.Run(); err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		closer.Close()
+		done, seen := sim.Progress()
+		if done != 40 || seen != 40 {
+			t.Fatalf("%s: %d of %d requests ended", a.Name, done, seen)
+		}
+		// One decode step of 8 sequences at 1,000 tokens of context.
+		tpot[a.Name] = float64(b.preds[0].StepTime(&perf.Batch{NumDecode: 8, DecodeKVSum: 8000, DecodeKVMax: 1000, DecodeKVMin: 1000}))
+	}
+	if !(tpot["B200"] < tpot["H200"] && tpot["H200"] < tpot["H100"] && tpot["H100"] < tpot["A100"]) {
+		t.Errorf("decode step times must follow memory bandwidth: %v", tpot)
+	}
+}
+
+func TestModelThatDoesNotFitNamesChoices(t *testing.T) {
+	s, err := config.Parse([]byte("predictor: {kind: roofline}\nmodel: meta-llama/Llama-3.1-70B\nhardware: H100\n"), "big.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(s, config.Source{})
+	if err == nil || !strings.Contains(err.Error(), "it fits with tp=4 on H100") || !strings.Contains(err.Error(), "B200") {
+		t.Fatalf("want the nearest valid choices, got %v", err)
+	}
+}
+
+func buildAndRun(t *testing.T, yaml string) (*Built, int64) {
+	t.Helper()
+	s, err := config.Parse([]byte(yaml), "pp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(s, config.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, closer, err := b.NewSim(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	done, seen := sim.Progress()
+	if done != seen {
+		t.Fatalf("%d of %d requests ended", done, seen)
+	}
+	return b, done
+}
+
+func TestPipelineParallelGroup(t *testing.T) {
+	one, _ := buildAndRun(t, "workload: {limit: 40}\ncheck_invariants: true\ninstances: [{}]\n")
+	two, done := buildAndRun(t, "workload: {limit: 40}\ncheck_invariants: true\ninstances: [{pp: 2}]\n")
+	if done != 40 {
+		t.Fatalf("%d requests ended, want 40", done)
+	}
+	cfg := two.Engines[0].Config()
+	if cfg.PipelineParallel != 2 || cfg.PPSend.BytesPerToken != int64(two.Model.HiddenSize)*2 || cfg.PPSend.Bandwidth <= 0 {
+		t.Fatalf("pipeline not configured: %+v", cfg)
+	}
+	if one.Engines[0].Config().PipelineParallel > 1 {
+		t.Fatal("pp defaults to 1")
+	}
+	if b1, b2 := one.Instances[0].NumBlocks, two.Instances[0].NumBlocks; b2 < 2*b1 || two.Instances[0].PP != 2 {
+		t.Fatalf("pp=2 holds %d blocks, pp=1 %d: want at least twice", b2, b1)
+	}
+	// Disaggregated serving with a pipelined prefill instance.
+	buildAndRun(t, "predictor: {kind: roofline}\nworkload: {limit: 40}\ncheck_invariants: true\ninstances:\n  - {role: prefill, pp: 2}\n  - {role: decode}\n")
+}
+
+func TestPipelineParallelFitsLargerModel(t *testing.T) {
+	const base = "predictor: {kind: roofline}\nmodel: meta-llama/Llama-3.1-8B\nhardware: H100\nworkload: {limit: 20}\ncheck_invariants: true\n"
+	s, err := config.Parse([]byte(base+"instances: [{memory_gb: 16}]\n"), "small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(s, config.Source{}); err == nil {
+		t.Fatal("Llama-3.1-8B must not fit a 16 GB GPU at tp=1, pp=1")
+	}
+	if _, err := config.Parse([]byte(base+"instances: [{pp: 0}]\n"), "bad.yaml"); err == nil || !strings.Contains(err.Error(), "instances[0].pp") {
+		t.Fatalf("pp: 0 must be rejected, got %v", err)
+	}
+	b, done := buildAndRun(t, base+"instances: [{memory_gb: 16, pp: 2}]\n")
+	if done != 20 || b.Instances[0].NumBlocks <= 0 {
+		t.Fatalf("%d requests ended, %d blocks", done, b.Instances[0].NumBlocks)
+	}
+}
+
+func TestEveryRouterServesEveryRequest(t *testing.T) {
+	for _, router := range []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "power-of-two"} {
+		for _, layout := range []string{"instances: [{count: 3}]", "instances: [{role: prefill, count: 2}, {role: decode}]"} {
+			y := "router: " + router + "\n" + layout + "\nworkload: {limit: 60}\ncheck_invariants: true\n"
+			var first []int
+			for rep := 0; rep < 2; rep++ {
+				s, err := config.Parse([]byte(y), router)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := Build(s, config.Source{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sim, closer, err := b.NewSim(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := sim.Run(); err != nil {
+					t.Fatalf("%s %s: %v", router, layout, err)
+				}
+				closer.Close()
+				if done, seen := sim.Progress(); done != 60 || seen != 60 {
+					t.Fatalf("%s %s: %d of %d ended", router, layout, done, seen)
+				}
+				var steps []int
+				for _, e := range sim.Engines() {
+					steps = append(steps, int(e.Pool().HitRate()*1e6))
+				}
+				if rep == 0 {
+					first = steps
+				} else if fmt.Sprint(first) != fmt.Sprint(steps) {
+					t.Fatalf("%s %s: not deterministic: %v vs %v", router, layout, first, steps)
+				}
+			}
+		}
+	}
+}
