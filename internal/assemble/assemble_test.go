@@ -38,7 +38,7 @@ func TestRooflineOnEveryAccelerator(t *testing.T) {
 			t.Fatalf("%s: %d of %d requests ended", a.Name, done, seen)
 		}
 		// One decode step of 8 sequences at 1,000 tokens of context.
-		tpot[a.Name] = float64(b.preds[0].StepTime(&perf.Batch{NumDecode: 8, DecodeKVSum: 8000, DecodeKVMax: 1000, DecodeKVMin: 1000}))
+		tpot[a.Name] = float64(b.Instances[0].Predictor.StepTime(&perf.Batch{NumDecode: 8, DecodeKVSum: 8000, DecodeKVMax: 1000, DecodeKVMin: 1000}))
 	}
 	if !(tpot["B200"] < tpot["H200"] && tpot["H200"] < tpot["H100"] && tpot["H100"] < tpot["A100"]) {
 		t.Errorf("decode step times must follow memory bandwidth: %v", tpot)
@@ -87,11 +87,11 @@ func TestPipelineParallelGroup(t *testing.T) {
 	if done != 40 {
 		t.Fatalf("%d requests ended, want 40", done)
 	}
-	cfg := two.Engines[0].Config()
+	cfg := two.Instances[0].Engine
 	if cfg.PipelineParallel != 2 || cfg.PPSend.BytesPerToken != int64(two.Model.HiddenSize)*2 || cfg.PPSend.Bandwidth <= 0 {
 		t.Fatalf("pipeline not configured: %+v", cfg)
 	}
-	if one.Engines[0].Config().PipelineParallel > 1 {
+	if one.Instances[0].Engine.PipelineParallel > 1 {
 		t.Fatal("pp defaults to 1")
 	}
 	if b1, b2 := one.Instances[0].NumBlocks, two.Instances[0].NumBlocks; b2 < 2*b1 || two.Instances[0].PP != 2 {

@@ -26,7 +26,8 @@ import (
 	"github.com/servesim/servesim/internal/workload"
 )
 
-// Instance describes one built instance, for reports.
+// Instance describes one built instance: what reports show of it, and
+// what a run needs to create its engine and attach it to the KV network.
 type Instance struct {
 	Index     int
 	Group     string
@@ -36,37 +37,50 @@ type Instance struct {
 	PP        int
 	NumBlocks int
 	BlockSize int
+	// Engine is the engine configuration every run starts from.
+	Engine engine.Config
+	// Predictor is the instance's step-latency predictor (stateless).
+	Predictor perf.Predictor
+
+	nics        []nic   // one per GPU
+	kvPerToken  int64   // KV bytes of one token on one GPU
+	prefillRate float64 // tokens/s of a full prefill step (reject policy)
+	pushBuf     int     // push policy: receive-buffer blocks carved out of NumBlocks
 }
 
-// Built is a scenario assembled into runnable parts.
+// Built is a scenario assembled into runnable parts. It is immutable:
+// NewSim creates fresh engines, router and workload source for every run.
 type Built struct {
 	Scenario  *config.Scenario
 	Model     *model.Config
-	Engines   []*engine.Engine
 	Instances []Instance
-	Router    cluster.Router
 	// PD is the handoff configuration of a disaggregated scenario (nil for
-	// colocated serving); nics[i] lists instance i's NICs.
-	PD          *cluster.PDConfig
-	nics        [][]nic
-	preds       []perf.Predictor // step-latency predictor of each instance
-	pushBuf     []int
-	kvPerToken  []int64
-	prefillRate []float64
-	layers      int
+	// colocated serving).
+	PD     *cluster.PDConfig
+	layers int
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
 }
 
-// NewSim assembles a simulation from a built scenario with a fresh
-// workload source. The closer must be closed after the run.
+// NewSim assembles a simulation from a built scenario with fresh engines,
+// a fresh router and a fresh workload source. The closer must be closed
+// after the run.
 func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
+	engines := make([]*engine.Engine, len(b.Instances))
+	for i := range b.Instances {
+		in := &b.Instances[i]
+		e, err := engine.New(i, in.Engine, in.Predictor)
+		if err != nil {
+			return nil, nil, fmt.Errorf("instance %d (group %s): %w", i, in.Group, err)
+		}
+		engines[i] = e
+	}
 	src, closer, err := b.Open()
 	if err != nil {
 		return nil, nil, err
 	}
-	sim, err := cluster.New(b.Engines, src, b.Router, obs)
+	sim, err := cluster.New(engines, src, newRouter(b.Scenario), obs)
 	if err != nil {
 		closer.Close()
 		return nil, nil, err
@@ -74,14 +88,15 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
 	if b.PD != nil {
 		net := link.New()
-		nodes := make([]cluster.Node, len(b.Engines))
+		nodes := make([]cluster.Node, len(engines))
 		for i := range nodes {
-			for _, n := range b.nics[i] {
+			in := &b.Instances[i]
+			for _, n := range in.nics {
 				nodes[i].Endpoints = append(nodes[i].Endpoints, net.AddEndpoint(n.bw, n.latency))
 			}
-			nodes[i].KVBytesPerToken = b.kvPerToken[i]
+			nodes[i].KVBytesPerToken = in.kvPerToken
 			nodes[i].Layers = b.layers
-			nodes[i].PrefillTokensPerSec = b.prefillRate[i]
+			nodes[i].PrefillTokensPerSec = in.prefillRate
 		}
 		if err := sim.EnablePD(*b.PD, nodes, net); err != nil {
 			closer.Close()
@@ -191,7 +206,10 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			cfg.PipelineParallel = pp
 			cfg.PPSend = engine.PPSend{LatencyNs: tc.LinkLatencyNs, BytesPerToken: int64(m.HiddenSize) * int64(bpe), Bandwidth: tc.LinkBW}
 		}
-		role, _ := parseRole(g.Role)
+		role, err := parseRole(g.Role)
+		if err != nil {
+			return nil, fmt.Errorf("%s.role: %w", path, err)
+		}
 		cfg.Role = role
 		if role == engine.Decode {
 			cfg.ReservedDecodeTokens = s.Handoff.ReservedDecodeTokens
@@ -215,30 +233,27 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if d := pred.StepTime(&perf.Batch{PrefillTokens: eng.MaxNumBatchedTokens, PrefillSeqs: 1}); d > 0 {
 			rate = float64(eng.MaxNumBatchedTokens) / (float64(d) / 1e9)
 		}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: engine: %w", path, err)
+		}
 		for c := 0; c < *g.Count; c++ {
-			idx := len(b.Engines)
-			b.pushBuf = append(b.pushBuf, pushBuf)
-			b.preds = append(b.preds, pred)
-			b.nics = append(b.nics, repeatNIC(n, tp*pp))
-			b.kvPerToken = append(b.kvPerToken, kvPerTokenPerGPU(m, bpe, tp, pp))
-			b.prefillRate = append(b.prefillRate, rate)
-			e, err := engine.New(idx, cfg, pred)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			b.Engines = append(b.Engines, e)
-			b.Instances = append(b.Instances, Instance{Index: idx, Group: g.Name, Role: g.Role, Hardware: acc.Name, TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize})
+			b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
+				TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred,
+				nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
 		}
 	}
 	b.layers = int(m.NumLayers)
 	if s.PD() {
-		pdc, err := pdConfig(s, b.pushBuf, acc0HostBW(s))
+		pushBuf := make([]int, len(b.Instances))
+		for i := range b.Instances {
+			pushBuf[i] = b.Instances[i].pushBuf
+		}
+		pdc, err := pdConfig(s, pushBuf, acc0HostBW(s))
 		if err != nil {
 			return nil, err
 		}
 		b.PD = pdc
 	}
-	b.Router = newRouter(s)
 	open, err := workloadOpener(s, src)
 	if err != nil {
 		return nil, err
@@ -493,8 +508,6 @@ func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links) pe
 	}
 	return c
 }
-
-func (b *Built) predFor(i int) perf.Predictor { return b.preds[i] }
 
 // gpuMemory is the memory budget of one GPU of an instance of tp x pp GPUs:
 // it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's

@@ -171,12 +171,12 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 			return metrics.Result{}, err
 		}
 		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod)
-		for i := range b.Engines {
+		for i := range b.Instances {
 			o.ivs = append(o.ivs, o.series.Add(i, snap(i)))
 		}
 	}
 	if opts.Sampler != nil {
-		for i := range b.Engines {
+		for i := range b.Instances {
 			opts.Sampler.Watch(i, snap(i))
 		}
 	}
