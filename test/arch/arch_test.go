@@ -1,0 +1,163 @@
+// Package arch holds tests of the project's structure: the packages'
+// dependency direction and the rules the simulation core keeps.
+package arch
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/servesim/servesim/"
+
+// layers ranks every package: a package may import only packages of a
+// strictly lower rank. docs/architecture.md shows the same map.
+var layers = map[string]int{
+	"internal/assets": 0, "internal/nearest": 0, "internal/des": 0, "internal/kv": 0,
+	"internal/link": 0, "internal/metrics": 0, "internal/perf": 0,
+	"internal/hw": 1, "internal/model": 1, "internal/workload": 1,
+	"internal/engine": 2, "internal/calibrate": 2, "internal/config": 2, "internal/report": 2,
+	"internal/cluster": 3,
+	"internal/assemble": 4,
+	"internal/runner": 5, "internal/convert": 5,
+	"internal/validate": 6, "internal/sweep": 6,
+	"internal/search": 7,
+	"cmd/servesim": 8,
+}
+
+// core is the simulation core: pure, single-threaded, deterministic.
+var core = []string{"internal/des", "internal/kv", "internal/link", "internal/engine", "internal/cluster"}
+
+// forbiddenInCore are imports that would bring files, the wall clock,
+// threads or global randomness into the core.
+var forbiddenInCore = map[string]string{
+	"os": "files", "io/fs": "files", "time": "the wall clock", "sync": "threads",
+	"math/rand": "global randomness", "net": "the network", "os/exec": "processes",
+}
+
+// packages returns the non-test source files of every package under the
+// repository root, keyed by directory relative to it.
+func packages(t *testing.T) map[string][]*ast.File {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	out := map[string][]*ast.File{}
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if f.Name.Name == "main" || !strings.HasSuffix(f.Name.Name, "_test") {
+			rel, err := filepath.Rel(root, filepath.Dir(p))
+			if err != nil {
+				return err
+			}
+			out[filepath.ToSlash(rel)] = append(out[filepath.ToSlash(rel)], f)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestImportsPointDown: no package imports a package of its own or a
+// higher layer, and every package has a layer.
+func TestImportsPointDown(t *testing.T) {
+	pkgs := packages(t)
+	var dirs []string
+	for dir := range pkgs {
+		dirs = append(dirs, dir)
+	}
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		if strings.HasPrefix(dir, "test/") || strings.HasPrefix(dir, "examples/") {
+			continue
+		}
+		rank, ok := layers[dir]
+		if !ok {
+			t.Errorf("package %s has no layer: add it to the table in test/arch and docs/architecture.md", dir)
+			continue
+		}
+		for _, f := range pkgs[dir] {
+			for _, imp := range f.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				dep, ours := strings.CutPrefix(path, module)
+				if !ours {
+					continue
+				}
+				if r, ok := layers[dep]; !ok || r >= rank {
+					t.Errorf("%s (layer %d) imports %s (layer %d): imports must point to a lower layer", dir, rank, dep, r)
+				}
+			}
+		}
+	}
+}
+
+// TestCoreIsPure: the core imports nothing that reads files, the wall
+// clock, threads or global randomness, and starts no goroutine.
+func TestCoreIsPure(t *testing.T) {
+	pkgs := packages(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range core {
+		files := pkgs[dir]
+		if len(files) == 0 {
+			t.Fatalf("core package %s not found", dir)
+		}
+		for _, f := range files {
+			for _, imp := range f.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				if why, bad := forbiddenInCore[path]; bad {
+					t.Errorf("core package %s imports %s, which brings %s into the core", dir, path, why)
+				}
+			}
+		}
+		// Goroutines: parse the bodies too.
+		fset := token.NewFileSet()
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, filepath.Join(root, dir, name), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if g, ok := n.(*ast.GoStmt); ok {
+					t.Errorf("%s: core package starts a goroutine", fset.Position(g.Pos()))
+				}
+				return true
+			})
+		}
+	}
+}
