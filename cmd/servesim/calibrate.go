@@ -2,17 +2,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"strings"
 
-	"github.com/goccy/go-yaml"
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
-	"github.com/servesim/servesim/internal/hw"
-	"github.com/servesim/servesim/internal/model"
 	"github.com/spf13/cobra"
 )
 
@@ -33,68 +31,46 @@ it for any model on that accelerator.
 
 BUNDLE is a bundle folder holding meta.yaml and tp<N>/ tables (for example
 profiles/RTXPRO6000/Qwen/Qwen3-32B/bf16), or builtin:<hw>/<org>/<model>/<dtype>
-for an embedded one. When FILE exists its other accelerators are kept.`,
+for an embedded one; a trailing /tp<N>, as servesim catalog lists bundles,
+selects the tensor-parallel degree. When FILE exists its other accelerators are kept.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if bundle == "" {
 				return usageError{fmt.Errorf("--profiles BUNDLE is required")}
 			}
-			fsys, name, err := openBundle(bundle)
+			ref, refTP := calibrate.SplitTP(bundle)
+			if refTP > 0 {
+				if cmd.Flags().Changed("tp") && tp != refTP {
+					return usageError{fmt.Errorf("--profiles %s names tp%d but --tp is %d; give one of them", bundle, refTP, tp)}
+				}
+				tp = refTP
+			}
+			fsys, name, err := openBundle(ref)
 			if err != nil {
 				return badInput(err)
 			}
-			var meta struct {
-				Hardware string `yaml:"hardware"`
-				Model    string `yaml:"model"`
-				Variant  string `yaml:"variant"`
-			}
-			data, err := fs.ReadFile(fsys, "meta.yaml")
-			if err != nil {
-				return badInput(fmt.Errorf("--profiles %s: %w; a bundle folder holds meta.yaml and tp<N>/", name, err))
-			}
-			if err := yaml.Unmarshal(data, &meta); err != nil {
-				return badInput(fmt.Errorf("%s/meta.yaml: %w", name, err))
-			}
-			acc, err := hw.Lookup(meta.Hardware)
-			if err != nil {
-				return badInput(fmt.Errorf("%s/meta.yaml hardware: %w", name, err))
-			}
-			m, err := model.Load(model.Builtin(), meta.Model)
-			if err != nil {
-				return badInput(fmt.Errorf("%s/meta.yaml model: %w", name, err))
-			}
-			dtype := "bf16"
-			if meta.Variant != "" {
-				dtype = meta.Variant
-			}
-			rm, err := calibrate.ModelOf(m, dtype)
+			accName, entry, rep, err := calibrate.FitBundleFolder(fsys, strings.TrimPrefix(name, "builtin:"), tp, calibrate.Options{})
 			if err != nil {
 				return badInput(err)
 			}
-			rh, err := calibrate.HWOf(acc, dtype)
-			if err != nil {
-				return badInput(err)
-			}
-			tpDir := fmt.Sprintf("tp%d", tp)
-			entry, rep, err := calibrate.FitBundle(fsys, tpDir, rm, rh, tp, calibrate.Options{})
-			if err != nil {
-				return badInput(err)
-			}
-			entry.Source = path.Join(strings.TrimPrefix(name, "builtin:"), tpDir)
 			file := &calibrate.File{Version: 1, Accelerators: map[string]*calibrate.Entry{}}
 			if out != "" {
-				if old, err := os.ReadFile(out); err == nil {
+				old, err := os.ReadFile(out)
+				switch {
+				case err == nil:
 					if file, err = calibrate.Load(bytes.NewReader(old), out); err != nil {
 						return badInput(err)
 					}
+				case !errors.Is(err, fs.ErrNotExist):
+					return badInput(fmt.Errorf("-o %s: %w", out, err))
 				}
 			}
-			file.Accelerators[acc.Name] = entry
+			file.Accelerators[accName] = entry
 			var buf bytes.Buffer
 			if err := calibrate.Write(&buf, file); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "calibrated %s on %s:\n%s", acc.Name, entry.Source, rep.String())
+			fmt.Fprintf(cmd.ErrOrStderr(), "calibrated %s on %s:\n%s", accName, entry.Source, rep.String())
 			if out == "" {
 				_, err = cmd.OutOrStdout().Write(buf.Bytes())
 				return err

@@ -36,13 +36,19 @@ func newCatalogCmd() *cobra.Command {
 				fmt.Fprintln(out, "  "+m)
 			}
 			fmt.Fprintln(out)
-			fmt.Fprintln(out, "PROFILE BUNDLES (embedded; --profiles ROOT adds more)")
-			_ = fs.WalkDir(assets.FS(), "profiles", func(p string, d fs.DirEntry, err error) error {
-				if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), "tp") {
-					fmt.Fprintln(out, "  "+strings.TrimPrefix(p, "profiles/"))
+			fmt.Fprintln(out, "PROFILE BUNDLES (embedded; servesim calibrate --profiles takes these names)")
+			err = fs.WalkDir(assets.FS(), "profiles", func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if d.IsDir() && strings.HasPrefix(d.Name(), "tp") {
+					fmt.Fprintln(out, "  builtin:"+strings.TrimPrefix(p, "profiles/"))
 				}
 				return nil
 			})
+			if err != nil {
+				return fmt.Errorf("embedded profile bundles: %w", err)
+			}
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "WORKLOADS (use as workload.trace: builtin:NAME)")
 			for _, w := range assemble.BuiltinWorkloads() {
