@@ -334,6 +334,26 @@ func workloadOpener(s *config.Scenario, src config.Source) (func() (workload.Sou
 		}
 		return ws
 	}
+	if w.Chat != nil {
+		chat, seed := *w.Chat, s.Seed
+		return func() (workload.Source, io.Closer, error) {
+			ws, err := workload.NewChat(chat, seed)
+			if err != nil {
+				return nil, nil, fmt.Errorf("workload.chat: %w", err)
+			}
+			return wrap(ws), nopCloser{}, nil
+		}, nil
+	}
+	if w.SharedPrefix != nil {
+		sp, seed := *w.SharedPrefix, s.Seed
+		return func() (workload.Source, io.Closer, error) {
+			ws, err := workload.NewSharedPrefix(sp, seed)
+			if err != nil {
+				return nil, nil, fmt.Errorf("workload.shared_prefix: %w", err)
+			}
+			return wrap(ws), nopCloser{}, nil
+		}, nil
+	}
 	if w.Synthetic != nil {
 		syn := *w.Synthetic
 		seed := s.Seed

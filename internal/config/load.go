@@ -50,7 +50,7 @@ func Parse(data []byte, name string) (*Scenario, error) {
 			return nil, yamlError(name, err)
 		}
 	}
-	if s.Workload.Synthetic != nil && s.Workload.Trace == DefaultTrace {
+	if s.Workload.Generated() && s.Workload.Trace == DefaultTrace {
 		s.Workload.Trace = ""
 	}
 	s.FillGroups()

@@ -224,6 +224,16 @@ type Workload struct {
 	TimeScale float64 `yaml:"time_scale" json:"time_scale"`
 	// Synthetic generates requests instead of reading a trace.
 	Synthetic *workload.Synthetic `yaml:"synthetic" json:"synthetic"`
+	// Chat generates multi-turn conversations with token ids.
+	Chat *workload.Chat `yaml:"chat,omitempty" json:"chat,omitempty"`
+	// SharedPrefix generates requests over shared contexts with token ids.
+	SharedPrefix *workload.SharedPrefix `yaml:"shared_prefix,omitempty" json:"shared_prefix,omitempty"`
+}
+
+// Generated reports whether the workload is generated rather than read
+// from a trace.
+func (w *Workload) Generated() bool {
+	return w.Synthetic != nil || w.Chat != nil || w.SharedPrefix != nil
 }
 
 // Defaults of the scenario.
@@ -382,8 +392,11 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	w := &s.Workload
-	if w.Trace == "" && w.Synthetic == nil {
-		bad("workload", "set a trace or a synthetic workload")
+	switch n := countSet(w.Trace != "", w.Synthetic != nil, w.Chat != nil, w.SharedPrefix != nil); {
+	case n == 0:
+		bad("workload", "set a trace, or one of synthetic, chat and shared_prefix")
+	case n > 1:
+		bad("workload", "set only one of trace, synthetic, chat and shared_prefix")
 	}
 	if w.Format != "jsonl" && w.Format != "vllm-requests" {
 		bad("workload.format", "must be jsonl or vllm-requests (got %q)", w.Format)
@@ -393,6 +406,16 @@ func (s *Scenario) Validate() error {
 	}
 	if w.TimeScale <= 0 {
 		bad("workload.time_scale", "must be > 0 (got %g)", w.TimeScale)
+	}
+	if w.Chat != nil {
+		if err := w.Chat.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w.SharedPrefix != nil {
+		if err := w.SharedPrefix.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if w.Synthetic != nil {
 		if err := w.Synthetic.Validate(); err != nil {
@@ -453,6 +476,17 @@ func (g *Group) Merged(base Engine) Engine {
 		m.AsyncScheduling = o.AsyncScheduling
 	}
 	return m
+}
+
+// countSet returns how many of the flags are true.
+func countSet(flags ...bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
 }
 
 // BuiltinName returns NAME for a "builtin:NAME" trace reference.

@@ -126,27 +126,36 @@ func (s Synthetic) ValidateAt(path string) error {
 	if s.Requests <= 0 {
 		bad("requests", "must be > 0 (got %d)", s.Requests)
 	}
-	a := s.Arrival
-	switch a.Kind {
-	case Poisson, Constant, Gamma:
-	case "":
-		bad("arrival.kind", "is missing; use poisson, gamma or constant")
-	default:
-		bad("arrival.kind", "unknown kind %q; use poisson, gamma or constant", a.Kind)
-	}
-	if !(a.Rate > 0) || math.IsInf(a.Rate, 0) {
-		bad("arrival.rate", "must be > 0 and finite (got %v)", a.Rate)
-	}
-	if a.Kind == Gamma {
-		if !(a.CV > 0) || math.IsInf(a.CV, 0) {
-			bad("arrival.cv", "must be > 0 and finite for kind gamma (got %v)", a.CV)
-		}
-	} else if a.CV != 0 {
-		bad("arrival.cv", "is only used with kind gamma (got %v with kind %q); remove it", a.CV, a.Kind)
-	}
+	errs = append(errs, s.Arrival.validate(path+".arrival")...)
 	errs = append(errs, s.Input.validate(path+".input")...)
 	errs = append(errs, s.Output.validate(path+".output")...)
 	return errors.Join(errs...)
+}
+
+// validate checks an arrival process; path names its fields.
+func (a ArrivalProcess) validate(path string) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", path, field, fmt.Sprintf(format, args...)))
+	}
+	switch a.Kind {
+	case Poisson, Constant, Gamma:
+	case "":
+		bad("kind", "is missing; use poisson, gamma or constant")
+	default:
+		bad("kind", "unknown kind %q; use poisson, gamma or constant", a.Kind)
+	}
+	if !(a.Rate > 0) || math.IsInf(a.Rate, 0) {
+		bad("rate", "must be > 0 and finite (got %v)", a.Rate)
+	}
+	if a.Kind == Gamma {
+		if !(a.CV > 0) || math.IsInf(a.CV, 0) {
+			bad("cv", "must be > 0 and finite for kind gamma (got %v)", a.CV)
+		}
+	} else if a.CV != 0 {
+		bad("cv", "is only used with kind gamma (got %v with kind %q); remove it", a.CV, a.Kind)
+	}
+	return errs
 }
 
 func (d LengthDist) validate(path string) []error {

@@ -23,12 +23,12 @@ var layers = map[string]int{
 	"internal/link": 0, "internal/metrics": 0, "internal/perf": 0,
 	"internal/hw": 1, "internal/model": 1, "internal/workload": 1,
 	"internal/engine": 2, "internal/calibrate": 2, "internal/config": 2, "internal/report": 2,
-	"internal/cluster": 3,
+	"internal/cluster":  3,
 	"internal/assemble": 4,
-	"internal/runner": 5, "internal/convert": 5,
+	"internal/runner":   5, "internal/convert": 5,
 	"internal/validate": 6, "internal/sweep": 6,
 	"internal/search": 7,
-	"cmd/servesim": 8,
+	"cmd/servesim":    8,
 }
 
 // core is the simulation core: pure, single-threaded, deterministic.
