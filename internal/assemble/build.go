@@ -86,6 +86,7 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 		return nil, nil, err
 	}
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
+	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
 	if b.PD != nil {
 		net := link.New()
 		nodes := make([]cluster.Node, len(engines))

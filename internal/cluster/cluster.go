@@ -69,6 +69,17 @@ type Sim struct {
 
 	pd *pd // P/D coordinator; nil for colocated serving
 
+	// Closed-loop load: at most maxConc workload entries (a request, or a
+	// whole session) in flight; an arrival due while all are taken waits
+	// (blocked) until one ends, without reading further entries.
+	maxConc  int
+	inflight int
+	blocked  bool
+
+	// err is the first failure of a step that cannot return one (an event
+	// push); the run ends with it after the current event.
+	err error
+
 	candidates []int
 	total      int64 // requests seen
 	terminal   int64 // requests ended
@@ -87,6 +98,12 @@ func New(engines []*engine.Engine, src workload.Source, router Router, obs Obser
 	}
 	return &Sim{engines: engines, src: src, router: router, obs: obs, sessions: map[int64][]workload.Request{}}, nil
 }
+
+// SetMaxConcurrency limits the workload entries in flight to n (0: no
+// limit), as a benchmark client with n concurrent requests does: an entry
+// is sent at its arrival time or, when n are in flight, as soon as one of
+// them ends, and its arrival is the time it was sent.
+func (s *Sim) SetMaxConcurrency(n int) { s.maxConc = n }
 
 // Engines returns the instances (read-only use).
 func (s *Sim) Engines() []*engine.Engine { return s.engines }
@@ -126,6 +143,10 @@ func (s *Sim) Run() (int64, error) {
 		var err error
 		switch ev.Kind {
 		case evArrival:
+			if s.maxConc > 0 && s.inflight >= s.maxConc {
+				s.blocked = true // sent when an entry in flight ends
+				break
+			}
 			entry := s.next
 			s.hasNext = false
 			if err = s.pull(); err == nil {
@@ -150,6 +171,9 @@ func (s *Sim) Run() (int64, error) {
 			s.retry(ev.Arg, ev.Target, ev.At)
 		case evHost:
 			s.hostCopied(ev.Arg, ev.At)
+		}
+		if err == nil {
+			err = s.err
 		}
 		if err == nil && s.pd != nil && s.checks {
 			err = s.checkPD()
@@ -192,6 +216,7 @@ func (s *Sim) pull() error {
 }
 
 func (s *Sim) arrive(entry workload.Entry, now int64) {
+	s.inflight++
 	first := entry.Requests[0]
 	first.Arrival = now
 	if len(entry.Requests) > 1 {
@@ -300,6 +325,7 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 	}
 	rest, ok := s.sessions[rec.ID]
 	if !ok {
+		s.entryDone(now)
 		return
 	}
 	delete(s.sessions, rec.ID)
@@ -324,6 +350,20 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		slot = int32(len(s.pending) - 1)
 	}
 	_ = s.q.Push(des.Event{At: now + next.Delay, Kind: evFollowUp, Arg: int64(slot)})
+}
+
+// entryDone frees the concurrency slot of a workload entry whose last
+// request ended, and sends an arrival that waited for it.
+func (s *Sim) entryDone(now int64) {
+	s.inflight--
+	if s.blocked {
+		s.blocked = false
+		// As an event, not inline: the caller may be in the middle of an
+		// instance's step end.
+		if err := s.q.Push(des.Event{At: now, Kind: evArrival}); err != nil {
+			s.err = err
+		}
+	}
 }
 
 // failedRecord is the terminal record of a request that was never served.

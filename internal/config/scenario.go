@@ -224,6 +224,12 @@ type Workload struct {
 	TimeScale float64 `yaml:"time_scale" json:"time_scale"`
 	// Synthetic generates requests instead of reading a trace.
 	Synthetic *workload.Synthetic `yaml:"synthetic" json:"synthetic"`
+	// MaxConcurrency, when > 0, runs the workload closed-loop as a
+	// benchmark client with that many concurrent requests does (vLLM's
+	// bench serve --max-concurrency): at most this many entries (requests,
+	// or whole sessions) are in flight; one due while all are taken is
+	// sent as soon as one ends.
+	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
 	// Chat generates multi-turn conversations with token ids.
 	Chat *workload.Chat `yaml:"chat,omitempty" json:"chat,omitempty"`
 	// SharedPrefix generates requests over shared contexts with token ids.
@@ -235,6 +241,9 @@ type Workload struct {
 func (w *Workload) Generated() bool {
 	return w.Synthetic != nil || w.Chat != nil || w.SharedPrefix != nil
 }
+
+// MaxConcurrencyBound is the largest workload.max_concurrency accepted.
+const MaxConcurrencyBound = 1 << 20
 
 // Defaults of the scenario.
 const (
@@ -403,6 +412,9 @@ func (s *Scenario) Validate() error {
 	}
 	if w.Limit < 0 {
 		bad("workload.limit", "must be >= 0 (got %d)", w.Limit)
+	}
+	if w.MaxConcurrency < 0 || w.MaxConcurrency > MaxConcurrencyBound {
+		bad("workload.max_concurrency", "must be in [0, %d] (got %d; 0 means no limit)", MaxConcurrencyBound, w.MaxConcurrency)
 	}
 	if w.TimeScale <= 0 {
 		bad("workload.time_scale", "must be > 0 (got %g)", w.TimeScale)

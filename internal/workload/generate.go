@@ -74,6 +74,8 @@ func (s *synthetic) Next() (Entry, error) {
 // gapSampler returns a sampler of inter-arrival times in seconds.
 func gapSampler(a ArrivalProcess, rng *rand.Rand) func() float64 {
 	switch a.Kind {
+	case Burst:
+		return func() float64 { return 0 }
 	case Constant:
 		g := 1 / a.Rate
 		return func() float64 { return g }

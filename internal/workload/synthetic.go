@@ -19,6 +19,9 @@ const (
 	Gamma ArrivalKind = "gamma"
 	// Constant arrivals: exactly 1/rate apart.
 	Constant ArrivalKind = "constant"
+	// Burst: every request at time 0 (vLLM's benchmark client with
+	// --request-rate inf); usually paired with workload.max_concurrency.
+	Burst ArrivalKind = "burst"
 )
 
 // LengthKind names a token-length distribution.
@@ -59,7 +62,8 @@ type Synthetic struct {
 type ArrivalProcess struct {
 	// Kind is poisson, gamma or constant.
 	Kind ArrivalKind `yaml:"kind" json:"kind"`
-	// Rate is the mean arrival rate in requests per second (> 0).
+	// Rate is the mean arrival rate in requests per second (> 0; unused,
+	// and left 0, with kind burst).
 	Rate float64 `yaml:"rate" json:"rate"`
 	// CV is, for kind gamma only, the coefficient of variation of the
 	// inter-arrival times (> 0): the gamma shape is 1/cv^2. Leave it 0 for
@@ -140,12 +144,16 @@ func (a ArrivalProcess) validate(path string) []error {
 	}
 	switch a.Kind {
 	case Poisson, Constant, Gamma:
+	case Burst:
+		if a.Rate != 0 {
+			bad("rate", "is not used with kind burst (every request arrives at 0); remove it")
+		}
 	case "":
-		bad("kind", "is missing; use poisson, gamma or constant")
+		bad("kind", "is missing; use poisson, gamma, constant or burst")
 	default:
-		bad("kind", "unknown kind %q; use poisson, gamma or constant", a.Kind)
+		bad("kind", "unknown kind %q; use poisson, gamma, constant or burst", a.Kind)
 	}
-	if !(a.Rate > 0) || math.IsInf(a.Rate, 0) {
+	if a.Kind != Burst && (!(a.Rate > 0) || math.IsInf(a.Rate, 0)) {
 		bad("rate", "must be > 0 and finite (got %v)", a.Rate)
 	}
 	if a.Kind == Gamma {
