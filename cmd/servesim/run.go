@@ -74,6 +74,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return badInput(err)
 	}
+	for _, w := range built.Describe().Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "servesim: warning: "+w)
+	}
 	opts := runner.Options{RequestsCSV: f.csv, RequestsJSONL: f.jsonl, Series: f.series}
 	summaryPath := f.summaryJSON
 	if f.out != "" {

@@ -58,6 +58,7 @@ type Built struct {
 	// colocated serving).
 	PD     *cluster.PDConfig
 	layers int
+	src    config.Source
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -130,7 +131,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	arch := perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)}
 	overheadNs := int64(s.Predictor.StepOverheadUs * 1000)
 
-	b := &Built{Scenario: s, Model: m}
+	b := &Built{Scenario: s, Model: m, src: src}
 	predictors := map[string]perf.Predictor{}
 	for gi := range s.Instances {
 		g := &s.Instances[gi]
@@ -480,31 +481,9 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 // roofline builds the analytical predictor for model m on accelerator acc
 // at tensor-parallel degree tp, with the accelerator's calibration.
 func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Accelerator, tp int) (perf.Predictor, error) {
-	var file *calibrate.File
-	var err error
-	if s.Predictor.Calibration == "" {
-		file, err = calibrate.Builtin()
-	} else {
-		p := resolve(src, s.Predictor.Calibration)
-		f, oerr := os.Open(p)
-		if oerr != nil {
-			return nil, fmt.Errorf("predictor.calibration: %w", oerr)
-		}
-		defer f.Close()
-		file, err = calibrate.Load(f, p)
-	}
+	eff, _, err := calibrationFor(s, src, acc)
 	if err != nil {
-		return nil, fmt.Errorf("predictor.calibration: %w", err)
-	}
-	eff, ok := file.Lookup(acc.Name)
-	if !ok {
-		// Uncalibrated accelerator: efficiencies are fractions of peak
-		// and transfer better between GPUs than generic defaults, so
-		// borrow the first calibrated accelerator's (documented in README).
-		eff = perf.DefaultEfficiency
-		if names := file.Names(); len(names) > 0 {
-			eff, _ = file.Lookup(names[0])
-		}
+		return nil, err
 	}
 	rm, err := calibrate.ModelOf(m, s.Dtype)
 	if err != nil {
@@ -515,6 +494,41 @@ func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Acc
 		return nil, err
 	}
 	return perf.NewRoofline(rm, rh, eff, tp)
+}
+
+// calibrationFor returns the roofline efficiencies of accelerator acc
+// from the scenario's calibration file (or the embedded one) and where
+// they come from. An uncalibrated accelerator borrows the first calibrated
+// accelerator's efficiencies (fractions of peak transfer better between
+// GPUs than generic defaults); the description says so.
+func calibrationFor(s *config.Scenario, src config.Source, acc hw.Accelerator) (perf.Efficiency, string, error) {
+	var file *calibrate.File
+	var err error
+	name := "embedded calibration"
+	if s.Predictor.Calibration == "" {
+		file, err = calibrate.Builtin()
+	} else {
+		p := resolve(src, s.Predictor.Calibration)
+		name = p
+		f, oerr := os.Open(p)
+		if oerr != nil {
+			return perf.Efficiency{}, "", fmt.Errorf("predictor.calibration: %w", oerr)
+		}
+		defer f.Close()
+		file, err = calibrate.Load(f, p)
+	}
+	if err != nil {
+		return perf.Efficiency{}, "", fmt.Errorf("predictor.calibration: %w", err)
+	}
+	if eff, ok := file.Lookup(acc.Name); ok {
+		return eff, fmt.Sprintf("%s calibrated (%s)", acc.Name, name), nil
+	}
+	names := file.Names()
+	if len(names) == 0 {
+		return perf.DefaultEfficiency, fmt.Sprintf("%s is not calibrated and %s has no accelerator: generic default efficiencies", acc.Name, name), nil
+	}
+	eff, _ := file.Lookup(names[0])
+	return eff, fmt.Sprintf("%s is not calibrated: efficiencies borrowed from %s (%s); run servesim calibrate on a %s profile bundle", acc.Name, names[0], name, acc.Name), nil
 }
 
 // tpComm describes the tensor-parallel collectives of one instance.

@@ -282,6 +282,12 @@ func (s *Summary) AddITL(ns int64) { s.itl.add(ns) }
 // Result is the run summary as a plain value. Latencies are milliseconds,
 // rates are per simulated second. It marshals to JSON without NaN.
 type Result struct {
+	// Scenario says what was simulated (model, instance layout, hardware,
+	// KV capacity, predictor and calibration, workload, seed); the caller
+	// sets it, and Simulated with the same as text lines.
+	Scenario  any      `json:"scenario,omitempty"`
+	Simulated []string `json:"-"`
+
 	RequestsTotal    int64            `json:"requests_total"`
 	Finished         int64            `json:"finished"`
 	Rejected         int64            `json:"rejected"`

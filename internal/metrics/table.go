@@ -17,6 +17,12 @@ func (r Result) String() string {
 	title := " servesim summary "
 	pad := (tableWidth - len(title)) / 2
 	b.WriteString(strings.Repeat("=", pad) + title + strings.Repeat("=", tableWidth-pad-len(title)) + "\n")
+	for _, l := range r.Simulated {
+		b.WriteString(l + "\n")
+	}
+	if len(r.Simulated) > 0 {
+		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+	}
 
 	kv := func(label, value string) { fmt.Fprintf(&b, "%-40s%16s\n", label, value) }
 	i := func(v int64) string { return fmt.Sprintf("%d", v) }

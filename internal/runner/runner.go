@@ -188,6 +188,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	if errors.As(err, &stop) {
 		// The eager policy stopped the run: report what happened so far.
 		res := o.sum.Finish(end)
+		describe(b, &res)
 		res.Stopped = stop.Error()
 		return res, err
 	}
@@ -219,6 +220,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	o.closers = nil
 	res := o.sum.Finish(end)
+	describe(b, &res)
 	res.CheckTargets(opts.Targets)
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
@@ -228,4 +230,10 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// describe attaches what was simulated to a run's result.
+func describe(b *assemble.Built, res *metrics.Result) {
+	d := b.Describe()
+	res.Scenario, res.Simulated = d, d.Lines()
 }

@@ -1,0 +1,166 @@
+package assemble
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
+)
+
+// Description says what a built scenario simulates, so that every output
+// can carry it: the model, each instance group's layout, hardware, KV
+// capacity and engine limits, the latency predictor and its calibration,
+// the workload and the seed.
+type Description struct {
+	Name      string             `json:"name"`
+	Seed      uint64             `json:"seed"`
+	Model     string             `json:"model"`
+	Dtype     string             `json:"dtype"`
+	Groups    []GroupDescription `json:"groups"`
+	Predictor string             `json:"predictor"`
+	Workload  string             `json:"workload"`
+	Handoff   string             `json:"handoff,omitempty"`
+	// Warnings are approximations the user should know of, e.g. an
+	// accelerator that borrows another's calibration.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// GroupDescription is one instance group of a Description.
+type GroupDescription struct {
+	Name                string `json:"name"`
+	Count               int    `json:"count"`
+	Role                string `json:"role"`
+	Hardware            string `json:"hardware"`
+	TP                  int    `json:"tp"`
+	PP                  int    `json:"pp"`
+	KVBlocks            int    `json:"kv_blocks_per_instance"`
+	BlockSize           int    `json:"block_size"`
+	MaxNumSeqs          int    `json:"max_num_seqs"`
+	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
+	// Latency is where the group's step times come from: a profile
+	// bundle, or the roofline and its calibration.
+	Latency string `json:"latency"`
+}
+
+// Describe returns what b simulates.
+func (b *Built) Describe() Description {
+	s := b.Scenario
+	d := Description{Name: s.Name, Seed: s.Seed, Model: s.Model, Dtype: s.Dtype, Predictor: s.Predictor.Kind, Workload: describeWorkload(&s.Workload)}
+	if b.PD != nil {
+		d.Handoff = fmt.Sprintf("policy %s, placement %s", s.Handoff.Policy, s.Handoff.Placement)
+	}
+	warned := map[string]bool{}
+	for i := 0; i < len(b.Instances); {
+		in := b.Instances[i]
+		n := 1
+		for i+n < len(b.Instances) && b.Instances[i+n].Group == in.Group {
+			n++
+		}
+		g := GroupDescription{Name: in.Group, Count: n, Role: in.Role, Hardware: in.Hardware, TP: in.TP, PP: in.PP,
+			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
+			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens}
+		g.Latency, warned = b.latencySource(in, warned, &d.Warnings)
+		d.Groups = append(d.Groups, g)
+		i += n
+	}
+	return d
+}
+
+// latencySource names where an instance's step times come from, and adds
+// a warning (once per accelerator) when it borrows a calibration.
+func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]string) (string, map[string]bool) {
+	s := b.Scenario
+	if s.Predictor.Kind != "roofline" {
+		return fmt.Sprintf("profile %s/%s/%s/tp%d", in.Hardware, s.Model, s.Dtype, in.TP), warned
+	}
+	acc, err := hw.Lookup(in.Hardware)
+	if err != nil {
+		return "roofline", warned
+	}
+	_, desc, err := calibrationFor(s, b.src, acc)
+	if err != nil {
+		return "roofline", warned
+	}
+	if !strings.Contains(desc, "not calibrated") {
+		return "roofline, " + desc, warned
+	}
+	if !warned[acc.Name] {
+		warned[acc.Name] = true
+		*warnings = append(*warnings, "roofline: "+desc)
+	}
+	return "roofline, borrowed calibration (see the warning)", warned
+}
+
+// describeWorkload summarises the workload section in one line.
+func describeWorkload(w *config.Workload) string {
+	var parts []string
+	switch {
+	case w.Synthetic != nil:
+		syn := w.Synthetic
+		parts = append(parts, fmt.Sprintf("synthetic: %d requests, %s arrivals%s, input %s, output %s",
+			syn.Requests, syn.Arrival.Kind, rate(syn.Arrival.Rate), dist(syn.Input.Kind, syn.Input.Mean), dist(syn.Output.Kind, syn.Output.Mean)))
+	case w.Chat != nil:
+		c := w.Chat
+		parts = append(parts, fmt.Sprintf("chat: %d conversations, %s starts%s, %s turns", c.Conversations, c.Arrival.Kind, rate(c.Arrival.Rate), c.Turns.Kind))
+	case w.SharedPrefix != nil:
+		sp := w.SharedPrefix
+		parts = append(parts, fmt.Sprintf("shared prefix: %d requests over %d contexts, %s arrivals%s", sp.Requests, sp.Prefixes, sp.Arrival.Kind, rate(sp.Arrival.Rate)))
+	default:
+		parts = append(parts, "trace "+w.Trace)
+		if w.Format != "jsonl" {
+			parts = append(parts, "format "+w.Format)
+		}
+	}
+	if w.Limit > 0 {
+		parts = append(parts, fmt.Sprintf("first %d", w.Limit))
+	}
+	if w.TimeScale != 1 {
+		parts = append(parts, fmt.Sprintf("time scale %g", w.TimeScale))
+	}
+	if w.MaxConcurrency > 0 {
+		parts = append(parts, fmt.Sprintf("max concurrency %d", w.MaxConcurrency))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func rate(r float64) string {
+	if r == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" at %g req/s", r)
+}
+
+func dist(kind any, mean float64) string {
+	if mean == 0 {
+		return fmt.Sprint(kind)
+	}
+	return fmt.Sprintf("%v mean %g", kind, mean)
+}
+
+// Lines renders the description as short "key: value" lines for the top
+// of a text output.
+func (d Description) Lines() []string {
+	lines := []string{
+		fmt.Sprintf("Scenario: %s (seed %d)", d.Name, d.Seed),
+		fmt.Sprintf("Model: %s (%s)", d.Model, d.Dtype),
+	}
+	for _, g := range d.Groups {
+		shape := fmt.Sprintf("tp %d", g.TP)
+		if g.PP > 1 {
+			shape += fmt.Sprintf(" pp %d", g.PP)
+		}
+		lines = append(lines,
+			fmt.Sprintf("Instances %s: %d x %s on %s %s, %d KV blocks x %d tokens, max_num_seqs %d, max_num_batched_tokens %d",
+				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize, g.MaxNumSeqs, g.MaxNumBatchedTokens),
+			"  step latency: "+g.Latency)
+	}
+	if d.Handoff != "" {
+		lines = append(lines, "Handoff: "+d.Handoff)
+	}
+	lines = append(lines, "Workload: "+d.Workload)
+	for _, w := range d.Warnings {
+		lines = append(lines, "Warning: "+w)
+	}
+	return lines
+}

@@ -1,0 +1,46 @@
+package assemble
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/config"
+)
+
+// TestDescribeSaysWhatIsSimulated: the description names the model, each
+// group's layout, hardware and KV capacity, the step-latency source, the
+// workload and the seed; a roofline on an uncalibrated accelerator warns
+// that it borrows another's calibration, and a calibrated one does not.
+func TestDescribeSaysWhatIsSimulated(t *testing.T) {
+	for _, c := range []struct {
+		yaml     string
+		want     []string
+		warnings int
+	}{
+		{"seed: 7\ninstances: [{role: prefill, count: 2}, {role: decode, engine: {num_gpu_blocks: 3000}}]\nworkload: {limit: 10}\n",
+			[]string{"seed 7", "meta-llama/Llama-3.1-8B (bf16)", "2 x prefill on RTXPRO6000 tp 1", "1 x decode", "3000 KV blocks x 16 tokens",
+				"profile RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp1", "policy pull", "first 10"}, 0},
+		{"predictor: {kind: roofline}\nhardware: H100\ninstances: [{tp: 2}]\n",
+			[]string{"H100 tp 2", "borrowed calibration", "H100 is not calibrated: efficiencies borrowed from RTXPRO6000"}, 1},
+		{"predictor: {kind: roofline}\n", []string{"roofline, RTXPRO6000 calibrated (embedded calibration)"}, 0},
+	} {
+		s, err := config.Parse([]byte(c.yaml), "d.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Build(s, config.Source{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := b.Describe()
+		text := strings.Join(d.Lines(), "\n")
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("description of %q lacks %q:\n%s", c.yaml, w, text)
+			}
+		}
+		if len(d.Warnings) != c.warnings {
+			t.Errorf("%q: %d warnings, want %d: %v", c.yaml, len(d.Warnings), c.warnings, d.Warnings)
+		}
+	}
+}
