@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// docBlock matches a text block in the docs that shows a command and its
+// output: "```text\n$ servesim ARGS\nOUTPUT```".
+var docBlock = regexp.MustCompile("(?s)```text\n\\$ servesim ([^\n]*)\n(.*?)```")
+
+// TestDocsShowRealOutput runs every command shown with its output in
+// README.md and docs/*.md and compares the output with what the page
+// shows, so the docs cannot drift from the program. After a deliberate
+// change, rewrite the pages with
+//
+//	SERVESIM_UPDATE_DOCS=1 go test ./cmd/servesim -run TestDocsShowRealOutput
+//
+// The slower searches and comparisons are skipped under -short.
+func TestDocsShowRealOutput(t *testing.T) {
+	t.Chdir("../..")
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append([]string{"README.md"}, pages...)
+	update := os.Getenv("SERVESIM_UPDATE_DOCS") != ""
+	n := 0
+	for _, page := range pages {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := false
+		out := docBlock.ReplaceAllFunc(data, func(block []byte) []byte {
+			m := docBlock.FindSubmatch(block)
+			args := strings.Fields(string(m[1]))
+			name := page + ": servesim " + string(m[1])
+			if testing.Short() && (args[0] == "search" || args[0] == "compare") {
+				t.Logf("%s: skipped under -short", name)
+				return block
+			}
+			n++
+			var stdout, stderr bytes.Buffer
+			code := execute(args, &stdout, &stderr)
+			if code != 0 && !(args[0] == "compare" && code == 3) {
+				t.Errorf("%s: exit %d: %s", name, code, stderr.String())
+				return block
+			}
+			if bytes.Equal(stdout.Bytes(), m[2]) {
+				return block
+			}
+			if update {
+				changed = true
+				return []byte("```text\n$ servesim " + string(m[1]) + "\n" + stdout.String() + "```")
+			}
+			t.Errorf("%s: the output shown differs from the program's; rerun with SERVESIM_UPDATE_DOCS=1 after a deliberate change.\nshown:\n%s\nprogram:\n%s", name, m[2], stdout.String())
+			return block
+		})
+		if changed {
+			if err := os.WriteFile(page, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s rewritten", page)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no command blocks found in the docs")
+	}
+}
