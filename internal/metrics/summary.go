@@ -123,15 +123,21 @@ func (s SLO) met(r *Record) bool {
 	return s.E2E <= 0 || r.E2E() <= s.E2E
 }
 
-// SLOResult is SLO attainment: Met finished requests met every bound;
-// Attainment = Met / requests_total; GoodputRPS = Met / sim time.
+// SLOResult is SLO attainment and the verdict on percentile targets.
+//
+// With per-request bounds, Met finished requests met every bound,
+// Attainment = Met / requests_total (failed and rejected requests are
+// misses) and GoodputRPS = Met / the run's duration including the drain,
+// vLLM's bench serve definition. Without per-request bounds (only
+// percentile targets) the three are nil: attainment and goodput do not
+// exist for a run-level target.
 type SLOResult struct {
-	TTFTMs     float64 `json:"ttft_ms"`
-	TPOTMs     float64 `json:"tpot_ms"`
-	E2EMs      float64 `json:"e2e_ms"`
-	Met        int64   `json:"met"`
-	Attainment float64 `json:"attainment"`
-	GoodputRPS float64 `json:"goodput_rps"`
+	TTFTMs     float64  `json:"ttft_ms"`
+	TPOTMs     float64  `json:"tpot_ms"`
+	E2EMs      float64  `json:"e2e_ms"`
+	Met        *int64   `json:"met,omitempty"`
+	Attainment *float64 `json:"attainment,omitempty"`
+	GoodputRPS *float64 `json:"goodput_rps,omitempty"`
 	// Targets are the percentile targets and whether they were met.
 	Targets []TargetResult `json:"targets,omitempty"`
 }
@@ -160,7 +166,7 @@ func (r *Result) CheckTargets(ts []Target) {
 		return
 	}
 	if r.SLO == nil {
-		r.SLO = &SLOResult{Met: r.Finished, Attainment: ratio(r.Finished, r.RequestsTotal), GoodputRPS: rate(r.Finished, r.SimTimeS)}
+		r.SLO = &SLOResult{}
 	}
 	for _, t := range ts {
 		var st Stat
@@ -177,20 +183,6 @@ func (r *Result) CheckTargets(ts []Target) {
 		v := map[int]float64{50: st.P50, 90: st.P90, 95: st.P95, 99: st.P99}[t.Percentile]
 		r.SLO.Targets = append(r.SLO.Targets, TargetResult{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs, ValueMs: v, Met: st.Count > 0 && v <= t.MaxMs})
 	}
-}
-
-func ratio(a, b int64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
-}
-
-func rate(n int64, secs float64) float64 {
-	if secs <= 0 {
-		return 0
-	}
-	return float64(n) / secs
 }
 
 // Summary accumulates run-level metrics from a stream of records without
@@ -367,17 +359,18 @@ func (s *Summary) Finish(simTimeNs int64) Result {
 		RejectionReasons: copyCounts(s.rejectReasons),
 	}
 	if s.slo.set() {
-		sr := &SLOResult{
+		met, goodput, attainment := s.sloMet, rate(s.sloMet), 0.0
+		if s.total > 0 {
+			attainment = float64(s.sloMet) / float64(s.total)
+		}
+		res.SLO = &SLOResult{
 			TTFTMs:     float64(s.slo.TTFT) / 1e6,
 			TPOTMs:     float64(s.slo.TPOT) / 1e6,
 			E2EMs:      float64(s.slo.E2E) / 1e6,
-			Met:        s.sloMet,
-			GoodputRPS: rate(s.sloMet),
+			Met:        &met,
+			Attainment: &attainment,
+			GoodputRPS: &goodput,
 		}
-		if s.total > 0 {
-			sr.Attainment = float64(s.sloMet) / float64(s.total)
-		}
-		res.SLO = sr
 	}
 	return res
 }

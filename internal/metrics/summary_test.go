@@ -114,8 +114,33 @@ func TestSummaryCounts(t *testing.T) {
 		t.Errorf("rejection reasons %v", r.RejectionReasons)
 	}
 	// TTFTs 20, 58, 5 ms: the P/D one misses the 30 ms bound.
-	if r.SLO == nil || r.SLO.Met != 2 || r.SLO.GoodputRPS != 1 || math.Abs(r.SLO.Attainment-2.0/7) > 1e-12 {
+	if r.SLO == nil || r.SLO.Met == nil || *r.SLO.Met != 2 || *r.SLO.GoodputRPS != 1 || math.Abs(*r.SLO.Attainment-2.0/7) > 1e-12 {
 		t.Errorf("SLO: %+v", r.SLO)
+	}
+}
+
+// TestPercentileTargetsAloneHaveNoAttainment: with percentile targets and
+// no per-request bounds there is no attainment or goodput to report (they
+// used to read 100 % beside a missed target); the target's verdict stands.
+func TestPercentileTargetsAloneHaveNoAttainment(t *testing.T) {
+	s := NewSummary()
+	for i, ttft := range []int64{100e6, 3000e6} {
+		rec := NewRecord(int64(i), 0)
+		rec.Outcome, rec.InputTokens, rec.OutputTokens, rec.Generated = Finished, 10, 1, 1
+		rec.Queued, rec.Scheduled, rec.FirstToken, rec.LastToken = 0, 0, ttft, ttft
+		s.Add(&rec)
+	}
+	r := s.Finish(4e9)
+	r.CheckTargets([]Target{{Metric: "ttft", Percentile: 99, MaxMs: 2000}})
+	if r.SLO == nil || r.SLO.Attainment != nil || r.SLO.GoodputRPS != nil || r.SLO.Met != nil {
+		t.Fatalf("attainment without per-request bounds: %+v", r.SLO)
+	}
+	if len(r.SLO.Targets) != 1 || r.SLO.Targets[0].Met {
+		t.Fatalf("p99 TTFT of 3 s must miss 2 s: %+v", r.SLO.Targets)
+	}
+	text := r.String()
+	if strings.Contains(text, "SLO attainment (%)") || !strings.Contains(text, "n/a") || !strings.Contains(text, "MISSED") {
+		t.Fatalf("summary:\n%s", text)
 	}
 }
 

@@ -42,10 +42,15 @@ func (r Result) String() string {
 	kv("Re-prefills:", i(r.Reprefills))
 	kv("Retries:", i(r.Retries))
 	if r.SLO != nil {
-		kv("SLO TTFT / TPOT / E2E (ms):", sloBound(r.SLO.TTFTMs)+" / "+sloBound(r.SLO.TPOTMs)+" / "+sloBound(r.SLO.E2EMs))
-		kv("SLO met:", i(r.SLO.Met))
-		kv("SLO attainment (%):", f(r.SLO.Attainment*100, 2))
-		kv("Goodput (req/s):", f(r.SLO.GoodputRPS, 3))
+		if r.SLO.Attainment != nil {
+			kv("SLO TTFT / TPOT / E2E (ms):", sloBound(r.SLO.TTFTMs)+" / "+sloBound(r.SLO.TPOTMs)+" / "+sloBound(r.SLO.E2EMs))
+			kv("SLO met:", i(*r.SLO.Met))
+			kv("SLO attainment (%):", f(*r.SLO.Attainment*100, 2))
+			kv("Goodput (req/s, met / duration):", f(*r.SLO.GoodputRPS, 3))
+		} else {
+			kv("SLO attainment, goodput:", "n/a")
+			b.WriteString("  (no per-request bounds: set slo.ttft_ms, tpot_ms or e2e_ms)\n")
+		}
 		for _, t := range r.SLO.Targets {
 			verdict := "met"
 			if !t.Met {

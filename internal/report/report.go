@@ -226,9 +226,17 @@ func sloTable(runs []Run) tableView {
 	row("TTFT / TPOT / E2E bounds (ms)", func(s *metrics.SLOResult) string {
 		return bound(s.TTFTMs) + " / " + bound(s.TPOTMs) + " / " + bound(s.E2EMs)
 	})
-	row("Met", func(s *metrics.SLOResult) string { return itoa(s.Met) })
-	row("Attainment (%)", func(s *metrics.SLOResult) string { return ftoa(s.Attainment*100, 2) })
-	row("Goodput (req/s)", func(s *metrics.SLOResult) string { return ftoa(s.GoodputRPS, 3) })
+	na := func(f func(*metrics.SLOResult) string) func(*metrics.SLOResult) string {
+		return func(s *metrics.SLOResult) string {
+			if s.Attainment == nil {
+				return "n/a"
+			}
+			return f(s)
+		}
+	}
+	row("Met", na(func(s *metrics.SLOResult) string { return itoa(*s.Met) }))
+	row("Attainment (%)", na(func(s *metrics.SLOResult) string { return ftoa(*s.Attainment*100, 2) }))
+	row("Goodput (req/s, met / duration)", na(func(s *metrics.SLOResult) string { return ftoa(*s.GoodputRPS, 3) }))
 	// Targets, in the order of the first run that has them.
 	for _, r := range runs {
 		if r.Summary.SLO == nil || len(r.Summary.SLO.Targets) == 0 {

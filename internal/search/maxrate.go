@@ -264,8 +264,8 @@ func (r *rateScaler) run(m float64, o Options) (Probe, error) {
 		return Probe{}, fmt.Errorf("rate x%g: %w", m, err)
 	}
 	p := Probe{Multiplier: m, RateRPS: r.baseRate * m, TimeScale: ts, Summary: res}
-	if res.SLO != nil {
-		p.Attainment, p.GoodputRPS = res.SLO.Attainment, res.SLO.GoodputRPS
+	if res.SLO != nil && res.SLO.Attainment != nil {
+		p.Attainment, p.GoodputRPS = *res.SLO.Attainment, *res.SLO.GoodputRPS
 	}
 	p.Pass = res.Stopped == "" && p.Attainment >= o.Target
 	return p, nil

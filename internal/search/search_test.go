@@ -33,7 +33,7 @@ func attainment(t *testing.T, s *config.Scenario, src config.Source) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.SLO.Attainment
+	return *res.SLO.Attainment
 }
 
 // TestMaxRatePD2P2D is the acceptance test of max-rate: on

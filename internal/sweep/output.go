@@ -101,9 +101,9 @@ var metricCols = func() []metricCol {
 		metricCol{"slo_ttft_ms", slo(func(s *metrics.SLOResult) string { return ftoa(s.TTFTMs) })},
 		metricCol{"slo_tpot_ms", slo(func(s *metrics.SLOResult) string { return ftoa(s.TPOTMs) })},
 		metricCol{"slo_e2e_ms", slo(func(s *metrics.SLOResult) string { return ftoa(s.E2EMs) })},
-		metricCol{"slo_met", slo(func(s *metrics.SLOResult) string { return itoa(s.Met) })},
-		metricCol{"slo_attainment", slo(func(s *metrics.SLOResult) string { return ftoa(s.Attainment) })},
-		metricCol{"goodput_rps", slo(func(s *metrics.SLOResult) string { return ftoa(s.GoodputRPS) })},
+		metricCol{"slo_met", slo(func(s *metrics.SLOResult) string { return optInt(s.Met) })},
+		metricCol{"slo_attainment", slo(func(s *metrics.SLOResult) string { return optFloat(s.Attainment) })},
+		metricCol{"goodput_rps", slo(func(s *metrics.SLOResult) string { return optFloat(s.GoodputRPS) })},
 		metricCol{"slo_targets_met", slo(func(s *metrics.SLOResult) string {
 			if len(s.Targets) == 0 {
 				return ""
@@ -283,4 +283,20 @@ func (p *Plan) jsonRow(r Row) ([]byte, error) {
 	b.Write(sum)
 	b.WriteString("}")
 	return b.Bytes(), nil
+}
+
+// optInt and optFloat print a value that may not exist as "" when it
+// does not.
+func optInt(v *int64) string {
+	if v == nil {
+		return ""
+	}
+	return itoa(*v)
+}
+
+func optFloat(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return ftoa(*v)
 }
