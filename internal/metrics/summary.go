@@ -201,7 +201,7 @@ type Summary struct {
 	cachedTokens                int64
 	preemptions, reprefills     int64
 	retries                     int64
-	failReasons, rejectReasons  map[string]int64
+	failReasons, rejectReasons  *reasonTally
 	slo                         SLO
 	sloMet                      int64
 }
@@ -212,8 +212,8 @@ func NewSummary() *Summary {
 		ttft: newDist(), tpot: newDist(), itl: newDist(), e2e: newDist(),
 		queue: newDist(), handoff: newDist(), capacity: newDist(),
 		transfer:      newDist(),
-		failReasons:   map[string]int64{},
-		rejectReasons: map[string]int64{},
+		failReasons:   newReasonTally(),
+		rejectReasons: newReasonTally(),
 	}
 }
 
@@ -232,14 +232,14 @@ func (s *Summary) Add(r *Record) {
 		s.finished++
 	case Rejected:
 		s.rejected++
-		s.rejectReasons[reasonKey(r.Reason)]++
+		s.rejectReasons.add(r.Reason)
 		return
 	default:
 		s.failed++
 		if r.Outcome == Failed {
-			s.failReasons[reasonKey(r.Reason)]++
+			s.failReasons.add(r.Reason)
 		} else {
-			s.failReasons["unknown outcome"]++
+			s.failReasons.add("unknown outcome")
 		}
 		return
 	}
@@ -260,13 +260,6 @@ func (s *Summary) Add(r *Record) {
 	}
 }
 
-func reasonKey(reason string) string {
-	if reason == "" {
-		return "unspecified"
-	}
-	return reason
-}
-
 // AddITL records one inter-token latency (gap between consecutive output
 // tokens of a request, ns) as measured by the engine.
 func (s *Summary) AddITL(ns int64) { s.itl.add(ns) }
@@ -280,31 +273,36 @@ type Result struct {
 	Scenario  any      `json:"scenario,omitempty"`
 	Simulated []string `json:"-"`
 
-	RequestsTotal    int64            `json:"requests_total"`
-	Finished         int64            `json:"finished"`
-	Rejected         int64            `json:"rejected"`
-	Failed           int64            `json:"failed"`
-	SimTimeS         float64          `json:"sim_time_s"`
-	ThroughputRPS    float64          `json:"throughput_rps"`
-	InputTokens      int64            `json:"input_tokens"`
-	OutputTokens     int64            `json:"output_tokens"`
-	CachedTokens     int64            `json:"cached_tokens"`
-	InputTokS        float64          `json:"input_tok_s"`
-	OutputTokS       float64          `json:"output_tok_s"`
-	TTFT             Stat             `json:"ttft_ms"`
-	TPOT             Stat             `json:"tpot_ms"`
-	ITL              Stat             `json:"itl_ms"`
-	E2E              Stat             `json:"e2e_ms"`
-	QueueDelay       Stat             `json:"queue_delay_ms"`
-	HandoffWait      Stat             `json:"handoff_wait_ms"`
-	CapacityWait     Stat             `json:"decode_capacity_wait_ms"`
-	Transfer         Stat             `json:"transfer_ms"`
-	Preemptions      int64            `json:"preemptions"`
-	Reprefills       int64            `json:"reprefills"`
-	Retries          int64            `json:"retries"`
-	FailureReasons   map[string]int64 `json:"failure_reasons"`
-	RejectionReasons map[string]int64 `json:"rejection_reasons"`
-	SLO              *SLOResult       `json:"slo,omitempty"`
+	RequestsTotal int64   `json:"requests_total"`
+	Finished      int64   `json:"finished"`
+	Rejected      int64   `json:"rejected"`
+	Failed        int64   `json:"failed"`
+	SimTimeS      float64 `json:"sim_time_s"`
+	ThroughputRPS float64 `json:"throughput_rps"`
+	InputTokens   int64   `json:"input_tokens"`
+	OutputTokens  int64   `json:"output_tokens"`
+	CachedTokens  int64   `json:"cached_tokens"`
+	InputTokS     float64 `json:"input_tok_s"`
+	OutputTokS    float64 `json:"output_tok_s"`
+	TTFT          Stat    `json:"ttft_ms"`
+	TPOT          Stat    `json:"tpot_ms"`
+	ITL           Stat    `json:"itl_ms"`
+	E2E           Stat    `json:"e2e_ms"`
+	QueueDelay    Stat    `json:"queue_delay_ms"`
+	HandoffWait   Stat    `json:"handoff_wait_ms"`
+	CapacityWait  Stat    `json:"decode_capacity_wait_ms"`
+	Transfer      Stat    `json:"transfer_ms"`
+	Preemptions   int64   `json:"preemptions"`
+	Reprefills    int64   `json:"reprefills"`
+	Retries       int64   `json:"retries"`
+	// FailureReasons and RejectionReasons count reasons by class (the
+	// reason with its numbers replaced by N); the examples give the first
+	// reason of each class that has numbers.
+	FailureReasons    map[string]int64  `json:"failure_reasons"`
+	RejectionReasons  map[string]int64  `json:"rejection_reasons"`
+	FailureExamples   map[string]string `json:"failure_examples,omitempty"`
+	RejectionExamples map[string]string `json:"rejection_examples,omitempty"`
+	SLO               *SLOResult        `json:"slo,omitempty"`
 	// PinnedKV is, per prefill instance of a disaggregated run, the KV
 	// pinned for handoffs.
 	PinnedKV []PinnedKV `json:"pinned_kv,omitempty"`
@@ -333,30 +331,32 @@ func (s *Summary) Finish(simTimeNs int64) Result {
 		return float64(n) / secs
 	}
 	res := Result{
-		RequestsTotal:    s.total,
-		Finished:         s.finished,
-		Rejected:         s.rejected,
-		Failed:           s.failed,
-		SimTimeS:         secs,
-		ThroughputRPS:    rate(s.finished),
-		InputTokens:      s.inputTokens,
-		OutputTokens:     s.outputTokens,
-		CachedTokens:     s.cachedTokens,
-		InputTokS:        rate(s.inputTokens),
-		OutputTokS:       rate(s.outputTokens),
-		TTFT:             s.ttft.stat(),
-		TPOT:             s.tpot.stat(),
-		ITL:              s.itl.stat(),
-		E2E:              s.e2e.stat(),
-		QueueDelay:       s.queue.stat(),
-		HandoffWait:      s.handoff.stat(),
-		CapacityWait:     s.capacity.stat(),
-		Transfer:         s.transfer.stat(),
-		Preemptions:      s.preemptions,
-		Reprefills:       s.reprefills,
-		Retries:          s.retries,
-		FailureReasons:   copyCounts(s.failReasons),
-		RejectionReasons: copyCounts(s.rejectReasons),
+		RequestsTotal:     s.total,
+		Finished:          s.finished,
+		Rejected:          s.rejected,
+		Failed:            s.failed,
+		SimTimeS:          secs,
+		ThroughputRPS:     rate(s.finished),
+		InputTokens:       s.inputTokens,
+		OutputTokens:      s.outputTokens,
+		CachedTokens:      s.cachedTokens,
+		InputTokS:         rate(s.inputTokens),
+		OutputTokS:        rate(s.outputTokens),
+		TTFT:              s.ttft.stat(),
+		TPOT:              s.tpot.stat(),
+		ITL:               s.itl.stat(),
+		E2E:               s.e2e.stat(),
+		QueueDelay:        s.queue.stat(),
+		HandoffWait:       s.handoff.stat(),
+		CapacityWait:      s.capacity.stat(),
+		Transfer:          s.transfer.stat(),
+		Preemptions:       s.preemptions,
+		Reprefills:        s.reprefills,
+		Retries:           s.retries,
+		FailureReasons:    s.failReasons.counts(),
+		RejectionReasons:  s.rejectReasons.counts(),
+		FailureExamples:   s.failReasons.examples(),
+		RejectionExamples: s.rejectReasons.examples(),
 	}
 	if s.slo.set() {
 		met, goodput, attainment := s.sloMet, rate(s.sloMet), 0.0
@@ -373,12 +373,4 @@ func (s *Summary) Finish(simTimeNs int64) Result {
 		}
 	}
 	return res
-}
-
-func copyCounts(m map[string]int64) map[string]int64 {
-	c := make(map[string]int64, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }

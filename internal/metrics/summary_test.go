@@ -110,7 +110,7 @@ func TestSummaryCounts(t *testing.T) {
 	if !mapsEqual(r.FailureReasons, wantFail) {
 		t.Errorf("failure reasons %v, want %v", r.FailureReasons, wantFail)
 	}
-	if r.RejectionReasons["queue too long, predicted 3s"] != 1 {
+	if r.RejectionReasons["queue too long, predicted Ns"] != 1 || r.RejectionExamples["queue too long, predicted Ns"] != "queue too long, predicted 3s" {
 		t.Errorf("rejection reasons %v", r.RejectionReasons)
 	}
 	// TTFTs 20, 58, 5 ms: the P/D one misses the 30 ms bound.

@@ -82,8 +82,8 @@ func (r Result) String() string {
 		}
 		b.WriteString("\n")
 	}
-	reasons(&b, "Rejection reasons", r.RejectionReasons)
-	reasons(&b, "Failure reasons", r.FailureReasons)
+	reasons(&b, "Rejection reasons", r.RejectionReasons, r.RejectionExamples)
+	reasons(&b, "Failure reasons", r.FailureReasons, r.FailureExamples)
 	if len(r.PinnedKV) > 0 {
 		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
 		b.WriteString("Pinned KV on prefill instances (blocks)\n")
@@ -120,7 +120,7 @@ func sloBound(ms float64) string {
 	return fmt.Sprintf("%g", ms)
 }
 
-func reasons(b *strings.Builder, title string, m map[string]int64) {
+func reasons(b *strings.Builder, title string, m map[string]int64, examples map[string]string) {
 	if len(m) == 0 {
 		return
 	}
@@ -133,5 +133,8 @@ func reasons(b *strings.Builder, title string, m map[string]int64) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		fmt.Fprintf(b, "  %-76s%16d\n", k, m[k])
+		if ex, ok := examples[k]; ok {
+			fmt.Fprintf(b, "    e.g. %s\n", ex)
+		}
 	}
 }

@@ -345,9 +345,10 @@ func reasonsTable(runs []Run) tableView {
 	for _, kind := range []struct {
 		name string
 		m    func(*metrics.Result) map[string]int64
+		ex   func(*metrics.Result) map[string]string
 	}{
-		{"rejected", func(r *metrics.Result) map[string]int64 { return r.RejectionReasons }},
-		{"failed", func(r *metrics.Result) map[string]int64 { return r.FailureReasons }},
+		{"rejected", func(r *metrics.Result) map[string]int64 { return r.RejectionReasons }, func(r *metrics.Result) map[string]string { return r.RejectionExamples }},
+		{"failed", func(r *metrics.Result) map[string]int64 { return r.FailureReasons }, func(r *metrics.Result) map[string]string { return r.FailureExamples }},
 	} {
 		total := map[string]int64{}
 		for i := range runs {
@@ -368,6 +369,12 @@ func reasonsTable(runs []Run) tableView {
 		shown := keys[:min(len(keys), maxReasons)]
 		for _, k := range shown {
 			rv := rowView{Label: kind.name + ": " + k}
+			for i := range runs {
+				if ex, ok := kind.ex(&runs[i].Summary)[k]; ok {
+					rv.Label += " (e.g. " + ex + ")"
+					break
+				}
+			}
 			for i := range runs {
 				rv.Cells = append(rv.Cells, itoa(kind.m(&runs[i].Summary)[k]))
 			}

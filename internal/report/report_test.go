@@ -169,7 +169,7 @@ func TestWriteOneRun(t *testing.T) {
 	for _, w := range []string{
 		"<title>servesim run: pd-test</title>",
 		"<td>Requests total</td><td>5000</td>",
-		"rejected: admission: queue full", "failed: prompt of 1000 tokens exceeds KV capacity",
+		"rejected: admission: queue full", "failed: prompt of N tokens exceeds KV capacity (e.g. prompt of 1000 tokens exceeds KV capacity)",
 		"#2 decode", "mean of 4 consecutive samples", // 4500 samples -> width 4 (1125 points)
 		"<td>TTFT</td><td>" + fmt.Sprint(r.Summary.TTFT.Count) + "</td>",
 	} {
