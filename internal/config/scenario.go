@@ -217,7 +217,8 @@ type Workload struct {
 	// Format of Trace: "jsonl" (default) or "vllm-requests" (a measured
 	// vLLM requests.jsonl; arrivals at its queued_ts offsets).
 	Format string `yaml:"format" json:"format"`
-	// Limit keeps only the first Limit requests (0: all).
+	// Limit keeps only the first Limit requests (0: all); every
+	// sub-request of a session counts, and a session is cut at the limit.
 	Limit int `yaml:"limit" json:"limit"`
 	// TimeScale multiplies every arrival time (0.5 doubles the rate).
 	// Default 1.

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-const tableWidth = 94
+const tableWidth = 95
 
 // String renders the result as a fixed-width, deterministic text table in
 // the spirit of vLLM's benchmark_serving output: run counters first, then
@@ -24,7 +24,7 @@ func (r Result) String() string {
 		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
 	}
 
-	kv := func(label, value string) { fmt.Fprintf(&b, "%-40s%16s\n", label, value) }
+	kv := func(label, value string) { fmt.Fprintf(&b, "%-40s %16s\n", label, value) }
 	i := func(v int64) string { return fmt.Sprintf("%d", v) }
 	f := func(v float64, prec int) string { return fmt.Sprintf("%.*f", prec, v) }
 	kv("Requests total:", i(r.RequestsTotal))
@@ -61,7 +61,7 @@ func (r Result) String() string {
 	}
 
 	b.WriteString(strings.Repeat("-", tableWidth) + "\n")
-	fmt.Fprintf(&b, "%-20s%8s", "Latency (ms)", "count")
+	fmt.Fprintf(&b, "%-20s %8s", "Latency (ms)", "count")
 	for _, h := range []string{"mean", "p50", "p90", "p95", "p99", "max"} {
 		fmt.Fprintf(&b, " %10s", h)
 	}
@@ -75,7 +75,7 @@ func (r Result) String() string {
 		{"Decode capacity wait", r.CapacityWait}, {"KV transfer", r.Transfer},
 	}
 	for _, row := range rows {
-		fmt.Fprintf(&b, "%-20s%8d", row.name, row.s.Count)
+		fmt.Fprintf(&b, "%-20s %8d", row.name, row.s.Count)
 		for _, v := range []float64{row.s.Mean, row.s.P50, row.s.P90, row.s.P95, row.s.P99, row.s.Max} {
 			b.WriteString(" ")
 			b.WriteString(cell(v, row.s.Count))
@@ -125,14 +125,14 @@ func reasons(b *strings.Builder, title string, m map[string]int64, examples map[
 		return
 	}
 	b.WriteString(strings.Repeat("-", tableWidth) + "\n")
-	fmt.Fprintf(b, "%-78s%16s\n", title, "count")
+	fmt.Fprintf(b, "%-78s %16s\n", title, "count")
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		fmt.Fprintf(b, "  %-76s%16d\n", k, m[k])
+		fmt.Fprintf(b, "  %-76s %16d\n", k, m[k])
 		if ex, ok := examples[k]; ok {
 			fmt.Fprintf(b, "    e.g. %s\n", ex)
 		}

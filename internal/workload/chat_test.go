@@ -190,3 +190,19 @@ func entryEqual(a, b Entry) bool {
 			slices.Equal(x.InputIDs, y.InputIDs) && slices.Equal(x.OutputIDs, y.OutputIDs)
 	})
 }
+
+// TestTakeCountsRequests: workload.limit counts requests, not entries: a
+// session's sub-requests count one each and the session is cut at the
+// limit.
+func TestTakeCountsRequests(t *testing.T) {
+	cfg := chatConfig()
+	cfg.Turns = LengthDist{Kind: Fixed, Mean: 4}
+	es := readAll(t, Take(must(NewChat(cfg, 1)), 10))
+	n := 0
+	for _, e := range es {
+		n += len(e.Requests)
+	}
+	if n != 10 || len(es) != 3 || len(es[2].Requests) != 2 {
+		t.Fatalf("Take(10) over 4-turn conversations: %d requests in %d entries", n, len(es))
+	}
+}

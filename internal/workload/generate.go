@@ -172,8 +172,9 @@ func (s *scaled) Next() (Entry, error) {
 	return e, nil
 }
 
-// Take returns a Source that yields at most n entries of src (a session
-// counts as one entry), then io.EOF.
+// Take returns a Source that yields the first n requests of src, then
+// io.EOF. Every sub-request of a session counts; a session that would
+// exceed n is cut after its first requests.
 func Take(src Source, n int) Source {
 	return &taken{src: src, left: n}
 }
@@ -189,10 +190,14 @@ func (t *taken) Next() (Entry, error) {
 		return Entry{}, io.EOF
 	}
 	e, err := t.src.Next()
-	if err == nil {
-		t.left--
+	if err != nil {
+		return e, err
 	}
-	return e, err
+	if len(e.Requests) > t.left {
+		e.Requests = e.Requests[:t.left]
+	}
+	t.left -= len(e.Requests)
+	return e, nil
 }
 
 // Collect reads src to io.EOF and returns all entries. It holds the whole
