@@ -437,6 +437,7 @@ func pdConfig(s *Scenario, pushBuf []int, hostBW float64) (*cluster.PDConfig, er
 		PushSpill:           h.PushOverflow == "spill",
 		HostBandwidth:       hostBW,
 		LocalPrefillBelow:   h.LocalPrefillBelow,
+		MaxReprefills:       h.MaxReprefills,
 	}, nil
 }
 

@@ -45,6 +45,16 @@ const (
 	stReady                  // KV arrived on the decode instance, waiting for the next batch
 )
 
+var stateNames = [...]string{"free", "waiting", "running", "done", "prefilled", "pinned", "handoff-queued", "reserved", "ready"}
+
+// String returns the state's name, as error messages print it.
+func (s state) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
 type scheduled struct {
 	slot   int32
 	tokens int32
@@ -254,15 +264,18 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 		s.rec.DecodeInstance = e.id
 	}
 	// The engine picks new requests up between steps: now when idle, else
-	// when the step in flight ends (vLLM's queued time).
-	s.rec.Queued = now
-	if e.Busy() {
-		s.rec.Queued = e.stepEnd
-		if e.pp() > 1 {
-			s.rec.Queued = max(now, e.flights[0].end)
+	// when the step in flight ends (vLLM's queued time). A re-prefilled
+	// request keeps its first queueing as its queued time.
+	if s.rec.Queued < 0 {
+		s.rec.Queued = now
+		if e.Busy() {
+			s.rec.Queued = e.stepEnd
+			if e.pp() > 1 {
+				s.rec.Queued = max(now, e.flights[0].end)
+			}
+		} else if len(e.flights) > 0 && e.stages[0] > now {
+			s.rec.Queued = e.stages[0]
 		}
-	} else if len(e.flights) > 0 && e.stages[0] > now {
-		s.rec.Queued = e.stages[0]
 	}
 	e.waiting.pushBack(slot)
 	e.waitingTokens += int64(s.prompt)

@@ -34,7 +34,7 @@ func (e *Engine) Reserved() int { return e.reservedSeqs }
 func (e *Engine) ReleasePinned(slot int32) {
 	s := &e.slots[slot]
 	if s.state != stPinned && s.state != stPrefilled {
-		e.fail(fmt.Errorf("request %d: release of pinned KV in state %d (released twice?)", s.rec.ID, s.state))
+		e.fail(fmt.Errorf("request %d: release of pinned KV in state %s (released twice?)", s.rec.ID, s.state))
 		return
 	}
 	e.pinned -= len(s.blocks)
@@ -169,7 +169,7 @@ func (e *Engine) reserve(slot int32) (int, bool) {
 func (e *Engine) TransferDone(slot int32, now int64) {
 	s := &e.slots[slot]
 	if s.state != stReserved {
-		e.fail(fmt.Errorf("request %d: transfer done in state %d", s.rec.ID, s.state))
+		e.fail(fmt.Errorf("request %d: transfer done in state %s", s.rec.ID, s.state))
 		return
 	}
 	s.rec.TransferEnd = now
@@ -184,7 +184,7 @@ func (e *Engine) TransferDone(slot int32, now int64) {
 func (e *Engine) Cancel(slot int32) {
 	s := &e.slots[slot]
 	if s.state != stReserved {
-		e.fail(fmt.Errorf("request %d: cancel in state %d", s.rec.ID, s.state))
+		e.fail(fmt.Errorf("request %d: cancel in state %s", s.rec.ID, s.state))
 		return
 	}
 	e.release(s)
@@ -218,3 +218,70 @@ func hashParent(prev uint64, i int) uint64 {
 	}
 	return prev
 }
+
+// HandoffUnfit returns why a request handed off to this decode instance
+// could never be admitted ("" when it can): Unfit, or its prompt plus the
+// configured decode headroom exceeding the whole KV pool (the reservation
+// Reserve would wait for forever).
+func (e *Engine) HandoffUnfit(r *workload.Request) string {
+	if why := e.Unfit(r); why != "" {
+		return why
+	}
+	if need := cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize); need > e.cfg.NumBlocks {
+		return fmt.Sprintf("prompt %d tokens plus reserved_decode_tokens %d needs %d KV blocks but instance %d holds %d",
+			r.InputTokens, e.cfg.ReservedDecodeTokens, need, e.id, e.cfg.NumBlocks)
+	}
+	return ""
+}
+
+// SlotPhase is where a handed-off request stands on a decode instance, as
+// the cluster's consistency check sees it.
+type SlotPhase uint8
+
+// Slot phases.
+const (
+	PhaseOther    SlotPhase = iota // not a handoff state (free, waiting, running, ...)
+	PhaseQueued                    // in the admission queue
+	PhaseReserved                  // blocks reserved, KV not arrived
+	PhaseReady                     // KV arrived, waiting for the next batch
+)
+
+// SlotPhase returns the request id held by slot and its handoff phase.
+func (e *Engine) SlotPhase(slot int32) (id int64, ph SlotPhase) {
+	if slot < 0 || int(slot) >= len(e.slots) {
+		return -1, PhaseOther
+	}
+	s := &e.slots[slot]
+	switch s.state {
+	case stHandoff:
+		ph = PhaseQueued
+	case stReserved:
+		ph = PhaseReserved
+	case stReady:
+		ph = PhaseReady
+	}
+	return s.rec.ID, ph
+}
+
+// SlotState returns the name of the engine state of slot, for reports.
+func (e *Engine) SlotState(slot int32) string {
+	if slot < 0 || int(slot) >= len(e.slots) {
+		return "none"
+	}
+	return e.slots[slot].state.String()
+}
+
+// HandoffFits reports whether HandoffUnfit(r) is "", without building the
+// reason: placement calls it for every candidate.
+func (e *Engine) HandoffFits(r *workload.Request) bool {
+	total := r.InputTokens + r.OutputTokens
+	if e.cfg.MaxModelLen > 0 && total > e.cfg.MaxModelLen {
+		return false
+	}
+	bs := e.cfg.BlockSize
+	return cdiv(total, bs) <= e.cfg.NumBlocks && cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, bs) <= e.cfg.NumBlocks
+}
+
+// SeqSlotFree reports whether a reservation would find a sequence slot
+// (max_num_seqs counts running and reserved requests).
+func (e *Engine) SeqSlotFree() bool { return len(e.running)+e.reservedSeqs < e.cfg.MaxNumSeqs }

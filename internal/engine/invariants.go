@@ -38,7 +38,7 @@ func (e *Engine) check(budgetLeft int32) error {
 		switch s.state {
 		case stFree, stWaiting, stHandoff:
 			if len(s.blocks) != 0 {
-				return fmt.Errorf("request %d in state %d holds %d blocks", s.rec.ID, s.state, len(s.blocks))
+				return fmt.Errorf("request %d in state %s holds %d blocks", s.rec.ID, s.state, len(s.blocks))
 			}
 		case stRunning, stDone, stPrefilled, stReady:
 			if need := cdiv(int(s.computed), e.cfg.BlockSize); len(s.blocks) < need {
@@ -53,7 +53,7 @@ func (e *Engine) check(budgetLeft int32) error {
 		if s.inFlight {
 			inFlight++
 			if s.state != stRunning {
-				return fmt.Errorf("request %d in a batch in flight is in state %d", s.rec.ID, s.state)
+				return fmt.Errorf("request %d in a batch in flight is in state %s", s.rec.ID, s.state)
 			}
 		}
 		if s.state == stReserved || s.state == stReady {
@@ -91,7 +91,7 @@ func (e *Engine) check(budgetLeft int32) error {
 	if reserved != e.reservedSeqs {
 		return fmt.Errorf("%d requests hold decode reservations but the count is %d", reserved, e.reservedSeqs)
 	}
-	if len(e.running)+e.reservedSeqs > e.cfg.MaxNumSeqs && e.cfg.Role != Decode {
+	if len(e.running)+e.reservedSeqs > e.cfg.MaxNumSeqs {
 		return fmt.Errorf("%d running and %d reserved exceed max_num_seqs %d", len(e.running), e.reservedSeqs, e.cfg.MaxNumSeqs)
 	}
 	if !full {
