@@ -46,22 +46,22 @@ type edge struct{ from, to hstate }
 // edges is the handoff state diagram. docs/handoff.md lists the same
 // edges; TestHandoffDiagramMatchesDocs keeps the two equal.
 var edges = [...]edge{
-	{hNew, hPrefilling},              // pull, reject, push, eager: prefill first
-	{hNew, hAwaitReserve},            // reserve: wait for decode blocks first
+	{hNew, hPrefilling},               // pull, reject, push, eager: prefill first
+	{hNew, hAwaitReserve},             // reserve: wait for decode blocks first
 	{hAwaitReserve, hReservedPrefill}, // decode blocks reserved: prefill and stream start
-	{hReservedPrefill, hTransfer},    // prefill ended, stream still on the link
-	{hReservedPrefill, hDecoding},    // prefill ended after the stream
-	{hPrefilling, hQueued},           // pull, reject, eager: prefilled, queued at a decode instance
-	{hPrefilling, hPushing},          // push: KV sent to the receive buffer or host memory
-	{hPrefilling, hPrefilling},       // push drop: buffer full, prompt recomputed
-	{hPrefilling, hDone},             // push drop: can never fit the buffer, or re-prefill limit
-	{hPushing, hQueued},              // pushed KV arrived; queued for admission
-	{hQueued, hQueued},               // retry: moved to another decode instance
-	{hQueued, hTransfer},             // decode blocks reserved; transfer starts
-	{hQueued, hPrefilling},           // lease expired: re-prefill
-	{hQueued, hDone},                 // lease expired (on_expiry fail, or re-prefill limit)
-	{hTransfer, hDecoding},           // KV arrived on the decode instance
-	{hDecoding, hDone},               // finished (or failed) on the decode instance
+	{hReservedPrefill, hTransfer},     // prefill ended, stream still on the link
+	{hReservedPrefill, hDecoding},     // prefill ended after the stream
+	{hPrefilling, hQueued},            // pull, reject, eager: prefilled, queued at a decode instance
+	{hPrefilling, hPushing},           // push: KV sent to the receive buffer or host memory
+	{hPrefilling, hPrefilling},        // push drop: buffer full, prompt recomputed
+	{hPrefilling, hDone},              // push drop: can never fit the buffer, or re-prefill limit
+	{hPushing, hQueued},               // pushed KV arrived; queued for admission
+	{hQueued, hQueued},                // retry: moved to another decode instance
+	{hQueued, hTransfer},              // decode blocks reserved; transfer starts
+	{hQueued, hPrefilling},            // lease expired: re-prefill
+	{hQueued, hDone},                  // lease expired (on_expiry fail, or re-prefill limit)
+	{hTransfer, hDecoding},            // KV arrived on the decode instance
+	{hDecoding, hDone},                // finished (or failed) on the decode instance
 }
 
 // legal[from][to] says whether an edge exists.

@@ -220,7 +220,6 @@ func (s *Sim) trackPinned(i int, now int64) {
 	}
 }
 
-
 // pdUnfit returns why a request can never be served in P/D mode: no
 // decode instance can ever admit it (prompt plus output, and prompt plus
 // the decode headroom), or no prefill-capable instance can hold it.

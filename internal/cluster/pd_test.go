@@ -3,9 +3,9 @@ package cluster
 import (
 	"fmt"
 	"io"
-	"strings"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/engine"
