@@ -279,6 +279,12 @@ func (s *Sim) kick(inst int, now int64) {
 		return
 	}
 	if st, ok := e.Begin(now); ok {
+		if s.pd != nil && len(st.FirstScheduled) > 0 {
+			if err := s.prefillStarted(st.FirstScheduled, now); err != nil {
+				s.setErr(err)
+				return
+			}
+		}
 		if err := s.schedule(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID}); err != nil {
 			s.setErr(fmt.Errorf("instance %d step: %w", inst, err))
 			return

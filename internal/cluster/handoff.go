@@ -90,7 +90,8 @@ type hand struct {
 	pinned     bool  // KV pinned on the prefill instance
 	bufBlocks  int   // push: receive-buffer blocks held on d
 	spilled    bool  // push: KV in d's host memory
-	streaming  bool  // reserve: the KV stream is still on the link
+	streaming  bool  // reserve: the KV stream is on the link
+	streamDone bool  // reserve: the KV stream has arrived
 	bytes      int64 // transfer bytes per stream
 	qBlocks    int   // blocks counted in pd.queuedBlocks[d]
 	demand     int   // blocks counted in pd.demand

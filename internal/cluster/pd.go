@@ -507,9 +507,9 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 		case hPushing:
 			err = s.pushArrived(h, now)
 		case hReservedPrefill:
-			h.streaming = false // the prefill has not ended: wait for it
+			h.streaming, h.streamDone = false, true // the prefill has not ended: wait for it
 		case hTransfer:
-			h.streaming = false
+			h.streaming, h.streamDone = false, true
 			err = s.transferDone(h, now)
 		default:
 			err = fmt.Errorf("cluster: invariant violated: request %d: transfer completed in handoff state %s", h.req.ID, h.st)

@@ -76,6 +76,10 @@ type Step struct {
 	ID         int64
 	Start, End int64
 	Free       int64
+	// FirstScheduled (prefill role only) lists the requests whose first
+	// prompt tokens are in this batch: their KV starts being produced now.
+	// It is valid until the next Begin.
+	FirstScheduled []int64
 }
 
 // StepResult is what one step did. Slices are reused by the next FinishStep.
@@ -131,6 +135,7 @@ type Engine struct {
 	waitingTokens int64    // tokens the waiting queue must compute
 	probe         []uint64 // scratch hashes for PrefixHitTokens
 	sched         []scheduled
+	firstSched    []int64 // Step.FirstScheduled of the batch being formed
 	batch         perf.Batch
 	preempted     int
 	result        StepResult
@@ -321,6 +326,7 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 		formed = e.stepStart
 	}
 	e.justEnded = false
+	e.firstSched = e.firstSched[:0]
 	budget := e.form(now, formed)
 	hadZombies := len(e.zombies) > 0
 	e.releaseZombies()
@@ -358,7 +364,7 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
 		}
 	}
-	return Step{ID: f.id, Start: now, End: end, Free: free}, true
+	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}, true
 }
 
 // pipeline times a batch of step time d entering the first of N stages at
@@ -569,6 +575,9 @@ func (e *Engine) schedule(slot, n int32, now int64) {
 	e.sched = append(e.sched, scheduled{slot: slot, tokens: n})
 	if s.rec.Scheduled < 0 {
 		s.rec.Scheduled = now
+		if e.cfg.Role == Prefill {
+			e.firstSched = append(e.firstSched, s.rec.ID)
+		}
 	}
 	b := &e.batch
 	ctx := int(s.computed)
