@@ -255,9 +255,9 @@ func (sc *ddScenario) run(t *testing.T, trace bool) string {
 	}
 	for _, id := range ids {
 		r := c.recs[id]
-		fmt.Fprintf(&b, "request %d %s p=%d d=%d queued=%s sched=%s prefill_end=%s first=%s last=%s reprefills=%d retries=%d",
+		fmt.Fprintf(&b, "request %d %s p=%d d=%d queued=%s sched=%s prefill_end=%s first=%s last=%s reprefills=%d retries=%d preempted=%d",
 			id, r.Outcome, r.PrefillInstance, r.DecodeInstance, us(r.Queued), us(r.Scheduled), us(r.PrefillEnd),
-			us(r.FirstToken), us(r.LastToken), r.Reprefills, r.Retries)
+			us(r.FirstToken), us(r.LastToken), r.Reprefills, r.Retries, r.Preemptions)
 		if r.Reason != "" {
 			fmt.Fprintf(&b, " reason=%q", r.Reason)
 		}

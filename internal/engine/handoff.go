@@ -85,7 +85,16 @@ type Reservation struct {
 // blocks and a sequence slot are free, appending them to out. In FCFS order
 // the first request that does not fit blocks the queue (head-of-line);
 // with skipAhead later requests that fit are admitted past it.
+//
+// Requests waiting on this instance (preempted ones waiting to resume, or
+// prompts prefilled locally) come first, as in vLLM, where requests whose
+// KV is remote queue behind them in the one waiting queue: while any
+// wait, nothing is admitted. Otherwise a steady stream of handoffs takes
+// every block freed and a preempted request starves.
 func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) []Reservation {
+	if e.waiting.len() > 0 {
+		return out
+	}
 	for i := 0; i < len(e.handoff); {
 		// Finished requests still in the batch set (async scheduling) give
 		// their slots back at the next formation: count them as free.
