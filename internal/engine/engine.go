@@ -24,7 +24,9 @@ type seq struct {
 	enqueued  int64 // time it joined this instance's waiting queue
 	state     state
 	inFlight  bool // scheduled in a batch that has not finished yet
-	blocks    []kv.BlockID
+	// Links of the decode admission queue (stHandoff only; -1: none).
+	qPrev, qNext int32
+	blocks       []kv.BlockID
 	hashes    []uint64 // chained hashes of full blocks, filled lazily
 }
 
@@ -127,7 +129,10 @@ type Engine struct {
 	zombies []int32
 
 	// P/D handoff state.
-	handoff      []int32 // decode admission queue (FCFS order)
+	// Decode admission queue, FCFS, as a list linked through the slots so
+	// that withdrawing a request from its middle costs O(1).
+	hqHead, hqTail int32 // -1 when empty
+	hqLen          int
 	ready        deque   // transferred requests waiting for the next batch
 	reservedSeqs int     // requests holding a decode reservation (reserved or ready)
 	pinned       int     // blocks pinned by prefilled requests
@@ -157,7 +162,7 @@ func New(id int, cfg Config, pred perf.Predictor) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	return &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize)}, nil
+	return &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize), hqHead: -1, hqTail: -1}, nil
 }
 
 // Config returns the engine's configuration.

@@ -23,7 +23,37 @@ import (
 func (e *Engine) PinnedBlocks() int { return e.pinned }
 
 // HandoffQueue is the number of requests in the decode admission queue.
-func (e *Engine) HandoffQueue() int { return len(e.handoff) }
+func (e *Engine) HandoffQueue() int { return e.hqLen }
+
+// hqPush appends slot to the admission queue.
+func (e *Engine) hqPush(slot int32) {
+	s := &e.slots[slot]
+	s.qPrev, s.qNext = e.hqTail, -1
+	if e.hqTail >= 0 {
+		e.slots[e.hqTail].qNext = slot
+	} else {
+		e.hqHead = slot
+	}
+	e.hqTail = slot
+	e.hqLen++
+}
+
+// hqRemove unlinks slot from the admission queue.
+func (e *Engine) hqRemove(slot int32) {
+	s := &e.slots[slot]
+	if s.qPrev >= 0 {
+		e.slots[s.qPrev].qNext = s.qNext
+	} else {
+		e.hqHead = s.qNext
+	}
+	if s.qNext >= 0 {
+		e.slots[s.qNext].qPrev = s.qPrev
+	} else {
+		e.hqTail = s.qPrev
+	}
+	s.qPrev, s.qNext = -1, -1
+	e.hqLen--
+}
 
 // Reserved is the number of requests holding a decode reservation (their
 // transfer in flight or their KV arrived and waiting for the next batch).
@@ -55,21 +85,19 @@ func (e *Engine) ReleasePinned(slot int32) {
 func (e *Engine) Enqueue(r *workload.Request, rec metrics.Record, now int64) int32 {
 	slot, s := e.take(r, rec, now, stHandoff)
 	s.rec.DecodeInstance = e.id
-	e.handoff = append(e.handoff, slot)
+	e.hqPush(slot)
 	return slot
 }
 
 // Withdraw removes a request from the admission queue (it moves to another
 // decode instance, or its lease expired) and frees its slot.
 func (e *Engine) Withdraw(slot int32) {
-	for i, v := range e.handoff {
-		if v == slot {
-			e.handoff = append(e.handoff[:i], e.handoff[i+1:]...)
-			e.freeSlot(slot)
-			return
-		}
+	if slot < 0 || int(slot) >= len(e.slots) || e.slots[slot].state != stHandoff {
+		e.fail(fmt.Errorf("withdraw of slot %d that is not in the admission queue", slot))
+		return
 	}
-	e.fail(fmt.Errorf("withdraw of slot %d that is not in the admission queue", slot))
+	e.hqRemove(slot)
+	e.freeSlot(slot)
 }
 
 // Reservation is one admitted handoff.
@@ -95,25 +123,26 @@ func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) []Reserva
 	if e.waiting.len() > 0 {
 		return out
 	}
-	for i := 0; i < len(e.handoff); {
+	for slot := e.hqHead; slot >= 0; {
 		// Finished requests still in the batch set (async scheduling) give
 		// their slots back at the next formation: count them as free.
 		if len(e.running)+e.reservedSeqs >= e.cfg.MaxNumSeqs {
 			break
 		}
-		slot := e.handoff[i]
+		next := e.slots[slot].qNext
 		tb, ok := e.reserve(slot)
 		if !ok {
 			if !skipAhead {
 				break
 			}
-			i++
+			slot = next
 			continue
 		}
-		e.handoff = append(e.handoff[:i], e.handoff[i+1:]...)
+		e.hqRemove(slot)
 		s := &e.slots[slot]
 		s.rec.Reserved = now
 		out = append(out, Reservation{Slot: slot, ID: s.rec.ID, TransferBlocks: tb})
+		slot = next
 	}
 	return out
 }
@@ -123,16 +152,16 @@ func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) []Reserva
 // needed and free when they do not fit.
 func (e *Engine) ForceReserve(slot int32, now int64) (r Reservation, needed, free int, ok bool) {
 	s := &e.slots[slot]
+	if s.state != stHandoff {
+		e.fail(fmt.Errorf("request %d: forced reservation in state %s", s.rec.ID, s.state))
+		return Reservation{}, 0, 0, false
+	}
+	e.hqRemove(slot)
 	tb, ok := e.reserve(slot)
 	if !ok {
+		e.hqPush(slot) // still queued: the caller stops the run
 		need := cdiv(int(s.prompt)+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize)
 		return Reservation{}, need, e.pool.Free(), false
-	}
-	for i, v := range e.handoff {
-		if v == slot {
-			e.handoff = append(e.handoff[:i], e.handoff[i+1:]...)
-			break
-		}
 	}
 	s.rec.Reserved = now
 	return Reservation{Slot: slot, ID: s.rec.ID, TransferBlocks: tb}, 0, 0, true

@@ -31,7 +31,7 @@ func (e *Engine) check(budgetLeft int32) error {
 	if full {
 		held = make(map[int32]int32, 64)
 	}
-	pinned, reserved, inFlight := 0, 0, 0
+	pinned, reserved, inFlight, queued := 0, 0, 0, 0
 	var refs int64
 	for slot := range e.slots {
 		s := &e.slots[slot]
@@ -58,6 +58,9 @@ func (e *Engine) check(budgetLeft int32) error {
 		}
 		if s.state == stReserved || s.state == stReady {
 			reserved++
+		}
+		if s.state == stHandoff {
+			queued++
 		}
 		refs += int64(len(s.blocks))
 		if full {
@@ -87,6 +90,21 @@ func (e *Engine) check(budgetLeft int32) error {
 	}
 	if pinned != e.pinned {
 		return fmt.Errorf("pinned requests hold %d blocks but the pinned count is %d", pinned, e.pinned)
+	}
+	if queued != e.hqLen {
+		return fmt.Errorf("%d requests are in state %s but the admission queue holds %d", queued, stHandoff, e.hqLen)
+	}
+	if full {
+		n := 0
+		for slot := e.hqHead; slot >= 0 && n <= e.hqLen; slot = e.slots[slot].qNext {
+			if e.slots[slot].state != stHandoff {
+				return fmt.Errorf("admission queue links slot %d in state %s", slot, e.slots[slot].state)
+			}
+			n++
+		}
+		if n != e.hqLen {
+			return fmt.Errorf("admission queue links %d slots but counts %d", n, e.hqLen)
+		}
 	}
 	if reserved != e.reservedSeqs {
 		return fmt.Errorf("%d requests hold decode reservations but the count is %d", reserved, e.reservedSeqs)
