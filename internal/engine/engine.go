@@ -27,7 +27,7 @@ type seq struct {
 	// Links of the decode admission queue (stHandoff only; -1: none).
 	qPrev, qNext int32
 	blocks       []kv.BlockID
-	hashes    []uint64 // chained hashes of full blocks, filled lazily
+	hashes       []uint64 // chained hashes of full blocks, filled lazily
 }
 
 func (s *seq) numTokens() int32 { return s.prompt + s.generated }
@@ -133,9 +133,9 @@ type Engine struct {
 	// that withdrawing a request from its middle costs O(1).
 	hqHead, hqTail int32 // -1 when empty
 	hqLen          int
-	ready        deque   // transferred requests waiting for the next batch
-	reservedSeqs int     // requests holding a decode reservation (reserved or ready)
-	pinned       int     // blocks pinned by prefilled requests
+	ready          deque // transferred requests waiting for the next batch
+	reservedSeqs   int   // requests holding a decode reservation (reserved or ready)
+	pinned         int   // blocks pinned by prefilled requests
 
 	waitingTokens int64    // tokens the waiting queue must compute
 	probe         []uint64 // scratch hashes for PrefixHitTokens
