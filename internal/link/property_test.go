@@ -18,7 +18,7 @@ type propOp struct {
 	from, to []EndpointID
 	bytes    int64   // per flow
 	rateCap  float64 // per flow, bytes/s; 0: uncapped
-	spurious int64 // if > 0 and before this start, an extra Advance this long after the previous start
+	spurious int64   // if > 0 and before this start, an extra Advance this long after the previous start
 }
 
 func genScenario(t *rapid.T) ([]propEP, []propOp) {
