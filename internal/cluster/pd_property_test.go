@@ -48,7 +48,7 @@ func TestPDPropertyWide(t *testing.T) {
 			} else if i > 0 && rapid.IntRange(0, 3).Draw(rt, "mixed") == 0 {
 				role = engine.Mixed
 			}
-			blocks := rapid.SampledFrom([]int{8, 20, 64, 300, 2000}).Draw(rt, "blocks")
+			blocks := rapid.SampledFrom([]int{8, 40, 64, 300, 2000, 2000}).Draw(rt, "blocks")
 			cfg := engine.Config{MaxNumSeqs: rapid.IntRange(1, 16).Draw(rt, "seqs"), MaxNumBatchedTokens: budget, BlockSize: 16,
 				NumBlocks: blocks, MaxModelLen: maxLen, ChunkedPrefill: chunked, PrefixCaching: rapid.Bool().Draw(rt, "cache"),
 				AsyncScheduling: rapid.Bool().Draw(rt, "async"), Role: role, PipelineParallel: pp, CheckInvariants: true}
@@ -95,7 +95,7 @@ func TestPDPropertyWide(t *testing.T) {
 			subs := rapid.IntRange(1, 3).Draw(rt, "subRequests")
 			var entry []workload.Request
 			for k := 0; k < subs; k++ {
-				in := rapid.IntRange(1, 2500).Draw(rt, "in")
+				in := rapid.IntRange(1, rapid.SampledFrom([]int{300, 300, 2500}).Draw(rt, "inMax")).Draw(rt, "in")
 				r := workload.Request{ID: id, Arrival: at, InputTokens: in, OutputTokens: rapid.IntRange(1, 200).Draw(rt, "out")}
 				if k > 0 {
 					r.Delay = int64(rapid.IntRange(0, 50).Draw(rt, "toolMs")) * 1e6
