@@ -157,12 +157,10 @@ func (s *Sim) EnablePD(cfg PDConfig, nodes []Node, net *link.Network) error {
 		return fmt.Errorf("cluster: P/D mode needs at least one prefill instance")
 	}
 	p.demandBS = s.engines[p.decode[0]].Config().BlockSize
-	if cfg.Policy == Push {
-		if len(cfg.PushBufferBlocks) != n {
-			return fmt.Errorf("cluster: push policy needs a receive-buffer size for each of the %d instances (got %d)", n, len(cfg.PushBufferBlocks))
+	if su, ok := pol.(setupper); ok {
+		if err := su.setup(p, n); err != nil {
+			return err
 		}
-		p.bufFree = make([]int, n)
-		copy(p.bufFree, cfg.PushBufferBlocks)
 	}
 	s.pd = p
 	return nil

@@ -68,6 +68,12 @@ type admitter interface {
 	admission(s *Sim, h *hand, now int64) string
 }
 
+// setupper is the optional ability of a policy to prepare per-instance
+// state of its own when P/D mode is enabled on n instances.
+type setupper interface {
+	setup(p *pd, n int) error
+}
+
 // newPolicy returns the implementation of a policy name.
 func newPolicy(n PolicyName) (Policy, error) {
 	switch n {

@@ -11,6 +11,16 @@ type pushPolicy struct{}
 
 func (pushPolicy) start(s *Sim, h *hand, now int64) error { return s.startPrefill(h, now) }
 
+// setup sizes the receive buffers: one per instance, in blocks.
+func (pushPolicy) setup(p *pd, n int) error {
+	if len(p.cfg.PushBufferBlocks) != n {
+		return fmt.Errorf("cluster: push policy needs a receive-buffer size for each of the %d instances (got %d)", n, len(p.cfg.PushBufferBlocks))
+	}
+	p.bufFree = make([]int, n)
+	copy(p.bufFree, p.cfg.PushBufferBlocks)
+	return nil
+}
+
 func (pushPolicy) prefilled(s *Sim, h *hand, now int64) error {
 	p := s.pd
 	d := s.placeDecode(h, -1)
