@@ -266,6 +266,9 @@ func (sc *ddScenario) run(t *testing.T, trace bool) string {
 			t.Errorf("%v", err)
 		}
 	}
+	if sim.Stopped() != nil {
+		return b.String() // the eager policy stopped the run, with its report
+	}
 	if c.dup != 0 || len(c.recs) != len(sc.reqs) {
 		t.Errorf("%d terminal records (%d duplicates) for %d requests", len(c.recs), c.dup, len(sc.reqs))
 	}
