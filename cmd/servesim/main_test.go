@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -139,9 +140,9 @@ func TestDefaultRunFinishesEveryRequest(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, w := range []string{"Requests total:                                      300", "finished:                                          300"} {
-		if !strings.Contains(stdout, w) {
-			t.Errorf("summary lacks %q:\n%s", w, stdout)
+	for _, w := range []string{`(?m)^Requests total: +300$`, `(?m)^  finished: +300$`, `(?m)^  failed: +0$`} {
+		if !regexp.MustCompile(w).MatchString(stdout) {
+			t.Errorf("summary lacks %s:\n%s", w, stdout)
 		}
 	}
 }

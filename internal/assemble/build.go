@@ -475,6 +475,7 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 		PushSpill:           h.PushOverflow == "spill",
 		HostBandwidth:       hostBW,
 		LocalPrefillBelow:   h.LocalPrefillBelow,
+		MaxReprefills:       h.MaxReprefills,
 	}, nil
 }
 

@@ -76,15 +76,14 @@ type Sim struct {
 	inflight int
 	blocked  bool
 
-	// err is the first failure of a step that cannot return one (an event
-	// push); the run ends with it after the current event.
-	err error
-
 	candidates []int
 	total      int64 // requests seen
 	terminal   int64 // requests ended
 	lastEvent  int64
 	checks     bool
+	// err is the first error of a call that has no error result (kick,
+	// end); Run returns it after the event that raised it.
+	err error
 }
 
 // New returns a simulation of engines serving src. Engines are indexed by
@@ -136,6 +135,11 @@ func (s *Sim) Run() (int64, error) {
 		if !ok {
 			break
 		}
+		if s.stale(ev) {
+			// A timer made moot (lease, retry, superseded network wake-up):
+			// it neither advances the observed time nor the run's end.
+			continue
+		}
 		s.lastEvent = ev.At
 		if s.obs != nil {
 			s.obs.Advance(ev.At)
@@ -150,7 +154,7 @@ func (s *Sim) Run() (int64, error) {
 			entry := s.next
 			s.hasNext = false
 			if err = s.pull(); err == nil {
-				s.arrive(entry, ev.At)
+				err = s.arrive(entry, ev.At)
 			}
 		case evStepEnd:
 			err = s.stepEnd(int(ev.Target), ev.Arg, ev.At)
@@ -162,15 +166,15 @@ func (s *Sim) Run() (int64, error) {
 			s.pending[slot] = workload.Request{}
 			s.freePend = append(s.freePend, slot)
 			req.Arrival = ev.At
-			s.admit(&req, ev.At)
+			err = s.admit(&req, ev.At)
 		case evNet:
 			err = s.netEvent(ev.Arg, ev.At)
 		case evLease:
-			s.leaseExpired(ev.Arg, ev.Target, ev.At)
+			err = s.leaseExpired(ev.Arg, ev.Target, ev.At)
 		case evRetry:
-			s.retry(ev.Arg, ev.Target, ev.At)
+			err = s.retry(ev.Arg, ev.Target, ev.At)
 		case evHost:
-			s.hostCopied(ev.Arg, ev.At)
+			err = s.hostCopied(ev.Arg, ev.Target, ev.At)
 		}
 		if err == nil {
 			err = s.err
@@ -215,23 +219,48 @@ func (s *Sim) pull() error {
 	return s.q.Push(des.Event{At: at, Kind: evArrival})
 }
 
-func (s *Sim) arrive(entry workload.Entry, now int64) {
+func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	s.inflight++
 	first := entry.Requests[0]
 	first.Arrival = now
 	if len(entry.Requests) > 1 {
 		s.sessions[first.ID] = entry.Requests[1:]
 	}
-	s.admit(&first, now)
+	return s.admit(&first, now)
+}
+
+// stale reports whether ev is a timer that no longer applies: a lease or
+// retry timer of a request that left the state it was armed in, or a
+// network wake-up superseded by a later one.
+func (s *Sim) stale(ev des.Event) bool {
+	if s.pd == nil {
+		return false
+	}
+	switch ev.Kind {
+	case evNet:
+		return ev.Arg != s.pd.netGen
+	case evLease, evRetry:
+		h := s.pd.hands[ev.Arg]
+		return h == nil || h.gen != ev.Target || h.st != hQueued || !h.pinned
+	}
+	return false
+}
+
+// schedule pushes an event; the queue refuses times before now (which an
+// overflowing sum also produces).
+func (s *Sim) schedule(ev des.Event) error {
+	if err := s.q.Push(ev); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
 }
 
 // admit routes a request to an instance that can hold it, or ends it as
 // failed when none can.
-func (s *Sim) admit(req *workload.Request, now int64) {
+func (s *Sim) admit(req *workload.Request, now int64) error {
 	s.total++
 	if s.pd != nil {
-		s.pdArrive(req, now)
-		return
+		return s.pdArrive(req, now)
 	}
 	s.candidates = s.candidates[:0]
 	reason := ""
@@ -247,7 +276,7 @@ func (s *Sim) admit(req *workload.Request, now int64) {
 	if len(s.candidates) == 0 {
 		rec := failedRecord(req, now, "unfit: "+reason)
 		s.end(&rec, now)
-		return
+		return nil
 	}
 	inst := s.candidates[0]
 	if len(s.candidates) > 1 {
@@ -256,22 +285,34 @@ func (s *Sim) admit(req *workload.Request, now int64) {
 	e := s.engines[inst]
 	e.Add(req, now)
 	s.kick(inst, now)
+	return nil
 }
 
 // kick starts a step on an instance that has work and can take another
-// batch (with pipeline parallelism, several batches are in flight).
+// batch (with pipeline parallelism, several batches are in flight). A step
+// whose end overflows the clock is a run error (kept in s.err).
 func (s *Sim) kick(inst int, now int64) {
 	e := s.engines[inst]
 	if e.Busy() {
 		return
 	}
 	if st, ok := e.Begin(now); ok {
-		// Push cannot fail: the times are not before now.
-		_ = s.q.Push(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID})
+		if s.pd != nil && len(st.FirstScheduled) > 0 {
+			if err := s.prefillStarted(st.FirstScheduled, now); err != nil {
+				s.setErr(err)
+				return
+			}
+		}
+		if err := s.schedule(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID}); err != nil {
+			s.setErr(fmt.Errorf("instance %d step: %w", inst, err))
+			return
+		}
 		if st.Free < st.End {
 			// Pipeline parallelism: the next batch may start once this
 			// one has cleared the first stage.
-			_ = s.q.Push(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)})
+			if err := s.schedule(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)}); err != nil {
+				s.setErr(fmt.Errorf("instance %d pipeline stage: %w", inst, err))
+			}
 		}
 	}
 }
@@ -289,7 +330,7 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		s.end(&r.Finished[i], now)
 	}
 	if s.pd != nil {
-		if err := s.pdStepEnd(inst, r, now); err != nil {
+		if err := s.pdStepEnd(r, now); err != nil {
 			return err
 		}
 	}
@@ -297,7 +338,9 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	if s.pd != nil && e.Config().Role == engine.Decode {
 		// Forming the next batch released the slots and blocks of the
 		// requests that just finished: admit handoffs into them.
-		s.reserve(inst, now)
+		if err := s.reserve(inst, now); err != nil {
+			return err
+		}
 		s.kick(inst, now)
 	}
 	return e.Err()
@@ -349,7 +392,27 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		s.pending = append(s.pending, next)
 		slot = int32(len(s.pending) - 1)
 	}
-	_ = s.q.Push(des.Event{At: now + next.Delay, Kind: evFollowUp, Arg: int64(slot)})
+	at := now + next.Delay
+	if next.Delay < 0 || at < now {
+		// The tool time overflows the clock: the sub-request can never
+		// arrive. It is counted as failed, and so is the rest.
+		s.pending[slot] = workload.Request{}
+		s.freePend = append(s.freePend, slot)
+		s.total++
+		failed := failedRecord(&next, now, fmt.Sprintf("session: tool time of %d ns after t=%d ns overflows the simulated clock", next.Delay, now))
+		s.end(&failed, now)
+		return
+	}
+	if err := s.schedule(des.Event{At: at, Kind: evFollowUp, Arg: int64(slot)}); err != nil {
+		s.setErr(err)
+	}
+}
+
+// setErr keeps the first error raised where no error can be returned.
+func (s *Sim) setErr(err error) {
+	if s.err == nil {
+		s.err = err
+	}
 }
 
 // entryDone frees the concurrency slot of a workload entry whose last
@@ -360,8 +423,8 @@ func (s *Sim) entryDone(now int64) {
 		s.blocked = false
 		// As an event, not inline: the caller may be in the middle of an
 		// instance's step end.
-		if err := s.q.Push(des.Event{At: now, Kind: evArrival}); err != nil {
-			s.err = err
+		if err := s.schedule(des.Event{At: now, Kind: evArrival}); err != nil {
+			s.setErr(err)
 		}
 	}
 }
@@ -382,11 +445,26 @@ func (s *Sim) describe() string {
 			i, e.Config().Role, e.Running(), e.Waiting(), e.HandoffQueue(), e.Reserved(), e.PinnedBlocks(), e.Pool().Free(), e.Pool().Capacity())
 	}
 	if s.pd != nil {
-		counts := map[hstate]int{}
+		var counts [numHStates]int
+		first := [numHStates]*hand{}
 		for _, h := range s.pd.hands {
 			counts[h.st]++
+			if f := first[h.st]; f == nil || h.req.ID < f.req.ID {
+				first[h.st] = h
+			}
 		}
-		fmt.Fprintf(&b, "handoffs by state %v", counts)
+		b.WriteString("handoffs by state:")
+		for st, c := range counts {
+			if c == 0 {
+				continue
+			}
+			h := first[st]
+			fmt.Fprintf(&b, " %s %d (first: request %d on prefill %d (%s), decode %d", hstate(st), c, h.req.ID, h.p, s.engines[h.p].SlotState(h.pSlot), h.d)
+			if h.d >= 0 {
+				fmt.Fprintf(&b, " (%s)", s.engines[h.d].SlotState(h.dSlot))
+			}
+			b.WriteString(");")
+		}
 	}
 	return b.String()
 }

@@ -4,7 +4,22 @@
 // step by step, chains the sub-requests of agentic sessions, and hands every
 // request's terminal record to an Observer exactly once.
 //
+// In disaggregated (P/D) mode it also coordinates the prefill -> decode
+// handoff (docs/handoff.md). Each handed-off request is a hand in one
+// hstate; every state change goes through Sim.transition, which refuses
+// edges not in the edge table (handoff.go) and keeps the per-instance
+// counters that make a placement or admission decision O(decode
+// instances). The protocols (pull, reserve, reject, push, eager) are Policy
+// implementations, one per file; decode placement (placement.go) only
+// considers instances a request can ever be admitted on. Recovery paths
+// (lease expiry, retry, bounded re-prefills) are in pd_recovery.go, and
+// checkPD (pd_check.go), run after every event when invariant checks are
+// on, verifies each handoff's resources against its state and the engines'
+// queues and reservations against the handoffs.
+//
 // The simulation is single-threaded and deterministic: the same scenario and
 // seed give the same sequence of events. Memory stays flat in the number of
 // requests: only the next arrival and the requests in the system are held.
+// No error is discarded: scheduling errors end the run (or, for a session
+// tool time that overflows the clock, fail the sub-request with the reason).
 package cluster

@@ -11,76 +11,9 @@ import (
 	"github.com/servesim/servesim/internal/workload"
 )
 
-// Policy names a prefill -> decode handoff protocol.
-type Policy uint8
-
-// Handoff policies (see DESIGN §4 and README "P/D disaggregation").
-const (
-	// Pull keeps the KV pinned on the prefill instance while the request
-	// waits in the decode instance's admission queue; the decode side
-	// reserves blocks and a slot, pulls the KV, and the prefill side frees
-	// it when the transfer ends.
-	Pull Policy = iota
-	// Reserve has the decode instance reserve blocks (plus headroom) before
-	// the prefill starts; the transfer streams layer by layer alongside the
-	// prefill, so only the last layer's share remains at prefill end.
-	Reserve
-	// Reject is Pull with admission control at arrival: a request is
-	// rejected when the predicted prefill queueing time or the decode KV
-	// demand exceeds its threshold.
-	Reject
-	// Push sends the KV at prefill end into a bounded receive buffer on the
-	// decode instance; overflow spills to the decode host's memory (copied
-	// back over PCIe at admission) or is dropped and re-prefilled.
-	Push
-	// Eager allocates on the decode instance at prefill end, the legacy
-	// behaviour; when it does not fit, the run stops with a report.
-	Eager
-)
-
-// Policies lists the policy names in order.
-var Policies = []string{"pull", "reserve", "reject", "push", "eager"}
-
-// ParsePolicy returns the policy of a name.
-func ParsePolicy(s string) (Policy, error) {
-	for i, n := range Policies {
-		if n == s {
-			return Policy(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown handoff policy %q (valid: pull, reserve, reject, push, eager)", s)
-}
-
-// String returns the policy's name.
-func (p Policy) String() string { return Policies[p] }
-
-// Placement names how a decode instance is chosen for a handoff.
-type Placement uint8
-
-// Decode placements.
-const (
-	RoundRobinPlacement  Placement = iota // cycle through decode instances
-	LeastLoadedPlacement                  // fewest running + reserved + queued
-	MostFreeKVPlacement                   // most free KV blocks after queued demand
-	RetryPlacement                        // most-free-kv, then move after retry_after
-)
-
-// Placements lists the placement names in order.
-var Placements = []string{"round-robin", "least-loaded", "most-free-kv", "retry"}
-
-// ParsePlacement returns the placement of a name.
-func ParsePlacement(s string) (Placement, error) {
-	for i, n := range Placements {
-		if n == s {
-			return Placement(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown decode placement %q (valid: round-robin, least-loaded, most-free-kv, retry)", s)
-}
-
 // PDConfig configures disaggregated serving. Durations are ns.
 type PDConfig struct {
-	Policy    Policy
+	Policy    PolicyName
 	Placement Placement
 	// SkipAhead lets a decode instance admit later requests past a head
 	// request that does not fit (default FCFS, head-of-line blocking).
@@ -111,60 +44,43 @@ type PDConfig struct {
 	// shorter than this many tokens is prefilled on that decode instance,
 	// with no handoff (0: always disaggregate).
 	LocalPrefillBelow int
+	// MaxReprefills bounds how many times one request's prompt is
+	// recomputed after its KV was lost (lease expiry, push drop); the next
+	// loss fails the request with the reason. 0 allows none.
+	MaxReprefills int
 }
+
+// DefaultMaxReprefills is the scenario default of handoff.max_reprefills.
+const DefaultMaxReprefills = 3
 
 // Node is how an instance attaches to the KV network.
 type Node struct {
 	Endpoints []link.EndpointID // one per tensor-parallel rank
 	// KVBytesPerToken is the KV size of one token on one rank.
 	KVBytesPerToken int64
-	// Layers is the number of transformer layers (for layer streaming).
+	// Layers is the number of transformer layers.
 	Layers int
-	// PrefillTokensPerSec estimates the instance's prefill throughput (for
-	// the reject policy's queueing prediction).
+	// PrefillTokensPerSec estimates the instance's prefill throughput: the
+	// reject policy's queueing prediction, and the rate at which the
+	// reserve policy's KV stream may leave the instance.
 	PrefillTokensPerSec float64
-}
-
-// hstate is where a request stands in its handoff.
-type hstate uint8
-
-const (
-	hPrefill    hstate = iota // queued or computing on the prefill instance
-	hQueued                   // in a decode admission queue
-	hTransfer                 // decode blocks reserved, KV on the link
-	hDecoding                 // on the decode instance
-	hPreReserve               // reserve policy: waiting for a reservation before prefill
-	hPushing                  // push policy: KV moving into the receive buffer or host
-)
-
-// hand is the handoff state of one request in P/D mode.
-type hand struct {
-	req        workload.Request
-	rec        metrics.Record // as of the prefill instance
-	st         hstate
-	p, d       int   // instances
-	pSlot      int32 // slot on the prefill instance (pinned KV)
-	dSlot      int32 // slot on the decode instance
-	prefillEnd int64
-	queuedAt   int64 // when it joined the current decode queue
-	gen        int32 // invalidates stale lease and retry events
-	pinned     bool  // KV pinned on the prefill instance
-	bufBlocks  int   // push: receive-buffer blocks held on d
-	spilled    bool  // push: KV in d's host memory
-	bytes      int64 // transfer bytes per stream
 }
 
 // pd is the P/D coordinator state of a Sim.
 type pd struct {
 	cfg      PDConfig
+	pol      Policy
+	adm      admitter // nil unless the policy refuses requests at arrival
 	nodes    []Node
 	net      *link.Network
 	netGen   int64
 	netAt    int64
 	done     []link.Completion
 	hands    map[int64]*hand
-	prefill  []int // instances that compute prompts (prefill or mixed)
+	free     []*hand // recycled hands
+	prefill  []int   // instances that compute prompts (prefill or mixed)
 	decode   []int
+	isDecode []bool
 	rr       int
 	resv     []engine.Reservation
 	bufFree  []int // push: free receive-buffer blocks per instance
@@ -173,7 +89,15 @@ type pd struct {
 	pinLast  []int64
 	pinNow   []int
 	stopped  *StopReport
-	copyHost int64
+
+	// Counters kept by transition, so that decisions cost O(decode
+	// instances) whatever the backlog.
+	queuedBlocks []int // per instance: prompt blocks of hands queued or awaiting reservation there
+	demand       int   // prompt blocks (in demandBS units) of hands prefilling, pushing or queued
+	demandBS     int
+
+	// onTransition, if set, sees every legal transition (tests trace it).
+	onTransition func(h *hand, from hstate, now int64)
 }
 
 // StopReport explains why the eager policy stopped a run.
@@ -205,13 +129,23 @@ func (s *Sim) EnablePD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	if len(nodes) != len(s.engines) {
 		return fmt.Errorf("cluster: %d network nodes for %d instances", len(nodes), len(s.engines))
 	}
-	p := &pd{cfg: cfg, nodes: nodes, net: net, hands: map[int64]*hand{}}
+	pol, err := newPolicy(cfg.Policy)
+	if err != nil {
+		return err
+	}
+	if cfg.MaxReprefills < 0 {
+		return fmt.Errorf("cluster: max_reprefills must be >= 0 (got %d)", cfg.MaxReprefills)
+	}
+	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, hands: map[int64]*hand{}}
+	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
 	p.pinPeak, p.pinSum, p.pinLast, p.pinNow = make([]int, n), make([]float64, n), make([]int64, n), make([]int, n)
+	p.queuedBlocks, p.isDecode = make([]int, n), make([]bool, n)
 	for i, e := range s.engines {
 		switch e.Config().Role {
 		case engine.Decode:
 			p.decode = append(p.decode, i)
+			p.isDecode[i] = true
 		default:
 			p.prefill = append(p.prefill, i)
 		}
@@ -222,9 +156,11 @@ func (s *Sim) EnablePD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	if len(p.prefill) == 0 {
 		return fmt.Errorf("cluster: P/D mode needs at least one prefill instance")
 	}
-	if cfg.Policy == Push {
-		p.bufFree = make([]int, n)
-		copy(p.bufFree, cfg.PushBufferBlocks)
+	p.demandBS = s.engines[p.decode[0]].Config().BlockSize
+	if su, ok := pol.(setupper); ok {
+		if err := su.setup(p, n); err != nil {
+			return err
+		}
 	}
 	s.pd = p
 	return nil
@@ -282,13 +218,15 @@ func (s *Sim) trackPinned(i int, now int64) {
 	}
 }
 
-// pdUnfit returns why a request can never be served in P/D mode.
+// pdUnfit returns why a request can never be served in P/D mode: no
+// decode instance can ever admit it (prompt plus output, and prompt plus
+// the decode headroom), or no prefill-capable instance can hold it.
 func (s *Sim) pdUnfit(req *workload.Request) string {
 	p := s.pd
-	fitsD := false
 	reason := ""
+	fitsD := false
 	for _, d := range p.decode {
-		if why := s.engines[d].Unfit(req); why == "" {
+		if why := s.engines[d].HandoffUnfit(req); why == "" {
 			fitsD = true
 			break
 		} else if reason == "" {
@@ -298,164 +236,136 @@ func (s *Sim) pdUnfit(req *workload.Request) string {
 	if !fitsD {
 		return reason
 	}
+	if s.prefillCandidates(req) {
+		return ""
+	}
+	return s.prefillUnfit(req, p.prefill[0])
+}
+
+// prefillUnfit is why prefill-capable instance i cannot take req: a
+// prefill instance holds the prompt, a mixed one serves it whole.
+func (s *Sim) prefillUnfit(req *workload.Request, i int) string {
+	e := s.engines[i]
+	if e.Config().Role == engine.Mixed {
+		return e.Unfit(req)
+	}
 	prompt := *req
 	prompt.OutputTokens = 1
-	for _, i := range p.prefill {
-		if s.engines[i].Unfit(&prompt) == "" {
-			return ""
+	return e.Unfit(&prompt)
+}
+
+// prefillCandidates fills s.candidates with the prefill-capable instances
+// that can take req and reports whether there is one.
+func (s *Sim) prefillCandidates(req *workload.Request) bool {
+	s.candidates = s.candidates[:0]
+	for _, i := range s.pd.prefill {
+		if s.prefillUnfit(req, i) == "" {
+			s.candidates = append(s.candidates, i)
 		}
 	}
-	return s.engines[p.prefill[0]].Unfit(&prompt)
+	return len(s.candidates) > 0
 }
 
 // pdArrive places a request in P/D mode.
-func (s *Sim) pdArrive(req *workload.Request, now int64) {
+func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 	p := s.pd
 	if why := s.pdUnfit(req); why != "" {
 		rec := failedRecord(req, now, "unfit: "+why)
 		s.end(&rec, now)
-		return
+		return nil
 	}
-	h := &hand{req: *req, pSlot: -1, dSlot: -1}
-	h.rec = metrics.NewRecord(req.ID, now)
-	h.rec.InputTokens, h.rec.OutputTokens = req.InputTokens, req.OutputTokens
-	h.p = s.routePrefill(req)
-	if p.cfg.Policy == Reject {
-		if why := s.rejectReason(h, now); why != "" {
+	// pdUnfit left the prefill candidates in s.candidates.
+	pi := s.candidates[0]
+	if len(s.candidates) > 1 {
+		pi = s.router.Route(req, s.candidates, s)
+	}
+	h := p.newHand(req, now)
+	h.p = pi
+	if p.adm != nil {
+		if why := p.adm.admission(s, h, now); why != "" {
 			rec := h.rec
 			rec.Outcome, rec.Reason = metrics.Rejected, why
+			p.freeHand(h)
 			s.end(&rec, now)
-			return
+			return nil
 		}
 	}
-	if p.cfg.LocalPrefillBelow > 0 && p.cfg.Policy != Reserve {
+	if s.engines[pi].Config().Role == engine.Mixed {
+		// A mixed instance serves the whole request: no handoff.
+		s.engines[pi].AddRecord(req, h.rec, now)
+		p.freeHand(h)
+		s.kick(pi, now)
+		return nil
+	}
+	if p.cfg.LocalPrefillBelow > 0 {
 		d := s.placeDecode(h, -1)
 		e := s.engines[d]
 		if req.InputTokens-e.PrefixHitTokens(req) < p.cfg.LocalPrefillBelow && e.Unfit(req) == "" {
+			// Conditional disaggregation: prefilled and decoded on d.
 			e.AddRecord(req, h.rec, now)
+			p.freeHand(h)
 			s.kick(d, now)
-			return
+			return nil
 		}
 	}
 	p.hands[req.ID] = h
-	if p.cfg.Policy == Reserve {
-		h.d = s.placeDecode(h, -1)
-		h.st = hPreReserve
-		h.dSlot = s.engines[h.d].Enqueue(&h.req, h.rec, now)
-		h.queuedAt = now
-		s.reserve(h.d, now)
-		return
-	}
-	s.startPrefill(h, now)
+	return p.pol.start(s, h, now)
 }
 
-func (s *Sim) startPrefill(h *hand, now int64) {
-	h.st = hPrefill
+// newHand returns a hand for a newly arrived request (state new).
+func (p *pd) newHand(req *workload.Request, now int64) *hand {
+	var h *hand
+	if n := len(p.free); n > 0 {
+		h = p.free[n-1]
+		p.free = p.free[:n-1]
+	} else {
+		h = new(hand)
+	}
+	*h = hand{req: *req, st: hNew, since: now, d: -1, pSlot: -1, dSlot: -1, prefillEnd: -1}
+	h.rec = metrics.NewRecord(req.ID, now)
+	h.rec.InputTokens, h.rec.OutputTokens = req.InputTokens, req.OutputTokens
+	return h
+}
+
+// freeHand recycles a hand that is no longer in the table.
+func (p *pd) freeHand(h *hand) {
+	*h = hand{}
+	p.free = append(p.free, h)
+}
+
+// startPrefill queues h's prompt on its prefill instance (state
+// prefilling).
+func (s *Sim) startPrefill(h *hand, now int64) error {
+	if err := s.transition(h, hPrefilling, -1, now); err != nil {
+		return err
+	}
+	return s.enqueuePrefill(h, now)
+}
+
+// enqueuePrefill adds h to its prefill instance's waiting queue.
+func (s *Sim) enqueuePrefill(h *hand, now int64) error {
 	h.pSlot = s.engines[h.p].AddRecord(&h.req, h.rec, now)
 	s.kick(h.p, now)
+	return nil
 }
 
-// routePrefill picks the prefill instance among the prefill-capable ones.
-func (s *Sim) routePrefill(req *workload.Request) int {
-	p := s.pd
-	if len(p.prefill) == 1 {
-		return p.prefill[0]
-	}
-	return s.router.Route(req, p.prefill, s)
-}
-
-// placeDecode chooses a decode instance, avoiding exclude (-1: none).
-func (s *Sim) placeDecode(h *hand, exclude int) int {
-	p := s.pd
-	cands := p.decode
-	best, bestScore := -1, math.Inf(-1)
-	switch p.cfg.Placement {
-	case RoundRobinPlacement:
-		for range cands {
-			d := cands[p.rr%len(cands)]
-			p.rr++
-			if d != exclude || len(cands) == 1 {
-				return d
-			}
-		}
-	case LeastLoadedPlacement:
-		for _, d := range cands {
-			if d == exclude && len(cands) > 1 {
-				continue
-			}
-			e := s.engines[d]
-			score := -float64(e.Running() + e.Reserved() + e.HandoffQueue())
-			if score > bestScore {
-				best, bestScore = d, score
-			}
-		}
-	default: // most free KV, net of queued demand
-		for _, d := range cands {
-			if d == exclude && len(cands) > 1 {
-				continue
-			}
-			e := s.engines[d]
-			score := float64(e.Pool().Free()) - float64(s.queuedBlocks(d))
-			if score > bestScore {
-				best, bestScore = d, score
-			}
-		}
-	}
-	return best
-}
-
-// queuedBlocks is the prompt blocks of requests queued at decode instance d.
-func (s *Sim) queuedBlocks(d int) int {
-	// The engine does not expose per-request sizes of its queue; estimate
-	// from the queue length and the instance's block size is not exact, so
-	// use the tracked hands (bounded by in-flight requests).
-	n := 0
-	bs := s.engines[d].Config().BlockSize
-	for _, h := range s.pd.hands {
-		if h.d == d && (h.st == hQueued || h.st == hPreReserve) {
-			n += (h.req.InputTokens + bs - 1) / bs
-		}
-	}
-	return n
-}
-
-// prefilled handles a prompt computed on a prefill instance.
-func (s *Sim) prefilled(pi int, f *engine.Prefilled, now int64) error {
+// prefilled handles a prompt computed on a prefill instance: its KV is
+// pinned there until the handoff is over.
+func (s *Sim) prefilled(f *engine.Prefilled, now int64) error {
 	p := s.pd
 	h := p.hands[f.Record.ID]
-	if h == nil || h.st != hPrefill {
-		return fmt.Errorf("cluster: invariant violated: prefilled request %d has no prefill handoff state", f.Record.ID)
+	if h == nil || (h.st != hPrefilling && h.st != hReservedPrefill) {
+		st := "none"
+		if h != nil {
+			st = h.st.String()
+		}
+		return fmt.Errorf("cluster: invariant violated: request %d prefilled in handoff state %s", f.Record.ID, st)
 	}
 	h.rec = f.Record
 	h.prefillEnd = now
 	h.pinned = true
-	s.trackPinned(pi, now)
-	switch p.cfg.Policy {
-	case Reserve:
-		// Blocks were reserved on d before the prefill; only the last
-		// layer's share of the KV is still to stream.
-		r := s.engines[h.d].Record(h.dSlot)
-		s.mergePrefill(r, h)
-		s.startTransfer(h, now, h.bytes/int64(max(1, p.nodes[h.p].Layers)))
-		return nil
-	case Push:
-		return s.push(h, now)
-	}
-	h.d = s.placeDecode(h, -1)
-	s.enqueueDecode(h, now)
-	if p.cfg.Policy == Eager {
-		e := s.engines[h.d]
-		res, needed, free, ok := e.ForceReserve(h.dSlot, now)
-		if !ok {
-			terminal, _ := s.Progress()
-			p.stopped = &StopReport{Request: h.req.ID, Instance: h.d, Needed: needed, Free: free, At: now, Completed: terminal}
-			return p.stopped
-		}
-		s.reserved(h, res, now)
-		return nil
-	}
-	s.reserve(h.d, now)
-	return nil
+	s.trackPinned(h.p, now)
+	return p.pol.prefilled(s, h, now)
 }
 
 // mergePrefill copies the prefill-side fields into the decode record.
@@ -466,104 +376,116 @@ func (s *Sim) mergePrefill(r *metrics.Record, h *hand) {
 	r.CachedTokens = h.rec.CachedTokens
 	r.Preemptions += h.rec.Preemptions
 	r.PrefillEnd = h.rec.PrefillEnd
+	r.Reprefills = h.rec.Reprefills
 }
 
-// enqueueDecode puts a prefilled request in decode instance h.d's queue.
-func (s *Sim) enqueueDecode(h *hand, now int64) {
+// enqueueDecode puts a prefilled request in decode instance d's admission
+// queue (state queued) and arms its lease and retry timers.
+func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 	p := s.pd
-	h.st = hQueued
+	if err := s.transition(h, hQueued, d, now); err != nil {
+		return err
+	}
 	h.queuedAt = now
-	h.dSlot = s.engines[h.d].Enqueue(&h.req, h.rec, now)
+	h.dSlot = s.engines[d].Enqueue(&h.req, h.rec, now)
 	h.gen++
 	if !p.cfg.Heartbeat && p.cfg.Lease > 0 && h.pinned {
-		_ = s.q.Push(des.Event{At: h.prefillEnd + p.cfg.Lease, Kind: evLease, Arg: h.req.ID, Target: h.gen})
+		if err := s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.Lease)), Kind: evLease, Arg: h.req.ID, Target: h.gen}); err != nil {
+			return err
+		}
 	}
 	if p.cfg.Placement == RetryPlacement && p.cfg.RetryAfter > 0 && len(p.decode) > 1 {
-		_ = s.q.Push(des.Event{At: now + p.cfg.RetryAfter, Kind: evRetry, Arg: h.req.ID, Target: h.gen})
+		return s.schedule(des.Event{At: satAdd(now, p.cfg.RetryAfter), Kind: evRetry, Arg: h.req.ID, Target: h.gen})
 	}
+	return nil
 }
 
 // reserve admits what decode instance d can take now.
-func (s *Sim) reserve(d int, now int64) {
+func (s *Sim) reserve(d int, now int64) error {
 	p := s.pd
 	e := s.engines[d]
 	p.resv = e.Reserve(now, p.cfg.SkipAhead, p.resv[:0])
 	for _, res := range p.resv {
 		h := p.hands[res.ID]
-		if h.st == hPreReserve {
-			// Reserve policy: the decode side is ready; prefill may start.
-			r := e.Record(res.Slot)
-			r.CapacityWait = now - h.queuedAt
-			h.bytes = s.transferBytes(h, res.TransferBlocks)
-			s.startPrefill(h, now)
-			continue
+		if h == nil {
+			return fmt.Errorf("cluster: invariant violated: decode instance %d reserved for request %d, which has no handoff", d, res.ID)
 		}
-		s.reserved(h, res, now)
+		var err error
+		if h.st == hAwaitReserve {
+			err = s.granted(h, res, now)
+		} else {
+			err = s.reserved(h, res, now)
+		}
+		if err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // transferBytes is the per-stream size of moving blocks KV blocks.
-func (s *Sim) transferBytes(h *hand, blocks int) int64 {
+func (s *Sim) transferBytes(h *hand, d, blocks int) int64 {
 	node := s.pd.nodes[h.p]
-	bs := s.engines[h.d].Config().BlockSize
+	bs := s.engines[d].Config().BlockSize
 	return int64(blocks) * int64(bs) * node.KVBytesPerToken
 }
 
-// reserved starts the transfer of a request whose decode blocks are held.
-func (s *Sim) reserved(h *hand, res engine.Reservation, now int64) {
+// reserved starts the transfer of a queued request whose decode blocks
+// are now held.
+func (s *Sim) reserved(h *hand, res engine.Reservation, now int64) error {
 	p := s.pd
+	if err := s.transition(h, hTransfer, h.d, now); err != nil {
+		return err
+	}
 	r := s.engines[h.d].Record(res.Slot)
 	s.mergePrefill(r, h)
 	r.HandoffWait = now - h.prefillEnd
 	r.CapacityWait = now - h.prefillEnd
-	if h.spilled {
+	r.TransferStart = now
+	switch {
+	case h.spilled:
 		// Push overflow: the KV waits in the decode host's memory and is
 		// copied to the device over PCIe.
-		h.st = hTransfer
 		bytes := h.bytes * int64(len(p.nodes[h.d].Endpoints))
 		dur := int64(0)
 		if p.cfg.HostBandwidth > 0 {
 			dur = int64(math.Ceil(float64(bytes) / p.cfg.HostBandwidth * 1e9))
 		}
-		r.TransferStart = now
-		_ = s.q.Push(des.Event{At: now + dur, Kind: evHost, Arg: h.req.ID})
-		return
-	}
-	if h.bufBlocks > 0 {
+		return s.schedule(des.Event{At: satAdd(now, dur), Kind: evHost, Arg: h.req.ID, Target: h.gen})
+	case h.bufBlocks > 0:
 		// Push: the KV is already in the receive buffer on this device.
 		p.bufFree[h.d] += h.bufBlocks
 		h.bufBlocks = 0
-		h.st = hTransfer
-		r.TransferStart = now
-		s.transferDone(h, now)
-		return
+		return s.transferDone(h, now)
 	}
-	s.startTransfer(h, now, s.transferBytes(h, res.TransferBlocks))
+	h.bytes = s.transferBytes(h, h.d, res.TransferBlocks)
+	return s.startFlows(h, now, h.bytes, 0)
 }
 
-// startTransfer puts the KV of h on the link, bytes per stream.
-func (s *Sim) startTransfer(h *hand, now int64, bytes int64) {
+// startFlows puts h's KV on the network: one flow per tensor-parallel
+// rank of bytes each, each at most rate bytes/s (0: uncapped).
+func (s *Sim) startFlows(h *hand, now int64, bytes int64, rate float64) error {
 	p := s.pd
-	h.st = hTransfer
-	if h.d >= 0 && h.dSlot >= 0 {
-		s.engines[h.d].Record(h.dSlot).TransferStart = now
-	}
 	from, to := p.nodes[h.p].Endpoints, p.nodes[h.d].Endpoints
 	n := min(len(from), len(to))
-	p.net.StartParallel(now, from[:n], to[:n], bytes, h.req.ID)
-	s.wakeNet()
+	if rate > 0 {
+		p.net.StartParallelCapped(now, from[:n], to[:n], bytes, rate, h.req.ID)
+	} else {
+		p.net.StartParallel(now, from[:n], to[:n], bytes, h.req.ID)
+	}
+	return s.wakeNet()
 }
 
 // wakeNet schedules the network's next event.
-func (s *Sim) wakeNet() {
+func (s *Sim) wakeNet() error {
 	p := s.pd
 	at, ok := p.net.NextEvent()
 	if !ok {
-		return
+		return nil
 	}
 	p.netGen++
 	p.netAt = at
-	_ = s.q.Push(des.Event{At: at, Kind: evNet, Arg: p.netGen})
+	return s.schedule(des.Event{At: at, Kind: evNet, Arg: p.netGen})
 }
 
 // netEvent collects finished transfers.
@@ -578,22 +500,35 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 		if h == nil {
 			return fmt.Errorf("cluster: invariant violated: transfer of unknown request %d", c.Tag)
 		}
-		if h.st == hPushing {
-			s.pushArrived(h, now)
-			continue
+		var err error
+		switch h.st {
+		case hPushing:
+			err = s.pushArrived(h, now)
+		case hReservedPrefill:
+			h.streaming, h.streamDone = false, true // the prefill has not ended: wait for it
+		case hTransfer:
+			h.streaming, h.streamDone = false, true
+			err = s.transferDone(h, now)
+		default:
+			err = fmt.Errorf("cluster: invariant violated: request %d: transfer completed in handoff state %s", h.req.ID, h.st)
 		}
-		s.transferDone(h, now)
+		if err != nil {
+			return err
+		}
 	}
-	s.wakeNet()
-	return nil
+	return s.wakeNet()
 }
 
-// transferDone: the KV is on the decode instance; the prefill side frees it.
-func (s *Sim) transferDone(h *hand, now int64) {
+// transferDone: the KV is on the decode instance; the prefill side frees
+// its copy and the request joins the decode batch.
+func (s *Sim) transferDone(h *hand, now int64) error {
+	if err := s.transition(h, hDecoding, h.d, now); err != nil {
+		return err
+	}
 	s.unpin(h, now)
-	h.st = hDecoding
 	s.engines[h.d].TransferDone(h.dSlot, now)
 	s.kick(h.d, now)
+	return nil
 }
 
 // unpin releases the prefill instance's copy of the KV.
@@ -603,20 +538,37 @@ func (s *Sim) unpin(h *hand, now int64) {
 	}
 	h.pinned = false
 	s.engines[h.p].ReleasePinned(h.pSlot)
+	h.pSlot = -1
 	s.trackPinned(h.p, now)
 	s.kick(h.p, now)
 }
 
 // pdStepEnd handles P/D outcomes of a finished step on instance i.
-func (s *Sim) pdStepEnd(i int, r *engine.StepResult, now int64) error {
+func (s *Sim) pdStepEnd(r *engine.StepResult, now int64) error {
 	p := s.pd
 	for k := range r.Prefilled {
-		if err := s.prefilled(i, &r.Prefilled[k], now); err != nil {
+		if err := s.prefilled(&r.Prefilled[k], now); err != nil {
 			return err
 		}
 	}
 	for k := range r.Finished {
-		delete(p.hands, r.Finished[k].ID)
+		h := p.hands[r.Finished[k].ID]
+		if h == nil {
+			continue // served without a handoff (mixed or local prefill)
+		}
+		if err := s.transition(h, hDone, h.d, now); err != nil {
+			return err
+		}
+		delete(p.hands, h.req.ID)
+		p.freeHand(h)
 	}
 	return nil
+}
+
+// satAdd returns a+b for b >= 0, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/engine"
@@ -231,7 +233,7 @@ func TestPullBackpressure(t *testing.T) {
 // invariants (checked after every event).
 func TestPDPropertyEveryRequestTerminal(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		policy := Policy(rapid.IntRange(0, 4).Draw(rt, "policy"))
+		policy := PolicyName(rapid.IntRange(0, 4).Draw(rt, "policy"))
 		ps := pdSetup{
 			prefill: rapid.IntRange(1, 3).Draw(rt, "p"),
 			decode:  rapid.IntRange(1, 3).Draw(rt, "d"),
@@ -252,6 +254,7 @@ func TestPDPropertyEveryRequestTerminal(t *testing.T) {
 				PushSpill:           rapid.Bool().Draw(rt, "spill"),
 				HostBandwidth:       1e9,
 				LocalPrefillBelow:   rapid.SampledFrom([]int{0, 0, 200}).Draw(rt, "localBelow"),
+				MaxReprefills:       rapid.SampledFrom([]int{0, 1, DefaultMaxReprefills}).Draw(rt, "maxReprefills"),
 			},
 			bw:         rapid.SampledFrom([]float64{math.Inf(1), 1e9, 20e9}).Draw(rt, "bw"),
 			latency:    int64(rapid.IntRange(0, 50_000).Draw(rt, "lat")),
@@ -289,8 +292,14 @@ func TestPDPropertyEveryRequestTerminal(t *testing.T) {
 			if r.Outcome == metrics.Finished && r.Generated != r.OutputTokens {
 				rt.Fatalf("request %d finished with %d of %d tokens", r.ID, r.Generated, r.OutputTokens)
 			}
-			if policy == Pull && !ps.cfg.ExpiryFails && r.Outcome == metrics.Failed && r.Reason[:5] != "unfit" {
+			if policy == Pull && !ps.cfg.ExpiryFails && r.Outcome == metrics.Failed && !strings.HasPrefix(r.Reason, "unfit") && !strings.HasPrefix(r.Reason, "re-prefill limit") {
 				rt.Fatalf("pull without on_expiry fail failed request %d: %s", r.ID, r.Reason)
+			}
+			if r.Reprefills > ps.cfg.MaxReprefills {
+				rt.Fatalf("request %d re-prefilled %d times, limit %d", r.ID, r.Reprefills, ps.cfg.MaxReprefills)
+			}
+			if err := checkTimestamps(&r); err != nil {
+				rt.Fatal(err)
 			}
 		}
 	})
@@ -374,4 +383,33 @@ func TestRouters(t *testing.T) {
 			t.Fatal("power-of-two never picks the loaded instance 1 over an idle one")
 		}
 	}
+}
+
+// checkTimestamps verifies the order of a terminal record's timestamps:
+// arrival <= queued <= scheduled <= prefill end <= first token <= last
+// token, each where it is set (-1: never reached); the decode reservation
+// (before the prefill under reserve) lies between arrival and first token.
+func checkTimestamps(r *metrics.Record) error {
+	seq := []struct {
+		name string
+		t    int64
+	}{{"arrival", r.Arrival}, {"queued", r.Queued}, {"scheduled", r.Scheduled}, {"prefill_end", r.PrefillEnd},
+		{"first_token", r.FirstToken}, {"last_token", r.LastToken}}
+	prev, prevName := int64(-1), ""
+	for _, x := range seq {
+		if x.t < 0 {
+			continue
+		}
+		if x.t < prev {
+			return fmt.Errorf("request %d (%s): %s %d ns before %s %d ns", r.ID, r.Outcome, x.name, x.t, prevName, prev)
+		}
+		prev, prevName = x.t, x.name
+	}
+	if r.Reserved >= 0 && (r.Reserved < r.Arrival || (r.FirstToken >= 0 && r.FirstToken < r.Reserved)) {
+		return fmt.Errorf("request %d: reserved at %d ns outside [arrival %d, first token %d]", r.ID, r.Reserved, r.Arrival, r.FirstToken)
+	}
+	if r.TransferStart >= 0 && r.TransferEnd >= 0 && r.TransferEnd < r.TransferStart {
+		return fmt.Errorf("request %d: transfer end %d ns before its start %d ns", r.ID, r.TransferEnd, r.TransferStart)
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"io"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/engine"
@@ -64,5 +66,58 @@ func TestSessionsChainSubRequests(t *testing.T) {
 	}
 	if r := c.recs[3]; r.Outcome != metrics.Failed || r.Reason != "session: sub-request 2 did not finish" {
 		t.Errorf("request 3: %s %q", r.Outcome, r.Reason)
+	}
+}
+
+// TestSessionToolTimeOverflowIsCounted: a sub-request whose tool time
+// overflows the simulated clock is counted as failed with the reason, and
+// so is the rest of its session (it used to vanish: the event queue's
+// error was discarded).
+func TestSessionToolTimeOverflowIsCounted(t *testing.T) {
+	e, err := engine.New(0, engine.Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 512, BlockSize: 16, NumBlocks: 20,
+		ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true}, linear{base: 1e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &entrySrc{es: []workload.Entry{{Session: "s", Requests: []workload.Request{
+		{ID: 0, Arrival: 0, InputTokens: 20, OutputTokens: 3},
+		{ID: 1, Delay: math.MaxInt64 - 1000, InputTokens: 30, OutputTokens: 2},
+		{ID: 2, Delay: 0, InputTokens: 30, OutputTokens: 2},
+	}}}}
+	c := &collect{recs: map[int64]metrics.Record{}}
+	sim, err := New([]*engine.Engine{e}, src, nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if terminal, seen := sim.Progress(); terminal != 3 || seen != 3 || len(c.recs) != 3 {
+		t.Fatalf("%d of %d requests ended, %d records; want 3", terminal, seen, len(c.recs))
+	}
+	if r := c.recs[1]; r.Outcome != metrics.Failed || !strings.Contains(r.Reason, "overflows the simulated clock") {
+		t.Errorf("request 1: %s %q", r.Outcome, r.Reason)
+	}
+	if r := c.recs[2]; r.Outcome != metrics.Failed || r.Reason != "session: sub-request 1 did not finish" {
+		t.Errorf("request 2: %s %q", r.Outcome, r.Reason)
+	}
+}
+
+// TestStepEndOverflowIsRunError: a step whose end overflows the clock ends
+// the run with an error naming the instance, never silently.
+func TestStepEndOverflowIsRunError(t *testing.T) {
+	e, err := engine.New(0, engine.Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 512, BlockSize: 16, NumBlocks: 20,
+		ChunkedPrefill: true, PrefixCaching: true}, linear{base: math.MaxInt64 / 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &entrySrc{es: []workload.Entry{{Requests: []workload.Request{{ID: 0, InputTokens: 20, OutputTokens: 5}}}}}
+	sim, err := New([]*engine.Engine{e}, src, nil, &collect{recs: map[int64]metrics.Record{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sim.Run()
+	if err == nil || !strings.Contains(err.Error(), "instance 0 step") {
+		t.Fatalf("want a run error naming the instance's step, got %v", err)
 	}
 }

@@ -46,6 +46,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad role", "instances:\n  - role: both\n", []string{"instances[0].role", "mixed, prefill or decode"}},
 		{"decode without prefill", "instances:\n  - role: decode\n", []string{"instances", "prefill"}},
 		{"bad policy", "handoff: {policy: drop}\n", []string{"handoff.policy", "pull, reserve, reject, push or eager"}},
+		{"negative re-prefill limit", "handoff: {max_reprefills: -1}\n", []string{"handoff.max_reprefills", ">= 0"}},
 		{"bad utilisation", "engine: {gpu_memory_utilization: 1.5}\n", []string{"engine.gpu_memory_utilization"}},
 		{"bad slo target", "slo:\n  percentiles: [{metric: ttft, percentile: 98, max_ms: 10}]\n", []string{"slo.percentiles[0].percentile"}},
 		{"trace and nothing", "workload: {trace: \"\"}\n", []string{"workload"}},

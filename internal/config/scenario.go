@@ -186,9 +186,14 @@ type Handoff struct {
 	PushOverflow string `yaml:"push_overflow" json:"push_overflow"`
 	// LocalPrefillBelow enables conditional disaggregation: prompts whose
 	// part not already cached on the chosen decode instance is shorter
-	// than this many tokens are prefilled there, with no handoff (not with
-	// policy reserve). Default 0: always disaggregate.
+	// than this many tokens are prefilled there, with no handoff. Default
+	// 0: always disaggregate.
 	LocalPrefillBelow int `yaml:"local_prefill_below" json:"local_prefill_below"`
+	// MaxReprefills bounds how many times a request's prompt is recomputed
+	// after its prefilled KV was lost (lease expiry with on_expiry
+	// reprefill, push overflow drop); the next loss fails the request with
+	// the reason. Default 3; 0 fails at the first loss.
+	MaxReprefills int `yaml:"max_reprefills" json:"max_reprefills"`
 }
 
 // Links overrides the NIC of every GPU for KV transfers.
@@ -278,7 +283,7 @@ func Default() *Scenario {
 		},
 		Router: "round-robin",
 		Handoff: Handoff{Policy: "pull", Placement: "round-robin", LeaseS: 30, Heartbeat: boolPtr(true),
-			OnExpiry: "reprefill", RetryAfterS: 1, MaxPrefillQueueS: 5, MaxDecodeKVFraction: 1,
+			OnExpiry: "reprefill", RetryAfterS: 1, MaxPrefillQueueS: 5, MaxDecodeKVFraction: 1, MaxReprefills: 3,
 			PushBufferFraction: 0.1, PushOverflow: "spill"},
 		Links:    Links{LatencyUs: -1},
 		Workload: Workload{Trace: DefaultTrace, Format: "jsonl", TimeScale: 1},
@@ -543,6 +548,9 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	}
 	if h.LocalPrefillBelow < 0 {
 		bad("handoff.local_prefill_below", "must be >= 0 (got %d)", h.LocalPrefillBelow)
+	}
+	if h.MaxReprefills < 0 {
+		bad("handoff.max_reprefills", "must be >= 0 (got %d)", h.MaxReprefills)
 	}
 	if h.ReservedDecodeTokens < 0 {
 		bad("handoff.reserved_decode_tokens", "must be >= 0 (got %d)", h.ReservedDecodeTokens)

@@ -24,8 +24,10 @@ type seq struct {
 	enqueued  int64 // time it joined this instance's waiting queue
 	state     state
 	inFlight  bool // scheduled in a batch that has not finished yet
-	blocks    []kv.BlockID
-	hashes    []uint64 // chained hashes of full blocks, filled lazily
+	// Links of the decode admission queue (stHandoff only; -1: none).
+	qPrev, qNext int32
+	blocks       []kv.BlockID
+	hashes       []uint64 // chained hashes of full blocks, filled lazily
 }
 
 func (s *seq) numTokens() int32 { return s.prompt + s.generated }
@@ -44,6 +46,16 @@ const (
 	stReserved               // decode blocks reserved, KV transfer in flight
 	stReady                  // KV arrived on the decode instance, waiting for the next batch
 )
+
+var stateNames = [...]string{"free", "waiting", "running", "done", "prefilled", "pinned", "handoff-queued", "reserved", "ready"}
+
+// String returns the state's name, as error messages print it.
+func (s state) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
 
 type scheduled struct {
 	slot   int32
@@ -66,6 +78,10 @@ type Step struct {
 	ID         int64
 	Start, End int64
 	Free       int64
+	// FirstScheduled (prefill role only) lists the requests whose first
+	// prompt tokens are in this batch: their KV starts being produced now.
+	// It is valid until the next Begin.
+	FirstScheduled []int64
 }
 
 // StepResult is what one step did. Slices are reused by the next FinishStep.
@@ -113,14 +129,18 @@ type Engine struct {
 	zombies []int32
 
 	// P/D handoff state.
-	handoff      []int32 // decode admission queue (FCFS order)
-	ready        deque   // transferred requests waiting for the next batch
-	reservedSeqs int     // requests holding a decode reservation (reserved or ready)
-	pinned       int     // blocks pinned by prefilled requests
+	// Decode admission queue, FCFS, as a list linked through the slots so
+	// that withdrawing a request from its middle costs O(1).
+	hqHead, hqTail int32 // -1 when empty
+	hqLen          int
+	ready          deque // transferred requests waiting for the next batch
+	reservedSeqs   int   // requests holding a decode reservation (reserved or ready)
+	pinned         int   // blocks pinned by prefilled requests
 
 	waitingTokens int64    // tokens the waiting queue must compute
 	probe         []uint64 // scratch hashes for PrefixHitTokens
 	sched         []scheduled
+	firstSched    []int64 // Step.FirstScheduled of the batch being formed
 	batch         perf.Batch
 	preempted     int
 	result        StepResult
@@ -142,7 +162,7 @@ func New(id int, cfg Config, pred perf.Predictor) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	return &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize)}, nil
+	return &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize), hqHead: -1, hqTail: -1}, nil
 }
 
 // Config returns the engine's configuration.
@@ -254,15 +274,18 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 		s.rec.DecodeInstance = e.id
 	}
 	// The engine picks new requests up between steps: now when idle, else
-	// when the step in flight ends (vLLM's queued time).
-	s.rec.Queued = now
-	if e.Busy() {
-		s.rec.Queued = e.stepEnd
-		if e.pp() > 1 {
-			s.rec.Queued = max(now, e.flights[0].end)
+	// when the step in flight ends (vLLM's queued time). A re-prefilled
+	// request keeps its first queueing as its queued time.
+	if s.rec.Queued < 0 {
+		s.rec.Queued = now
+		if e.Busy() {
+			s.rec.Queued = e.stepEnd
+			if e.pp() > 1 {
+				s.rec.Queued = max(now, e.flights[0].end)
+			}
+		} else if len(e.flights) > 0 && e.stages[0] > now {
+			s.rec.Queued = e.stages[0]
 		}
-	} else if len(e.flights) > 0 && e.stages[0] > now {
-		s.rec.Queued = e.stages[0]
 	}
 	e.waiting.pushBack(slot)
 	e.waitingTokens += int64(s.prompt)
@@ -308,6 +331,7 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 		formed = e.stepStart
 	}
 	e.justEnded = false
+	e.firstSched = e.firstSched[:0]
 	budget := e.form(now, formed)
 	hadZombies := len(e.zombies) > 0
 	e.releaseZombies()
@@ -345,7 +369,7 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
 		}
 	}
-	return Step{ID: f.id, Start: now, End: end, Free: free}, true
+	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}, true
 }
 
 // pipeline times a batch of step time d entering the first of N stages at
@@ -556,6 +580,9 @@ func (e *Engine) schedule(slot, n int32, now int64) {
 	e.sched = append(e.sched, scheduled{slot: slot, tokens: n})
 	if s.rec.Scheduled < 0 {
 		s.rec.Scheduled = now
+		if e.cfg.Role == Prefill {
+			e.firstSched = append(e.firstSched, s.rec.ID)
+		}
 	}
 	b := &e.batch
 	ctx := int(s.computed)

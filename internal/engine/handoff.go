@@ -23,7 +23,37 @@ import (
 func (e *Engine) PinnedBlocks() int { return e.pinned }
 
 // HandoffQueue is the number of requests in the decode admission queue.
-func (e *Engine) HandoffQueue() int { return len(e.handoff) }
+func (e *Engine) HandoffQueue() int { return e.hqLen }
+
+// hqPush appends slot to the admission queue.
+func (e *Engine) hqPush(slot int32) {
+	s := &e.slots[slot]
+	s.qPrev, s.qNext = e.hqTail, -1
+	if e.hqTail >= 0 {
+		e.slots[e.hqTail].qNext = slot
+	} else {
+		e.hqHead = slot
+	}
+	e.hqTail = slot
+	e.hqLen++
+}
+
+// hqRemove unlinks slot from the admission queue.
+func (e *Engine) hqRemove(slot int32) {
+	s := &e.slots[slot]
+	if s.qPrev >= 0 {
+		e.slots[s.qPrev].qNext = s.qNext
+	} else {
+		e.hqHead = s.qNext
+	}
+	if s.qNext >= 0 {
+		e.slots[s.qNext].qPrev = s.qPrev
+	} else {
+		e.hqTail = s.qPrev
+	}
+	s.qPrev, s.qNext = -1, -1
+	e.hqLen--
+}
 
 // Reserved is the number of requests holding a decode reservation (their
 // transfer in flight or their KV arrived and waiting for the next batch).
@@ -34,7 +64,7 @@ func (e *Engine) Reserved() int { return e.reservedSeqs }
 func (e *Engine) ReleasePinned(slot int32) {
 	s := &e.slots[slot]
 	if s.state != stPinned && s.state != stPrefilled {
-		e.fail(fmt.Errorf("request %d: release of pinned KV in state %d (released twice?)", s.rec.ID, s.state))
+		e.fail(fmt.Errorf("request %d: release of pinned KV in state %s (released twice?)", s.rec.ID, s.state))
 		return
 	}
 	e.pinned -= len(s.blocks)
@@ -55,21 +85,19 @@ func (e *Engine) ReleasePinned(slot int32) {
 func (e *Engine) Enqueue(r *workload.Request, rec metrics.Record, now int64) int32 {
 	slot, s := e.take(r, rec, now, stHandoff)
 	s.rec.DecodeInstance = e.id
-	e.handoff = append(e.handoff, slot)
+	e.hqPush(slot)
 	return slot
 }
 
 // Withdraw removes a request from the admission queue (it moves to another
 // decode instance, or its lease expired) and frees its slot.
 func (e *Engine) Withdraw(slot int32) {
-	for i, v := range e.handoff {
-		if v == slot {
-			e.handoff = append(e.handoff[:i], e.handoff[i+1:]...)
-			e.freeSlot(slot)
-			return
-		}
+	if slot < 0 || int(slot) >= len(e.slots) || e.slots[slot].state != stHandoff {
+		e.fail(fmt.Errorf("withdraw of slot %d that is not in the admission queue", slot))
+		return
 	}
-	e.fail(fmt.Errorf("withdraw of slot %d that is not in the admission queue", slot))
+	e.hqRemove(slot)
+	e.freeSlot(slot)
 }
 
 // Reservation is one admitted handoff.
@@ -85,26 +113,36 @@ type Reservation struct {
 // blocks and a sequence slot are free, appending them to out. In FCFS order
 // the first request that does not fit blocks the queue (head-of-line);
 // with skipAhead later requests that fit are admitted past it.
+//
+// Requests waiting on this instance (preempted ones waiting to resume, or
+// prompts prefilled locally) come first, as in vLLM, where requests whose
+// KV is remote queue behind them in the one waiting queue: while any
+// wait, nothing is admitted. Otherwise a steady stream of handoffs takes
+// every block freed and a preempted request starves.
 func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) []Reservation {
-	for i := 0; i < len(e.handoff); {
+	if e.waiting.len() > 0 {
+		return out
+	}
+	for slot := e.hqHead; slot >= 0; {
 		// Finished requests still in the batch set (async scheduling) give
 		// their slots back at the next formation: count them as free.
 		if len(e.running)+e.reservedSeqs >= e.cfg.MaxNumSeqs {
 			break
 		}
-		slot := e.handoff[i]
+		next := e.slots[slot].qNext
 		tb, ok := e.reserve(slot)
 		if !ok {
 			if !skipAhead {
 				break
 			}
-			i++
+			slot = next
 			continue
 		}
-		e.handoff = append(e.handoff[:i], e.handoff[i+1:]...)
+		e.hqRemove(slot)
 		s := &e.slots[slot]
 		s.rec.Reserved = now
 		out = append(out, Reservation{Slot: slot, ID: s.rec.ID, TransferBlocks: tb})
+		slot = next
 	}
 	return out
 }
@@ -114,16 +152,16 @@ func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) []Reserva
 // needed and free when they do not fit.
 func (e *Engine) ForceReserve(slot int32, now int64) (r Reservation, needed, free int, ok bool) {
 	s := &e.slots[slot]
+	if s.state != stHandoff {
+		e.fail(fmt.Errorf("request %d: forced reservation in state %s", s.rec.ID, s.state))
+		return Reservation{}, 0, 0, false
+	}
+	e.hqRemove(slot)
 	tb, ok := e.reserve(slot)
 	if !ok {
+		e.hqPush(slot) // still queued: the caller stops the run
 		need := cdiv(int(s.prompt)+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize)
 		return Reservation{}, need, e.pool.Free(), false
-	}
-	for i, v := range e.handoff {
-		if v == slot {
-			e.handoff = append(e.handoff[:i], e.handoff[i+1:]...)
-			break
-		}
 	}
 	s.rec.Reserved = now
 	return Reservation{Slot: slot, ID: s.rec.ID, TransferBlocks: tb}, 0, 0, true
@@ -169,7 +207,7 @@ func (e *Engine) reserve(slot int32) (int, bool) {
 func (e *Engine) TransferDone(slot int32, now int64) {
 	s := &e.slots[slot]
 	if s.state != stReserved {
-		e.fail(fmt.Errorf("request %d: transfer done in state %d", s.rec.ID, s.state))
+		e.fail(fmt.Errorf("request %d: transfer done in state %s", s.rec.ID, s.state))
 		return
 	}
 	s.rec.TransferEnd = now
@@ -184,7 +222,7 @@ func (e *Engine) TransferDone(slot int32, now int64) {
 func (e *Engine) Cancel(slot int32) {
 	s := &e.slots[slot]
 	if s.state != stReserved {
-		e.fail(fmt.Errorf("request %d: cancel in state %d", s.rec.ID, s.state))
+		e.fail(fmt.Errorf("request %d: cancel in state %s", s.rec.ID, s.state))
 		return
 	}
 	e.release(s)
@@ -218,3 +256,70 @@ func hashParent(prev uint64, i int) uint64 {
 	}
 	return prev
 }
+
+// HandoffUnfit returns why a request handed off to this decode instance
+// could never be admitted ("" when it can): Unfit, or its prompt plus the
+// configured decode headroom exceeding the whole KV pool (the reservation
+// Reserve would wait for forever).
+func (e *Engine) HandoffUnfit(r *workload.Request) string {
+	if why := e.Unfit(r); why != "" {
+		return why
+	}
+	if need := cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize); need > e.cfg.NumBlocks {
+		return fmt.Sprintf("prompt %d tokens plus reserved_decode_tokens %d needs %d KV blocks but instance %d holds %d",
+			r.InputTokens, e.cfg.ReservedDecodeTokens, need, e.id, e.cfg.NumBlocks)
+	}
+	return ""
+}
+
+// SlotPhase is where a handed-off request stands on a decode instance, as
+// the cluster's consistency check sees it.
+type SlotPhase uint8
+
+// Slot phases.
+const (
+	PhaseOther    SlotPhase = iota // not a handoff state (free, waiting, running, ...)
+	PhaseQueued                    // in the admission queue
+	PhaseReserved                  // blocks reserved, KV not arrived
+	PhaseReady                     // KV arrived, waiting for the next batch
+)
+
+// SlotPhase returns the request id held by slot and its handoff phase.
+func (e *Engine) SlotPhase(slot int32) (id int64, ph SlotPhase) {
+	if slot < 0 || int(slot) >= len(e.slots) {
+		return -1, PhaseOther
+	}
+	s := &e.slots[slot]
+	switch s.state {
+	case stHandoff:
+		ph = PhaseQueued
+	case stReserved:
+		ph = PhaseReserved
+	case stReady:
+		ph = PhaseReady
+	}
+	return s.rec.ID, ph
+}
+
+// SlotState returns the name of the engine state of slot, for reports.
+func (e *Engine) SlotState(slot int32) string {
+	if slot < 0 || int(slot) >= len(e.slots) {
+		return "none"
+	}
+	return e.slots[slot].state.String()
+}
+
+// HandoffFits reports whether HandoffUnfit(r) is "", without building the
+// reason: placement calls it for every candidate.
+func (e *Engine) HandoffFits(r *workload.Request) bool {
+	total := r.InputTokens + r.OutputTokens
+	if e.cfg.MaxModelLen > 0 && total > e.cfg.MaxModelLen {
+		return false
+	}
+	bs := e.cfg.BlockSize
+	return cdiv(total, bs) <= e.cfg.NumBlocks && cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, bs) <= e.cfg.NumBlocks
+}
+
+// SeqSlotFree reports whether a reservation would find a sequence slot
+// (max_num_seqs counts running and reserved requests).
+func (e *Engine) SeqSlotFree() bool { return len(e.running)+e.reservedSeqs < e.cfg.MaxNumSeqs }

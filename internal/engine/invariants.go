@@ -31,14 +31,14 @@ func (e *Engine) check(budgetLeft int32) error {
 	if full {
 		held = make(map[int32]int32, 64)
 	}
-	pinned, reserved, inFlight := 0, 0, 0
+	pinned, reserved, inFlight, queued := 0, 0, 0, 0
 	var refs int64
 	for slot := range e.slots {
 		s := &e.slots[slot]
 		switch s.state {
 		case stFree, stWaiting, stHandoff:
 			if len(s.blocks) != 0 {
-				return fmt.Errorf("request %d in state %d holds %d blocks", s.rec.ID, s.state, len(s.blocks))
+				return fmt.Errorf("request %d in state %s holds %d blocks", s.rec.ID, s.state, len(s.blocks))
 			}
 		case stRunning, stDone, stPrefilled, stReady:
 			if need := cdiv(int(s.computed), e.cfg.BlockSize); len(s.blocks) < need {
@@ -53,11 +53,14 @@ func (e *Engine) check(budgetLeft int32) error {
 		if s.inFlight {
 			inFlight++
 			if s.state != stRunning {
-				return fmt.Errorf("request %d in a batch in flight is in state %d", s.rec.ID, s.state)
+				return fmt.Errorf("request %d in a batch in flight is in state %s", s.rec.ID, s.state)
 			}
 		}
 		if s.state == stReserved || s.state == stReady {
 			reserved++
+		}
+		if s.state == stHandoff {
+			queued++
 		}
 		refs += int64(len(s.blocks))
 		if full {
@@ -88,10 +91,25 @@ func (e *Engine) check(budgetLeft int32) error {
 	if pinned != e.pinned {
 		return fmt.Errorf("pinned requests hold %d blocks but the pinned count is %d", pinned, e.pinned)
 	}
+	if queued != e.hqLen {
+		return fmt.Errorf("%d requests are in state %s but the admission queue holds %d", queued, stHandoff, e.hqLen)
+	}
+	if full {
+		n := 0
+		for slot := e.hqHead; slot >= 0 && n <= e.hqLen; slot = e.slots[slot].qNext {
+			if e.slots[slot].state != stHandoff {
+				return fmt.Errorf("admission queue links slot %d in state %s", slot, e.slots[slot].state)
+			}
+			n++
+		}
+		if n != e.hqLen {
+			return fmt.Errorf("admission queue links %d slots but counts %d", n, e.hqLen)
+		}
+	}
 	if reserved != e.reservedSeqs {
 		return fmt.Errorf("%d requests hold decode reservations but the count is %d", reserved, e.reservedSeqs)
 	}
-	if len(e.running)+e.reservedSeqs > e.cfg.MaxNumSeqs && e.cfg.Role != Decode {
+	if len(e.running)+e.reservedSeqs > e.cfg.MaxNumSeqs {
 		return fmt.Errorf("%d running and %d reserved exceed max_num_seqs %d", len(e.running), e.reservedSeqs, e.cfg.MaxNumSeqs)
 	}
 	if !full {

@@ -39,8 +39,15 @@
 // changes: when a flow leaves its latency phase and when a flow completes.
 // Between those instants rates are constant.
 //
-// A flow whose bytes are zero, or whose two resources are both unlimited,
-// completes the instant it becomes active; with zero latency it completes
+// A flow may carry a rate cap (StartParallelCapped): its sender produces
+// the data no faster than that. The cap acts as a resource of that flow
+// alone: in progressive filling a capped flow is frozen at its cap as soon
+// as the common rate reaches it, and the bandwidth it leaves goes to the
+// other flows. A capped flow alone on NICs of bandwidth B >= cap takes
+// L + S/cap; between unlimited NICs, S/cap.
+//
+// A flow whose bytes are zero, or whose two resources are both unlimited
+// and which has no cap, completes the instant it becomes active; with zero latency it completes
 // at its start time (duration 0). A flow from an endpoint to itself is
 // allowed and uses that NIC's egress and ingress like any other flow.
 //

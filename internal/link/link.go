@@ -59,6 +59,7 @@ type flow struct {
 	eg, in   int32   // resource indices: sender egress, receiver ingress
 	bytes    float64 // total bytes
 	activeAt int64   // end of the latency phase
+	rateCap  float64 // largest rate the sender can feed, bytes/s (+Inf: none)
 
 	// Active phase: remaining bytes at anchorT are anchorRem; the flow
 	// moves rate bytes/s from anchorT on, and completes at finishAt.
@@ -102,6 +103,7 @@ type Network struct {
 	off      []int32 // flows of resource r are adj[off[r]:off[r+1]]
 	fill     []int32
 	adj      []*flow
+	capped   []*flow // active flows with a rate cap, by cap
 
 	// onFlowDone, if set, is called for every completing flow with the
 	// flow and its remaining bytes at completion; tests use it.
@@ -157,7 +159,7 @@ func (n *Network) Start(now int64, from, to EndpointID, bytes int64, tag int64) 
 	n.advanceTo(now)
 	tr := n.newTransfer(now, tag, 1, bytes)
 	id := tr.id // tr is recycled if the transfer completes right away
-	n.addFlow(now, tr, from, to, bytes)
+	n.addFlow(now, tr, from, to, bytes, Unlimited)
 	n.advanceTo(now) // flows with zero latency become active now
 	return id
 }
@@ -169,6 +171,17 @@ func (n *Network) Start(now int64, from, to EndpointID, bytes int64, tag int64) 
 // the receiving one. from and to must have the same, non-zero length. The
 // slices are not retained.
 func (n *Network) StartParallel(now int64, from, to []EndpointID, bytesPerFlow int64, tag int64) TransferID {
+	return n.StartParallelCapped(now, from, to, bytesPerFlow, Unlimited, tag)
+}
+
+// StartParallelCapped is StartParallel with every flow's rate capped at
+// rateCap bytes per second (> 0, possibly [Unlimited]): a sender that
+// produces its data no faster than that, such as KV streamed while the
+// prompt is still being computed. A capped flow takes its max-min fair
+// share of its NICs but never more than the cap; what it leaves goes to
+// the other flows. Between two endpoints of [Unlimited] bandwidth a capped
+// flow takes bytesPerFlow/rateCap seconds.
+func (n *Network) StartParallelCapped(now int64, from, to []EndpointID, bytesPerFlow int64, rateCap float64, tag int64) TransferID {
 	if len(from) == 0 || len(from) != len(to) {
 		panic(fmt.Sprintf("link: StartParallel needs equal, non-zero numbers of senders and receivers, got %d and %d", len(from), len(to)))
 	}
@@ -182,11 +195,14 @@ func (n *Network) StartParallel(now int64, from, to []EndpointID, bytesPerFlow i
 	if bytesPerFlow > 0 && int64(len(from)) > math.MaxInt64/bytesPerFlow {
 		panic("link: transfer size overflows int64")
 	}
+	if !(rateCap > 0) {
+		panic(fmt.Sprintf("link: rate cap must be > 0, got %v", rateCap))
+	}
 	n.advanceTo(now)
 	tr := n.newTransfer(now, tag, len(from), bytesPerFlow*int64(len(from)))
 	id := tr.id // tr is recycled if the transfer completes right away
 	for i := range from {
-		n.addFlow(now, tr, from[i], to[i], bytesPerFlow)
+		n.addFlow(now, tr, from[i], to[i], bytesPerFlow, rateCap)
 	}
 	n.advanceTo(now)
 	return id
@@ -274,7 +290,7 @@ func (n *Network) newTransfer(now, tag int64, flows int, bytes int64) *transfer 
 	return tr
 }
 
-func (n *Network) addFlow(now int64, tr *transfer, from, to EndpointID, bytes int64) {
+func (n *Network) addFlow(now int64, tr *transfer, from, to EndpointID, bytes int64, rateCap float64) {
 	var f *flow
 	if k := len(n.freeF); k > 0 {
 		f = n.freeF[k-1]
@@ -288,6 +304,7 @@ func (n *Network) addFlow(now int64, tr *transfer, from, to EndpointID, bytes in
 		eg:       2 * int32(from),
 		in:       2*int32(to) + 1,
 		bytes:    float64(bytes),
+		rateCap:  rateCap,
 		activeAt: satAdd(now, lat),
 		finishAt: never,
 	}
@@ -334,7 +351,7 @@ func (n *Network) step(t int64) {
 			k++
 			continue
 		}
-		if f.bytes <= doneEpsilon || (math.IsInf(n.capacity[f.eg], 1) && math.IsInf(n.capacity[f.in], 1)) {
+		if f.bytes <= doneEpsilon || (math.IsInf(n.capacity[f.eg], 1) && math.IsInf(n.capacity[f.in], 1) && math.IsInf(f.rateCap, 1)) {
 			n.finish(f, t, 0)
 			continue
 		}
@@ -383,13 +400,21 @@ func (n *Network) recompute(t int64) {
 	copy(n.caps, n.capacity)
 	clear(n.counts)
 	clear(n.used)
+	n.capped = n.capped[:0]
 	for _, f := range n.active {
 		f.anchorRem = f.remaining(t)
 		f.anchorT = t
 		f.rate = 0 // unfrozen
 		n.counts[f.eg]++
 		n.counts[f.in]++
+		if !math.IsInf(f.rateCap, 1) {
+			n.capped = append(n.capped, f)
+		}
 	}
+	// Capped flows in increasing cap order: a cap is a bottleneck of its
+	// own flow alone, taken before any resource whose fair share is larger.
+	slices.SortStableFunc(n.capped, func(a, b *flow) int { return cmp.Compare(a.rateCap, b.rateCap) })
+	nextCap := 0
 	// Flows by resource (CSR), and the finite resources in use.
 	off := n.off[:0]
 	n.inUse = n.inUse[:0]
@@ -436,8 +461,23 @@ func (n *Network) recompute(t int64) {
 			}
 		}
 		n.inUse = n.inUse[:k]
+		for nextCap < len(n.capped) && n.capped[nextCap].rate > 0 {
+			nextCap++ // frozen at a resource bottleneck below its cap
+		}
+		if nextCap < len(n.capped) && (best < 0 || n.capped[nextCap].rateCap <= share) {
+			f := n.capped[nextCap]
+			nextCap++
+			f.rate = f.rateCap
+			unfrozen--
+			for _, r := range [2]int32{f.eg, f.in} {
+				n.counts[r]--
+				n.used[r] += f.rate
+				n.caps[r] = max(0, n.caps[r]-f.rate)
+			}
+			continue
+		}
 		if best < 0 {
-			panic("link: internal error: active flow without a finite resource")
+			panic("link: internal error: active flow without a finite resource or cap")
 		}
 		// Shares never decrease in exact arithmetic; keep it so under
 		// rounding, and keep them positive.
@@ -460,6 +500,7 @@ func (n *Network) recompute(t int64) {
 		}
 	}
 	clear(n.adj) // do not keep retired flows reachable
+	clear(n.capped)
 	for _, f := range n.active {
 		f.finishAt = satAdd(t, ceilNs(f.anchorRem*1e9/f.rate))
 	}

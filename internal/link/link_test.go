@@ -18,6 +18,14 @@ type start struct {
 	at       int64
 	from, to []link.EndpointID
 	bytes    int64
+	rateCap  float64 // bytes/s per flow; 0: uncapped
+}
+
+// capped is one flow whose rate is capped at rateCap bytes/s.
+func capped(at int64, from, to link.EndpointID, bytes int64, rateCap float64) start {
+	s := one(at, from, to, bytes)
+	s.rateCap = rateCap
+	return s
 }
 
 func one(at int64, from, to link.EndpointID, bytes int64) start {
@@ -61,9 +69,12 @@ func run(t *testing.T, eps []ep, starts []start) []int64 {
 	for i, s := range starts {
 		collect(s.at)
 		var id link.TransferID
-		if len(s.from) == 1 {
+		switch {
+		case s.rateCap > 0:
+			id = n.StartParallelCapped(s.at, s.from, s.to, s.bytes, s.rateCap, int64(i))
+		case len(s.from) == 1:
 			id = n.Start(s.at, s.from[0], s.to[0], s.bytes, int64(i))
-		} else {
+		default:
 			id = n.StartParallel(s.at, s.from, s.to, s.bytes, int64(i))
 		}
 		ids[id] = i
@@ -90,6 +101,43 @@ func TestExactTimes(t *testing.T) {
 		starts []start
 		want   []int64
 	}{
+		{
+			name:   "a capped flow alone takes L + B/cap",
+			eps:    []ep{{gbps, lat}, {gbps, lat}},
+			starts: []start{capped(0, 0, 1, mb, gbps/4)},
+			want:   []int64{lat + 4_000_000},
+		},
+		{
+			name:   "a capped flow between unlimited NICs takes B/cap",
+			eps:    []ep{{u, 0}, {u, 0}},
+			starts: []start{capped(0, 0, 1, mb, gbps/2)},
+			want:   []int64{2_000_000},
+		},
+		{
+			// The capped flow takes 0.25 B/ns, the other the remaining
+			// 0.75: 1 MB in 1,333,333.3 ns, rounded up. The capped one
+			// stays at its cap throughout: 1 MB / 0.25 = 4 ms.
+			name:   "a capped flow sharing a NIC leaves the rest to the other",
+			eps:    []ep{{gbps, lat}, {gbps, lat}},
+			starts: []start{capped(0, 0, 1, mb, gbps/4), one(0, 0, 1, mb)},
+			want:   []int64{lat + 4_000_000, lat + 1_333_334},
+		},
+		{
+			name:   "a cap above the fair share does not bind",
+			eps:    []ep{{gbps, lat}, {gbps, lat}},
+			starts: []start{capped(0, 0, 1, mb, 0.8*gbps), one(0, 0, 1, mb)},
+			want:   []int64{lat + 2_000_000, lat + 2_000_000},
+		},
+		{
+			// Three flows into one 1 GB/s receiver, caps 0.1 and 0.2: they
+			// take their caps, the uncapped one the remaining 0.7 B/ns.
+			// At L+5 ms the 0.2 flow ends; the uncapped one has moved
+			// 3.5 MB and takes 0.9 B/ns for the other 3.5 MB: 3,888,889 ns.
+			name:   "several caps below the fair share are all taken",
+			eps:    []ep{{gbps, lat}, {gbps, lat}, {gbps, lat}, {gbps, lat}},
+			starts: []start{capped(0, 0, 3, mb, 0.1*gbps), capped(0, 1, 3, mb, 0.2*gbps), one(0, 2, 3, 7*mb)},
+			want:   []int64{lat + 10_000_000, lat + 5_000_000, lat + 5_000_000 + 3_888_889},
+		},
 		{
 			name:   "one flow on idle NICs takes L + B/bw",
 			eps:    []ep{{gbps, lat}, {gbps, lat}},

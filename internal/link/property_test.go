@@ -16,8 +16,9 @@ type propEP struct {
 type propOp struct {
 	gap      int64 // ns after the previous start
 	from, to []EndpointID
-	bytes    int64 // per flow
-	spurious int64 // if > 0 and before this start, an extra Advance this long after the previous start
+	bytes    int64   // per flow
+	rateCap  float64 // per flow, bytes/s; 0: uncapped
+	spurious int64   // if > 0 and before this start, an extra Advance this long after the previous start
 }
 
 func genScenario(t *rapid.T) ([]propEP, []propOp) {
@@ -45,6 +46,9 @@ func genScenario(t *rapid.T) ([]propEP, []propOp) {
 			to:    rapid.SliceOfN(epGen, k, k).Draw(t, "to"),
 			bytes: rapid.SampledFrom([]int64{0, 1, 1000, 1_000_000, rapid.Int64Range(0, 1e8).Draw(t, "rawbytes")}).Draw(t, "bytes"),
 		}
+		if rapid.IntRange(0, 2).Draw(t, "cappedp") == 0 {
+			op.rateCap = rapid.SampledFrom([]float64{1e8, 5e8, 1e9, 4e9, rapid.Float64Range(1e6, 1e11).Draw(t, "rawcap")}).Draw(t, "cap")
+		}
 		if rapid.IntRange(0, 3).Draw(t, "spuriousp") == 0 {
 			op.spurious = rapid.Int64Range(1, 5_000_000).Draw(t, "spurious")
 		}
@@ -63,6 +67,9 @@ func checkInvariants(t *rapid.T, n *Network) {
 	for _, f := range n.active {
 		if math.IsNaN(f.rate) || math.IsInf(f.rate, 0) || !(f.rate > 0) {
 			t.Fatalf("bad rate %v", f.rate)
+		}
+		if f.rate > f.rateCap*(1+1e-9) {
+			t.Fatalf("rate %v above the flow's cap %v", f.rate, f.rateCap)
 		}
 		if math.IsNaN(f.anchorRem) || f.anchorRem < 0 {
 			t.Fatalf("bad remaining %v", f.anchorRem)
@@ -89,7 +96,7 @@ func checkInvariants(t *rapid.T, n *Network) {
 		}
 	}
 	for _, f := range n.active {
-		ok := false
+		ok := f.rate >= f.rateCap*(1-1e-9) // at its cap: its own bottleneck
 		for _, r := range [2]int32{f.eg, f.in} {
 			c := n.capacity[r]
 			if math.IsInf(c, 1) {
@@ -163,9 +170,12 @@ func simulate(t *rapid.T, eps []propEP, ops []propOp, spurious, check bool) []Co
 		}
 		now = next
 		upto(now)
-		if len(op.from) == 1 {
+		switch {
+		case op.rateCap > 0:
+			n.StartParallelCapped(now, op.from, op.to, op.bytes, op.rateCap, int64(i))
+		case len(op.from) == 1:
 			n.Start(now, op.from[0], op.to[0], op.bytes, int64(i))
-		} else {
+		default:
 			n.StartParallel(now, op.from, op.to, op.bytes, int64(i))
 		}
 	}
@@ -204,7 +214,11 @@ func TestPropertyFlows(t *testing.T) {
 			var lower float64
 			for k := range op.from {
 				a, b := eps[op.from[k]], eps[op.to[k]]
-				l := float64(max(a.lat, b.lat)) + float64(op.bytes)*1e9/min(a.bw, b.bw)
+				bw := min(a.bw, b.bw)
+				if op.rateCap > 0 {
+					bw = min(bw, op.rateCap)
+				}
+				l := float64(max(a.lat, b.lat)) + float64(op.bytes)*1e9/bw
 				lower = max(lower, l)
 			}
 			if float64(c.At-c.Start) < lower*(1-1e-12)-1e-6 {

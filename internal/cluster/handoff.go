@@ -1,0 +1,158 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// This file holds the P/D handoff as an explicit state machine: the state
+// type, the table of legal edges (docs/handoff.md draws the same diagram; a
+// test compares the two), and the one transition function through which
+// every state change goes. The transition keeps the per-instance counters
+// that make placement and admission decisions O(decode instances).
+
+// hstate is where a request stands in its P/D handoff.
+type hstate uint8
+
+const (
+	hNew             hstate = iota // arrived, not yet placed
+	hPrefilling                    // queued or computing on the prefill instance
+	hAwaitReserve                  // reserve: in a decode admission queue before its prefill
+	hReservedPrefill               // reserve: decode blocks held; prompt on the prefill instance; KV streaming
+	hPushing                       // push: KV on the wire to the decode receive buffer or host memory
+	hQueued                        // prefilled, in a decode admission queue (KV pinned, buffered or spilled)
+	hTransfer                      // decode blocks reserved, KV on the link (or copied from host memory)
+	hDecoding                      // KV on the decode instance; decoding there
+	hDone                          // terminal: finished or failed
+	numHStates
+)
+
+var hstateNames = [numHStates]string{"new", "prefilling", "await-reserve", "reserved-prefill", "pushing", "queued", "transfer", "decoding", "done"}
+
+// String returns the state's name as docs/handoff.md and error messages
+// spell it.
+func (s hstate) String() string {
+	if s < numHStates {
+		return hstateNames[s]
+	}
+	return fmt.Sprintf("hstate(%d)", uint8(s))
+}
+
+// edge is one legal handoff transition.
+type edge struct{ from, to hstate }
+
+// edges is the handoff state diagram. docs/handoff.md lists the same
+// edges; TestHandoffDiagramMatchesDocs keeps the two equal.
+var edges = [...]edge{
+	{hNew, hPrefilling},               // pull, reject, push, eager: prefill first
+	{hNew, hAwaitReserve},             // reserve: wait for decode blocks first
+	{hAwaitReserve, hReservedPrefill}, // decode blocks reserved: prefill and stream start
+	{hReservedPrefill, hTransfer},     // prefill ended, stream still on the link
+	{hReservedPrefill, hDecoding},     // prefill ended after the stream
+	{hPrefilling, hQueued},            // pull, reject, eager: prefilled, queued at a decode instance
+	{hPrefilling, hPushing},           // push: KV sent to the receive buffer or host memory
+	{hPrefilling, hPrefilling},        // push drop: buffer full, prompt recomputed
+	{hPrefilling, hDone},              // push drop: can never fit the buffer, or re-prefill limit
+	{hPushing, hQueued},               // pushed KV arrived; queued for admission
+	{hQueued, hQueued},                // retry: moved to another decode instance
+	{hQueued, hTransfer},              // decode blocks reserved; transfer starts
+	{hQueued, hPrefilling},            // lease expired: re-prefill
+	{hQueued, hDone},                  // lease expired (on_expiry fail, or re-prefill limit)
+	{hTransfer, hDecoding},            // KV arrived on the decode instance
+	{hDecoding, hDone},                // finished (or failed) on the decode instance
+}
+
+// legal[from][to] says whether an edge exists.
+var legal = func() (t [numHStates][numHStates]bool) {
+	for _, e := range edges {
+		t[e.from][e.to] = true
+	}
+	return t
+}()
+
+// hand is the handoff of one request in P/D mode. Its state is st; the
+// resources it holds (pinned KV on p, a receive-buffer share or spilled
+// KV on d, a decode slot) are tracked alongside and checked against the
+// state by checkPD.
+type hand struct {
+	req        workload.Request
+	rec        metrics.Record // as of the prefill instance
+	st         hstate
+	since      int64 // when it entered st
+	p, d       int   // prefill and decode instances (d = -1 before placement)
+	pSlot      int32 // slot on the prefill instance (pinned KV)
+	dSlot      int32 // slot on the decode instance
+	prefillEnd int64
+	queuedAt   int64 // when it joined the current decode queue
+	gen        int32 // invalidates stale lease and retry events
+	pinned     bool  // KV pinned on the prefill instance
+	bufBlocks  int   // push: receive-buffer blocks held on d
+	spilled    bool  // push: KV in d's host memory
+	streaming  bool  // reserve: the KV stream is on the link
+	streamDone bool  // reserve: the KV stream has arrived
+	bytes      int64 // transfer bytes per stream
+	qBlocks    int   // blocks counted in pd.queuedBlocks[d]
+	demand     int   // blocks counted in pd.demand
+}
+
+// TransitionError reports an illegal handoff transition; it is an
+// internal invariant violation and ends the run.
+type TransitionError struct {
+	Request  int64
+	From, To string
+	At       int64
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("cluster: invariant violated: request %d: illegal handoff transition %s -> %s at t=%d ns", e.Request, e.From, e.To, e.At)
+}
+
+// transition moves h to state to on decode instance d at time now,
+// refusing edges not in the diagram and time going backwards, and keeps
+// the per-instance counters.
+func (s *Sim) transition(h *hand, to hstate, d int, now int64) error {
+	from := h.st
+	if !legal[from][to] {
+		return &TransitionError{Request: h.req.ID, From: from.String(), To: to.String(), At: now}
+	}
+	if now < h.since {
+		return fmt.Errorf("cluster: invariant violated: request %d: handoff %s -> %s at t=%d ns, before it entered %s at t=%d ns",
+			h.req.ID, from, to, now, from, h.since)
+	}
+	p := s.pd
+	if h.qBlocks != 0 {
+		p.queuedBlocks[h.d] -= h.qBlocks
+		h.qBlocks = 0
+	}
+	p.demand -= h.demand
+	h.demand = 0
+	h.st, h.d, h.since = to, d, now
+	switch to {
+	case hQueued, hAwaitReserve:
+		h.qBlocks = s.promptBlocks(h, d)
+		p.queuedBlocks[d] += h.qBlocks
+	}
+	switch to {
+	case hQueued, hPrefilling, hPushing:
+		h.demand = p.demandBlocks(&h.req)
+		p.demand += h.demand
+	}
+	if p.onTransition != nil {
+		p.onTransition(h, from, now)
+	}
+	return nil
+}
+
+// promptBlocks is the number of KV blocks of h's prompt on instance d.
+func (s *Sim) promptBlocks(h *hand, d int) int {
+	bs := s.engines[d].Config().BlockSize
+	return (h.req.InputTokens + bs - 1) / bs
+}
+
+// demandBlocks is a prompt's size in blocks of the first decode instance,
+// the unit of the reject policy's demand counter.
+func (p *pd) demandBlocks(r *workload.Request) int {
+	return (r.InputTokens + p.demandBS - 1) / p.demandBS
+}

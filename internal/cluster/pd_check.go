@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/engine"
+)
+
+// checkPD verifies, after an event, that every in-flight handoff is in one
+// state and holds exactly the resources that state implies, and that the
+// engines and the coordinator's counters agree with the handoffs:
+//   - prefilling, await-reserve, reserved-prefill, decoding: no pinned KV
+//     (reserved-prefill and decoding hold none yet / any more), no buffer
+//     share, nothing spilled;
+//   - pushing: pinned KV and either a buffer share or a host spill;
+//   - queued: pinned KV, or (push) a buffer share or a spill;
+//   - transfer: pinned KV, or (push) spilled KV being copied back;
+//   - the slot each handoff names on its decode instance is in the matching
+//     engine phase (queued, reserved, ready), and every decode instance's
+//     admission queue and reservation count equal the handoffs there, so a
+//     reservation with no handoff behind it (a leak) is caught;
+//   - the queued-block and demand counters equal their recomputation, and
+//     push buffer shares plus free buffer equal the configured buffer.
+//
+// It costs O(in-flight requests + instances) and runs only with
+// CheckInvariants.
+func (s *Sim) checkPD() error {
+	p := s.pd
+	n := len(s.engines)
+	queued, reserved, qBlocks, buf := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	demand := 0
+	for id, h := range p.hands {
+		if err := s.checkHand(id, h); err != nil {
+			return fmt.Errorf("cluster: invariant violated: request %d in handoff state %s: %w", id, h.st, err)
+		}
+		switch h.st {
+		case hQueued, hAwaitReserve:
+			queued[h.d]++
+		case hReservedPrefill, hTransfer:
+			reserved[h.d]++
+		case hDecoding:
+			if _, ph := s.engines[h.d].SlotPhase(h.dSlot); ph == engine.PhaseReady {
+				reserved[h.d]++
+			}
+		}
+		if h.qBlocks != 0 {
+			qBlocks[h.d] += h.qBlocks
+		}
+		demand += h.demand
+		if h.bufBlocks > 0 {
+			buf[h.d] += h.bufBlocks
+		}
+	}
+	if demand != p.demand {
+		return fmt.Errorf("cluster: invariant violated: decode demand counter is %d blocks but the handoffs add up to %d", p.demand, demand)
+	}
+	for _, d := range p.decode {
+		e := s.engines[d]
+		if got := e.HandoffQueue(); got != queued[d] {
+			return fmt.Errorf("cluster: invariant violated: decode instance %d has %d requests in its admission queue but %d handoffs are queued there", d, got, queued[d])
+		}
+		if got := e.Reserved(); got != reserved[d] {
+			return fmt.Errorf("cluster: invariant violated: decode instance %d holds %d reservations but %d handoffs hold one there (leaked reservation)", d, got, reserved[d])
+		}
+		if qBlocks[d] != p.queuedBlocks[d] {
+			return fmt.Errorf("cluster: invariant violated: decode instance %d queued-block counter is %d but its queued handoffs add up to %d", d, p.queuedBlocks[d], qBlocks[d])
+		}
+		if p.bufFree != nil && p.bufFree[d]+buf[d] != p.cfg.PushBufferBlocks[d] {
+			return fmt.Errorf("cluster: invariant violated: decode instance %d push buffer: %d free + %d held != %d", d, p.bufFree[d], buf[d], p.cfg.PushBufferBlocks[d])
+		}
+	}
+	for _, i := range p.prefill {
+		if e := s.engines[i]; e.Config().Role == engine.Mixed && e.Reserved() != 0 {
+			return fmt.Errorf("cluster: invariant violated: mixed instance %d holds %d decode reservations", i, e.Reserved())
+		}
+	}
+	return nil
+}
+
+// checkHand checks one handoff's resources against its state.
+func (s *Sim) checkHand(id int64, h *hand) error {
+	if h.req.ID != id {
+		return fmt.Errorf("filed under id %d but is request %d", id, h.req.ID)
+	}
+	buffered := h.bufBlocks > 0 || h.spilled
+	if h.bufBlocks > 0 && h.spilled {
+		return fmt.Errorf("both buffered (%d blocks) and spilled", h.bufBlocks)
+	}
+	var okRes bool
+	switch h.st {
+	case hPrefilling, hAwaitReserve, hReservedPrefill:
+		okRes = !h.pinned && !buffered
+	case hDecoding:
+		okRes = !h.pinned && !buffered && !h.streaming
+	case hPushing:
+		okRes = h.pinned && buffered
+	case hQueued:
+		okRes = h.pinned != buffered
+	case hTransfer:
+		okRes = h.pinned != h.spilled && h.bufBlocks == 0
+	default:
+		return fmt.Errorf("state not allowed in flight")
+	}
+	if !okRes {
+		return fmt.Errorf("inconsistent resources: pinned %v, buffer blocks %d, spilled %v, streaming %v", h.pinned, h.bufBlocks, h.spilled, h.streaming)
+	}
+	if h.streaming && h.st != hReservedPrefill && h.st != hTransfer {
+		return fmt.Errorf("KV stream on the link in a state without a reservation")
+	}
+	if h.pinned {
+		if got := s.engines[h.p].SlotState(h.pSlot); got != "pinned" && got != "prefilled" {
+			return fmt.Errorf("pinned KV on instance %d, but its slot there is %s", h.p, got)
+		}
+	}
+	want := engine.PhaseOther
+	switch h.st {
+	case hQueued, hAwaitReserve:
+		want = engine.PhaseQueued
+	case hReservedPrefill, hTransfer:
+		want = engine.PhaseReserved
+	}
+	if want != engine.PhaseOther {
+		if gotID, ph := s.engines[h.d].SlotPhase(h.dSlot); gotID != id || ph != want {
+			return fmt.Errorf("decode instance %d slot %d is %s (request %d)", h.d, h.dSlot, s.engines[h.d].SlotState(h.dSlot), gotID)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+package cluster
+
+// eagerPolicy reproduces the legacy handoff: at prefill end it allocates
+// the prompt's blocks on the chosen decode instance at once; when they are
+// not free the run stops with a StopReport. Placement never chooses an
+// instance the request can never fit, so a stop always means "not now".
+// A request that finds every sequence slot of the instance busy waits in
+// its admission queue for one, as with pull.
+type eagerPolicy struct{}
+
+func (eagerPolicy) start(s *Sim, h *hand, now int64) error { return s.startPrefill(h, now) }
+
+func (eagerPolicy) prefilled(s *Sim, h *hand, now int64) error {
+	p := s.pd
+	if err := s.enqueueDecode(h, s.placeDecode(h, -1), now); err != nil {
+		return err
+	}
+	e := s.engines[h.d]
+	if !e.SeqSlotFree() {
+		return nil
+	}
+	res, needed, free, ok := e.ForceReserve(h.dSlot, now)
+	if !ok {
+		terminal, _ := s.Progress()
+		p.stopped = &StopReport{Request: h.req.ID, Instance: h.d, Needed: needed, Free: free, At: now, Completed: terminal}
+		return p.stopped
+	}
+	return s.reserved(h, res, now)
+}

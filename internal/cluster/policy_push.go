@@ -1,0 +1,57 @@
+package cluster
+
+import "fmt"
+
+// pushPolicy: at prefill end the KV is sent at once into a bounded receive
+// buffer on the decode instance. When the buffer lacks room the KV spills
+// to the decode host's memory (copied back over PCIe at admission) or,
+// with overflow drop, is discarded and the prompt recomputed (at most
+// max_reprefills times).
+type pushPolicy struct{}
+
+func (pushPolicy) start(s *Sim, h *hand, now int64) error { return s.startPrefill(h, now) }
+
+// setup sizes the receive buffers: one per instance, in blocks.
+func (pushPolicy) setup(p *pd, n int) error {
+	if len(p.cfg.PushBufferBlocks) != n {
+		return fmt.Errorf("cluster: push policy needs a receive-buffer size for each of the %d instances (got %d)", n, len(p.cfg.PushBufferBlocks))
+	}
+	p.bufFree = make([]int, n)
+	copy(p.bufFree, p.cfg.PushBufferBlocks)
+	return nil
+}
+
+func (pushPolicy) prefilled(s *Sim, h *hand, now int64) error {
+	p := s.pd
+	d := s.placeDecode(h, -1)
+	blocks := s.promptBlocks(h, d)
+	h.bytes = s.transferBytes(h, d, blocks)
+	switch {
+	case !p.cfg.PushSpill && blocks > p.cfg.PushBufferBlocks[d]:
+		// It can never fit the receive buffer and may not spill.
+		return s.failHand(h, now, fmt.Sprintf("unfit: prompt KV of %d blocks exceeds the push receive buffer of %d blocks on instance %d and overflow is drop", blocks, p.cfg.PushBufferBlocks[d], d))
+	case p.bufFree[d] >= blocks:
+		p.bufFree[d] -= blocks
+		h.bufBlocks = blocks
+	case p.cfg.PushSpill:
+		h.spilled = true
+	default:
+		// Dropped: the prefill copy is freed and the prompt recomputed.
+		return s.reprefill(h, now, "push receive buffer full")
+	}
+	if err := s.transition(h, hPushing, d, now); err != nil {
+		return err
+	}
+	return s.startFlows(h, now, h.bytes, 0)
+}
+
+// pushArrived: the pushed KV is in the receive buffer (or host memory);
+// the prefill side frees its copy and the request queues for admission.
+func (s *Sim) pushArrived(h *hand, now int64) error {
+	s.unpin(h, now)
+	if err := s.enqueueDecode(h, h.d, now); err != nil {
+		return err
+	}
+	s.engines[h.d].Record(h.dSlot).TransferEnd = now
+	return s.reserve(h.d, now)
+}

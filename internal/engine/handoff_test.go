@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/servesim/servesim/internal/workload"
+	"pgregory.net/rapid"
+)
+
+// TestHandoffFitsAgreesWithUnfit: the allocation-free fit test placement
+// uses says the same as HandoffUnfit, which accounts for the decode
+// headroom as Reserve does.
+func TestHandoffFitsAgreesWithUnfit(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 4096, BlockSize: rapid.SampledFrom([]int{1, 16, 32}).Draw(rt, "bs"),
+			NumBlocks: rapid.IntRange(1, 200).Draw(rt, "blocks"), ChunkedPrefill: true, Role: Decode,
+			ReservedDecodeTokens: rapid.IntRange(0, 1000).Draw(rt, "headroom")}
+		if rapid.Bool().Draw(rt, "maxLen") {
+			cfg.MaxModelLen = rapid.IntRange(1, 4000).Draw(rt, "maxModelLen")
+		}
+		e, err := New(0, cfg, fixedStep{base: 1})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		r := workload.Request{InputTokens: rapid.IntRange(1, 4000).Draw(rt, "in"), OutputTokens: rapid.IntRange(1, 2000).Draw(rt, "out")}
+		why := e.HandoffUnfit(&r)
+		if fits := e.HandoffFits(&r); fits != (why == "") {
+			rt.Fatalf("HandoffFits %v but HandoffUnfit %q", fits, why)
+		}
+		need := cdiv(r.InputTokens+cfg.ReservedDecodeTokens, cfg.BlockSize)
+		if why == "" && need > cfg.NumBlocks {
+			rt.Fatalf("fits, but the reservation needs %d of %d blocks", need, cfg.NumBlocks)
+		}
+	})
+}
+
+// TestStateNames: every engine state prints as a distinct name.
+func TestStateNames(t *testing.T) {
+	seen := map[string]bool{}
+	for st := stFree; st <= stReady; st++ {
+		n := st.String()
+		if seen[n] || n == "" {
+			t.Errorf("state %d prints %q", uint8(st), n)
+		}
+		seen[n] = true
+	}
+}
