@@ -44,9 +44,36 @@ type Observer interface {
 }
 
 // Router picks the instance for an arriving request among candidates (all
-// instances able to serve it).
+// instances able to serve it), seeing the instances only through a
+// read-only view.
 type Router interface {
-	Route(req *workload.Request, candidates []int, s *Sim) int
+	Route(req *workload.Request, candidates []int, v View) int
+}
+
+// View is the read-only picture of the instances a Router decides on.
+type View interface {
+	// Load is instance i's queue-length load: requests running, waiting
+	// and queued for a handoff admission.
+	Load(i int) int
+	// FreeKV is instance i's number of free KV blocks.
+	FreeKV(i int) int
+	// PrefixHitTokens is how many prompt tokens of req instance i's prefix
+	// cache holds now.
+	PrefixHitTokens(i int, req *workload.Request) int
+}
+
+// view implements View over a Sim; routers cannot reach the Sim itself.
+type view struct{ s *Sim }
+
+func (v view) Load(i int) int {
+	e := v.s.engines[i]
+	return e.Running() + e.Waiting() + e.HandoffQueue()
+}
+
+func (v view) FreeKV(i int) int { return v.s.engines[i].Pool().Free() }
+
+func (v view) PrefixHitTokens(i int, req *workload.Request) int {
+	return v.s.engines[i].PrefixHitTokens(req)
 }
 
 // Sim is one simulation run.
@@ -280,7 +307,7 @@ func (s *Sim) admit(req *workload.Request, now int64) error {
 	}
 	inst := s.candidates[0]
 	if len(s.candidates) > 1 {
-		inst = s.router.Route(req, s.candidates, s)
+		inst = s.router.Route(req, s.candidates, view{s})
 	}
 	e := s.engines[inst]
 	e.Add(req, now)

@@ -277,7 +277,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 	// pdUnfit left the prefill candidates in s.candidates.
 	pi := s.candidates[0]
 	if len(s.candidates) > 1 {
-		pi = s.router.Route(req, s.candidates, s)
+		pi = s.router.Route(req, s.candidates, view{s})
 	}
 	h := p.newHand(req, now)
 	h.p = pi

@@ -369,17 +369,17 @@ func TestRouters(t *testing.T) {
 		{"least-kv picks the most free blocks", LeastKV{}, 2},
 		{"prefix-affinity picks the cached prefix", PrefixAffinity{}, 0},
 	} {
-		if got := tc.router.Route(req, c, sim); got != tc.want {
+		if got := tc.router.Route(req, c, view{sim}); got != tc.want {
 			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
 		}
 	}
 	rr := &RoundRobin{}
-	if a, b, d := rr.Route(req, c, sim), rr.Route(req, c, sim), rr.Route(req, c, sim); a != 0 || b != 1 || d != 2 {
+	if a, b, d := rr.Route(req, c, view{sim}), rr.Route(req, c, view{sim}), rr.Route(req, c, view{sim}); a != 0 || b != 1 || d != 2 {
 		t.Errorf("round-robin: %d %d %d", a, b, d)
 	}
 	p2 := PowerOfTwo{Rand: rand.New(rand.NewPCG(1, 2))}
 	for k := 0; k < 20; k++ {
-		if got := p2.Route(req, c, sim); got == 1 {
+		if got := p2.Route(req, c, view{sim}); got == 1 {
 			t.Fatal("power-of-two never picks the loaded instance 1 over an idle one")
 		}
 	}

@@ -10,7 +10,7 @@ import (
 type RoundRobin struct{ next int }
 
 // Route implements Router.
-func (r *RoundRobin) Route(_ *workload.Request, c []int, _ *Sim) int {
+func (r *RoundRobin) Route(_ *workload.Request, c []int, _ View) int {
 	i := c[r.next%len(c)]
 	r.next++
 	return i
@@ -21,38 +21,31 @@ func (r *RoundRobin) Route(_ *workload.Request, c []int, _ *Sim) int {
 type LeastLoaded struct{}
 
 // Route implements Router.
-func (LeastLoaded) Route(_ *workload.Request, c []int, s *Sim) int {
+func (LeastLoaded) Route(_ *workload.Request, c []int, v View) int {
 	best, least := c[0], -1
 	for _, i := range c {
-		if l := load(s, i); least < 0 || l < least {
+		if l := v.Load(i); least < 0 || l < least {
 			best, least = i, l
 		}
 	}
 	return best
 }
 
-// load is an instance's queue-length load: running, waiting and queued
-// for a handoff.
-func load(s *Sim, i int) int {
-	e := s.engines[i]
-	return e.Running() + e.Waiting() + e.HandoffQueue()
-}
-
 // Random picks a candidate uniformly from a seeded stream.
 type Random struct{ Rand *rand.Rand }
 
 // Route implements Router.
-func (r Random) Route(_ *workload.Request, c []int, _ *Sim) int { return c[r.Rand.IntN(len(c))] }
+func (r Random) Route(_ *workload.Request, c []int, _ View) int { return c[r.Rand.IntN(len(c))] }
 
 // LeastKV picks the candidate with the most free KV blocks (lowest index
 // on ties): memory-aware placement.
 type LeastKV struct{}
 
 // Route implements Router.
-func (LeastKV) Route(_ *workload.Request, c []int, s *Sim) int {
+func (LeastKV) Route(_ *workload.Request, c []int, v View) int {
 	best, free := c[0], -1
 	for _, i := range c {
-		if f := s.engines[i].Pool().Free(); f > free {
+		if f := v.FreeKV(i); f > free {
 			best, free = i, f
 		}
 	}
@@ -65,10 +58,10 @@ func (LeastKV) Route(_ *workload.Request, c []int, s *Sim) int {
 type PrefixAffinity struct{}
 
 // Route implements Router.
-func (PrefixAffinity) Route(req *workload.Request, c []int, s *Sim) int {
+func (PrefixAffinity) Route(req *workload.Request, c []int, v View) int {
 	best, bestHit, bestLoad := c[0], -1, 0
 	for _, i := range c {
-		hit, l := s.engines[i].PrefixHitTokens(req), load(s, i)
+		hit, l := v.PrefixHitTokens(i, req), v.Load(i)
 		if hit > bestHit || (hit == bestHit && l < bestLoad) {
 			best, bestHit, bestLoad = i, hit, l
 		}
@@ -81,13 +74,13 @@ func (PrefixAffinity) Route(req *workload.Request, c []int, s *Sim) int {
 type PowerOfTwo struct{ Rand *rand.Rand }
 
 // Route implements Router.
-func (p PowerOfTwo) Route(_ *workload.Request, c []int, s *Sim) int {
+func (p PowerOfTwo) Route(_ *workload.Request, c []int, v View) int {
 	a := p.Rand.IntN(len(c))
 	b := p.Rand.IntN(len(c) - 1)
 	if b >= a {
 		b++
 	}
-	if load(s, c[b]) < load(s, c[a]) {
+	if v.Load(c[b]) < v.Load(c[a]) {
 		return c[b]
 	}
 	return c[a]
