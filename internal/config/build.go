@@ -499,12 +499,18 @@ func (b *Built) predFor(i int) perf.Predictor { return b.preds[i] }
 // it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's
 // layers on its share of the KV heads.
 func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng Engine) kv.Memory {
+	inter := m.IntermediateSize
+	if inter == 0 { // MoE-only: the routed experts' width per token
+		inter = m.MoEIntermediateSize * max(m.ExpertsPerTok, 1)
+	}
 	return kv.Memory{
 		Device:      memBytes,
 		Utilization: eng.GPUMemoryUtilization,
-		Weights:     m.WeightBytes(bpe) / int64(tp*pp),
-		Activation:  kv.ActivationReserve(eng.MaxNumBatchedTokens, eng.MaxNumSeqs, m.HiddenSize, m.IntermediateSize, m.VocabSize, tp, bpe),
-		KVPerToken:  kvPerTokenPerGPU(m, bpe, tp, pp),
+		Weights:     m.WeightBytes(bpe)/int64(tp*pp) + m.RotaryCacheBytes(bpe),
+		Activation: kv.ProfilePeak(kv.ProfileShape{Tokens: eng.MaxNumBatchedTokens, Seqs: min(eng.MaxNumSeqs, eng.MaxNumBatchedTokens),
+			Hidden: m.HiddenSize, Intermediate: inter, QKV: (m.NumHeads + 2*m.NumKVHeads) * m.HeadDim, Vocab: m.VocabSize, TP: tp, BytesPerElem: bpe}),
+		NonTorch:   kv.NonTorchBytes(tp * pp),
+		KVPerToken: kvPerTokenPerGPU(m, bpe, tp, pp),
 	}
 }
 
