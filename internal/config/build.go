@@ -484,11 +484,18 @@ func roofline(s *Scenario, src Source, m *model.Config, acc hw.Accelerator, tp i
 func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l Links) perf.TPComm {
 	c := perf.TPComm{TP: tp, Layers: int(m.NumLayers), Hidden: int(m.HiddenSize), BytesPerElem: bpe,
 		Vocab: int(m.VocabSize), LinkBW: acc.Link.Bandwidth, LinkLatencyNs: acc.Link.LatencyNs}
+	override := false
 	if l.TPBandwidthGBps > 0 {
 		c.LinkBW = l.TPBandwidthGBps * 1e9
+		override = true
 	}
 	if l.TPLatencyUs >= 0 {
 		c.LinkLatencyNs = int64(l.TPLatencyUs * 1000)
+		override = true
+	}
+	if !override {
+		// vLLM's choice of custom all-reduce or NCCL on the catalog link.
+		c.AR = perf.NewAllReduce(tp, perf.Interconnect{NVLink: acc.Link.Kind == hw.LinkNVLink, P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}, false)
 	}
 	return c
 }

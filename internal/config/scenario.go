@@ -260,7 +260,7 @@ func Default() *Scenario {
 		Handoff: Handoff{Policy: "pull", Placement: "round-robin", LeaseS: 30, Heartbeat: boolPtr(true),
 			OnExpiry: "reprefill", RetryAfterS: 1, MaxPrefillQueueS: 5, MaxDecodeKVFraction: 1,
 			PushBufferFraction: 0.1, PushOverflow: "spill"},
-		Links:    Links{LatencyUs: -1},
+		Links:    Links{LatencyUs: -1, TPLatencyUs: -1},
 		Workload: Workload{Trace: DefaultTrace, Format: "jsonl", TimeScale: 1},
 	}
 }

@@ -66,7 +66,7 @@ func TestSpecValues(t *testing.T) {
 		// Memory is the CUDA-visible total in GiB (94.97, 23.65, 79.22 GiB)
 		// or the spec sheet's binary GB (141, 80, 48, 180 GiB).
 		{"RTXPRO6000", 101_973_261_025, 1597e9, 500e12, 1000e12, LinkPCIe, 63e9, 63e9, 8, 512e9, 63e9},
-		{"RTX4090", 25_393_994_137, 1008e9, 165.2e12, 330.3e12, LinkPCIe, 16e9, 16e9, 2, 64e9, 31.5e9},
+		{"RTX4090", 25_393_994_137, 1008e9, 165.2e12, 330.3e12, LinkPCIe, 31.5e9, 16e9, 2, 64e9, 31.5e9},
 		{"H100", 85_061_827_297, 3350e9, 989.5e12, 1979e12, LinkNVLink, 450e9, 50e9, 8, 2000e9, 63e9},
 		{"H200", 141 << 30, 4800e9, 989.5e12, 1979e12, LinkNVLink, 450e9, 50e9, 8, 2000e9, 63e9},
 		{"A100", 80 << 30, 2039e9, 312e12, 0, LinkNVLink, 300e9, 25e9, 8, 2000e9, 31.5e9},
@@ -345,4 +345,30 @@ func FuzzExtend(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Peer-to-peer: on for NVLink parts, off for the GeForce RTX 4090 and for
+// the RTX PRO 6000 servers of the reference runs; an override can turn it on.
+func TestLinkP2P(t *testing.T) {
+	for name, want := range map[string]bool{"H100": true, "A100": true, "L40S": true, "RTX4090": false, "RTXPRO6000": false} {
+		a, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Link.P2P != want {
+			t.Errorf("%s: P2P %v, want %v", name, a.Link.P2P, want)
+		}
+	}
+	base, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := base.Extend(strings.NewReader("accelerators:\n  - name: RTXPRO6000\n    link: {p2p: true}\n"), "p2p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.Lookup("RTXPRO6000")
+	if !a.Link.P2P || a.Link.Bandwidth != 63e9 {
+		t.Fatalf("override: %+v", a.Link)
+	}
 }

@@ -70,6 +70,13 @@ type Report struct {
 	Requests      int     `json:"requests"`
 	Stats         []Row   `json:"stats"`
 	MaxAbsDiffPct float64 `json:"max_abs_diff_pct"`
+	// KVBlocks is the KV capacity simulated (blocks per instance);
+	// KVBlocksRecorded is vLLM's num_gpu_blocks when the run records it
+	// (then KVBlocks equals it) and KVBlocksPredicted servesim's own
+	// prediction from memory, printed beside it.
+	KVBlocks          int `json:"kv_blocks"`
+	KVBlocksRecorded  int `json:"kv_blocks_recorded,omitempty"`
+	KVBlocksPredicted int `json:"kv_blocks_predicted"`
 }
 
 // meta is the part of meta.json validation reads.
@@ -87,6 +94,11 @@ type meta struct {
 		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 	} `json:"engine_kwargs"`
 	DatasetHash string `json:"dataset_hash"`
+	Hardware    *struct {
+		DeviceCount            int    `json:"device_count"`
+		DeviceName             string `json:"device_name"`
+		DeviceTotalMemoryBytes int64  `json:"device_total_memory_bytes"`
+	} `json:"hardware"`
 	KVCache     *struct {
 		NumGPUBlocks         int     `json:"num_gpu_blocks"`
 		BlockSize            int     `json:"block_size"`
@@ -95,12 +107,11 @@ type meta struct {
 	} `json:"kv_cache"`
 }
 
-// clusterFile is the part of llmservingsim-cluster.json validation reads.
-// link_bw is GB/s and link_latency ns (LLMServingSim's units).
+// clusterFile is the part of llmservingsim-cluster.json validation reads:
+// the instance layout and accelerator name only (its link and memory
+// figures are another simulator's inputs; see docs/validation.md).
 type clusterFile struct {
-	LinkBW      float64 `json:"link_bw"`
-	LinkLatency float64 `json:"link_latency"`
-	Nodes       []struct {
+	Nodes []struct {
 		Instances []struct {
 			ModelName string `json:"model_name"`
 			Hardware  string `json:"hardware"`
@@ -208,13 +219,14 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 		}
 	}
 	tp := max(1, ek.TensorParallelSize)
-	if tp > 1 && cf.LinkBW > 0 {
-		// The GPUs of a tensor-parallel instance talk over the link the
-		// measured cluster file describes.
-		s.Links.TPBandwidthGBps = cf.LinkBW
-		s.Links.TPLatencyUs = cf.LinkLatency / 1000
+	// The cluster file's link_bw/link_latency and mem_size are another
+	// simulator's inputs, not measurements: the tensor-parallel link comes
+	// from the catalog (with vLLM's all-reduce choice) and the device
+	// memory from the run's hardware record, else the catalog.
+	g := config.Group{Name: "measured", Hardware: inst.Hardware}
+	if hwr := m.Hardware; hwr != nil && hwr.DeviceTotalMemoryBytes > 0 {
+		g.MemoryGB = float64(hwr.DeviceTotalMemoryBytes) / 1e9
 	}
-	g := config.Group{Name: "measured", Hardware: inst.Hardware, MemoryGB: inst.NPUMem.MemSize}
 	one := 1
 	g.Count, g.TP = &one, &tp
 	s.Instances = []config.Group{g}
@@ -293,6 +305,17 @@ func Run(o Options) (*Report, error) {
 		return nil, err
 	}
 	built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+	predicted := built.Instances[0].NumBlocks
+	if s.Engine.NumGPUBlocks > 0 {
+		// Capacity is pinned to the recorded value; predict it anyway.
+		ps := *s
+		ps.Engine.NumGPUBlocks = 0
+		pb, err := config.Build(&ps, config.Source{})
+		if err != nil {
+			return nil, fmt.Errorf("predicting the KV capacity: %w", err)
+		}
+		predicted = pb.Instances[0].NumBlocks
+	}
 
 	var simTTFT, simTPOT, simE2E []float64
 	unfinished := 0
@@ -322,7 +345,8 @@ func Run(o Options) (*Report, error) {
 			mTPOT = append(mTPOT, t*1e3)
 		}
 	}
-	rep := &Report{Run: o.Name, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs)}
+	rep := &Report{Run: o.Name, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
+		KVBlocks: built.Instances[0].NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted}
 	for _, mm := range []struct {
 		name      string
 		meas, sim []float64
@@ -354,5 +378,11 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct)
 	}
 	fmt.Fprintf(&b, "max |diff| %.2f %%\n", r.MaxAbsDiffPct)
+	if r.KVBlocksRecorded > 0 {
+		d := float64(r.KVBlocksPredicted-r.KVBlocksRecorded) / float64(r.KVBlocksRecorded) * 100
+		fmt.Fprintf(&b, "KV blocks: %d recorded by vLLM (simulated), %d predicted by servesim (%+.2f %%)\n", r.KVBlocksRecorded, r.KVBlocksPredicted, d)
+	} else {
+		fmt.Fprintf(&b, "KV blocks: %d predicted by servesim (the run records no num_gpu_blocks)\n", r.KVBlocksPredicted)
+	}
 	return b.String()
 }
