@@ -99,7 +99,7 @@ type meta struct {
 		DeviceName             string `json:"device_name"`
 		DeviceTotalMemoryBytes int64  `json:"device_total_memory_bytes"`
 	} `json:"hardware"`
-	KVCache     *struct {
+	KVCache *struct {
 		NumGPUBlocks         int     `json:"num_gpu_blocks"`
 		BlockSize            int     `json:"block_size"`
 		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
