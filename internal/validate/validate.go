@@ -93,7 +93,8 @@ type meta struct {
 		Dtype                string  `json:"dtype"`
 		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 	} `json:"engine_kwargs"`
-	DatasetHash string `json:"dataset_hash"`
+	DatasetHash string          `json:"dataset_hash"`
+	Resolved    *resolvedConfig `json:"resolved_config"`
 	Hardware    *struct {
 		DeviceCount            int    `json:"device_count"`
 		DeviceName             string `json:"device_name"`
@@ -105,6 +106,58 @@ type meta struct {
 		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 		EnablePrefixCaching  *bool   `json:"enable_prefix_caching"`
 	} `json:"kv_cache"`
+}
+
+// resolvedConfig is the part of meta.json's resolved_config (vLLM's fully
+// resolved settings, see meta-schema-example.json) validation reads.
+type resolvedConfig struct {
+	Compilation *struct {
+		CaptureSizes []int           `json:"cudagraph_capture_sizes"`
+		Mode         json.RawMessage `json:"cudagraph_mode"`
+	} `json:"compilation_config"`
+	Model *struct {
+		EnforceEager *bool `json:"enforce_eager"`
+	} `json:"model_config"`
+	Scheduler *struct {
+		AsyncScheduling           *bool `json:"async_scheduling"`
+		MaxNumSeqs                int   `json:"max_num_seqs"`
+		MaxNumBatchedTokens       int   `json:"max_num_batched_tokens"`
+		LongPrefillTokenThreshold int   `json:"long_prefill_token_threshold"`
+		EnableChunkedPrefill      *bool `json:"enable_chunked_prefill"`
+	} `json:"scheduler_config"`
+	Parallel *struct {
+		DisableCustomAllReduce *bool `json:"disable_custom_all_reduce"`
+	} `json:"parallel_config"`
+}
+
+// graphMode names vLLM's cudagraph_mode as the scenario does. vLLM
+// serialises it as a [decode, mixed] pair of 0 (NONE), 1 (PIECEWISE) and
+// 2 (FULL), e.g. [2, 1] for FULL_AND_PIECEWISE, or as one of those numbers
+// or a name.
+func graphMode(raw json.RawMessage) (string, error) {
+	names := map[[2]int]string{{2, 1}: "full_and_piecewise", {2, 0}: "full_decode_only", {2, 2}: "full", {1, 1}: "piecewise", {0, 0}: "none"}
+	var pair []int
+	if err := json.Unmarshal(raw, &pair); err == nil && len(pair) == 2 {
+		if n, ok := names[[2]int{pair[0], pair[1]}]; ok {
+			return n, nil
+		}
+	}
+	var one int
+	if err := json.Unmarshal(raw, &one); err == nil {
+		if n, ok := names[[2]int{one, one}]; ok {
+			return n, nil
+		}
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err == nil {
+		n := strings.ToLower(name)
+		for _, v := range names {
+			if v == n {
+				return n, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("resolved_config.compilation_config.cudagraph_mode %s is not a mode servesim knows (want [2, 1], [2, 0], [2, 2], [1, 1], [0, 0] or a name such as FULL_AND_PIECEWISE)", raw)
 }
 
 // clusterFile is the part of llmservingsim-cluster.json validation reads:
@@ -203,6 +256,42 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 	}
 	if ek.GPUMemoryUtilization > 0 {
 		e.GPUMemoryUtilization = ek.GPUMemoryUtilization
+	}
+	if rc := m.Resolved; rc != nil {
+		// vLLM's resolved settings are ground truth where present.
+		if c := rc.Compilation; c != nil {
+			if len(c.Mode) > 0 && string(c.Mode) != "null" {
+				mode, err := graphMode(c.Mode)
+				if err != nil {
+					return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(o.Name, "meta.json"), err)
+				}
+				e.CUDAGraphMode = mode
+			}
+			if len(c.CaptureSizes) > 0 {
+				e.CUDAGraphCaptureSizes = c.CaptureSizes
+			}
+		}
+		if mc := rc.Model; mc != nil && mc.EnforceEager != nil {
+			e.EnforceEager = mc.EnforceEager
+		}
+		if sc := rc.Scheduler; sc != nil {
+			if sc.AsyncScheduling != nil {
+				e.AsyncScheduling = sc.AsyncScheduling
+			}
+			if sc.MaxNumSeqs > 0 {
+				e.MaxNumSeqs = sc.MaxNumSeqs
+			}
+			if sc.MaxNumBatchedTokens > 0 {
+				e.MaxNumBatchedTokens = sc.MaxNumBatchedTokens
+			}
+			e.LongPrefillTokenThreshold = max(sc.LongPrefillTokenThreshold, 0)
+			if sc.EnableChunkedPrefill != nil {
+				e.ChunkedPrefill = sc.EnableChunkedPrefill
+			}
+		}
+		if pc := rc.Parallel; pc != nil && pc.DisableCustomAllReduce != nil {
+			e.DisableCustomAllReduce = pc.DisableCustomAllReduce
+		}
 	}
 	if kvc := m.KVCache; kvc != nil {
 		if kvc.NumGPUBlocks > 0 {
