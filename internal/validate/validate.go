@@ -25,6 +25,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/workload"
@@ -313,8 +314,18 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 	// from the catalog (with vLLM's all-reduce choice) and the device
 	// memory from the run's hardware record, else the catalog.
 	g := config.Group{Name: "measured", Hardware: inst.Hardware}
-	if hwr := m.Hardware; hwr != nil && hwr.DeviceTotalMemoryBytes > 0 {
-		g.MemoryGB = float64(hwr.DeviceTotalMemoryBytes) / 1e9
+	if hwr := m.Hardware; hwr != nil {
+		if hwr.DeviceTotalMemoryBytes > 0 {
+			g.MemoryGB = float64(hwr.DeviceTotalMemoryBytes) / 1e9
+		}
+		// The device the run recorded names the catalog entry (and so its
+		// link and peer-to-peer support) when the catalog knows it.
+		if name := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(hwr.DeviceName), "NVIDIA ")); name != "" {
+			if acc, err := hw.Lookup(name); err == nil {
+				g.Hardware = acc.Name
+				s.Hardware = acc.Name
+			}
+		}
 	}
 	one := 1
 	g.Count, g.TP = &one, &tp

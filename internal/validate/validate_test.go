@@ -188,3 +188,31 @@ func TestGraphModeNames(t *testing.T) {
 		t.Errorf("unknown mode: %v", err)
 	}
 }
+
+// The recorded device name selects the catalog accelerator ("NVIDIA "
+// prefix and all), overriding the cluster file's hardware label.
+func TestDeviceNameSelectsAccelerator(t *testing.T) {
+	src := measured(t, "RTXPRO6000-Llama-3.1-8B")
+	meta, err := fs.ReadFile(src, "meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"NVIDIA GeForce RTX 4090": "RTX4090", "NVIDIA RTX PRO 6000 Blackwell Server Edition": "RTXPRO6000", "Unknown GPU": "RTXPRO6000"} {
+		extra := `"hardware": {"device_count": 1, "device_name": "` + name + `"}, "tick_seconds"`
+		fsys := fstest.MapFS{"meta.json": {Data: []byte(strings.Replace(string(meta), `"tick_seconds"`, extra, 1))}}
+		for _, f := range []string{"requests.jsonl", "llmservingsim-cluster.json"} {
+			b, err := fs.ReadFile(src, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsys[f] = &fstest.MapFile{Data: b}
+		}
+		s, _, _, err := Scenario(Options{Measured: fsys, Name: "dev"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Instances[0].Hardware != want {
+			t.Errorf("%s: hardware %s, want %s", name, s.Instances[0].Hardware, want)
+		}
+	}
+}
