@@ -65,6 +65,6 @@ offsets; request bench-i takes the token ids of line i of the workload.`,
 	fs.StringVar(&calib, "calibration", "", "roofline calibration YAML from servesim calibrate (default: the embedded calibration)")
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as one JSON object")
 	fs.BoolVar(&invariant, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
-	fs.Float64Var(&overhead, "step-overhead-us", 0, "override the per-step host overhead (for studies; the default is documented in README)")
+	fs.Float64Var(&overhead, "step-overhead-us", 0, "add a fixed cost per step on top of the modelled engine time (for studies; default 0, see docs/engine-time.md)")
 	return cmd
 }

@@ -51,7 +51,7 @@ func TestModelThatDoesNotFitNamesChoices(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Build(s, config.Source{})
-	if err == nil || !strings.Contains(err.Error(), "it fits with tp=4 on H100") || !strings.Contains(err.Error(), "B200") {
+	if err == nil || !strings.Contains(err.Error(), "it fits with tp=2 on H100") || !strings.Contains(err.Error(), "B200") {
 		t.Fatalf("want the nearest valid choices, got %v", err)
 	}
 }

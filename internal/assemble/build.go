@@ -146,7 +146,11 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if g.PP != nil {
 			pp = *g.PP
 		}
-		key := fmt.Sprintf("%s/tp%d", acc.Name, tp)
+		et, err := engineTime(eng, m, cat, arch.NumExperts > 0, pp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		key := fmt.Sprintf("%s/tp%d/%+v", acc.Name, tp, et)
 		pred, ok := predictors[key]
 		if !ok {
 			var base perf.Predictor
@@ -168,7 +172,13 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			}
 			// The profile tables exclude collectives; the roofline times
 			// single-GPU ops too: add the tensor-parallel all-reduces.
-			base = perf.WithCollectives(base, tpComm(m, acc, tp, bpe, s.Links))
+			// Kernel gaps, CUDA-graph padding and host time turn GPU
+			// kernel time into engine step time (docs/engine-time.md).
+			if mk, ok := base.(interface{ MinKernelNs() float64 }); ok {
+				et.StepKernelNs = mk.MinKernelNs()
+			}
+			base = perf.WithCollectives(base, tpComm(m, acc, tp, bpe, s.Links, eng))
+			base = perf.WithEngineTime(base, et)
 			pred = perf.WithOverhead(base, overheadNs)
 			predictors[key] = pred
 		}
@@ -204,7 +214,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			CheckInvariants:           s.CheckInvariants,
 		}
 		if pp > 1 {
-			tc := tpComm(m, acc, tp, bpe, s.Links)
+			tc := tpComm(m, acc, tp, bpe, s.Links, eng)
 			cfg.PipelineParallel = pp
 			cfg.PPSend = engine.PPSend{LatencyNs: tc.LinkLatencyNs, BytesPerToken: int64(m.HiddenSize) * int64(bpe), Bandwidth: tc.LinkBW}
 		}
@@ -533,28 +543,80 @@ func calibrationFor(s *config.Scenario, src config.Source, acc hw.Accelerator) (
 }
 
 // tpComm describes the tensor-parallel collectives of one instance.
-func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links) perf.TPComm {
+func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links, eng config.Engine) perf.TPComm {
 	c := perf.TPComm{TP: tp, Layers: int(m.NumLayers), Hidden: int(m.HiddenSize), BytesPerElem: bpe,
 		Vocab: int(m.VocabSize), LinkBW: acc.Link.Bandwidth, LinkLatencyNs: acc.Link.LatencyNs}
+	override := false
 	if l.TPBandwidthGBps > 0 {
 		c.LinkBW = l.TPBandwidthGBps * 1e9
+		override = true
 	}
 	if l.TPLatencyUs >= 0 {
 		c.LinkLatencyNs = int64(l.TPLatencyUs * 1000)
+		override = true
+	}
+	if !override {
+		// vLLM's choice of custom all-reduce or NCCL on the catalog link.
+		disable := eng.DisableCustomAllReduce != nil && *eng.DisableCustomAllReduce
+		c.AR = perf.NewAllReduce(tp, perf.Interconnect{NVLink: acc.Link.Kind == hw.LinkNVLink, P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}, disable)
 	}
 	return c
+}
+
+// graphModes maps engine.cudagraph_mode to the predictor's mode.
+var graphModes = map[string]perf.GraphMode{
+	"":                   perf.GraphsFullAndPiecewise,
+	"full_and_piecewise": perf.GraphsFullAndPiecewise,
+	"piecewise":          perf.GraphsPiecewise,
+	"full":               perf.GraphsFull,
+	"full_decode_only":   perf.GraphsFullDecodeOnly,
+	"none":               perf.GraphsNone,
+}
+
+// engineTime resolves the engine-side time model of an instance: vLLM
+// 0.19's CUDA-graph dispatch and capture sizes, the catalog's kernel
+// counts, and the host time (overlapping the GPU under async scheduling;
+// vLLM turns async scheduling off with pipeline parallelism).
+func engineTime(eng config.Engine, m *model.Config, cat *perf.Catalog, moe bool, pp int) (perf.EngineTime, error) {
+	mode, ok := graphModes[eng.CUDAGraphMode]
+	if !ok {
+		return perf.EngineTime{}, fmt.Errorf("engine.cudagraph_mode: unknown mode %q", eng.CUDAGraphMode)
+	}
+	sizes := eng.CUDAGraphCaptureSizes
+	if eng.EnforceEager != nil && *eng.EnforceEager {
+		mode, sizes = perf.GraphsNone, nil
+	} else if sizes == nil {
+		sizes = perf.DefaultCaptureSizes(eng.MaxNumSeqs, eng.MaxNumBatchedTokens)
+	}
+	if mode == perf.GraphsNone {
+		sizes = nil
+	}
+	perLayer, attn, perStep := cat.Kernels(moe)
+	return perf.EngineTime{
+		Mode: mode, CaptureSizes: sizes,
+		Layers: int(m.NumLayers), LayerKernels: perLayer, AttnKernels: attn, StepKernels: perStep + perf.StepKernels,
+		GapEagerNs: perf.KernelGapEagerNs, GapGraphNs: perf.KernelGapGraphNs,
+		Host:  perf.DefaultHostTime,
+		Async: eng.AsyncScheduling != nil && *eng.AsyncScheduling && pp <= 1,
+	}, nil
 }
 
 // gpuMemory is the memory budget of one GPU of an instance of tp x pp GPUs:
 // it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's
 // layers on its share of the KV heads.
 func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng config.Engine) kv.Memory {
+	inter := m.IntermediateSize
+	if inter == 0 { // MoE-only: the routed experts' width per token
+		inter = m.MoEIntermediateSize * max(m.ExpertsPerTok, 1)
+	}
 	return kv.Memory{
 		Device:      memBytes,
 		Utilization: eng.GPUMemoryUtilization,
-		Weights:     m.WeightBytes(bpe) / int64(tp*pp),
-		Activation:  kv.ActivationReserve(eng.MaxNumBatchedTokens, eng.MaxNumSeqs, m.HiddenSize, m.IntermediateSize, m.VocabSize, tp, bpe),
-		KVPerToken:  kvPerTokenPerGPU(m, bpe, tp, pp),
+		Weights:     m.WeightBytes(bpe)/int64(tp*pp) + m.RotaryCacheBytes(bpe),
+		Activation: kv.ProfilePeak(kv.ProfileShape{Tokens: eng.MaxNumBatchedTokens, Seqs: min(eng.MaxNumSeqs, eng.MaxNumBatchedTokens),
+			Hidden: m.HiddenSize, Intermediate: inter, QKV: (m.NumHeads + 2*m.NumKVHeads) * m.HeadDim, Vocab: m.VocabSize, TP: tp, BytesPerElem: bpe}),
+		NonTorch:   kv.NonTorchBytes(tp * pp),
+		KVPerToken: kvPerTokenPerGPU(m, bpe, tp, pp),
 	}
 }
 

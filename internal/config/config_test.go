@@ -94,9 +94,6 @@ func TestGroupEngineOverrides(t *testing.T) {
 	}
 }
 
-// TestRooflineOnEveryAccelerator: every catalog accelerator builds and
-// serves a small workload with the roofline predictor, and faster memory
-// gives faster decoding.
 // FuzzParse: arbitrary bytes never panic the scenario parser; they parse
 // or give an error.
 func FuzzParse(f *testing.F) {
@@ -111,14 +108,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-
-// buildAndRun builds a scenario, runs it with invariant checks and returns
-// the built scenario and the number of requests that ended.
-// TestPipelineParallelGroup: a pp=2 instance builds with the pipeline
-// configured in its engine and serves a workload, with more KV blocks
-// than pp=1 (half the weights and half the layers' KV per GPU).
-// TestPipelineParallelFitsLargerModel: a model whose weights exceed one GPU
-// does not build at tp=1 but does split over two pipeline stages.
-// TestEveryRouterServesEveryRequest: each arrival router places requests
-// on a 3-instance cluster (and on the prefill side of a P/D one) with the
-// invariants on; random and power-of-two are deterministic per seed.

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/servesim/servesim/internal/workload"
@@ -67,9 +68,10 @@ type Predictor struct {
 	// Profiles is the root of profile bundles laid out as
 	// <hardware>/<org>/<model>/<dtype>/tp<N>/. Empty: the embedded bundle.
 	Profiles string `yaml:"profiles" json:"profiles"`
-	// StepOverheadUs is the fixed host-side time per engine step, in
-	// microseconds, added to the profiled GPU time (see README, "Step
-	// latency model").
+	// StepOverheadUs is an extra fixed time per engine step, in
+	// microseconds, added on top of the modelled engine time (kernel gaps,
+	// CUDA-graph padding, host time; see docs/engine-time.md). Default 0:
+	// for studies only.
 	StepOverheadUs float64 `yaml:"step_overhead_us" json:"step_overhead_us"`
 }
 
@@ -102,6 +104,19 @@ type Engine struct {
 	// vLLM does by default: new requests and freed slots take effect one
 	// step later. Default true.
 	AsyncScheduling *bool `yaml:"async_scheduling" json:"async_scheduling"`
+	// EnforceEager turns CUDA graphs off (vLLM enforce_eager). Default
+	// false.
+	EnforceEager *bool `yaml:"enforce_eager" json:"enforce_eager"`
+	// CUDAGraphMode is vLLM's cudagraph_mode: full_and_piecewise
+	// (default), piecewise, full, full_decode_only or none.
+	CUDAGraphMode string `yaml:"cudagraph_mode" json:"cudagraph_mode"`
+	// CUDAGraphCaptureSizes are the captured batch sizes in tokens
+	// (default: vLLM 0.19's list up to min(2 x max_num_seqs, 512,
+	// max_num_batched_tokens)).
+	CUDAGraphCaptureSizes []int `yaml:"cudagraph_capture_sizes" json:"cudagraph_capture_sizes"`
+	// DisableCustomAllReduce makes tensor-parallel all-reduces use NCCL
+	// only (vLLM disable_custom_all_reduce). Default false.
+	DisableCustomAllReduce *bool `yaml:"disable_custom_all_reduce" json:"disable_custom_all_reduce"`
 }
 
 // Group is a set of identical instances.
@@ -256,9 +271,9 @@ const (
 	DefaultModel    = "meta-llama/Llama-3.1-8B"
 	DefaultHardware = "RTXPRO6000"
 	DefaultTrace    = "builtin:sharegpt-llama-3.1-8b-300-sps10"
-	// DefaultStepOverheadUs is the host-side time per engine step; see the
-	// README section "Step latency model" for where it comes from.
-	DefaultStepOverheadUs = 600.0
+	// DefaultStepOverheadUs is the extra fixed time per step: none, the
+	// engine-side time is modelled (docs/engine-time.md).
+	DefaultStepOverheadUs = 0.0
 )
 
 // Default returns the embedded default scenario. Loading a file decodes it
@@ -285,7 +300,7 @@ func Default() *Scenario {
 		Handoff: Handoff{Policy: "pull", Placement: "round-robin", LeaseS: 30, Heartbeat: boolPtr(true),
 			OnExpiry: "reprefill", RetryAfterS: 1, MaxPrefillQueueS: 5, MaxDecodeKVFraction: 1, MaxReprefills: 3,
 			PushBufferFraction: 0.1, PushOverflow: "spill"},
-		Links:    Links{LatencyUs: -1},
+		Links:    Links{LatencyUs: -1, TPLatencyUs: -1},
 		Workload: Workload{Trace: DefaultTrace, Format: "jsonl", TimeScale: 1},
 	}
 }
@@ -461,7 +476,18 @@ func (e *Engine) validate(path string, bad func(field, format string, args ...an
 	if u := e.GPUMemoryUtilization; u < 0 || u > 1 {
 		bad(path+".gpu_memory_utilization", "must be in (0, 1] (got %g)", u)
 	}
+	if e.CUDAGraphMode != "" && !slices.Contains(CUDAGraphModes, e.CUDAGraphMode) {
+		bad(path+".cudagraph_mode", "must be full_and_piecewise, piecewise, full, full_decode_only or none (got %q)", e.CUDAGraphMode)
+	}
+	for i, v := range e.CUDAGraphCaptureSizes {
+		if v <= 0 {
+			bad(fmt.Sprintf("%s.cudagraph_capture_sizes[%d]", path, i), "must be > 0 (got %d)", v)
+		}
+	}
 }
+
+// CUDAGraphModes are the valid engine.cudagraph_mode values, vLLM's names.
+var CUDAGraphModes = []string{"full_and_piecewise", "piecewise", "full", "full_decode_only", "none"}
 
 // Merged returns the group's effective engine settings.
 func (g *Group) Merged(base Engine) Engine {
@@ -492,6 +518,18 @@ func (g *Group) Merged(base Engine) Engine {
 	}
 	if o.AsyncScheduling != nil {
 		m.AsyncScheduling = o.AsyncScheduling
+	}
+	if o.EnforceEager != nil {
+		m.EnforceEager = o.EnforceEager
+	}
+	if o.CUDAGraphMode != "" {
+		m.CUDAGraphMode = o.CUDAGraphMode
+	}
+	if o.CUDAGraphCaptureSizes != nil {
+		m.CUDAGraphCaptureSizes = o.CUDAGraphCaptureSizes
+	}
+	if o.DisableCustomAllReduce != nil {
+		m.DisableCustomAllReduce = o.DisableCustomAllReduce
 	}
 	return m
 }

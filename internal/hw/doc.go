@@ -11,11 +11,13 @@
 // header of catalog.yaml); [Accelerator] holds SI units: bytes, bytes/s,
 // FLOP/s and integer nanoseconds.
 //
-// GB versus GiB: spec sheets print capacities in "GB" and memory_gb takes
-// them at face value, 1 GB = 1e9 bytes (96 GB -> 96e9 bytes). The DRAM is
-// in fact binary (96 GiB = 103.08e9 bytes) and CUDA reports a total between
-// the two; give memory_gib instead of memory_gb to state the capacity in
-// GiB (2^30 bytes). Bandwidths are decimal as printed (1597 GB/s =
+// GB versus GiB: spec sheets print capacities in "GB", but the DRAM is
+// binary (96 GB of GDDR7 is 96 GiB = 103.08e9 bytes) and CUDA reports a
+// total a little under that (the driver keeps the rest). The built-in
+// entries therefore give memory_gib (2^30 bytes): the CUDA-visible total
+// where a public log states it, else the spec-sheet figure read as GiB;
+// vLLM sizes its KV cache from that total. memory_gb (1e9 bytes) remains
+// accepted for user entries. Bandwidths are decimal as printed (1597 GB/s =
 // 1.597e12 bytes/s).
 //
 // # Catalogs

@@ -41,6 +41,12 @@ type Link struct {
 	Bandwidth float64
 	// LatencyNs is the per-message latency, ns.
 	LatencyNs int64
+	// P2P says whether the GPUs can address each other's memory over the
+	// link (CUDA peer-to-peer): always on NVLink; on PCIe it depends on the
+	// card (GeForce parts have it disabled) and the platform. Without it,
+	// NCCL stages traffic through host memory and vLLM's custom
+	// all-reduce is unavailable. YAML "p2p", default true.
+	P2P bool
 }
 
 // NIC is the path one GPU uses for KV transfers to other instances: a

@@ -63,13 +63,15 @@ func TestSpecValues(t *testing.T) {
 		hostBW           float64
 	}{
 		// Per shared/data/README.md: RTX PRO 6000 96 GB, 1597 GB/s; RTX 4090 24 GB, 1008 GB/s.
-		{"RTXPRO6000", 96e9, 1597e9, 500e12, 1000e12, LinkPCIe, 63e9, 63e9, 8, 512e9, 63e9},
-		{"RTX4090", 24e9, 1008e9, 165.2e12, 330.3e12, LinkPCIe, 16e9, 16e9, 2, 64e9, 31.5e9},
-		{"H100", 80e9, 3350e9, 989.5e12, 1979e12, LinkNVLink, 450e9, 50e9, 8, 2000e9, 63e9},
-		{"H200", 141e9, 4800e9, 989.5e12, 1979e12, LinkNVLink, 450e9, 50e9, 8, 2000e9, 63e9},
-		{"A100", 80e9, 2039e9, 312e12, 0, LinkNVLink, 300e9, 25e9, 8, 2000e9, 31.5e9},
-		{"L40S", 48e9, 864e9, 362.05e12, 733e12, LinkPCIe, 31.5e9, 25e9, 8, 1000e9, 31.5e9},
-		{"B200", 180e9, 8000e9, 2250e12, 4500e12, LinkNVLink, 900e9, 50e9, 8, 2000e9, 63e9},
+		// Memory is the CUDA-visible total in GiB (94.97, 23.65, 79.22 GiB)
+		// or the spec sheet's binary GB (141, 80, 48, 180 GiB).
+		{"RTXPRO6000", 101_973_261_025, 1597e9, 500e12, 1000e12, LinkPCIe, 63e9, 63e9, 8, 512e9, 63e9},
+		{"RTX4090", 25_393_994_137, 1008e9, 165.2e12, 330.3e12, LinkPCIe, 31.5e9, 16e9, 2, 64e9, 31.5e9},
+		{"H100", 85_061_827_297, 3350e9, 989.5e12, 1979e12, LinkNVLink, 450e9, 50e9, 8, 2000e9, 63e9},
+		{"H200", 141 << 30, 4800e9, 989.5e12, 1979e12, LinkNVLink, 450e9, 50e9, 8, 2000e9, 63e9},
+		{"A100", 80 << 30, 2039e9, 312e12, 0, LinkNVLink, 300e9, 25e9, 8, 2000e9, 31.5e9},
+		{"L40S", 48 << 30, 864e9, 362.05e12, 733e12, LinkPCIe, 31.5e9, 25e9, 8, 1000e9, 31.5e9},
+		{"B200", 180 << 30, 8000e9, 2250e12, 4500e12, LinkNVLink, 900e9, 50e9, 8, 2000e9, 63e9},
 	}
 	near := func(a, b float64) bool { return a == b || (b != 0 && (a-b)/b < 1e-12 && (b-a)/b < 1e-12) }
 	for _, tt := range tests {
@@ -191,7 +193,7 @@ func TestExtend(t *testing.T) {
 		t.Errorf("extended catalog has %d names, want %d", got, len(base.Names())+2)
 	}
 	// The base catalog is unchanged.
-	if h0, _ := base.Lookup("H100"); h0.MemoryBytes != 80e9 {
+	if h0, _ := base.Lookup("H100"); h0.MemoryBytes != 85_061_827_297 {
 		t.Errorf("Extend modified the base catalog: %+v", h0)
 	}
 	if _, err := base.Lookup("MyGPU"); err == nil {
@@ -343,4 +345,30 @@ func FuzzExtend(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Peer-to-peer: on for NVLink parts, off for the GeForce RTX 4090 and for
+// the RTX PRO 6000 servers of the reference runs; an override can turn it on.
+func TestLinkP2P(t *testing.T) {
+	for name, want := range map[string]bool{"H100": true, "A100": true, "L40S": true, "RTX4090": false, "RTXPRO6000": false} {
+		a, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Link.P2P != want {
+			t.Errorf("%s: P2P %v, want %v", name, a.Link.P2P, want)
+		}
+	}
+	base, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := base.Extend(strings.NewReader("accelerators:\n  - name: RTXPRO6000\n    link: {p2p: true}\n"), "p2p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.Lookup("RTXPRO6000")
+	if !a.Link.P2P || a.Link.Bandwidth != 63e9 {
+		t.Fatalf("override: %+v", a.Link)
+	}
 }

@@ -39,6 +39,7 @@ type rawLink struct {
 	Kind      *string  `yaml:"kind"`
 	BWGBps    *float64 `yaml:"bw_gbps"`
 	LatencyNs *float64 `yaml:"latency_ns"`
+	P2P       *bool    `yaml:"p2p"`
 }
 
 type rawNIC struct {
@@ -146,6 +147,9 @@ func overlay(base, over rawAccel) rawAccel {
 		}
 		setF(&l.BWGBps, over.Link.BWGBps)
 		setF(&l.LatencyNs, over.Link.LatencyNs)
+		if over.Link.P2P != nil {
+			l.P2P = over.Link.P2P
+		}
 		out.Link = &l
 	}
 	if over.NIC != nil {
@@ -249,6 +253,7 @@ func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, erro
 	if a.Link.LatencyNs, err = latency("link.latency_ns", r.Link.LatencyNs, fail); err != nil {
 		return a, err
 	}
+	a.Link.P2P = r.Link.P2P == nil || *r.Link.P2P
 
 	if r.NIC == nil {
 		return a, fail("nic", "missing (required: bw_gbit, latency_ns)")

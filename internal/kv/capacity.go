@@ -2,19 +2,23 @@ package kv
 
 import "fmt"
 
-// Memory describes what one device of an instance holds, in bytes.
+// Memory describes what one device of an instance holds, in bytes, in the
+// terms of vLLM 0.19's memory profiling (vllm/v1/worker/gpu_worker.py,
+// determine_available_memory, and vllm/utils/mem_utils.py): the KV cache
+// gets Device × Utilization minus everything that is not KV cache.
 type Memory struct {
-	Device      int64   // device memory size
+	Device      int64   // device memory as CUDA reports it (torch.cuda.mem_get_info total)
 	Utilization float64 // fraction the engine may use (gpu_memory_utilization)
-	Weights     int64   // model weights resident on the device
-	Activation  int64   // peak activation and runtime reserve (see ActivationReserve)
+	Weights     int64   // model weights and buffers resident on the device
+	Activation  int64   // peak activation memory of the profiling pass (see ProfilePeak)
+	NonTorch    int64   // memory allocated outside PyTorch during profiling (see NonTorchBytes)
 	KVPerToken  int64   // KV bytes one token takes on this device
 }
 
 // Blocks returns how many KV blocks of blockSize tokens fit:
-// floor((Device*Utilization - Weights - Activation) / (KVPerToken*blockSize)).
-// It fails, naming the shortfall, when the weights and reserve alone do not
-// fit.
+// floor((Device*Utilization - Weights - Activation - NonTorch) /
+// (KVPerToken*blockSize)). It fails, naming the shortfall, when the rest
+// alone does not fit.
 func (m Memory) Blocks(blockSize int) (int, error) {
 	if blockSize <= 0 {
 		return 0, fmt.Errorf("block size must be > 0 tokens (got %d)", blockSize)
@@ -23,31 +27,65 @@ func (m Memory) Blocks(blockSize int) (int, error) {
 		return 0, fmt.Errorf("KV bytes per token must be > 0 (got %d)", m.KVPerToken)
 	}
 	budget := int64(float64(m.Device) * m.Utilization)
-	free := budget - m.Weights - m.Activation
+	free := budget - m.Weights - m.Activation - m.NonTorch
 	if free <= 0 {
-		return 0, fmt.Errorf("weights %.2f GB + activation reserve %.2f GB exceed the usable memory %.2f GB (%.2f GB x gpu_memory_utilization %.2f); use more tensor parallelism, a larger accelerator or a higher gpu_memory_utilization",
-			gb(m.Weights), gb(m.Activation), gb(budget), gb(m.Device), m.Utilization)
+		return 0, fmt.Errorf("weights %.2f GiB + profiled activations %.2f GiB + non-torch memory %.2f GiB exceed the usable memory %.2f GiB (%.2f GiB x gpu_memory_utilization %.2f); use more tensor parallelism, a larger accelerator or a higher gpu_memory_utilization",
+			gib(m.Weights), gib(m.Activation), gib(m.NonTorch), gib(budget), gib(m.Device), m.Utilization)
 	}
 	n := free / (m.KVPerToken * int64(blockSize))
 	if n <= 0 {
-		return 0, fmt.Errorf("only %.3f GB left for KV cache, less than one block of %d tokens", gb(free), blockSize)
+		return 0, fmt.Errorf("only %.3f GiB left for KV cache, less than one block of %d tokens", gib(free), blockSize)
 	}
 	return int(n), nil
 }
 
-// ActivationReserve estimates the memory vLLM sets aside besides weights
-// and KV cache, per device: the peak activations of a forward pass over
-// maxBatchedTokens tokens (the MLP's gate/up output, 2*intermediate/tp
-// values per token, plus hidden-state buffers, 4*hidden per token), the
-// fp32 logits of maxSeqs sequences (vocab values each, held twice by the
-// sampler), and a fixed 1.5 GiB of CUDA context, library workspaces and
-// CUDA-graph pools. It is an estimate; num_gpu_blocks overrides the result.
-func ActivationReserve(maxBatchedTokens, maxSeqs int, hidden, intermediate, vocab int64, tp, bytesPerElem int) int64 {
-	tokens := int64(maxBatchedTokens)
-	act := tokens * (2*intermediate/int64(tp) + 4*hidden) * int64(bytesPerElem)
-	logits := int64(maxSeqs) * vocab * 4 * 2 // gathered to full vocabulary for sampling
-	const runtime = 3 << 29                  // 1.5 GiB
-	return act + logits + runtime
+// ProfileShape is what the profiling pass's peak memory depends on.
+type ProfileShape struct {
+	// Tokens is max_num_batched_tokens: vLLM's profile_run runs the model
+	// once over that many tokens.
+	Tokens int
+	// Seqs is max_num_seqs: the dummy sampler run then samples that many
+	// rows of logits.
+	Seqs int
+	// Hidden, Intermediate, QKV (q + 2·kv output width) and Vocab are the
+	// model's widths; TP divides the sharded ones.
+	Hidden, Intermediate, QKV, Vocab int64
+	TP, BytesPerElem                 int
 }
 
-func gb(b int64) float64 { return float64(b) / 1e9 }
+// SamplerBytesPerLogit is the peak memory per logit of vLLM's dummy sampler
+// run: the fp32 logits (4 B) plus the top-k/top-p sort's fp32 values and
+// int64 indices (12 B). See docs/engine-time.md, "KV capacity".
+const SamplerBytesPerLogit = 16
+
+// ProfilePeak is the peak activation memory of vLLM 0.19's profiling pass
+// on one rank: the forward pass over Tokens tokens holds, per token, the
+// MLP's gate/up output (2·Intermediate/TP), its activation output
+// (Intermediate/TP), the QKV projection output (QKV/TP) and one hidden
+// state (Hidden), at BytesPerElem each; the sampler adds Seqs × Vocab ×
+// SamplerBytesPerLogit (logits are gathered to the full vocabulary).
+func ProfilePeak(s ProfileShape) int64 {
+	tp := int64(max(s.TP, 1))
+	perTok := (3*s.Intermediate+s.QKV)/tp + s.Hidden
+	forward := int64(s.Tokens) * perTok * int64(s.BytesPerElem)
+	sampler := int64(s.Seqs) * s.Vocab * SamplerBytesPerLogit
+	return forward + sampler
+}
+
+// Non-torch memory that vLLM's profiling attributes to the engine (CUDA
+// library workspaces; with TP > 1 also NCCL and custom all-reduce
+// buffers), as vLLM's own memory-profiling logs report it.
+const (
+	NonTorchTP1   = 171_798_691 // 0.16 GiB
+	NonTorchMulti = 214_748_364 // 0.20 GiB
+)
+
+// NonTorchBytes is the non-torch memory of one rank of a tp-way instance.
+func NonTorchBytes(tp int) int64 {
+	if tp > 1 {
+		return NonTorchMulti
+	}
+	return NonTorchTP1
+}
+
+func gib(b int64) float64 { return float64(b) / (1 << 30) }

@@ -5,8 +5,6 @@ import (
 	"testing"
 )
 
-const runtimeReserve = 1_610_612_736 // 1.5 GiB = 3 << 29
-
 func TestMemoryBlocks(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -100,34 +98,34 @@ func TestMemoryBlocksErrors(t *testing.T) {
 		{
 			// usable 24e9*0.9 = 21.6e9 < 20e9 + 2e9.
 			name: "weights exceed memory",
-			mem:  Memory{Device: 24e9, Utilization: 0.9, Weights: 20e9, Activation: 2e9, KVPerToken: 131072},
-			want: "weights 20.00 GB + activation reserve 2.00 GB exceed the usable memory 21.60 GB " +
-				"(24.00 GB x gpu_memory_utilization 0.90); use more tensor parallelism, " +
+			mem:  Memory{Device: 24 << 30, Utilization: 0.9, Weights: 20 << 30, Activation: 1 << 30, NonTorch: 1 << 30, KVPerToken: 131072},
+			want: "weights 20.00 GiB + profiled activations 1.00 GiB + non-torch memory 1.00 GiB exceed the usable memory 21.60 GiB " +
+				"(24.00 GiB x gpu_memory_utilization 0.90); use more tensor parallelism, " +
 				"a larger accelerator or a higher gpu_memory_utilization",
 			blockSize: 16,
 		},
 		{
 			// Weights alone exceed the whole device.
 			name: "weights exceed device",
-			mem:  Memory{Device: 40e9, Utilization: 1, Weights: 140e9, Activation: 0, KVPerToken: 1},
-			want: "weights 140.00 GB + activation reserve 0.00 GB exceed the usable memory 40.00 GB " +
-				"(40.00 GB x gpu_memory_utilization 1.00); use more tensor parallelism, " +
+			mem:  Memory{Device: 40 << 30, Utilization: 1, Weights: 140 << 30, Activation: 0, KVPerToken: 1},
+			want: "weights 140.00 GiB + profiled activations 0.00 GiB + non-torch memory 0.00 GiB exceed the usable memory 40.00 GiB " +
+				"(40.00 GiB x gpu_memory_utilization 1.00); use more tensor parallelism, " +
 				"a larger accelerator or a higher gpu_memory_utilization",
 			blockSize: 16,
 		},
 		{
 			// Nothing left at all (free == 0) is the same failure.
 			name:      "exactly full",
-			mem:       Memory{Device: 80e9, Utilization: 0.5, Weights: 30e9, Activation: 10e9, KVPerToken: 1},
-			want:      "weights 30.00 GB + activation reserve 10.00 GB exceed the usable memory 40.00 GB",
+			mem:       Memory{Device: 80 << 30, Utilization: 0.5, Weights: 30 << 30, Activation: 9 << 30, NonTorch: 1 << 30, KVPerToken: 1},
+			want:      "weights 30.00 GiB + profiled activations 9.00 GiB + non-torch memory 1.00 GiB exceed the usable memory 40.00 GiB",
 			partial:   true,
 			blockSize: 16,
 		},
 		{
-			// free = 1e9 - 0.999e9 = 1e6 < one block of 131072*16 = 2_097_152.
+			// free = 1 GiB - (1 GiB - 1 MiB) = 1 MiB < one block of 131072*16 = 2 MiB.
 			name:      "less than one block",
-			mem:       Memory{Device: 1e9, Utilization: 1, Weights: 999e6, KVPerToken: 131072},
-			want:      "only 0.001 GB left for KV cache, less than one block of 16 tokens",
+			mem:       Memory{Device: 1 << 30, Utilization: 1, Weights: 1<<30 - 1<<20, KVPerToken: 131072},
+			want:      "only 0.001 GiB left for KV cache, less than one block of 16 tokens",
 			blockSize: 16,
 		},
 		{
@@ -170,91 +168,95 @@ func TestMemoryBlocksErrors(t *testing.T) {
 	}
 }
 
-func TestActivationReserve(t *testing.T) {
+func TestProfilePeak(t *testing.T) {
 	tests := []struct {
-		name                 string
-		maxBatched, maxSeqs  int
-		hidden, inter, vocab int64
-		tp, bpe              int
-		want                 int64
+		name string
+		s    ProfileShape
+		want int64
 	}{
 		{
-			name: "runtime only",
-			tp:   1, bpe: 2,
-			want: runtimeReserve,
+			// Llama-3.1-8B bf16 tp=1, 2048 tokens, 128 seqs:
+			// forward = 2048 * (3*14336 + 6144 + 4096) * 2 = 2048 * 53248 * 2 = 218_103_808
+			// sampler = 128 * 128256 * 16                              = 262_668_288
+			name: "8B tp1",
+			s:    ProfileShape{Tokens: 2048, Seqs: 128, Hidden: 4096, Intermediate: 14336, QKV: 6144, Vocab: 128256, TP: 1, BytesPerElem: 2},
+			want: 480_772_096,
 		},
 		{
-			// Llama-3-8B, tp=1, bf16, 8192 batched tokens, 256 seqs:
-			// act    = 8192 * (2*14336 + 4*4096) * 2 = 8192 * 45056 * 2 = 738_197_504
-			// logits = 256 * 128256 * 4 * 2                            = 262_668_288
-			// total  = 738_197_504 + 262_668_288 + 1_610_612_736       = 2_611_478_528
-			name:       "8B tp1",
-			maxBatched: 8192, maxSeqs: 256,
-			hidden: 4096, inter: 14336, vocab: 128256,
-			tp: 1, bpe: 2,
-			want: 2_611_478_528,
+			// tp=2 splits the MLP and QKV widths, not the hidden state or
+			// the gathered logits: 2048 * ((43008+6144)/2 + 4096) * 2 =
+			// 2048 * 28672 * 2 = 117_440_512; sampler as above.
+			name: "8B tp2",
+			s:    ProfileShape{Tokens: 2048, Seqs: 128, Hidden: 4096, Intermediate: 14336, QKV: 6144, Vocab: 128256, TP: 2, BytesPerElem: 2},
+			want: 117_440_512 + 262_668_288,
 		},
 		{
-			// Activations only, tp=2: the MLP output is split, hidden
-			// buffers are not: 8192 * (14336 + 16384) * 2 = 503_316_480.
-			name:       "8B tp2 activations",
-			maxBatched: 8192,
-			hidden:     4096, inter: 14336,
-			tp: 2, bpe: 2,
-			want: 503_316_480 + runtimeReserve,
+			// Forward only, fp32: 10 * (3*5 + 3 + 2) * 4 = 800.
+			name: "fp32 forward",
+			s:    ProfileShape{Tokens: 10, Hidden: 2, Intermediate: 5, QKV: 3, TP: 1, BytesPerElem: 4},
+			want: 800,
 		},
 		{
-			// 70B shape, tp=4: 2048 * (2*28672/4 + 4*8192) * 2
-			// = 2048 * (14336 + 32768) * 2 = 192_937_984.
-			name:       "70B tp4 activations",
-			maxBatched: 2048,
-			hidden:     8192, inter: 28672,
-			tp: 4, bpe: 2,
-			want: 192_937_984 + runtimeReserve,
+			// Sampler only: 3 * 1000 * 16 = 48_000, whatever the dtype.
+			name: "sampler",
+			s:    ProfileShape{Seqs: 3, Vocab: 1000, TP: 1, BytesPerElem: 1},
+			want: 48_000,
 		},
-		{
-			// fp32 elements: 100 * (2*10 + 4*3) * 4 = 12_800.
-			name:       "fp32",
-			maxBatched: 100,
-			hidden:     3, inter: 10,
-			tp: 1, bpe: 4,
-			want: 12_800 + runtimeReserve,
-		},
-		{
-			// 2*intermediate/tp is integer division: 2*5/4 = 2 values.
-			name:       "mlp split truncates",
-			maxBatched: 1,
-			inter:      5,
-			tp:         4, bpe: 1,
-			want: 2 + runtimeReserve,
-		},
-		{
-			// Logits only, tp=1: 3 seqs * 1000 vocab * 4 B * 2 copies = 24_000.
-			// Independent of bytesPerElem (always fp32).
-			name:    "logits fp32 twice",
-			maxSeqs: 3, vocab: 1000,
-			tp: 1, bpe: 1,
-			want: 24_000 + runtimeReserve,
-		},
+		{name: "empty", s: ProfileShape{}, want: 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ActivationReserve(tc.maxBatched, tc.maxSeqs, tc.hidden, tc.inter, tc.vocab, tc.tp, tc.bpe)
-			if got != tc.want {
-				t.Fatalf("ActivationReserve = %d, want %d", got, tc.want)
+			if got := ProfilePeak(tc.s); got != tc.want {
+				t.Fatalf("ProfilePeak = %d, want %d", got, tc.want)
 			}
 		})
 	}
 }
 
-// The reserve feeds Blocks: more batched tokens can only cost blocks.
-func TestActivationReserveMonotone(t *testing.T) {
-	prev := int64(0)
+// TestWorkedExample pins the worked example of docs/engine-time.md:
+// Llama-3.1-8B (bf16) on one RTX 4090 (23.65 GiB as CUDA reports it) at
+// gpu_memory_utilization 0.9, max_num_batched_tokens 2048, max_num_seqs 128.
+//
+//	usable   = floor(25_393_994_137 * 0.9)            = 22_854_594_723
+//	weights  = 8_030_261_248 * 2 + 131072 * 128 * 2  = 16_094_076_928 (14.99 GiB)
+//	profile  = 218_103_808 + 262_668_288              =    480_772_096
+//	nontorch = 0.16 GiB                               =    171_798_691
+//	free     = 6_107_947_008 (5.69 GiB)
+//	blocks   = 6_107_947_008 / (131072 * 16)          = 2912.5 -> 2912
+func TestWorkedExample(t *testing.T) {
+	gib2365 := 23.65
+	m := Memory{
+		Device:      int64(gib2365 * (1 << 30)),
+		Utilization: 0.9,
+		Weights:     8_030_261_248*2 + 131072*128*2,
+		Activation:  ProfilePeak(ProfileShape{Tokens: 2048, Seqs: 128, Hidden: 4096, Intermediate: 14336, QKV: 6144, Vocab: 128256, TP: 1, BytesPerElem: 2}),
+		NonTorch:    NonTorchBytes(1),
+		KVPerToken:  131072,
+	}
+	if m.Device != 25_393_994_137 {
+		t.Fatalf("device bytes %d", m.Device)
+	}
+	n, err := m.Blocks(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2912 {
+		t.Fatalf("blocks = %d, want 2912", n)
+	}
+}
+
+// More batched tokens or sequences can only cost blocks.
+func TestProfilePeakMonotone(t *testing.T) {
+	prev := int64(-1)
 	for _, tokens := range []int{0, 512, 2048, 8192, 16384} {
-		r := ActivationReserve(tokens, 256, 4096, 14336, 128256, 1, 2)
-		if r < prev {
-			t.Fatalf("reserve for %d tokens = %d < %d for fewer tokens", tokens, r, prev)
+		for _, seqs := range []int{1, 256} {
+			r := ProfilePeak(ProfileShape{Tokens: tokens, Seqs: seqs, Hidden: 4096, Intermediate: 14336, QKV: 6144, Vocab: 128256, TP: 1, BytesPerElem: 2})
+			if seqs == 1 && r < prev {
+				t.Fatalf("peak for %d tokens = %d < %d for fewer tokens", tokens, r, prev)
+			}
+			if seqs == 1 {
+				prev = r
+			}
 		}
-		prev = r
 	}
 }

@@ -414,3 +414,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The rotary cos/sin cache of Llama-3.1-8B in bf16: 131072 positions x 128
+// values x 2 bytes = 33,554,432 bytes.
+func TestRotaryCacheBytes(t *testing.T) {
+	m, err := Load(Builtin(), "meta-llama/Llama-3.1-8B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.RotaryCacheBytes(2); got != 33_554_432 {
+		t.Fatalf("RotaryCacheBytes = %d, want 33554432", got)
+	}
+	if got := m.RotaryCacheBytes(0); got != 0 {
+		t.Fatalf("RotaryCacheBytes(0) = %d", got)
+	}
+}

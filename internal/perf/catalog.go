@@ -167,3 +167,25 @@ func (c *Catalog) stepOps(numLayers int, moe bool) ([]opUse, error) {
 	}
 	return out, nil
 }
+
+// Kernels counts the kernels a step launches per the catalog: perLayer is
+// the ops of pre_attn, post_attn and the MLP sequence (mlp_moe when moe)
+// plus one KV-cache write per attention op; attn is the attention ops'
+// share of it (attention and its cache write); perStep is the prologue
+// and head ops.
+func (c *Catalog) Kernels(moe bool) (perLayer, attn, perStep int) {
+	mlp := c.MLPDense
+	if moe {
+		mlp = c.MLPMoE
+	}
+	for _, seq := range [][]string{c.PreAttn, c.PostAttn, mlp} {
+		for _, op := range seq {
+			perLayer++
+			if c.Category[op] == CategoryAttention {
+				perLayer++
+				attn += 2
+			}
+		}
+	}
+	return perLayer, attn, len(c.Prologue) + len(c.Head)
+}

@@ -50,6 +50,10 @@ type TPComm struct {
 	// GPU-to-GPU link (hw.Accelerator.Link).
 	LinkBW        float64
 	LinkLatencyNs int64
+	// AR, when set (AR.N > 1), times the all-reduces and the logits
+	// all-gather as vLLM issues them (see NewAllReduce) instead of the
+	// plain ring over LinkBW and LinkLatencyNs.
+	AR AllReduce
 }
 
 // WithCollectives adds tensor-parallel communication to a per-rank
@@ -94,11 +98,19 @@ func (c tpComm) CommNs(b *Batch) int64 {
 		return 0
 	}
 	cfg := c.cfg
-	ar := AllReduceNs(tokens*int64(cfg.Hidden)*int64(cfg.BytesPerElem), cfg.TP, cfg.LinkBW, cfg.LinkLatencyNs)
+	msg := (tokens + int64(max(b.PadTokens, 0))) * int64(cfg.Hidden) * int64(cfg.BytesPerElem)
+	seqs := int64(max(b.Seqs(), 0))
+	logits := seqs * int64(cfg.Vocab) * int64(cfg.BytesPerElem)
+	var ar, gather int64
+	if cfg.AR.N > 1 {
+		ar, gather = cfg.AR.Ns(msg), cfg.AR.GatherNs(logits)
+	} else {
+		ar = AllReduceNs(msg, cfg.TP, cfg.LinkBW, cfg.LinkLatencyNs)
+		gather = AllGatherNs(logits, cfg.TP, cfg.LinkBW, cfg.LinkLatencyNs)
+	}
 	t := satMul(ar, int64(2*cfg.Layers+1))
 	if cfg.Vocab > 0 {
-		seqs := int64(max(b.Seqs(), 0))
-		t = satAdd(t, AllGatherNs(seqs*int64(cfg.Vocab)*int64(cfg.BytesPerElem), cfg.TP, cfg.LinkBW, cfg.LinkLatencyNs))
+		t = satAdd(t, gather)
 	}
 	return t
 }

@@ -76,6 +76,25 @@
 // or no skew_fit.csv), and no correction applies when n <= 1, when
 // DecodeKVMax <= mean, or when t_max <= t_mean.
 //
-// Not included: tensor/pipeline/expert-parallel collectives (model them on
-// top), and CPU scheduling overhead between steps.
+// The tables hold kernel durations only (measured eagerly): no launch
+// gaps, no host work, no kernels outside the catalogued modules.
+//
+// # Around the tables
+//
+// Decorators turn table time into engine step time, in this order (see
+// docs/engine-time.md):
+//
+//   - WithCollectives adds tensor-parallel all-reduces and the logits
+//     all-gather, timed as vLLM 0.19 issues them (NewAllReduce: custom
+//     all-reduce or NCCL by world size, peer-to-peer and message size).
+//   - WithEngineTime applies vLLM's CUDA-graph dispatch: a graph step is
+//     padded to its capture size (Batch.PadTokens: dense ops and
+//     all-reduces run on the padded tokens, attention and per-sequence ops
+//     on the real ones), pays the kernel gaps of its mode (full, piecewise
+//     or eager) and the once-per-step kernels no table measures, and
+//     overlaps the host time under async scheduling.
+//   - WithOverhead adds an optional fixed cost per step (0 by default).
+//
+// A decorator may set Batch.PadTokens on the caller's batch for the
+// duration of the inner call; it restores it before returning.
 package perf

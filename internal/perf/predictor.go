@@ -23,6 +23,11 @@ type Batch struct {
 	// DecodeKVMax it gives the skew rate (mean-min)/(max-min) that selects
 	// the skew-correction bucket.
 	DecodeKVMin int
+	// PadTokens is the number of padding tokens a CUDA graph adds to the
+	// step (see WithEngineTime): token-wise ops (dense layers, all-reduces)
+	// run on Tokens()+PadTokens rows; attention, lm_head and the sampler
+	// on the real requests only.
+	PadTokens int
 }
 
 // Tokens is the total number of tokens computed in the step.

@@ -57,7 +57,13 @@ type Profile struct {
 	skew      *skewTable
 	experts   int
 	topK      int
+	minOp     float64 // shortest dense op at one token, ns
 }
+
+// MinKernelNs is the shortest dense op of the tables at one token, in ns:
+// what one minimal kernel costs on this GPU. Engine-side kernels that no
+// table measures (input uploads, sampler internals) are charged at it.
+func (p *Profile) MinKernelNs() float64 { return p.minOp }
 
 // StepBreakdown splits a predicted step into its table contributions, in
 // nanoseconds (already multiplied by the number of layers).
@@ -95,7 +101,7 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 	if tokens == 0 && seqs == 0 {
 		return s
 	}
-	s.Dense = p.dense.at(float64(max(tokens, 1)))
+	s.Dense = p.dense.at(float64(max(tokens+max(b.PadTokens, 0), 1)))
 	s.PerSequence = p.perSeq.at(float64(max(seqs, 1)))
 	if p.attn != nil {
 		s.Attention = p.attnCount * math.Max(0, p.attention(b))
@@ -223,6 +229,9 @@ func (p *Profile) loadTables(fsys fs.FS, dir string, arch Arch, cat *Catalog) er
 			f, ok := denseOps[u.op]
 			if !ok {
 				return fmt.Errorf("%s has no rows for op %s (layer catalog %s)", path.Join(dir, "dense.csv"), u.op, cat.ModelType)
+			}
+			if v := f.at(1); v > 0 && (p.minOp == 0 || v < p.minOp) {
+				p.minOp = v
 			}
 			denseTerms = append(denseTerms, weighted{u.count, f})
 		case CategoryPerSequence:

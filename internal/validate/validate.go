@@ -26,6 +26,7 @@ import (
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/workload"
@@ -71,6 +72,13 @@ type Report struct {
 	Requests      int     `json:"requests"`
 	Stats         []Row   `json:"stats"`
 	MaxAbsDiffPct float64 `json:"max_abs_diff_pct"`
+	// KVBlocks is the KV capacity simulated (blocks per instance);
+	// KVBlocksRecorded is vLLM's num_gpu_blocks when the run records it
+	// (then KVBlocks equals it) and KVBlocksPredicted servesim's own
+	// prediction from memory, printed beside it.
+	KVBlocks          int `json:"kv_blocks"`
+	KVBlocksRecorded  int `json:"kv_blocks_recorded,omitempty"`
+	KVBlocksPredicted int `json:"kv_blocks_predicted"`
 }
 
 // meta is the part of meta.json validation reads.
@@ -87,8 +95,14 @@ type meta struct {
 		Dtype                string  `json:"dtype"`
 		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 	} `json:"engine_kwargs"`
-	DatasetHash string `json:"dataset_hash"`
-	KVCache     *struct {
+	DatasetHash string          `json:"dataset_hash"`
+	Resolved    *resolvedConfig `json:"resolved_config"`
+	Hardware    *struct {
+		DeviceCount            int    `json:"device_count"`
+		DeviceName             string `json:"device_name"`
+		DeviceTotalMemoryBytes int64  `json:"device_total_memory_bytes"`
+	} `json:"hardware"`
+	KVCache *struct {
 		NumGPUBlocks         int     `json:"num_gpu_blocks"`
 		BlockSize            int     `json:"block_size"`
 		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
@@ -96,12 +110,63 @@ type meta struct {
 	} `json:"kv_cache"`
 }
 
-// clusterFile is the part of llmservingsim-cluster.json validation reads.
-// link_bw is GB/s and link_latency ns (LLMServingSim's units).
+// resolvedConfig is the part of meta.json's resolved_config (vLLM's fully
+// resolved settings, see meta-schema-example.json) validation reads.
+type resolvedConfig struct {
+	Compilation *struct {
+		CaptureSizes []int           `json:"cudagraph_capture_sizes"`
+		Mode         json.RawMessage `json:"cudagraph_mode"`
+	} `json:"compilation_config"`
+	Model *struct {
+		EnforceEager *bool `json:"enforce_eager"`
+	} `json:"model_config"`
+	Scheduler *struct {
+		AsyncScheduling           *bool `json:"async_scheduling"`
+		MaxNumSeqs                int   `json:"max_num_seqs"`
+		MaxNumBatchedTokens       int   `json:"max_num_batched_tokens"`
+		LongPrefillTokenThreshold int   `json:"long_prefill_token_threshold"`
+		EnableChunkedPrefill      *bool `json:"enable_chunked_prefill"`
+	} `json:"scheduler_config"`
+	Parallel *struct {
+		DisableCustomAllReduce *bool `json:"disable_custom_all_reduce"`
+	} `json:"parallel_config"`
+}
+
+// graphMode names vLLM's cudagraph_mode as the scenario does. vLLM
+// serialises it as a [decode, mixed] pair of 0 (NONE), 1 (PIECEWISE) and
+// 2 (FULL), e.g. [2, 1] for FULL_AND_PIECEWISE, or as one of those numbers
+// or a name.
+func graphMode(raw json.RawMessage) (string, error) {
+	names := map[[2]int]string{{2, 1}: "full_and_piecewise", {2, 0}: "full_decode_only", {2, 2}: "full", {1, 1}: "piecewise", {0, 0}: "none"}
+	var pair []int
+	if err := json.Unmarshal(raw, &pair); err == nil && len(pair) == 2 {
+		if n, ok := names[[2]int{pair[0], pair[1]}]; ok {
+			return n, nil
+		}
+	}
+	var one int
+	if err := json.Unmarshal(raw, &one); err == nil {
+		if n, ok := names[[2]int{one, one}]; ok {
+			return n, nil
+		}
+	}
+	var name string
+	if err := json.Unmarshal(raw, &name); err == nil {
+		n := strings.ToLower(name)
+		for _, v := range names {
+			if v == n {
+				return n, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("resolved_config.compilation_config.cudagraph_mode %s is not a mode servesim knows (want [2, 1], [2, 0], [2, 2], [1, 1], [0, 0] or a name such as FULL_AND_PIECEWISE)", raw)
+}
+
+// clusterFile is the part of llmservingsim-cluster.json validation reads:
+// the instance layout and accelerator name only (its link and memory
+// figures are another simulator's inputs; see docs/validation.md).
 type clusterFile struct {
-	LinkBW      float64 `json:"link_bw"`
-	LinkLatency float64 `json:"link_latency"`
-	Nodes       []struct {
+	Nodes []struct {
 		Instances []struct {
 			ModelName string `json:"model_name"`
 			Hardware  string `json:"hardware"`
@@ -194,6 +259,42 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 	if ek.GPUMemoryUtilization > 0 {
 		e.GPUMemoryUtilization = ek.GPUMemoryUtilization
 	}
+	if rc := m.Resolved; rc != nil {
+		// vLLM's resolved settings are ground truth where present.
+		if c := rc.Compilation; c != nil {
+			if len(c.Mode) > 0 && string(c.Mode) != "null" {
+				mode, err := graphMode(c.Mode)
+				if err != nil {
+					return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(o.Name, "meta.json"), err)
+				}
+				e.CUDAGraphMode = mode
+			}
+			if len(c.CaptureSizes) > 0 {
+				e.CUDAGraphCaptureSizes = c.CaptureSizes
+			}
+		}
+		if mc := rc.Model; mc != nil && mc.EnforceEager != nil {
+			e.EnforceEager = mc.EnforceEager
+		}
+		if sc := rc.Scheduler; sc != nil {
+			if sc.AsyncScheduling != nil {
+				e.AsyncScheduling = sc.AsyncScheduling
+			}
+			if sc.MaxNumSeqs > 0 {
+				e.MaxNumSeqs = sc.MaxNumSeqs
+			}
+			if sc.MaxNumBatchedTokens > 0 {
+				e.MaxNumBatchedTokens = sc.MaxNumBatchedTokens
+			}
+			e.LongPrefillTokenThreshold = max(sc.LongPrefillTokenThreshold, 0)
+			if sc.EnableChunkedPrefill != nil {
+				e.ChunkedPrefill = sc.EnableChunkedPrefill
+			}
+		}
+		if pc := rc.Parallel; pc != nil && pc.DisableCustomAllReduce != nil {
+			e.DisableCustomAllReduce = pc.DisableCustomAllReduce
+		}
+	}
 	if kvc := m.KVCache; kvc != nil {
 		if kvc.NumGPUBlocks > 0 {
 			e.NumGPUBlocks = kvc.NumGPUBlocks
@@ -209,13 +310,24 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 		}
 	}
 	tp := max(1, ek.TensorParallelSize)
-	if tp > 1 && cf.LinkBW > 0 {
-		// The GPUs of a tensor-parallel instance talk over the link the
-		// measured cluster file describes.
-		s.Links.TPBandwidthGBps = cf.LinkBW
-		s.Links.TPLatencyUs = cf.LinkLatency / 1000
+	// The cluster file's link_bw/link_latency and mem_size are another
+	// simulator's inputs, not measurements: the tensor-parallel link comes
+	// from the catalog (with vLLM's all-reduce choice) and the device
+	// memory from the run's hardware record, else the catalog.
+	g := config.Group{Name: "measured", Hardware: inst.Hardware}
+	if hwr := m.Hardware; hwr != nil {
+		if hwr.DeviceTotalMemoryBytes > 0 {
+			g.MemoryGB = float64(hwr.DeviceTotalMemoryBytes) / 1e9
+		}
+		// The device the run recorded names the catalog entry (and so its
+		// link and peer-to-peer support) when the catalog knows it.
+		if name := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(hwr.DeviceName), "NVIDIA ")); name != "" {
+			if acc, err := hw.Lookup(name); err == nil {
+				g.Hardware = acc.Name
+				s.Hardware = acc.Name
+			}
+		}
 	}
-	g := config.Group{Name: "measured", Hardware: inst.Hardware, MemoryGB: inst.NPUMem.MemSize}
 	one := 1
 	g.Count, g.TP = &one, &tp
 	s.Instances = []config.Group{g}
@@ -294,6 +406,17 @@ func Run(o Options) (*Report, error) {
 		return nil, err
 	}
 	built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+	predicted := built.Instances[0].NumBlocks
+	if s.Engine.NumGPUBlocks > 0 {
+		// Capacity is pinned to the recorded value; predict it anyway.
+		ps := *s
+		ps.Engine.NumGPUBlocks = 0
+		pb, err := assemble.Build(&ps, config.Source{})
+		if err != nil {
+			return nil, fmt.Errorf("predicting the KV capacity: %w", err)
+		}
+		predicted = pb.Instances[0].NumBlocks
+	}
 
 	var simTTFT, simTPOT, simE2E []float64
 	unfinished := 0
@@ -323,7 +446,8 @@ func Run(o Options) (*Report, error) {
 			mTPOT = append(mTPOT, t*1e3)
 		}
 	}
-	rep := &Report{Run: o.Name, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs)}
+	rep := &Report{Run: o.Name, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
+		KVBlocks: built.Instances[0].NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted}
 	for _, mm := range []struct {
 		name      string
 		meas, sim []float64
@@ -355,5 +479,11 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct)
 	}
 	fmt.Fprintf(&b, "max |diff| %.2f %%\n", r.MaxAbsDiffPct)
+	if r.KVBlocksRecorded > 0 {
+		d := float64(r.KVBlocksPredicted-r.KVBlocksRecorded) / float64(r.KVBlocksRecorded) * 100
+		fmt.Fprintf(&b, "KV blocks: %d recorded by vLLM (simulated), %d predicted by servesim (%+.2f %%)\n", r.KVBlocksRecorded, r.KVBlocksPredicted, d)
+	} else {
+		fmt.Fprintf(&b, "KV blocks: %d predicted by servesim (the run records no num_gpu_blocks)\n", r.KVBlocksPredicted)
+	}
 	return b.String()
 }

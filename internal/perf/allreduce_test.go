@@ -1,0 +1,79 @@
+package perf
+
+import "testing"
+
+// Each case is a hand computation of NewAllReduce's choice and time.
+func TestAllReduceChoiceAndTime(t *testing.T) {
+	pcieHost := Interconnect{LinkBW: 63e9}                // RTX PRO 6000 pair, no P2P
+	pcieP2P := Interconnect{P2P: true, LinkBW: 63e9}      // same pair with P2P
+	nvswitch := Interconnect{NVLink: true, LinkBW: 450e9} // H100 HGX
+	const decode = 128 * 5120 * 2                         // Qwen3-32B, 128 tokens: 1,310,720 B
+	for _, c := range []struct {
+		name    string
+		n       int
+		link    Interconnect
+		disable bool
+		bytes   int64
+		custom  bool
+		want    int64
+	}{
+		// No P2P: NCCL through host memory at 0.75*63e9/2 = 23.625e9 B/s:
+		// 15000 + 2*(1/2)*1310720/23.625e9 s = 15000 + 55480.4 ns.
+		{"pcie host-staged decode", 2, pcieHost, false, decode, false, 70480},
+		// P2P, two GPUs: custom one-shot at 47.25e9 B/s:
+		// 8000 + 1*1310720/47.25e9 s = 8000 + 27740.1 ns.
+		{"pcie p2p custom one-shot", 2, pcieP2P, false, decode, true, 35740},
+		// Over the 8 MiB custom buffer: NCCL, 10000 + 16777216/47.25e9 s.
+		{"pcie p2p large goes to NCCL", 2, pcieP2P, false, 16 << 20, true, 365073},
+		// disable_custom_all_reduce: NCCL, 10000 + 27740.1.
+		{"pcie p2p custom disabled", 2, pcieP2P, true, decode, false, 37740},
+		// Four PCIe-only GPUs: no custom all-reduce; NCCL ring
+		// 10000 + 2*(3/4)*1310720/47.25e9 s = 10000 + 41610.2.
+		{"four pcie gpus", 4, pcieP2P, false, decode, false, 51610},
+		// NVSwitch, 8 GPUs, 1 MiB >= 256 KiB: two-shot at 360e9 B/s:
+		// 2*5000 + 2*(7/8)*1048576/360e9 s = 10000 + 5097.0.
+		{"nvswitch two-shot", 8, nvswitch, false, 1 << 20, true, 15097},
+		// 128 KiB < 256 KiB: one-shot, 5000 + 7*131072/360e9 s = 5000 + 2548.6.
+		{"nvswitch one-shot", 8, nvswitch, false, 128 << 10, true, 7549},
+		// World size 3 is not supported by the custom kernel: NCCL,
+		// 8000 + 2*(2/3)*1048576/360e9 s = 8000 + 3883.6.
+		{"three ranks nccl", 3, nvswitch, false, 1 << 20, false, 11884},
+		{"one rank", 1, nvswitch, false, 1 << 20, false, 0},
+		{"no bytes", 2, pcieP2P, false, 0, true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := NewAllReduce(c.n, c.link, c.disable)
+			if c.n > 1 && a.Custom != c.custom {
+				t.Fatalf("custom all-reduce %v, want %v", a.Custom, c.custom)
+			}
+			if got := a.Ns(c.bytes); got != c.want {
+				t.Fatalf("Ns(%d) = %d, want %d", c.bytes, got, c.want)
+			}
+		})
+	}
+}
+
+// The logits all-gather: 128 seqs x 151936 vocab x 2 B = 38,895,616 B over
+// the host-staged pair: 15000 + (1/2)*38895616/23.625e9 s = 15000 + 823187.6.
+func TestAllReduceGather(t *testing.T) {
+	a := NewAllReduce(2, Interconnect{LinkBW: 63e9}, false)
+	if got := a.GatherNs(128 * 151936 * 2); got != 838188 {
+		t.Fatalf("GatherNs = %d, want 838188", got)
+	}
+}
+
+// A TP predictor with AR set charges 2 x layers + 1 all-reduces plus the
+// gather: Qwen3-32B (64 layers), 128 decode tokens on the host-staged pair:
+// 129 x 70480 + 838188 = 9,930,108 ns.
+func TestCollectivesUseAllReduce(t *testing.T) {
+	cfg := TPComm{TP: 2, Layers: 64, Hidden: 5120, BytesPerElem: 2, Vocab: 151936, AR: NewAllReduce(2, Interconnect{LinkBW: 63e9}, false)}
+	p := WithCollectives(zeroPredictor{}, cfg)
+	b := Batch{NumDecode: 128}
+	if got := p.StepTime(&b); got != 129*70480+838188 {
+		t.Fatalf("StepTime = %d, want %d", got, 129*70480+838188)
+	}
+}
+
+type zeroPredictor struct{}
+
+func (zeroPredictor) StepTime(*Batch) int64 { return 0 }

@@ -1,0 +1,209 @@
+package perf
+
+import (
+	"math"
+	"slices"
+)
+
+// GraphMode is how vLLM runs a step's forward pass (its cudagraph_mode).
+type GraphMode uint8
+
+// Graph modes, as vLLM 0.19 names them.
+const (
+	// GraphsFullAndPiecewise (vLLM 0.19's default): uniform-decode steps
+	// replay a full CUDA graph, other steps piecewise graphs.
+	GraphsFullAndPiecewise GraphMode = iota
+	// GraphsPiecewise: every step replays piecewise graphs (attention
+	// runs outside them).
+	GraphsPiecewise
+	// GraphsFull: every step replays one full graph.
+	GraphsFull
+	// GraphsFullDecodeOnly: full graphs for uniform decode, eager otherwise.
+	GraphsFullDecodeOnly
+	// GraphsNone: eager execution (enforce_eager).
+	GraphsNone
+)
+
+// Engine-side time defaults, each from a public source (see
+// docs/engine-time.md for the citations and the arithmetic).
+const (
+	// KernelGapEagerNs is the GPU idle time between two back-to-back
+	// kernels launched from a stream when the CPU runs ahead (NVIDIA,
+	// "Getting Started with CUDA Graphs": 3.8 µs per 2.9 µs kernel).
+	KernelGapEagerNs = 900.0
+	// KernelGapGraphNs is the same gap inside a replayed CUDA graph (3.4
+	// µs per 2.9 µs kernel in the same measurement).
+	KernelGapGraphNs = 500.0
+	// StepKernels is the number of kernels a step launches besides the
+	// per-layer ones and the catalog's prologue and head ops: input
+	// uploads (token ids, positions, slot mapping, block table, query
+	// start locations, sequence lengths), logits gathering and the
+	// sampler's internal kernels.
+	StepKernels = 20
+	// HostFixedNs, HostPerSeqNs and HostPerTokenNs are the engine core's
+	// CPU time per step: scheduling, input preparation and output
+	// processing. With async scheduling it overlaps the GPU's previous
+	// step and is exposed only when longer.
+	HostFixedNs    = 300_000.0
+	HostPerSeqNs   = 3_000.0
+	HostPerTokenNs = 100.0
+)
+
+// HostTime is the engine's CPU work per step: Fixed + PerSeq × sequences +
+// PerToken × tokens, in nanoseconds.
+type HostTime struct {
+	FixedNs, PerSeqNs, PerTokenNs float64
+}
+
+// DefaultHostTime is the host model of vLLM 0.19 (see the constants).
+var DefaultHostTime = HostTime{HostFixedNs, HostPerSeqNs, HostPerTokenNs}
+
+// Ns is the host time of batch b.
+func (h HostTime) Ns(b *Batch) float64 {
+	return h.FixedNs + h.PerSeqNs*float64(max(b.Seqs(), 0)) + h.PerTokenNs*float64(max(b.Tokens(), 0))
+}
+
+// EngineTime turns the GPU kernel time of a step (the profile tables hold
+// kernel durations only) into the engine's step time.
+type EngineTime struct {
+	// Mode is the CUDA-graph mode; CaptureSizes the captured batch sizes
+	// in tokens, ascending (see DefaultCaptureSizes). Steps with more
+	// tokens than the largest run eagerly.
+	Mode         GraphMode
+	CaptureSizes []int
+	// Layers and LayerKernels: kernels launched per transformer layer
+	// (its ops plus the KV-cache write); AttnKernels of them are the
+	// attention ops, which run outside piecewise graphs. StepKernels:
+	// kernels launched once per step.
+	Layers, LayerKernels, AttnKernels, StepKernels int
+	// GapEagerNs and GapGraphNs are the GPU idle times between kernels
+	// launched eagerly and inside a graph.
+	GapEagerNs, GapGraphNs float64
+	// StepKernelNs is the duration of each of the StepKernels that no
+	// table measures (see Profile.MinKernelNs); 0 when the inner
+	// predictor already times them.
+	StepKernelNs float64
+	// Host is the engine's CPU time per step; Async says whether it
+	// overlaps the GPU (async scheduling) or adds to it.
+	Host  HostTime
+	Async bool
+}
+
+// Dispatch is how one step runs.
+type Dispatch uint8
+
+// Dispatches.
+const (
+	RunEager Dispatch = iota
+	RunPiecewise
+	RunFull
+)
+
+// Dispatch returns how b runs and the token count its graph was captured
+// for (b.Tokens() when eager): uniform-decode steps (no prefill) use a full
+// graph in FULL, FULL_AND_PIECEWISE and FULL_DECODE_ONLY; others use
+// piecewise graphs in PIECEWISE and FULL_AND_PIECEWISE and a full graph in
+// FULL; each pads to the smallest capture size holding the step; beyond
+// the largest capture size, or in NONE, the step runs eagerly.
+func (e *EngineTime) Dispatch(b *Batch) (Dispatch, int) {
+	tokens := max(b.Tokens(), 0)
+	i, _ := slices.BinarySearch(e.CaptureSizes, tokens)
+	if i == len(e.CaptureSizes) || tokens == 0 {
+		return RunEager, tokens
+	}
+	padded := e.CaptureSizes[i]
+	decode := b.PrefillTokens <= 0
+	switch e.Mode {
+	case GraphsFull:
+		return RunFull, padded
+	case GraphsFullAndPiecewise:
+		if decode {
+			return RunFull, padded
+		}
+		return RunPiecewise, padded
+	case GraphsPiecewise:
+		return RunPiecewise, padded
+	case GraphsFullDecodeOnly:
+		if decode {
+			return RunFull, padded
+		}
+	}
+	return RunEager, tokens
+}
+
+// GapNs is the kernel-gap time of a step run as d.
+func (e *EngineTime) GapNs(d Dispatch) float64 {
+	kernels := float64(e.Layers*e.LayerKernels + e.StepKernels)
+	switch d {
+	case RunFull:
+		return kernels * e.GapGraphNs
+	case RunPiecewise:
+		attn := float64(e.Layers * e.AttnKernels)
+		return (kernels-attn)*e.GapGraphNs + attn*e.GapEagerNs
+	}
+	return kernels * e.GapEagerNs
+}
+
+// DefaultCaptureSizes is vLLM 0.19's default list of CUDA-graph capture
+// sizes: 1, 2, 4, then multiples of 8 up to 256 and of 16 above, up to
+// min(2 × maxNumSeqs, 512, maxBatchedTokens).
+func DefaultCaptureSizes(maxNumSeqs, maxBatchedTokens int) []int {
+	limit := min(2*maxNumSeqs, 512, maxBatchedTokens)
+	var out []int
+	for _, s := range []int{1, 2, 4} {
+		if s <= limit {
+			out = append(out, s)
+		}
+	}
+	for s := 8; s <= limit; {
+		out = append(out, s)
+		if s < 256 {
+			s += 8
+		} else {
+			s += 16
+		}
+	}
+	return out
+}
+
+// WithEngineTime wraps a GPU-time predictor (profile tables or roofline,
+// with collectives) into the engine's step time:
+//
+//	gpu  = inner(b with PadTokens = padded - tokens) + kernel gaps
+//	step = max(gpu, host)   with async scheduling
+//	step = gpu + host       without
+//
+// It does not allocate.
+func WithEngineTime(p Predictor, e EngineTime) Predictor {
+	e.CaptureSizes = slices.Clone(e.CaptureSizes)
+	slices.Sort(e.CaptureSizes)
+	return &engineTime{p, e}
+}
+
+type engineTime struct {
+	inner Predictor
+	e     EngineTime
+}
+
+// StepTime implements Predictor.
+func (t *engineTime) StepTime(b *Batch) int64 {
+	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0) {
+		return 0
+	}
+	d, padded := t.e.Dispatch(b)
+	// Set the padding on the caller's batch for the inner call and
+	// restore it (a copy would escape to the heap through the interface).
+	saved := b.PadTokens
+	b.PadTokens = max(padded-b.Tokens(), 0)
+	gpu := float64(t.inner.StepTime(b))
+	b.PadTokens = saved
+	if gpu >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	gpu += t.e.GapNs(d) + float64(t.e.StepKernels)*t.e.StepKernelNs
+	host := t.e.Host.Ns(b)
+	if t.e.Async {
+		return clampNs(math.Max(gpu, host))
+	}
+	return clampNs(gpu + host)
+}

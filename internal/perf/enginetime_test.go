@@ -1,0 +1,160 @@
+package perf
+
+import (
+	"slices"
+	"testing"
+)
+
+// vLLM 0.19's default capture list for max_num_seqs 128 and 256 (the
+// latter is the resolved_config of the reference schema example).
+func TestDefaultCaptureSizes(t *testing.T) {
+	want256 := []int{1, 2, 4}
+	for s := 8; s <= 256; s += 8 {
+		want256 = append(want256, s)
+	}
+	if got := DefaultCaptureSizes(128, 2048); !slices.Equal(got, want256) {
+		t.Fatalf("max_num_seqs 128: %v, want %v", got, want256)
+	}
+	want512 := slices.Clone(want256)
+	for s := 272; s <= 512; s += 16 {
+		want512 = append(want512, s)
+	}
+	if got := DefaultCaptureSizes(256, 2048); !slices.Equal(got, want512) || len(got) != 51 {
+		t.Fatalf("max_num_seqs 256: %v (%d sizes), want the 51 sizes of meta-schema-example.json", got, len(got))
+	}
+	// Capped by max_num_batched_tokens and by 512.
+	if got := DefaultCaptureSizes(256, 20); !slices.Equal(got, []int{1, 2, 4, 8, 16}) {
+		t.Fatalf("token-capped: %v", got)
+	}
+	if got := DefaultCaptureSizes(1024, 8192); got[len(got)-1] != 512 {
+		t.Fatalf("capped at 512: last %d", got[len(got)-1])
+	}
+}
+
+func TestDispatchAndPadding(t *testing.T) {
+	e := EngineTime{Mode: GraphsFullAndPiecewise, CaptureSizes: DefaultCaptureSizes(128, 2048)}
+	for _, c := range []struct {
+		name string
+		b    Batch
+		d    Dispatch
+		pad  int
+	}{
+		{"decode 1", Batch{NumDecode: 1}, RunFull, 1},
+		{"decode 3 pads to 4", Batch{NumDecode: 3}, RunFull, 4},
+		{"decode 5 pads to 8", Batch{NumDecode: 5}, RunFull, 8},
+		{"decode 121 pads to 128", Batch{NumDecode: 121}, RunFull, 128},
+		{"mixed 100+30 pads to 136, piecewise", Batch{NumDecode: 100, PrefillTokens: 30, PrefillSeqs: 1}, RunPiecewise, 136},
+		{"mixed 256 exact", Batch{NumDecode: 56, PrefillTokens: 200, PrefillSeqs: 1}, RunPiecewise, 256},
+		{"mixed 257 eager", Batch{NumDecode: 57, PrefillTokens: 200, PrefillSeqs: 1}, RunEager, 257},
+		{"prefill 2048 eager", Batch{PrefillTokens: 2048, PrefillSeqs: 1}, RunEager, 2048},
+	} {
+		d, pad := e.Dispatch(&c.b)
+		if d != c.d || pad != c.pad {
+			t.Errorf("%s: dispatch %d padded %d, want %d %d", c.name, d, pad, c.d, c.pad)
+		}
+	}
+	for _, c := range []struct {
+		mode GraphMode
+		b    Batch
+		d    Dispatch
+	}{
+		{GraphsPiecewise, Batch{NumDecode: 8}, RunPiecewise},
+		{GraphsFull, Batch{NumDecode: 8, PrefillTokens: 8, PrefillSeqs: 1}, RunFull},
+		{GraphsFullDecodeOnly, Batch{NumDecode: 8, PrefillTokens: 8, PrefillSeqs: 1}, RunEager},
+		{GraphsFullDecodeOnly, Batch{NumDecode: 8}, RunFull},
+		{GraphsNone, Batch{NumDecode: 8}, RunEager},
+	} {
+		e := EngineTime{Mode: c.mode, CaptureSizes: []int{8, 16}}
+		if c.mode == GraphsNone {
+			e.CaptureSizes = nil
+		}
+		if d, _ := e.Dispatch(&c.b); d != c.d {
+			t.Errorf("mode %d batch %+v: dispatch %d, want %d", c.mode, c.b, d, c.d)
+		}
+	}
+}
+
+// tokenCost charges 1000 ns per token, padding included, plus 1 ns per
+// sequence: it shows what WithEngineTime feeds the inner predictor.
+type tokenCost struct{}
+
+func (tokenCost) StepTime(b *Batch) int64 {
+	return int64(1000*(b.Tokens()+b.PadTokens) + b.Seqs())
+}
+
+// Llama-3.1-8B kernel counts (10 per layer, 2 of them attention, 4 once
+// per step + 20) with the default gaps, by hand:
+//
+//	kernels  = 32*10 + 24 = 344
+//	full     = 344 * 500 ns                         = 172,000 ns
+//	piecewise= (344-64) * 500 + 64 * 900            = 197,600 ns
+//	eager    = 344 * 900                            = 309,600 ns
+//	step kernels: 24 * 2,400 ns                     =  57,600 ns
+func TestEngineTimeArithmetic(t *testing.T) {
+	e := EngineTime{Mode: GraphsFullAndPiecewise, CaptureSizes: DefaultCaptureSizes(128, 2048),
+		Layers: 32, LayerKernels: 10, AttnKernels: 2, StepKernels: 24,
+		GapEagerNs: KernelGapEagerNs, GapGraphNs: KernelGapGraphNs, StepKernelNs: 2400,
+		Async: true} // no host time first
+	p := WithEngineTime(tokenCost{}, e)
+	for _, c := range []struct {
+		name string
+		b    Batch
+		want int64
+	}{
+		// decode 5 -> padded 8: 8,000 + 5 (seqs) + 172,000 + 57,600.
+		{"full graph padded", Batch{NumDecode: 5}, 8000 + 5 + 172000 + 57600},
+		// mixed 130 tokens -> 136: 136,000 + 2 + 197,600 + 57,600.
+		{"piecewise padded", Batch{NumDecode: 1, PrefillTokens: 129, PrefillSeqs: 1}, 136000 + 2 + 197600 + 57600},
+		// 2048 tokens eager: 2,048,000 + 1 + 309,600 + 57,600.
+		{"eager", Batch{PrefillTokens: 2048, PrefillSeqs: 1}, 2048000 + 1 + 309600 + 57600},
+		{"empty", Batch{}, 0},
+	} {
+		if got := p.StepTime(&c.b); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	// Host time: 300,000 + 3,000*1 + 100*1 = 303,100 ns exceeds the GPU's
+	// 1,001 + 172,000 + 57,600 = 230,601 ns: async exposes the host time,
+	// sync adds both.
+	e.Host = DefaultHostTime
+	b := Batch{NumDecode: 1}
+	if got := WithEngineTime(tokenCost{}, e).StepTime(&b); got != 303100 {
+		t.Errorf("async, host-bound: %d, want 303100", got)
+	}
+	e.Async = false
+	if got := WithEngineTime(tokenCost{}, e).StepTime(&b); got != 303100+230601 {
+		t.Errorf("sync: %d, want %d", got, 303100+230601)
+	}
+}
+
+func TestEngineTimeDoesNotAllocate(t *testing.T) {
+	p := WithEngineTime(tokenCost{}, EngineTime{Mode: GraphsFullAndPiecewise, CaptureSizes: DefaultCaptureSizes(256, 2048), Layers: 32, LayerKernels: 10, StepKernels: 24, Host: DefaultHostTime, Async: true})
+	b := Batch{NumDecode: 77, PrefillTokens: 100, PrefillSeqs: 1}
+	if n := testing.AllocsPerRun(100, func() { p.StepTime(&b) }); n != 0 {
+		t.Fatalf("%v allocations per step", n)
+	}
+}
+
+// The Llama bundle's shortest op at one token is final_layernorm or
+// layernorm (2.416 µs in dense.csv).
+func TestMinKernel(t *testing.T) {
+	p := loadLlama(t)
+	if got := p.MinKernelNs(); got < 2400 || got > 2430 {
+		t.Fatalf("MinKernelNs = %g, want the 2,416 ns layernorm", got)
+	}
+}
+
+// Padding reaches the profile's dense ops but not attention or lm_head.
+func TestProfilePadsDenseOnly(t *testing.T) {
+	p := loadLlama(t)
+	b := Batch{NumDecode: 5, DecodeKVSum: 5000, DecodeKVMax: 1000, DecodeKVMin: 1000}
+	pb := b
+	pb.PadTokens = 3
+	s, ps := p.Breakdown(&b), p.Breakdown(&pb)
+	if ps.Attention != s.Attention || ps.PerSequence != s.PerSequence {
+		t.Fatalf("padding changed attention or per-sequence ops: %+v vs %+v", ps, s)
+	}
+	if ps.Dense != p.dense.at(8) {
+		t.Fatalf("padded dense %g, want dense(8) = %g", ps.Dense, p.dense.at(8))
+	}
+}
