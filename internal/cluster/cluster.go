@@ -248,6 +248,11 @@ func (s *Sim) pull() error {
 
 func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	s.inflight++
+	if entry.Session != "" {
+		for i := range entry.Requests {
+			entry.Requests[i].Session = entry.Session
+		}
+	}
 	first := entry.Requests[0]
 	first.Arrival = now
 	if len(entry.Requests) > 1 {
@@ -459,7 +464,7 @@ func (s *Sim) entryDone(now int64) {
 // failedRecord is the terminal record of a request that was never served.
 func failedRecord(req *workload.Request, now int64, reason string) metrics.Record {
 	rec := metrics.NewRecord(req.ID, now)
-	rec.InputTokens, rec.OutputTokens = req.InputTokens, req.OutputTokens
+	rec.Session, rec.InputTokens, rec.OutputTokens = req.Session, req.InputTokens, req.OutputTokens
 	rec.Outcome, rec.Reason = metrics.Failed, reason
 	return rec
 }

@@ -259,7 +259,7 @@ func (e *Engine) freeSlot(slot int32) {
 // caller must have checked Unfit. now is the arrival time at this instance.
 func (e *Engine) Add(r *workload.Request, now int64) int32 {
 	rec := metrics.NewRecord(r.ID, now)
-	rec.InputTokens, rec.OutputTokens = r.InputTokens, r.OutputTokens
+	rec.Session, rec.InputTokens, rec.OutputTokens = r.Session, r.InputTokens, r.OutputTokens
 	return e.AddRecord(r, rec, now)
 }
 

@@ -47,6 +47,9 @@ check_invariants: true
 			if r.Outcome != metrics.Finished {
 				t.Errorf("request %d: %s %s", r.ID, r.Outcome, r.Reason)
 			}
+			if r.Session != "chat-0" {
+				t.Errorf("request %d: session %q, want chat-0", r.ID, r.Session)
+			}
 			got = append(got, r.CachedTokens)
 		}}); err != nil {
 			t.Fatal(err)

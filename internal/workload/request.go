@@ -5,6 +5,9 @@ type Request struct {
 	// ID is unique within a run, assigned by the source in reading order
 	// from 0 (a session's sub-requests take consecutive ids).
 	ID int64
+	// Session is the id of the session the request belongs to ("" for a
+	// plain request); the cluster sets it from the entry.
+	Session string
 	// Arrival is the arrival time in ns since the start of the run. For a
 	// session's sub-request k > 0 it is unknown until sub-request k-1
 	// finishes and is left 0; Delay says how long after that it arrives.
