@@ -50,6 +50,11 @@ func newCatalogCmd() *cobra.Command {
 				return fmt.Errorf("embedded profile bundles: %w", err)
 			}
 			fmt.Fprintln(out)
+			fmt.Fprintln(out, "MEASURED vLLM RUNS (servesim validate --measured builtin:NAME)")
+			for _, r := range measuredRuns() {
+				fmt.Fprintln(out, "  "+r)
+			}
+			fmt.Fprintln(out)
 			fmt.Fprintln(out, "WORKLOADS (use as workload.trace: builtin:NAME)")
 			for _, w := range assemble.BuiltinWorkloads() {
 				fmt.Fprintln(out, "  "+w)

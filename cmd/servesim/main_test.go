@@ -54,6 +54,7 @@ func TestBadInput(t *testing.T) {
 		{"bad YAML syntax", []string{"run", "-q", "-c", scenario("syntax.yaml", "engine: [\n")}, []string{"syntax.yaml:"}},
 		{"unknown flag", []string{"run", "--frobnicate"}, []string{"unknown flag"}},
 		{"measured dir missing", []string{"validate", "--measured", filepath.Join(dir, "none")}, []string{"--measured", "not a directory"}},
+		{"measured builtin unknown", []string{"validate", "--measured", "builtin:H100-none"}, []string{"--measured", "no embedded measured run", "RTXPRO6000-Llama-3.1-8B"}},
 	}
 	_ = goodTrace
 	for _, tc := range tests {
