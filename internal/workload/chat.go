@@ -172,17 +172,17 @@ func tokens(rng *rand.Rand, buf []int32, n int) []int32 {
 
 // chatSource is the Source returned by NewChat.
 type chatSource struct {
-	cfg              Chat
-	left             int
-	id               int64
-	arr              arrivals
-	turns, think     func() int
-	sysLen, msg, out func() int
-	ids              *rand.Rand
-	system           [][]int32
-	pick             *rand.Rand
-	conversation     int
-	err              error
+	cfg          Chat
+	left         int
+	id           int64
+	arr          arrivals
+	turns, think func() int
+	msg, out     func() int
+	ids          *rand.Rand
+	system       [][]int32
+	pick         *rand.Rand
+	conversation int
+	err          error
 }
 
 // NewChat returns a Source of cfg.Conversations conversations, generated
