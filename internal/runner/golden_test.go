@@ -174,4 +174,3 @@ func readDigests(path string) (map[string]string, error) {
 	}
 	return out, sc.Err()
 }
-
