@@ -26,6 +26,14 @@
 // output token at that step's end; every later step that includes it emits
 // one more.
 //
+// Prefix caching: a request's full blocks are hashed in a chain. Blocks
+// whose token ids are all known hash by content from a fixed seed and are
+// shared through the pool's index; from the first block whose ids are
+// unknown on, hashes are salted by the request's identity, so only the
+// same request (after a preemption) can hit them again: those blocks are
+// committed as private content, kept out of the shared index, and the
+// request remembers which block holds each of them.
+//
 // With pipeline parallelism (Config.PipelineParallel = N > 1) up to N
 // batches are in flight, as in vLLM's batch queue: Begin(now) forms one and
 // reports when it ends and when the first stage is free for the next;

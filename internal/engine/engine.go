@@ -26,6 +26,13 @@ type seq struct {
 	inFlight  bool // scheduled in a batch that has not finished yet
 	blocks    []kv.BlockID
 	hashes    []uint64 // chained hashes of full blocks, filled lazily
+	// shared is how many leading hashes are by content from the chain's
+	// seed, so another request may share them; later blocks (salted by the
+	// request's identity, or chained to a salted block) are private: the
+	// pool keeps them out of its shared index and owned[i] remembers the
+	// block last committed for private block i (-1: none).
+	shared int32
+	owned  []kv.BlockID
 }
 
 func (s *seq) numTokens() int32 { return s.prompt + s.generated }
@@ -118,8 +125,9 @@ type Engine struct {
 	reservedSeqs int     // requests holding a decode reservation (reserved or ready)
 	pinned       int     // blocks pinned by prefilled requests
 
-	waitingTokens int64    // tokens the waiting queue must compute
-	probe         []uint64 // scratch hashes for PrefixHitTokens
+	waitingTokens int64        // tokens the waiting queue must compute
+	probe         []uint64     // scratch hashes for PrefixHitTokens
+	hits          []kv.BlockID // scratch: blocks of the last prefix match
 	sched         []scheduled
 	batch         perf.Batch
 	preempted     int
@@ -213,6 +221,8 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.inFlight = false
 	s.blocks = s.blocks[:0]
 	s.hashes = s.hashes[:0]
+	s.shared = 0
+	s.owned = s.owned[:0]
 	return slot, s
 }
 
@@ -512,11 +522,10 @@ func (e *Engine) grow(s *seq, n int32) bool {
 // when the request cannot be admitted now (state unchanged).
 func (e *Engine) admit(s *seq, budget int32) int {
 	bs := int32(e.cfg.BlockSize)
-	hitBlocks := 0
+	hitBlocks, maxBlocks := 0, 0
 	if e.cfg.PrefixCaching && s.computed == 0 {
-		maxBlocks := int((s.numTokens() - 1) / bs)
-		e.ensureHashes(s, maxBlocks)
-		hitBlocks = e.pool.Match(s.hashes[:maxBlocks])
+		maxBlocks = int((s.numTokens() - 1) / bs)
+		hitBlocks = e.match(s, maxBlocks)
 	}
 	hitTokens := int32(hitBlocks) * bs
 	remaining := s.numTokens() - hitTokens
@@ -527,14 +536,13 @@ func (e *Engine) admit(s *seq, budget int32) int {
 	need := cdiv(int(hitTokens+n), e.cfg.BlockSize) - hitBlocks
 	evictable := 0
 	if hitBlocks > 0 {
-		evictable = e.pool.EvictableHits(s.hashes, hitBlocks)
+		evictable = e.pool.EvictableBlocks(e.hits)
 	}
 	if need+evictable > e.pool.Free() {
 		return -1
 	}
 	if e.cfg.PrefixCaching && s.computed == 0 {
-		maxBlocks := int((s.numTokens() - 1) / bs)
-		s.blocks = e.pool.Acquire(s.blocks, s.hashes[:maxBlocks], hitBlocks)
+		s.blocks = e.pool.AcquireBlocks(s.blocks, e.hits, maxBlocks)
 	}
 	var ok bool
 	if s.blocks, ok = e.pool.Allocate(s.blocks, need); !ok {

@@ -16,9 +16,49 @@ func (e *Engine) commitBlocks(s *seq) {
 	}
 	e.ensureHashes(s, full)
 	for i := int(s.committed); i < full; i++ {
-		e.pool.Commit(s.blocks[i], s.hashes[i])
+		if i < int(s.shared) {
+			e.pool.Commit(s.blocks[i], s.hashes[i])
+			continue
+		}
+		// Private content: as for a shared block, a copy still cached
+		// (from before a preemption) is kept rather than duplicated.
+		for len(s.owned) <= i {
+			s.owned = append(s.owned, -1)
+		}
+		if e.pool.Holds(s.owned[i], s.hashes[i]) {
+			continue
+		}
+		e.pool.CommitPrivate(s.blocks[i], s.hashes[i])
+		if e.pool.Holds(s.blocks[i], s.hashes[i]) {
+			s.owned[i] = s.blocks[i]
+		}
 	}
 	s.committed = int32(full)
+}
+
+// match finds the longest cached prefix of the first n full blocks of s
+// and leaves its blocks in e.hits: shared blocks through the pool's index,
+// private ones through the blocks s committed them to (if not evicted
+// since). It changes nothing in the pool.
+func (e *Engine) match(s *seq, n int) int {
+	e.ensureHashes(s, n)
+	e.hits = e.hits[:0]
+	for i := 0; i < n; i++ {
+		h := s.hashes[i]
+		if i < int(s.shared) {
+			b, ok := e.pool.Lookup(h)
+			if !ok {
+				break
+			}
+			e.hits = append(e.hits, b)
+			continue
+		}
+		if i >= len(s.owned) || !e.pool.Holds(s.owned[i], h) {
+			break
+		}
+		e.hits = append(e.hits, s.owned[i])
+	}
+	return len(e.hits)
 }
 
 // ensureHashes extends s.hashes to cover the first n full blocks of the
@@ -36,6 +76,9 @@ func (e *Engine) ensureHashes(s *seq, n int) {
 		var h uint64
 		if ids, ok := e.tokens(s, lo, hi); ok {
 			h = kv.Block(parent, ids)
+			if int(s.shared) == i {
+				s.shared++
+			}
 		} else {
 			h = kv.Salted(parent, s.salt, i)
 		}

@@ -12,6 +12,11 @@
 //   - chained hash: the hash of block i covers its tokens and the hash of
 //     block i-1, so equal hashes mean equal prefixes, not just equal blocks.
 //
+// Content that only its owner can ask for again (hashes salted by a
+// request's identity) is committed as private: the block holds the hash
+// until evicted, but the shared index never sees it, so the index holds
+// only shareable prefixes and stays small.
+//
 // Free blocks sit in one queue ordered by the time they were freed; an
 // allocation takes from the front (least recently freed), a released block
 // goes to the back, and a prefix hit pulls a free block out of the middle.

@@ -19,7 +19,11 @@ type Pool struct {
 	head, tail int32
 	numFree    int
 
-	index index // hash -> block holding that content
+	index index // hash -> block holding shared content
+	// priv marks blocks holding private content (see CommitPrivate): they
+	// carry a hash but are not in the index; numPriv counts them.
+	priv    []bool
+	numPriv int
 
 	hits, queries int64 // prefix-cache statistics, in blocks
 	refs          int64 // references held, summed over blocks
@@ -37,6 +41,7 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 		caching:  caching,
 		ref:      make([]int32, capacity),
 		hash:     make([]uint64, capacity),
+		priv:     make([]bool, capacity),
 		prev:     make([]int32, capacity),
 		next:     make([]int32, capacity),
 		head:     none,
@@ -59,9 +64,9 @@ func (p *Pool) Free() int { return p.numFree }
 // Used is Capacity - Free: blocks referenced by at least one holder.
 func (p *Pool) Used() int { return p.capacity - p.numFree }
 
-// Cached is the number of blocks currently indexed by the prefix cache
-// (referenced or free).
-func (p *Pool) Cached() int { return p.index.len() }
+// Cached is the number of blocks currently holding reusable content,
+// shared (indexed by the prefix cache) or private, referenced or free.
+func (p *Pool) Cached() int { return p.index.len() + p.numPriv }
 
 // HitRate is the fraction of queried blocks found in the prefix cache.
 func (p *Pool) HitRate() float64 {
@@ -129,9 +134,14 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		b := p.head
 		p.unlink(b)
 		if h := p.hash[b]; h != 0 {
-			// Only indexed blocks carry a hash (Commit never indexes a
-			// duplicate), so the entry is this block's.
-			p.index.del(h)
+			// Only indexed or private blocks carry a hash (Commit never
+			// indexes a duplicate), so an index entry is this block's.
+			if p.priv[b] {
+				p.priv[b] = false
+				p.numPriv--
+			} else {
+				p.index.del(h)
+			}
 			p.hash[b] = 0
 		}
 		p.ref[b] = 1
@@ -153,6 +163,64 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 	}
 	p.hash[b] = h
 	p.index.put(h, b)
+}
+
+// CommitPrivate records that block b is full with content h that only its
+// owner can ever ask for again (a request whose token ids are unknown, so
+// its hashes are salted by its identity). The block keeps h until it is
+// evicted, like a committed block, but h is not entered in the shared
+// index: the owner remembers b and finds it again with Holds. Hash 0 is
+// reserved and ignored; a block that already holds content is unchanged.
+func (p *Pool) CommitPrivate(b BlockID, h uint64) {
+	if !p.caching || h == 0 || p.hash[b] != 0 {
+		return
+	}
+	p.hash[b] = h
+	p.priv[b] = true
+	p.numPriv++
+}
+
+// Lookup returns the block holding shared content h, if any.
+func (p *Pool) Lookup(h uint64) (BlockID, bool) {
+	if !p.caching {
+		return 0, false
+	}
+	return p.index.get(h)
+}
+
+// Holds reports whether block b still holds content h (committed and not
+// evicted since). h 0 never matches.
+func (p *Pool) Holds(b BlockID, h uint64) bool {
+	return p.caching && h != 0 && b >= 0 && int(b) < p.capacity && p.hash[b] == h
+}
+
+// AcquireBlocks references the cached blocks ids (found with Lookup or
+// Holds, in prefix order) and appends them to table. It records len(ids)
+// hits out of queried blocks, as Acquire does.
+func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
+	p.queries += int64(queried)
+	p.hits += int64(len(ids))
+	for _, b := range ids {
+		if p.ref[b] == 0 {
+			p.unlink(b)
+		}
+		p.ref[b]++
+		table = append(table, b)
+	}
+	p.refs += int64(len(ids))
+	return table
+}
+
+// EvictableBlocks counts the blocks of ids that are currently free (see
+// EvictableHits).
+func (p *Pool) EvictableBlocks(ids []BlockID) int {
+	c := 0
+	for _, b := range ids {
+		if p.ref[b] == 0 {
+			c++
+		}
+	}
+	return c
 }
 
 // Release drops one reference to each block of table, last block first, so
@@ -266,8 +334,8 @@ func (p *Pool) Check() error {
 	indexed := 0
 	p.index.each(func(h uint64, b BlockID) bool {
 		indexed++
-		if p.hash[b] != h {
-			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x", h, b, p.hash[b])
+		if p.hash[b] != h || p.priv[b] {
+			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x (private %t)", h, b, p.hash[b], p.priv[b])
 			return false
 		}
 		return true
@@ -277,6 +345,24 @@ func (p *Pool) Check() error {
 	}
 	if indexed != p.index.len() {
 		return fmt.Errorf("kv: cache index holds %d entries but counts %d", indexed, p.index.len())
+	}
+	priv, hashed := 0, 0
+	for b, isPriv := range p.priv {
+		if isPriv {
+			priv++
+			if p.hash[b] == 0 {
+				return fmt.Errorf("kv: block %d is marked private but holds no content", b)
+			}
+		}
+		if p.hash[b] != 0 {
+			hashed++
+		}
+	}
+	if priv != p.numPriv {
+		return fmt.Errorf("kv: %d blocks hold private content but the count is %d", priv, p.numPriv)
+	}
+	if hashed != indexed+priv {
+		return fmt.Errorf("kv: %d blocks hold content but %d are indexed and %d private", hashed, indexed, priv)
 	}
 	return nil
 }
