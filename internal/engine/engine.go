@@ -82,9 +82,17 @@ type StepResult struct {
 	PromptTokens int              // prompt tokens of requests that emitted their first token
 	GenTokens    int              // output tokens emitted
 	Preempted    int              // requests preempted while forming the batch
-	ITL          []int64          // gaps between consecutive tokens emitted this step
+	ITL          []Gap            // gaps between consecutive tokens emitted this step, run-length encoded
 	Finished     []metrics.Record // requests that produced their last token
 	Prefilled    []Prefilled      // prefill role: prompts computed, KV pinned
+}
+
+// Gap is a run of Count equal inter-token gaps of NS nanoseconds. In a
+// steady decode step every request's previous token came at the previous
+// step's end, so a step's gaps are usually one run.
+type Gap struct {
+	NS    int64
+	Count int64
 }
 
 // Prefilled reports a prompt computed on a prefill instance. Its blocks stay
