@@ -514,12 +514,15 @@ func (e *Engine) chunk(remaining, budget int32) int32 {
 	return n
 }
 
-// grow allocates the blocks s needs to hold computed+n tokens.
+// grow allocates the blocks s needs to hold computed+n tokens. The common
+// case, room left in the last block, costs a multiplication, no division.
 func (e *Engine) grow(s *seq, n int32) bool {
-	need := cdiv(int(s.computed+n), e.cfg.BlockSize) - len(s.blocks)
-	if need <= 0 {
+	bs := int32(e.cfg.BlockSize)
+	room := int32(len(s.blocks)) * bs
+	if s.computed+n <= room {
 		return true
 	}
+	need := cdiv(int(s.computed+n-room), int(bs))
 	var ok bool
 	s.blocks, ok = e.pool.Allocate(s.blocks, need)
 	return ok

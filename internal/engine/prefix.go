@@ -10,10 +10,11 @@ func (e *Engine) commitBlocks(s *seq) {
 	if !e.cfg.PrefixCaching {
 		return
 	}
-	full := int(s.computed) / e.cfg.BlockSize
-	if full <= int(s.committed) {
-		return
+	bs := int32(e.cfg.BlockSize)
+	if s.computed < (s.committed+1)*bs {
+		return // no block filled since the last commit (no division per step)
 	}
+	full := int(s.computed / bs)
 	e.ensureHashes(s, full)
 	for i := int(s.committed); i < full; i++ {
 		if i < int(s.shared) {
