@@ -12,27 +12,31 @@ import (
 // seq is the engine-side state of one admitted request, kept in a flat,
 // reusable slot so steady-state steps allocate nothing.
 type seq struct {
-	rec       metrics.Record
+	// Hot fields first, read or written for every request in every step,
+	// so that a step touches one cache line of each request's slot (plus
+	// the record's times).
 	prompt    int32
 	output    int32
 	generated int32 // output tokens produced so far
 	computed  int32 // tokens whose KV is in the cache (num_computed_tokens)
 	committed int32 // leading full blocks already offered to the prefix cache
-	inputIDs  []int32
-	outputIDs []int32
-	salt      uint64
-	enqueued  int64 // time it joined this instance's waiting queue
-	state     state
-	inFlight  bool // scheduled in a batch that has not finished yet
-	blocks    []kv.BlockID
-	hashes    []uint64 // chained hashes of full blocks, filled lazily
 	// shared is how many leading hashes are by content from the chain's
 	// seed, so another request may share them; later blocks (salted by the
 	// request's identity, or chained to a salted block) are private: the
 	// pool keeps them out of its shared index and owned[i] remembers the
 	// block last committed for private block i (-1: none).
-	shared int32
-	owned  []kv.BlockID
+	shared   int32
+	state    state
+	inFlight bool // scheduled in a batch that has not finished yet
+	blocks   []kv.BlockID
+
+	rec       metrics.Record
+	inputIDs  []int32
+	outputIDs []int32
+	salt      uint64
+	enqueued  int64    // time it joined this instance's waiting queue
+	hashes    []uint64 // chained hashes of full blocks, filled lazily
+	owned     []kv.BlockID
 }
 
 func (s *seq) numTokens() int32 { return s.prompt + s.generated }

@@ -12,22 +12,28 @@ type Pool struct {
 	capacity int
 	caching  bool
 
-	ref  []int32  // references per block
-	hash []uint64 // content hash of a committed (full) block; 0 = none
-	// free queue: doubly linked list over block ids, in order of freeing.
-	prev, next []int32
-	head, tail int32
+	// blocks holds each block's state in one 24-byte entry, so that an
+	// operation on a block touches one cache line, not one per field.
+	blocks     []block
+	head, tail int32 // free queue: doubly linked list in order of freeing
 	numFree    int
 
-	index index // hash -> block holding shared content
-	// priv marks blocks holding private content (see CommitPrivate): they
-	// carry a hash but are not in the index; numPriv counts them.
-	priv    []bool
-	numPriv int
+	index   index // hash -> block holding shared content
+	numPriv int   // blocks holding private content (see CommitPrivate)
 
 	hits, queries int64 // prefix-cache statistics, in blocks
 	refs          int64 // references held, summed over blocks
 	cachedFree    int   // free blocks still holding indexed content
+}
+
+// block is the state of one block.
+type block struct {
+	hash       uint64 // content hash of a committed (full) block; 0 = none
+	ref        int32  // references
+	prev, next int32  // free-queue links (none when referenced)
+	// priv marks private content (see CommitPrivate): it carries a hash
+	// but is not in the index.
+	priv bool
 }
 
 // NewPool returns a pool of capacity blocks, all free. With caching off,
@@ -39,11 +45,7 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 	p := &Pool{
 		capacity: capacity,
 		caching:  caching,
-		ref:      make([]int32, capacity),
-		hash:     make([]uint64, capacity),
-		priv:     make([]bool, capacity),
-		prev:     make([]int32, capacity),
-		next:     make([]int32, capacity),
+		blocks:   make([]block, capacity),
 		head:     none,
 		tail:     none,
 		index:    newIndex(),
@@ -98,7 +100,7 @@ func (p *Pool) Match(hashes []uint64) int {
 func (p *Pool) EvictableHits(hashes []uint64, n int) int {
 	c := 0
 	for _, h := range hashes[:n] {
-		if b, ok := p.index.get(h); ok && p.ref[b] == 0 {
+		if b, ok := p.index.get(h); ok && p.blocks[b].ref == 0 {
 			c++
 		}
 	}
@@ -113,10 +115,10 @@ func (p *Pool) Acquire(table []BlockID, hashes []uint64, n int) []BlockID {
 	p.hits += int64(n)
 	for _, h := range hashes[:n] {
 		b, _ := p.index.get(h)
-		if p.ref[b] == 0 {
+		if p.blocks[b].ref == 0 {
 			p.unlink(b)
 		}
-		p.ref[b]++
+		p.blocks[b].ref++
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -133,18 +135,18 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	for i := 0; i < n; i++ {
 		b := p.head
 		p.unlink(b)
-		if h := p.hash[b]; h != 0 {
+		if h := p.blocks[b].hash; h != 0 {
 			// Only indexed or private blocks carry a hash (Commit never
 			// indexes a duplicate), so an index entry is this block's.
-			if p.priv[b] {
-				p.priv[b] = false
+			if p.blocks[b].priv {
+				p.blocks[b].priv = false
 				p.numPriv--
 			} else {
 				p.index.del(h)
 			}
-			p.hash[b] = 0
+			p.blocks[b].hash = 0
 		}
-		p.ref[b] = 1
+		p.blocks[b].ref = 1
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -155,13 +157,13 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 // available to later prefix matches. A hash already cached in another block
 // is not indexed twice. Hash 0 is reserved and ignored.
 func (p *Pool) Commit(b BlockID, h uint64) {
-	if !p.caching || h == 0 || p.hash[b] != 0 {
+	if !p.caching || h == 0 || p.blocks[b].hash != 0 {
 		return
 	}
 	if _, dup := p.index.get(h); dup {
 		return
 	}
-	p.hash[b] = h
+	p.blocks[b].hash = h
 	p.index.put(h, b)
 }
 
@@ -172,11 +174,11 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 // index: the owner remembers b and finds it again with Holds. Hash 0 is
 // reserved and ignored; a block that already holds content is unchanged.
 func (p *Pool) CommitPrivate(b BlockID, h uint64) {
-	if !p.caching || h == 0 || p.hash[b] != 0 {
+	if !p.caching || h == 0 || p.blocks[b].hash != 0 {
 		return
 	}
-	p.hash[b] = h
-	p.priv[b] = true
+	p.blocks[b].hash = h
+	p.blocks[b].priv = true
 	p.numPriv++
 }
 
@@ -191,7 +193,7 @@ func (p *Pool) Lookup(h uint64) (BlockID, bool) {
 // Holds reports whether block b still holds content h (committed and not
 // evicted since). h 0 never matches.
 func (p *Pool) Holds(b BlockID, h uint64) bool {
-	return p.caching && h != 0 && b >= 0 && int(b) < p.capacity && p.hash[b] == h
+	return p.caching && h != 0 && b >= 0 && int(b) < p.capacity && p.blocks[b].hash == h
 }
 
 // AcquireBlocks references the cached blocks ids (found with Lookup or
@@ -201,10 +203,10 @@ func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
 	p.queries += int64(queried)
 	p.hits += int64(len(ids))
 	for _, b := range ids {
-		if p.ref[b] == 0 {
+		if p.blocks[b].ref == 0 {
 			p.unlink(b)
 		}
-		p.ref[b]++
+		p.blocks[b].ref++
 		table = append(table, b)
 	}
 	p.refs += int64(len(ids))
@@ -216,7 +218,7 @@ func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
 func (p *Pool) EvictableBlocks(ids []BlockID) int {
 	c := 0
 	for _, b := range ids {
-		if p.ref[b] == 0 {
+		if p.blocks[b].ref == 0 {
 			c++
 		}
 	}
@@ -229,14 +231,14 @@ func (p *Pool) EvictableBlocks(ids []BlockID) int {
 // cached content until evicted.
 func (p *Pool) Release(table []BlockID) error {
 	for _, b := range table {
-		if p.ref[b] <= 0 {
-			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.ref[b])
+		if p.blocks[b].ref <= 0 {
+			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.blocks[b].ref)
 		}
 	}
 	for i := len(table) - 1; i >= 0; i-- {
 		b := table[i]
-		p.ref[b]--
-		if p.ref[b] == 0 {
+		p.blocks[b].ref--
+		if p.blocks[b].ref == 0 {
 			p.pushBack(b)
 		}
 	}
@@ -249,19 +251,19 @@ func (p *Pool) Release(table []BlockID) error {
 func (p *Pool) TotalRefs() int64 { return p.refs }
 
 // Refs is the number of references to block b.
-func (p *Pool) Refs(b BlockID) int32 { return p.ref[b] }
+func (p *Pool) Refs(b BlockID) int32 { return p.blocks[b].ref }
 
 // CachedFree is the number of free blocks that still hold reusable
 // prefixes (evictable cached content).
 func (p *Pool) CachedFree() int { return p.cachedFree }
 
 func (p *Pool) pushBack(b int32) {
-	if p.hash[b] != 0 {
+	if p.blocks[b].hash != 0 {
 		p.cachedFree++
 	}
-	p.prev[b], p.next[b] = p.tail, none
+	p.blocks[b].prev, p.blocks[b].next = p.tail, none
 	if p.tail != none {
-		p.next[p.tail] = b
+		p.blocks[p.tail].next = b
 	} else {
 		p.head = b
 	}
@@ -270,21 +272,21 @@ func (p *Pool) pushBack(b int32) {
 }
 
 func (p *Pool) unlink(b int32) {
-	if p.hash[b] != 0 {
+	if p.blocks[b].hash != 0 {
 		p.cachedFree--
 	}
-	pv, nx := p.prev[b], p.next[b]
+	pv, nx := p.blocks[b].prev, p.blocks[b].next
 	if pv != none {
-		p.next[pv] = nx
+		p.blocks[pv].next = nx
 	} else {
 		p.head = nx
 	}
 	if nx != none {
-		p.prev[nx] = pv
+		p.blocks[nx].prev = pv
 	} else {
 		p.tail = pv
 	}
-	p.prev[b], p.next[b] = none, none
+	p.blocks[b].prev, p.blocks[b].next = none, none
 	p.numFree--
 }
 
@@ -293,9 +295,9 @@ func (p *Pool) unlink(b int32) {
 // free + referenced = capacity. It costs O(capacity).
 func (p *Pool) Check() error {
 	inQueue := 0
-	for b := p.head; b != none; b = p.next[b] {
-		if p.ref[b] != 0 {
-			return fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.ref[b])
+	for b := p.head; b != none; b = p.blocks[b].next {
+		if p.blocks[b].ref != 0 {
+			return fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.blocks[b].ref)
 		}
 		inQueue++
 		if inQueue > p.capacity {
@@ -303,8 +305,8 @@ func (p *Pool) Check() error {
 		}
 	}
 	cachedFree := 0
-	for b := p.head; b != none; b = p.next[b] {
-		if p.hash[b] != 0 {
+	for b := p.head; b != none; b = p.blocks[b].next {
+		if p.blocks[b].hash != 0 {
 			cachedFree++
 		}
 	}
@@ -315,7 +317,8 @@ func (p *Pool) Check() error {
 		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)
 	}
 	referenced, total := 0, int64(0)
-	for b, r := range p.ref {
+	for b := range p.blocks {
+		r := p.blocks[b].ref
 		total += int64(r)
 		if r < 0 {
 			return fmt.Errorf("kv: block %d has %d references", b, r)
@@ -334,8 +337,8 @@ func (p *Pool) Check() error {
 	indexed := 0
 	p.index.each(func(h uint64, b BlockID) bool {
 		indexed++
-		if p.hash[b] != h || p.priv[b] {
-			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x (private %t)", h, b, p.hash[b], p.priv[b])
+		if p.blocks[b].hash != h || p.blocks[b].priv {
+			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x (private %t)", h, b, p.blocks[b].hash, p.blocks[b].priv)
 			return false
 		}
 		return true
@@ -347,14 +350,14 @@ func (p *Pool) Check() error {
 		return fmt.Errorf("kv: cache index holds %d entries but counts %d", indexed, p.index.len())
 	}
 	priv, hashed := 0, 0
-	for b, isPriv := range p.priv {
-		if isPriv {
+	for b := range p.blocks {
+		if p.blocks[b].priv {
 			priv++
-			if p.hash[b] == 0 {
+			if p.blocks[b].hash == 0 {
 				return fmt.Errorf("kv: block %d is marked private but holds no content", b)
 			}
 		}
-		if p.hash[b] != 0 {
+		if p.blocks[b].hash != 0 {
 			hashed++
 		}
 	}
