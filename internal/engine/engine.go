@@ -20,23 +20,26 @@ type seq struct {
 	generated int32 // output tokens produced so far
 	computed  int32 // tokens whose KV is in the cache (num_computed_tokens)
 	committed int32 // leading full blocks already offered to the prefix cache
-	// shared is how many leading hashes are by content from the chain's
-	// seed, so another request may share them; later blocks (salted by the
-	// request's identity, or chained to a salted block) are private: the
-	// pool keeps them out of its shared index and owned[i] remembers the
-	// block last committed for private block i (-1: none).
-	shared   int32
-	state    state
-	inFlight bool // scheduled in a batch that has not finished yet
-	blocks   []kv.BlockID
+	// shared is how many leading blocks hash by content from the chain's
+	// seed (all their token ids known), so another request may share them;
+	// from the first block whose ids are unknown on, blocks are private:
+	// only this request can ever hit them again (after a preemption). The
+	// pool keeps them out of its shared index, tagged kv.Private(salt, i).
+	shared     int32
+	sharedDone bool // the block after the shared ones is known to be private
+	state      state
+	inFlight   bool // scheduled in a batch that has not finished yet
+	blocks     []kv.BlockID
 
 	rec       metrics.Record
 	inputIDs  []int32
 	outputIDs []int32
 	salt      uint64
 	enqueued  int64    // time it joined this instance's waiting queue
-	hashes    []uint64 // chained hashes of full blocks, filled lazily
-	owned     []kv.BlockID
+	hashes    []uint64 // chained hashes of the shared blocks, filled lazily
+	// owned[i] is the block that held private block i when the request
+	// was last preempted (-1: none), where it may still be cached.
+	owned []kv.BlockID
 }
 
 func (s *seq) numTokens() int32 { return s.prompt + s.generated }
@@ -233,7 +236,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.inFlight = false
 	s.blocks = s.blocks[:0]
 	s.hashes = s.hashes[:0]
-	s.shared = 0
+	s.shared, s.sharedDone = 0, false
 	s.owned = s.owned[:0]
 	return slot, s
 }
@@ -603,6 +606,7 @@ func (e *Engine) schedule(slot, n int32, now int64) {
 // the waiting queue; it will recompute its prompt and outputs so far.
 func (e *Engine) preempt(slot int32) {
 	s := &e.slots[slot]
+	e.notePrivate(s)
 	e.release(s)
 	s.computed, s.committed = 0, 0
 	s.rec.Preemptions++

@@ -22,39 +22,49 @@ func (e *Engine) commitBlocks(s *seq) {
 			continue
 		}
 		// Private content: as for a shared block, a copy still cached
-		// (from before a preemption) is kept rather than duplicated.
-		for len(s.owned) <= i {
-			s.owned = append(s.owned, -1)
-		}
-		if e.pool.Holds(s.owned[i], s.hashes[i]) {
+		// from before a preemption is kept rather than duplicated.
+		tag := kv.Private(s.salt, i)
+		if i < len(s.owned) && e.pool.Holds(s.owned[i], tag) {
 			continue
 		}
-		e.pool.CommitPrivate(s.blocks[i], s.hashes[i])
-		if e.pool.Holds(s.blocks[i], s.hashes[i]) {
-			s.owned[i] = s.blocks[i]
-		}
+		e.pool.CommitPrivate(s.blocks[i], tag)
 	}
 	s.committed = int32(full)
 }
 
+// notePrivate records, before s releases its blocks for a preemption,
+// which block holds each of its committed private blocks, so that it can
+// find them again when it is re-admitted. A block already remembered
+// that still holds its content is the one the pool kept (the later copy
+// was not committed).
+func (e *Engine) notePrivate(s *seq) {
+	for i := int(s.shared); i < int(s.committed) && i < len(s.blocks); i++ {
+		for len(s.owned) <= i {
+			s.owned = append(s.owned, -1)
+		}
+		if !e.pool.Holds(s.owned[i], kv.Private(s.salt, i)) {
+			s.owned[i] = s.blocks[i]
+		}
+	}
+}
+
 // match finds the longest cached prefix of the first n full blocks of s
 // and leaves its blocks in e.hits: shared blocks through the pool's index,
-// private ones through the blocks s committed them to (if not evicted
-// since). It changes nothing in the pool.
+// private ones through the blocks s held them in (if not evicted since).
+// It changes nothing in the pool.
 func (e *Engine) match(s *seq, n int) int {
 	e.ensureHashes(s, n)
 	e.hits = e.hits[:0]
 	for i := 0; i < n; i++ {
-		h := s.hashes[i]
 		if i < int(s.shared) {
-			b, ok := e.pool.Lookup(h)
+			b, ok := e.pool.Lookup(s.hashes[i])
 			if !ok {
 				break
 			}
 			e.hits = append(e.hits, b)
 			continue
 		}
-		if i >= len(s.owned) || !e.pool.Holds(s.owned[i], h) {
+		if i >= len(s.owned) || !e.pool.Holds(s.owned[i], kv.Private(s.salt, i)) {
 			break
 		}
 		e.hits = append(e.hits, s.owned[i])
@@ -62,28 +72,24 @@ func (e *Engine) match(s *seq, n int) int {
 	return len(e.hits)
 }
 
-// ensureHashes extends s.hashes to cover the first n full blocks of the
-// request's tokens (prompt, then outputs). Blocks whose token ids are all
-// known hash by content; others hash by request identity, so they can only
-// be hit again by the same request (after preemption).
+// ensureHashes extends s.hashes to cover the shared blocks among the first
+// n full blocks of the request's tokens (prompt, then outputs): blocks
+// whose token ids are all known hash by content, chained from kv.Seed. The
+// first block with an unknown id ends the shared blocks.
 func (e *Engine) ensureHashes(s *seq, n int) {
 	bs := e.cfg.BlockSize
-	for i := len(s.hashes); i < n; i++ {
+	for i := len(s.hashes); i < n && !s.sharedDone; i++ {
+		ids, ok := e.tokens(s, i*bs, (i+1)*bs)
+		if !ok {
+			s.sharedDone = true
+			break
+		}
 		parent := kv.Seed
 		if i > 0 {
 			parent = s.hashes[i-1]
 		}
-		lo, hi := i*bs, (i+1)*bs
-		var h uint64
-		if ids, ok := e.tokens(s, lo, hi); ok {
-			h = kv.Block(parent, ids)
-			if int(s.shared) == i {
-				s.shared++
-			}
-		} else {
-			h = kv.Salted(parent, s.salt, i)
-		}
-		s.hashes = append(s.hashes, h)
+		s.hashes = append(s.hashes, kv.Block(parent, ids))
+		s.shared++
 	}
 }
 
