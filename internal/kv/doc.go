@@ -12,8 +12,8 @@
 //   - chained hash: the hash of block i covers its tokens and the hash of
 //     block i-1, so equal hashes mean equal prefixes, not just equal blocks.
 //
-// Content that only its owner can ask for again (hashes salted by a
-// request's identity) is committed as private: the block holds the hash
+// Content that only its owner can ask for again (tagged by a request's
+// identity, see Private) is committed as private: the block holds the tag
 // until evicted, but the shared index never sees it, so the index holds
 // only shareable prefixes and stays small.
 //

@@ -168,8 +168,8 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 }
 
 // CommitPrivate records that block b is full with content h that only its
-// owner can ever ask for again (a request whose token ids are unknown, so
-// its hashes are salted by its identity). The block keeps h until it is
+// owner can ever ask for again (content of a request whose token ids are
+// unknown, tagged by its identity: see Private). The block keeps h until it is
 // evicted, like a committed block, but h is not entered in the shared
 // index: the owner remembers b and finds it again with Holds. Hash 0 is
 // reserved and ignored; a block that already holds content is unchanged.
