@@ -125,9 +125,10 @@ func (m *model) release(table []BlockID) error {
 // freeQueue walks the pool's free queue from head to tail.
 func freeQueue(p *Pool) []BlockID {
 	var q []BlockID
-	for b := p.head; b != none && len(q) <= p.capacity; b = p.blocks[b].next {
+	p.eachFree(func(_ int, b int32, _ uint32) bool {
 		q = append(q, b)
-	}
+		return len(q) <= p.capacity
+	})
 	return q
 }
 
@@ -141,15 +142,14 @@ func deepCheck(p *Pool) error {
 	if p.Free()+p.Used() != p.Capacity() {
 		return fmt.Errorf("free %d + used %d != capacity %d", p.Free(), p.Used(), p.Capacity())
 	}
-	prev := none
-	for b := p.head; b != none; b = p.blocks[b].next {
-		if p.blocks[b].prev != prev {
-			return fmt.Errorf("block %d: prev link %d, want %d", b, p.blocks[b].prev, prev)
+	holes, mask := 0, len(p.ring)-1
+	for i := 0; i < p.qlen; i++ {
+		if p.ring[(p.qhead+i)&mask] == hole {
+			holes++
 		}
-		prev = b
 	}
-	if p.tail != prev {
-		return fmt.Errorf("tail is %d, last block of the queue is %d", p.tail, prev)
+	if p.qlen-holes != p.numFree || p.qlen > len(p.ring) {
+		return fmt.Errorf("ring holds %d entries, %d holes, for %d free blocks (ring size %d)", p.qlen, holes, p.numFree, len(p.ring))
 	}
 	hashed := 0
 	for b, h := range poolHashes(p) {

@@ -14,9 +14,17 @@ type Pool struct {
 
 	// blocks holds each block's state in one 24-byte entry, so that an
 	// operation on a block touches one cache line, not one per field.
-	blocks     []block
-	head, tail int32 // free queue: doubly linked list in order of freeing
-	numFree    int
+	blocks []block
+	// The free queue is a ring of entries in order of freeing, each a
+	// block id and the kind of content it holds. A block taken out of the
+	// middle (a prefix hit) leaves a hole, skipped when it reaches the
+	// head. Allocation thus reads the queue sequentially and only writes
+	// the evicted block's entry, which is what keeps it cheap when the
+	// least recently freed block is long out of the CPU cache.
+	ring    []uint32
+	qhead   int // ring index of the oldest entry
+	qlen    int // entries, holes included
+	numFree int
 
 	index   index // hash -> block holding shared content
 	numPriv int   // blocks holding private content (see CommitPrivate)
@@ -28,9 +36,9 @@ type Pool struct {
 
 // block is the state of one block.
 type block struct {
-	hash       uint64 // content hash of a committed (full) block; 0 = none
-	ref        int32  // references
-	prev, next int32  // free-queue links (none when referenced)
+	hash uint64 // content hash of a committed (full) block; 0 = none
+	ref  int32  // references
+	qpos int32  // ring index of its free-queue entry (when free)
 	// priv marks private content (see CommitPrivate): it carries a hash
 	// but is not in the index.
 	priv bool
@@ -46,8 +54,7 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 		capacity: capacity,
 		caching:  caching,
 		blocks:   make([]block, capacity),
-		head:     none,
-		tail:     none,
+		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
 	}
 	for b := int32(0); b < int32(capacity); b++ {
@@ -133,20 +140,23 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		return table, false
 	}
 	for i := 0; i < n; i++ {
-		b := p.head
-		p.unlink(b)
-		if h := p.blocks[b].hash; h != 0 {
-			// Only indexed or private blocks carry a hash (Commit never
-			// indexes a duplicate), so an index entry is this block's.
-			if p.blocks[b].priv {
-				p.blocks[b].priv = false
-				p.numPriv--
-			} else {
-				p.index.del(h)
-			}
-			p.blocks[b].hash = 0
+		b, kind := p.popFront()
+		blk := &p.blocks[b]
+		// The entry's kind says what to evict without reading the block:
+		// only shared content needs its hash (to leave the index).
+		switch kind {
+		case kindPrivate:
+			p.numPriv--
+			p.cachedFree--
+			blk.hash, blk.priv = 0, false
+		case kindShared:
+			// Commit never indexes a duplicate, so the entry is this
+			// block's.
+			p.index.del(blk.hash)
+			p.cachedFree--
+			blk.hash = 0
 		}
-		p.blocks[b].ref = 1
+		blk.ref = 1
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -165,6 +175,20 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 	}
 	p.blocks[b].hash = h
 	p.index.put(h, b)
+	p.requeue(b)
+}
+
+// requeue refreshes the queue entry of block b after its content changed
+// while it is free (callers normally commit blocks they hold).
+func (p *Pool) requeue(b int32) {
+	if p.blocks[b].ref != 0 {
+		return
+	}
+	e := &p.ring[p.blocks[b].qpos]
+	if *e&3 == kindNone && p.kindOf(b) != kindNone {
+		p.cachedFree++
+	}
+	*e = uint32(b)<<2 | p.kindOf(b)
 }
 
 // CommitPrivate records that block b is full with content h that only its
@@ -180,6 +204,7 @@ func (p *Pool) CommitPrivate(b BlockID, h uint64) {
 	p.blocks[b].hash = h
 	p.blocks[b].priv = true
 	p.numPriv++
+	p.requeue(b)
 }
 
 // Lookup returns the block holding shared content h, if any.
@@ -257,58 +282,133 @@ func (p *Pool) Refs(b BlockID) int32 { return p.blocks[b].ref }
 // prefixes (evictable cached content).
 func (p *Pool) CachedFree() int { return p.cachedFree }
 
+// Free-queue entry kinds (low 2 bits of a ring entry; the block id above).
+const (
+	kindNone    = 0
+	kindPrivate = 1
+	kindShared  = 2
+	hole        = ^uint32(0)
+)
+
+// ringSize is the ring's length for a pool of capacity blocks: a power of
+// two at least twice the capacity, so that a full ring is at least half
+// holes and compacting it costs O(1) per hole made.
+func ringSize(capacity int) int {
+	n := 4
+	for n < 2*capacity {
+		n *= 2
+	}
+	return n
+}
+
+// kindOf is the content kind of block b.
+func (p *Pool) kindOf(b int32) uint32 {
+	switch blk := &p.blocks[b]; {
+	case blk.hash == 0:
+		return kindNone
+	case blk.priv:
+		return kindPrivate
+	}
+	return kindShared
+}
+
+// pushBack appends block b to the free queue.
 func (p *Pool) pushBack(b int32) {
-	if p.blocks[b].hash != 0 {
+	if p.qlen == len(p.ring) {
+		p.compact()
+	}
+	kind := p.kindOf(b)
+	if kind != kindNone {
 		p.cachedFree++
 	}
-	p.blocks[b].prev, p.blocks[b].next = p.tail, none
-	if p.tail != none {
-		p.blocks[p.tail].next = b
-	} else {
-		p.head = b
-	}
-	p.tail = b
+	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
+	p.ring[pos] = uint32(b)<<2 | kind
+	p.blocks[b].qpos = int32(pos)
+	p.qlen++
 	p.numFree++
 }
 
+// popFront takes the least recently freed block off the queue and returns
+// it with its content kind; the caller evicts the content. The queue must
+// not be empty.
+func (p *Pool) popFront() (int32, uint32) {
+	mask := len(p.ring) - 1
+	for {
+		e := p.ring[p.qhead]
+		p.qhead = (p.qhead + 1) & mask
+		p.qlen--
+		if e != hole {
+			p.numFree--
+			return int32(e >> 2), e & 3
+		}
+	}
+}
+
+// unlink takes free block b out of the middle of the queue (a prefix hit),
+// leaving a hole.
 func (p *Pool) unlink(b int32) {
 	if p.blocks[b].hash != 0 {
 		p.cachedFree--
 	}
-	pv, nx := p.blocks[b].prev, p.blocks[b].next
-	if pv != none {
-		p.blocks[pv].next = nx
-	} else {
-		p.head = nx
-	}
-	if nx != none {
-		p.blocks[nx].prev = pv
-	} else {
-		p.tail = pv
-	}
-	p.blocks[b].prev, p.blocks[b].next = none, none
+	p.ring[p.blocks[b].qpos] = hole
 	p.numFree--
+}
+
+// compact removes the holes of a full ring, keeping the order.
+func (p *Pool) compact() {
+	mask := len(p.ring) - 1
+	n := 0
+	old := make([]uint32, 0, p.numFree)
+	for i := 0; i < p.qlen; i++ {
+		if e := p.ring[(p.qhead+i)&mask]; e != hole {
+			old = append(old, e)
+		}
+	}
+	for _, e := range old {
+		p.ring[n] = e
+		p.blocks[e>>2].qpos = int32(n)
+		n++
+	}
+	p.qhead, p.qlen = 0, n
+}
+
+// eachFree calls f for every free block in queue order (oldest first)
+// with its ring index and entry kind, until f returns false.
+func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
+	mask := len(p.ring) - 1
+	for i := 0; i < p.qlen; i++ {
+		pos := (p.qhead + i) & mask
+		if e := p.ring[pos]; e != hole && !f(pos, int32(e>>2), e&3) {
+			return
+		}
+	}
 }
 
 // Check verifies the pool's invariants: reference counts are never
 // negative, the free queue holds exactly the unreferenced blocks, and
 // free + referenced = capacity. It costs O(capacity).
 func (p *Pool) Check() error {
-	inQueue := 0
-	for b := p.head; b != none; b = p.blocks[b].next {
-		if p.blocks[b].ref != 0 {
-			return fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.blocks[b].ref)
+	inQueue, cachedFree := 0, 0
+	var bad error
+	p.eachFree(func(pos int, b int32, kind uint32) bool {
+		switch {
+		case b < 0 || int(b) >= p.capacity:
+			bad = fmt.Errorf("kv: free queue holds block %d outside the pool", b)
+		case p.blocks[b].ref != 0:
+			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.blocks[b].ref)
+		case int(p.blocks[b].qpos) != pos:
+			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.blocks[b].qpos)
+		case kind != p.kindOf(b):
+			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but holds kind %d", b, kind, p.kindOf(b))
 		}
 		inQueue++
-		if inQueue > p.capacity {
-			return fmt.Errorf("kv: free queue has a cycle")
-		}
-	}
-	cachedFree := 0
-	for b := p.head; b != none; b = p.blocks[b].next {
-		if p.blocks[b].hash != 0 {
+		if kind != kindNone {
 			cachedFree++
 		}
+		return bad == nil
+	})
+	if bad != nil {
+		return bad
 	}
 	if cachedFree != p.cachedFree {
 		return fmt.Errorf("kv: %d free blocks hold cached content but the count is %d", cachedFree, p.cachedFree)
@@ -333,7 +433,6 @@ func (p *Pool) Check() error {
 	if referenced+p.numFree != p.capacity {
 		return fmt.Errorf("kv: %d referenced + %d free != capacity %d", referenced, p.numFree, p.capacity)
 	}
-	var bad error
 	indexed := 0
 	p.index.each(func(h uint64, b BlockID) bool {
 		indexed++

@@ -94,3 +94,66 @@ func TestPrivateNeedsCaching(t *testing.T) {
 		t.Fatal("Lookup hit without caching")
 	}
 }
+
+// TestFreeQueueCompaction: prefix hits leave holes in the free-queue ring;
+// when it fills up it is compacted, keeping the queue order (least
+// recently freed first) and every block's recorded position.
+func TestFreeQueueCompaction(t *testing.T) {
+	p, _ := NewPool(3, true)
+	tb, _ := p.Allocate(nil, 3)
+	for i, b := range tb {
+		p.Commit(b, uint64(100+i))
+	}
+	if err := p.Release(tb); err != nil { // queue: 2 1 0 (last block first)
+		t.Fatal(err)
+	}
+	// Hit block 1 (content 101) out of the middle and give it back, many
+	// times: each round leaves a hole and appends an entry.
+	for round := 0; round < 20; round++ {
+		got := p.AcquireBlocks(nil, []BlockID{1}, 1)
+		if err := p.Check(); err != nil {
+			t.Fatalf("round %d, after the hit: %v", round, err)
+		}
+		if err := p.Release(got); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Check(); err != nil {
+			t.Fatalf("round %d, after the release: %v", round, err)
+		}
+		if p.qlen > len(p.ring) {
+			t.Fatalf("round %d: %d entries in a ring of %d", round, p.qlen, len(p.ring))
+		}
+	}
+	if q := freeQueue(p); len(q) != 3 || q[0] != 2 || q[1] != 0 || q[2] != 1 {
+		t.Fatalf("free queue %v, want [2 0 1]", q)
+	}
+	// Allocation follows that order and evicts each block's content.
+	got, _ := p.Allocate(nil, 3)
+	if got[0] != 2 || got[1] != 0 || got[2] != 1 || p.Cached() != 0 || p.CachedFree() != 0 {
+		t.Fatalf("allocated %v, cached %d, cached free %d", got, p.Cached(), p.CachedFree())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCommitWhileFree: committing a block that is already free (callers
+// normally commit blocks they hold) keeps the queue's content kinds and
+// the cached-free count right.
+func TestCommitWhileFree(t *testing.T) {
+	p, _ := NewPool(2, true)
+	p.Commit(0, 7)
+	p.CommitPrivate(1, 8)
+	if p.CachedFree() != 2 || p.Cached() != 2 {
+		t.Fatalf("cached free %d, cached %d", p.CachedFree(), p.Cached())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Allocate(nil, 2); !ok || p.Cached() != 0 || p.CachedFree() != 0 {
+		t.Fatalf("after eviction: cached %d, cached free %d", p.Cached(), p.CachedFree())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
