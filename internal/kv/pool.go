@@ -5,8 +5,6 @@ import "fmt"
 // BlockID names one block of a pool, 0 <= id < Capacity.
 type BlockID = int32
 
-const none int32 = -1
-
 // Pool is a paged KV block pool with an optional prefix cache.
 type Pool struct {
 	capacity int
