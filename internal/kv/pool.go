@@ -352,22 +352,23 @@ func (p *Pool) unlink(b int32) {
 	p.numFree--
 }
 
-// compact removes the holes of a full ring, keeping the order.
+// compact removes the holes of a full ring in place, keeping the order:
+// live entries slide towards the head (the write position never passes
+// the read position), so it allocates nothing.
 func (p *Pool) compact() {
 	mask := len(p.ring) - 1
 	n := 0
-	old := make([]uint32, 0, p.numFree)
 	for i := 0; i < p.qlen; i++ {
-		if e := p.ring[(p.qhead+i)&mask]; e != hole {
-			old = append(old, e)
+		e := p.ring[(p.qhead+i)&mask]
+		if e == hole {
+			continue
 		}
-	}
-	for _, e := range old {
-		p.ring[n] = e
-		p.blocks[e>>2].qpos = int32(n)
+		pos := (p.qhead + n) & mask
+		p.ring[pos] = e
+		p.blocks[e>>2].qpos = int32(pos)
 		n++
 	}
-	p.qhead, p.qlen = 0, n
+	p.qlen = n
 }
 
 // eachFree calls f for every free block in queue order (oldest first)

@@ -127,6 +127,17 @@ func TestFreeQueueCompaction(t *testing.T) {
 	if q := freeQueue(p); len(q) != 3 || q[0] != 2 || q[1] != 0 || q[2] != 1 {
 		t.Fatalf("free queue %v, want [2 0 1]", q)
 	}
+	// Hits and releases, compactions included, allocate nothing.
+	table := make([]BlockID, 0, 1)
+	ids := []BlockID{1}
+	if a := testing.AllocsPerRun(50, func() {
+		table = p.AcquireBlocks(table[:0], ids, 1)
+		if err := p.Release(table); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Fatalf("%v allocations per hit and release", a)
+	}
 	// Allocation follows that order and evicts each block's content.
 	got, _ := p.Allocate(nil, 3)
 	if got[0] != 2 || got[1] != 0 || got[2] != 1 || p.Cached() != 0 || p.CachedFree() != 0 {
