@@ -26,6 +26,15 @@
 // output token at that step's end; every later step that includes it emits
 // one more.
 //
+// Prefix caching: a request's full blocks are hashed in a chain. Blocks
+// whose token ids are all known hash by content from a fixed seed and are
+// shared through the pool's index; from the first block whose ids are
+// unknown on, only the same request (after a preemption) can hit them
+// again: those blocks are committed as private content, tagged by the
+// request's identity and the block's index (kv.Private), kept out of the
+// shared index; when preempted, the request notes which block holds each
+// of them to find them again.
+//
 // With pipeline parallelism (Config.PipelineParallel = N > 1) up to N
 // batches are in flight, as in vLLM's batch queue: Begin(now) forms one and
 // reports when it ends and when the first stage is free for the next;

@@ -12,22 +12,36 @@ import (
 // seq is the engine-side state of one admitted request, kept in a flat,
 // reusable slot so steady-state steps allocate nothing.
 type seq struct {
-	rec       metrics.Record
+	// Hot fields first, read or written for every request in every step,
+	// so that a step touches one cache line of each request's slot (plus
+	// the record's times).
 	prompt    int32
 	output    int32
 	generated int32 // output tokens produced so far
 	computed  int32 // tokens whose KV is in the cache (num_computed_tokens)
 	committed int32 // leading full blocks already offered to the prefix cache
+	// shared is how many leading blocks hash by content from the chain's
+	// seed (all their token ids known), so another request may share them;
+	// from the first block whose ids are unknown on, blocks are private:
+	// only this request can ever hit them again (after a preemption). The
+	// pool keeps them out of its shared index, tagged kv.Private(salt, i).
+	shared     int32
+	sharedDone bool // the block after the shared ones is known to be private
+	state      state
+	inFlight   bool // scheduled in a batch that has not finished yet
+	blocks     []kv.BlockID
+
+	rec       metrics.Record
 	inputIDs  []int32
 	outputIDs []int32
 	salt      uint64
-	enqueued  int64 // time it joined this instance's waiting queue
-	state     state
-	inFlight  bool // scheduled in a batch that has not finished yet
+	enqueued  int64    // time it joined this instance's waiting queue
+	hashes    []uint64 // chained hashes of the shared blocks, filled lazily
+	// owned[i] is the block that held private block i when the request
+	// was last preempted (-1: none), where it may still be cached.
+	owned []kv.BlockID
 	// Links of the decode admission queue (stHandoff only; -1: none).
 	qPrev, qNext int32
-	blocks       []kv.BlockID
-	hashes       []uint64 // chained hashes of full blocks, filled lazily
 }
 
 func (s *seq) numTokens() int32 { return s.prompt + s.generated }
@@ -91,9 +105,17 @@ type StepResult struct {
 	PromptTokens int              // prompt tokens of requests that emitted their first token
 	GenTokens    int              // output tokens emitted
 	Preempted    int              // requests preempted while forming the batch
-	ITL          []int64          // gaps between consecutive tokens emitted this step
+	ITL          []Gap            // gaps between consecutive tokens emitted this step, run-length encoded
 	Finished     []metrics.Record // requests that produced their last token
 	Prefilled    []Prefilled      // prefill role: prompts computed, KV pinned
+}
+
+// Gap is a run of Count equal inter-token gaps of NS nanoseconds. In a
+// steady decode step every request's previous token came at the previous
+// step's end, so a step's gaps are usually one run.
+type Gap struct {
+	NS    int64
+	Count int64
 }
 
 // Prefilled reports a prompt computed on a prefill instance. Its blocks stay
@@ -137,8 +159,9 @@ type Engine struct {
 	reservedSeqs   int   // requests holding a decode reservation (reserved or ready)
 	pinned         int   // blocks pinned by prefilled requests
 
-	waitingTokens int64    // tokens the waiting queue must compute
-	probe         []uint64 // scratch hashes for PrefixHitTokens
+	waitingTokens int64        // tokens the waiting queue must compute
+	probe         []uint64     // scratch hashes for PrefixHitTokens
+	hits          []kv.BlockID // scratch: blocks of the last prefix match
 	sched         []scheduled
 	firstSched    []int64 // Step.FirstScheduled of the batch being formed
 	batch         perf.Batch
@@ -233,6 +256,8 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.inFlight = false
 	s.blocks = s.blocks[:0]
 	s.hashes = s.hashes[:0]
+	s.shared, s.sharedDone = 0, false
+	s.owned = s.owned[:0]
 	return slot, s
 }
 
@@ -520,12 +545,15 @@ func (e *Engine) chunk(remaining, budget int32) int32 {
 	return n
 }
 
-// grow allocates the blocks s needs to hold computed+n tokens.
+// grow allocates the blocks s needs to hold computed+n tokens. The common
+// case, room left in the last block, costs a multiplication, no division.
 func (e *Engine) grow(s *seq, n int32) bool {
-	need := cdiv(int(s.computed+n), e.cfg.BlockSize) - len(s.blocks)
-	if need <= 0 {
+	bs := int32(e.cfg.BlockSize)
+	room := int32(len(s.blocks)) * bs
+	if s.computed+n <= room {
 		return true
 	}
+	need := cdiv(int(s.computed+n-room), int(bs))
 	var ok bool
 	s.blocks, ok = e.pool.Allocate(s.blocks, need)
 	return ok
@@ -536,11 +564,10 @@ func (e *Engine) grow(s *seq, n int32) bool {
 // when the request cannot be admitted now (state unchanged).
 func (e *Engine) admit(s *seq, budget int32) int {
 	bs := int32(e.cfg.BlockSize)
-	hitBlocks := 0
+	hitBlocks, maxBlocks := 0, 0
 	if e.cfg.PrefixCaching && s.computed == 0 {
-		maxBlocks := int((s.numTokens() - 1) / bs)
-		e.ensureHashes(s, maxBlocks)
-		hitBlocks = e.pool.Match(s.hashes[:maxBlocks])
+		maxBlocks = int((s.numTokens() - 1) / bs)
+		hitBlocks = e.match(s, maxBlocks)
 	}
 	hitTokens := int32(hitBlocks) * bs
 	remaining := s.numTokens() - hitTokens
@@ -551,14 +578,13 @@ func (e *Engine) admit(s *seq, budget int32) int {
 	need := cdiv(int(hitTokens+n), e.cfg.BlockSize) - hitBlocks
 	evictable := 0
 	if hitBlocks > 0 {
-		evictable = e.pool.EvictableHits(s.hashes, hitBlocks)
+		evictable = e.pool.EvictableBlocks(e.hits)
 	}
 	if need+evictable > e.pool.Free() {
 		return -1
 	}
 	if e.cfg.PrefixCaching && s.computed == 0 {
-		maxBlocks := int((s.numTokens() - 1) / bs)
-		s.blocks = e.pool.Acquire(s.blocks, s.hashes[:maxBlocks], hitBlocks)
+		s.blocks = e.pool.AcquireBlocks(s.blocks, e.hits, maxBlocks)
 	}
 	var ok bool
 	if s.blocks, ok = e.pool.Allocate(s.blocks, need); !ok {
@@ -607,6 +633,7 @@ func (e *Engine) schedule(slot, n int32, now int64) {
 // the waiting queue; it will recompute its prompt and outputs so far.
 func (e *Engine) preempt(slot int32) {
 	s := &e.slots[slot]
+	e.notePrivate(s)
 	e.release(s)
 	s.computed, s.committed = 0, 0
 	s.rec.Preemptions++

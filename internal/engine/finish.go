@@ -69,7 +69,11 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			r.PromptTokens += int(s.prompt)
 		} else {
 			gap := end - s.rec.LastToken
-			r.ITL = append(r.ITL, gap)
+			if n := len(r.ITL); n > 0 && r.ITL[n-1].NS == gap {
+				r.ITL[n-1].Count++
+			} else {
+				r.ITL = append(r.ITL, Gap{NS: gap, Count: 1})
+			}
 			if gap > s.rec.MaxITL {
 				s.rec.MaxITL = gap
 			}

@@ -176,19 +176,17 @@ func (e *Engine) reserve(slot int32) (int, bool) {
 	need := cdiv(int(s.prompt)+e.cfg.ReservedDecodeTokens, bs)
 	hit := 0
 	if e.cfg.PrefixCaching {
-		maxBlocks := int(s.prompt-1) / bs
-		e.ensureHashes(s, maxBlocks)
-		hit = e.pool.Match(s.hashes[:maxBlocks])
+		hit = e.match(s, int(s.prompt-1)/bs)
 	}
 	evictable := 0
 	if hit > 0 {
-		evictable = e.pool.EvictableHits(s.hashes, hit)
+		evictable = e.pool.EvictableBlocks(e.hits)
 	}
 	if need-hit+evictable > e.pool.Free() {
 		return 0, false
 	}
 	if hit > 0 {
-		s.blocks = e.pool.Acquire(s.blocks, s.hashes[:hit], hit)
+		s.blocks = e.pool.AcquireBlocks(s.blocks, e.hits, hit)
 	}
 	var ok bool
 	if s.blocks, ok = e.pool.Allocate(s.blocks, need-hit); !ok {

@@ -10,36 +10,86 @@ func (e *Engine) commitBlocks(s *seq) {
 	if !e.cfg.PrefixCaching {
 		return
 	}
-	full := int(s.computed) / e.cfg.BlockSize
-	if full <= int(s.committed) {
-		return
+	bs := int32(e.cfg.BlockSize)
+	if s.computed < (s.committed+1)*bs {
+		return // no block filled since the last commit (no division per step)
 	}
+	full := int(s.computed / bs)
 	e.ensureHashes(s, full)
 	for i := int(s.committed); i < full; i++ {
-		e.pool.Commit(s.blocks[i], s.hashes[i])
+		if i < int(s.shared) {
+			e.pool.Commit(s.blocks[i], s.hashes[i])
+			continue
+		}
+		// Private content: as for a shared block, a copy still cached
+		// from before a preemption is kept rather than duplicated.
+		tag := kv.Private(s.salt, i)
+		if i < len(s.owned) && e.pool.Holds(s.owned[i], tag) {
+			continue
+		}
+		e.pool.CommitPrivate(s.blocks[i], tag)
 	}
 	s.committed = int32(full)
 }
 
-// ensureHashes extends s.hashes to cover the first n full blocks of the
-// request's tokens (prompt, then outputs). Blocks whose token ids are all
-// known hash by content; others hash by request identity, so they can only
-// be hit again by the same request (after preemption).
+// notePrivate records, before s releases its blocks for a preemption,
+// which block holds each of its committed private blocks, so that it can
+// find them again when it is re-admitted. A block already remembered
+// that still holds its content is the one the pool kept (the later copy
+// was not committed).
+func (e *Engine) notePrivate(s *seq) {
+	for i := int(s.shared); i < int(s.committed) && i < len(s.blocks); i++ {
+		for len(s.owned) <= i {
+			s.owned = append(s.owned, -1)
+		}
+		if !e.pool.Holds(s.owned[i], kv.Private(s.salt, i)) {
+			s.owned[i] = s.blocks[i]
+		}
+	}
+}
+
+// match finds the longest cached prefix of the first n full blocks of s
+// and leaves its blocks in e.hits: shared blocks through the pool's index,
+// private ones through the blocks s held them in (if not evicted since).
+// It changes nothing in the pool.
+func (e *Engine) match(s *seq, n int) int {
+	e.ensureHashes(s, n)
+	e.hits = e.hits[:0]
+	for i := 0; i < n; i++ {
+		if i < int(s.shared) {
+			b, ok := e.pool.Lookup(s.hashes[i])
+			if !ok {
+				break
+			}
+			e.hits = append(e.hits, b)
+			continue
+		}
+		if i >= len(s.owned) || !e.pool.Holds(s.owned[i], kv.Private(s.salt, i)) {
+			break
+		}
+		e.hits = append(e.hits, s.owned[i])
+	}
+	return len(e.hits)
+}
+
+// ensureHashes extends s.hashes to cover the shared blocks among the first
+// n full blocks of the request's tokens (prompt, then outputs): blocks
+// whose token ids are all known hash by content, chained from kv.Seed. The
+// first block with an unknown id ends the shared blocks.
 func (e *Engine) ensureHashes(s *seq, n int) {
 	bs := e.cfg.BlockSize
-	for i := len(s.hashes); i < n; i++ {
+	for i := len(s.hashes); i < n && !s.sharedDone; i++ {
+		ids, ok := e.tokens(s, i*bs, (i+1)*bs)
+		if !ok {
+			s.sharedDone = true
+			break
+		}
 		parent := kv.Seed
 		if i > 0 {
 			parent = s.hashes[i-1]
 		}
-		lo, hi := i*bs, (i+1)*bs
-		var h uint64
-		if ids, ok := e.tokens(s, lo, hi); ok {
-			h = kv.Block(parent, ids)
-		} else {
-			h = kv.Salted(parent, s.salt, i)
-		}
-		s.hashes = append(s.hashes, h)
+		s.hashes = append(s.hashes, kv.Block(parent, ids))
+		s.shared++
 	}
 }
 

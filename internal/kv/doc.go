@@ -12,10 +12,18 @@
 //   - chained hash: the hash of block i covers its tokens and the hash of
 //     block i-1, so equal hashes mean equal prefixes, not just equal blocks.
 //
+// Content that only its owner can ask for again (tagged by a request's
+// identity, see Private) is committed as private: the block holds the tag
+// until evicted, but the shared index never sees it, so the index holds
+// only shareable prefixes and stays small.
+//
 // Free blocks sit in one queue ordered by the time they were freed; an
 // allocation takes from the front (least recently freed), a released block
 // goes to the back, and a prefix hit pulls a free block out of the middle.
-// All operations are O(1) per block and allocation-free in steady state.
+// The queue is a ring of block ids with their content kind, so
+// allocation reads it sequentially; a hit leaves a hole, and a full ring is
+// compacted. All operations are O(1) per block (amortised) and
+// allocation-free in steady state.
 //
 // Conservation: at every moment free + referenced = capacity. Check reports
 // any violation; the engine calls it after each step when invariant checking

@@ -4,9 +4,10 @@ package kv
 // the block's token ids, a fixed 64-bit mix (splitmix64 finaliser),
 // deterministic across runs and platforms.
 
-// Seed is the parent hash of a request's first block. Requests whose token
-// ids are unknown use a per-request salt instead (see Salted) so that their
-// blocks never match another request's.
+// Seed is the parent hash of a request's first block. Blocks whose token
+// ids are unknown (and every later block of the same request) are tagged
+// by the request's identity instead (see Private), so that they never
+// match another request's.
 const Seed uint64 = 0x9e3779b97f4a7c15
 
 // Block returns the chained hash of one full block with the given parent.
@@ -21,10 +22,13 @@ func Block(parent uint64, tokens []int32) uint64 {
 	return h
 }
 
-// Salted returns the chained hash of block index i of content known only by
-// identity (no token ids): salt distinguishes the owner.
-func Salted(parent, salt uint64, i int) uint64 {
-	h := mix(parent ^ mix(salt+uint64(i)*0x94d049bb133111eb))
+// Private returns the tag of block index i of content only its owner can
+// ever ask for again: any block of a request after the first one whose
+// token ids are unknown (salt distinguishes the owner). It identifies the
+// block's content as well as its chained hash would, for that owner, and
+// needs no chain: the owner recomputes it from (salt, i) alone.
+func Private(salt uint64, i int) uint64 {
+	h := mix(mix(salt) ^ uint64(i))
 	if h == 0 {
 		h = 1
 	}

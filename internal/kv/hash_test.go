@@ -97,46 +97,38 @@ func TestBlockDeterministicAndChained(t *testing.T) {
 	}
 }
 
-func TestSaltedDeterministicAndChained(t *testing.T) {
-	chain := func(salt uint64, n int) []uint64 {
+func TestPrivateDeterministicAndDistinct(t *testing.T) {
+	tags := func(salt uint64, n int) []uint64 {
 		var hs []uint64
-		h := Seed
 		for i := range n {
-			h = Salted(h, salt, i)
-			hs = append(hs, h)
+			hs = append(hs, Private(salt, i))
 		}
 		return hs
 	}
-	s1, s1b, s2 := chain(42, 6), chain(42, 6), chain(43, 6)
+	s1, s1b, s2 := tags(42, 64), tags(42, 64), tags(43, 64)
 	seen := map[uint64]bool{}
 	for i := range s1 {
 		if s1[i] != s1b[i] {
 			t.Fatalf("block %d: not deterministic", i)
 		}
 		if s1[i] == 0 || s2[i] == 0 {
-			t.Fatalf("block %d hashed to 0", i)
+			t.Fatalf("block %d tagged 0", i)
 		}
-		// Different salts (owners) never share a block, at any position.
-		if s1[i] == s2[i] {
-			t.Errorf("block %d: salts 42 and 43 collide", i)
-		}
-		if seen[s1[i]] || seen[s2[i]] {
-			t.Errorf("block %d: hash repeats within or across chains", i)
+		// Different salts (owners) never share a block, at any position,
+		// and an owner's blocks are all distinct.
+		if seen[s1[i]] || seen[s2[i]] || s1[i] == s2[i] {
+			t.Errorf("block %d: tag repeats within or across owners", i)
 		}
 		seen[s1[i]], seen[s2[i]] = true, true
 	}
-	// The parent is chained in: same salt and index, different parent.
-	if Salted(Seed, 42, 3) == Salted(s1[1], 42, 3) {
-		t.Errorf("Salted ignores its parent")
+	// Salt and index do not commute.
+	if Private(1, 2) == Private(2, 1) {
+		t.Errorf("Private(1, 2) == Private(2, 1)")
 	}
-	// The index matters: same parent and salt, different index.
-	if Salted(Seed, 42, 0) == Salted(Seed, 42, 1) {
-		t.Errorf("Salted ignores its index")
-	}
-	// Salted and Block hashes of a first block don't collide for small
-	// inputs (different derivations of the same parent).
-	if Salted(Seed, 0, 0) == Block(Seed, []int32{0}) {
-		t.Errorf("Salted(Seed,0,0) equals Block(Seed,{0})")
+	// Private tags and content hashes of a first block don't collide for
+	// small inputs.
+	if Private(0, 0) == Block(Seed, []int32{0}) {
+		t.Errorf("Private(0, 0) equals Block(Seed, {0})")
 	}
 }
 
@@ -185,11 +177,11 @@ func TestHashNeverZero(t *testing.T) {
 	if got := Block(0, nil); got == 0 {
 		t.Errorf("Block(0, nil) = 0")
 	}
-	// Salted: mix(parent ^ mix(salt+i*k)) = 0 when parent = unmix(0) ^ mix(...).
+	// Private: mix(mix(salt) ^ i) = 0 when mix(salt) = zeroPre ^ i.
 	for i := range 3 {
-		parent := zeroPre ^ refMix(7+uint64(i)*0x94d049bb133111eb)
-		if got := Salted(parent, 7, i); got == 0 {
-			t.Errorf("Salted(%#x, 7, %d) = 0", parent, i)
+		salt := unmix(zeroPre ^ uint64(i))
+		if got := Private(salt, i); got == 0 {
+			t.Errorf("Private(%#x, %d) = 0", salt, i)
 		}
 	}
 }

@@ -125,9 +125,10 @@ func (m *model) release(table []BlockID) error {
 // freeQueue walks the pool's free queue from head to tail.
 func freeQueue(p *Pool) []BlockID {
 	var q []BlockID
-	for b := p.head; b != none && len(q) <= p.capacity; b = p.next[b] {
+	p.eachFree(func(_ int, b int32, _ uint32) bool {
 		q = append(q, b)
-	}
+		return len(q) <= p.capacity
+	})
 	return q
 }
 
@@ -141,18 +142,17 @@ func deepCheck(p *Pool) error {
 	if p.Free()+p.Used() != p.Capacity() {
 		return fmt.Errorf("free %d + used %d != capacity %d", p.Free(), p.Used(), p.Capacity())
 	}
-	prev := none
-	for b := p.head; b != none; b = p.next[b] {
-		if p.prev[b] != prev {
-			return fmt.Errorf("block %d: prev link %d, want %d", b, p.prev[b], prev)
+	holes, mask := 0, len(p.ring)-1
+	for i := 0; i < p.qlen; i++ {
+		if p.ring[(p.qhead+i)&mask] == hole {
+			holes++
 		}
-		prev = b
 	}
-	if p.tail != prev {
-		return fmt.Errorf("tail is %d, last block of the queue is %d", p.tail, prev)
+	if p.qlen-holes != p.numFree || p.qlen > len(p.ring) {
+		return fmt.Errorf("ring holds %d entries, %d holes, for %d free blocks (ring size %d)", p.qlen, holes, p.numFree, len(p.ring))
 	}
 	hashed := 0
-	for b, h := range p.hash {
+	for b, h := range poolHashes(p) {
 		if h == 0 {
 			continue
 		}
@@ -178,11 +178,11 @@ func sameAsModel(p *Pool, m *model) error {
 	if p.Free() != len(m.queue) {
 		return fmt.Errorf("Free() = %d, model %d", p.Free(), len(m.queue))
 	}
-	if !slices.Equal(p.ref, m.ref) {
-		return fmt.Errorf("refs %v, model %v", p.ref, m.ref)
+	if !slices.Equal(poolRefs(p), m.ref) {
+		return fmt.Errorf("refs %v, model %v", poolRefs(p), m.ref)
 	}
-	if !slices.Equal(p.hash, m.hash) {
-		return fmt.Errorf("hashes %v, model %v", p.hash, m.hash)
+	if !slices.Equal(poolHashes(p), m.hash) {
+		return fmt.Errorf("hashes %v, model %v", poolHashes(p), m.hash)
 	}
 	if p.index.len() != len(m.index) {
 		return fmt.Errorf("index size %d, model %d", p.index.len(), len(m.index))
@@ -328,8 +328,8 @@ func (d *driver) verify() error {
 			refs[b]++
 		}
 	}
-	if !slices.Equal(refs, d.p.ref) {
-		return fmt.Errorf("refcounts %v, tables say %v", d.p.ref, refs)
+	if !slices.Equal(refs, poolRefs(d.p)) {
+		return fmt.Errorf("refcounts %v, tables say %v", poolRefs(d.p), refs)
 	}
 	return nil
 }
@@ -348,4 +348,22 @@ func (d *driver) releaseAll() error {
 		return fmt.Errorf("after releasing everything Free=%d Used=%d Capacity=%d", d.p.Free(), d.p.Used(), d.p.Capacity())
 	}
 	return nil
+}
+
+// poolRefs and poolHashes gather the pool's per-block reference counts
+// and hashes (white-box).
+func poolRefs(p *Pool) []int32 {
+	out := make([]int32, len(p.blocks))
+	for b := range p.blocks {
+		out[b] = p.blocks[b].ref
+	}
+	return out
+}
+
+func poolHashes(p *Pool) []uint64 {
+	out := make([]uint64, len(p.blocks))
+	for b := range p.blocks {
+		out[b] = p.blocks[b].hash
+	}
+	return out
 }

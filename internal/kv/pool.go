@@ -5,25 +5,41 @@ import "fmt"
 // BlockID names one block of a pool, 0 <= id < Capacity.
 type BlockID = int32
 
-const none int32 = -1
-
 // Pool is a paged KV block pool with an optional prefix cache.
 type Pool struct {
 	capacity int
 	caching  bool
 
-	ref  []int32  // references per block
-	hash []uint64 // content hash of a committed (full) block; 0 = none
-	// free queue: doubly linked list over block ids, in order of freeing.
-	prev, next []int32
-	head, tail int32
-	numFree    int
+	// blocks holds each block's state in one 24-byte entry, so that an
+	// operation on a block touches one cache line, not one per field.
+	blocks []block
+	// The free queue is a ring of entries in order of freeing, each a
+	// block id and the kind of content it holds. A block taken out of the
+	// middle (a prefix hit) leaves a hole, skipped when it reaches the
+	// head. Allocation thus reads the queue sequentially and only writes
+	// the evicted block's entry, which is what keeps it cheap when the
+	// least recently freed block is long out of the CPU cache.
+	ring    []uint32
+	qhead   int // ring index of the oldest entry
+	qlen    int // entries, holes included
+	numFree int
 
-	index index // hash -> block holding that content
+	index   index // hash -> block holding shared content
+	numPriv int   // blocks holding private content (see CommitPrivate)
 
 	hits, queries int64 // prefix-cache statistics, in blocks
 	refs          int64 // references held, summed over blocks
 	cachedFree    int   // free blocks still holding indexed content
+}
+
+// block is the state of one block.
+type block struct {
+	hash uint64 // content hash of a committed (full) block; 0 = none
+	ref  int32  // references
+	qpos int32  // ring index of its free-queue entry (when free)
+	// priv marks private content (see CommitPrivate): it carries a hash
+	// but is not in the index.
+	priv bool
 }
 
 // NewPool returns a pool of capacity blocks, all free. With caching off,
@@ -35,12 +51,8 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 	p := &Pool{
 		capacity: capacity,
 		caching:  caching,
-		ref:      make([]int32, capacity),
-		hash:     make([]uint64, capacity),
-		prev:     make([]int32, capacity),
-		next:     make([]int32, capacity),
-		head:     none,
-		tail:     none,
+		blocks:   make([]block, capacity),
+		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
 	}
 	for b := int32(0); b < int32(capacity); b++ {
@@ -59,9 +71,9 @@ func (p *Pool) Free() int { return p.numFree }
 // Used is Capacity - Free: blocks referenced by at least one holder.
 func (p *Pool) Used() int { return p.capacity - p.numFree }
 
-// Cached is the number of blocks currently indexed by the prefix cache
-// (referenced or free).
-func (p *Pool) Cached() int { return p.index.len() }
+// Cached is the number of blocks currently holding reusable content,
+// shared (indexed by the prefix cache) or private, referenced or free.
+func (p *Pool) Cached() int { return p.index.len() + p.numPriv }
 
 // HitRate is the fraction of queried blocks found in the prefix cache.
 func (p *Pool) HitRate() float64 {
@@ -93,7 +105,7 @@ func (p *Pool) Match(hashes []uint64) int {
 func (p *Pool) EvictableHits(hashes []uint64, n int) int {
 	c := 0
 	for _, h := range hashes[:n] {
-		if b, ok := p.index.get(h); ok && p.ref[b] == 0 {
+		if b, ok := p.index.get(h); ok && p.blocks[b].ref == 0 {
 			c++
 		}
 	}
@@ -108,10 +120,10 @@ func (p *Pool) Acquire(table []BlockID, hashes []uint64, n int) []BlockID {
 	p.hits += int64(n)
 	for _, h := range hashes[:n] {
 		b, _ := p.index.get(h)
-		if p.ref[b] == 0 {
+		if p.blocks[b].ref == 0 {
 			p.unlink(b)
 		}
-		p.ref[b]++
+		p.blocks[b].ref++
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -126,15 +138,23 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		return table, false
 	}
 	for i := 0; i < n; i++ {
-		b := p.head
-		p.unlink(b)
-		if h := p.hash[b]; h != 0 {
-			// Only indexed blocks carry a hash (Commit never indexes a
-			// duplicate), so the entry is this block's.
-			p.index.del(h)
-			p.hash[b] = 0
+		b, kind := p.popFront()
+		blk := &p.blocks[b]
+		// The entry's kind says what to evict without reading the block:
+		// only shared content needs its hash (to leave the index).
+		switch kind {
+		case kindPrivate:
+			p.numPriv--
+			p.cachedFree--
+			blk.hash, blk.priv = 0, false
+		case kindShared:
+			// Commit never indexes a duplicate, so the entry is this
+			// block's.
+			p.index.del(blk.hash)
+			p.cachedFree--
+			blk.hash = 0
 		}
-		p.ref[b] = 1
+		blk.ref = 1
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -145,14 +165,87 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 // available to later prefix matches. A hash already cached in another block
 // is not indexed twice. Hash 0 is reserved and ignored.
 func (p *Pool) Commit(b BlockID, h uint64) {
-	if !p.caching || h == 0 || p.hash[b] != 0 {
+	if !p.caching || h == 0 || p.blocks[b].hash != 0 {
 		return
 	}
 	if _, dup := p.index.get(h); dup {
 		return
 	}
-	p.hash[b] = h
+	p.blocks[b].hash = h
 	p.index.put(h, b)
+	p.requeue(b)
+}
+
+// requeue refreshes the queue entry of block b after its content changed
+// while it is free (callers normally commit blocks they hold).
+func (p *Pool) requeue(b int32) {
+	if p.blocks[b].ref != 0 {
+		return
+	}
+	e := &p.ring[p.blocks[b].qpos]
+	if *e&3 == kindNone && p.kindOf(b) != kindNone {
+		p.cachedFree++
+	}
+	*e = uint32(b)<<2 | p.kindOf(b)
+}
+
+// CommitPrivate records that block b is full with content h that only its
+// owner can ever ask for again (content of a request whose token ids are
+// unknown, tagged by its identity: see Private). The block keeps h until it is
+// evicted, like a committed block, but h is not entered in the shared
+// index: the owner remembers b and finds it again with Holds. Hash 0 is
+// reserved and ignored; a block that already holds content is unchanged.
+func (p *Pool) CommitPrivate(b BlockID, h uint64) {
+	if !p.caching || h == 0 || p.blocks[b].hash != 0 {
+		return
+	}
+	p.blocks[b].hash = h
+	p.blocks[b].priv = true
+	p.numPriv++
+	p.requeue(b)
+}
+
+// Lookup returns the block holding shared content h, if any.
+func (p *Pool) Lookup(h uint64) (BlockID, bool) {
+	if !p.caching {
+		return 0, false
+	}
+	return p.index.get(h)
+}
+
+// Holds reports whether block b still holds content h (committed and not
+// evicted since). h 0 never matches.
+func (p *Pool) Holds(b BlockID, h uint64) bool {
+	return p.caching && h != 0 && b >= 0 && int(b) < p.capacity && p.blocks[b].hash == h
+}
+
+// AcquireBlocks references the cached blocks ids (found with Lookup or
+// Holds, in prefix order) and appends them to table. It records len(ids)
+// hits out of queried blocks, as Acquire does.
+func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
+	p.queries += int64(queried)
+	p.hits += int64(len(ids))
+	for _, b := range ids {
+		if p.blocks[b].ref == 0 {
+			p.unlink(b)
+		}
+		p.blocks[b].ref++
+		table = append(table, b)
+	}
+	p.refs += int64(len(ids))
+	return table
+}
+
+// EvictableBlocks counts the blocks of ids that are currently free (see
+// EvictableHits).
+func (p *Pool) EvictableBlocks(ids []BlockID) int {
+	c := 0
+	for _, b := range ids {
+		if p.blocks[b].ref == 0 {
+			c++
+		}
+	}
+	return c
 }
 
 // Release drops one reference to each block of table, last block first, so
@@ -161,14 +254,14 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 // cached content until evicted.
 func (p *Pool) Release(table []BlockID) error {
 	for _, b := range table {
-		if p.ref[b] <= 0 {
-			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.ref[b])
+		if p.blocks[b].ref <= 0 {
+			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.blocks[b].ref)
 		}
 	}
 	for i := len(table) - 1; i >= 0; i-- {
 		b := table[i]
-		p.ref[b]--
-		if p.ref[b] == 0 {
+		p.blocks[b].ref--
+		if p.blocks[b].ref == 0 {
 			p.pushBack(b)
 		}
 	}
@@ -181,64 +274,140 @@ func (p *Pool) Release(table []BlockID) error {
 func (p *Pool) TotalRefs() int64 { return p.refs }
 
 // Refs is the number of references to block b.
-func (p *Pool) Refs(b BlockID) int32 { return p.ref[b] }
+func (p *Pool) Refs(b BlockID) int32 { return p.blocks[b].ref }
 
 // CachedFree is the number of free blocks that still hold reusable
 // prefixes (evictable cached content).
 func (p *Pool) CachedFree() int { return p.cachedFree }
 
+// Free-queue entry kinds (low 2 bits of a ring entry; the block id above).
+const (
+	kindNone    = 0
+	kindPrivate = 1
+	kindShared  = 2
+	hole        = ^uint32(0)
+)
+
+// ringSize is the ring's length for a pool of capacity blocks: a power of
+// two at least twice the capacity, so that a full ring is at least half
+// holes and compacting it costs O(1) per hole made.
+func ringSize(capacity int) int {
+	n := 4
+	for n < 2*capacity {
+		n *= 2
+	}
+	return n
+}
+
+// kindOf is the content kind of block b.
+func (p *Pool) kindOf(b int32) uint32 {
+	switch blk := &p.blocks[b]; {
+	case blk.hash == 0:
+		return kindNone
+	case blk.priv:
+		return kindPrivate
+	}
+	return kindShared
+}
+
+// pushBack appends block b to the free queue.
 func (p *Pool) pushBack(b int32) {
-	if p.hash[b] != 0 {
+	if p.qlen == len(p.ring) {
+		p.compact()
+	}
+	kind := p.kindOf(b)
+	if kind != kindNone {
 		p.cachedFree++
 	}
-	p.prev[b], p.next[b] = p.tail, none
-	if p.tail != none {
-		p.next[p.tail] = b
-	} else {
-		p.head = b
-	}
-	p.tail = b
+	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
+	p.ring[pos] = uint32(b)<<2 | kind
+	p.blocks[b].qpos = int32(pos)
+	p.qlen++
 	p.numFree++
 }
 
+// popFront takes the least recently freed block off the queue and returns
+// it with its content kind; the caller evicts the content. The queue must
+// not be empty.
+func (p *Pool) popFront() (int32, uint32) {
+	mask := len(p.ring) - 1
+	for {
+		e := p.ring[p.qhead]
+		p.qhead = (p.qhead + 1) & mask
+		p.qlen--
+		if e != hole {
+			p.numFree--
+			return int32(e >> 2), e & 3
+		}
+	}
+}
+
+// unlink takes free block b out of the middle of the queue (a prefix hit),
+// leaving a hole.
 func (p *Pool) unlink(b int32) {
-	if p.hash[b] != 0 {
+	if p.blocks[b].hash != 0 {
 		p.cachedFree--
 	}
-	pv, nx := p.prev[b], p.next[b]
-	if pv != none {
-		p.next[pv] = nx
-	} else {
-		p.head = nx
-	}
-	if nx != none {
-		p.prev[nx] = pv
-	} else {
-		p.tail = pv
-	}
-	p.prev[b], p.next[b] = none, none
+	p.ring[p.blocks[b].qpos] = hole
 	p.numFree--
+}
+
+// compact removes the holes of a full ring in place, keeping the order:
+// live entries slide towards the head (the write position never passes
+// the read position), so it allocates nothing.
+func (p *Pool) compact() {
+	mask := len(p.ring) - 1
+	n := 0
+	for i := 0; i < p.qlen; i++ {
+		e := p.ring[(p.qhead+i)&mask]
+		if e == hole {
+			continue
+		}
+		pos := (p.qhead + n) & mask
+		p.ring[pos] = e
+		p.blocks[e>>2].qpos = int32(pos)
+		n++
+	}
+	p.qlen = n
+}
+
+// eachFree calls f for every free block in queue order (oldest first)
+// with its ring index and entry kind, until f returns false.
+func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
+	mask := len(p.ring) - 1
+	for i := 0; i < p.qlen; i++ {
+		pos := (p.qhead + i) & mask
+		if e := p.ring[pos]; e != hole && !f(pos, int32(e>>2), e&3) {
+			return
+		}
+	}
 }
 
 // Check verifies the pool's invariants: reference counts are never
 // negative, the free queue holds exactly the unreferenced blocks, and
 // free + referenced = capacity. It costs O(capacity).
 func (p *Pool) Check() error {
-	inQueue := 0
-	for b := p.head; b != none; b = p.next[b] {
-		if p.ref[b] != 0 {
-			return fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.ref[b])
+	inQueue, cachedFree := 0, 0
+	var bad error
+	p.eachFree(func(pos int, b int32, kind uint32) bool {
+		switch {
+		case b < 0 || int(b) >= p.capacity:
+			bad = fmt.Errorf("kv: free queue holds block %d outside the pool", b)
+		case p.blocks[b].ref != 0:
+			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.blocks[b].ref)
+		case int(p.blocks[b].qpos) != pos:
+			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.blocks[b].qpos)
+		case kind != p.kindOf(b):
+			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but holds kind %d", b, kind, p.kindOf(b))
 		}
 		inQueue++
-		if inQueue > p.capacity {
-			return fmt.Errorf("kv: free queue has a cycle")
-		}
-	}
-	cachedFree := 0
-	for b := p.head; b != none; b = p.next[b] {
-		if p.hash[b] != 0 {
+		if kind != kindNone {
 			cachedFree++
 		}
+		return bad == nil
+	})
+	if bad != nil {
+		return bad
 	}
 	if cachedFree != p.cachedFree {
 		return fmt.Errorf("kv: %d free blocks hold cached content but the count is %d", cachedFree, p.cachedFree)
@@ -247,7 +416,8 @@ func (p *Pool) Check() error {
 		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)
 	}
 	referenced, total := 0, int64(0)
-	for b, r := range p.ref {
+	for b := range p.blocks {
+		r := p.blocks[b].ref
 		total += int64(r)
 		if r < 0 {
 			return fmt.Errorf("kv: block %d has %d references", b, r)
@@ -262,12 +432,11 @@ func (p *Pool) Check() error {
 	if referenced+p.numFree != p.capacity {
 		return fmt.Errorf("kv: %d referenced + %d free != capacity %d", referenced, p.numFree, p.capacity)
 	}
-	var bad error
 	indexed := 0
 	p.index.each(func(h uint64, b BlockID) bool {
 		indexed++
-		if p.hash[b] != h {
-			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x", h, b, p.hash[b])
+		if p.blocks[b].hash != h || p.blocks[b].priv {
+			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x (private %t)", h, b, p.blocks[b].hash, p.blocks[b].priv)
 			return false
 		}
 		return true
@@ -277,6 +446,24 @@ func (p *Pool) Check() error {
 	}
 	if indexed != p.index.len() {
 		return fmt.Errorf("kv: cache index holds %d entries but counts %d", indexed, p.index.len())
+	}
+	priv, hashed := 0, 0
+	for b := range p.blocks {
+		if p.blocks[b].priv {
+			priv++
+			if p.blocks[b].hash == 0 {
+				return fmt.Errorf("kv: block %d is marked private but holds no content", b)
+			}
+		}
+		if p.blocks[b].hash != 0 {
+			hashed++
+		}
+	}
+	if priv != p.numPriv {
+		return fmt.Errorf("kv: %d blocks hold private content but the count is %d", priv, p.numPriv)
+	}
+	if hashed != indexed+priv {
+		return fmt.Errorf("kv: %d blocks hold content but %d are indexed and %d private", hashed, indexed, priv)
 	}
 	return nil
 }

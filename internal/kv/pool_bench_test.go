@@ -54,10 +54,8 @@ func BenchmarkAllocateEvictRelease(b *testing.B) {
 func BenchmarkMatch(b *testing.B) {
 	p, _ := NewPool(1024, true)
 	hs := make([]uint64, 64)
-	h := Seed
 	for i := range hs {
-		h = Salted(h, 1, i)
-		hs[i] = h
+		hs[i] = Private(1, i) // any distinct hashes
 	}
 	table, _ := p.Allocate(nil, 48)
 	for i, blk := range table {
@@ -79,10 +77,8 @@ func BenchmarkMatch(b *testing.B) {
 func BenchmarkAcquireRelease(b *testing.B) {
 	p, _ := NewPool(1024, true)
 	hs := make([]uint64, 64)
-	h := Seed
 	for i := range hs {
-		h = Salted(h, 1, i)
-		hs[i] = h
+		hs[i] = Private(1, i) // any distinct hashes
 	}
 	table, _ := p.Allocate(nil, 48)
 	for i, blk := range table {

@@ -60,6 +60,22 @@ func (d *dist) add(ns int64) {
 	_ = d.h.RecordValue(toUs(ns)) // cannot fail: 0 <= us <= highest trackable
 }
 
+// addN records count copies of one non-negative value in ns.
+func (d *dist) addN(ns, count int64) {
+	if ns < 0 || count <= 0 {
+		return
+	}
+	if d.n == 0 || ns < d.min {
+		d.min = ns
+	}
+	if ns > d.max {
+		d.max = ns
+	}
+	d.n += count
+	d.sum += ns * count
+	_ = d.h.RecordValues(toUs(ns), count) // cannot fail: 0 <= us <= highest trackable
+}
+
 // toUs converts a non-negative ns value to the histogram's unit, rounded
 // and capped at the highest trackable value.
 func toUs(ns int64) int64 {
@@ -263,6 +279,10 @@ func (s *Summary) Add(r *Record) {
 // AddITL records one inter-token latency (gap between consecutive output
 // tokens of a request, ns) as measured by the engine.
 func (s *Summary) AddITL(ns int64) { s.itl.add(ns) }
+
+// AddITLs records count equal inter-token latencies of ns each, as count
+// calls of AddITL would.
+func (s *Summary) AddITLs(ns, count int64) { s.itl.addN(ns, count) }
 
 // Result is the run summary as a plain value. Latencies are milliseconds,
 // rates are per simulated second. It marshals to JSON without NaN.

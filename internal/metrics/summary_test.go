@@ -246,3 +246,27 @@ func TestMidEquivalent(t *testing.T) {
 		}
 	}
 }
+
+// TestAddITLsEqualsRepeatedAddITL: recording a run of equal gaps with a
+// count gives the same statistics as recording each gap, for runs mixed
+// with single values, counts of 0 and negative gaps (both ignored).
+func TestAddITLsEqualsRepeatedAddITL(t *testing.T) {
+	runs := []struct{ ns, count int64 }{
+		{20_000_000, 250}, {19_500_123, 3}, {-5, 4}, {7, 0}, {1_200, 1},
+		{20_000_000, 17}, {4_000_000_000, 2}, {999, 1000},
+	}
+	one, many := NewSummary(), NewSummary()
+	for _, r := range runs {
+		many.AddITLs(r.ns, r.count)
+		for i := int64(0); i < r.count; i++ {
+			one.AddITL(r.ns)
+		}
+	}
+	a, b := one.Finish(1e9).ITL, many.Finish(1e9).ITL
+	if a != b {
+		t.Fatalf("AddITLs gives %+v, repeated AddITL %+v", b, a)
+	}
+	if a.Count != 250+3+1+17+2+1000 {
+		t.Fatalf("count %d", a.Count)
+	}
+}

@@ -280,6 +280,8 @@ type Roofline struct {
 	experts, expertsTopK int
 	// traffic multipliers of the memory-bound ops
 	scEmbed, scNorm, scFinalNorm, scQKNorm, scRotary, scAct float64
+
+	cache *opCache // op times by token or sequence count
 }
 
 // NewRoofline builds the roofline predictor of model m on accelerator acc at
@@ -373,6 +375,7 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 		r.ops = append(r.ops, OpUse{OpGateUpProj, L}, OpUse{OpActFn, L}, OpUse{OpDownProj, L})
 	}
 	r.ops = append(r.ops, OpUse{OpFinalLayernorm, 1}, OpUse{OpLMHead, 1}, OpUse{OpSampler, 1})
+	r.cache = newOpCache(r.ops)
 	return r, nil
 }
 
@@ -393,8 +396,8 @@ func (r *Roofline) StepTime(b *Batch) int64 {
 		return 0
 	}
 	var s float64
-	for _, u := range r.ops {
-		s += u.Count * r.OpNs(u.Op, b)
+	for i, u := range r.ops {
+		s += u.Count * r.opNs(i, b)
 	}
 	return clampNs(s)
 }

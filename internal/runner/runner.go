@@ -74,7 +74,7 @@ func (o *observer) Advance(now int64) {
 
 func (o *observer) StepDone(inst int, r *engine.StepResult) {
 	for _, g := range r.ITL {
-		o.sum.AddITL(g)
+		o.sum.AddITLs(g.NS, g.Count)
 	}
 	if o.ivs != nil {
 		o.ivs[inst].AddPromptTokens(r.PromptTokens)

@@ -78,3 +78,35 @@ func BenchmarkSimulatePD100k(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapInuse)/1e6, "heapMB")
 }
+
+// BenchmarkSimulateScale runs the first 200,000 requests of the 1M-request
+// cluster examples (examples/bench-1m-32mixed.yaml, 32 mixed instances,
+// and examples/bench-1m-16p16d.yaml, 16 prefill + 16 decode) and reports
+// the wall time per simulated request.
+// Run: go test ./internal/runner -run '^$' -bench SimulateScale -benchtime 1x
+func BenchmarkSimulateScale(b *testing.B) {
+	const n = 200_000
+	for _, name := range []string{"bench-1m-32mixed", "bench-1m-16p16d"} {
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				s, _, err := config.Load("../../examples/" + name + ".yaml")
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Workload.Synthetic.Requests = n
+				built, err := assemble.Build(s, config.Source{Dir: "../../examples"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := Run(built, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Finished != n {
+					b.Fatalf("finished %d of %d", res.Finished, n)
+				}
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(n*b.N), "us/req")
+		})
+	}
+}

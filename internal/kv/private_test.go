@@ -1,0 +1,170 @@
+package kv
+
+import "testing"
+
+// TestPrivateContent: a block committed as private holds its content for
+// Holds and counts as cached, is never found through the shared index,
+// survives release like shared content, is forgotten when evicted, and the
+// pool's Check accounts for it.
+func TestPrivateContent(t *testing.T) {
+	p, _ := NewPool(3, true)
+	tb, _ := p.Allocate(nil, 2) // blocks 0 and 1; queue: 2
+	p.CommitPrivate(tb[0], 7)
+	p.Commit(tb[1], 8)
+	steps := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"Holds private", p.Holds(tb[0], 7), true},
+		{"Holds wrong hash", p.Holds(tb[0], 8), false},
+		{"Holds hash 0", p.Holds(tb[0], 0), false},
+		{"Holds no block", p.Holds(-1, 7), false},
+		{"Lookup private", p.Match([]uint64{7}), 0},
+		{"Lookup shared", p.Match([]uint64{8}), 1},
+		{"Cached", p.Cached(), 2},
+	}
+	for _, s := range steps {
+		if s.got != s.want {
+			t.Errorf("%s = %v, want %v", s.name, s.got, s.want)
+		}
+	}
+	// A block that already holds content is left as it is.
+	p.CommitPrivate(tb[0], 9)
+	p.CommitPrivate(tb[1], 9)
+	if !p.Holds(tb[0], 7) || !p.Holds(tb[1], 8) || p.Cached() != 2 {
+		t.Fatal("CommitPrivate overwrote committed content")
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	// Released: still cached and free (queue: 2, 1, 0, last block first).
+	if err := p.Release(tb); err != nil {
+		t.Fatal(err)
+	}
+	if p.CachedFree() != 2 || !p.Holds(0, 7) {
+		t.Fatalf("after release: %d cached free blocks, holds %t", p.CachedFree(), p.Holds(0, 7))
+	}
+	// The owner takes its private block back: a hit of 1 in 1.
+	if ev := p.EvictableBlocks([]BlockID{0}); ev != 1 {
+		t.Fatalf("EvictableBlocks = %d, want 1", ev)
+	}
+	again := p.AcquireBlocks(nil, []BlockID{0}, 1)
+	if p.Refs(0) != 1 || p.Free() != 2 || p.HitRate() != 1 {
+		t.Fatalf("AcquireBlocks: refs %d, free %d, hit rate %v", p.Refs(0), p.Free(), p.HitRate())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	// Allocating the two free blocks (2, then 1) evicts the shared one.
+	other, ok := p.Allocate(nil, 2)
+	if !ok || p.Cached() != 1 || p.Match([]uint64{8}) != 0 || !p.Holds(0, 7) {
+		t.Fatalf("after eviction: cached %d", p.Cached())
+	}
+	if err := p.Release(again); err != nil {
+		t.Fatal(err)
+	}
+	// Now block 0 is the only free one: allocating evicts private content.
+	last, _ := p.Allocate(nil, 1)
+	if last[0] != 0 || p.Holds(0, 7) || p.Cached() != 0 {
+		t.Fatalf("private content not evicted: block %d, cached %d", last[0], p.Cached())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(append(other, last...)); err != nil {
+		t.Fatal(err)
+	}
+	// Check notices a private count that disagrees with the blocks.
+	p.numPriv++
+	if err := p.Check(); err == nil {
+		t.Fatal("Check missed a wrong private count")
+	}
+}
+
+// TestPrivateNeedsCaching: with prefix caching off nothing is committed.
+func TestPrivateNeedsCaching(t *testing.T) {
+	p, _ := NewPool(2, false)
+	tb, _ := p.Allocate(nil, 1)
+	p.CommitPrivate(tb[0], 7)
+	if p.Holds(tb[0], 7) || p.Cached() != 0 {
+		t.Fatal("a pool without caching kept private content")
+	}
+	if _, ok := p.Lookup(7); ok {
+		t.Fatal("Lookup hit without caching")
+	}
+}
+
+// TestFreeQueueCompaction: prefix hits leave holes in the free-queue ring;
+// when it fills up it is compacted, keeping the queue order (least
+// recently freed first) and every block's recorded position.
+func TestFreeQueueCompaction(t *testing.T) {
+	p, _ := NewPool(3, true)
+	tb, _ := p.Allocate(nil, 3)
+	for i, b := range tb {
+		p.Commit(b, uint64(100+i))
+	}
+	if err := p.Release(tb); err != nil { // queue: 2 1 0 (last block first)
+		t.Fatal(err)
+	}
+	// Hit block 1 (content 101) out of the middle and give it back, many
+	// times: each round leaves a hole and appends an entry.
+	for round := 0; round < 20; round++ {
+		got := p.AcquireBlocks(nil, []BlockID{1}, 1)
+		if err := p.Check(); err != nil {
+			t.Fatalf("round %d, after the hit: %v", round, err)
+		}
+		if err := p.Release(got); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Check(); err != nil {
+			t.Fatalf("round %d, after the release: %v", round, err)
+		}
+		if p.qlen > len(p.ring) {
+			t.Fatalf("round %d: %d entries in a ring of %d", round, p.qlen, len(p.ring))
+		}
+	}
+	if q := freeQueue(p); len(q) != 3 || q[0] != 2 || q[1] != 0 || q[2] != 1 {
+		t.Fatalf("free queue %v, want [2 0 1]", q)
+	}
+	// Hits and releases, compactions included, allocate nothing.
+	table := make([]BlockID, 0, 1)
+	ids := []BlockID{1}
+	if a := testing.AllocsPerRun(50, func() {
+		table = p.AcquireBlocks(table[:0], ids, 1)
+		if err := p.Release(table); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Fatalf("%v allocations per hit and release", a)
+	}
+	// Allocation follows that order and evicts each block's content.
+	got, _ := p.Allocate(nil, 3)
+	if got[0] != 2 || got[1] != 0 || got[2] != 1 || p.Cached() != 0 || p.CachedFree() != 0 {
+		t.Fatalf("allocated %v, cached %d, cached free %d", got, p.Cached(), p.CachedFree())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCommitWhileFree: committing a block that is already free (callers
+// normally commit blocks they hold) keeps the queue's content kinds and
+// the cached-free count right.
+func TestCommitWhileFree(t *testing.T) {
+	p, _ := NewPool(2, true)
+	p.Commit(0, 7)
+	p.CommitPrivate(1, 8)
+	if p.CachedFree() != 2 || p.Cached() != 2 {
+		t.Fatalf("cached free %d, cached %d", p.CachedFree(), p.Cached())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Allocate(nil, 2); !ok || p.Cached() != 0 || p.CachedFree() != 0 {
+		t.Fatalf("after eviction: cached %d, cached free %d", p.Cached(), p.CachedFree())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

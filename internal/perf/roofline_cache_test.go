@@ -1,0 +1,92 @@
+package perf
+
+import (
+	"sync"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// uncachedStep is StepTime computed from OpNs directly, in op order, as the
+// predictor did before op times were cached.
+func uncachedStep(r *Roofline, b *Batch) int64 {
+	if b.Tokens() <= 0 && b.Seqs() <= 0 {
+		return 0
+	}
+	var s float64
+	for _, u := range r.Ops() {
+		s += u.Count * r.OpNs(u.Op, b)
+	}
+	return clampNs(s)
+}
+
+// TestRooflineCacheIsExact: for random batches, dense and MoE models, the
+// cached step time equals the uncached one exactly, on first use (fills
+// the cache), on reuse (hits it) and above the cache's count limit.
+func TestRooflineCacheIsExact(t *testing.T) {
+	moe := tinyModel
+	moe.Experts, moe.ExpertsPerTok, moe.MoEIntermediate = 8, 2, 1024
+	preds := map[string]*Roofline{}
+	for name, m := range map[string]RooflineModel{"dense": tinyModel, "moe": moe} {
+		for _, tp := range []int{1, 2} {
+			eff := tinyEff
+			eff.Sharpness, eff.AttnSharpness = 2.5, 3 // exercise math.Pow
+			r, err := NewRoofline(m, tinyHW, eff, tp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			preds[name+string(rune('0'+tp))] = r
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		r := preds[rapid.SampledFrom([]string{"dense1", "dense2", "moe1", "moe2"}).Draw(t, "pred")]
+		b := Batch{
+			PrefillTokens: rapid.IntRange(0, 2*opCacheLimit).Draw(t, "pc"),
+			NumDecode:     rapid.IntRange(0, 300).Draw(t, "n"),
+		}
+		if b.PrefillTokens > 0 {
+			b.PrefillSeqs = rapid.IntRange(1, min(b.PrefillTokens, 8)).Draw(t, "ps")
+			b.PrefillKV = rapid.IntRange(0, 10000).Draw(t, "kp")
+		}
+		if b.NumDecode > 0 {
+			b.DecodeKVMin = rapid.IntRange(1, 4000).Draw(t, "kvmin")
+			b.DecodeKVMax = b.DecodeKVMin + rapid.IntRange(0, 4000).Draw(t, "spread")
+			b.DecodeKVSum = int64(b.DecodeKVMin+b.DecodeKVMax) * int64(b.NumDecode) / 2
+		}
+		want := uncachedStep(r, &b)
+		for rep := 0; rep < 2; rep++ {
+			if got := r.StepTime(&b); got != want {
+				t.Fatalf("call %d: cached step time %d ns, uncached %d ns for %+v", rep, got, want, b)
+			}
+		}
+	})
+}
+
+// TestRooflineCacheConcurrent: goroutines sharing one predictor fill and
+// read the cache at once and all get the uncached times (run with -race).
+func TestRooflineCacheConcurrent(t *testing.T) {
+	r, err := NewRoofline(tinyModel, tinyHW, tinyEff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1; n <= 300; n++ {
+				b := Batch{NumDecode: n, DecodeKVSum: int64(n) * 500, DecodeKVMin: 500, DecodeKVMax: 500}
+				if got, want := r.StepTime(&b), uncachedStep(r, &b); got != want {
+					errs <- "mismatch"
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+}
