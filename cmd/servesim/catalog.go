@@ -37,12 +37,18 @@ func newCatalogCmd() *cobra.Command {
 			}
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "PROFILE BUNDLES (embedded; --profiles ROOT adds more)")
-			_ = fs.WalkDir(assets.FS(), "profiles", func(p string, d fs.DirEntry, err error) error {
-				if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), "tp") {
+			err = fs.WalkDir(assets.FS(), "profiles", func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if d.IsDir() && strings.HasPrefix(d.Name(), "tp") {
 					fmt.Fprintln(out, "  "+strings.TrimPrefix(p, "profiles/"))
 				}
 				return nil
 			})
+			if err != nil {
+				return fmt.Errorf("list embedded profile bundles: %w", err)
+			}
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "WORKLOADS (use as workload.trace: builtin:NAME)")
 			for _, w := range config.BuiltinWorkloads() {

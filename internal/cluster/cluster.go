@@ -74,6 +74,7 @@ type Sim struct {
 	terminal   int64 // requests ended
 	lastEvent  int64
 	checks     bool
+	pushErr    error // first event that could not be scheduled
 }
 
 // New returns a simulation of engines serving src. Engines are indexed by
@@ -150,6 +151,9 @@ func (s *Sim) Run() (int64, error) {
 			s.retry(ev.Arg, ev.Target, ev.At)
 		case evHost:
 			s.hostCopied(ev.Arg, ev.At)
+		}
+		if err == nil {
+			err = s.pushErr
 		}
 		if err == nil && s.pd != nil && s.checks {
 			err = s.checkPD()
@@ -241,12 +245,11 @@ func (s *Sim) kick(inst int, now int64) {
 		return
 	}
 	if st, ok := e.Begin(now); ok {
-		// Push cannot fail: the times are not before now.
-		_ = s.q.Push(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID})
+		s.schedule(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID})
 		if st.Free < st.End {
 			// Pipeline parallelism: the next batch may start once this
 			// one has cleared the first stage.
-			_ = s.q.Push(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)})
+			s.schedule(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)})
 		}
 	}
 }
@@ -323,7 +326,15 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		s.pending = append(s.pending, next)
 		slot = int32(len(s.pending) - 1)
 	}
-	_ = s.q.Push(des.Event{At: now + next.Delay, Kind: evFollowUp, Arg: int64(slot)})
+	s.schedule(des.Event{At: now + next.Delay, Kind: evFollowUp, Arg: int64(slot)})
+}
+
+// schedule pushes an event; a time before now (an overflowed clock) is kept
+// as the run's error, which Run returns after the current event.
+func (s *Sim) schedule(ev des.Event) {
+	if err := s.q.Push(ev); err != nil && s.pushErr == nil {
+		s.pushErr = fmt.Errorf("cluster: %w", err)
+	}
 }
 
 // failedRecord is the terminal record of a request that was never served.

@@ -114,6 +114,7 @@ func Build(s *Scenario, src Source) (*Built, error) {
 	overheadNs := int64(s.Predictor.StepOverheadUs * 1000)
 
 	b := &Built{Scenario: s, Model: m}
+	var totalBlocks int64
 	predictors := map[string]perf.Predictor{}
 	for gi := range s.Instances {
 		g := &s.Instances[gi]
@@ -127,6 +128,9 @@ func Build(s *Scenario, src Source) (*Built, error) {
 		pp := 1
 		if g.PP != nil {
 			pp = *g.PP
+		}
+		if int64(pp) > m.NumLayers {
+			return nil, fmt.Errorf("%s.pp: %d pipeline stages exceed the %d layers of %s; use pp <= %d", path, pp, m.NumLayers, m.Name, m.NumLayers)
 		}
 		key := fmt.Sprintf("%s/tp%d", acc.Name, tp)
 		pred, ok := predictors[key]
@@ -169,9 +173,19 @@ func Build(s *Scenario, src Source) (*Built, error) {
 				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, eng, g.MemoryGB))
 			}
 		}
+		if blocks > MaxBlocksPerInstance {
+			return nil, fmt.Errorf("%s: %d KV blocks per instance exceed the simulator's bound of %d; set engine.num_gpu_blocks or a larger engine.block_size", path, blocks, MaxBlocksPerInstance)
+		}
+		totalBlocks += int64(blocks) * int64(*g.Count)
+		if totalBlocks > MaxTotalBlocks {
+			return nil, fmt.Errorf("%s: the cluster's KV blocks exceed the simulator's bound of %d; use fewer instances, engine.num_gpu_blocks or a larger engine.block_size", path, MaxTotalBlocks)
+		}
 		maxLen := eng.MaxModelLen
 		if maxLen == 0 {
 			maxLen = int(m.MaxPositionEmbeddings)
+		}
+		if err := checkBatchLimits(enginePath(s, gi), eng, maxLen); err != nil {
+			return nil, err
 		}
 		cfg := engine.Config{
 			MaxNumSeqs:                eng.MaxNumSeqs,
@@ -190,7 +204,10 @@ func Build(s *Scenario, src Source) (*Built, error) {
 			cfg.PipelineParallel = pp
 			cfg.PPSend = engine.PPSend{LatencyNs: tc.LinkLatencyNs, BytesPerToken: int64(m.HiddenSize) * int64(bpe), Bandwidth: tc.LinkBW}
 		}
-		role, _ := parseRole(g.Role)
+		role, err := parseRole(g.Role)
+		if err != nil {
+			return nil, fmt.Errorf("%s.role: %w", path, err)
+		}
 		cfg.Role = role
 		if role == engine.Decode {
 			cfg.ReservedDecodeTokens = s.Handoff.ReservedDecodeTokens
@@ -573,4 +590,29 @@ func newRouter(s *Scenario) cluster.Router {
 		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}
 	}
 	return &cluster.RoundRobin{}
+}
+
+// enginePath names where group gi's engine settings come from: its own
+// engine block when it has one, else the scenario's.
+func enginePath(s *Scenario, gi int) string {
+	if s.Instances[gi].Engine != nil {
+		return fmt.Sprintf("instances[%d].engine (or engine)", gi)
+	}
+	return "engine"
+}
+
+// checkBatchLimits refuses what vLLM's scheduler configuration refuses at
+// start-up: a step budget smaller than max_num_seqs, and, without chunked
+// prefill, a step budget smaller than the longest sequence (such a prompt
+// could never be scheduled).
+func checkBatchLimits(path string, eng Engine, maxLen int) error {
+	if eng.MaxNumBatchedTokens < eng.MaxNumSeqs {
+		return fmt.Errorf("%s: max_num_batched_tokens %d is smaller than max_num_seqs %d; raise max_num_batched_tokens to at least %d or lower max_num_seqs",
+			path, eng.MaxNumBatchedTokens, eng.MaxNumSeqs, eng.MaxNumSeqs)
+	}
+	if !*eng.ChunkedPrefill && eng.MaxNumBatchedTokens < maxLen {
+		return fmt.Errorf("%s: max_num_batched_tokens %d is smaller than max_model_len %d with enable_chunked_prefill false, so longer prompts could never be scheduled; raise max_num_batched_tokens to %d, set max_model_len <= %d or enable chunked prefill",
+			path, eng.MaxNumBatchedTokens, maxLen, maxLen, eng.MaxNumBatchedTokens)
+	}
+	return nil
 }

@@ -142,6 +142,9 @@ type Shard struct {
 	Index, Count int
 }
 
+// MaxShards bounds n in a shard i/n: far more than any job array.
+const MaxShards = 1 << 20
+
 // ParseShard parses "i/n" with 0 <= i < n. Shard indices count from 0, as
 // $SLURM_ARRAY_TASK_ID of an array submitted with --array=0-(n-1) and
 // Kubernetes' $JOB_COMPLETION_INDEX do.
@@ -155,8 +158,8 @@ func ParseShard(s string) (Shard, error) {
 	if err1 != nil || err2 != nil {
 		return Shard{}, fmt.Errorf("shard %q: i and n must be integers, e.g. 0/4 (is $SLURM_ARRAY_TASK_ID or $JOB_COMPLETION_INDEX set?)", s)
 	}
-	if n < 1 {
-		return Shard{}, fmt.Errorf("shard %q: n must be >= 1", s)
+	if n < 1 || n > MaxShards {
+		return Shard{}, fmt.Errorf("shard %q: n must be in [1, %d]", s, MaxShards)
 	}
 	if i < 0 || i >= n {
 		return Shard{}, fmt.Errorf("shard %q: i must be in [0, %d]; shard indices count from 0 (submit Slurm arrays with --array=0-%d)", s, n-1, n-1)
@@ -180,8 +183,8 @@ func (sh Shard) Points(total int) iter.Seq[int] {
 	}
 	return func(yield func(int) bool) {
 		for i := start; i < total; i += step {
-			if !yield(i) {
-				return
+			if !yield(i) || i > total-step {
+				return // the last point (and no int overflow on i += step)
 			}
 		}
 	}
@@ -195,7 +198,7 @@ func (sh Shard) Size(total int) int {
 	if sh.Index >= total {
 		return 0
 	}
-	return (total - sh.Index + sh.Count - 1) / sh.Count
+	return (total-sh.Index-1)/sh.Count + 1
 }
 
 // Options control Plan.Run.

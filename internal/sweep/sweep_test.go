@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,7 +210,7 @@ func TestShard(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want string
-	}{{"0/4", ""}, {"3/4", ""}, {"0/1", ""}, {"4/4", "i must be in [0, 3]"}, {"-1/4", "i must be in"}, {"1/0", "n must be >= 1"}, {"/4", "integers"}, {"2", "want i/n"}} {
+	}{{"0/4", ""}, {"3/4", ""}, {"0/1", ""}, {"4/4", "i must be in [0, 3]"}, {"-1/4", "i must be in"}, {"1/0", "n must be in [1, 1048576]"}, {"1/9223372036854775807", "n must be in [1, 1048576]"}, {"/4", "integers"}, {"2", "want i/n"}} {
 		_, err := ParseShard(tc.in)
 		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseShard(%q) = %v, want %q", tc.in, err, tc.want)
@@ -423,5 +424,21 @@ func TestCheckReportsThePoint(t *testing.T) {
 	var ip *InvalidPointError
 	if !errors.As(err, &ip) || !strings.Contains(err.Error(), "g.yaml: point 1 (seed=1, engine.block_size=0): engine.block_size: must be > 0") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestShardHugeCount: a shard whose n is near the int range yields its one
+// point and stops, with no overflow of the index.
+func TestShardHugeCount(t *testing.T) {
+	sh := Shard{Index: 1, Count: math.MaxInt}
+	var got []int
+	for p := range sh.Points(5) {
+		got = append(got, p)
+		if len(got) > 5 {
+			break
+		}
+	}
+	if len(got) != 1 || got[0] != 1 || sh.Size(5) != 1 {
+		t.Fatalf("points %v, size %d; want [1], 1", got, sh.Size(5))
 	}
 }
