@@ -162,6 +162,7 @@ func compareTable(name string, rs []policyResult) string {
 	row("finished", func(r *policyResult) string { return num(r.Summary.Finished) })
 	row("rejected", func(r *policyResult) string { return num(r.Summary.Rejected) })
 	row("failed", func(r *policyResult) string { return num(r.Summary.Failed) })
+	row("truncated", func(r *policyResult) string { return num(r.Summary.Truncated) })
 	row("simulated time (s)", func(r *policyResult) string { return fl(r.Summary.SimTimeS, 1) })
 	row("throughput (req/s)", func(r *policyResult) string { return fl(r.Summary.ThroughputRPS, 3) })
 	row("output (tok/s)", func(r *policyResult) string { return fl(r.Summary.OutputTokS, 1) })

@@ -75,6 +75,14 @@ type Sim struct {
 	lastEvent  int64
 	checks     bool
 	pushErr    error // first event that could not be scheduled
+
+	// Run limits (limits.go).
+	limits     Limits
+	interrupt  func() bool
+	limited    string // which limit ended the run
+	events     int64  // events processed
+	tokensSeen int64  // prompt and output tokens of the requests admitted
+	live       map[int64]liveReq
 }
 
 // New returns a simulation of engines serving src. Engines are indexed by
@@ -116,10 +124,21 @@ func (s *Sim) Run() (int64, error) {
 		return 0, err
 	}
 	for {
-		ev, ok := s.q.Pop()
+		next, ok := s.q.Peek()
 		if !ok {
 			break
 		}
+		if s.overLimit(next.At) {
+			if err := s.cutOff(s.lastEvent); err != nil {
+				return s.lastEvent, err
+			}
+			break
+		}
+		s.events++
+		if s.interrupt != nil && s.events%interruptEvery == 0 && s.interrupt() {
+			return s.lastEvent, ErrInterrupted
+		}
+		ev, _ := s.q.Pop()
 		s.lastEvent = ev.At
 		if s.obs != nil {
 			s.obs.Advance(ev.At)
@@ -208,6 +227,7 @@ func (s *Sim) arrive(entry workload.Entry, now int64) {
 // failed when none can.
 func (s *Sim) admit(req *workload.Request, now int64) {
 	s.total++
+	s.track(req, now)
 	if s.pd != nil {
 		s.pdArrive(req, now)
 		return
@@ -298,6 +318,7 @@ func (s *Sim) CheckInvariants(on bool) { s.checks = on }
 // end records a terminal request and releases its session successor.
 func (s *Sim) end(rec *metrics.Record, now int64) {
 	s.terminal++
+	delete(s.live, rec.ID)
 	if s.obs != nil {
 		s.obs.Terminal(rec)
 	}

@@ -137,6 +137,10 @@ func (s *Scenario) validateBounds(bad func(field, format string, args ...any)) {
 	for i, t := range s.SLO.Percentiles {
 		c.positive(fmt.Sprintf("slo.percentiles[%d].max_ms", i), t.MaxMs, MaxSLOMs, " ms")
 	}
+	c.between("limits.max_sim_time_s", s.Limits.MaxSimTimeS, 0, MaxDurationS, " s (0: no bound)")
+	if s.Limits.MaxEvents < 0 {
+		bad("limits.max_events", "must be >= 0 (got %d; 0: the automatic budget)", s.Limits.MaxEvents)
+	}
 	c.positive("workload.time_scale", s.Workload.TimeScale, MaxTimeScale, "")
 }
 

@@ -71,6 +71,7 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 		return nil, nil, err
 	}
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
+	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
 	if b.PD != nil {
 		net := link.New()
 		nodes := make([]cluster.Node, len(b.Engines))

@@ -49,9 +49,25 @@ type Scenario struct {
 	Workload Workload `yaml:"workload" json:"workload"`
 	// SLO sets latency targets for attainment and goodput.
 	SLO SLO `yaml:"slo" json:"slo"`
+	// Limits bound the run deterministically (see docs/limits.md).
+	Limits Limits `yaml:"limits" json:"limits"`
 	// CheckInvariants verifies KV-block conservation and scheduler limits
 	// after every step (slower; on in tests).
 	CheckInvariants bool `yaml:"check_invariants" json:"check_invariants"`
+}
+
+// Limits bound a run. At a limit the run ends with its summary: requests
+// in flight fail with reason "limit", requests that never arrived are
+// counted as truncated.
+type Limits struct {
+	// MaxSimTimeS stops the run at this simulated time, seconds (0: no
+	// bound).
+	MaxSimTimeS float64 `yaml:"max_sim_time_s" json:"max_sim_time_s"`
+	// MaxEvents stops the run after this many simulation events (0: the
+	// automatic budget of 10,000,000 plus 64 per prompt and output token
+	// of the requests seen so far, which no run that makes progress
+	// reaches).
+	MaxEvents int64 `yaml:"max_events" json:"max_events"`
 }
 
 // Predictor configures step-latency prediction.

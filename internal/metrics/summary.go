@@ -204,6 +204,7 @@ type Summary struct {
 	ttft, tpot, itl, e2e, queue dist
 	handoff, capacity, transfer dist
 	total, finished, rejected   int64
+	truncated                   int64
 	failed                      int64
 	inputTokens, outputTokens   int64
 	cachedTokens                int64
@@ -241,6 +242,9 @@ func (s *Summary) Add(r *Record) {
 	case Rejected:
 		s.rejected++
 		s.rejectReasons[reasonKey(r.Reason)]++
+		return
+	case Truncated:
+		s.truncated++
 		return
 	default:
 		s.failed++
@@ -282,10 +286,13 @@ func (s *Summary) AddITL(ns int64) { s.itl.add(ns) }
 // Result is the run summary as a plain value. Latencies are milliseconds,
 // rates are per simulated second. It marshals to JSON without NaN.
 type Result struct {
-	RequestsTotal    int64            `json:"requests_total"`
-	Finished         int64            `json:"finished"`
-	Rejected         int64            `json:"rejected"`
-	Failed           int64            `json:"failed"`
+	RequestsTotal int64 `json:"requests_total"`
+	Finished      int64 `json:"finished"`
+	Rejected      int64 `json:"rejected"`
+	Failed        int64 `json:"failed"`
+	// Truncated counts the requests that never arrived because a run
+	// limit ended the run (see Limit).
+	Truncated        int64            `json:"truncated"`
 	SimTimeS         float64          `json:"sim_time_s"`
 	ThroughputRPS    float64          `json:"throughput_rps"`
 	InputTokens      int64            `json:"input_tokens"`
@@ -313,6 +320,9 @@ type Result struct {
 	// Stopped explains why the run stopped early (the eager handoff
 	// policy when a decode instance was out of memory).
 	Stopped string `json:"stopped,omitempty"`
+	// Limit says which run limit ended the run, if one did: requests in
+	// flight then failed with reason "limit", the rest are Truncated.
+	Limit string `json:"limit,omitempty"`
 }
 
 // PinnedKV is the KV a prefill instance held pinned for handoffs, in
@@ -339,6 +349,7 @@ func (s *Summary) Finish(simTimeNs int64) Result {
 		Finished:         s.finished,
 		Rejected:         s.rejected,
 		Failed:           s.failed,
+		Truncated:        s.truncated,
 		SimTimeS:         secs,
 		ThroughputRPS:    rate(s.finished),
 		InputTokens:      s.inputTokens,

@@ -176,6 +176,7 @@ func summaryTable(runs []Run) tableView {
 	row("finished", true, func(r *metrics.Result) string { return itoa(r.Finished) })
 	row("rejected", true, func(r *metrics.Result) string { return itoa(r.Rejected) })
 	row("failed", true, func(r *metrics.Result) string { return itoa(r.Failed) })
+	row("truncated", true, func(r *metrics.Result) string { return itoa(r.Truncated) })
 	row("Simulated time (s)", false, func(r *metrics.Result) string { return ftoa(r.SimTimeS, 3) })
 	row("Request throughput (req/s)", false, func(r *metrics.Result) string { return ftoa(r.ThroughputRPS, 3) })
 	row("Input tokens", false, func(r *metrics.Result) string { return itoa(r.InputTokens) })

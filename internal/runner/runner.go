@@ -37,6 +37,10 @@ type Options struct {
 	// Sampler, if set, sees every instance's state at each 1 s boundary
 	// (e.g. a *report.Collector).
 	Sampler Sampler
+	// Interrupt, if set, is checked every few thousand events; when it
+	// returns true the run stops with cluster.ErrInterrupted (e.g. on
+	// SIGTERM). The simulation itself reads no clock.
+	Interrupt func() bool
 }
 
 // Sampler samples instance state at fixed boundaries with the contract of
@@ -180,6 +184,7 @@ func Run(b *config.Built, opts Options) (metrics.Result, error) {
 			opts.Sampler.Watch(i, snap(i))
 		}
 	}
+	sim.SetInterrupt(opts.Interrupt)
 	end, err := sim.Run()
 	if opts.Sampler != nil {
 		opts.Sampler.Close(end)
@@ -219,6 +224,7 @@ func Run(b *config.Built, opts Options) (metrics.Result, error) {
 	}
 	o.closers = nil
 	res := o.sum.Finish(end)
+	res.Limit = sim.LimitReached()
 	res.CheckTargets(opts.Targets)
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {

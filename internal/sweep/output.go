@@ -52,6 +52,7 @@ var metricCols = func() []metricCol {
 		{"finished", func(r *metrics.Result) string { return itoa(r.Finished) }},
 		{"rejected", func(r *metrics.Result) string { return itoa(r.Rejected) }},
 		{"failed", func(r *metrics.Result) string { return itoa(r.Failed) }},
+		{"truncated", func(r *metrics.Result) string { return itoa(r.Truncated) }},
 		{"sim_time_s", func(r *metrics.Result) string { return ftoa(r.SimTimeS) }},
 		{"throughput_rps", func(r *metrics.Result) string { return ftoa(r.ThroughputRPS) }},
 		{"input_tokens", func(r *metrics.Result) string { return itoa(r.InputTokens) }},
