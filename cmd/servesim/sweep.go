@@ -108,6 +108,10 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	if f.list {
 		return listPoints(cmd.OutOrStdout(), plan, sh)
 	}
+	// Signals are caught before the output exists, so an interrupt always
+	// removes the temporary file.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	asJSON := f.asJSON || strings.HasSuffix(strings.ToLower(f.out), ".json")
 	out, commit, abort, err := openOutput("-o", f.out, cmd.OutOrStdout())
 	if err != nil {
@@ -123,11 +127,12 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 
 	total := sh.Size(plan.Len())
 	bar := newSweepBar(cmd.ErrOrStderr(), f.quiet, total)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var failed []string
-	nFailed := 0
+	nFailed, nInternal := 0, 0
 	err = plan.Run(ctx, sweep.Options{Workers: f.workers, Shard: sh, Progress: bar.set}, func(r sweep.Row) error {
+		if r.Internal {
+			nInternal++
+		}
 		if r.Err != "" {
 			nFailed++
 			if len(failed) < 3 {
@@ -142,7 +147,7 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	case errors.As(err, &invalid):
 		return badInput(err)
 	case errors.Is(err, context.Canceled):
-		return errors.New("sweep: interrupted")
+		return fmt.Errorf("sweep: interrupted, no results written: %w", err)
 	case err != nil:
 		return fmt.Errorf("sweep: %w", err)
 	}
@@ -151,6 +156,10 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	}
 	if err := commit(); err != nil {
 		return fmt.Errorf("sweep: %w", err)
+	}
+	if nInternal > 0 {
+		return fmt.Errorf("sweep: results written, but %d of %d points failed with an internal error (see the error column): %s",
+			nInternal, total, strings.Join(failed, "; "))
 	}
 	if nFailed > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "servesim: warning: %d of %d points could not be simulated (see the error column): %s\n",

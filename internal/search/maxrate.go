@@ -12,6 +12,7 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/runner"
+	"github.com/servesim/servesim/internal/workpool"
 	"github.com/servesim/servesim/internal/sweep"
 )
 
@@ -248,7 +249,7 @@ func (r *rateScaler) scenario(m float64) (*config.Scenario, float64, error) {
 	return s, ts, nil
 }
 
-func (r *rateScaler) run(m float64, o Options) (Probe, error) {
+func (r *rateScaler) run(ctx context.Context, m float64, o Options) (Probe, error) {
 	s, ts, err := r.scenario(m)
 	if err != nil {
 		return Probe{}, err
@@ -257,10 +258,13 @@ func (r *rateScaler) run(m float64, o Options) (Probe, error) {
 	if err != nil {
 		return Probe{}, fmt.Errorf("rate x%g: %w", m, err)
 	}
-	res, err := runner.Run(b, runner.Options{SLO: o.SLO.metrics()})
+	res, err := runner.Run(b, runner.Options{SLO: o.SLO.metrics(), Interrupt: workpool.Interrupt(ctx)})
+	if errors.Is(err, cluster.ErrInterrupted) {
+		return Probe{}, ctx.Err()
+	}
 	var stop *cluster.StopReport
 	if err != nil && !errors.As(err, &stop) {
-		return Probe{}, fmt.Errorf("rate x%g: %w", m, err)
+		return Probe{}, &RunError{fmt.Errorf("rate x%g: %w", m, err)}
 	}
 	p := Probe{Multiplier: m, RateRPS: r.baseRate * m, TimeScale: ts, Summary: res}
 	if res.SLO != nil {
@@ -269,6 +273,15 @@ func (r *rateScaler) run(m float64, o Options) (Probe, error) {
 	p.Pass = res.Stopped == "" && p.Attainment >= o.Target
 	return p, nil
 }
+
+// RunError is a probe whose simulation failed (rather than the search's
+// input being wrong); it wraps the run's error.
+type RunError struct{ Err error }
+
+func (e *RunError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the run's error.
+func (e *RunError) Unwrap() error { return e.Err }
 
 // MaxRate finds the largest arrival rate at which the scenario's SLO
 // attainment reaches the target, by bisection on a multiplier of the
@@ -302,7 +315,7 @@ func MaxRate(ctx context.Context, base *config.Scenario, src config.Source, opts
 		if len(res.Probes) >= maxProbes {
 			return Probe{}, fmt.Errorf("no answer after %d runs", maxProbes)
 		}
-		p, err := rs.run(m, o)
+		p, err := rs.run(ctx, m, o)
 		if err != nil {
 			return Probe{}, err
 		}

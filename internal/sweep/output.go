@@ -25,6 +25,9 @@ type Row struct {
 	// Err is why the point could not be simulated (for example, the model
 	// does not fit the memory the point gives it); "" when it ran.
 	Err string
+	// Internal marks an Err that is a bug (a panicking simulation), not a
+	// property of the point.
+	Internal bool
 }
 
 // Fixed columns of every output, before the grid columns.

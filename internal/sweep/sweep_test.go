@@ -442,3 +442,70 @@ func TestShardHugeCount(t *testing.T) {
 		t.Fatalf("points %v, size %d; want [1], 1", got, sh.Size(5))
 	}
 }
+
+// TestPanickingPointIsRecorded: a point whose simulation panics becomes a
+// row with its error, marked internal; the other points complete.
+func TestPanickingPointIsRecorded(t *testing.T) {
+	base, src := loadPD(t)
+	g, err := ParseGrid([]byte("workload.limit: 10\nhandoff.policy: [pull, reserve, push]\n"), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(base, src, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Workers: 2, point: func(ctx context.Context, i int) Row {
+		if i == 1 {
+			var m map[string]int
+			m["boom"]++ // a nil-map write: a runtime panic like a simulator bug
+		}
+		return p.runPoint(ctx, i)
+	}}
+	var rows []Row
+	if err := p.Run(context.Background(), opts, func(r Row) error { rows = append(rows, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0].Err != "" || rows[2].Err != "" || rows[0].Result.Finished != 10 || rows[2].Result.Finished != 10 {
+		t.Fatalf("the other points did not complete: %+v", rows)
+	}
+	if !rows[1].Internal || !strings.Contains(rows[1].Err, "assignment to entry in nil map") || strings.Contains(rows[1].Err, "\n") {
+		t.Fatalf("panicking point: internal %v, error %q", rows[1].Internal, rows[1].Err)
+	}
+}
+
+// TestCancelStopsARunningPoint: cancelling the context stops a point whose
+// simulation is running (the check reaches the event loop) and Run returns
+// context.Canceled without emitting it.
+func TestCancelStopsARunningPoint(t *testing.T) {
+	base, src := loadPD(t)
+	// 20,000 requests: far longer than the test waits.
+	g, err := ParseGrid([]byte("workload.synthetic: {requests: 20000, arrival: {kind: poisson, rate: 50}, input: {kind: fixed, mean: 500}, output: {kind: fixed, mean: 200}}\nseed: [1, 2]\n"), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(base, src, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{}, 2)
+	var stopped []Row // rows of points cut short (one worker: no race)
+	opts := Options{Workers: 1, point: func(ctx context.Context, i int) Row {
+		started <- struct{}{}
+		r := p.runPoint(ctx, i)
+		stopped = append(stopped, r)
+		return r
+	}}
+	go func() { <-started; cancel() }()
+	emitted := 0
+	err = p.Run(ctx, opts, func(Row) error { emitted++; return nil })
+	if !errors.Is(err, context.Canceled) || emitted != 0 {
+		t.Fatalf("err %v, %d rows emitted; want context.Canceled and none", err, emitted)
+	}
+	// The running simulation itself stopped part-way, not after 20,000
+	// requests.
+	if len(stopped) != 1 || !strings.Contains(stopped[0].Err, "interrupted") {
+		t.Fatalf("points run: %+v", stopped)
+	}
+}
