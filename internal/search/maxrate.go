@@ -12,8 +12,8 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/runner"
-	"github.com/servesim/servesim/internal/workpool"
 	"github.com/servesim/servesim/internal/sweep"
+	"github.com/servesim/servesim/internal/workpool"
 )
 
 // SLO holds the per-request latency bounds in ms a request must meet to
