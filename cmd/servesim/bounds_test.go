@@ -44,9 +44,11 @@ func TestBadNumbers(t *testing.T) {
 			[]string{"engine", "max_num_batched_tokens 256", "max_model_len 131072", "enable_chunked_prefill"}},
 		{"budget below max_num_seqs", "engine: {max_num_batched_tokens: 16, max_num_seqs: 64}\n" + small, nil, []string{"max_num_batched_tokens 16", "max_num_seqs 64"}},
 		{"group budget below max_num_seqs", "instances: [{engine: {max_num_seqs: 4096}}]\n" + small, nil, []string{"instances[0].engine", "max_num_seqs 4096"}},
+		{"fraction in a grid's integer field", "", []string{"sweep", "--grid", "FRACGRID", "-q"}, []string{"grid.yaml:1:", "engine.max_num_seqs", "whole number"}},
 		{"shard count overflow", "", []string{"sweep", "--grid", "GRID", "--shard", "1/9223372036854775807", "--list"}, []string{"--shard", "n must be in"}},
 	}
 	grid := write(t, dir, "grid.yaml", "engine.max_num_seqs: [64, 128]\n")
+	fracGrid := write(t, t.TempDir(), "grid.yaml", "engine.max_num_seqs: [64, 1.5]\n")
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args
@@ -54,8 +56,11 @@ func TestBadNumbers(t *testing.T) {
 				args = []string{"run", "-q", "-c", write(t, dir, "s"+string(rune('a'+i))+".yaml", tc.yaml)}
 			}
 			for j, a := range args {
-				if a == "GRID" {
+				switch a {
+				case "GRID":
 					args[j] = grid
+				case "FRACGRID":
+					args[j] = fracGrid
 				}
 			}
 			code, _, stderr := run(t, args...)

@@ -511,8 +511,6 @@ func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l Links) perf.TPCo
 	return c
 }
 
-func (b *Built) predFor(i int) perf.Predictor { return b.preds[i] }
-
 // gpuMemory is the memory budget of one GPU of an instance of tp x pp GPUs:
 // it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's
 // layers on its share of the KV heads.

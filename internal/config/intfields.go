@@ -49,7 +49,7 @@ func checkIntNode(n ast.Node, t reflect.Type, path string) error {
 			values = []*ast.MappingValueNode{m}
 		}
 		for _, mv := range values {
-			key := mv.Key.String()
+			key := mv.Key.GetToken().Value // unquoted, as in JSON
 			if ft, ok := fieldByTag(t, key); ok {
 				if err := checkIntNode(mv.Value, ft, joinPath(path, key)); err != nil {
 					return err

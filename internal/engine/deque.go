@@ -46,6 +46,3 @@ func (d *deque) popFront() int32 {
 	d.n--
 	return v
 }
-
-// at returns the i-th element from the front.
-func (d *deque) at(i int) int32 { return d.buf[(d.head+i)%len(d.buf)] }

@@ -458,7 +458,8 @@ func TestPanickingPointIsRecorded(t *testing.T) {
 	opts := Options{Workers: 2, point: func(ctx context.Context, i int) Row {
 		if i == 1 {
 			var m map[string]int
-			m["boom"]++ // a nil-map write: a runtime panic like a simulator bug
+			//lint:ignore SA5000 a deliberate runtime panic, as a simulator bug would raise
+			m["boom"]++
 		}
 		return p.runPoint(ctx, i)
 	}}
@@ -508,4 +509,33 @@ func TestCancelStopsARunningPoint(t *testing.T) {
 	if len(stopped) != 1 || !strings.Contains(stopped[0].Err, "interrupted") {
 		t.Fatalf("points run: %+v", stopped)
 	}
+}
+
+// FuzzParseShard: any --shard text parses to a shard within the bounds or
+// gives an error, and the shard's points are exactly Size of them.
+func FuzzParseShard(f *testing.F) {
+	for _, s := range []string{"0/4", "3/4", "1/9223372036854775807", "-1/2", "1/0", "5", "/", "2/3/4", " 1/2 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sh, err := ParseShard(s)
+		if err != nil {
+			return
+		}
+		if sh.Index < 0 || sh.Index >= sh.Count || sh.Count > MaxShards {
+			t.Fatalf("%q parsed to %+v", s, sh)
+		}
+		for _, total := range []int{0, 1, 7, 1000} {
+			n := 0
+			for p := range sh.Points(total) {
+				if p < 0 || p >= total || p%sh.Count != sh.Index {
+					t.Fatalf("%q: point %d of %d", s, p, total)
+				}
+				n++
+			}
+			if n != sh.Size(total) {
+				t.Fatalf("%q: %d points of %d, Size %d", s, n, total, sh.Size(total))
+			}
+		}
+	})
 }
