@@ -539,3 +539,23 @@ func FuzzParseShard(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseGrid: any grid text parses or gives an error, never a panic,
+// and a parsed grid's points all have one assignment per axis.
+func FuzzParseGrid(f *testing.F) {
+	for _, s := range []string{
+		"engine.max_num_seqs: [64, 128]\n", "seed: [1, 2]\nworkload.time_scale: [1, 0.5]\n", "engine.max_num_seqs: 1.5\n",
+		"a: [\n", "instances[0].count: [1, 9223372036854775807]\n", "x: []\n", "- 1\n", "engine: {max_num_seqs: [1, 2]}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := ParseGrid(data, "g.yaml")
+		if err != nil {
+			return
+		}
+		for i := range min(g.Len(), 64) {
+			g.Assignments(i)
+		}
+	})
+}
