@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
@@ -22,7 +23,16 @@ func main() {
 
 // execute runs the command line and returns the exit code. Errors are
 // printed on stderr as one line.
-func execute(args []string, stdout, stderr io.Writer) int {
+func execute(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// A panic is a bug: one line with the first frames, exit code 1.
+		if r := recover(); r != nil {
+			frames := strings.Fields(string(debug.Stack()))
+			frames = frames[:min(len(frames), 16)]
+			fmt.Fprintf(stderr, "servesim: internal error (a bug, please report it): %v [%s]\n", r, strings.Join(frames, " "))
+			code = exitInternal
+		}
+	}()
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)
