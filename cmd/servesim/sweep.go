@@ -57,7 +57,10 @@ Points run in parallel (--workers, default all cores; each simulation is
 single-threaded and deterministic) and rows are written in point order, so
 the output is identical for any number of workers. A point that cannot be
 simulated (e.g. the model does not fit its memory) gets a row with an
-error and the sweep goes on.
+error and the sweep goes on; a point that fails with an internal error (a
+bug) is recorded the same way and the sweep exits 1 once the results are
+written. SIGINT or SIGTERM stops the running points within milliseconds,
+writes nothing (no partial or temporary file) and exits 130 (docs/cli.md).
 
 --shard i/n runs only the points with index % n == i (i counts from 0, as
 $SLURM_ARRAY_TASK_ID of an array submitted with --array=0-(n-1) and
