@@ -29,7 +29,7 @@ type Limits struct {
 // many requests), so it never reaches the budget; a run that loops without
 // serving tokens (a livelock) does, and ends with its requests counted.
 const (
-	AutoEventsBase     = 10_000_000
+	AutoEventsBase     = 1_000_000
 	AutoEventsPerToken = 64
 )
 

@@ -64,7 +64,7 @@ type Limits struct {
 	// bound).
 	MaxSimTimeS float64 `yaml:"max_sim_time_s" json:"max_sim_time_s"`
 	// MaxEvents stops the run after this many simulation events (0: the
-	// automatic budget of 10,000,000 plus 64 per prompt and output token
+	// automatic budget of 1,000,000 plus 64 per prompt and output token
 	// of the requests seen so far, which no run that makes progress
 	// reaches).
 	MaxEvents int64 `yaml:"max_events" json:"max_events"`
