@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 
@@ -38,6 +39,7 @@ type dist struct {
 	n        int64
 	sum      int64 // ns; overflows only past ~292 years of summed latency
 	min, max int64 // ns
+	err      error // first value the histogram refused (see Summary.Err)
 }
 
 func newDist() dist {
@@ -57,7 +59,11 @@ func (d *dist) add(ns int64) {
 	}
 	d.n++
 	d.sum += ns
-	_ = d.h.RecordValue(toUs(ns)) // cannot fail: 0 <= us <= highest trackable
+	// toUs clamps to the histogram's range, so this does not fail; if it
+	// ever did, Summary.Err reports it rather than a silently short count.
+	if err := d.h.RecordValue(toUs(ns)); err != nil && d.err == nil {
+		d.err = fmt.Errorf("metrics: record %d ns: %w", ns, err)
+	}
 }
 
 // toUs converts a non-negative ns value to the histogram's unit, rounded
@@ -213,6 +219,17 @@ type Summary struct {
 	failReasons, rejectReasons  map[string]int64
 	slo                         SLO
 	sloMet                      int64
+}
+
+// Err returns the first value a latency histogram could not record (nil
+// in any correct run: values are clamped to the histogram's range).
+func (s *Summary) Err() error {
+	for _, d := range []*dist{&s.ttft, &s.tpot, &s.itl, &s.e2e, &s.queue, &s.handoff, &s.capacity, &s.transfer} {
+		if d.err != nil {
+			return d.err
+		}
+	}
+	return nil
 }
 
 // NewSummary returns an empty summary.

@@ -45,6 +45,14 @@ func Write(w io.Writer, title string, runs []Run) error {
 	if len(runs) == 0 {
 		return errors.New("report: no runs to write")
 	}
+	for _, r := range runs {
+		if r.Data == nil {
+			continue
+		}
+		if err := r.Data.Err(); err != nil {
+			return err
+		}
+	}
 	pg, err := build(title, runs)
 	if err != nil {
 		return err

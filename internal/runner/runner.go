@@ -202,6 +202,9 @@ func Run(b *config.Built, opts Options) (metrics.Result, error) {
 	if o.err != nil {
 		return metrics.Result{}, fmt.Errorf("output: %w", o.err)
 	}
+	if err := o.sum.Err(); err != nil {
+		return metrics.Result{}, err
+	}
 	if o.series != nil {
 		if err := o.series.Close(end); err != nil {
 			return metrics.Result{}, fmt.Errorf("output: %w", err)
