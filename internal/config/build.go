@@ -306,9 +306,14 @@ func resolve(src Source, p string) string {
 	return filepath.Join(src.Dir, p)
 }
 
-// BuiltinWorkloads lists the embedded traces usable as "builtin:NAME".
+// BuiltinWorkloads lists the embedded traces usable as "builtin:NAME". The
+// directory is compiled into the binary: reading it cannot fail, and a
+// build without it has no builtin workloads.
 func BuiltinWorkloads() []string {
-	entries, _ := fs.ReadDir(assets.FS(), "workloads")
+	entries, err := fs.ReadDir(assets.FS(), "workloads")
+	if err != nil {
+		return nil
+	}
 	var names []string
 	for _, e := range entries {
 		if n, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok {

@@ -92,7 +92,10 @@ func Splits(gpus, prefillTP, decodeTP int) []Split {
 // d decode instances made from the templates.
 func SplitScenario(base *config.Scenario, prefill, decode config.Group, p, d int) (*config.Scenario, error) {
 	prefill.Count, decode.Count = &p, &d
-	path, _ := sweep.ParsePath("instances")
+	path, err := sweep.ParsePath("instances")
+	if err != nil {
+		return nil, fmt.Errorf("split: %w", err)
+	}
 	s, err := sweep.Apply(base, sweep.Assignment{Path: path, Value: []config.Group{prefill, decode}})
 	if err != nil {
 		return nil, fmt.Errorf("%d prefill + %d decode: %w", p, d, err)

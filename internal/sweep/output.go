@@ -264,7 +264,10 @@ func (p *Plan) jsonRow(r Row) ([]byte, error) {
 		if k > 0 {
 			b.WriteByte(',')
 		}
-		key, _ := json.Marshal(a.Path.String())
+		key, err := json.Marshal(a.Path.String())
+		if err != nil {
+			return nil, fmt.Errorf("point %d: encode %s: %w", r.Point, a.Path, err)
+		}
 		val, err := json.Marshal(r.Values[k])
 		if err != nil {
 			return nil, fmt.Errorf("point %d: encode %s: %w", r.Point, a.Path, err)
@@ -275,7 +278,10 @@ func (p *Plan) jsonRow(r Row) ([]byte, error) {
 	}
 	b.WriteString("}")
 	if r.Err != "" {
-		e, _ := json.Marshal(r.Err)
+		e, err := json.Marshal(r.Err)
+		if err != nil {
+			return nil, fmt.Errorf("point %d: encode error: %w", r.Point, err)
+		}
 		fmt.Fprintf(&b, `,"error":%s}`, e)
 		return b.Bytes(), nil
 	}
