@@ -101,3 +101,16 @@ func TestLongPromptFailsAtArrival(t *testing.T) {
 		t.Fatalf("requests.csv lacks the reason:\n%s", csv)
 	}
 }
+
+// TestToolTimeOverflowIsBadInput: a session whose tool time would overflow
+// the clock is refused at its trace line (it used to vanish: total 1,
+// finished 1, exit 0).
+func TestToolTimeOverflowIsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	trace := write(t, dir, "s.jsonl", `{"session_id": "s", "arrival_time_ns": 0, "sub_requests": [`+
+		`{"input_toks": 10, "output_toks": 2, "tool_duration_ns": 9223372036854775000}, {"input_toks": 10, "output_toks": 2}]}`+"\n")
+	code, _, stderr := run(t, "run", "-q", "--workload", trace)
+	if code != 2 || !strings.Contains(stderr, "s.jsonl:1:") || !strings.Contains(stderr, "tool_duration_ns") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q; want 2 and one line naming s.jsonl:1 and tool_duration_ns", code, stderr)
+	}
+}
