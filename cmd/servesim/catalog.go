@@ -47,7 +47,7 @@ func newCatalogCmd() *cobra.Command {
 				return nil
 			})
 			if err != nil {
-				return fmt.Errorf("embedded profile bundles: %w", err)
+				return fmt.Errorf("list embedded profile bundles: %w", err)
 			}
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "MEASURED vLLM RUNS (servesim validate --measured builtin:NAME)")

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
@@ -15,6 +14,7 @@ import (
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/report"
 	"github.com/servesim/servesim/internal/runner"
+	"github.com/servesim/servesim/internal/workpool"
 	"github.com/spf13/cobra"
 )
 
@@ -60,7 +60,9 @@ and use all cores; each is deterministic.`,
 			if !base.PD() {
 				return badInput(fmt.Errorf("%s: no instance group has role prefill or decode; compare needs a disaggregated scenario", scenarioName(f.file)))
 			}
-			results, err := compare(base, src, names, reportPath != "")
+			ctx, stop := signalContext()
+			defer stop()
+			results, err := compare(ctx, base, src, names, reportPath != "")
 			if err != nil {
 				return err
 			}
@@ -95,46 +97,50 @@ func scenarioName(file string) string {
 	return file
 }
 
-// compare runs the scenario once per policy, in parallel. With withReport
-// each result also carries the data of its part of an HTML report.
-func compare(base *config.Scenario, src config.Source, names []string, withReport bool) ([]policyResult, error) {
+// compare runs the scenario once per policy on the worker pool. With
+// withReport each result also carries the data of its part of an HTML
+// report. A policy whose run fails or panics makes compare fail after the
+// others completed; ctx cancels the runs.
+func compare(ctx context.Context, base *config.Scenario, src config.Source, names []string, withReport bool) ([]policyResult, error) {
 	results := make([]policyResult, len(names))
 	errs := make([]error, len(names))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+	err := workpool.Run(ctx, 0, workpool.Count(len(names)),
+		func(ctx context.Context, i int) (policyResult, error) {
+			name := names[i]
 			s := *base
 			s.Handoff.Policy = name
 			built, err := assemble.Build(&s, src)
 			if err != nil {
-				errs[i] = badInput(err)
-				return
+				return policyResult{}, badInput(err)
 			}
-			var opts runner.Options
+			opts := runner.Options{Interrupt: workpool.Interrupt(ctx)}
 			var col *report.Collector
 			if withReport {
 				col = report.NewCollector()
 				opts.OnRecord, opts.Sampler = col.Record, col
 			}
 			res, err := runner.Run(built, opts)
-			results[i] = policyResult{Policy: name, Summary: res}
+			r := policyResult{Policy: name, Summary: res}
 			if withReport {
-				results[i].report = &report.Run{Name: name, Summary: res, Data: col, Instances: reportInstances(built)}
+				r.report = &report.Run{Name: name, Summary: res, Data: col, Instances: reportInstances(built)}
 			}
 			var stop *cluster.StopReport
 			if errors.As(err, &stop) {
-				results[i].Stopped = stop.Error()
-				return
+				r.Stopped = stop.Error()
+				return r, nil
 			}
-			errs[i] = err
-		}()
+			if err != nil {
+				return r, fmt.Errorf("policy %s: %w", name, err)
+			}
+			return r, nil
+		},
+		func(i int, r policyResult, err error) error {
+			results[i], errs[i] = r, err
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
 	return results, errors.Join(errs...)
 }
 
@@ -163,6 +169,7 @@ func compareTable(name string, rs []policyResult) string {
 	row("finished", func(r *policyResult) string { return num(r.Summary.Finished) })
 	row("rejected", func(r *policyResult) string { return num(r.Summary.Rejected) })
 	row("failed", func(r *policyResult) string { return num(r.Summary.Failed) })
+	row("truncated", func(r *policyResult) string { return num(r.Summary.Truncated) })
 	row("simulated time (s)", func(r *policyResult) string { return fl(r.Summary.SimTimeS, 1) })
 	row("throughput (req/s)", func(r *policyResult) string { return fl(r.Summary.ThroughputRPS, 3) })
 	row("output (tok/s)", func(r *policyResult) string { return fl(r.Summary.OutputTokS, 1) })

@@ -2,34 +2,20 @@
 // end-to-end latency, throughput and memory behaviour of vLLM-style engines
 // on a workload, and validates its predictions against measured vLLM runs.
 //
-// Exit codes: 0 success; 1 internal error (a bug: please report it);
-// 2 bad input (the message names the file:line or field and the fix);
-// 3 the run was stopped by the eager handoff policy (a decode instance was
-// out of memory at a handoff; the report says which request and instance).
+// Exit codes (docs/cli.md): 0 success; 1 internal error (a bug: please
+// report it); 2 usage error or bad input (the message names the file:line
+// or field and the fix); 3 the run was stopped by the eager handoff policy
+// (a decode instance was out of memory at a handoff; the report says which
+// request and instance); 130 interrupted by SIGINT or SIGTERM.
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
-
-	"github.com/servesim/servesim/internal/cluster"
 )
-
-// inputError marks errors caused by the user's input: exit code 2.
-type inputError struct{ err error }
-
-func (e inputError) Error() string { return e.err.Error() }
-func (e inputError) Unwrap() error { return e.err }
-
-func badInput(err error) error {
-	if err == nil {
-		return nil
-	}
-	return inputError{err}
-}
 
 func main() {
 	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
@@ -37,7 +23,16 @@ func main() {
 
 // execute runs the command line and returns the exit code. Errors are
 // printed on stderr as one line.
-func execute(args []string, stdout, stderr io.Writer) int {
+func execute(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// A panic is a bug: one line with the first frames, exit code 1.
+		if r := recover(); r != nil {
+			frames := strings.Fields(string(debug.Stack()))
+			frames = frames[:min(len(frames), 16)]
+			fmt.Fprintf(stderr, "servesim: internal error (a bug, please report it): %v [%s]\n", r, strings.Join(frames, " "))
+			code = exitInternal
+		}
+	}()
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -47,15 +42,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintln(stderr, "servesim: "+oneLine(err.Error()))
-	var ie inputError
-	if errors.As(err, &ie) || isUsageError(err) {
-		return 2
-	}
-	var stop *cluster.StopReport
-	if errors.As(err, &stop) {
-		return 3
-	}
-	return 1
+	return exitCode(err)
 }
 
 // oneLine joins a multi-part error (errors.Join puts each on its own line)

@@ -1,27 +1,10 @@
 package main
 
 import (
-	"errors"
-	"strings"
+	"fmt"
 
 	"github.com/spf13/cobra"
 )
-
-// usageError marks a command-line mistake reported by cobra.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-
-func isUsageError(err error) bool {
-	var ue usageError
-	return errors.As(err, &ue) ||
-		strings.HasPrefix(err.Error(), "unknown command") ||
-		strings.HasPrefix(err.Error(), "unknown flag") ||
-		strings.HasPrefix(err.Error(), "unknown shorthand flag") ||
-		strings.Contains(err.Error(), "flag needs an argument") ||
-		strings.HasPrefix(err.Error(), "invalid argument") ||
-		strings.HasPrefix(err.Error(), "accepts ")
-}
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -36,12 +19,41 @@ from measured step-latency profiles, in seconds on a laptop.
   servesim compare -c pd.yaml         a prefill/decode scenario under every handoff policy
   servesim validate --measured DIR    compare against a measured vLLM run
   servesim sweep / search / merge     capacity planning
-  servesim calibrate / catalog        roofline calibration, known hardware and models`,
+  servesim calibrate / catalog        roofline calibration, known hardware and models
+
+Exit codes: 0 success; 1 internal error (a bug); 2 usage error or bad input;
+3 stopped by the eager handoff policy; 130 interrupted (SIGINT/SIGTERM).
+See docs/cli.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCmd(), newValidateCmd(), newCompareCmd(), newCalibrateCmd(), newConvertCmd(), newCatalogCmd())
 	root.AddCommand(newSweepCmd(), newMergeCmd(), newSearchCmd())
+	// An unknown command reaches the root as an argument.
+	root.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unknown command %q for \"servesim\"; run 'servesim --help' for the commands", args[0])}
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	typeArgErrors(root)
 	return root
+}
+
+// typeArgErrors marks the argument-count errors of every command as usage
+// errors (exit 2).
+func typeArgErrors(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		typeArgErrors(sub)
+	}
 }

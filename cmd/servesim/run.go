@@ -131,7 +131,8 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if err != nil {
 		var le *workload.LineError
-		if errors.As(err, &le) {
+		var we *workload.InputError
+		if errors.As(err, &le) || errors.As(err, &we) {
 			return badInput(err)
 		}
 		return err

@@ -25,6 +25,8 @@ type scenarioFlags struct {
 	invariants bool
 	handoff    string
 	placement  string
+	maxSimTime float64
+	maxEvents  int64
 	// handoffList makes --handoff a comma-separated list of policies
 	// (compare) instead of a scenario override.
 	handoffList bool
@@ -53,6 +55,8 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 		fs.StringVar(&f.handoff, "handoff", "", "handoff policy pull|reserve|reject|push|eager (overrides handoff.policy)")
 	}
 	fs.StringVar(&f.placement, "placement", "", "decode placement round-robin|least-loaded|most-free-kv|retry (overrides handoff.placement)")
+	fs.Float64Var(&f.maxSimTime, "max-sim-time", 0, "stop at this simulated time, seconds (overrides limits.max_sim_time_s; 0: no bound)")
+	fs.Int64Var(&f.maxEvents, "max-events", 0, "stop after this many simulation events (overrides limits.max_events; 0: automatic budget)")
 	fs.BoolVar(&f.invariants, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
 }
 
@@ -125,6 +129,12 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 	}
 	if set("placement") {
 		s.Handoff.Placement = f.placement
+	}
+	if set("max-sim-time") {
+		s.Limits.MaxSimTimeS = f.maxSimTime
+	}
+	if set("max-events") {
+		s.Limits.MaxEvents = f.maxEvents
 	}
 	if set("check-invariants") {
 		s.CheckInvariants = f.invariants

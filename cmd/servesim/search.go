@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,6 +104,16 @@ func newSearchCmd() *cobra.Command {
 	return cmd
 }
 
+// searchError types a search's error: an interrupt or a failed simulation
+// keeps its own type (exit 130 or 1); anything else is the input's fault.
+func searchError(err error) error {
+	var run *search.RunError
+	if errors.Is(err, context.Canceled) || errors.As(err, &run) {
+		return err
+	}
+	return badInput(err)
+}
+
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
@@ -139,7 +150,7 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 			defer stop()
 			res, err := search.MaxRate(ctx, s, src, o)
 			if err != nil {
-				return badInput(fmt.Errorf("max-rate: %s: %w", scenarioName(f.scenario.file), err))
+				return searchError(fmt.Errorf("max-rate: %s: %w", scenarioName(f.scenario.file), err))
 			}
 			if f.asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -213,17 +224,17 @@ group. Splits are searched in parallel (--workers, default all cores).`,
 			if err != nil {
 				return err
 			}
-			if _, _, err := search.Templates(s); err != nil {
+			pre, dec, err := search.Templates(s)
+			if err != nil {
 				return badInput(fmt.Errorf("pd-ratio: %s: %w", scenarioName(f.scenario.file), err))
 			}
-			pre, dec, _ := search.Templates(s)
 			bar := newSweepBar(cmd.ErrOrStderr(), f.quiet, len(search.Splits(gpus, *pre.TP, *dec.TP)))
 			ctx, stop := signalContext()
 			defer stop()
 			res, err := search.PDRatio(ctx, s, src, gpus, o, workers, bar.set)
 			bar.finish()
 			if err != nil {
-				return badInput(fmt.Errorf("pd-ratio: %s: %w", scenarioName(f.scenario.file), err))
+				return searchError(fmt.Errorf("pd-ratio: %s: %w", scenarioName(f.scenario.file), err))
 			}
 			if f.asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())

@@ -57,7 +57,10 @@ Points run in parallel (--workers, default all cores; each simulation is
 single-threaded and deterministic) and rows are written in point order, so
 the output is identical for any number of workers. A point that cannot be
 simulated (e.g. the model does not fit its memory) gets a row with an
-error and the sweep goes on.
+error and the sweep goes on; a point that fails with an internal error (a
+bug) is recorded the same way and the sweep exits 1 once the results are
+written. SIGINT or SIGTERM stops the running points within milliseconds,
+writes nothing (no partial or temporary file) and exits 130 (docs/cli.md).
 
 --shard i/n runs only the points with index % n == i (i counts from 0, as
 $SLURM_ARRAY_TASK_ID of an array submitted with --array=0-(n-1) and
@@ -108,6 +111,10 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	if f.list {
 		return listPoints(cmd.OutOrStdout(), plan, sh)
 	}
+	// Signals are caught before the output exists, so an interrupt always
+	// removes the temporary file.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	asJSON := f.asJSON || strings.HasSuffix(strings.ToLower(f.out), ".json")
 	out, commit, abort, err := openOutput("-o", f.out, cmd.OutOrStdout())
 	if err != nil {
@@ -123,11 +130,12 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 
 	total := sh.Size(plan.Len())
 	bar := newSweepBar(cmd.ErrOrStderr(), f.quiet, total)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var failed []string
-	nFailed := 0
+	nFailed, nInternal := 0, 0
 	err = plan.Run(ctx, sweep.Options{Workers: f.workers, Shard: sh, Progress: bar.set}, func(r sweep.Row) error {
+		if r.Internal {
+			nInternal++
+		}
 		if r.Err != "" {
 			nFailed++
 			if len(failed) < 3 {
@@ -142,7 +150,7 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	case errors.As(err, &invalid):
 		return badInput(err)
 	case errors.Is(err, context.Canceled):
-		return errors.New("sweep: interrupted")
+		return fmt.Errorf("sweep: interrupted, no results written: %w", err)
 	case err != nil:
 		return fmt.Errorf("sweep: %w", err)
 	}
@@ -151,6 +159,10 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	}
 	if err := commit(); err != nil {
 		return fmt.Errorf("sweep: %w", err)
+	}
+	if nInternal > 0 {
+		return fmt.Errorf("sweep: results written, but %d of %d points failed with an internal error (see the error column): %s",
+			nInternal, total, strings.Join(failed, "; "))
 	}
 	if nFailed > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "servesim: warning: %d of %d points could not be simulated (see the error column): %s\n",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -43,11 +42,7 @@ func runCapacity(t *testing.T, args ...string) (int, string, string) {
 		return 0, out.String(), errb.String()
 	}
 	errb.WriteString("servesim: " + oneLine(err.Error()) + "\n")
-	var ie inputError
-	if errors.As(err, &ie) || isUsageError(err) {
-		return 2, out.String(), errb.String()
-	}
-	return 1, out.String(), errb.String()
+	return exitCode(err), out.String(), errb.String()
 }
 
 func readFile(t *testing.T, p string) []byte {

@@ -88,6 +88,7 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 	}
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
 	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
+	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
 	if b.PD != nil {
 		net := link.New()
 		nodes := make([]cluster.Node, len(engines))
@@ -132,6 +133,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	overheadNs := int64(s.Predictor.StepOverheadUs * 1000)
 
 	b := &Built{Scenario: s, Model: m, src: src}
+	var totalBlocks int64
 	predictors := map[string]perf.Predictor{}
 	for gi := range s.Instances {
 		g := &s.Instances[gi]
@@ -145,6 +147,9 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		pp := 1
 		if g.PP != nil {
 			pp = *g.PP
+		}
+		if int64(pp) > m.NumLayers {
+			return nil, fmt.Errorf("%s.pp: %d pipeline stages exceed the %d layers of %s; use pp <= %d", path, pp, m.NumLayers, m.Name, m.NumLayers)
 		}
 		et, err := engineTime(eng, m, cat, arch.NumExperts > 0, pp)
 		if err != nil {
@@ -197,9 +202,19 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, eng, g.MemoryGB))
 			}
 		}
+		if blocks > config.MaxBlocksPerInstance {
+			return nil, fmt.Errorf("%s: %d KV blocks per instance exceed the simulator's bound of %d; set engine.num_gpu_blocks or a larger engine.block_size", path, blocks, config.MaxBlocksPerInstance)
+		}
+		totalBlocks += int64(blocks) * int64(*g.Count)
+		if totalBlocks > config.MaxTotalBlocks {
+			return nil, fmt.Errorf("%s: the cluster's KV blocks exceed the simulator's bound of %d; use fewer instances, engine.num_gpu_blocks or a larger engine.block_size", path, config.MaxTotalBlocks)
+		}
 		maxLen := eng.MaxModelLen
 		if maxLen == 0 {
 			maxLen = int(m.MaxPositionEmbeddings)
+		}
+		if err := checkBatchLimits(enginePath(s, gi), eng, maxLen); err != nil {
+			return nil, err
 		}
 		cfg := engine.Config{
 			MaxNumSeqs:                eng.MaxNumSeqs,
@@ -316,9 +331,14 @@ func resolve(src config.Source, p string) string {
 	return filepath.Join(src.Dir, p)
 }
 
-// BuiltinWorkloads lists the embedded traces usable as "builtin:NAME".
+// BuiltinWorkloads lists the embedded traces usable as "builtin:NAME". The
+// directory is compiled into the binary: reading it cannot fail, and a
+// build without it has no builtin workloads.
 func BuiltinWorkloads() []string {
-	entries, _ := fs.ReadDir(assets.FS(), "workloads")
+	entries, err := fs.ReadDir(assets.FS(), "workloads")
+	if err != nil {
+		return nil
+	}
 	var names []string
 	for _, e := range entries {
 		if n, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok {
@@ -685,4 +705,29 @@ func newRouter(s *config.Scenario) cluster.Router {
 		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}
 	}
 	return &cluster.RoundRobin{}
+}
+
+// enginePath names where group gi's engine settings come from: its own
+// engine block when it has one, else the scenario's.
+func enginePath(s *config.Scenario, gi int) string {
+	if s.Instances[gi].Engine != nil {
+		return fmt.Sprintf("instances[%d].engine (or engine)", gi)
+	}
+	return "engine"
+}
+
+// checkBatchLimits refuses what vLLM's scheduler configuration refuses at
+// start-up: a step budget smaller than max_num_seqs, and, without chunked
+// prefill, a step budget smaller than the longest sequence (such a prompt
+// could never be scheduled).
+func checkBatchLimits(path string, eng config.Engine, maxLen int) error {
+	if eng.MaxNumBatchedTokens < eng.MaxNumSeqs {
+		return fmt.Errorf("%s: max_num_batched_tokens %d is smaller than max_num_seqs %d; raise max_num_batched_tokens to at least %d or lower max_num_seqs",
+			path, eng.MaxNumBatchedTokens, eng.MaxNumSeqs, eng.MaxNumSeqs)
+	}
+	if !*eng.ChunkedPrefill && eng.MaxNumBatchedTokens < maxLen {
+		return fmt.Errorf("%s: max_num_batched_tokens %d is smaller than max_model_len %d with enable_chunked_prefill false, so longer prompts could never be scheduled; raise max_num_batched_tokens to %d, set max_model_len <= %d or enable chunked prefill",
+			path, eng.MaxNumBatchedTokens, maxLen, maxLen, eng.MaxNumBatchedTokens)
+	}
+	return nil
 }

@@ -111,6 +111,14 @@ type Sim struct {
 	// err is the first error of a call that has no error result (kick,
 	// end); Run returns it after the event that raised it.
 	err error
+
+	// Run limits (limits.go).
+	limits     Limits
+	interrupt  func() bool
+	limited    string // which limit ended the run
+	events     int64  // events processed
+	tokensSeen int64  // prompt and output tokens of the requests admitted
+	live       map[int64]liveReq
 }
 
 // New returns a simulation of engines serving src. Engines are indexed by
@@ -158,15 +166,28 @@ func (s *Sim) Run() (int64, error) {
 		return 0, err
 	}
 	for {
-		ev, ok := s.q.Pop()
+		next, ok := s.q.Peek()
 		if !ok {
 			break
 		}
-		if s.stale(ev) {
+		if s.stale(next) {
 			// A timer made moot (lease, retry, superseded network wake-up):
-			// it neither advances the observed time nor the run's end.
+			// it neither advances the observed time nor the run's end, and
+			// does not count against the event budget.
+			s.q.Pop()
 			continue
 		}
+		if s.overLimit(next.At) {
+			if err := s.cutOff(s.lastEvent); err != nil {
+				return s.lastEvent, err
+			}
+			break
+		}
+		s.events++
+		if s.interrupt != nil && s.events%interruptEvery == 0 && s.interrupt() {
+			return s.lastEvent, ErrInterrupted
+		}
+		ev, _ := s.q.Pop()
 		s.lastEvent = ev.At
 		if s.obs != nil {
 			s.obs.Advance(ev.At)
@@ -291,6 +312,7 @@ func (s *Sim) schedule(ev des.Event) error {
 // failed when none can.
 func (s *Sim) admit(req *workload.Request, now int64) error {
 	s.total++
+	s.track(req, now)
 	if s.pd != nil {
 		return s.pdArrive(req, now)
 	}
@@ -395,6 +417,7 @@ func (s *Sim) CheckInvariants(on bool) { s.checks = on }
 // end records a terminal request and releases its session successor.
 func (s *Sim) end(rec *metrics.Record, now int64) {
 	s.terminal++
+	delete(s.live, rec.ID)
 	if s.obs != nil {
 		s.obs.Terminal(rec)
 	}

@@ -22,4 +22,11 @@
 // requests: only the next arrival and the requests in the system are held.
 // No error is discarded: scheduling errors end the run (or, for a session
 // tool time that overflows the clock, fail the sub-request with the reason).
+//
+// Limits (SetLimits) bound a run by simulated time and by events; by
+// default an automatic event budget proportional to the tokens seen stops a
+// run that loops without progress. At a limit, requests in flight end
+// failed (reason "limit") and those that never arrived end truncated, so
+// every request still has one outcome. SetInterrupt installs a caller's
+// cancellation check polled every 1,024 events; the core reads no clock.
 package cluster

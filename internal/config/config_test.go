@@ -1,6 +1,9 @@
 package config
 
 import (
+	"fmt"
+	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -101,10 +104,47 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("instances:\n  - {role: prefill}\n  - {role: decode}\n"))
 	f.Add([]byte("workload:\n  synthetic: {requests: 3, arrival: {kind: poisson, rate: 1}, input: {kind: fixed, mean: 5}, output: {kind: fixed, mean: 5}}\n"))
 	f.Add([]byte("engine: [\n"))
+	for _, bad := range []string{
+		"engine: {num_gpu_blocks: 9223372036854775807}", "links: {latency_us: .inf}", "engine: {gpu_memory_utilization: .nan}",
+		"engine: {max_num_seqs: 1.5}", "engine: {max_num_seqs: \"2.5\"}", "predictor: {step_overhead_us: 1e300}", "instances: [{count: 1e9}]",
+		"handoff: {lease_s: 1e300, retry_after_s: .nan}", "limits: {max_sim_time_s: -1, max_events: 5}", "instances: [{memory_gb: 4.5e-320}]",
+	} {
+		f.Add([]byte(bad + "\n"))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "fuzz.yaml")
 		if err == nil && s == nil {
 			t.Fatal("nil scenario without error")
 		}
+		if err != nil {
+			return
+		}
+		// Whatever parses holds no NaN or infinity, anywhere.
+		checkFinite(t, reflect.ValueOf(s).Elem(), "scenario")
 	})
+}
+
+// checkFinite fails on any NaN or infinite float reachable from v.
+func checkFinite(t *testing.T, v reflect.Value, path string) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			t.Fatalf("%s = %v was accepted", path, f)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			checkFinite(t, v.Elem(), path)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				checkFinite(t, v.Field(i), path+"."+v.Type().Field(i).Name)
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			checkFinite(t, v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+	}
 }

@@ -49,6 +49,9 @@ func Parse(data []byte, name string) (*Scenario, error) {
 		if err := decode(data, s); err != nil {
 			return nil, yamlError(name, err)
 		}
+		if err := checkIntegerFields(data, name); err != nil {
+			return nil, err
+		}
 	}
 	if s.Workload.Generated() && s.Workload.Trace == DefaultTrace {
 		s.Workload.Trace = ""

@@ -50,9 +50,25 @@ type Scenario struct {
 	Workload Workload `yaml:"workload" json:"workload"`
 	// SLO sets latency targets for attainment and goodput.
 	SLO SLO `yaml:"slo" json:"slo"`
+	// Limits bound the run deterministically (see docs/limits.md).
+	Limits Limits `yaml:"limits" json:"limits"`
 	// CheckInvariants verifies KV-block conservation and scheduler limits
 	// after every step (slower; on in tests).
 	CheckInvariants bool `yaml:"check_invariants" json:"check_invariants"`
+}
+
+// Limits bound a run. At a limit the run ends with its summary: requests
+// in flight fail with reason "limit", requests that never arrived are
+// counted as truncated.
+type Limits struct {
+	// MaxSimTimeS stops the run at this simulated time, seconds (0: no
+	// bound).
+	MaxSimTimeS float64 `yaml:"max_sim_time_s" json:"max_sim_time_s"`
+	// MaxEvents stops the run after this many simulation events (0: the
+	// automatic budget of 1,000,000 plus 64 per prompt and output token
+	// of the requests seen so far, which no run that makes progress
+	// reaches).
+	MaxEvents int64 `yaml:"max_events" json:"max_events"`
 }
 
 // Predictor configures step-latency prediction.
@@ -351,9 +367,6 @@ func (s *Scenario) Validate() error {
 	if s.Predictor.Kind != "profile" && s.Predictor.Kind != "roofline" {
 		bad("predictor.kind", "must be profile or roofline (got %q)", s.Predictor.Kind)
 	}
-	if v := s.Predictor.StepOverheadUs; v < 0 {
-		bad("predictor.step_overhead_us", "must be >= 0 (got %g)", v)
-	}
 	s.Engine.validate("engine", bad)
 	for _, f := range []struct {
 		name string
@@ -389,9 +402,6 @@ func (s *Scenario) Validate() error {
 		if g.PP != nil && *g.PP <= 0 {
 			bad(p+".pp", "must be > 0 (got %d)", *g.PP)
 		}
-		if g.MemoryGB < 0 {
-			bad(p+".memory_gb", "must be > 0 when set (got %g)", g.MemoryGB)
-		}
 		if g.Engine != nil {
 			g.Engine.validate(p+".engine", bad)
 		}
@@ -402,9 +412,7 @@ func (s *Scenario) Validate() error {
 		bad("router", "must be round-robin, random, least-loaded, least-kv, prefix-affinity or power-of-two (got %q)", s.Router)
 	}
 	s.validateHandoff(bad)
-	if s.SLO.TTFTMs < 0 || s.SLO.TPOTMs < 0 || s.SLO.E2EMs < 0 {
-		bad("slo", "bounds must be >= 0 ms (got ttft %g, tpot %g, e2e %g)", s.SLO.TTFTMs, s.SLO.TPOTMs, s.SLO.E2EMs)
-	}
+	s.validateBounds(bad)
 	for i, t := range s.SLO.Percentiles {
 		p := fmt.Sprintf("slo.percentiles[%d]", i)
 		switch t.Metric {
@@ -416,9 +424,6 @@ func (s *Scenario) Validate() error {
 		case 50, 90, 95, 99:
 		default:
 			bad(p+".percentile", "must be 50, 90, 95 or 99 (got %d)", t.Percentile)
-		}
-		if t.MaxMs <= 0 {
-			bad(p+".max_ms", "must be > 0 (got %g)", t.MaxMs)
 		}
 	}
 	w := &s.Workload
@@ -436,9 +441,6 @@ func (s *Scenario) Validate() error {
 	}
 	if w.MaxConcurrency < 0 || w.MaxConcurrency > MaxConcurrencyBound {
 		bad("workload.max_concurrency", "must be in [0, %d] (got %d; 0 means no limit)", MaxConcurrencyBound, w.MaxConcurrency)
-	}
-	if w.TimeScale <= 0 {
-		bad("workload.time_scale", "must be > 0 (got %g)", w.TimeScale)
 	}
 	if w.Chat != nil {
 		if err := w.Chat.Validate(); err != nil {
@@ -578,12 +580,6 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	if h.PushOverflow != "spill" && h.PushOverflow != "drop" {
 		bad("handoff.push_overflow", "must be spill or drop (got %q)", h.PushOverflow)
 	}
-	if h.LeaseS <= 0 {
-		bad("handoff.lease_s", "must be > 0 (got %g)", h.LeaseS)
-	}
-	if h.RetryAfterS <= 0 {
-		bad("handoff.retry_after_s", "must be > 0 (got %g)", h.RetryAfterS)
-	}
 	if h.LocalPrefillBelow < 0 {
 		bad("handoff.local_prefill_below", "must be >= 0 (got %d)", h.LocalPrefillBelow)
 	}
@@ -592,21 +588,6 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	}
 	if h.ReservedDecodeTokens < 0 {
 		bad("handoff.reserved_decode_tokens", "must be >= 0 (got %d)", h.ReservedDecodeTokens)
-	}
-	if h.MaxPrefillQueueS < 0 {
-		bad("handoff.max_prefill_queue_s", "must be >= 0 (got %g)", h.MaxPrefillQueueS)
-	}
-	if h.MaxDecodeKVFraction < 0 {
-		bad("handoff.max_decode_kv_fraction", "must be >= 0 (got %g)", h.MaxDecodeKVFraction)
-	}
-	if h.PushBufferFraction < 0 || h.PushBufferFraction >= 1 {
-		bad("handoff.push_buffer_fraction", "must be in [0, 1) (got %g)", h.PushBufferFraction)
-	}
-	if s.Links.TPBandwidthGBps < 0 {
-		bad("links.tp_bandwidth_gbps", "must be >= 0 (got %g)", s.Links.TPBandwidthGBps)
-	}
-	if s.Links.BandwidthGBps < 0 {
-		bad("links.bandwidth_gbps", "must be >= 0 (got %g)", s.Links.BandwidthGBps)
 	}
 	if s.PD() {
 		var p, d bool

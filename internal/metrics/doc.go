@@ -9,6 +9,10 @@
 //     finished requests; queue delay = first scheduled - arrival.
 //   - ITL: a gap between consecutive output tokens of one request, reported
 //     by the engine through Summary.AddITL.
+//   - Outcomes: every request ends finished, rejected, failed or truncated
+//     (never arrived: a run limit ended the run first), and the four
+//     counts add up to requests_total. SLO attainment counts every outcome
+//     but finished as a miss.
 //   - Handoff wait, decode capacity wait and KV transfer time apply to
 //     requests prefilled on one instance and decoded on another
 //     (Record.Handoff).

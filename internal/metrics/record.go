@@ -8,6 +8,8 @@ const (
 	Finished Outcome = iota + 1 // all output tokens produced
 	Rejected                    // refused by admission control
 	Failed                      // could not be served (reason says why)
+	// Truncated: never arrived, because a run limit ended the run first.
+	Truncated
 )
 
 // String returns the outcome's name as used in outputs.
@@ -19,6 +21,8 @@ func (o Outcome) String() string {
 		return "rejected"
 	case Failed:
 		return "failed"
+	case Truncated:
+		return "truncated"
 	}
 	return "unknown"
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 
@@ -38,6 +39,7 @@ type dist struct {
 	n        int64
 	sum      int64 // ns; overflows only past ~292 years of summed latency
 	min, max int64 // ns
+	err      error // first value the histogram refused (see Summary.Err)
 }
 
 func newDist() dist {
@@ -57,7 +59,11 @@ func (d *dist) add(ns int64) {
 	}
 	d.n++
 	d.sum += ns
-	_ = d.h.RecordValue(toUs(ns)) // cannot fail: 0 <= us <= highest trackable
+	// toUs clamps to the histogram's range, so this does not fail; if it
+	// ever did, Summary.Err reports it rather than a silently short count.
+	if err := d.h.RecordValue(toUs(ns)); err != nil && d.err == nil {
+		d.err = fmt.Errorf("metrics: record %d ns: %w", ns, err)
+	}
 }
 
 // addN records count copies of one non-negative value in ns.
@@ -212,6 +218,7 @@ type Summary struct {
 	ttft, tpot, itl, e2e, queue dist
 	handoff, capacity, transfer dist
 	total, finished, rejected   int64
+	truncated                   int64
 	failed                      int64
 	inputTokens, outputTokens   int64
 	cachedTokens                int64
@@ -220,6 +227,17 @@ type Summary struct {
 	failReasons, rejectReasons  *reasonTally
 	slo                         SLO
 	sloMet                      int64
+}
+
+// Err returns the first value a latency histogram could not record (nil
+// in any correct run: values are clamped to the histogram's range).
+func (s *Summary) Err() error {
+	for _, d := range []*dist{&s.ttft, &s.tpot, &s.itl, &s.e2e, &s.queue, &s.handoff, &s.capacity, &s.transfer} {
+		if d.err != nil {
+			return d.err
+		}
+	}
+	return nil
 }
 
 // NewSummary returns an empty summary.
@@ -249,6 +267,9 @@ func (s *Summary) Add(r *Record) {
 	case Rejected:
 		s.rejected++
 		s.rejectReasons.add(r.Reason)
+		return
+	case Truncated:
+		s.truncated++
 		return
 	default:
 		s.failed++
@@ -293,10 +314,13 @@ type Result struct {
 	Scenario  any      `json:"scenario,omitempty"`
 	Simulated []string `json:"-"`
 
-	RequestsTotal int64   `json:"requests_total"`
-	Finished      int64   `json:"finished"`
-	Rejected      int64   `json:"rejected"`
-	Failed        int64   `json:"failed"`
+	RequestsTotal int64 `json:"requests_total"`
+	Finished      int64 `json:"finished"`
+	Rejected      int64 `json:"rejected"`
+	Failed        int64 `json:"failed"`
+	// Truncated counts the requests that never arrived because a run
+	// limit ended the run (see Limit).
+	Truncated     int64   `json:"truncated"`
 	SimTimeS      float64 `json:"sim_time_s"`
 	ThroughputRPS float64 `json:"throughput_rps"`
 	InputTokens   int64   `json:"input_tokens"`
@@ -329,6 +353,9 @@ type Result struct {
 	// Stopped explains why the run stopped early (the eager handoff
 	// policy when a decode instance was out of memory).
 	Stopped string `json:"stopped,omitempty"`
+	// Limit says which run limit ended the run, if one did: requests in
+	// flight then failed with reason "limit", the rest are Truncated.
+	Limit string `json:"limit,omitempty"`
 }
 
 // PinnedKV is the KV a prefill instance held pinned for handoffs, in
@@ -355,6 +382,7 @@ func (s *Summary) Finish(simTimeNs int64) Result {
 		Finished:          s.finished,
 		Rejected:          s.rejected,
 		Failed:            s.failed,
+		Truncated:         s.truncated,
 		SimTimeS:          secs,
 		ThroughputRPS:     rate(s.finished),
 		InputTokens:       s.inputTokens,

@@ -31,6 +31,9 @@ func (r Result) String() string {
 	kv("  finished:", i(r.Finished))
 	kv("  rejected:", i(r.Rejected))
 	kv("  failed:", i(r.Failed))
+	if r.Truncated > 0 || r.Limit != "" {
+		kv("  truncated (never arrived):", i(r.Truncated))
+	}
 	kv("Simulated time (s):", f(r.SimTimeS, 3))
 	kv("Request throughput (req/s):", f(r.ThroughputRPS, 3))
 	kv("Input tokens:", i(r.InputTokens))
@@ -90,6 +93,10 @@ func (r Result) String() string {
 		for _, p := range r.PinnedKV {
 			fmt.Fprintf(&b, "  instance %-4d peak %10d   mean %12.1f\n", p.Instance, p.PeakBlocks, p.MeanBlocks)
 		}
+	}
+	if r.Limit != "" {
+		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+		b.WriteString("LIMIT: " + r.Limit + "\n")
 	}
 	if r.Stopped != "" {
 		b.WriteString(strings.Repeat("-", tableWidth) + "\n")

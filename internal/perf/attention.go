@@ -117,7 +117,7 @@ func readAttentionCSV(name string, r io.Reader) (*attnTable, error) {
 				return nil, err
 			}
 		}
-		y, err := tb.num("time_us", true)
+		y, err := tb.timeUs("time_us")
 		if err != nil {
 			return nil, err
 		}

@@ -110,6 +110,24 @@ func (t *table) num(c string, nonNeg bool) (float64, error) {
 	return v, nil
 }
 
+// MaxTimeUs bounds a profiled time (one op of one layer, or one sampler
+// call): 10 s. Larger values are data errors, and they would overflow the
+// nanosecond clock once summed over layers and steps.
+const MaxTimeUs = 1e7
+
+// timeUs parses a profiled time in microseconds: finite, >= 0 and at most
+// MaxTimeUs.
+func (t *table) timeUs(c string) (float64, error) {
+	v, err := t.num(c, true)
+	if err != nil {
+		return 0, err
+	}
+	if v > MaxTimeUs {
+		return 0, t.errorf("column %s: %q exceeds %g us (10 s for one op of one layer); check the profile's units", c, t.str(c), float64(MaxTimeUs))
+	}
+	return v, nil
+}
+
 // usToNs converts a table time in microseconds to nanoseconds.
 const usToNs = 1000.0
 
@@ -137,7 +155,7 @@ func readLayerCSV(name string, r io.Reader, axis string) (map[string]*pwl, error
 		if err != nil {
 			return nil, err
 		}
-		y, err := t.num("time_us", true)
+		y, err := t.timeUs("time_us")
 		if err != nil {
 			return nil, err
 		}

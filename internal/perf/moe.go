@@ -59,7 +59,7 @@ func readMoECSV(name string, r io.Reader) (*moeTable, error) {
 		if err != nil {
 			return nil, err
 		}
-		y, err := tb.num("time_us", true)
+		y, err := tb.timeUs("time_us")
 		if err != nil {
 			return nil, err
 		}

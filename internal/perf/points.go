@@ -100,7 +100,7 @@ func readPointsCSV(name string, r io.Reader, cat string) ([]Point, error) {
 		if !ok {
 			return out, nil
 		}
-		y, err := t.num("time_us", true)
+		y, err := t.timeUs("time_us")
 		if err != nil {
 			return nil, err
 		}

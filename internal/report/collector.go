@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -52,6 +53,7 @@ type latency struct {
 	h        *hdrhistogram.Histogram
 	n        int64
 	min, max int64
+	err      error // first value the histogram refused (see Collector.Err)
 }
 
 func (l *latency) add(ns int64) {
@@ -66,7 +68,22 @@ func (l *latency) add(ns int64) {
 	}
 	l.max = max(l.max, ns)
 	l.n++
-	_ = l.h.RecordValue(min((ns+500)/1000, histHighUs)) // in range: cannot fail
+	// Clamped to the histogram's range, so this does not fail; if it ever
+	// did, Collector.Err reports it rather than a silently short CDF.
+	if err := l.h.RecordValue(min((ns+500)/1000, histHighUs)); err != nil && l.err == nil {
+		l.err = fmt.Errorf("report: record %d ns: %w", ns, err)
+	}
+}
+
+// Err returns the first latency a histogram could not record (nil in any
+// correct run).
+func (c *Collector) Err() error {
+	for i := range c.lat {
+		if err := c.lat[i].err; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // point is one point of a CDF: a latency in ms and the fraction of samples

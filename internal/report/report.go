@@ -45,6 +45,14 @@ func Write(w io.Writer, title string, runs []Run) error {
 	if len(runs) == 0 {
 		return errors.New("report: no runs to write")
 	}
+	for _, r := range runs {
+		if r.Data == nil {
+			continue
+		}
+		if err := r.Data.Err(); err != nil {
+			return err
+		}
+	}
 	pg, err := build(title, runs)
 	if err != nil {
 		return err
@@ -176,6 +184,7 @@ func summaryTable(runs []Run) tableView {
 	row("finished", true, func(r *metrics.Result) string { return itoa(r.Finished) })
 	row("rejected", true, func(r *metrics.Result) string { return itoa(r.Rejected) })
 	row("failed", true, func(r *metrics.Result) string { return itoa(r.Failed) })
+	row("truncated", true, func(r *metrics.Result) string { return itoa(r.Truncated) })
 	row("Simulated time (s)", false, func(r *metrics.Result) string { return ftoa(r.SimTimeS, 3) })
 	row("Request throughput (req/s)", false, func(r *metrics.Result) string { return ftoa(r.ThroughputRPS, 3) })
 	row("Input tokens", false, func(r *metrics.Result) string { return itoa(r.InputTokens) })

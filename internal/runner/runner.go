@@ -37,6 +37,10 @@ type Options struct {
 	// Sampler, if set, sees every instance's state at each 1 s boundary
 	// (e.g. a *report.Collector).
 	Sampler Sampler
+	// Interrupt, if set, is checked every few thousand events; when it
+	// returns true the run stops with cluster.ErrInterrupted (e.g. on
+	// SIGTERM). The simulation itself reads no clock.
+	Interrupt func() bool
 }
 
 // Sampler samples instance state at fixed boundaries with the contract of
@@ -180,6 +184,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 			opts.Sampler.Watch(i, snap(i))
 		}
 	}
+	sim.SetInterrupt(opts.Interrupt)
 	end, err := sim.Run()
 	if opts.Sampler != nil {
 		opts.Sampler.Close(end)
@@ -197,6 +202,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if o.err != nil {
 		return metrics.Result{}, fmt.Errorf("output: %w", o.err)
+	}
+	if err := o.sum.Err(); err != nil {
+		return metrics.Result{}, err
 	}
 	if o.series != nil {
 		if err := o.series.Close(end); err != nil {
@@ -221,6 +229,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	o.closers = nil
 	res := o.sum.Finish(end)
 	describe(b, &res)
+	res.Limit = sim.LimitReached()
 	res.CheckTargets(opts.Targets)
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {

@@ -14,6 +14,7 @@ import (
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/sweep"
+	"github.com/servesim/servesim/internal/workpool"
 )
 
 // SLO holds the per-request latency bounds in ms a request must meet to
@@ -249,7 +250,7 @@ func (r *rateScaler) scenario(m float64) (*config.Scenario, float64, error) {
 	return s, ts, nil
 }
 
-func (r *rateScaler) run(m float64, o Options) (Probe, error) {
+func (r *rateScaler) run(ctx context.Context, m float64, o Options) (Probe, error) {
 	s, ts, err := r.scenario(m)
 	if err != nil {
 		return Probe{}, err
@@ -258,10 +259,13 @@ func (r *rateScaler) run(m float64, o Options) (Probe, error) {
 	if err != nil {
 		return Probe{}, fmt.Errorf("rate x%g: %w", m, err)
 	}
-	res, err := runner.Run(b, runner.Options{SLO: o.SLO.metrics()})
+	res, err := runner.Run(b, runner.Options{SLO: o.SLO.metrics(), Interrupt: workpool.Interrupt(ctx)})
+	if errors.Is(err, cluster.ErrInterrupted) {
+		return Probe{}, ctx.Err()
+	}
 	var stop *cluster.StopReport
 	if err != nil && !errors.As(err, &stop) {
-		return Probe{}, fmt.Errorf("rate x%g: %w", m, err)
+		return Probe{}, &RunError{fmt.Errorf("rate x%g: %w", m, err)}
 	}
 	p := Probe{Multiplier: m, RateRPS: r.baseRate * m, TimeScale: ts, Summary: res}
 	if res.SLO != nil && res.SLO.Attainment != nil {
@@ -270,6 +274,15 @@ func (r *rateScaler) run(m float64, o Options) (Probe, error) {
 	p.Pass = res.Stopped == "" && p.Attainment >= o.Target
 	return p, nil
 }
+
+// RunError is a probe whose simulation failed (rather than the search's
+// input being wrong); it wraps the run's error.
+type RunError struct{ Err error }
+
+func (e *RunError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the run's error.
+func (e *RunError) Unwrap() error { return e.Err }
 
 // MaxRate finds the largest arrival rate at which the scenario's SLO
 // attainment reaches the target, by bisection on a multiplier of the
@@ -303,7 +316,7 @@ func MaxRate(ctx context.Context, base *config.Scenario, src config.Source, opts
 		if len(res.Probes) >= maxProbes {
 			return Probe{}, fmt.Errorf("no answer after %d runs", maxProbes)
 		}
-		p, err := rs.run(m, o)
+		p, err := rs.run(ctx, m, o)
 		if err != nil {
 			return Probe{}, err
 		}

@@ -3,11 +3,11 @@ package search
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
+	"strings"
 
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/sweep"
+	"github.com/servesim/servesim/internal/workpool"
 )
 
 // Split is one prefill/decode split of a GPU budget and its capacity.
@@ -92,7 +92,10 @@ func Splits(gpus, prefillTP, decodeTP int) []Split {
 // d decode instances made from the templates.
 func SplitScenario(base *config.Scenario, prefill, decode config.Group, p, d int) (*config.Scenario, error) {
 	prefill.Count, decode.Count = &p, &d
-	path, _ := sweep.ParsePath("instances")
+	path, err := sweep.ParsePath("instances")
+	if err != nil {
+		return nil, fmt.Errorf("split: %w", err)
+	}
 	s, err := sweep.Apply(base, sweep.Assignment{Path: path, Value: []config.Group{prefill, decode}})
 	if err != nil {
 		return nil, fmt.Errorf("%d prefill + %d decode: %w", p, d, err)
@@ -129,51 +132,27 @@ func PDRatio(ctx context.Context, base *config.Scenario, src config.Source, gpus
 			return nil, err
 		}
 	}
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	res := &PDRatioResult{Scenario: base.Name, GPUs: gpus, SLO: o.SLO, Target: o.Target, Margin: o.Margin, Splits: splits, Best: -1}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		done int
-		jobs = make(chan int)
-	)
-	for range min(workers, len(splits)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				sp := &res.Splits[i]
-				mr, err := MaxRate(ctx, scenarios[i], src, o)
-				if err != nil {
-					sp.Err = err.Error()
-				}
-				if mr != nil && mr.Best.Multiplier > 0 {
-					sp.MaxRate = mr
-					sp.GoodputRPS = mr.Best.GoodputRPS
-					sp.GoodputPerGPU = mr.Best.GoodputRPS / float64(gpus)
-				}
-				mu.Lock()
-				done++
-				if progress != nil {
-					progress(done, len(splits))
-				}
-				mu.Unlock()
+	done := 0
+	err = workpool.Run(ctx, workers, workpool.Count(len(splits)),
+		func(ctx context.Context, i int) (*MaxRateResult, error) { return MaxRate(ctx, scenarios[i], src, o) },
+		func(i int, mr *MaxRateResult, err error) error {
+			sp := &res.Splits[i]
+			if err != nil {
+				sp.Err = strings.ReplaceAll(err.Error(), "\n", "; ")
 			}
-		}()
-	}
-loop:
-	for i := range splits {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break loop
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+			if mr != nil && mr.Best.Multiplier > 0 {
+				sp.MaxRate = mr
+				sp.GoodputRPS = mr.Best.GoodputRPS
+				sp.GoodputPerGPU = mr.Best.GoodputRPS / float64(gpus)
+			}
+			done++
+			if progress != nil {
+				progress(done, len(splits))
+			}
+			return nil
+		})
+	if err != nil {
 		return nil, err
 	}
 	for i, sp := range res.Splits {

@@ -58,7 +58,10 @@ func Resample(s *config.Scenario, src config.Source, n int) (*config.Scenario, e
 		Input:    empirical(in),
 		Output:   empirical(out),
 	}
-	wp, _ := sweep.ParsePath("workload")
+	wp, err := sweep.ParsePath("workload")
+	if err != nil {
+		return nil, fmt.Errorf("resample: %w", err)
+	}
 	return sweep.Apply(s, sweep.Assignment{Path: wp, Value: config.Workload{
 		Format:    "jsonl",
 		TimeScale: 1,

@@ -212,29 +212,47 @@ func equal(a, b []string) bool {
 func ExpandInputs(args []string, exclude string) ([]string, error) {
 	ex := ""
 	if exclude != "" && exclude != "-" {
-		ex, _ = filepath.Abs(exclude)
+		var err error
+		if ex, err = filepath.Abs(exclude); err != nil {
+			return nil, fmt.Errorf("%s: %w", exclude, err)
+		}
 	}
 	seen := map[string]bool{}
 	var out []string
-	add := func(p string) {
-		a, _ := filepath.Abs(p)
+	add := func(p string) error {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
 		if a == ex || seen[a] {
-			return
+			return nil
 		}
 		seen[a] = true
 		out = append(out, p)
+		return nil
+	}
+	addAll := func(files []string) error {
+		sort.Strings(files)
+		for _, f := range files {
+			if err := add(f); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	for _, a := range args {
 		if st, err := os.Stat(a); err == nil && st.IsDir() {
 			var found []string
 			for _, pat := range []string{"*.csv", "*.json"} {
-				m, _ := filepath.Glob(filepath.Join(a, pat))
+				m, err := filepath.Glob(filepath.Join(a, pat))
+				if err != nil {
+					return nil, fmt.Errorf("%s: directory name is not usable as a pattern (%w); list its files instead", a, err)
+				}
 				found = append(found, m...)
 			}
 			n := len(out)
-			sort.Strings(found)
-			for _, f := range found {
-				add(f)
+			if err := addAll(found); err != nil {
+				return nil, err
 			}
 			if len(out) == n {
 				return nil, fmt.Errorf("%s: no *.csv or *.json shard outputs in this directory", a)
@@ -249,13 +267,14 @@ func ExpandInputs(args []string, exclude string) ([]string, error) {
 			if len(m) == 0 {
 				return nil, fmt.Errorf("%s: matches no file", a)
 			}
-			sort.Strings(m)
-			for _, f := range m {
-				add(f)
+			if err := addAll(m); err != nil {
+				return nil, err
 			}
 			continue
 		}
-		add(a)
+		if err := add(a); err != nil {
+			return nil, err
+		}
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no shard outputs to merge")

@@ -25,6 +25,9 @@ type Row struct {
 	// Err is why the point could not be simulated (for example, the model
 	// does not fit the memory the point gives it); "" when it ran.
 	Err string
+	// Internal marks an Err that is a bug (a panicking simulation), not a
+	// property of the point.
+	Internal bool
 }
 
 // Fixed columns of every output, before the grid columns.
@@ -52,6 +55,7 @@ var metricCols = func() []metricCol {
 		{"finished", func(r *metrics.Result) string { return itoa(r.Finished) }},
 		{"rejected", func(r *metrics.Result) string { return itoa(r.Rejected) }},
 		{"failed", func(r *metrics.Result) string { return itoa(r.Failed) }},
+		{"truncated", func(r *metrics.Result) string { return itoa(r.Truncated) }},
 		{"sim_time_s", func(r *metrics.Result) string { return ftoa(r.SimTimeS) }},
 		{"throughput_rps", func(r *metrics.Result) string { return ftoa(r.ThroughputRPS) }},
 		{"input_tokens", func(r *metrics.Result) string { return itoa(r.InputTokens) }},
@@ -260,7 +264,10 @@ func (p *Plan) jsonRow(r Row) ([]byte, error) {
 		if k > 0 {
 			b.WriteByte(',')
 		}
-		key, _ := json.Marshal(a.Path.String())
+		key, err := json.Marshal(a.Path.String())
+		if err != nil {
+			return nil, fmt.Errorf("point %d: encode %s: %w", r.Point, a.Path, err)
+		}
 		val, err := json.Marshal(r.Values[k])
 		if err != nil {
 			return nil, fmt.Errorf("point %d: encode %s: %w", r.Point, a.Path, err)
@@ -271,7 +278,10 @@ func (p *Plan) jsonRow(r Row) ([]byte, error) {
 	}
 	b.WriteString("}")
 	if r.Err != "" {
-		e, _ := json.Marshal(r.Err)
+		e, err := json.Marshal(r.Err)
+		if err != nil {
+			return nil, fmt.Errorf("point %d: encode error: %w", r.Point, err)
+		}
 		fmt.Fprintf(&b, `,"error":%s}`, e)
 		return b.Bytes(), nil
 	}

@@ -8,15 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/runner"
+	"github.com/servesim/servesim/internal/workpool"
 )
 
 // Plan is a sweep ready to run: a base scenario, where it came from (for
@@ -107,12 +106,21 @@ func (p *Plan) Check(sh Shard) error {
 // RunPoint simulates point i and returns its row. A scenario that cannot be
 // built or run gives a row with Err set (the sweep goes on); the eager
 // policy's stop is a result (Result.Stopped), not an error.
-func (p *Plan) RunPoint(i int) Row {
+func (p *Plan) RunPoint(i int) Row { return p.runPoint(context.Background(), i) }
+
+// emptyRow is point i's row without results.
+func (p *Plan) emptyRow(i int) Row {
 	as := p.Grid.Assignments(i)
 	row := Row{Point: i, Values: make([]any, len(as))}
 	for k, a := range as {
 		row.Values[k] = a.Value
 	}
+	return row
+}
+
+// runPoint simulates point i; the simulation stops early when ctx is done.
+func (p *Plan) runPoint(ctx context.Context, i int) Row {
+	row := p.emptyRow(i)
 	s, err := p.Scenario(i)
 	if err != nil {
 		row.Err = err.Error()
@@ -123,7 +131,7 @@ func (p *Plan) RunPoint(i int) Row {
 		row.Err = oneLine(err.Error())
 		return row
 	}
-	res, err := runner.Run(built, runner.Options{})
+	res, err := runner.Run(built, runner.Options{Interrupt: workpool.Interrupt(ctx)})
 	var stop *cluster.StopReport
 	if err != nil && !errors.As(err, &stop) {
 		row.Err = oneLine(err.Error())
@@ -143,6 +151,9 @@ type Shard struct {
 	Index, Count int
 }
 
+// MaxShards bounds n in a shard i/n: far more than any job array.
+const MaxShards = 1 << 20
+
 // ParseShard parses "i/n" with 0 <= i < n. Shard indices count from 0, as
 // $SLURM_ARRAY_TASK_ID of an array submitted with --array=0-(n-1) and
 // Kubernetes' $JOB_COMPLETION_INDEX do.
@@ -156,8 +167,8 @@ func ParseShard(s string) (Shard, error) {
 	if err1 != nil || err2 != nil {
 		return Shard{}, fmt.Errorf("shard %q: i and n must be integers, e.g. 0/4 (is $SLURM_ARRAY_TASK_ID or $JOB_COMPLETION_INDEX set?)", s)
 	}
-	if n < 1 {
-		return Shard{}, fmt.Errorf("shard %q: n must be >= 1", s)
+	if n < 1 || n > MaxShards {
+		return Shard{}, fmt.Errorf("shard %q: n must be in [1, %d]", s, MaxShards)
 	}
 	if i < 0 || i >= n {
 		return Shard{}, fmt.Errorf("shard %q: i must be in [0, %d]; shard indices count from 0 (submit Slurm arrays with --array=0-%d)", s, n-1, n-1)
@@ -181,8 +192,8 @@ func (sh Shard) Points(total int) iter.Seq[int] {
 	}
 	return func(yield func(int) bool) {
 		for i := start; i < total; i += step {
-			if !yield(i) {
-				return
+			if !yield(i) || i > total-step {
+				return // the last point (and no int overflow on i += step)
 			}
 		}
 	}
@@ -196,7 +207,7 @@ func (sh Shard) Size(total int) int {
 	if sh.Index >= total {
 		return 0
 	}
-	return (total - sh.Index + sh.Count - 1) / sh.Count
+	return (total-sh.Index-1)/sh.Count + 1
 }
 
 // Options control Plan.Run.
@@ -209,85 +220,45 @@ type Options struct {
 	// Progress, if set, is called after each point with the number of
 	// points done and the shard's total, from one goroutine.
 	Progress func(done, total int)
+	// point replaces the simulation of a point (tests).
+	point func(ctx context.Context, i int) Row
 }
 
-// Run simulates the shard's points on a pool of workers and calls emit with
-// each row in ascending point order, from one goroutine, so the output does
-// not depend on the number of workers. It first checks every point (see
-// Check; the error is then an *InvalidPointError). It stops at the first error of emit or when ctx is done.
+// Run simulates the shard's points on a pool of workers (see
+// internal/workpool) and calls emit with each row in ascending point order,
+// from one goroutine, so the output does not depend on the number of
+// workers. It first checks every point (see Check; the error is then an
+// *InvalidPointError). A point whose simulation fails or panics becomes a
+// row with Err set; the other points complete. It stops at the first error
+// of emit, or when ctx is done: running simulations stop within a few
+// thousand events and Run returns ctx.Err().
 func (p *Plan) Run(ctx context.Context, opts Options, emit func(Row) error) error {
 	if err := p.Check(opts.Shard); err != nil {
 		return err
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	total := opts.Shard.Size(p.Len())
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	jobs := make(chan int)
-	rows := make(chan Row, workers)
-	go func() {
-		defer close(jobs)
-		for i := range opts.Shard.Points(p.Len()) {
-			select {
-			case jobs <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				r := p.RunPoint(i)
-				select {
-				case rows <- r:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
+	point := opts.point
+	if point == nil {
+		point = p.runPoint
 	}
-	go func() { wg.Wait(); close(rows) }()
-
-	pending := map[int]Row{}
-	nextIdx, stop := iter.Pull(opts.Shard.Points(p.Len()))
-	defer stop()
-	want, ok := nextIdx()
 	done := 0
-	var emitErr error
-	for r := range rows {
-		if emitErr != nil {
-			continue // drain
-		}
-		pending[r.Point] = r
-		for ok {
-			row, have := pending[want]
-			if !have {
-				break
+	err := workpool.Run(ctx, opts.Workers, opts.Shard.Points(p.Len()),
+		func(ctx context.Context, i int) (Row, error) { return point(ctx, i), nil },
+		func(i int, r Row, err error) error {
+			if err != nil { // a panic
+				r = p.emptyRow(i)
+				r.Err, r.Internal = oneLine(err.Error()), true
 			}
-			delete(pending, want)
-			if err := emit(row); err != nil {
-				emitErr = err
-				cancel()
-				break
+			if err := emit(r); err != nil {
+				return err
 			}
 			done++
 			if opts.Progress != nil {
 				opts.Progress(done, total)
 			}
-			want, ok = nextIdx()
-		}
-	}
-	if emitErr != nil {
-		return emitErr
-	}
-	if err := ctx.Err(); err != nil {
+			return nil
+		})
+	if err != nil {
 		return err
 	}
 	if done != total {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,7 +210,7 @@ func TestShard(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want string
-	}{{"0/4", ""}, {"3/4", ""}, {"0/1", ""}, {"4/4", "i must be in [0, 3]"}, {"-1/4", "i must be in"}, {"1/0", "n must be >= 1"}, {"/4", "integers"}, {"2", "want i/n"}} {
+	}{{"0/4", ""}, {"3/4", ""}, {"0/1", ""}, {"4/4", "i must be in [0, 3]"}, {"-1/4", "i must be in"}, {"1/0", "n must be in [1, 1048576]"}, {"1/9223372036854775807", "n must be in [1, 1048576]"}, {"/4", "integers"}, {"2", "want i/n"}} {
 		_, err := ParseShard(tc.in)
 		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseShard(%q) = %v, want %q", tc.in, err, tc.want)
@@ -424,4 +425,137 @@ func TestCheckReportsThePoint(t *testing.T) {
 	if !errors.As(err, &ip) || !strings.Contains(err.Error(), "g.yaml: point 1 (seed=1, engine.block_size=0): engine.block_size: must be > 0") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// TestShardHugeCount: a shard whose n is near the int range yields its one
+// point and stops, with no overflow of the index.
+func TestShardHugeCount(t *testing.T) {
+	sh := Shard{Index: 1, Count: math.MaxInt}
+	var got []int
+	for p := range sh.Points(5) {
+		got = append(got, p)
+		if len(got) > 5 {
+			break
+		}
+	}
+	if len(got) != 1 || got[0] != 1 || sh.Size(5) != 1 {
+		t.Fatalf("points %v, size %d; want [1], 1", got, sh.Size(5))
+	}
+}
+
+// TestPanickingPointIsRecorded: a point whose simulation panics becomes a
+// row with its error, marked internal; the other points complete.
+func TestPanickingPointIsRecorded(t *testing.T) {
+	base, src := loadPD(t)
+	g, err := ParseGrid([]byte("workload.limit: 10\nhandoff.policy: [pull, reserve, push]\n"), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(base, src, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Workers: 2, point: func(ctx context.Context, i int) Row {
+		if i == 1 {
+			var m map[string]int
+			//lint:ignore SA5000 a deliberate runtime panic, as a simulator bug would raise
+			m["boom"]++
+		}
+		return p.runPoint(ctx, i)
+	}}
+	var rows []Row
+	if err := p.Run(context.Background(), opts, func(r Row) error { rows = append(rows, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0].Err != "" || rows[2].Err != "" || rows[0].Result.Finished != 10 || rows[2].Result.Finished != 10 {
+		t.Fatalf("the other points did not complete: %+v", rows)
+	}
+	if !rows[1].Internal || !strings.Contains(rows[1].Err, "assignment to entry in nil map") || strings.Contains(rows[1].Err, "\n") {
+		t.Fatalf("panicking point: internal %v, error %q", rows[1].Internal, rows[1].Err)
+	}
+}
+
+// TestCancelStopsARunningPoint: cancelling the context stops a point whose
+// simulation is running (the check reaches the event loop) and Run returns
+// context.Canceled without emitting it.
+func TestCancelStopsARunningPoint(t *testing.T) {
+	base, src := loadPD(t)
+	// 20,000 requests: far longer than the test waits.
+	g, err := ParseGrid([]byte("workload.synthetic: {requests: 20000, arrival: {kind: poisson, rate: 50}, input: {kind: fixed, mean: 500}, output: {kind: fixed, mean: 200}}\nseed: [1, 2]\n"), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(base, src, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{}, 2)
+	var stopped []Row // rows of points cut short (one worker: no race)
+	opts := Options{Workers: 1, point: func(ctx context.Context, i int) Row {
+		started <- struct{}{}
+		r := p.runPoint(ctx, i)
+		stopped = append(stopped, r)
+		return r
+	}}
+	go func() { <-started; cancel() }()
+	emitted := 0
+	err = p.Run(ctx, opts, func(Row) error { emitted++; return nil })
+	if !errors.Is(err, context.Canceled) || emitted != 0 {
+		t.Fatalf("err %v, %d rows emitted; want context.Canceled and none", err, emitted)
+	}
+	// The running simulation itself stopped part-way, not after 20,000
+	// requests.
+	if len(stopped) != 1 || !strings.Contains(stopped[0].Err, "interrupted") {
+		t.Fatalf("points run: %+v", stopped)
+	}
+}
+
+// FuzzParseShard: any --shard text parses to a shard within the bounds or
+// gives an error, and the shard's points are exactly Size of them.
+func FuzzParseShard(f *testing.F) {
+	for _, s := range []string{"0/4", "3/4", "1/9223372036854775807", "-1/2", "1/0", "5", "/", "2/3/4", " 1/2 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sh, err := ParseShard(s)
+		if err != nil {
+			return
+		}
+		if sh.Index < 0 || sh.Index >= sh.Count || sh.Count > MaxShards {
+			t.Fatalf("%q parsed to %+v", s, sh)
+		}
+		for _, total := range []int{0, 1, 7, 1000} {
+			n := 0
+			for p := range sh.Points(total) {
+				if p < 0 || p >= total || p%sh.Count != sh.Index {
+					t.Fatalf("%q: point %d of %d", s, p, total)
+				}
+				n++
+			}
+			if n != sh.Size(total) {
+				t.Fatalf("%q: %d points of %d, Size %d", s, n, total, sh.Size(total))
+			}
+		}
+	})
+}
+
+// FuzzParseGrid: any grid text parses or gives an error, never a panic,
+// and a parsed grid's points all have one assignment per axis.
+func FuzzParseGrid(f *testing.F) {
+	for _, s := range []string{
+		"engine.max_num_seqs: [64, 128]\n", "seed: [1, 2]\nworkload.time_scale: [1, 0.5]\n", "engine.max_num_seqs: 1.5\n",
+		"a: [\n", "instances[0].count: [1, 9223372036854775807]\n", "x: []\n", "- 1\n", "engine: {max_num_seqs: [1, 2]}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := ParseGrid(data, "g.yaml")
+		if err != nil {
+			return
+		}
+		for i := range min(g.Len(), 64) {
+			g.Assignments(i)
+		}
+	})
 }

@@ -62,8 +62,8 @@ func (s *synthetic) Next() (Entry, error) {
 		if !(g >= 0) { // NaN or negative: cannot happen with a valid config
 			g = 0
 		}
-		if g >= float64(math.MaxInt64-s.t) {
-			s.err = fmt.Errorf("workload: synthetic arrival after request %d overflows int64 ns; raise workload.synthetic.arrival.rate", r.ID)
+		if g > float64(MaxTimeNs-s.t) {
+			s.err = &InputError{fmt.Errorf("workload: synthetic arrival after request %d is beyond the simulator's clock bound of %d ns; raise workload.synthetic.arrival.rate or generate fewer requests", r.ID, int64(MaxTimeNs))}
 			return Entry{}, s.err
 		}
 		s.t += int64(g)
@@ -162,9 +162,9 @@ func (s *scaled) Next() (Entry, error) {
 	copy(reqs, e.Requests)
 	for i := range reqs {
 		a := math.Round(float64(reqs[i].Arrival) * s.factor)
-		if a >= math.MaxInt64 {
-			return Entry{}, fmt.Errorf("workload: scaling arrival %d ns of request %d by %v overflows int64; use a smaller factor",
-				reqs[i].Arrival, reqs[i].ID, s.factor)
+		if a > MaxTimeNs {
+			return Entry{}, &InputError{fmt.Errorf("workload: scaling arrival %d ns of request %d by %v goes beyond the simulator's clock bound of %d ns; use a smaller factor",
+				reqs[i].Arrival, reqs[i].ID, s.factor, int64(MaxTimeNs))}
 		}
 		reqs[i].Arrival = int64(a)
 	}

@@ -205,8 +205,8 @@ func MeasuredSource(reqs []MeasuredRequest, ids func(index int) (in, out []int32
 				m.RequestID, m.InputToks, m.OutputToks)
 		}
 		arr := math.Round((m.QueuedTS - minQ) * 1e9)
-		if arr >= math.MaxInt64 {
-			return nil, fmt.Errorf("workload: measured request %q: arrival %.0f ns overflows int64; fix queued_ts", m.RequestID, arr)
+		if !(arr <= MaxTimeNs) {
+			return nil, &InputError{fmt.Errorf("workload: measured request %q: arrival %.0f ns is beyond the simulator's clock bound of %d ns; fix queued_ts", m.RequestID, arr, int64(MaxTimeNs))}
 		}
 		r := Request{ID: int64(m.Index), Arrival: int64(arr), InputTokens: m.InputToks, OutputTokens: m.OutputToks}
 		if ids != nil {

@@ -111,6 +111,10 @@ func ShareGPTLike(requests int, rate float64) Synthetic {
 	}
 }
 
+// MaxCV bounds the gamma arrivals' coefficient of variation: the shape
+// 1/cv^2 stays >= 1e-4, which the gamma sampler handles exactly.
+const MaxCV = 100
+
 // SyntheticPath is the config path Validate names fields under.
 const SyntheticPath = "workload.synthetic"
 
@@ -157,8 +161,8 @@ func (a ArrivalProcess) validate(path string) []error {
 		bad("rate", "must be > 0 and finite (got %v)", a.Rate)
 	}
 	if a.Kind == Gamma {
-		if !(a.CV > 0) || math.IsInf(a.CV, 0) {
-			bad("cv", "must be > 0 and finite for kind gamma (got %v)", a.CV)
+		if !(a.CV > 0 && a.CV <= MaxCV) {
+			bad("cv", "must be in (0, %g] for kind gamma (got %v); larger values make the gamma shape 1/cv^2 vanish", float64(MaxCV), a.CV)
 		}
 	} else if a.CV != 0 {
 		bad("cv", "is only used with kind gamma (got %v with kind %q); remove it", a.CV, a.Kind)

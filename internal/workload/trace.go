@@ -116,6 +116,21 @@ func (t *traceReader) next() (Entry, error) {
 	}
 }
 
+// InputError marks a workload error caused by the workload's data or
+// settings (not by the simulator): callers report it as bad input.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// MaxTimeNs bounds every time a workload states: arrival times, tool
+// durations, and a session's arrival plus all its tool times (1e16 ns,
+// about 115 days). Simulated runs add step times, leases and transfers on
+// top; the bound keeps all of that far from int64 overflow.
+const MaxTimeNs = 1e16
+
 // arrival checks arrival_time_ns (present, >= 0, not before the previous
 // line).
 func (t *traceReader) arrival(p *int64) (int64, error) {
@@ -124,6 +139,8 @@ func (t *traceReader) arrival(p *int64) (int64, error) {
 		return 0, t.lines.errorf(nil, `arrival_time_ns is missing; add "arrival_time_ns": <ns since the start of the run>`)
 	case *p < 0:
 		return 0, t.lines.errorf(nil, "arrival_time_ns must be >= 0 (got %d); arrival times are ns since the start of the run", *p)
+	case *p > MaxTimeNs:
+		return 0, t.lines.errorf(nil, "arrival_time_ns %d is beyond the simulator's clock bound of %d ns (about 115 days); use a shorter trace", *p, int64(MaxTimeNs))
 	case *p < t.lastArrival:
 		return 0, t.lines.errorf(nil, "arrival_time_ns %d is earlier than the previous line's %d; sort the trace by arrival_time_ns",
 			*p, t.lastArrival)
@@ -178,6 +195,7 @@ func (t *traceReader) session(tl *traceLine) (Entry, error) {
 	subs := *tl.SubRequests
 	reqs := make([]Request, len(subs))
 	var delay int64
+	total := arr // arrival plus every tool time so far: bounded by MaxTimeNs
 	for k := range subs {
 		s := &subs[k]
 		path := fmt.Sprintf("sub_requests[%d].", k)
@@ -189,6 +207,10 @@ func (t *traceReader) session(tl *traceLine) (Entry, error) {
 			return Entry{}, t.lines.errorf(nil, "%stool_duration_ns must be >= 0 (got %d); it is the tool time in ns after this sub-request finishes",
 				path, *s.ToolDurationNs)
 		}
+		if s.ToolDurationNs != nil && *s.ToolDurationNs > MaxTimeNs-total {
+			return Entry{}, t.lines.errorf(nil, "%stool_duration_ns %d takes the session past the simulator's clock bound of %d ns (arrival plus tool times); use shorter tool times",
+				path, *s.ToolDurationNs, int64(MaxTimeNs))
+		}
 		r.ID = t.nextID + int64(k)
 		if k == 0 {
 			r.Arrival = arr
@@ -198,6 +220,7 @@ func (t *traceReader) session(tl *traceLine) (Entry, error) {
 		delay = 0
 		if s.ToolDurationNs != nil {
 			delay = *s.ToolDurationNs
+			total += delay
 		}
 		reqs[k] = r
 	}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/metrics"
+)
+
+// runLimited runs a scenario with extra flags and returns its summary and
+// requests CSV.
+func runLimited(t *testing.T, dir, scenario string, flags ...string) (metrics.Result, []byte) {
+	t.Helper()
+	sum := filepath.Join(dir, "s.json")
+	csv := filepath.Join(dir, "r.csv")
+	args := append([]string{"run", "-q", "-c", scenario, "--check-invariants", "--summary-json", sum, "--requests-csv", csv}, flags...)
+	code, _, stderr := run(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res metrics.Result
+	if err := json.Unmarshal(readFile(t, sum), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Finished+res.Rejected+res.Failed+res.Truncated != res.RequestsTotal {
+		t.Fatalf("outcomes do not add up: %+v", res)
+	}
+	return res, readFile(t, csv)
+}
+
+// TestLimits: at a limit the run ends with every request in one outcome.
+// Constant arrivals every 100 ms: with max_sim_time 1.05 s exactly the 11
+// requests arriving at 0, 0.1, ..., 1.0 s arrive; the other 39 are
+// truncated; the arrived ones finished or failed with reason limit.
+func TestLimits(t *testing.T) {
+	dir := t.TempDir()
+	sc := write(t, dir, "sc.yaml", "workload: {synthetic: {requests: 50, arrival: {kind: constant, rate: 10}, input: {kind: fixed, mean: 500}, output: {kind: fixed, mean: 400}}}\n")
+	tests := []struct {
+		name               string
+		flags              []string
+		truncated, arrived int64
+		limit              string
+	}{
+		{"sim time", []string{"--max-sim-time", "1.05"}, 39, 11, "max_sim_time_s 1.05 reached"},
+		{"one event", []string{"--max-events", "1"}, 49, 1, "max_events 1 reached"},
+		{"no limit reached", []string{"--max-sim-time", "1000"}, 0, 50, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, csv := runLimited(t, dir, sc, tc.flags...)
+			if res.RequestsTotal != 50 || res.Truncated != tc.truncated || res.Finished+res.Failed != tc.arrived || res.Limit != tc.limit {
+				t.Fatalf("total %d finished %d failed %d truncated %d limit %q; want truncated %d, arrived %d, limit %q",
+					res.RequestsTotal, res.Finished, res.Failed, res.Truncated, res.Limit, tc.truncated, tc.arrived, tc.limit)
+			}
+			if got := int64(bytes.Count(csv, []byte(",truncated,limit: never arrived\n"))); got != tc.truncated {
+				t.Errorf("%d truncated rows in requests.csv, want %d", got, tc.truncated)
+			}
+			if tc.limit != "" && res.Failed > 0 && res.FailureReasons["limit"] != res.Failed {
+				t.Errorf("failure reasons %v, want all %d under limit", res.FailureReasons, res.Failed)
+			}
+			// Deterministic: the same run gives the same bytes.
+			_, again := runLimited(t, dir, sc, tc.flags...)
+			if !bytes.Equal(csv, again) {
+				t.Error("two identical limited runs wrote different requests.csv")
+			}
+		})
+	}
+}
+
+// TestLimitsSessions: a session cut by the limit counts its sub-request in
+// flight as failed and the ones not yet arrived as truncated.
+func TestLimitsSessions(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "t.jsonl",
+		`{"session_id": "a", "arrival_time_ns": 0, "sub_requests": [{"input_toks": 100, "output_toks": 5, "tool_duration_ns": 5000000000}, {"input_toks": 100, "output_toks": 5}, {"input_toks": 100, "output_toks": 5}]}`+"\n"+
+			`{"input_toks": 100, "output_toks": 5, "arrival_time_ns": 9000000000}`+"\n")
+	sc := write(t, dir, "sc.yaml", "workload: {trace: t.jsonl}\n")
+	res, csv := runLimited(t, dir, sc, "--max-sim-time", "2")
+	// Sub-request 0 finishes well within 2 s; sub-request 1 waits out 5 s
+	// of tool time, so it and sub-request 2 never arrive; nor does the
+	// plain request at 9 s.
+	if res.RequestsTotal != 4 || res.Finished != 1 || res.Truncated != 3 || res.Failed != 0 {
+		t.Fatalf("got %+v\n%s", res, csv)
+	}
+	if !strings.Contains(res.Limit, "max_sim_time_s 2") {
+		t.Errorf("limit %q", res.Limit)
+	}
+}
+
+// TestLimitsBadInput: negative or non-finite limits are bad input.
+func TestLimitsBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "-q", "--max-sim-time", "-1"},
+		{"run", "-q", "--max-sim-time", "1e300"},
+		{"run", "-q", "--max-events", "-5"},
+	} {
+		code, _, stderr := run(t, args...)
+		if code != 2 || !strings.Contains(stderr, "limits.") {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package runner
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/servesim/servesim/internal/assemble"
+	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
+)
+
+// TestInterruptReachesTheEventLoop: the interrupt check is polled every
+// 1,024 events; when it reports true the run stops with
+// cluster.ErrInterrupted at that check.
+func TestInterruptReachesTheEventLoop(t *testing.T) {
+	s, err := config.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := assemble.Build(s, config.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	_, err = Run(b, Options{Interrupt: func() bool { calls++; return calls == 2 }})
+	if !errors.Is(err, cluster.ErrInterrupted) || calls != 2 {
+		t.Fatalf("err %v after %d checks; want cluster.ErrInterrupted after 2", err, calls)
+	}
+	// Without an interrupt the same run completes (2,705 events). A
+	// Built is used once: build it again.
+	if b, err = assemble.Build(s, config.Source{}); err != nil {
+		t.Fatal(err)
+	}
+	calls = 0
+	res, err := Run(b, Options{Interrupt: func() bool { calls++; return false }})
+	if err != nil || res.Finished != 300 || calls != 2 {
+		t.Fatalf("err %v, finished %d, %d checks; want nil, 300, 2 (2,705 events / 1,024)", err, res.Finished, calls)
+	}
+}
