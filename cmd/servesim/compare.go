@@ -153,11 +153,14 @@ func compareTable(name string, rs []policyResult) string {
 		fmt.Fprintf(&b, "%14s", r.Policy)
 	}
 	b.WriteString("\n")
+	// A stopped run shows what had arrived and ended by the stop; its
+	// rates and latencies are not comparable with complete runs.
+	counts := map[string]bool{"finished": true, "rejected": true, "failed": true, "truncated": true, "simulated time (s)": true}
 	row := func(label string, f func(r *policyResult) string) {
 		fmt.Fprintf(&b, "%-32s", label)
 		for i := range rs {
 			v := "stopped"
-			if rs[i].Stopped == "" || label == "finished" || label == "simulated time (s)" {
+			if rs[i].Stopped == "" || counts[label] {
 				v = f(&rs[i])
 			}
 			fmt.Fprintf(&b, "%14s", v)
@@ -173,16 +176,16 @@ func compareTable(name string, rs []policyResult) string {
 	row("simulated time (s)", func(r *policyResult) string { return fl(r.Summary.SimTimeS, 1) })
 	row("throughput (req/s)", func(r *policyResult) string { return fl(r.Summary.ThroughputRPS, 3) })
 	row("output (tok/s)", func(r *policyResult) string { return fl(r.Summary.OutputTokS, 1) })
-	row("TTFT mean (s)", func(r *policyResult) string { return fl(r.Summary.TTFT.Mean/1e3, 2) })
-	row("TTFT p99 (s)", func(r *policyResult) string { return fl(r.Summary.TTFT.P99/1e3, 2) })
+	row("TTFT mean (ms)", func(r *policyResult) string { return fl(r.Summary.TTFT.Mean, 1) })
+	row("TTFT p99 (ms)", func(r *policyResult) string { return fl(r.Summary.TTFT.P99, 1) })
 	row("TPOT mean (ms)", func(r *policyResult) string { return fl(r.Summary.TPOT.Mean, 2) })
 	row("TPOT p99 (ms)", func(r *policyResult) string { return fl(r.Summary.TPOT.P99, 2) })
 	row("E2E mean (s)", func(r *policyResult) string { return fl(r.Summary.E2E.Mean/1e3, 2) })
 	row("E2E p99 (s)", func(r *policyResult) string { return fl(r.Summary.E2E.P99/1e3, 2) })
-	row("decode capacity wait mean (s)", func(r *policyResult) string { return fl(r.Summary.CapacityWait.Mean/1e3, 2) })
-	row("decode capacity wait p99 (s)", func(r *policyResult) string { return fl(r.Summary.CapacityWait.P99/1e3, 2) })
-	row("handoff wait mean (s)", func(r *policyResult) string { return fl(r.Summary.HandoffWait.Mean/1e3, 2) })
-	row("handoff wait p99 (s)", func(r *policyResult) string { return fl(r.Summary.HandoffWait.P99/1e3, 2) })
+	row("decode capacity wait mean (ms)", func(r *policyResult) string { return fl(r.Summary.CapacityWait.Mean, 1) })
+	row("decode capacity wait p99 (ms)", func(r *policyResult) string { return fl(r.Summary.CapacityWait.P99, 1) })
+	row("handoff wait mean (ms)", func(r *policyResult) string { return fl(r.Summary.HandoffWait.Mean, 1) })
+	row("handoff wait p99 (ms)", func(r *policyResult) string { return fl(r.Summary.HandoffWait.P99, 1) })
 	row("KV transfer mean (ms)", func(r *policyResult) string { return fl(r.Summary.Transfer.Mean, 2) })
 	row("pinned KV peak (blocks)", func(r *policyResult) string {
 		peak := 0

@@ -178,7 +178,7 @@ func (s *Sim) Run() (int64, error) {
 			continue
 		}
 		if s.overLimit(next.At) {
-			if err := s.cutOff(s.lastEvent); err != nil {
+			if err := s.cutOff(s.lastEvent, "limit"); err != nil { // the summary says which limit
 				return s.lastEvent, err
 			}
 			break
@@ -231,6 +231,15 @@ func (s *Sim) Run() (int64, error) {
 			err = s.checkPD()
 		}
 		if err != nil {
+			var stop *StopReport
+			if errors.As(err, &stop) {
+				// The eager policy stops the run: what was in flight fails
+				// and what never arrived is truncated, so every request
+				// still has one outcome.
+				if cerr := s.cutOff(s.lastEvent, StoppedReason); cerr != nil {
+					return s.lastEvent, cerr
+				}
+			}
 			return s.lastEvent, err
 		}
 		if err := s.engineErr(); err != nil {

@@ -87,11 +87,10 @@ func (s *Sim) track(req *workload.Request, now int64) {
 	s.tokensSeen += int64(req.InputTokens) + int64(req.OutputTokens)
 }
 
-// cutOff ends the run at a limit at time now: every request still in the
-// system or still to come ends in exactly one outcome, in a deterministic
-// order.
-func (s *Sim) cutOff(now int64) error {
-	const reason = "limit" // the summary says which limit
+// cutOff ends the run at time now, at a limit or at an eager stop: every
+// request still in the system fails with reason, and every one still to
+// come ends truncated, in a deterministic order.
+func (s *Sim) cutOff(now int64, reason string) error {
 	var notArrived []workload.Request
 	// Sub-requests after the ones in flight, and those waiting out their
 	// tool time, never arrived.

@@ -100,6 +100,10 @@ type pd struct {
 	onTransition func(h *hand, from hstate, now int64)
 }
 
+// StoppedReason is the failure reason of the requests in flight when the
+// eager policy stopped a run.
+const StoppedReason = "stopped: the eager handoff policy ended the run"
+
 // StopReport explains why the eager policy stopped a run.
 type StopReport struct {
 	Request   int64
