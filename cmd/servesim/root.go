@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -26,6 +27,7 @@ Exit codes: 0 success; 1 internal error (a bug); 2 usage error or bad input;
 See docs/cli.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCmd(), newValidateCmd(), newCompareCmd(), newCalibrateCmd(), newConvertCmd(), newCatalogCmd())
@@ -56,4 +58,23 @@ func typeArgErrors(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		typeArgErrors(sub)
 	}
+}
+
+// version is the module version servesim was built from ("devel" for a
+// build from a clone), with the VCS revision when the build recorded one.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v + " (" + info.GoVersion + ")"
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
@@ -92,7 +93,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		set(&opts.RequestsJSONL, "requests.jsonl")
 		set(&opts.Series, "timeseries.csv")
 		set(&summaryPath, "summary.json")
-		y, err := config.Marshal(s)
+		portable, err := withAbsolutePaths(s, src)
+		if err != nil {
+			return badInput(fmt.Errorf("--out: %w", err))
+		}
+		y, err := config.Marshal(portable)
 		if err != nil {
 			return err
 		}
@@ -183,4 +188,22 @@ func writeJSON(path string, v any) error {
 		return fmt.Errorf("output: %w", err)
 	}
 	return nil
+}
+
+// withAbsolutePaths returns a copy of s whose file references (trace,
+// models, profiles, calibration) are absolute, so that the scenario.yaml
+// written into an output directory runs from anywhere.
+func withAbsolutePaths(s *config.Scenario, src config.Source) (*config.Scenario, error) {
+	c := *s
+	for _, p := range []*string{&c.Workload.Trace, &c.Models, &c.Predictor.Profiles, &c.Predictor.Calibration} {
+		if *p == "" || strings.HasPrefix(*p, "builtin:") || filepath.IsAbs(*p) {
+			continue
+		}
+		abs, err := filepath.Abs(filepath.Join(src.Dir, *p))
+		if err != nil {
+			return nil, err
+		}
+		*p = abs
+	}
+	return &c, nil
 }

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/sweep"
 	"github.com/spf13/pflag"
 )
 
@@ -27,6 +33,9 @@ type scenarioFlags struct {
 	placement  string
 	maxSimTime float64
 	maxEvents  int64
+	predictor  string
+	caching    bool
+	sets       []string
 	// handoffList makes --handoff a comma-separated list of policies
 	// (compare) instead of a scenario override.
 	handoffList bool
@@ -58,6 +67,19 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.maxSimTime, "max-sim-time", 0, "stop at this simulated time, seconds (overrides limits.max_sim_time_s; 0: no bound)")
 	fs.Int64Var(&f.maxEvents, "max-events", 0, "stop after this many simulation events (overrides limits.max_events; 0: automatic budget)")
 	fs.BoolVar(&f.invariants, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
+	fs.StringVar(&f.predictor, "predictor", "", "step-latency predictor profile|roofline (overrides predictor.kind)")
+	fs.BoolVar(&f.caching, "prefix-caching", true, "prefix caching on or off, e.g. --prefix-caching=false (overrides engine.enable_prefix_caching)")
+	fs.StringArrayVar(&f.sets, "set", nil, "override any scenario field, PATH=VALUE with the sweep grid's paths, e.g. --set instances[1].count=3 (repeatable; applied after the other flags)")
+}
+
+// cwdPath makes a path given on the command line absolute, so that it is
+// read relative to the working directory rather than to the scenario file;
+// builtin:NAME references are kept.
+func cwdPath(p string) (string, error) {
+	if p == "" || strings.HasPrefix(p, "builtin:") || filepath.IsAbs(p) {
+		return p, nil
+	}
+	return filepath.Abs(p)
 }
 
 // load reads the scenario (or the default), applies the flags that were
@@ -86,7 +108,9 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 		s.Model = f.model
 	}
 	if set("models") {
-		s.Models = f.models
+		if s.Models, err = cwdPath(f.models); err != nil {
+			return nil, src, badInput(fmt.Errorf("--models: %w", err))
+		}
 	}
 	if set("hardware") {
 		s.Hardware = f.hardware
@@ -95,10 +119,16 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 		}
 	}
 	if set("profiles") {
-		s.Predictor.Profiles = f.profiles
+		if s.Predictor.Profiles, err = cwdPath(f.profiles); err != nil {
+			return nil, src, badInput(fmt.Errorf("--profiles: %w", err))
+		}
 	}
 	if set("workload") {
-		s.Workload.Trace, s.Workload.Synthetic = f.trace, nil
+		trace, err := cwdPath(f.trace)
+		if err != nil {
+			return nil, src, badInput(fmt.Errorf("--workload: %w", err))
+		}
+		s.Workload.Trace, s.Workload.Synthetic, s.Workload.Chat, s.Workload.SharedPrefix = trace, nil, nil, nil
 	}
 	if set("workload-format") {
 		s.Workload.Format = f.format
@@ -124,11 +154,27 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 	if set("step-overhead-us") {
 		s.Predictor.StepOverheadUs = f.overheadUs
 	}
+	if (set("handoff") && !f.handoffList) || set("placement") {
+		if !s.PD() {
+			return nil, src, badInput(fmt.Errorf("--handoff and --placement apply to disaggregated scenarios; this one has no prefill or decode instances (give instance groups role: prefill and role: decode)"))
+		}
+	}
 	if set("handoff") && !f.handoffList {
 		s.Handoff.Policy = f.handoff
 	}
 	if set("placement") {
 		s.Handoff.Placement = f.placement
+	}
+	if set("predictor") {
+		s.Predictor.Kind = f.predictor
+	}
+	if set("prefix-caching") {
+		s.Engine.PrefixCaching = &f.caching
+		for i := range s.Instances {
+			if e := s.Instances[i].Engine; e != nil {
+				e.PrefixCaching = nil
+			}
+		}
 	}
 	if set("max-sim-time") {
 		s.Limits.MaxSimTimeS = f.maxSimTime
@@ -142,5 +188,36 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 	if err := s.Validate(); err != nil {
 		return nil, src, badInput(err)
 	}
+	if len(f.sets) > 0 {
+		var as []sweep.Assignment
+		for _, kv := range f.sets {
+			a, err := parseSet(kv)
+			if err != nil {
+				return nil, src, badInput(err)
+			}
+			as = append(as, a)
+		}
+		if s, err = sweep.Apply(s, as...); err != nil {
+			return nil, src, badInput(fmt.Errorf("--set: %w", err))
+		}
+	}
 	return s, src, nil
+}
+
+// parseSet parses one --set PATH=VALUE; the value is read as YAML, so
+// numbers, booleans, lists and mappings keep their types.
+func parseSet(kv string) (sweep.Assignment, error) {
+	path, val, ok := strings.Cut(kv, "=")
+	if !ok || path == "" {
+		return sweep.Assignment{}, fmt.Errorf("--set %q: want PATH=VALUE, e.g. --set engine.max_num_seqs=64", kv)
+	}
+	p, err := sweep.ParsePath(path)
+	if err != nil {
+		return sweep.Assignment{}, fmt.Errorf("--set %s: %w", path, err)
+	}
+	var v any
+	if err := yaml.Unmarshal([]byte(val), &v); err != nil {
+		return sweep.Assignment{}, fmt.Errorf("--set %s: value %q: %w", path, val, err)
+	}
+	return sweep.Assignment{Path: p, Value: v}, nil
 }
