@@ -351,10 +351,10 @@ func TestRouters(t *testing.T) {
 	warm := workload.Request{ID: 1, InputTokens: 64, OutputTokens: 1, InputIDs: ids}
 	engines[0].Add(&warm, 0)
 	for engines[0].HasWork() {
-		d, _ := engines[0].StartStep(0)
-		engines[0].FinishStep(d)
+		st, _ := engines[0].Begin(0)
+		engines[0].FinishBatch(st.ID, st.End)
 	}
-	engines[0].StartStep(0) // release the finished request's slot
+	engines[0].Begin(0) // release the finished request's slot
 	for k := 0; k < 3; k++ {
 		engines[1].Add(&workload.Request{ID: int64(10 + k), InputTokens: 10, OutputTokens: 5}, 0)
 	}

@@ -121,7 +121,7 @@ func TestScheduler(t *testing.T) {
 
 // step runs one engine step and describes it on one line.
 func step(e *Engine, now *int64) string {
-	d, ok := e.StartStep(*now)
+	d, ok := begin(e, *now)
 	if !ok {
 		return fmt.Sprintf("t=%d idle\n", *now)
 	}
@@ -136,7 +136,7 @@ func step(e *Engine, now *int64) string {
 		line += fmt.Sprintf(" preempted=%d", e.preempted)
 	}
 	*now += d
-	r := e.FinishStep(*now)
+	r := finish(e, *now)
 	if err := e.Err(); err != nil {
 		return line + " ERROR " + err.Error() + "\n"
 	}

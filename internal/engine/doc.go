@@ -4,10 +4,12 @@
 // caching, and preemption by recompute.
 //
 // The engine is a synchronous state machine driven from outside, with time
-// passed in: StartStep(now) forms a batch and returns how long it will run,
-// FinishStep(end) applies its effects and returns what happened (tokens
-// emitted, requests finished) as values. It reads no clock, starts no
-// goroutine and never discovers events by scanning all requests.
+// passed in, through one stepping API: Begin(now) forms a batch and returns
+// a Step saying when it ends (and when the next batch may start), and
+// FinishBatch(step.ID, end) applies its effects and returns what happened
+// (tokens emitted, requests finished or prefilled) as values. It reads no
+// clock, starts no goroutine and never discovers events by scanning all
+// requests.
 //
 // Scheduling (per step, as in vLLM v1):
 //  1. Running requests first, in admission order: each gets its remaining
@@ -36,8 +38,8 @@
 // of them to find them again.
 //
 // With pipeline parallelism (Config.PipelineParallel = N > 1) up to N
-// batches are in flight, as in vLLM's batch queue: Begin(now) forms one and
-// reports when it ends and when the first stage is free for the next;
-// FinishBatch(id, end) applies a given batch. Requests in a batch in flight
-// are skipped when forming the next one and are never preemption victims.
+// batches are in flight, as in vLLM's batch queue: Step.Free is when the
+// first stage can take the next batch, and batches are applied by id.
+// Requests in a batch in flight are skipped when forming the next one and
+// are never preemption victims.
 package engine

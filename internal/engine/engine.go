@@ -98,7 +98,7 @@ type Step struct {
 	FirstScheduled []int64
 }
 
-// StepResult is what one step did. Slices are reused by the next FinishStep.
+// StepResult is what one step did. Slices are reused by the next FinishBatch.
 type StepResult struct {
 	Start, End   int64
 	Batch        perf.Batch
@@ -324,17 +324,6 @@ func (e *Engine) WaitingTokens() int64 { return e.waitingTokens }
 // Record returns the live record of the request in slot; it is valid until
 // the request ends or leaves this instance.
 func (e *Engine) Record(slot int32) *metrics.Record { return &e.slots[slot].rec }
-
-// StartStep forms the next batch at time now and returns its duration. It
-// returns false when there is nothing to run (or no further batch may start
-// now); the caller then waits for the next arrival or batch end.
-func (e *Engine) StartStep(now int64) (int64, bool) {
-	st, ok := e.Begin(now)
-	if !ok {
-		return 0, false
-	}
-	return st.End - now, true
-}
 
 // Begin forms the next batch at time now and returns when it ends and when
 // the next batch may start. It returns false when there is nothing to run,

@@ -31,12 +31,12 @@ func drive(t testing.TB, e *Engine, reqs []workload.Request) []metrics.Record {
 	var out []metrics.Record
 	now := int64(0)
 	for steps := 0; e.HasWork(); steps++ {
-		d, ok := e.StartStep(now)
+		d, ok := begin(e, now)
 		if !ok {
 			t.Fatalf("engine has work but formed no batch at t=%d", now)
 		}
 		now += d
-		r := e.FinishStep(now)
+		r := finish(e, now)
 		if err := e.Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestSchedulerLimitsProperty(t *testing.T) {
 		}
 		now, finished := int64(0), 0
 		for steps := 0; e.HasWork(); steps++ {
-			d, ok := e.StartStep(now)
+			d, ok := begin(e, now)
 			if !ok {
 				rt.Fatalf("stalled with %d running, %d waiting", e.Running(), e.Waiting())
 			}
@@ -172,7 +172,7 @@ func TestSchedulerLimitsProperty(t *testing.T) {
 				rt.Fatal("over capacity")
 			}
 			now += d
-			r := e.FinishStep(now)
+			r := finish(e, now)
 			if err := e.Err(); err != nil {
 				rt.Fatal(err)
 			}
@@ -239,3 +239,16 @@ func drawRequests(rt *rapid.T, e *Engine, withArrivals bool) []workload.Request 
 	}
 	return reqs
 }
+
+// begin and finish drive an engine one batch at a time through Begin and
+// FinishBatch: begin returns the batch's duration, finish applies the
+// oldest batch in flight.
+func begin(e *Engine, now int64) (int64, bool) {
+	st, ok := e.Begin(now)
+	if !ok {
+		return 0, false
+	}
+	return st.End - now, true
+}
+
+func finish(e *Engine, end int64) *StepResult { return e.FinishBatch(e.flights[0].id, end) }

@@ -6,22 +6,11 @@ import (
 	"github.com/servesim/servesim/internal/metrics"
 )
 
-// FinishStep applies the oldest batch in flight at time end: computed
-// tokens become cached, requests that completed their prompt or a decode
-// emit a token, and finished requests release their blocks. The returned
-// result is valid until the next FinishStep.
-func (e *Engine) FinishStep(end int64) *StepResult {
-	if len(e.flights) == 0 {
-		e.fail(fmt.Errorf("step finished at t=%d ns with no batch in flight", end))
-		r := &e.result
-		*r = StepResult{Start: end, End: end, ITL: r.ITL[:0], Finished: r.Finished[:0], Prefilled: r.Prefilled[:0]}
-		return r
-	}
-	return e.FinishBatch(e.flights[0].id, end)
-}
-
-// FinishBatch is FinishStep for the batch in flight with the given id
-// (Step.ID).
+// FinishBatch applies the batch in flight with the given id at time end:
+// computed tokens become cached, requests that completed their prompt or a
+// decode emit a token, and finished requests release their blocks. The
+// returned result is valid until the next FinishBatch. With pipeline
+// parallelism batches may finish out of Begin's order.
 func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	r := &e.result
 	i := 0

@@ -24,12 +24,12 @@ func TestPreemptedRequestRehitsPrivateBlocks(t *testing.T) {
 	// Step 1 computes the 64-token prompt; each of the next 19 one token:
 	// 83 tokens computed, 5 full blocks of 16.
 	for i := 0; i < 20; i++ {
-		d, ok := e.StartStep(now)
+		d, ok := begin(e, now)
 		if !ok {
 			t.Fatalf("step %d: no batch", i)
 		}
 		now += d
-		e.FinishStep(now)
+		finish(e, now)
 	}
 	s := &e.slots[slot]
 	if s.computed != 83 || s.committed != 5 || s.shared != 0 {
@@ -68,14 +68,14 @@ func TestPreemptedRequestRehitsPrivateBlocks(t *testing.T) {
 	s = &e.slots[slot] // Add may have grown the slot array
 	// Re-admitted, the request resumes from its cached blocks: 80 of its
 	// 84 tokens (prompt and outputs so far) from the cache, 4 recomputed.
-	d, ok := e.StartStep(now)
+	d, ok := begin(e, now)
 	if !ok {
 		t.Fatal("no batch after the preemption")
 	}
 	if s.computed != 84 || s.rec.Preemptions != 1 {
 		t.Fatalf("after re-admission computed %d (want 80 cached + 4), preemptions %d", s.computed, s.rec.Preemptions)
 	}
-	e.FinishStep(now + d)
+	finish(e, now + d)
 	if err := e.Err(); err != nil {
 		t.Fatal(err)
 	}
