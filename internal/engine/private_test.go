@@ -75,7 +75,7 @@ func TestPreemptedRequestRehitsPrivateBlocks(t *testing.T) {
 	if s.computed != 84 || s.rec.Preemptions != 1 {
 		t.Fatalf("after re-admission computed %d (want 80 cached + 4), preemptions %d", s.computed, s.rec.Preemptions)
 	}
-	finish(e, now + d)
+	finish(e, now+d)
 	if err := e.Err(); err != nil {
 		t.Fatal(err)
 	}
