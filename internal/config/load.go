@@ -3,7 +3,6 @@ package config
 import (
 	"bytes"
 	_ "embed"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,23 +62,6 @@ func Parse(data []byte, name string) (*Scenario, error) {
 	return s, nil
 }
 
-// yamlError turns a decoder error into one line: file:line:col: message.
-func yamlError(name string, err error) error {
-	var ye yaml.Error
-	if errors.As(err, &ye) {
-		msg := ye.GetMessage()
-		if tok := ye.GetToken(); tok != nil && tok.Position != nil {
-			hint := ""
-			var uf *yaml.UnknownFieldError
-			if errors.As(err, &uf) {
-				hint = " (see the configuration reference in README.md for the valid fields)"
-			}
-			return fmt.Errorf("%s:%d:%d: %s%s", name, tok.Position.Line, tok.Position.Column, msg, hint)
-		}
-		return fmt.Errorf("%s: %s", name, msg)
-	}
-	return fmt.Errorf("%s: %w", name, err)
-}
 
 // Marshal renders a scenario as YAML: the fully resolved configuration an
 // output carries.

@@ -126,7 +126,7 @@ func TestApplyErrors(t *testing.T) {
 		want string
 	}{
 		{"engine.max_num_seqs", -1, "engine.max_num_seqs: must be > 0 (got -1)"},
-		{"engine.max_num_seqs", "abc", "cannot unmarshal string"},
+		{"engine.max_num_seqs", "abc", "max_num_seqs: wrong type: want an integer, got abc"},
 		{"handoff.policy", "bogus", "handoff.policy: must be pull, reserve"},
 		{"instances[2].count", 1, "index [2] is out of range: the list has 2 element(s)"},
 		{"instances[0].role", "decode", "a disaggregated cluster needs at least one prefill"},
