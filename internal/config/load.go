@@ -62,7 +62,6 @@ func Parse(data []byte, name string) (*Scenario, error) {
 	return s, nil
 }
 
-
 // Marshal renders a scenario as YAML: the fully resolved configuration an
 // output carries.
 func Marshal(s *Scenario) ([]byte, error) {

@@ -1,0 +1,82 @@
+package assemble
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/kv"
+	"github.com/servesim/servesim/internal/model"
+)
+
+// An instance's memory: weights, activations and KV per GPU, and the
+// nearest choices that fit when a model does not.
+
+// gpuMemory is the memory budget of one GPU of an instance of tp x pp GPUs:
+// it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's
+// layers on its share of the KV heads.
+func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng config.Engine) kv.Memory {
+	inter := m.IntermediateSize
+	if inter == 0 { // MoE-only: the routed experts' width per token
+		inter = m.MoEIntermediateSize * max(m.ExpertsPerTok, 1)
+	}
+	return kv.Memory{
+		Device:      memBytes,
+		Utilization: eng.GPUMemoryUtilization,
+		Weights:     m.WeightBytes(bpe)/int64(tp*pp) + m.RotaryCacheBytes(bpe),
+		Activation: kv.ProfilePeak(kv.ProfileShape{Tokens: eng.MaxNumBatchedTokens, Seqs: min(eng.MaxNumSeqs, eng.MaxNumBatchedTokens),
+			Hidden: m.HiddenSize, Intermediate: inter, QKV: (m.NumHeads + 2*m.NumKVHeads) * m.HeadDim, Vocab: m.VocabSize, TP: tp, BytesPerElem: bpe}),
+		NonTorch:   kv.NonTorchBytes(tp * pp),
+		KVPerToken: kvPerTokenPerGPU(m, bpe, tp, pp),
+	}
+}
+
+// kvPerTokenPerGPU is the KV size of one token on one GPU: the tensor-
+// parallel rank's share, for the layers of the largest pipeline stage
+// (ceil(layers/pp); exactly 1/pp of the rank's KV when pp divides them).
+func kvPerTokenPerGPU(m *model.Config, bpe, tp, pp int) int64 {
+	perRank := m.KVBytesPerTokenPerRank(bpe, tp)
+	if pp <= 1 || m.NumLayers <= 0 {
+		return perRank
+	}
+	layers := (m.NumLayers + int64(pp) - 1) / int64(pp)
+	return perRank / m.NumLayers * layers
+}
+
+// fitHint names the nearest valid choices when a model does not fit: the
+// smallest tensor-parallel degree that fits this accelerator, and the
+// catalog accelerators that hold it at this degree.
+func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, eng config.Engine, memGB float64) string {
+	fits := func(a hw.Accelerator, t int) bool {
+		memBytes := a.MemoryBytes
+		if memGB > 0 && a.Name == acc.Name {
+			memBytes = int64(memGB * 1e9)
+		}
+		mem := gpuMemory(m, memBytes, t, pp, bpe, eng)
+		n, err := mem.Blocks(eng.BlockSize)
+		return err == nil && n > 0
+	}
+	var parts []string
+	for t := tp * 2; t <= 64; t *= 2 {
+		if fits(acc, t) {
+			parts = append(parts, fmt.Sprintf("tp=%d on %s", t, acc.Name))
+			break
+		}
+	}
+	if cat, err := hw.Default(); err == nil {
+		var accs []string
+		for _, a := range cat.All() {
+			if a.Name != acc.Name && fits(a, tp) {
+				accs = append(accs, a.Name)
+			}
+		}
+		if len(accs) > 0 {
+			parts = append(parts, fmt.Sprintf("tp=%d on %s", tp, strings.Join(accs, ", ")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (it fits with " + strings.Join(parts, ", or ") + ")"
+}

@@ -1,0 +1,127 @@
+package assemble
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/servesim/servesim/internal/calibrate"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// The step-latency predictors: the roofline and its calibration, the
+// tensor-parallel collectives and the engine-side time.
+
+// roofline builds the analytical predictor for model m on accelerator acc
+// at tensor-parallel degree tp, with the accelerator's calibration.
+func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Accelerator, tp int) (perf.Predictor, error) {
+	eff, _, err := calibrationFor(s, src, acc)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := calibrate.ModelOf(m, s.Dtype)
+	if err != nil {
+		return nil, err
+	}
+	rh, err := calibrate.HWOf(acc, s.Dtype)
+	if err != nil {
+		return nil, err
+	}
+	return perf.NewRoofline(rm, rh, eff, tp)
+}
+
+// calibrationFor returns the roofline efficiencies of accelerator acc
+// from the scenario's calibration file (or the embedded one) and where
+// they come from. An uncalibrated accelerator borrows the first calibrated
+// accelerator's efficiencies (fractions of peak transfer better between
+// GPUs than generic defaults); the description says so.
+func calibrationFor(s *config.Scenario, src config.Source, acc hw.Accelerator) (perf.Efficiency, string, error) {
+	var file *calibrate.File
+	var err error
+	name := "embedded calibration"
+	if s.Predictor.Calibration == "" {
+		file, err = calibrate.Builtin()
+	} else {
+		p := resolve(src, s.Predictor.Calibration)
+		name = p
+		f, oerr := os.Open(p)
+		if oerr != nil {
+			return perf.Efficiency{}, "", fmt.Errorf("predictor.calibration: %w", oerr)
+		}
+		defer f.Close()
+		file, err = calibrate.Load(f, p)
+	}
+	if err != nil {
+		return perf.Efficiency{}, "", fmt.Errorf("predictor.calibration: %w", err)
+	}
+	if eff, ok := file.Lookup(acc.Name); ok {
+		return eff, fmt.Sprintf("%s calibrated (%s)", acc.Name, name), nil
+	}
+	names := file.Names()
+	if len(names) == 0 {
+		return perf.DefaultEfficiency, fmt.Sprintf("%s is not calibrated and %s has no accelerator: generic default efficiencies", acc.Name, name), nil
+	}
+	eff, _ := file.Lookup(names[0])
+	return eff, fmt.Sprintf("%s is not calibrated: efficiencies borrowed from %s (%s); run servesim calibrate on a %s profile bundle", acc.Name, names[0], name, acc.Name), nil
+}
+
+// tpComm describes the tensor-parallel collectives of one instance.
+func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links, eng config.Engine) perf.TPComm {
+	c := perf.TPComm{TP: tp, Layers: int(m.NumLayers), Hidden: int(m.HiddenSize), BytesPerElem: bpe,
+		Vocab: int(m.VocabSize), LinkBW: acc.Link.Bandwidth, LinkLatencyNs: acc.Link.LatencyNs}
+	override := false
+	if l.TPBandwidthGBps > 0 {
+		c.LinkBW = l.TPBandwidthGBps * 1e9
+		override = true
+	}
+	if l.TPLatencyUs >= 0 {
+		c.LinkLatencyNs = int64(l.TPLatencyUs * 1000)
+		override = true
+	}
+	if !override {
+		// vLLM's choice of custom all-reduce or NCCL on the catalog link.
+		disable := eng.DisableCustomAllReduce != nil && *eng.DisableCustomAllReduce
+		c.AR = perf.NewAllReduce(tp, perf.Interconnect{NVLink: acc.Link.Kind == hw.LinkNVLink, P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}, disable)
+	}
+	return c
+}
+
+// graphModes maps engine.cudagraph_mode to the predictor's mode.
+var graphModes = map[string]perf.GraphMode{
+	"":                   perf.GraphsFullAndPiecewise,
+	"full_and_piecewise": perf.GraphsFullAndPiecewise,
+	"piecewise":          perf.GraphsPiecewise,
+	"full":               perf.GraphsFull,
+	"full_decode_only":   perf.GraphsFullDecodeOnly,
+	"none":               perf.GraphsNone,
+}
+
+// engineTime resolves the engine-side time model of an instance: vLLM
+// 0.19's CUDA-graph dispatch and capture sizes, the catalog's kernel
+// counts, and the host time (overlapping the GPU under async scheduling;
+// vLLM turns async scheduling off with pipeline parallelism).
+func engineTime(eng config.Engine, m *model.Config, cat *perf.Catalog, moe bool, pp int) (perf.EngineTime, error) {
+	mode, ok := graphModes[eng.CUDAGraphMode]
+	if !ok {
+		return perf.EngineTime{}, fmt.Errorf("engine.cudagraph_mode: unknown mode %q", eng.CUDAGraphMode)
+	}
+	sizes := eng.CUDAGraphCaptureSizes
+	if eng.EnforceEager != nil && *eng.EnforceEager {
+		mode, sizes = perf.GraphsNone, nil
+	} else if sizes == nil {
+		sizes = perf.DefaultCaptureSizes(eng.MaxNumSeqs, eng.MaxNumBatchedTokens)
+	}
+	if mode == perf.GraphsNone {
+		sizes = nil
+	}
+	perLayer, attn, perStep := cat.Kernels(moe)
+	return perf.EngineTime{
+		Mode: mode, CaptureSizes: sizes,
+		Layers: int(m.NumLayers), LayerKernels: perLayer, AttnKernels: attn, StepKernels: perStep + perf.StepKernels,
+		GapEagerNs: perf.KernelGapEagerNs, GapGraphNs: perf.KernelGapGraphNs,
+		Host:  perf.DefaultHostTime,
+		Async: eng.AsyncScheduling != nil && *eng.AsyncScheduling && pp <= 1,
+	}, nil
+}
