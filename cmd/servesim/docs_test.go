@@ -38,7 +38,7 @@ func TestDocsShowRealOutput(t *testing.T) {
 		changed := false
 		out := docBlock.ReplaceAllFunc(data, func(block []byte) []byte {
 			m := docBlock.FindSubmatch(block)
-			args := strings.Fields(string(m[1]))
+			args := shellFields(string(m[1]))
 			name := page + ": servesim " + string(m[1])
 			if testing.Short() && (args[0] == "search" || args[0] == "compare") {
 				t.Logf("%s: skipped under -short", name)
@@ -71,4 +71,31 @@ func TestDocsShowRealOutput(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no command blocks found in the docs")
 	}
+}
+
+// shellFields splits a command line at spaces outside single quotes, as a
+// shell does for the commands shown in the docs.
+func shellFields(line string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, have := false, false
+	for _, c := range line {
+		switch {
+		case c == '\'':
+			quoted, have = !quoted, true
+		case c == ' ' && !quoted:
+			if have {
+				out = append(out, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteRune(c)
+			have = true
+		}
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out
 }

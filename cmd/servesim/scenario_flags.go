@@ -39,12 +39,20 @@ type scenarioFlags struct {
 	// handoffList makes --handoff a comma-separated list of policies
 	// (compare) instead of a scenario override.
 	handoffList bool
-	fs          *pflag.FlagSet
+	// multiFile makes -c repeatable (compare); files holds them and load
+	// reads file, the first unless the caller sets another.
+	multiFile bool
+	files     []string
+	fs        *pflag.FlagSet
 }
 
 func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
-	fs.StringVarP(&f.file, "config", "c", "", "scenario YAML file (default: the embedded default scenario)")
+	if f.multiFile {
+		fs.StringArrayVarP(&f.files, "config", "c", nil, "scenario YAML file (default: the embedded default scenario); repeat to compare several")
+	} else {
+		fs.StringVarP(&f.file, "config", "c", "", "scenario YAML file (default: the embedded default scenario)")
+	}
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (overrides seed)")
 	fs.StringVar(&f.model, "model", "", "model id org/name (overrides model)")
 	fs.StringVar(&f.models, "models", "", "directory of extra HuggingFace configs <org>/<name>.json (overrides models)")
@@ -90,6 +98,9 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 		src config.Source
 		err error
 	)
+	if f.multiFile && f.file == "" && len(f.files) == 1 {
+		f.file = f.files[0]
+	}
 	if f.file != "" {
 		s, src, err = config.Load(f.file)
 		if err != nil {
