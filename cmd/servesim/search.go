@@ -31,6 +31,7 @@ type searchFlags struct {
 	asJSON    bool
 	quiet     bool
 	fs        *pflag.FlagSet
+	sloFrom   string // where the per-request bounds came from, for the report
 }
 
 func (f *searchFlags) register(fs *pflag.FlagSet) {
@@ -53,9 +54,16 @@ func (f *searchFlags) load() (*config.Scenario, config.Source, search.Options, e
 	if err != nil {
 		return nil, src, search.Options{}, err
 	}
-	slo := search.SLO{TTFTMs: 2000, TPOTMs: 100}
-	if s.SLO.TTFTMs > 0 || s.SLO.TPOTMs > 0 || s.SLO.E2EMs > 0 {
-		slo = search.SLO{TTFTMs: s.SLO.TTFTMs, TPOTMs: s.SLO.TPOTMs, E2EMs: s.SLO.E2EMs}
+	// The scenario's targets, per request and percentile; the default
+	// per-request bounds only when it sets neither.
+	slo := search.SLO{TTFTMs: s.SLO.TTFTMs, TPOTMs: s.SLO.TPOTMs, E2EMs: s.SLO.E2EMs}
+	f.sloFrom = "the scenario's slo section"
+	if slo == (search.SLO{}) && len(s.SLO.Percentiles) == 0 {
+		slo = search.SLO{TTFTMs: 2000, TPOTMs: 100}
+		f.sloFrom = "default bounds (the scenario sets no slo)"
+	}
+	if f.fs.Changed("ttft-ms") || f.fs.Changed("tpot-ms") || f.fs.Changed("e2e-ms") {
+		f.sloFrom = "the flags"
 	}
 	if f.fs.Changed("ttft-ms") {
 		slo.TTFTMs = f.ttftMs
@@ -71,7 +79,7 @@ func (f *searchFlags) load() (*config.Scenario, config.Source, search.Options, e
 			return nil, src, search.Options{}, badInput(fmt.Errorf("--resample: %w", err))
 		}
 	}
-	o := search.Options{SLO: slo, Target: f.target, Margin: f.margin, Tolerance: f.tolerance}
+	o := search.Options{SLO: slo, Target: f.target, Margin: f.margin, Tolerance: f.tolerance, Percentiles: len(s.SLO.Percentiles) > 0}
 	switch {
 	case f.target <= 0 || f.target > 1:
 		return nil, src, o, badInput(fmt.Errorf("--target: must be in (0, 1] (got %g; 0.9 means 90 %% of requests meet the SLO)", f.target))
@@ -81,7 +89,7 @@ func (f *searchFlags) load() (*config.Scenario, config.Source, search.Options, e
 		return nil, src, o, badInput(fmt.Errorf("--tolerance: must be in (0, --margin %g) (got %g)", f.margin, f.tolerance))
 	case slo.TTFTMs < 0 || slo.TPOTMs < 0 || slo.E2EMs < 0:
 		return nil, src, o, badInput(fmt.Errorf("--ttft-ms, --tpot-ms, --e2e-ms: bounds must be >= 0 (got %s)", slo))
-	case slo == search.SLO{}:
+	case slo == search.SLO{} && !o.Percentiles:
 		return nil, src, o, badInput(fmt.Errorf("no SLO: set --ttft-ms, --tpot-ms or --e2e-ms"))
 	}
 	return s, src, o, nil
@@ -157,7 +165,7 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 				enc.SetIndent("", "  ")
 				return enc.Encode(res)
 			}
-			_, err = io.WriteString(cmd.OutOrStdout(), maxRateReport(res, s))
+			_, err = io.WriteString(cmd.OutOrStdout(), maxRateReport(res, s, f.sloFrom))
 			return err
 		},
 	}
@@ -166,9 +174,17 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 }
 
 // maxRateReport renders a max-rate result.
-func maxRateReport(r *search.MaxRateResult, s *config.Scenario) string {
+func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Max rate of %s: SLO %s, attainment >= %g %%\n", r.Scenario, r.SLO, 100*r.Target)
+	if r.SLO != (search.SLO{}) {
+		fmt.Fprintf(&b, "Max rate of %s: SLO %s, attainment >= %g %%", r.Scenario, r.SLO, 100*r.Target)
+	} else {
+		fmt.Fprintf(&b, "Max rate of %s: no per-request bounds", r.Scenario)
+	}
+	for _, t := range s.SLO.Percentiles {
+		fmt.Fprintf(&b, "; p%d %s <= %g ms", t.Percentile, strings.ToUpper(t.Metric), t.MaxMs)
+	}
+	fmt.Fprintf(&b, " (from %s)\n", sloFrom)
 	wl := s.Workload.Trace
 	if s.Workload.Synthetic != nil {
 		wl = "synthetic"
@@ -176,15 +192,25 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario) string {
 	fmt.Fprintf(&b, "Workload %s at %.4g req/s, scaled through %s (%d runs)\n\n", wl, r.BaseRateRPS, r.Scaling, len(r.Probes))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\trate (req/s)\tmultiplier\tattainment\tgoodput (req/s)\tTTFT p90 (ms)\tTPOT p90 (ms)\tfinished\t")
+	perRequest := r.SLO != (search.SLO{})
 	row := func(label string, p search.Probe) {
-		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.1f %%\t%.3f\t%.1f\t%.2f\t%d/%d\t\n", label, p.RateRPS, p.Multiplier, 100*p.Attainment,
-			p.GoodputRPS, p.Summary.TTFT.P90, p.Summary.TPOT.P90, p.Summary.Finished, p.Summary.RequestsTotal)
+		att, good := "n/a", "n/a"
+		if perRequest {
+			att, good = fmt.Sprintf("%.1f %%", 100*p.Attainment), fmt.Sprintf("%.3f", p.GoodputRPS)
+		}
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%s\t%s\t%.1f\t%.2f\t%d/%d\t\n", label, p.RateRPS, p.Multiplier, att,
+			good, p.Summary.TTFT.P90, p.Summary.TPOT.P90, p.Summary.Finished, p.Summary.RequestsTotal)
 	}
 	row("max rate", r.Best)
 	row(fmt.Sprintf("+%g %%", 100*r.Margin), r.Above)
 	tw.Flush()
-	fmt.Fprintf(&b, "\n%.4g req/s meets the target (attainment %.1f %%); %g %% more, %.4g req/s, misses it (attainment %.1f %%).\n",
-		r.Best.RateRPS, 100*r.Best.Attainment, 100*r.Margin, r.Above.RateRPS, 100*r.Above.Attainment)
+	if perRequest {
+		fmt.Fprintf(&b, "\n%.4g req/s meets the target (attainment %.1f %%); %g %% more, %.4g req/s, misses it (attainment %.1f %%).\n",
+			r.Best.RateRPS, 100*r.Best.Attainment, 100*r.Margin, r.Above.RateRPS, 100*r.Above.Attainment)
+	} else {
+		fmt.Fprintf(&b, "\n%.4g req/s meets the percentile targets; %g %% more, %.4g req/s, misses them.\n",
+			r.Best.RateRPS, 100*r.Margin, r.Above.RateRPS)
+	}
 	if r.Best.TimeScale > 0 {
 		fmt.Fprintf(&b, "(workload.time_scale %.6g and %.6g)\n", r.Best.TimeScale, r.Above.TimeScale)
 	}

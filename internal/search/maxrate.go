@@ -77,6 +77,10 @@ type Options struct {
 	MaxMultiplier, MinMultiplier float64
 	// OnProbe, if set, sees every run as it finishes.
 	OnProbe func(Probe)
+	// Percentiles says the scenario has run-level percentile targets
+	// (slo.percentiles): a rate passes only when they are all met too, and
+	// SLO may then be empty (no per-request bounds, no attainment).
+	Percentiles bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -98,8 +102,8 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.SLO.TTFTMs < 0 || o.SLO.TPOTMs < 0 || o.SLO.E2EMs < 0:
 		return o, fmt.Errorf("SLO bounds must be >= 0 ms (got %s)", o.SLO)
-	case o.SLO == SLO{}:
-		return o, errors.New("no SLO: set a TTFT, TPOT or E2E bound")
+	case o.SLO == SLO{} && !o.Percentiles:
+		return o, errors.New("no SLO: set a TTFT, TPOT or E2E bound, or percentile targets")
 	case o.Target <= 0 || o.Target > 1:
 		return o, fmt.Errorf("target attainment must be in (0, 1] (got %g)", o.Target)
 	case o.Margin <= 0:
@@ -250,6 +254,19 @@ func (r *rateScaler) scenario(m float64) (*config.Scenario, float64, error) {
 	return s, ts, nil
 }
 
+// targetsMet reports whether every percentile target of a run is met.
+func targetsMet(res *metrics.Result) bool {
+	if res.SLO == nil {
+		return true
+	}
+	for _, t := range res.SLO.Targets {
+		if !t.Met {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *rateScaler) run(ctx context.Context, m float64, o Options) (Probe, error) {
 	s, ts, err := r.scenario(m)
 	if err != nil {
@@ -271,7 +288,7 @@ func (r *rateScaler) run(ctx context.Context, m float64, o Options) (Probe, erro
 	if res.SLO != nil && res.SLO.Attainment != nil {
 		p.Attainment, p.GoodputRPS = *res.SLO.Attainment, *res.SLO.GoodputRPS
 	}
-	p.Pass = res.Stopped == "" && p.Attainment >= o.Target
+	p.Pass = res.Stopped == "" && (o.SLO == SLO{} || p.Attainment >= o.Target) && targetsMet(&res)
 	return p, nil
 }
 

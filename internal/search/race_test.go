@@ -40,3 +40,32 @@ workload:
 		}
 	}
 }
+
+// TestMaxRatePercentileTargetsOnly: a scenario with only a percentile
+// target is searched against that target, not default per-request bounds:
+// the rate found meets it and 5 % more misses it.
+func TestMaxRatePercentileTargetsOnly(t *testing.T) {
+	base, err := config.Parse([]byte(`
+slo: {percentiles: [{metric: ttft, percentile: 90, max_ms: 500}]}
+workload:
+  synthetic:
+    requests: 200
+    arrival: {kind: poisson, rate: 4}
+    input: {kind: uniform, min: 500, max: 3000}
+    output: {kind: uniform, min: 20, max: 100}
+`), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := MaxRate(context.Background(), base, config.Source{}, Options{Percentiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, above := res.Best.Summary, res.Above.Summary
+	if !res.Best.Pass || res.Above.Pass || best.TTFT.P90 > 500 || above.TTFT.P90 <= 500 {
+		t.Fatalf("best p90 TTFT %.1f ms (pass %v), above %.1f ms (pass %v)", best.TTFT.P90, res.Best.Pass, above.TTFT.P90, res.Above.Pass)
+	}
+	if best.SLO == nil || best.SLO.Attainment != nil {
+		t.Fatalf("no per-request bounds, yet an attainment: %+v", best.SLO)
+	}
+}
