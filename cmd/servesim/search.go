@@ -228,12 +228,14 @@ func newPDRatioCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "pd-ratio -c SCENARIO --gpus N",
-		Short: "Find the prefill/decode split of N GPUs with the most goodput per GPU",
+		Short: "Find the prefill/decode split of N GPUs with the highest SLO-meeting rate per GPU",
 		Long: `For a fixed number of GPUs (instances x tp), run max-rate for every split
-into prefill and decode instances (1 to N-1 prefill instances at tp 1) and
-print, per split, the max rate, its attainment, the attainment at --margin
-more load, and the goodput (requests meeting the SLO per second) at the max
-rate, in total and per GPU. The best split has the most goodput per GPU.
+into prefill and decode instances (each at the tp of the scenario's prefill
+or decode group) and print, per split, the max rate meeting the SLO
+attainment target, its attainment, the attainment at --margin more load,
+the max rate per GPU, and the goodput at the max rate as vLLM's bench serve
+defines it (requests meeting the SLO / run duration). Splits are ranked by
+the max rate per GPU, DistServe's per-GPU goodput.
 
 The prefill and decode instances are copies of the scenario's prefill and
 decode groups (hardware, tp, memory, engine overrides), or of its one mixed
@@ -283,7 +285,7 @@ func pdRatioTable(r *search.PDRatioResult) string {
 	fmt.Fprintf(&b, "Prefill/decode splits of %d GPUs for %s: SLO %s, attainment >= %g %%\n\n", r.GPUs, r.Scenario, r.SLO, 100*r.Target)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	more := fmt.Sprintf("+%g %%", 100*r.Margin)
-	fmt.Fprintf(tw, "prefill\tdecode\tmax rate (req/s)\tattainment\t%s rate\t%s attainment\tgoodput (req/s)\tgoodput/GPU\t\t\n", more, more)
+	fmt.Fprintf(tw, "prefill\tdecode\tmax rate (req/s)\tattainment\t%s rate\t%s attainment\tmax rate/GPU\tgoodput (req/s)\t\t\n", more, more)
 	var notes []string
 	for i, sp := range r.Splits {
 		p := fmt.Sprintf("%d", sp.Prefill)
@@ -292,7 +294,7 @@ func pdRatioTable(r *search.PDRatioResult) string {
 			p, d = fmt.Sprintf("%dxtp%d", sp.Prefill, sp.PrefillTP), fmt.Sprintf("%dxtp%d", sp.Decode, sp.DecodeTP)
 		}
 		if sp.MaxRate == nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t0\t0\t\t\n", p, d)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t\t\n", p, d)
 			notes = append(notes, fmt.Sprintf("%s prefill + %s decode: %s", p, d, sp.Err))
 			continue
 		}
@@ -305,8 +307,8 @@ func pdRatioTable(r *search.PDRatioResult) string {
 			best += " (!)"
 			notes = append(notes, fmt.Sprintf("(!) %s prefill + %s decode: %s", p, d, m.Warning))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.1f %%\t%.3f\t%.1f %%\t%.3f\t%.4f\t%s\t\n", p, d, m.Best.RateRPS, 100*m.Best.Attainment,
-			m.Above.RateRPS, 100*m.Above.Attainment, sp.GoodputRPS, sp.GoodputPerGPU, best)
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.1f %%\t%.3f\t%.1f %%\t%.4f\t%.3f\t%s\t\n", p, d, m.Best.RateRPS, 100*m.Best.Attainment,
+			m.Above.RateRPS, 100*m.Above.Attainment, sp.RatePerGPU, sp.GoodputRPS, best)
 	}
 	tw.Flush()
 	for _, n := range notes {
@@ -317,8 +319,8 @@ func pdRatioTable(r *search.PDRatioResult) string {
 	}
 	if r.Best >= 0 {
 		sp := r.Splits[r.Best]
-		fmt.Fprintf(&b, "\nBest split: %d prefill + %d decode instances: %.4f goodput req/s per GPU at %.3f req/s.\n",
-			sp.Prefill, sp.Decode, sp.GoodputPerGPU, sp.MaxRate.Best.RateRPS)
+		fmt.Fprintf(&b, "\nBest split: %d prefill + %d decode instances: %.3f req/s meet the SLO, %.4f req/s per GPU (DistServe's per-GPU goodput).\n",
+			sp.Prefill, sp.Decode, sp.MaxRate.Best.RateRPS, sp.RatePerGPU)
 	} else {
 		b.WriteString("\nNo split meets the SLO at any rate searched.\n")
 	}

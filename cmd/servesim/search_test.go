@@ -37,8 +37,8 @@ func TestMaxRateCLI(t *testing.T) {
 }
 
 // TestPDRatioCLI: pd-ratio for 8 GPUs on the ShareGPT workload (resampled
-// to 500 requests to stay fast) prints the goodput of every split and
-// marks the one with the most goodput per GPU.
+// to 500 requests to stay fast) prints the max rate per GPU of every split
+// and marks the one with the highest.
 func TestPDRatioCLI(t *testing.T) {
 	code, stdout, stderr := runCapacity(t, "search", "pd-ratio", "-q", "-c", "../../examples/pd-2p2d.yaml", "--gpus", "8", "--resample", "500")
 	if code != 0 {
@@ -55,9 +55,9 @@ func TestPDRatioCLI(t *testing.T) {
 		if r[1] != strconv.Itoa(i+1) || r[2] != strconv.Itoa(7-i) {
 			t.Fatalf("row %d is %sP%sD", i, r[1], r[2])
 		}
-		perGPU, _ := strconv.ParseFloat(r[8], 64)
+		perGPU, _ := strconv.ParseFloat(r[7], 64)
 		if perGPU <= 0 {
-			t.Fatalf("split %sP%sD has no goodput", r[1], r[2])
+			t.Fatalf("split %sP%sD has no max rate", r[1], r[2])
 		}
 		if perGPU > bestPerGPU {
 			bestPerGPU, bestRow = perGPU, i
@@ -67,7 +67,7 @@ func TestPDRatioCLI(t *testing.T) {
 		}
 	}
 	if marked != bestRow {
-		t.Fatalf("marked best row %d, most goodput per GPU in row %d", marked, bestRow)
+		t.Fatalf("marked best row %d, highest max rate per GPU in row %d", marked, bestRow)
 	}
 	want := "Best split: " + strconv.Itoa(bestRow+1) + " prefill + " + strconv.Itoa(7-bestRow) + " decode instances"
 	if !strings.Contains(stdout, want) {

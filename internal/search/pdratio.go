@@ -23,7 +23,12 @@ type Split struct {
 	// MaxRate is the split's max-rate search (nil when Err is set before
 	// any run).
 	MaxRate *MaxRateResult `json:"max_rate,omitempty"`
-	// GoodputRPS is the goodput of the run at the max rate, and
+	// RatePerGPU is the max rate divided by GPUs: DistServe's per-GPU
+	// goodput, the highest arrival rate per GPU at which the SLO
+	// attainment target is met. Splits are ranked by it.
+	RatePerGPU float64 `json:"max_rate_per_gpu"`
+	// GoodputRPS is the goodput of the run at the max rate as vLLM's bench
+	// serve defines it (requests meeting the SLO / the run's duration), and
 	// GoodputPerGPU that divided by GPUs.
 	GoodputRPS    float64 `json:"goodput_rps"`
 	GoodputPerGPU float64 `json:"goodput_per_gpu"`
@@ -40,8 +45,8 @@ type PDRatioResult struct {
 	Target   float64 `json:"target"`
 	Margin   float64 `json:"margin"`
 	Splits   []Split `json:"splits"`
-	// Best indexes the split with the most goodput per GPU (-1: none has
-	// a max rate). Ties go to the split with fewer prefill instances.
+	// Best indexes the split with the highest max rate per GPU (-1: none
+	// has a max rate). Ties go to the split with fewer prefill instances.
 	Best int `json:"best"`
 }
 
@@ -143,6 +148,7 @@ func PDRatio(ctx context.Context, base *config.Scenario, src config.Source, gpus
 			}
 			if mr != nil && mr.Best.Multiplier > 0 {
 				sp.MaxRate = mr
+				sp.RatePerGPU = mr.Best.RateRPS / float64(gpus)
 				sp.GoodputRPS = mr.Best.GoodputRPS
 				sp.GoodputPerGPU = mr.Best.GoodputRPS / float64(gpus)
 			}
@@ -159,7 +165,7 @@ func PDRatio(ctx context.Context, base *config.Scenario, src config.Source, gpus
 		if sp.Err != "" || sp.MaxRate == nil {
 			continue
 		}
-		if res.Best < 0 || sp.GoodputPerGPU > res.Splits[res.Best].GoodputPerGPU {
+		if res.Best < 0 || sp.RatePerGPU > res.Splits[res.Best].RatePerGPU {
 			res.Best = i
 		}
 	}

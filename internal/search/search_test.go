@@ -171,7 +171,7 @@ func TestSplits(t *testing.T) {
 // TestPDRatioShareGPT is the acceptance test of pd-ratio: every split of 8
 // GPUs on the ShareGPT workload (resampled to 800 requests so the cluster
 // reaches a steady state) gets a max rate and a goodput, and the best is
-// the split with the most goodput per GPU.
+// the split with the highest max rate per GPU.
 func TestPDRatioShareGPT(t *testing.T) {
 	base, src := loadPD(t)
 	s, err := Resample(base, src, 800)
@@ -205,8 +205,11 @@ func TestPDRatioShareGPT(t *testing.T) {
 			sp.Prefill, sp.Decode, sp.MaxRate.Best.RateRPS, sp.MaxRate.Best.Attainment, sp.MaxRate.Above.Attainment, sp.GoodputRPS, sp.GoodputPerGPU)
 	}
 	for i, sp := range res.Splits {
-		if sp.GoodputPerGPU > res.Splits[res.Best].GoodputPerGPU {
-			t.Fatalf("split %d has more goodput per GPU than the best (%d)", i, res.Best)
+		if math.Abs(sp.RatePerGPU-sp.MaxRate.Best.RateRPS/8) > 1e-12 {
+			t.Fatalf("rate per GPU %g of %g", sp.RatePerGPU, sp.MaxRate.Best.RateRPS)
+		}
+		if sp.RatePerGPU > res.Splits[res.Best].RatePerGPU {
+			t.Fatalf("split %d has a higher max rate per GPU than the best (%d)", i, res.Best)
 		}
 	}
 	// The answer does not depend on the number of workers.
