@@ -57,6 +57,8 @@ type Result struct {
 	Skipped string
 	// Failure is nil when the run kept its contract.
 	Failure *Failure
+	// Events is the number of events of the (first) run.
+	Events int64
 }
 
 // Failure is a broken contract.
@@ -162,7 +164,7 @@ func CheckFile(path string, requests int, opts Options) Result {
 		}
 		out[i] = runBounded(built, s.Handoff.Policy, requests, dir, opts)
 		if out[i].failure != nil {
-			return Result{Failure: out[i].failure}
+			return Result{Failure: out[i].failure, Events: out[0].events}
 		}
 	}
 	if opts.Determinism {
@@ -175,12 +177,13 @@ func CheckFile(path string, requests int, opts Options) Result {
 			}
 		}
 	}
-	return Result{}
+	return Result{Events: out[0].events}
 }
 
 // runOutput is what one bounded run produced.
 type runOutput struct {
 	failure *Failure
+	events  int64
 	summary string
 	files   map[string][]byte
 }
@@ -227,6 +230,7 @@ func runBounded(built *config.Built, policy string, requests int, dir string, op
 
 func runOnce(built *config.Built, policy string, requests int, dir string, opts Options) (o runOutput) {
 	cnt := &counter{max: opts.MaxEvents, last: -1 << 62}
+	defer func() { o.events = cnt.events }()
 	seen := map[int64]bool{}
 	var recErr *Failure
 	ropts := runner.Options{Sampler: cnt, OnRecord: func(r *metrics.Record) {

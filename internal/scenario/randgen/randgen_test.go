@@ -66,12 +66,20 @@ type tally struct {
 	skipped map[string]int
 	classes map[string]int
 	first   map[string]string
+	// maxEvents is the most events of a run that kept its contract.
+	maxEvents int64
 }
 
-func (t *tally) add(skip string, f *Failure, policy string) {
+// add counts one case and reports whether it is the first of its failure
+// key.
+func (t *tally) add(res Result, policy string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	skip, f := res.Skipped, res.Failure
 	t.cases++
+	if skip == "" && f == nil {
+		t.maxEvents = max(t.maxEvents, res.Events)
+	}
 	if skip != "" {
 		// The reason without its numbers, so alike reasons group.
 		key := skip
@@ -89,8 +97,10 @@ func (t *tally) add(skip string, f *Failure, policy string) {
 				d = d[:300] + "..."
 			}
 			t.first[key] = d
+			return true
 		}
 	}
+	return false
 }
 
 func (t *tally) report(tb testing.TB) {
@@ -106,6 +116,7 @@ func (t *tally) report(tb testing.TB) {
 	for _, n := range t.classes {
 		failed += n
 	}
+	tb.Logf("most events in a passing run: %d", t.maxEvents)
 	tb.Logf("%d failing cases", failed)
 	for _, k := range sortedKeys(t.classes) {
 		tb.Logf("  %5d  %-32s e.g. %s", t.classes[k], k, t.first[k])
@@ -145,11 +156,18 @@ func TestRandomPD(t *testing.T) {
 			rt.Fatal(err)
 		}
 		res := CheckFile(path, c.Requests, Options{Determinism: determinism})
-		tl.add(res.Skipped, res.Failure, c.Policy)
+		first := tl.add(res, c.Policy)
 		if res.Skipped != "" {
 			rt.Skip(res.Skipped)
 		}
 		f := res.Failure
+		if f != nil && *flagSurvey && first && *flagSave != "" {
+			// One example of every failure key, named after the key.
+			name := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(key(f, c.Policy), "-"), "-")
+			if _, err := c.Write(*flagSave, name); err != nil {
+				rt.Fatal(err)
+			}
+		}
 		if f == nil || *flagSurvey || (*flagOnly != "" && f.Class != *flagOnly) {
 			return
 		}
