@@ -46,7 +46,7 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxEvents = 2_000_000
+	DefaultMaxEvents = 200_000
 	DefaultTimeout   = 2 * time.Minute
 )
 

@@ -296,3 +296,29 @@ func TestDrawIsValidYAML(t *testing.T) {
 		}
 	})
 }
+
+var (
+	flagFile   = flag.String("randgen.file", "", "TestCheckFile: the scenario YAML to check (its trace next to it, NAME.jsonl)")
+	flagEvents = flag.Int64("randgen.events", 0, "event budget of one run (0: DefaultMaxEvents)")
+)
+
+// TestCheckFile checks the one scenario named by -randgen.file and prints
+// the verdict (used to minimise reproducers by hand).
+func TestCheckFile(t *testing.T) {
+	if *flagFile == "" {
+		t.Skip("no -randgen.file")
+	}
+	n, err := CountRequests(strings.TrimSuffix(*flagFile, ".yaml") + ".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := CheckFile(*flagFile, n, Options{MaxEvents: *flagEvents})
+	switch {
+	case res.Skipped != "":
+		t.Logf("skipped: %s", res.Skipped)
+	case res.Failure != nil:
+		t.Errorf("after %d events: %v", res.Events, res.Failure)
+	default:
+		t.Logf("ok after %d events", res.Events)
+	}
+}
