@@ -2,7 +2,6 @@ package randgen
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
 	"pgregory.net/rapid"
 )
 
@@ -280,21 +281,66 @@ check_invariants: true
 	}
 }
 
-// TestDrawIsValidYAML: a draw always parses as a scenario or is refused
-// with a one-line error naming a field (never a YAML syntax error).
+// TestDrawIsValidYAML: a draw always decodes as a scenario: the loader
+// either accepts it or refuses a value naming the field, never with a YAML
+// position error (syntax, unknown field, wrong type); and the trace holds
+// the number of requests the draw reports.
 func TestDrawIsValidYAML(t *testing.T) {
+	pos := regexp.MustCompile(`\.yaml:\d+:\d+:`)
+	dir := t.TempDir()
 	rapid.Check(t, func(rt *rapid.T) {
 		c := Draw(rt)
-		dir := t.TempDir()
-		path, err := c.Write(dir, fmt.Sprintf("d%d", rapid.IntRange(0, 1<<30).Draw(rt, "name")))
+		path, err := c.Write(dir, "d")
 		if err != nil {
 			rt.Fatal(err)
+		}
+		if _, _, err := config.Load(path); err != nil && pos.MatchString(err.Error()) {
+			rt.Fatalf("draw is not a well-formed scenario: %v\n%s", err, c.Scenario)
 		}
 		n, err := CountRequests(strings.TrimSuffix(path, ".yaml") + ".jsonl")
 		if err != nil || n != c.Requests {
 			rt.Fatalf("CountRequests = %d, %v; the draw says %d", n, err, c.Requests)
 		}
 	})
+}
+
+// TestCheckRecord: the per-record checks, on hand-made records.
+func TestCheckRecord(t *testing.T) {
+	base := func() metrics.Record {
+		r := metrics.NewRecord(7, 100)
+		r.Queued, r.Scheduled, r.FirstToken, r.LastToken = 100, 150, 300, 900
+		r.InputTokens, r.OutputTokens, r.Generated = 10, 5, 5
+		r.Outcome = metrics.Finished
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		modify func(*metrics.Record)
+		want   string
+	}{
+		{"ordered", func(*metrics.Record) {}, ""},
+		{"never scheduled, failed", func(r *metrics.Record) {
+			r.Scheduled, r.FirstToken, r.LastToken, r.Generated, r.Outcome = -1, -1, -1, 0, metrics.Failed
+		}, ""},
+		{"queued after scheduled", func(r *metrics.Record) { r.Queued = 200 }, ClassTimestamps},
+		{"gap skipped: first token before queued", func(r *metrics.Record) { r.Scheduled, r.Queued = -1, 400 }, ClassTimestamps},
+		{"last before first", func(r *metrics.Record) { r.LastToken = 299 }, ClassTimestamps},
+		{"transfer ends before it starts", func(r *metrics.Record) { r.TransferStart, r.TransferEnd = 200, 199 }, ClassTimestamps},
+		{"finished short of its output", func(r *metrics.Record) { r.Generated = 4 }, ClassOutcomes},
+		{"no outcome", func(r *metrics.Record) { r.Outcome = 0 }, ClassOutcomes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base()
+			tc.modify(&r)
+			got := ""
+			if f := checkRecord(&r); f != nil {
+				got = f.Class
+			}
+			if got != tc.want {
+				t.Fatalf("class %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
 
 var (
