@@ -2,6 +2,7 @@ package randgen
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -67,8 +68,30 @@ type tally struct {
 	skipped map[string]int
 	classes map[string]int
 	first   map[string]string
+	causes  map[string]int
+	unexpl  []string
 	// maxEvents is the most events of a run that kept its contract.
 	maxEvents int64
+}
+
+// cause counts a failing case by its set of known causes.
+func (t *tally) cause(set string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.causes[set]++
+}
+
+// unexplained counts a failing case with no known cause and saves it.
+func (t *tally) unexplained(f *Failure, c Case, dir string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.causes["(none)"]++
+	t.unexpl = append(t.unexpl, f.Class+": "+f.Detail)
+	if dir != "" {
+		if _, err := c.Write(dir, fmt.Sprintf("unexplained-%d", len(t.unexpl))); err != nil {
+			t.unexpl = append(t.unexpl, err.Error())
+		}
+	}
 }
 
 // add counts one case and reports whether it is the first of its failure
@@ -117,6 +140,18 @@ func (t *tally) report(tb testing.TB) {
 	for _, n := range t.classes {
 		failed += n
 	}
+	if len(t.causes) > 0 {
+		tb.Logf("failing cases by known causes (see knownCauses):")
+		for _, k := range sortedKeys(t.causes) {
+			tb.Logf("  %5d  %s", t.causes[k], k)
+		}
+		for _, u := range t.unexpl {
+			if len(u) > 300 {
+				u = u[:300] + "..."
+			}
+			tb.Logf("  unexplained: %s", u)
+		}
+	}
 	tb.Logf("most events in a passing run: %d", t.maxEvents)
 	tb.Logf("%d failing cases", failed)
 	for _, k := range sortedKeys(t.classes) {
@@ -143,7 +178,7 @@ func sortedKeys(m map[string]int) []string {
 //
 //	go test ./internal/scenario/randgen -run TestRandomPD -rapid.checks=10000
 func TestRandomPD(t *testing.T) {
-	tl := &tally{skipped: map[string]int{}, classes: map[string]int{}, first: map[string]string{}}
+	tl := &tally{skipped: map[string]int{}, classes: map[string]int{}, first: map[string]string{}, causes: map[string]int{}}
 	rapid.Check(t, func(rt *rapid.T) {
 		c := Draw(rt)
 		determinism := rapid.IntRange(0, 7).Draw(rt, "determinism") == 0
@@ -157,6 +192,15 @@ func TestRandomPD(t *testing.T) {
 			rt.Fatal(err)
 		}
 		res := CheckFile(path, c.Requests, Options{Determinism: determinism})
+		if res.Failure != nil && *flagSurvey {
+			// Triage: a failure with none of the known causes is a new
+			// class; keep each such case.
+			if causes := knownCauses(path); len(causes) == 0 {
+				tl.unexplained(res.Failure, c, *flagSave)
+			} else {
+				tl.cause(strings.Join(causes, "+"))
+			}
+		}
 		first := tl.add(res, c.Policy)
 		if res.Skipped != "" {
 			rt.Skip(res.Skipped)
@@ -345,8 +389,22 @@ func TestCheckRecord(t *testing.T) {
 
 var (
 	flagFile   = flag.String("randgen.file", "", "TestCheckFile: the scenario YAML to check (its trace next to it, NAME.jsonl)")
+	flagTriage = flag.String("randgen.triage", "", "TestTriage: directory of saved failing cases")
 	flagEvents = flag.Int64("randgen.events", 0, "event budget of one run (0: DefaultMaxEvents)")
 )
+
+// TestTriage prints the known causes of every saved case in the directory
+// named by -randgen.triage (written by -randgen.survey -randgen.save).
+func TestTriage(t *testing.T) {
+	if *flagTriage == "" {
+		t.Skip("no -randgen.triage")
+	}
+	out, err := triage(*flagTriage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out)
+}
 
 // TestCheckFile checks the one scenario named by -randgen.file and prints
 // the verdict (used to minimise reproducers by hand).
