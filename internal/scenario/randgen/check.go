@@ -30,6 +30,7 @@ const (
 	ClassTimestamps  = "timestamps"       // a record's times are out of order
 	ClassTime        = "time-backwards"   // the simulated clock went backwards
 	ClassDeterminism = "nondeterministic" // two runs differ
+	ClassEagerUnfit  = "eager-unfit-stop" // eager stopped on an instance the request never fits
 )
 
 // Options bound and extend one check.
@@ -265,6 +266,13 @@ func runOnce(built *config.Built, policy string, requests int, dir string, opts 
 		// checks on a run that was cut short.
 		if res.Stopped == "" {
 			return runOutput{failure: fail(ClassError, "eager stop without a report in the summary: %v", err)}
+		}
+		// It may stop because the instance it chose is full now, never
+		// because it chose one the request can never fit.
+		if stop.Instance >= 0 && stop.Instance < len(built.Engines) {
+			if c := built.Engines[stop.Instance].Config().NumBlocks; stop.Needed > c {
+				return runOutput{failure: fail(ClassEagerUnfit, "eager stopped on instance %d, which holds %d blocks in all, for a request needing %d: %v", stop.Instance, c, stop.Needed, err)}
+			}
 		}
 		return runOutput{summary: res.String()}
 	case err != nil && strings.Contains(err.Error(), "requests seen but"):
