@@ -47,7 +47,7 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxEvents = 200_000
+	DefaultMaxEvents = 1_000_000
 	DefaultTimeout   = 2 * time.Minute
 )
 
