@@ -1,0 +1,21 @@
+// Package randgen draws random, valid prefill/decode scenarios for property
+// tests: a scenario file (YAML, exactly as a user would write it for
+// `servesim run`) and the JSONL trace it serves.
+//
+// The draws cover the P/D space wide rather than deep: heterogeneous decode
+// pools (per-group num_gpu_blocks, max_num_seqs and tp), mixed groups next
+// to prefill and decode groups, every handoff policy (pull, reserve, reject,
+// push with spill and drop, eager), every decode placement, tiny KV caches,
+// short leases with and without heartbeat, on_expiry reprefill and fail,
+// reserved_decode_tokens headroom, skip-ahead, chunked prefill on and off,
+// conditional disaggregation (local_prefill_below), agentic sessions with
+// tool times, shared prompt prefixes given as token ids, the profile and the
+// roofline predictors with tensor and pipeline parallelism, and link
+// bandwidths and latencies.
+//
+// Draw returns a Case; Check (package randgen's property harness, see
+// check.go) builds it the way the CLI does (config.Load, config.Build,
+// runner.Run) and checks the run's contract. A Case is written to disk with
+// Case.Write and read back with Load, so a failing draw becomes a
+// reproducer in testdata/regressions.
+package randgen

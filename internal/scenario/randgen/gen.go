@@ -1,0 +1,332 @@
+package randgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"pgregory.net/rapid"
+)
+
+// Case is one drawn scenario: the scenario file's text and the trace it
+// serves. The scenario names its trace as TraceFile, relative to itself.
+type Case struct {
+	// Scenario is the scenario YAML.
+	Scenario string
+	// Trace is the JSONL workload.
+	Trace string
+	// TraceFile is the file name the scenario's workload.trace refers to.
+	TraceFile string
+	// Requests is the number of requests in Trace, session sub-requests
+	// included: the number of terminal outcomes a run must report.
+	Requests int
+	// Policy is the drawn handoff policy (eager may stop a run by design).
+	Policy string
+}
+
+// Kinds of predictor set-up a draw chooses from. Profile bundles exist only
+// for these (hardware, model, tp) triples in the embedded assets.
+var (
+	profileModels  = []string{"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B"}
+	rooflineModels = []string{"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B", "mistralai/Mixtral-8x7B-v0.1", "meta-llama/Llama-3.1-70B"}
+	rooflineHW     = []string{"H100", "A100", "RTXPRO6000", "L40S"}
+	policies       = []string{"pull", "reserve", "reject", "push", "eager"}
+	placements     = []string{"round-robin", "least-loaded", "most-free-kv", "retry"}
+	routers        = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "power-of-two"}
+)
+
+// yamlWriter renders a small YAML document with explicit indentation.
+type yamlWriter struct{ b strings.Builder }
+
+func (w *yamlWriter) kv(indent int, key string, v any) {
+	fmt.Fprintf(&w.b, "%s%s: %s\n", strings.Repeat("  ", indent), key, scalar(v))
+}
+
+func (w *yamlWriter) open(indent int, key string) {
+	fmt.Fprintf(&w.b, "%s%s:\n", strings.Repeat("  ", indent), key)
+}
+
+func scalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case int:
+		return strconv.Itoa(x)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	panic(fmt.Sprintf("randgen: no YAML scalar for %T", v))
+}
+
+// group is one drawn instance group.
+type group struct {
+	role   string
+	count  int
+	tp, pp int
+	blocks int     // num_gpu_blocks override (0: inherit)
+	seqs   int     // max_num_seqs override (0: inherit)
+	memGB  float64 // memory_gb override (0: the accelerator's)
+}
+
+// Draw draws a random valid-looking P/D scenario and its trace. Validity is
+// decided by the config validator, not here: the draws stay within ranges
+// the validator is meant to accept (for example max_model_len is capped by
+// max_num_batched_tokens when chunked prefill is off, as vLLM requires), so
+// rejections should be rare; callers count them.
+func Draw(t *rapid.T) Case {
+	var w yamlWriter
+	w.kv(0, "name", "randpd")
+	w.kv(0, "seed", rapid.IntRange(1, 1000).Draw(t, "seed"))
+
+	// Predictor, model and hardware.
+	roofline := rapid.Bool().Draw(t, "roofline")
+	var model, hardware string
+	var tps, pps []int
+	if roofline {
+		model = rapid.SampledFrom(rooflineModels).Draw(t, "model")
+		hardware = rapid.SampledFrom(rooflineHW).Draw(t, "hardware")
+		tps, pps = []int{1, 2, 4, 8}, []int{1, 2, 4}
+	} else {
+		model = rapid.SampledFrom(profileModels).Draw(t, "model")
+		hardware = "RTXPRO6000"
+		tps, pps = []int{1, 2}, []int{1, 2}
+	}
+	w.kv(0, "model", model)
+	w.kv(0, "hardware", hardware)
+	w.open(0, "predictor")
+	if roofline {
+		w.kv(1, "kind", "roofline")
+	} else {
+		w.kv(1, "kind", "profile")
+	}
+	w.kv(1, "step_overhead_us", float64(rapid.SampledFrom([]int{0, 50, 600, 2000}).Draw(t, "overheadUs")))
+
+	// Engine settings shared by every group.
+	budget := rapid.SampledFrom([]int{16, 64, 256, 512, 2048, 8192}).Draw(t, "budget")
+	seqs := rapid.IntRange(1, 32).Draw(t, "seqs")
+	if seqs > budget {
+		seqs = budget
+	}
+	chunked := rapid.IntRange(0, 3).Draw(t, "chunked") != 0
+	blockSize := rapid.SampledFrom([]int{16, 16, 8, 32}).Draw(t, "blockSize")
+	w.open(0, "engine")
+	w.kv(1, "max_num_seqs", seqs)
+	w.kv(1, "max_num_batched_tokens", budget)
+	w.kv(1, "block_size", blockSize)
+	w.kv(1, "enable_chunked_prefill", chunked)
+	w.kv(1, "enable_prefix_caching", rapid.IntRange(0, 3).Draw(t, "prefixCaching") != 0)
+	w.kv(1, "async_scheduling", rapid.Bool().Draw(t, "async"))
+	if lt := rapid.SampledFrom([]int{0, 0, 0, 64, 512}).Draw(t, "longPrefill"); lt > 0 {
+		w.kv(1, "long_prefill_token_threshold", lt)
+	}
+	maxLen := 0
+	if !chunked {
+		// vLLM refuses max_num_batched_tokens < max_model_len without
+		// chunked prefill: a prompt must fit one step.
+		maxLen = budget
+	} else if rapid.IntRange(0, 4).Draw(t, "setMaxLen") == 0 {
+		maxLen = rapid.SampledFrom([]int{512, 2048, 4096}).Draw(t, "maxModelLen")
+	}
+	if maxLen > 0 {
+		w.kv(1, "max_model_len", maxLen)
+	}
+	// Most draws give the KV capacity in blocks (small pools reach the
+	// memory-pressure paths fast); some size it from device memory.
+	memorySized := rapid.IntRange(0, 7).Draw(t, "memorySized") == 0
+	if !memorySized {
+		w.kv(1, "num_gpu_blocks", rapid.IntRange(8, 800).Draw(t, "blocks"))
+	}
+
+	// Instance groups: prefill groups, optional mixed group, decode groups
+	// with their own capacity, batch size and tp (a heterogeneous pool).
+	var groups []group
+	drawGroup := func(role string, i int) group {
+		label := fmt.Sprintf("%s%d", role, i)
+		g := group{role: role, count: rapid.IntRange(1, 2).Draw(t, label+"Count"),
+			tp: rapid.SampledFrom(tps).Draw(t, label+"TP"), pp: rapid.SampledFrom(pps).Draw(t, label+"PP")}
+		switch rapid.IntRange(0, 5).Draw(t, label+"BlocksKind") {
+		case 0: // inherit
+		case 1: // tiny
+			g.blocks = rapid.IntRange(1, 24).Draw(t, label+"TinyBlocks")
+		case 2: // large
+			g.blocks = rapid.IntRange(2000, 20000).Draw(t, label+"LargeBlocks")
+		default:
+			g.blocks = rapid.IntRange(8, 2000).Draw(t, label+"Blocks")
+		}
+		if rapid.Bool().Draw(t, label+"SeqsOverride") {
+			g.seqs = rapid.IntRange(1, 64).Draw(t, label+"Seqs")
+			if g.seqs > budget {
+				g.seqs = budget
+			}
+		}
+		if memorySized {
+			g.memGB = float64(rapid.SampledFrom([]int{0, 0, 24, 48}).Draw(t, label+"MemGB"))
+		}
+		return g
+	}
+	nPrefill := rapid.IntRange(0, 2).Draw(t, "prefillGroups")
+	mixed := rapid.IntRange(0, 3).Draw(t, "mixedGroup") == 0
+	if nPrefill == 0 && !mixed {
+		nPrefill = 1
+	}
+	for i := 0; i < nPrefill; i++ {
+		groups = append(groups, drawGroup("prefill", i))
+	}
+	if mixed {
+		groups = append(groups, drawGroup("mixed", 0))
+	}
+	nDecode := rapid.IntRange(1, 3).Draw(t, "decodeGroups")
+	for i := 0; i < nDecode; i++ {
+		groups = append(groups, drawGroup("decode", i))
+	}
+	w.open(0, "instances")
+	for i, g := range groups {
+		fmt.Fprintf(&w.b, "  - name: %q\n", fmt.Sprintf("%s%d", g.role, i))
+		w.kv(2, "role", g.role)
+		w.kv(2, "count", g.count)
+		w.kv(2, "tp", g.tp)
+		w.kv(2, "pp", g.pp)
+		if g.memGB > 0 {
+			w.kv(2, "memory_gb", g.memGB)
+		}
+		if g.blocks > 0 || g.seqs > 0 {
+			w.open(2, "engine")
+			if g.blocks > 0 {
+				w.kv(3, "num_gpu_blocks", g.blocks)
+			}
+			if g.seqs > 0 {
+				w.kv(3, "max_num_seqs", g.seqs)
+			}
+		}
+	}
+	w.kv(0, "router", rapid.SampledFrom(routers).Draw(t, "router"))
+
+	policy := rapid.SampledFrom(policies).Draw(t, "policy")
+	w.open(0, "handoff")
+	w.kv(1, "policy", policy)
+	w.kv(1, "placement", rapid.SampledFrom(placements).Draw(t, "placement"))
+	w.kv(1, "skip_ahead", rapid.Bool().Draw(t, "skipAhead"))
+	w.kv(1, "lease_s", rapid.SampledFrom([]float64{30, 5, 0.5, 0.1, 0.02, 0.005}).Draw(t, "leaseS"))
+	w.kv(1, "heartbeat", rapid.Bool().Draw(t, "heartbeat"))
+	w.kv(1, "on_expiry", rapid.SampledFrom([]string{"reprefill", "fail"}).Draw(t, "onExpiry"))
+	w.kv(1, "retry_after_s", rapid.SampledFrom([]float64{1, 0.1, 0.01}).Draw(t, "retryAfterS"))
+	w.kv(1, "reserved_decode_tokens", rapid.SampledFrom([]int{0, 0, 16, 200, 2000}).Draw(t, "headroom"))
+	w.kv(1, "max_prefill_queue_s", rapid.SampledFrom([]float64{5, 0, 0.05}).Draw(t, "maxPrefillQueueS"))
+	w.kv(1, "max_decode_kv_fraction", rapid.SampledFrom([]float64{1, 0, 0.5, 2}).Draw(t, "maxDecodeKVFraction"))
+	w.kv(1, "push_buffer_fraction", rapid.SampledFrom([]float64{0.1, 0, 0.02, 0.5}).Draw(t, "pushBufferFraction"))
+	w.kv(1, "push_overflow", rapid.SampledFrom([]string{"spill", "drop"}).Draw(t, "pushOverflow"))
+	w.kv(1, "local_prefill_below", rapid.SampledFrom([]int{0, 0, 64, 500}).Draw(t, "localPrefillBelow"))
+
+	w.open(0, "links")
+	if rapid.IntRange(0, 9).Draw(t, "zeroCost") == 0 {
+		w.kv(1, "zero_cost", true)
+	} else {
+		w.kv(1, "bandwidth_gbps", rapid.SampledFrom([]float64{0, 50, 5, 0.5}).Draw(t, "bandwidthGBps"))
+		w.kv(1, "latency_us", rapid.SampledFrom([]float64{-1, 0, 2, 100}).Draw(t, "latencyUs"))
+	}
+
+	const traceFile = "trace.jsonl"
+	w.open(0, "workload")
+	w.kv(1, "trace", traceFile)
+	w.kv(0, "check_invariants", true)
+
+	trace, n := drawTrace(t)
+	return Case{Scenario: w.b.String(), Trace: trace, TraceFile: traceFile, Requests: n, Policy: policy}
+}
+
+// traceReq is one request line (or sub-request) of the JSONL trace.
+type traceReq struct {
+	InputToks   int     `json:"input_toks"`
+	OutputToks  int     `json:"output_toks"`
+	ArrivalNs   *int64  `json:"arrival_time_ns,omitempty"`
+	ToolNs      *int64  `json:"tool_duration_ns,omitempty"`
+	InputTokIDs []int32 `json:"input_tok_ids,omitempty"`
+}
+
+type traceSession struct {
+	SessionID   string     `json:"session_id"`
+	ArrivalNs   int64      `json:"arrival_time_ns"`
+	SubRequests []traceReq `json:"sub_requests"`
+}
+
+// drawTrace draws a JSONL trace of plain requests and sessions, with token
+// ids drawn from a few shared prefixes when ids are on. It returns the
+// trace and its number of requests (sub-requests included).
+func drawTrace(t *rapid.T) (string, int) {
+	withIDs := rapid.IntRange(0, 2).Draw(t, "tokenIDs") == 0
+	var prefixes [][]int32
+	if withIDs {
+		for k := 0; k < 3; k++ {
+			l := rapid.IntRange(0, 1024).Draw(t, fmt.Sprintf("prefix%dLen", k))
+			p := make([]int32, l)
+			for j := range p {
+				p[j] = int32(1 + (k*7919+j*104729)%100000)
+			}
+			prefixes = append(prefixes, p)
+		}
+	}
+	next := int32(0)
+	drawReq := func(label string) traceReq {
+		var in int
+		switch rapid.IntRange(0, 3).Draw(t, label+"InKind") {
+		case 0:
+			in = rapid.IntRange(1, 32).Draw(t, label+"In")
+		case 1, 2:
+			in = rapid.IntRange(1, 1200).Draw(t, label+"In")
+		default:
+			in = rapid.IntRange(1, 6000).Draw(t, label+"In")
+		}
+		r := traceReq{InputToks: in, OutputToks: rapid.IntRange(1, 200).Draw(t, label+"Out")}
+		if withIDs {
+			p := prefixes[rapid.IntRange(0, len(prefixes)-1).Draw(t, label+"Prefix")]
+			ids := make([]int32, in)
+			for j := range ids {
+				if j < len(p) {
+					ids[j] = p[j]
+				} else {
+					next++
+					ids[j] = 100000 + next%20000
+				}
+			}
+			r.InputTokIDs = ids
+		}
+		return r
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	n := rapid.IntRange(1, 24).Draw(t, "lines")
+	total := 0
+	at := int64(0)
+	for i := 0; i < n; i++ {
+		at += int64(rapid.SampledFrom([]int{0, 1, 10, 50, 200, 1000}).Draw(t, "gapMs")) * 1e6
+		if rapid.IntRange(0, 4).Draw(t, "session") == 0 {
+			s := traceSession{SessionID: fmt.Sprintf("s%d", i), ArrivalNs: at}
+			k := rapid.IntRange(1, 4).Draw(t, "subRequests")
+			for j := 0; j < k; j++ {
+				r := drawReq("sub")
+				tool := int64(rapid.SampledFrom([]int{0, 1, 50, 500}).Draw(t, "toolMs")) * 1e6
+				r.ToolNs = &tool
+				s.SubRequests = append(s.SubRequests, r)
+			}
+			total += k
+			mustEncode(enc, s)
+			continue
+		}
+		r := drawReq("req")
+		a := at
+		r.ArrivalNs = &a
+		total++
+		mustEncode(enc, r)
+	}
+	return b.String(), total
+}
+
+func mustEncode(enc *json.Encoder, v any) {
+	if err := enc.Encode(v); err != nil {
+		// Only plain structs of ints and strings are encoded.
+		panic(fmt.Sprintf("randgen: encode trace line: %v", err))
+	}
+}
