@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/engine"
 )
@@ -28,7 +29,7 @@ func knownCauses(path string) []string {
 	if err != nil {
 		return nil
 	}
-	b, err := config.Build(s, src)
+	b, err := assemble.Build(s, src)
 	if err != nil {
 		return nil
 	}
@@ -38,9 +39,15 @@ func knownCauses(path string) []string {
 	}
 	defer closer.Close()
 	set := map[string]bool{}
+	var engines []*engine.Engine
 	hasMixed := false
-	for _, e := range b.Engines {
-		hasMixed = hasMixed || e.Config().Role == engine.Mixed
+	for i, in := range b.Instances {
+		e, err := engine.New(i, in.Engine, in.Predictor)
+		if err != nil {
+			return nil
+		}
+		engines = append(engines, e)
+		hasMixed = hasMixed || in.Engine.Role == engine.Mixed
 	}
 	if s.Handoff.Policy == "reserve" && hasMixed {
 		set["reserve-mixed"] = true
@@ -61,7 +68,7 @@ func knownCauses(path string) []string {
 			prompt := r
 			prompt.OutputTokens = 1
 			var pFit, pUnfit, dFit, dUnfit bool
-			for _, e := range b.Engines {
+			for _, e := range engines {
 				cfg := e.Config()
 				switch cfg.Role {
 				case engine.Prefill:

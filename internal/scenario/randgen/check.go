@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
@@ -140,7 +141,7 @@ func CheckFile(path string, requests int, opts Options) Result {
 	if err != nil {
 		return Result{Skipped: "invalid: " + oneLine(err)}
 	}
-	built, err := config.Build(s, src)
+	built, err := assemble.Build(s, src)
 	if err != nil {
 		return Result{Skipped: "build: " + oneLine(err)}
 	}
@@ -152,7 +153,7 @@ func CheckFile(path string, requests int, opts Options) Result {
 	for i := 0; i < runs; i++ {
 		if i > 0 {
 			// A fresh build: engines carry state from the first run.
-			if built, err = config.Build(s, src); err != nil {
+			if built, err = assemble.Build(s, src); err != nil {
 				return Result{Failure: fail(ClassDeterminism, "second build failed: %v", err)}
 			}
 		}
@@ -216,7 +217,7 @@ func (c *counter) Advance(now int64) {
 // runBounded runs built once under the event budget and the wall-clock
 // backstop and checks its outcomes and records. With dir set, every output
 // is written there and read back.
-func runBounded(built *config.Built, policy string, requests int, dir string, opts Options) runOutput {
+func runBounded(built *assemble.Built, policy string, requests int, dir string, opts Options) runOutput {
 	done := make(chan runOutput, 1)
 	go func() { done <- runOnce(built, policy, requests, dir, opts) }()
 	select {
@@ -229,7 +230,7 @@ func runBounded(built *config.Built, policy string, requests int, dir string, op
 	}
 }
 
-func runOnce(built *config.Built, policy string, requests int, dir string, opts Options) (o runOutput) {
+func runOnce(built *assemble.Built, policy string, requests int, dir string, opts Options) (o runOutput) {
 	cnt := &counter{max: opts.MaxEvents, last: -1 << 62}
 	defer func() { o.events = cnt.events }()
 	seen := map[int64]bool{}
@@ -269,8 +270,8 @@ func runOnce(built *config.Built, policy string, requests int, dir string, opts 
 		}
 		// It may stop because the instance it chose is full now, never
 		// because it chose one the request can never fit.
-		if stop.Instance >= 0 && stop.Instance < len(built.Engines) {
-			if c := built.Engines[stop.Instance].Config().NumBlocks; stop.Needed > c {
+		if stop.Instance >= 0 && stop.Instance < len(built.Instances) {
+			if c := built.Instances[stop.Instance].Engine.NumBlocks; stop.Needed > c {
 				return runOutput{failure: fail(ClassEagerUnfit, "eager stopped on instance %d, which holds %d blocks in all, for a request needing %d: %v", stop.Instance, c, stop.Needed, err)}
 			}
 		}

@@ -14,7 +14,7 @@
 // bandwidths and latencies.
 //
 // Draw returns a Case; Check (package randgen's property harness, see
-// check.go) builds it the way the CLI does (config.Load, config.Build,
+// check.go) builds it the way the CLI does (config.Load, assemble.Build,
 // runner.Run) and checks the run's contract. A Case is written to disk with
 // Case.Write and read back with Load, so a failing draw becomes a
 // reproducer in testdata/regressions.
