@@ -28,7 +28,7 @@ var layers = map[string]int{
 	"internal/runner":   5, "internal/convert": 5,
 	"internal/validate": 6, "internal/sweep": 6,
 	"internal/search": 7, "internal/scenario/randgen": 7,
-	"cmd/servesim":    8,
+	"cmd/servesim": 8,
 }
 
 // core is the simulation core: pure, single-threaded, deterministic.
