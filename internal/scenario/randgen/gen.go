@@ -219,6 +219,7 @@ func Draw(t *rapid.T) Case {
 	w.kv(1, "push_buffer_fraction", rapid.SampledFrom([]float64{0.1, 0, 0.02, 0.5}).Draw(t, "pushBufferFraction"))
 	w.kv(1, "push_overflow", rapid.SampledFrom([]string{"spill", "drop"}).Draw(t, "pushOverflow"))
 	w.kv(1, "local_prefill_below", rapid.SampledFrom([]int{0, 0, 64, 500}).Draw(t, "localPrefillBelow"))
+	w.kv(1, "max_reprefills", rapid.SampledFrom([]int{3, 0, 1, 10}).Draw(t, "maxReprefills"))
 
 	w.open(0, "links")
 	if rapid.IntRange(0, 9).Draw(t, "zeroCost") == 0 {
@@ -231,6 +232,9 @@ func Draw(t *rapid.T) Case {
 	const traceFile = "trace.jsonl"
 	w.open(0, "workload")
 	w.kv(1, "trace", traceFile)
+	if c := rapid.SampledFrom([]int{0, 0, 0, 1, 4}).Draw(t, "maxConcurrency"); c > 0 {
+		w.kv(1, "max_concurrency", c)
+	}
 	w.kv(0, "check_invariants", true)
 
 	trace, n := drawTrace(t)
