@@ -77,3 +77,29 @@ func TestCollectivesUseAllReduce(t *testing.T) {
 type zeroPredictor struct{}
 
 func (zeroPredictor) StepTime(*Batch) int64 { return 0 }
+
+// The host-staged bus bandwidth default against public measurements of two
+// PCIe Gen4 x16 GPUs without peer-to-peer (RTX 4090, p2pBandwidthLatencyTest
+// in NVIDIA/nccl issue #814): copies staged through host memory move
+// 21.1-30.5 GB/s per pair when both directions run at once, 10.55-15.25 GB/s
+// per direction. A two-rank ring all-reduce sends in both directions at once
+// and its busbw equals the per-direction rate, so the default,
+// 0.75 * 31.5e9 / 2 = 11.8125e9 B/s, must lie inside that bracket; the ring
+// time of a 1 MiB message then follows by hand: 15000 + 1048576/11.8125e9 s
+// = 15000 + 88768.3 ns.
+func TestHostStagedBusBWWithinMeasured(t *testing.T) {
+	a := NewAllReduce(2, Interconnect{LinkBW: 31.5e9}, false)
+	if a.Custom {
+		t.Fatal("custom all-reduce chosen without peer-to-peer")
+	}
+	if a.BusBW != 11.8125e9 {
+		t.Fatalf("BusBW = %g, want 11.8125e9", a.BusBW)
+	}
+	const lo, hi = 21.1e9 / 2, 30.5e9 / 2
+	if a.BusBW < lo || a.BusBW > hi {
+		t.Fatalf("BusBW = %g B/s outside the measured %g-%g B/s", a.BusBW, lo, hi)
+	}
+	if got := a.Ns(1 << 20); got != 103768 {
+		t.Fatalf("Ns(1 MiB) = %d, want 103768", got)
+	}
+}
