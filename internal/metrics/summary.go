@@ -79,7 +79,9 @@ func (d *dist) addN(ns, count int64) {
 	}
 	d.n += count
 	d.sum += ns * count
-	_ = d.h.RecordValues(toUs(ns), count) // cannot fail: 0 <= us <= highest trackable
+	if err := d.h.RecordValues(toUs(ns), count); err != nil && d.err == nil {
+		d.err = fmt.Errorf("metrics: record %d x %d ns: %w", count, ns, err)
+	}
 }
 
 // toUs converts a non-negative ns value to the histogram's unit, rounded
