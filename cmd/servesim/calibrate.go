@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
@@ -49,7 +50,11 @@ selects the tensor-parallel degree. When FILE exists its other accelerators are 
 			if err != nil {
 				return badInput(err)
 			}
-			accName, entry, rep, err := calibrate.FitBundleFolder(fsys, strings.TrimPrefix(name, "builtin:"), tp, calibrate.Options{})
+			start := time.Now()
+			opts := calibrate.Options{Progress: func(stage string) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "calibrate: %s (%.0f s so far)\n", stage, time.Since(start).Seconds())
+			}}
+			accName, entry, rep, err := calibrate.FitBundleFolder(fsys, strings.TrimPrefix(name, "builtin:"), tp, opts)
 			if err != nil {
 				return badInput(err)
 			}

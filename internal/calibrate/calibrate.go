@@ -182,6 +182,15 @@ type Options struct {
 	TileQ []int
 	// Units lists the attention wave widths tried (default 16..512 by 8).
 	Units []int
+	// Progress, if set, is told what the fit is doing as it moves to the
+	// next stage (the fit takes tens of seconds).
+	Progress func(stage string)
+}
+
+func (o Options) progress(stage string) {
+	if o.Progress != nil {
+		o.Progress(stage)
+	}
 }
 
 // Fit fits the roofline's efficiencies for one accelerator to one or more
@@ -236,11 +245,13 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 				eff.OpScale[op] = 1
 			}
 		}
+		opt.progress(fmt.Sprintf("fitting %d dense and per-sequence rows (%d parameters)", len(dense), len(params)))
 		if eff, _, err = fitGroup(eff, params, dense); err != nil {
 			return eff, nil, err
 		}
 	}
 	if len(attn) > 0 {
+		opt.progress(fmt.Sprintf("fitting %d attention rows (tile and wave-width grid, then a full fit)", len(attn)))
 		if eff, err = fitAttention(eff, attn, opt); err != nil {
 			return eff, nil, err
 		}
