@@ -110,10 +110,10 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		col = report.NewCollector()
 		opts.OnRecord, opts.Sampler = col.Record, col
 	}
-	prog := newProgress(cmd.ErrOrStderr(), f.quiet)
+	prog := newProgress(cmd.ErrOrStderr(), f.quiet, knownRequests(s))
 	opts.Progress, opts.ProgressEvery = prog.update, 64
 	res, err := runner.Run(built, opts)
-	prog.done()
+	prog.done(res.RequestsTotal)
 	writeRunReport := func() error {
 		if f.report == "" {
 			return nil
