@@ -17,7 +17,7 @@ from measured step-latency profiles, in seconds on a laptop.
 
   servesim run                        run the embedded default scenario
   servesim run -c scenario.yaml       run a scenario file (--report FILE.html for charts)
-  servesim compare -c pd.yaml         a prefill/decode scenario under every handoff policy
+  servesim compare -c a.yaml -c b.yaml variants side by side (or every handoff policy of one P/D scenario)
   servesim validate --measured DIR    compare against a measured vLLM run
   servesim sweep / search / merge     capacity planning
   servesim calibrate / catalog        roofline calibration, known hardware and models
