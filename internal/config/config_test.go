@@ -149,15 +149,18 @@ func checkFinite(t *testing.T, v reflect.Value, path string) {
 	}
 }
 
-// TestDecodeErrorsNameTheField: an unknown key gets the closest valid one,
-// a wrong type names the key and the type wanted, each at file:line:col.
+// TestDecodeErrorsNameTheField: every unknown key is reported, in file
+// order, with its field path and the closest valid key at its level; a
+// wrong type names the key and the type wanted; each at file:line:col.
 func TestDecodeErrorsNameTheField(t *testing.T) {
 	for in, want := range map[string]string{
-		"engine: {max_num_sqes: 4}\n":          `s.yaml:1:10: unknown field "max_num_sqes"; did you mean max_num_seqs?`,
-		"handoff:\n  polcy: pull\n":            `s.yaml:2:3: unknown field "polcy"; did you mean policy?`,
+		"engine: {max_num_sqes: 4}\n":          `s.yaml:1:10: engine.max_num_sqes: unknown field; did you mean max_num_seqs?`,
+		"handoff:\n  polcy: pull\n":            `s.yaml:2:3: handoff.polcy: unknown field; did you mean policy?`,
 		"engine: {max_num_seqs: \"lots\"}\n":   `s.yaml:1:24: max_num_seqs: wrong type: want an integer, got lots`,
 		"engine: {enable_prefix_caching: 3}\n": `s.yaml:1:33: enable_prefix_caching: wrong type: want true or false, got 3`,
-		"zzzzzzzzzzzzzzzzzz: 1\n":              `s.yaml:1:1: unknown field "zzzzzzzzzzzzzzzzzz" (docs/scenario.md lists the fields)`,
+		"zzzzzzzzzzzzzzzzzz: 1\n":              `s.yaml:1:1: zzzzzzzzzzzzzzzzzz: unknown field (docs/scenario.md lists the fields)`,
+		"handoff: {lease: 3}\ninstances: [{rol: decode}]\n": "s.yaml:1:11: handoff.lease: unknown field; did you mean lease_s?\n" +
+			"s.yaml:2:14: instances[0].rol: unknown field; did you mean role?",
 	} {
 		_, err := Parse([]byte(in), "s.yaml")
 		if err == nil || err.Error() != want {

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,6 +47,10 @@ func Parse(data []byte, name string) (*Scenario, error) {
 	s := Default()
 	if len(bytes.TrimSpace(data)) > 0 {
 		if err := decode(data, s); err != nil {
+			// Every unknown key, in file order, rather than the first.
+			if errs := unknownKeys(data, name); len(errs) > 0 {
+				return nil, errors.Join(errs...)
+			}
 			return nil, yamlError(name, err)
 		}
 		if err := checkIntegerFields(data, name); err != nil {
