@@ -37,6 +37,7 @@ func newCompareCmd() *cobra.Command {
 		asJSON     bool
 		reportPath string
 		variants   []string
+		quiet      bool
 	)
 	f.handoffList, f.multiFile = true, true
 	cmd := &cobra.Command{
@@ -67,7 +68,9 @@ The runs are independent and use all cores; each is deterministic.`,
 				}
 				ctx, stop := signalContext()
 				defer stop()
-				results, err := compareVariants(ctx, vs, reportPath != "")
+				prog := newCountProgress(cmd.ErrOrStderr(), quiet, len(vs), "variants")
+				results, err := compareVariants(ctx, vs, reportPath != "", prog.add)
+				prog.done()
 				if err != nil {
 					return err
 				}
@@ -95,7 +98,9 @@ The runs are independent and use all cores; each is deterministic.`,
 				s.Handoff.Policy = n
 				vs[i] = variant{name: n, policy: true, scenario: &s, src: src}
 			}
-			results, err := compareVariants(ctx, vs, reportPath != "")
+			prog := newCountProgress(cmd.ErrOrStderr(), quiet, len(vs), "policies")
+			results, err := compareVariants(ctx, vs, reportPath != "", prog.add)
+			prog.done()
 			if err != nil {
 				return err
 			}
@@ -103,6 +108,7 @@ The runs are independent and use all cores; each is deterministic.`,
 		},
 	}
 	f.register(cmd.Flags())
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 	cmd.Flags().StringArrayVar(&variants, "variant", nil, "a variant 'NAME: PATH=VALUE, PATH=VALUE' of the first scenario (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array with one object per policy")
 	cmd.Flags().StringVar(&reportPath, "report", "", "write a self-contained HTML report comparing the policies (tables, overlaid latency CDFs, per-instance time series) to FILE")
@@ -205,7 +211,7 @@ func writeComparison(cmd *cobra.Command, title string, results []policyResult, a
 // each result also carries the data of its part of an HTML report. A
 // variant whose run fails or panics makes the comparison fail after the
 // others completed; ctx cancels the runs.
-func compareVariants(ctx context.Context, vs []variant, withReport bool) ([]policyResult, error) {
+func compareVariants(ctx context.Context, vs []variant, withReport bool, onDone func()) ([]policyResult, error) {
 	results := make([]policyResult, len(vs))
 	errs := make([]error, len(vs))
 	err := workpool.Run(ctx, 0, workpool.Count(len(vs)),
@@ -243,6 +249,7 @@ func compareVariants(ctx context.Context, vs []variant, withReport bool) ([]poli
 		},
 		func(i int, r policyResult, err error) error {
 			results[i], errs[i] = r, err
+			onDone()
 			return nil
 		})
 	if err != nil {

@@ -81,3 +81,38 @@ func (p *progress) done(final int64) {
 	p.bar.SetTotal(-1, true)
 	p.p.Wait()
 }
+
+// countProgress counts finished runs of a fixed number on stderr when it
+// is a terminal.
+type countProgress struct {
+	p   *mpb.Progress
+	bar *mpb.Bar
+}
+
+func newCountProgress(w io.Writer, quiet bool, total int, what string) *countProgress {
+	f, ok := w.(*os.File)
+	if quiet || !ok || !term.IsTerminal(int(f.Fd())) {
+		return &countProgress{}
+	}
+	pr := &countProgress{p: mpb.New(mpb.WithOutput(w), mpb.WithWidth(30))}
+	pr.bar = pr.p.New(int64(total), mpb.BarStyle(),
+		mpb.PrependDecorators(decor.Name("running "+what+" "), decor.CountersNoUnit("%d/%d", decor.WCSyncSpace)),
+		mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO, decor.WCSyncSpace)))
+	return pr
+}
+
+// add counts one finished run (safe from the pool's emit callback, which
+// runs on one goroutine at a time).
+func (p *countProgress) add() {
+	if p.bar != nil {
+		p.bar.Increment()
+	}
+}
+
+func (p *countProgress) done() {
+	if p.bar == nil {
+		return
+	}
+	p.bar.SetTotal(-1, true)
+	p.p.Wait()
+}
