@@ -60,7 +60,7 @@ to force one).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runConvertLLMServingSim(cmd, args[0], &f) },
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&f.out, "out", "o", "", "write the scenario YAML to FILE (default: stdout)")
+	fs.StringVarP(&f.out, "output", "o", "", "write the scenario YAML to FILE (default: stdout)")
 	fs.StringVar(&f.models, "models", "", "directory of extra HuggingFace configs <org>/<name>.json (written to models)")
 	fs.StringVar(&f.profiles, "profiles", "", "root of profile bundles <hw>/<org>/<model>/<dtype>/tp<N> (written to predictor.profiles)")
 	fs.StringVar(&f.predictor, "predictor", "auto", "auto (profile when a bundle exists for every group, else roofline), profile or roofline")

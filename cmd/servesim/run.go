@@ -47,7 +47,7 @@ of the measured vLLM run (max_num_seqs 128, max_num_batched_tokens 2048).`,
 	}
 	fs := cmd.Flags()
 	f.scenario.register(fs)
-	fs.StringVarP(&f.out, "out", "o", "", "write every output into DIR: requests.csv, requests.jsonl, timeseries.csv, summary.json, scenario.yaml")
+	fs.StringVar(&f.out, "out", "", "write every output into DIR: requests.csv, requests.jsonl, timeseries.csv, summary.json, scenario.yaml")
 	fs.StringVar(&f.csv, "requests-csv", "", "write per-request records as CSV to FILE")
 	fs.StringVar(&f.jsonl, "requests-jsonl", "", "write per-request records as JSONL to FILE")
 	fs.StringVar(&f.series, "timeseries", "", "write the per-instance 1 s time series CSV to FILE")
