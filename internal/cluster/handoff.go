@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 
+	"github.com/servesim/servesim/internal/kv"
+
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -77,6 +79,9 @@ var legal = func() (t [numHStates][numHStates]bool) {
 // KV on d, a decode slot) are tracked alongside and checked against the
 // state by checkPD.
 type hand struct {
+	// owned carries, across a re-prefill, where the prefill instance holds
+	// the request's private blocks (engine.PrivateBlocks).
+	owned      []kv.BlockID
 	req        workload.Request
 	rec        metrics.Record // as of the prefill instance
 	st         hstate

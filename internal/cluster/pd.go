@@ -349,6 +349,10 @@ func (s *Sim) startPrefill(h *hand, now int64) error {
 // enqueuePrefill adds h to its prefill instance's waiting queue.
 func (s *Sim) enqueuePrefill(h *hand, now int64) error {
 	h.pSlot = s.engines[h.p].AddRecord(&h.req, h.rec, now)
+	if len(h.owned) > 0 { // a re-prefill: its earlier private blocks
+		s.engines[h.p].RestorePrivate(h.pSlot, h.owned)
+		h.owned = h.owned[:0]
+	}
 	s.kick(h.p, now)
 	return nil
 }

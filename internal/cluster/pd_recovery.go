@@ -34,6 +34,12 @@ func (s *Sim) reprefill(h *hand, now int64, why string) error {
 		return s.failHand(h, now, fmt.Sprintf("re-prefill limit: %s after %d re-prefills (handoff.max_reprefills %d)", why, h.rec.Reprefills, p.cfg.MaxReprefills))
 	}
 	s.leaveQueue(h)
+	if h.pinned {
+		// Blocks of a request without token ids are private to it: note
+		// where they are, so the recompute hits them as a request with
+		// known tokens hits its blocks by hash.
+		h.owned = s.engines[h.p].PrivateBlocks(h.pSlot, h.owned[:0])
+	}
 	s.unpin(h, now)
 	h.rec.Reprefills++
 	return s.startPrefill(h, now)

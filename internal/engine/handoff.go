@@ -80,6 +80,25 @@ func (e *Engine) ReleasePinned(slot int32) {
 	s.state = stDone
 }
 
+// PrivateBlocks appends to out, for the prefilled request in slot, the
+// block that holds each of its committed private blocks (content only this
+// request can hit: its token ids are unknown), so that a re-prefill on
+// this instance finds them again through RestorePrivate while they are not
+// evicted, as a re-prefill of known tokens finds them by hash. Call it
+// before ReleasePinned.
+func (e *Engine) PrivateBlocks(slot int32, out []kv.BlockID) []kv.BlockID {
+	s := &e.slots[slot]
+	e.notePrivate(s)
+	return append(out, s.owned...)
+}
+
+// RestorePrivate gives the request just added in slot (AddRecord) the
+// private blocks PrivateBlocks reported for its earlier attempt here.
+func (e *Engine) RestorePrivate(slot int32, owned []kv.BlockID) {
+	s := &e.slots[slot]
+	s.owned = append(s.owned[:0], owned...)
+}
+
 // Enqueue puts a handed-off request at the back of this decode instance's
 // admission queue and returns its slot. rec is the request's record so far.
 func (e *Engine) Enqueue(r *workload.Request, rec metrics.Record, now int64) int32 {
