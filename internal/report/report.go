@@ -483,7 +483,7 @@ var seriesCharts = [numFields]struct{ title, yLabel string }{
 	fieldKVUsed:   {"KV used", "blocks"},
 	fieldKVPinned: {"KV pinned (held for handoff)", "blocks"},
 	fieldKVCached: {"KV cached (prefix-cache blocks)", "blocks"},
-	fieldLinkUtil: {"KV link utilisation", "% of NIC bandwidth"},
+	fieldLinkUtil: {"KV link utilisation (peak of each point)", "% of NIC bandwidth"},
 }
 
 func instanceName(info []InstanceInfo, idx int) (label, group, role string) {
@@ -541,7 +541,9 @@ func runDetails(r *Run) (runView, error) {
 				b := &s.buckets[k]
 				y := b.mean(f)
 				if f == fieldLinkUtil {
-					y *= 100
+					// Transfers are short bursts: a point's mean would hide
+					// the peaks the table reports, so plot its peak.
+					y = b.max[f] * 100
 				}
 				pts[k] = point{x: float64(b.t0+b.t1) / 2e9, y: y}
 			}
