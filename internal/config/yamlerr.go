@@ -10,9 +10,8 @@ import (
 	"sync"
 
 	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
 	"github.com/servesim/servesim/internal/nearest"
 )
 
@@ -121,62 +120,17 @@ var fieldNames = sync.OnceValue(func() []string {
 // path and the closest valid key at that level. The decoder stops at the
 // first; this reports them all.
 func unknownKeys(data []byte, name string) []error {
-	f, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return nil
-	}
 	var errs []error
-	for _, doc := range f.Docs {
-		walkKeys(doc.Body, reflect.TypeFor[Scenario](), "", name, &errs)
-	}
+	walkFile(data, schemaVisitor{unknown: func(tok *token.Token, parent reflect.Type, path string) {
+		msg := fmt.Sprintf("%s:%d:%d: %s: unknown field", name, tok.Position.Line, tok.Position.Column, path)
+		if near := closestTag(parent, tok.Value); near != "" {
+			msg += "; did you mean " + near + "?"
+		} else {
+			msg += " (docs/scenario.md lists the fields)"
+		}
+		errs = append(errs, errors.New(msg))
+	}})
 	return errs
-}
-
-func walkKeys(n ast.Node, t reflect.Type, path, name string, errs *[]error) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch v := n.(type) {
-	case nil:
-		return
-	case *ast.AnchorNode:
-		walkKeys(v.Value, t, path, name, errs)
-		return
-	case *ast.TagNode:
-		walkKeys(v.Value, t, path, name, errs)
-		return
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		var values []*ast.MappingValueNode
-		switch m := n.(type) {
-		case *ast.MappingNode:
-			values = m.Values
-		case *ast.MappingValueNode:
-			values = []*ast.MappingValueNode{m}
-		}
-		for _, mv := range values {
-			tok := mv.Key.GetToken()
-			key := tok.Value
-			if ft, ok := fieldByTag(t, key); ok {
-				walkKeys(mv.Value, ft, joinPath(path, key), name, errs)
-				continue
-			}
-			msg := fmt.Sprintf("%s:%d:%d: %s: unknown field", name, tok.Position.Line, tok.Position.Column, joinPath(path, key))
-			if near := closestTag(t, key); near != "" {
-				msg += "; did you mean " + near + "?"
-			} else {
-				msg += " (docs/scenario.md lists the fields)"
-			}
-			*errs = append(*errs, errors.New(msg))
-		}
-	case reflect.Slice:
-		if s, ok := n.(*ast.SequenceNode); ok {
-			for i, e := range s.Values {
-				walkKeys(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), name, errs)
-			}
-		}
-	}
 }
 
 // closestTag returns the yaml key of struct t closest to key, or "" when
