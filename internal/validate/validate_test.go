@@ -23,10 +23,9 @@ func measured(t *testing.T, name string) fs.FS {
 // tables + async scheduling + the engine-side time of docs/engine-time.md,
 // with no constant fitted to this run) against the measured vLLM 0.19.0
 // run: 14 of the 15 statistics within 5 %; TTFT p50, the one statistic
-// the first-principles model leaves outside (-6.0 %), within 6.5 %. The
-// likely cause (FlashAttention's split-KV choice frozen into vLLM's full
-// decode graphs, docs/engine-time.md §9) needs a per-CTA rate no profile
-// table measures, so the bound is not tightened by a fitted term.
+// the first-principles model leaves outside (-6.0 %), within 6.5 %.
+// docs/engine-time.md §9 lists what was checked; no measured or cited term
+// closes it, and the bound is not tightened by a fitted one.
 func TestLlamaMatchesVLLM(t *testing.T) {
 	rep, err := Run(Options{Measured: measured(t, "RTXPRO6000-Llama-3.1-8B"), Name: "RTXPRO6000-Llama-3.1-8B", CheckInvariants: true})
 	if err != nil {
