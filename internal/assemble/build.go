@@ -32,6 +32,10 @@ type Instance struct {
 	Engine engine.Config
 	// Predictor is the instance's step-latency predictor (stateless).
 	Predictor perf.Predictor
+	// BatchOrigin says whether Engine's max_num_seqs and
+	// max_num_batched_tokens come from the scenario or are vLLM's
+	// defaults for the accelerator.
+	BatchOrigin BatchOrigin
 
 	nics        []nic   // one per GPU
 	kvPerToken  int64   // KV bytes of one token on one GPU
@@ -134,6 +138,15 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			return nil, fmt.Errorf("%s.hardware: %w", path, err)
 		}
 		eng := g.Merged(s.Engine)
+		memBytes := acc.MemoryBytes
+		if g.MemoryGB > 0 {
+			memBytes = int64(g.MemoryGB * 1e9)
+		}
+		maxLen := eng.MaxModelLen
+		if maxLen == 0 {
+			maxLen = int(m.MaxPositionEmbeddings)
+		}
+		origin := resolveBatch(&eng, vllmBatchDefaults(acc, memBytes), maxLen)
 		tp := *g.TP
 		pp := 1
 		if g.PP != nil {
@@ -180,10 +193,6 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		}
 		blocks := eng.NumGPUBlocks
 		if blocks == 0 {
-			memBytes := acc.MemoryBytes
-			if g.MemoryGB > 0 {
-				memBytes = int64(g.MemoryGB * 1e9)
-			}
 			mem := gpuMemory(m, memBytes, tp, pp, bpe, eng)
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
 				shape := fmt.Sprintf("tp=%d", tp)
@@ -199,10 +208,6 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		totalBlocks += int64(blocks) * int64(*g.Count)
 		if totalBlocks > config.MaxTotalBlocks {
 			return nil, fmt.Errorf("%s: the cluster's KV blocks exceed the simulator's bound of %d; use fewer instances, engine.num_gpu_blocks or a larger engine.block_size", path, config.MaxTotalBlocks)
-		}
-		maxLen := eng.MaxModelLen
-		if maxLen == 0 {
-			maxLen = int(m.MaxPositionEmbeddings)
 		}
 		if err := checkBatchLimits(enginePath(s, gi), eng, maxLen); err != nil {
 			return nil, err
@@ -256,7 +261,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		}
 		for c := 0; c < *g.Count; c++ {
 			b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
-				TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred,
+				TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
 				nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
 		}
 	}
