@@ -63,17 +63,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.printConfig {
-		y, err := config.Marshal(s)
-		if err != nil {
-			return err
-		}
-		_, err = cmd.OutOrStdout().Write(y)
-		return err
-	}
 	built, err := assemble.Build(s, src)
 	if err != nil {
 		return badInput(err)
+	}
+	if f.printConfig {
+		return printResolved(cmd.OutOrStdout(), built)
 	}
 	for _, w := range built.Describe().Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "servesim: warning: "+w)
@@ -206,4 +201,25 @@ func withAbsolutePaths(s *config.Scenario, src config.Source) (*config.Scenario,
 		*p = abs
 	}
 	return &c, nil
+}
+
+// printResolved writes the scenario with every default resolved: each
+// instance group's engine block holds its effective settings, preceded by
+// comment lines saying where the batch limits come from.
+func printResolved(w io.Writer, b *assemble.Built) error {
+	y, err := config.Marshal(b.Resolved())
+	if err != nil {
+		return err
+	}
+	var head strings.Builder
+	head.WriteString("# Resolved scenario: every instance group's engine block holds its effective settings.\n")
+	for _, g := range b.Describe().Groups {
+		fmt.Fprintf(&head, "# %s: max_num_seqs %d from %s; max_num_batched_tokens %d from %s\n",
+			g.Name, g.MaxNumSeqs, g.MaxNumSeqsFrom, g.MaxNumBatchedTokens, g.MaxNumBatchedTokensFrom)
+	}
+	if _, err := io.WriteString(w, head.String()); err != nil {
+		return err
+	}
+	_, err = w.Write(y)
+	return err
 }

@@ -51,9 +51,12 @@ type Built struct {
 	Instances []Instance
 	// PD is the handoff configuration of a disaggregated scenario (nil for
 	// colocated serving).
-	PD     *cluster.PDConfig
-	layers int
-	src    config.Source
+	PD *cluster.PDConfig
+	// engines are the instance groups' effective engine settings, every
+	// default resolved (see Resolved).
+	engines []config.Engine
+	layers  int
+	src     config.Source
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -259,6 +262,10 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: engine: %w", path, err)
 		}
+		resolved := eng
+		resolved.NumGPUBlocks, resolved.MaxModelLen = blocks, maxLen
+		resolveGraphs(&resolved, et)
+		b.engines = append(b.engines, resolved)
 		for c := 0; c < *g.Count; c++ {
 			b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
 				TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,

@@ -2,10 +2,12 @@ package assemble
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/perf"
 )
 
 // FromScenario marks an engine setting the scenario states.
@@ -72,4 +74,38 @@ func resolveBatch(eng *config.Engine, d batchDefaults, maxLen int) BatchOrigin {
 		eng.MaxNumSeqs = min(eng.MaxNumSeqs, eng.MaxNumBatchedTokens)
 	}
 	return o
+}
+
+// Resolved returns a copy of the scenario in which every instance group
+// carries an engine block with its effective settings: batch limits,
+// max_model_len and KV blocks as computed. Running it simulates the same
+// engines; `run --print-config` prints it.
+func (b *Built) Resolved() *config.Scenario {
+	s := *b.Scenario
+	s.Instances = slices.Clone(s.Instances)
+	for i := range s.Instances {
+		e := b.engines[i]
+		e.CUDAGraphCaptureSizes = slices.Clone(e.CUDAGraphCaptureSizes)
+		s.Instances[i].Engine = &e
+	}
+	return &s
+}
+
+// resolveGraphs states the CUDA-graph settings an engine runs with: the
+// mode by vLLM's name, enforce_eager and disable_custom_all_reduce as
+// false when unset, and the capture sizes in use.
+func resolveGraphs(e *config.Engine, et perf.EngineTime) {
+	f := false
+	if e.EnforceEager == nil {
+		e.EnforceEager = &f
+	}
+	if e.DisableCustomAllReduce == nil {
+		e.DisableCustomAllReduce = &f
+	}
+	if e.CUDAGraphMode == "" {
+		e.CUDAGraphMode = "full_and_piecewise"
+	}
+	if !*e.EnforceEager && e.CUDAGraphMode != "none" {
+		e.CUDAGraphCaptureSizes = slices.Clone(et.CaptureSizes)
+	}
 }

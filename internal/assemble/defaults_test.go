@@ -90,3 +90,46 @@ func TestDefaultScenarioStatesItsBatchLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestResolvedReplaysTheSameEngines: the resolved scenario (what
+// `run --print-config` prints) states every group's effective engine
+// settings, and building it again gives the same engines, KV capacity and
+// origins "scenario" for what were defaults.
+func TestResolvedReplaysTheSameEngines(t *testing.T) {
+	s, err := config.Parse([]byte("instances: [{count: 2}, {hardware: RTX4090, engine: {max_num_seqs: 64}}]\nworkload: {limit: 5}\n"), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(s, config.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.Resolved()
+	g1 := r.Instances[1].Engine
+	// RTX4090 (23.65 GiB): the small defaults, max_num_seqs as set; the
+	// model's 131072-token context; graphs up to min(2 x 64, 512, 2048).
+	if g1.MaxNumSeqs != 64 || g1.MaxNumBatchedTokens != 2048 || g1.MaxModelLen != 131072 || g1.NumGPUBlocks != b.Instances[2].NumBlocks ||
+		g1.CUDAGraphMode != "full_and_piecewise" || g1.CUDAGraphCaptureSizes[len(g1.CUDAGraphCaptureSizes)-1] != 128 {
+		t.Errorf("resolved group 1 engine %+v", *g1)
+	}
+	y, err := config.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := config.Parse(y, "resolved.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := Build(s2, config.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b.Instances {
+		if b.Instances[i].Engine != b2.Instances[i].Engine {
+			t.Errorf("instance %d: engine %+v, replayed %+v", i, b.Instances[i].Engine, b2.Instances[i].Engine)
+		}
+	}
+	if got := b2.Describe().Groups[0].MaxNumSeqsFrom; got != FromScenario {
+		t.Errorf("replayed origin %q, want scenario", got)
+	}
+}
