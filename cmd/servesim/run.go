@@ -105,7 +105,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		col = report.NewCollector()
 		opts.OnRecord, opts.Sampler = col.Record, col
 	}
-	prog := newProgress(cmd.ErrOrStderr(), f.quiet, knownRequests(s))
+	prog := newProgress(cmd.ErrOrStderr(), f.quiet, func() int64 { return workloadRequests(built) })
 	opts.Progress, opts.ProgressEvery = prog.update, 64
 	res, err := runner.Run(built, opts)
 	prog.done(res.RequestsTotal)
