@@ -11,6 +11,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/compare"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/report"
 	"github.com/servesim/servesim/internal/runner"
@@ -113,7 +114,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		if f.report == "" {
 			return nil
 		}
-		return writeReport(f.report, "servesim run: "+s.Name, []report.Run{{Name: s.Name, Summary: res, Data: col, Instances: reportInstances(built)}})
+		return writeReport(f.report, "servesim run: "+s.Name, []report.Run{{Name: s.Name, Summary: res, Data: col, Instances: compare.Instances(built)}})
 	}
 	var stop *cluster.StopReport
 	if errors.As(err, &stop) {
@@ -162,15 +163,6 @@ func writeReport(path, title string, runs []report.Run) error {
 		return fmt.Errorf("--report %s: %w", path, err)
 	}
 	return nil
-}
-
-// reportInstances names the instances of b for a report.
-func reportInstances(b *assemble.Built) []report.InstanceInfo {
-	out := make([]report.InstanceInfo, len(b.Instances))
-	for i, in := range b.Instances {
-		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: in.Role}
-	}
-	return out
 }
 
 func writeJSON(path string, v any) error {
