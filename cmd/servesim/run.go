@@ -89,7 +89,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		set(&opts.RequestsJSONL, "requests.jsonl")
 		set(&opts.Series, "timeseries.csv")
 		set(&summaryPath, "summary.json")
-		portable, err := withAbsolutePaths(s, src)
+		portable, err := withAbsolutePaths(built.Resolved(), src)
 		if err != nil {
 			return badInput(fmt.Errorf("--out: %w", err))
 		}
