@@ -211,3 +211,16 @@ f.yaml:12:20: handoff.lease_s: must be a finite number`
 		}
 	}
 }
+
+// TestAnchorsAndMergeKeys: YAML anchors, aliases and merge keys are not
+// mistaken for wrong types or unknown fields.
+func TestAnchorsAndMergeKeys(t *testing.T) {
+	in := "engine: &e {max_num_seqs: 64, block_size: 32}\ninstances:\n  - {engine: *e}\n  - engine:\n      <<: *e\n      long_prefill_token_threshold: 8\n"
+	s, err := Parse([]byte(in), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Instances[0].Engine.MaxNumSeqs != 64 || s.Instances[1].Engine.LongPrefillTokenThreshold != 8 || s.Instances[1].Engine.BlockSize != 32 {
+		t.Errorf("groups' engines %+v, %+v", *s.Instances[0].Engine, *s.Instances[1].Engine)
+	}
+}

@@ -66,6 +66,8 @@ func walkSchema(n ast.Node, t reflect.Type, path string, v schemaVisitor) {
 	case *ast.TagNode:
 		walkSchema(a.Value, t, path, v)
 		return
+	case *ast.AliasNode:
+		return // the anchored node is checked where it is defined
 	}
 	if v.value != nil && !v.value(n, t, path) {
 		return
@@ -80,6 +82,9 @@ func walkSchema(n ast.Node, t reflect.Type, path string, v schemaVisitor) {
 			values = []*ast.MappingValueNode{m}
 		}
 		for _, mv := range values {
+			if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
+				continue // "<<: *anchor" merges a mapping checked where it is defined
+			}
 			key := mv.Key.GetToken().Value // unquoted, as in JSON
 			if ft, ok := fieldByTag(t, key); ok {
 				if v.entry != nil {
