@@ -43,7 +43,7 @@ func TestBadNumbers(t *testing.T) {
 		{"chunking off, budget below max_model_len", "engine: {enable_chunked_prefill: false, max_num_batched_tokens: 256}\n" + small, nil,
 			[]string{"engine", "max_num_batched_tokens 256", "max_model_len 131072", "enable_chunked_prefill"}},
 		{"budget below max_num_seqs", "engine: {max_num_batched_tokens: 16, max_num_seqs: 64}\n" + small, nil, []string{"max_num_batched_tokens 16", "max_num_seqs 64"}},
-		{"group budget below max_num_seqs", "instances: [{engine: {max_num_seqs: 4096}}]\n" + small, nil, []string{"instances[0].engine", "max_num_seqs 4096"}},
+		{"group budget below max_num_seqs", "instances: [{engine: {max_num_seqs: 16384}}]\n" + small, nil, []string{"instances[0].engine", "max_num_seqs 16384"}},
 		{"fraction in a grid's integer field", "", []string{"sweep", "--grid", "FRACGRID", "-q"}, []string{"grid.yaml:1:", "engine.max_num_seqs", "whole number"}},
 		{"shard count overflow", "", []string{"sweep", "--grid", "GRID", "--shard", "1/9223372036854775807", "--list"}, []string{"--shard", "n must be in"}},
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/servesim/servesim/internal/compare"
 )
 
 // TestCompareOnThePool: compare runs its policies on the worker pool and
@@ -14,7 +16,7 @@ func TestCompareOnThePool(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rs []policyResult
+	var rs []compare.Result
 	if err := json.Unmarshal([]byte(stdout), &rs); err != nil {
 		t.Fatal(err)
 	}

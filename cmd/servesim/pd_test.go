@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/internal/compare"
 )
 
 const pdStress = "../../examples/pd-stress.yaml"
@@ -24,11 +26,11 @@ func TestPDStressPolicies(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rs []policyResult
+	var rs []compare.Result
 	if err := json.Unmarshal([]byte(stdout), &rs); err != nil {
 		t.Fatalf("compare --json: %v\n%s", err, stdout)
 	}
-	by := map[string]*policyResult{}
+	by := map[string]*compare.Result{}
 	for i := range rs {
 		by[rs[i].Policy] = &rs[i]
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/servesim/servesim/internal/compare"
 )
 
 // TestRaceCompare runs compare (one simulation per policy, in parallel) on
@@ -16,7 +18,7 @@ func TestRaceCompare(t *testing.T) {
 	if code != 0 && code != 3 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rs []policyResult
+	var rs []compare.Result
 	if err := json.Unmarshal([]byte(stdout), &rs); err != nil {
 		t.Fatalf("compare --json: %v\n%s", err, stdout)
 	}
@@ -40,7 +42,7 @@ func TestCompareVariants(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rs []policyResult
+	var rs []compare.Result
 	if err := json.Unmarshal([]byte(stdout), &rs); err != nil {
 		t.Fatal(err)
 	}

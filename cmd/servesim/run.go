@@ -11,6 +11,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/compare"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/report"
 	"github.com/servesim/servesim/internal/runner"
@@ -63,17 +64,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.printConfig {
-		y, err := config.Marshal(s)
-		if err != nil {
-			return err
-		}
-		_, err = cmd.OutOrStdout().Write(y)
-		return err
-	}
 	built, err := assemble.Build(s, src)
 	if err != nil {
 		return badInput(err)
+	}
+	if f.printConfig {
+		return printResolved(cmd.OutOrStdout(), built)
 	}
 	for _, w := range built.Describe().Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "servesim: warning: "+w)
@@ -93,7 +89,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		set(&opts.RequestsJSONL, "requests.jsonl")
 		set(&opts.Series, "timeseries.csv")
 		set(&summaryPath, "summary.json")
-		portable, err := withAbsolutePaths(s, src)
+		portable, err := withAbsolutePaths(built.Resolved(), src)
 		if err != nil {
 			return badInput(fmt.Errorf("--out: %w", err))
 		}
@@ -110,7 +106,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		col = report.NewCollector()
 		opts.OnRecord, opts.Sampler = col.Record, col
 	}
-	prog := newProgress(cmd.ErrOrStderr(), f.quiet, knownRequests(s))
+	prog := newProgress(cmd.ErrOrStderr(), f.quiet, func() int64 { return workloadRequests(built) })
 	opts.Progress, opts.ProgressEvery = prog.update, 64
 	res, err := runner.Run(built, opts)
 	prog.done(res.RequestsTotal)
@@ -118,7 +114,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		if f.report == "" {
 			return nil
 		}
-		return writeReport(f.report, "servesim run: "+s.Name, []report.Run{{Name: s.Name, Summary: res, Data: col, Instances: reportInstances(built)}})
+		return writeReport(f.report, "servesim run: "+s.Name, []report.Run{{Name: s.Name, Summary: res, Data: col, Instances: compare.Instances(built)}})
 	}
 	var stop *cluster.StopReport
 	if errors.As(err, &stop) {
@@ -169,15 +165,6 @@ func writeReport(path, title string, runs []report.Run) error {
 	return nil
 }
 
-// reportInstances names the instances of b for a report.
-func reportInstances(b *assemble.Built) []report.InstanceInfo {
-	out := make([]report.InstanceInfo, len(b.Instances))
-	for i, in := range b.Instances {
-		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: in.Role}
-	}
-	return out
-}
-
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -206,4 +193,25 @@ func withAbsolutePaths(s *config.Scenario, src config.Source) (*config.Scenario,
 		*p = abs
 	}
 	return &c, nil
+}
+
+// printResolved writes the scenario with every default resolved: each
+// instance group's engine block holds its effective settings, preceded by
+// comment lines saying where the batch limits come from.
+func printResolved(w io.Writer, b *assemble.Built) error {
+	y, err := config.Marshal(b.Resolved())
+	if err != nil {
+		return err
+	}
+	var head strings.Builder
+	head.WriteString("# Resolved scenario: every instance group's engine block holds its effective settings.\n")
+	for _, g := range b.Describe().Groups {
+		fmt.Fprintf(&head, "# %s: max_num_seqs %d from %s; max_num_batched_tokens %d from %s\n",
+			g.Name, g.MaxNumSeqs, g.MaxNumSeqsFrom, g.MaxNumBatchedTokens, g.MaxNumBatchedTokensFrom)
+	}
+	if _, err := io.WriteString(w, head.String()); err != nil {
+		return err
+	}
+	_, err = w.Write(y)
+	return err
 }

@@ -32,6 +32,10 @@ type Instance struct {
 	Engine engine.Config
 	// Predictor is the instance's step-latency predictor (stateless).
 	Predictor perf.Predictor
+	// BatchOrigin says whether Engine's max_num_seqs and
+	// max_num_batched_tokens come from the scenario or are vLLM's
+	// defaults for the accelerator.
+	BatchOrigin BatchOrigin
 
 	nics        []nic   // one per GPU
 	kvPerToken  int64   // KV bytes of one token on one GPU
@@ -47,9 +51,12 @@ type Built struct {
 	Instances []Instance
 	// PD is the handoff configuration of a disaggregated scenario (nil for
 	// colocated serving).
-	PD     *cluster.PDConfig
-	layers int
-	src    config.Source
+	PD *cluster.PDConfig
+	// engines are the instance groups' effective engine settings, every
+	// default resolved (see Resolved).
+	engines []config.Engine
+	layers  int
+	src     config.Source
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -134,6 +141,15 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			return nil, fmt.Errorf("%s.hardware: %w", path, err)
 		}
 		eng := g.Merged(s.Engine)
+		memBytes := acc.MemoryBytes
+		if g.MemoryGB > 0 {
+			memBytes = int64(g.MemoryGB * 1e9)
+		}
+		maxLen := eng.MaxModelLen
+		if maxLen == 0 {
+			maxLen = int(m.MaxPositionEmbeddings)
+		}
+		origin := resolveBatch(&eng, vllmBatchDefaults(acc, memBytes), maxLen)
 		tp := *g.TP
 		pp := 1
 		if g.PP != nil {
@@ -180,10 +196,6 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		}
 		blocks := eng.NumGPUBlocks
 		if blocks == 0 {
-			memBytes := acc.MemoryBytes
-			if g.MemoryGB > 0 {
-				memBytes = int64(g.MemoryGB * 1e9)
-			}
 			mem := gpuMemory(m, memBytes, tp, pp, bpe, eng)
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
 				shape := fmt.Sprintf("tp=%d", tp)
@@ -199,10 +211,6 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		totalBlocks += int64(blocks) * int64(*g.Count)
 		if totalBlocks > config.MaxTotalBlocks {
 			return nil, fmt.Errorf("%s: the cluster's KV blocks exceed the simulator's bound of %d; use fewer instances, engine.num_gpu_blocks or a larger engine.block_size", path, config.MaxTotalBlocks)
-		}
-		maxLen := eng.MaxModelLen
-		if maxLen == 0 {
-			maxLen = int(m.MaxPositionEmbeddings)
 		}
 		if err := checkBatchLimits(enginePath(s, gi), eng, maxLen); err != nil {
 			return nil, err
@@ -254,9 +262,13 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: engine: %w", path, err)
 		}
+		resolved := eng
+		resolved.NumGPUBlocks, resolved.MaxModelLen = blocks, maxLen
+		resolveGraphs(&resolved, et)
+		b.engines = append(b.engines, resolved)
 		for c := 0; c < *g.Count; c++ {
 			b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
-				TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred,
+				TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
 				nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
 		}
 	}

@@ -38,6 +38,11 @@ type GroupDescription struct {
 	BlockSize           int    `json:"block_size"`
 	MaxNumSeqs          int    `json:"max_num_seqs"`
 	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
+	// MaxNumSeqsFrom and MaxNumBatchedTokensFrom say where the two
+	// limits come from: "scenario", or vLLM's default for the
+	// accelerator and why.
+	MaxNumSeqsFrom          string `json:"max_num_seqs_from"`
+	MaxNumBatchedTokensFrom string `json:"max_num_batched_tokens_from"`
 	// Latency is where the group's step times come from: a profile
 	// bundle, or the roofline and its calibration.
 	Latency string `json:"latency"`
@@ -59,7 +64,8 @@ func (b *Built) Describe() Description {
 		}
 		g := GroupDescription{Name: in.Group, Count: n, Role: in.Role, Hardware: in.Hardware, TP: in.TP, PP: in.PP,
 			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
-			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens}
+			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens, MaxNumSeqsFrom: in.BatchOrigin.Seqs,
+			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens}
 		g.Latency, warned = b.latencySource(in, warned, &d.Warnings)
 		d.Groups = append(d.Groups, g)
 		i += n
@@ -151,8 +157,9 @@ func (d Description) Lines() []string {
 			shape += fmt.Sprintf(" pp %d", g.PP)
 		}
 		lines = append(lines,
-			fmt.Sprintf("Instances %s: %d x %s on %s %s, %d KV blocks x %d tokens, max_num_seqs %d, max_num_batched_tokens %d",
-				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize, g.MaxNumSeqs, g.MaxNumBatchedTokens),
+			fmt.Sprintf("Instances %s: %d x %s on %s %s, %d KV blocks x %d tokens",
+				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize),
+			"  "+batchLine(g),
 			"  step latency: "+g.Latency)
 	}
 	if d.Handoff != "" {
@@ -163,4 +170,21 @@ func (d Description) Lines() []string {
 		lines = append(lines, "Warning: "+w)
 	}
 	return lines
+}
+
+// batchLine renders a group's batch limits with where each comes from,
+// folding the two origins into one when they agree.
+func batchLine(g GroupDescription) string {
+	if g.MaxNumSeqsFrom == g.MaxNumBatchedTokensFrom {
+		return fmt.Sprintf("max_num_seqs %d, max_num_batched_tokens %d (%s)", g.MaxNumSeqs, g.MaxNumBatchedTokens, from(g.MaxNumSeqsFrom))
+	}
+	return fmt.Sprintf("max_num_seqs %d (%s), max_num_batched_tokens %d (%s)",
+		g.MaxNumSeqs, from(g.MaxNumSeqsFrom), g.MaxNumBatchedTokens, from(g.MaxNumBatchedTokensFrom))
+}
+
+func from(origin string) string {
+	if origin == FromScenario || origin == "" {
+		return "set by the scenario"
+	}
+	return origin
 }

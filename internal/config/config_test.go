@@ -156,8 +156,8 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 	for in, want := range map[string]string{
 		"engine: {max_num_sqes: 4}\n":          `s.yaml:1:10: engine.max_num_sqes: unknown field; did you mean max_num_seqs?`,
 		"handoff:\n  polcy: pull\n":            `s.yaml:2:3: handoff.polcy: unknown field; did you mean policy?`,
-		"engine: {max_num_seqs: \"lots\"}\n":   `s.yaml:1:24: max_num_seqs: wrong type: want an integer, got lots`,
-		"engine: {enable_prefix_caching: 3}\n": `s.yaml:1:33: enable_prefix_caching: wrong type: want true or false, got 3`,
+		"engine: {max_num_seqs: \"lots\"}\n":   `s.yaml:1:24: engine.max_num_seqs: wrong type: want an integer, got lots`,
+		"engine: {enable_prefix_caching: 3}\n": `s.yaml:1:33: engine.enable_prefix_caching: wrong type: want true or false, got 3`,
 		"zzzzzzzzzzzzzzzzzz: 1\n":              `s.yaml:1:1: zzzzzzzzzzzzzzzzzz: unknown field (docs/scenario.md lists the fields)`,
 		"handoff: {lease: 3}\ninstances: [{rol: decode}]\n": "s.yaml:1:11: handoff.lease: unknown field; did you mean lease_s?\n" +
 			"s.yaml:2:14: instances[0].rol: unknown field; did you mean role?",
@@ -166,5 +166,61 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("%q: got %v, want %s", in, err, want)
 		}
+	}
+}
+
+// TestEveryFileErrorInOrder: one parse reports every problem of a file,
+// unknown keys, wrong types, fractions for integers and invalid values
+// alike, sorted by their place in the file, each with file:line:col and
+// the field path; problems of fields the file does not set come last.
+func TestEveryFileErrorInOrder(t *testing.T) {
+	in := `seed: 0
+engine:
+  max_num_seqs: "lots"
+  block_sise: 32
+  gpu_memory_utilization: 1.5
+instances:
+  - {count: 2.5, rol: decode}
+  - {tp: -1, engine: {enable_prefix_caching: maybe}}
+router: fastest
+workload:
+  synthetic: true
+handoff: {lease_s: -3}
+`
+	want := `f.yaml:1:7: seed: must be > 0 (got 0)
+f.yaml:3:17: engine.max_num_seqs: wrong type: want an integer, got lots
+f.yaml:4:3: engine.block_sise: unknown field; did you mean block_size?
+f.yaml:5:27: engine.gpu_memory_utilization: must be in (0, 1] (got 1.5)
+f.yaml:7:13: instances[0].count: must be a whole number (got 2.5); integer fields are never rounded
+f.yaml:7:18: instances[0].rol: unknown field; did you mean role?
+f.yaml:8:10: instances[1].tp: must be > 0 (got -1)
+f.yaml:8:46: instances[1].engine.enable_prefix_caching: wrong type: want true or false, got maybe
+f.yaml:9:9: router: must be round-robin, random, least-loaded, least-kv, prefix-affinity or power-of-two (got "fastest")
+f.yaml:11:14: workload.synthetic: wrong type: want a mapping, got true
+f.yaml:12:20: handoff.lease_s: must be a finite number`
+	_, err := Parse([]byte(in), "f.yaml")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	got := err.Error()
+	for i, w := range strings.Split(want, "\n") {
+		lines := strings.Split(got, "\n")
+		if i >= len(lines) || !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d: want prefix %q\ngot:\n%s", i+1, w, got)
+			break
+		}
+	}
+}
+
+// TestAnchorsAndMergeKeys: YAML anchors, aliases and merge keys are not
+// mistaken for wrong types or unknown fields.
+func TestAnchorsAndMergeKeys(t *testing.T) {
+	in := "engine: &e {max_num_seqs: 64, block_size: 32}\ninstances:\n  - {engine: *e}\n  - engine:\n      <<: *e\n      long_prefill_token_threshold: 8\n"
+	s, err := Parse([]byte(in), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Instances[0].Engine.MaxNumSeqs != 64 || s.Instances[1].Engine.LongPrefillTokenThreshold != 8 || s.Instances[1].Engine.BlockSize != 32 {
+		t.Errorf("groups' engines %+v, %+v", *s.Instances[0].Engine, *s.Instances[1].Engine)
 	}
 }

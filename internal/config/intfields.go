@@ -8,33 +8,20 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 )
 
-// checkIntegerFields reports the first integer field (by the yaml tags of
-// Scenario) whose value is written as a number with a fraction, such as
-// max_num_seqs: 1.5. The YAML decoder would silently truncate it.
-func checkIntegerFields(data []byte, name string) error {
-	var first error
-	walkFile(data, schemaVisitor{value: func(n ast.Node, t reflect.Type, path string) {
-		if first == nil {
-			first = checkInteger(n, t, path)
-		}
-	}})
-	if first != nil {
-		return fmt.Errorf("%s:%w", name, first)
+// checkInteger refuses a fraction given for an integer field: the YAML
+// decoder would silently truncate max_num_seqs: 1.5. It returns what is
+// wrong, or "".
+func checkInteger(n ast.Node, t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	return nil
-}
-
-// checkInteger refuses a fraction given for an integer field.
-func checkInteger(n ast.Node, t reflect.Type, path string) error {
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 	default:
-		return nil
+		return ""
 	}
 	var x float64
 	switch s := n.(type) {
@@ -43,39 +30,27 @@ func checkInteger(n ast.Node, t reflect.Type, path string) error {
 	case *ast.StringNode:
 		f, err := strconv.ParseFloat(s.Value, 64)
 		if err != nil {
-			return nil // a type mismatch the decoder reports
+			return "" // a type mismatch, reported as such
 		}
 		x = f
 	default:
-		return nil
+		return ""
 	}
 	if x != math.Trunc(x) || math.IsInf(x, 0) {
-		tok := n.GetToken()
-		return fmt.Errorf("%d:%d: %s: must be a whole number (got %s); integer fields are never rounded",
-			tok.Position.Line, tok.Position.Column, path, tok.Value)
+		return fmt.Sprintf("%s: must be a whole number (got %s); integer fields are never rounded", path, n.GetToken().Value)
 	}
-	return nil
+	return ""
 }
 
 // schemaVisitor is told, while walkSchema walks a YAML tree against the Go
-// type it decodes into, of every node under a known field (with the
-// field's type and path) and of every key the type does not have.
+// type it decodes into, of every mapping entry of a known field, of every
+// node under a known field (with the field's type and path; returning
+// false skips what lies below it) and of every entry whose key the type
+// does not have. Each callback may be nil.
 type schemaVisitor struct {
-	value   func(n ast.Node, t reflect.Type, path string)
-	unknown func(key *token.Token, parent reflect.Type, path string)
-}
-
-// walkFile walks every document of data against Scenario; a file that
-// does not parse is left to the decoder, which reports it with its
-// position.
-func walkFile(data []byte, v schemaVisitor) {
-	f, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return
-	}
-	for _, doc := range f.Docs {
-		walkSchema(doc.Body, reflect.TypeFor[Scenario](), "", v)
-	}
+	entry   func(mv *ast.MappingValueNode, path string)
+	value   func(n ast.Node, t reflect.Type, path string) bool
+	unknown func(mv *ast.MappingValueNode, parent reflect.Type, path string)
 }
 
 func walkSchema(n ast.Node, t reflect.Type, path string, v schemaVisitor) {
@@ -91,9 +66,11 @@ func walkSchema(n ast.Node, t reflect.Type, path string, v schemaVisitor) {
 	case *ast.TagNode:
 		walkSchema(a.Value, t, path, v)
 		return
+	case *ast.AliasNode:
+		return // the anchored node is checked where it is defined
 	}
-	if v.value != nil {
-		v.value(n, t, path)
+	if v.value != nil && !v.value(n, t, path) {
+		return
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -105,12 +82,17 @@ func walkSchema(n ast.Node, t reflect.Type, path string, v schemaVisitor) {
 			values = []*ast.MappingValueNode{m}
 		}
 		for _, mv := range values {
-			tok := mv.Key.GetToken()
-			key := tok.Value // unquoted, as in JSON
+			if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
+				continue // "<<: *anchor" merges a mapping checked where it is defined
+			}
+			key := mv.Key.GetToken().Value // unquoted, as in JSON
 			if ft, ok := fieldByTag(t, key); ok {
+				if v.entry != nil {
+					v.entry(mv, joinPath(path, key))
+				}
 				walkSchema(mv.Value, ft, joinPath(path, key), v)
 			} else if v.unknown != nil {
-				v.unknown(tok, t, joinPath(path, key))
+				v.unknown(mv, t, joinPath(path, key))
 			}
 		}
 	case reflect.Slice:

@@ -3,12 +3,13 @@ package config
 import (
 	"bytes"
 	_ "embed"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 )
 
 //go:embed default.yaml
@@ -45,24 +46,38 @@ func Load(path string) (*Scenario, Source, error) {
 // validates the result. name labels errors.
 func Parse(data []byte, name string) (*Scenario, error) {
 	s := Default()
+	var errs []fileError
+	pos := map[string][2]int{}
 	if len(bytes.TrimSpace(data)) > 0 {
-		if err := decode(data, s); err != nil {
-			// Every unknown key, in file order, rather than the first.
-			if errs := unknownKeys(data, name); len(errs) > 0 {
-				return nil, errors.Join(errs...)
-			}
+		fc, err := checkFile(data)
+		if err != nil {
 			return nil, yamlError(name, err)
 		}
-		if err := checkIntegerFields(data, name); err != nil {
-			return nil, err
+		errs, pos = fc.errs, fc.pos
+		switch {
+		case len(errs) == 0:
+			if err := decode(data, s); err != nil {
+				return nil, yamlError(name, err)
+			}
+		case fc.doc == nil:
+			// The entries at fault cannot be set aside: report them.
+			return nil, joinFileErrors(name, errs)
+		default:
+			// Decode the rest to validate it too, so that one run
+			// reports every problem of the file.
+			if err := decodeNode(fc.doc, s); err != nil {
+				return nil, joinFileErrors(name, errs)
+			}
 		}
 	}
 	if s.Workload.Generated() && s.Workload.Trace == DefaultTrace {
 		s.Workload.Trace = ""
 	}
 	s.FillGroups()
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	errs = append(errs, placeErrors(s.Validate(), pos)...)
+	if len(errs) > 0 {
+		slices.SortStableFunc(errs, byPosition)
+		return nil, joinFileErrors(name, errs)
 	}
 	return s, nil
 }
@@ -71,6 +86,17 @@ func Parse(data []byte, name string) (*Scenario, error) {
 // output carries.
 func Marshal(s *Scenario) ([]byte, error) {
 	return yaml.Marshal(s)
+}
+
+// decodeNode decodes a checked YAML tree strictly, turning a decoder
+// panic into an error.
+func decodeNode(n ast.Node, s *Scenario) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML (%v)", r)
+		}
+	}()
+	return yaml.NodeToValue(n, s, yaml.Strict())
 }
 
 // decode runs the strict YAML decoder, turning a decoder panic on

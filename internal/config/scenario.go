@@ -93,9 +93,15 @@ type Predictor struct {
 
 // Engine mirrors vLLM's engine arguments.
 type Engine struct {
-	// MaxNumSeqs is the most requests in one batch. Default 256.
+	// MaxNumSeqs is the most requests in one batch. Default 0: vLLM
+	// 0.19's default for `vllm serve` on the group's accelerator (1024 on
+	// devices of at least 70 GiB other than the A100, else 256; at most
+	// max_num_batched_tokens; see docs/scenario.md).
 	MaxNumSeqs int `yaml:"max_num_seqs" json:"max_num_seqs"`
-	// MaxNumBatchedTokens is the token budget of one step. Default 2048.
+	// MaxNumBatchedTokens is the token budget of one step. Default 0:
+	// vLLM 0.19's default for `vllm serve` on the group's accelerator
+	// (8192 on devices of at least 70 GiB other than the A100, else 2048;
+	// at least max_model_len without chunked prefill).
 	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens" json:"max_num_batched_tokens"`
 	// BlockSize is the number of tokens per KV block. Default 16.
 	BlockSize int `yaml:"block_size" json:"block_size"`
@@ -304,8 +310,6 @@ func Default() *Scenario {
 		Dtype:     "bf16",
 		Predictor: Predictor{Kind: "profile", StepOverheadUs: DefaultStepOverheadUs},
 		Engine: Engine{
-			MaxNumSeqs:           256,
-			MaxNumBatchedTokens:  2048,
 			BlockSize:            16,
 			GPUMemoryUtilization: 0.9,
 			ChunkedPrefill:       boolPtr(true),
@@ -371,7 +375,7 @@ func (s *Scenario) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"max_num_seqs", s.Engine.MaxNumSeqs}, {"max_num_batched_tokens", s.Engine.MaxNumBatchedTokens}, {"block_size", s.Engine.BlockSize}} {
+	}{{"block_size", s.Engine.BlockSize}} {
 		if f.v == 0 {
 			bad("engine."+f.name, "must be > 0 (got 0)")
 		}

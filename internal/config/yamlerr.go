@@ -115,24 +115,6 @@ var fieldNames = sync.OnceValue(func() []string {
 	return names
 })
 
-// unknownKeys returns one error per key of the file that the scenario
-// schema does not have, in file order, each with file:line:col, the field
-// path and the closest valid key at that level. The decoder stops at the
-// first; this reports them all.
-func unknownKeys(data []byte, name string) []error {
-	var errs []error
-	walkFile(data, schemaVisitor{unknown: func(tok *token.Token, parent reflect.Type, path string) {
-		msg := fmt.Sprintf("%s:%d:%d: %s: unknown field", name, tok.Position.Line, tok.Position.Column, path)
-		if near := closestTag(parent, tok.Value); near != "" {
-			msg += "; did you mean " + near + "?"
-		} else {
-			msg += " (docs/scenario.md lists the fields)"
-		}
-		errs = append(errs, errors.New(msg))
-	}})
-	return errs
-}
-
 // closestTag returns the yaml key of struct t closest to key, or "" when
 // none is close.
 func closestTag(t reflect.Type, key string) string {

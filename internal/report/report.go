@@ -499,6 +499,23 @@ func instanceName(info []InstanceInfo, idx int) (label, group, role string) {
 	return "#" + strconv.Itoa(idx), "", ""
 }
 
+// chartPoints are the points of field f's chart for one instance: each
+// bucket's mean, except for the link utilisation, in percent, where it is
+// the bucket's peak. Transfers are short bursts: a mean would hide the
+// peaks the instance table reports.
+func chartPoints(s *series, f int) []point {
+	pts := make([]point, len(s.buckets))
+	for k := range s.buckets {
+		b := &s.buckets[k]
+		y := b.mean(f)
+		if f == fieldLinkUtil {
+			y = b.max[f] * 100
+		}
+		pts[k] = point{x: float64(b.t0+b.t1) / 2e9, y: y}
+	}
+	return pts
+}
+
 func runDetails(r *Run) (runView, error) {
 	rv := runView{Name: r.Name}
 	if len(r.Summary.PinnedKV) > 0 {
@@ -536,18 +553,7 @@ func runDetails(r *Run) (runView, error) {
 		lines := make([]line, len(sers))
 		for i, s := range sers {
 			lines[i].name, _, _ = instanceName(r.Instances, s.instance)
-			pts := make([]point, len(s.buckets))
-			for k := range s.buckets {
-				b := &s.buckets[k]
-				y := b.mean(f)
-				if f == fieldLinkUtil {
-					// Transfers are short bursts: a point's mean would hide
-					// the peaks the table reports, so plot its peak.
-					y = b.max[f] * 100
-				}
-				pts[k] = point{x: float64(b.t0+b.t1) / 2e9, y: y}
-			}
-			lines[i].pts = pts
+			lines[i].pts = chartPoints(s, f)
 		}
 		c := lineChart{
 			title:  seriesCharts[f].title,

@@ -392,3 +392,47 @@ var errFail = errors.New("disk full")
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errFail }
+
+// TestLinkChartPeakMatchesTable: a KV link busy at 100 % for one sample
+// of 1,000 (a short transfer) and 25 % for another shows 100.0 % in the
+// instance table, and the link-utilisation chart, downsampled to buckets
+// of many samples, peaks at the same 100 % (a bucket's mean would show
+// 100/width %).
+func TestLinkChartPeakMatchesTable(t *testing.T) {
+	defer func(m int) { maxPoints = m }(maxPoints)
+	maxPoints = 16
+	c := NewCollector()
+	for s := 1; s <= 1000; s++ {
+		u := 0.0
+		switch s {
+		case 333:
+			u = 1
+		case 700:
+			u = 0.25
+		}
+		c.Sample(int64(s)*1e9, 0, metrics.Snapshot{KVTotalBlocks: 100, LinkUtil: u})
+	}
+	r := Run{Name: "burst", Data: c}
+	rv, err := runDetails(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := rv.Instances.Rows[0].Cells
+	if got := cells[len(cells)-1]; got != "100.0 %" {
+		t.Fatalf("table link util %q, want 100.0 %%", got)
+	}
+	sers := c.instances()
+	if sers[0].width < 2 {
+		t.Fatalf("series not downsampled (width %d)", sers[0].width)
+	}
+	peak, n25 := 0.0, 0
+	for _, p := range chartPoints(sers[0], fieldLinkUtil) {
+		peak = max(peak, p.y)
+		if p.y == 25 {
+			n25++
+		}
+	}
+	if peak != 100 || n25 != 1 {
+		t.Errorf("chart peak %g %% with %d points at 25 %%, want 100 %% and one", peak, n25)
+	}
+}

@@ -18,6 +18,9 @@ func shareGPTScenario(b *testing.B, n int) *assemble.Built {
 	syn := workload.ShareGPTLike(n, 5.8)
 	s.Workload.Trace, s.Workload.Synthetic = "", &syn
 	s.Seed = 7
+	// The example's batch limits (vLLM's defaults for this card are
+	// 1024 and 8192).
+	s.Engine.MaxNumSeqs, s.Engine.MaxNumBatchedTokens = 256, 2048
 	s.FillGroups()
 	if err := s.Validate(); err != nil {
 		b.Fatal(err)

@@ -191,12 +191,12 @@ func TestParseGrid(t *testing.T) {
 // column in the grid file.
 func TestNewPlanNamesTheGridLine(t *testing.T) {
 	base, src := loadPD(t)
-	g, err := ParseGrid([]byte("seed: [1, 2]\nengine.max_num_seqs: [64,\n  0]\n"), "grid.yaml")
+	g, err := ParseGrid([]byte("seed: [1, 2]\nengine.max_num_seqs: [64,\n  -1]\n"), "grid.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = NewPlan(base, src, g)
-	if err == nil || !strings.HasPrefix(err.Error(), "grid.yaml:3:3: engine.max_num_seqs = 0: engine.max_num_seqs: must be > 0") {
+	if err == nil || !strings.HasPrefix(err.Error(), "grid.yaml:3:3: engine.max_num_seqs = -1: engine.max_num_seqs: must be > 0") {
 		t.Fatalf("got %v", err)
 	}
 	g, _ = ParseGrid([]byte("instances[0].role: [prefill, decode]\n"), "grid.yaml")

@@ -26,7 +26,7 @@ var layers = map[string]int{
 	"internal/cluster":  3,
 	"internal/assemble": 4,
 	"internal/runner":   5, "internal/convert": 5,
-	"internal/validate": 6, "internal/sweep": 6,
+	"internal/validate": 6, "internal/sweep": 6, "internal/compare": 6,
 	"internal/search": 7, "internal/scenario/randgen": 7,
 	"cmd/servesim": 8,
 }

@@ -1,0 +1,216 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/servesim/servesim/internal/assemble"
+	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/report"
+	"github.com/servesim/servesim/internal/runner"
+	"github.com/servesim/servesim/internal/workpool"
+)
+
+// Variant is one column of a comparison.
+type Variant struct {
+	// Name labels the column.
+	Name string
+	// Policy marks a variant that is a handoff policy of one scenario
+	// (its result is labelled policy, not variant).
+	Policy   bool
+	Scenario *config.Scenario
+	Source   config.Source
+}
+
+// Result is one column's outcome.
+type Result struct {
+	Policy  string         `json:"policy,omitempty"`
+	Variant string         `json:"variant,omitempty"`
+	Summary metrics.Result `json:"summary"`
+	// Stopped describes the stop of a policy that ends the run (eager).
+	Stopped string `json:"stopped,omitempty"`
+	// Report holds the variant's part of an HTML report (nil unless
+	// asked for).
+	Report *report.Run `json:"-"`
+}
+
+// Name is the column's name.
+func (r *Result) Name() string {
+	if r.Policy != "" {
+		return r.Policy
+	}
+	return r.Variant
+}
+
+// BuildError reports a variant whose scenario cannot be assembled (bad
+// input, such as a missing profile or a model that does not fit).
+type BuildError struct{ Err error }
+
+func (e *BuildError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the assembly error.
+func (e *BuildError) Unwrap() error { return e.Err }
+
+// Options configure Run.
+type Options struct {
+	// Workers bounds the simultaneous runs (0: one per core).
+	Workers int
+	// WithReport makes every result carry its part of an HTML report.
+	WithReport bool
+	// OnDone, if set, is called after each variant ends, one call at a
+	// time.
+	OnDone func()
+}
+
+// Run runs every variant on the worker pool and returns the results in
+// the variants' order. A variant whose run fails or panics makes the
+// comparison fail after the others completed (errors joined, each named
+// by its variant); ctx cancels the runs.
+func Run(ctx context.Context, vs []Variant, o Options) ([]Result, error) {
+	results := make([]Result, len(vs))
+	errs := make([]error, len(vs))
+	err := workpool.Run(ctx, o.Workers, workpool.Count(len(vs)),
+		func(ctx context.Context, i int) (Result, error) {
+			return runOne(ctx, &vs[i], o.WithReport)
+		},
+		func(i int, r Result, err error) error {
+			results[i], errs[i] = r, err
+			if o.OnDone != nil {
+				o.OnDone()
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return results, errors.Join(errs...)
+}
+
+func runOne(ctx context.Context, v *Variant, withReport bool) (Result, error) {
+	built, err := assemble.Build(v.Scenario, v.Source)
+	if err != nil {
+		return Result{}, &BuildError{fmt.Errorf("%s: %w", v.Name, err)}
+	}
+	opts := runner.Options{Interrupt: workpool.Interrupt(ctx)}
+	var col *report.Collector
+	if withReport {
+		col = report.NewCollector()
+		opts.OnRecord, opts.Sampler = col.Record, col
+	}
+	res, err := runner.Run(built, opts)
+	r := Result{Summary: res}
+	if v.Policy {
+		r.Policy = v.Name
+	} else {
+		r.Variant = v.Name
+	}
+	if withReport {
+		r.Report = &report.Run{Name: v.Name, Summary: res, Data: col, Instances: Instances(built)}
+	}
+	var stop *cluster.StopReport
+	if errors.As(err, &stop) {
+		r.Stopped = stop.Error()
+		return r, nil
+	}
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", v.Name, err)
+	}
+	return r, nil
+}
+
+// Instances lists a built scenario's instances as an HTML report names
+// them.
+func Instances(b *assemble.Built) []report.InstanceInfo {
+	out := make([]report.InstanceInfo, len(b.Instances))
+	for i, in := range b.Instances {
+		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: in.Role}
+	}
+	return out
+}
+
+// Policies returns one variant per handoff policy of a disaggregated
+// scenario.
+func Policies(base *config.Scenario, src config.Source, names []string) ([]Variant, error) {
+	if !base.PD() {
+		return nil, errors.New("no instance group has role prefill or decode; compare needs a disaggregated scenario")
+	}
+	vs := make([]Variant, len(names))
+	for i, n := range names {
+		if _, err := cluster.ParsePolicy(n); err != nil {
+			return nil, err
+		}
+		s := *base
+		s.Handoff.Policy = n
+		vs[i] = Variant{Name: n, Policy: true, Scenario: &s, Source: src}
+	}
+	return vs, nil
+}
+
+// Table renders the results side by side under title. A stopped run
+// shows what had arrived and ended by the stop; its rates and latencies,
+// not comparable with complete runs, read "stopped".
+func Table(title string, rs []Result) string {
+	var b strings.Builder
+	b.WriteString(title + "\n")
+	w := 13
+	for i := range rs {
+		w = max(w, len(rs[i].Name()))
+	}
+	fmt.Fprintf(&b, "%-32s", "")
+	for i := range rs {
+		fmt.Fprintf(&b, " %*s", w, rs[i].Name())
+	}
+	b.WriteString("\n")
+	counts := map[string]bool{"finished": true, "rejected": true, "failed": true, "truncated": true, "simulated time (s)": true}
+	row := func(label string, f func(r *Result) string) {
+		fmt.Fprintf(&b, "%-32s", label)
+		for i := range rs {
+			v := "stopped"
+			if rs[i].Stopped == "" || counts[label] {
+				v = f(&rs[i])
+			}
+			fmt.Fprintf(&b, " %*s", w, v)
+		}
+		b.WriteString("\n")
+	}
+	num := func(v int64) string { return fmt.Sprintf("%d", v) }
+	fl := func(v float64, p int) string { return fmt.Sprintf("%.*f", p, v) }
+	row("finished", func(r *Result) string { return num(r.Summary.Finished) })
+	row("rejected", func(r *Result) string { return num(r.Summary.Rejected) })
+	row("failed", func(r *Result) string { return num(r.Summary.Failed) })
+	row("truncated", func(r *Result) string { return num(r.Summary.Truncated) })
+	row("simulated time (s)", func(r *Result) string { return fl(r.Summary.SimTimeS, 1) })
+	row("throughput (req/s)", func(r *Result) string { return fl(r.Summary.ThroughputRPS, 3) })
+	row("output (tok/s)", func(r *Result) string { return fl(r.Summary.OutputTokS, 1) })
+	row("TTFT mean (ms)", func(r *Result) string { return fl(r.Summary.TTFT.Mean, 1) })
+	row("TTFT p99 (ms)", func(r *Result) string { return fl(r.Summary.TTFT.P99, 1) })
+	row("TPOT mean (ms)", func(r *Result) string { return fl(r.Summary.TPOT.Mean, 2) })
+	row("TPOT p99 (ms)", func(r *Result) string { return fl(r.Summary.TPOT.P99, 2) })
+	row("E2E mean (s)", func(r *Result) string { return fl(r.Summary.E2E.Mean/1e3, 2) })
+	row("E2E p99 (s)", func(r *Result) string { return fl(r.Summary.E2E.P99/1e3, 2) })
+	row("decode capacity wait mean (ms)", func(r *Result) string { return fl(r.Summary.CapacityWait.Mean, 1) })
+	row("decode capacity wait p99 (ms)", func(r *Result) string { return fl(r.Summary.CapacityWait.P99, 1) })
+	row("handoff wait mean (ms)", func(r *Result) string { return fl(r.Summary.HandoffWait.Mean, 1) })
+	row("handoff wait p99 (ms)", func(r *Result) string { return fl(r.Summary.HandoffWait.P99, 1) })
+	row("KV transfer mean (ms)", func(r *Result) string { return fl(r.Summary.Transfer.Mean, 2) })
+	row("pinned KV peak (blocks)", func(r *Result) string {
+		peak := 0
+		for _, p := range r.Summary.PinnedKV {
+			peak = max(peak, p.PeakBlocks)
+		}
+		return num(int64(peak))
+	})
+	row("preemptions", func(r *Result) string { return num(r.Summary.Preemptions) })
+	row("re-prefills", func(r *Result) string { return num(r.Summary.Reprefills) })
+	row("retries", func(r *Result) string { return num(r.Summary.Retries) })
+	for _, r := range rs {
+		if r.Stopped != "" {
+			fmt.Fprintf(&b, "\n%s: %s\n", r.Name(), r.Stopped)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,90 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/assemble"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/runner"
+)
+
+func parse(t *testing.T, y string) *config.Scenario {
+	t.Helper()
+	s, err := config.Parse([]byte(y), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRunMatchesSingleRuns: every column of a comparison is the summary a
+// single run of that variant gives (same numbers, in the variants'
+// order), whatever the number of workers, and OnDone is told of each.
+func TestRunMatchesSingleRuns(t *testing.T) {
+	base := parse(t, "workload: {limit: 40}\ninstances: [{role: prefill}, {role: decode, engine: {num_gpu_blocks: 3000}}]\n")
+	vs, err := Policies(base, config.Source{}, []string{"pull", "reserve", "reject"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{1, 3} {
+		done := 0
+		rs, err := Run(context.Background(), vs, Options{Workers: workers, OnDone: func() { done++ }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done != len(vs) || len(rs) != len(vs) {
+			t.Fatalf("%d results, %d done calls, want %d", len(rs), done, len(vs))
+		}
+		for i, v := range vs {
+			b, err := assemble.Build(v.Scenario, v.Source)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := runner.Run(b, runner.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs[i].Policy != v.Name || rs[i].Summary.String() != want.String() {
+				t.Errorf("workers %d, column %d (%s): summary differs from a single run", workers, i, rs[i].Name())
+			}
+		}
+	}
+}
+
+// TestTableStopped: a stopped column keeps its counts and reads "stopped"
+// for rates and latencies, with the stop explained below the table.
+func TestTableStopped(t *testing.T) {
+	rs := []Result{{Policy: "pull"}, {Policy: "eager", Stopped: "decode instance 1 out of KV memory"}}
+	rs[0].Summary.Finished, rs[1].Summary.Finished = 40, 7
+	rs[0].Summary.ThroughputRPS = 2.5
+	got := Table("T", rs)
+	for _, want := range []string{
+		fmt.Sprintf("%-32s %13s %13s\n", "finished", "40", "7"),
+		fmt.Sprintf("%-32s %13s %13s\n", "throughput (req/s)", "2.500", "stopped"),
+		"\neager: decode instance 1 out of KV memory\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestBadVariantIsBuildError: a variant that cannot be assembled fails
+// the comparison with a BuildError naming the variant, after the others
+// ran; a scenario without P/D has no policies to compare.
+func TestBadVariantIsBuildError(t *testing.T) {
+	good := parse(t, "workload: {limit: 5}\n")
+	bad := parse(t, "workload: {limit: 5}\nhardware: H100\n") // no H100 profile tables
+	_, err := Run(context.Background(), []Variant{{Name: "ok", Scenario: good}, {Name: "h100", Scenario: bad}}, Options{})
+	var be *BuildError
+	if !errors.As(err, &be) || !strings.HasPrefix(err.Error(), "h100: ") {
+		t.Errorf("error %v, want a BuildError naming h100", err)
+	}
+	if _, err := Policies(good, config.Source{}, []string{"pull"}); err == nil {
+		t.Error("policies of a colocated scenario were accepted")
+	}
+}
