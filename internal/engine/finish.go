@@ -33,14 +33,21 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	r.Prefilled = r.Prefilled[:0]
 	e.justEnded = true
 
+	caching, prefill := e.cfg.PrefixCaching, e.cfg.Role == Prefill
+	bs := int32(e.cfg.BlockSize)
+	// The run of equal gaps being counted; appended when the gap changes.
+	var gapNS, gapCount int64
+	gen := 0
 	for _, sc := range f.sched {
 		s := &e.slots[sc.slot]
 		s.inFlight = false
-		e.commitBlocks(s)
+		if caching && s.computed >= (s.committed+1)*bs {
+			e.commitBlocks(s) // a block filled since the last commit
+		}
 		if s.computed < s.numTokens() {
 			continue // partial prompt chunk: no token yet
 		}
-		if e.cfg.Role == Prefill && s.generated == 0 {
+		if prefill && s.generated == 0 {
 			// The prompt is computed: its KV stays pinned for the handoff;
 			// the token sampled here is not streamed (the decode instance
 			// produces the first output token).
@@ -52,30 +59,37 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			continue
 		}
 		s.generated++
-		r.GenTokens++
-		if s.rec.FirstToken < 0 {
-			s.rec.FirstToken = end
+		gen++
+		rec := &s.rec
+		if rec.FirstToken < 0 {
+			rec.FirstToken = end
 			r.PromptTokens += int(s.prompt)
 		} else {
-			gap := end - s.rec.LastToken
-			if n := len(r.ITL); n > 0 && r.ITL[n-1].NS == gap {
-				r.ITL[n-1].Count++
-			} else {
-				r.ITL = append(r.ITL, Gap{NS: gap, Count: 1})
+			gap := end - rec.LastToken
+			if gap != gapNS || gapCount == 0 {
+				if gapCount > 0 {
+					r.ITL = append(r.ITL, Gap{NS: gapNS, Count: gapCount})
+				}
+				gapNS, gapCount = gap, 0
 			}
-			if gap > s.rec.MaxITL {
-				s.rec.MaxITL = gap
+			gapCount++
+			if gap > rec.MaxITL {
+				rec.MaxITL = gap
 			}
 		}
-		s.rec.LastToken = end
+		rec.LastToken = end
 		if s.generated >= s.output {
-			s.rec.Generated = int(s.generated)
-			s.rec.Outcome = metrics.Finished
-			r.Finished = append(r.Finished, s.rec)
+			rec.Generated = int(s.generated)
+			rec.Outcome = metrics.Finished
+			r.Finished = append(r.Finished, *rec)
 			s.state = stDone
 			e.zombies = append(e.zombies, sc.slot)
 		}
 	}
+	if gapCount > 0 {
+		r.ITL = append(r.ITL, Gap{NS: gapNS, Count: gapCount})
+	}
+	r.GenTokens = gen
 	if len(e.zombies) > 0 {
 		// They leave the running set now; their slots stay taken until
 		// the next batch is formed.

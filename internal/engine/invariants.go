@@ -5,6 +5,7 @@ import "fmt"
 // check verifies the engine's accounting. It is called after every batch
 // formation and every step when Config.CheckInvariants is on:
 //   - the running set respects max_num_seqs and the step the token budget;
+//   - every running request has been scheduled (its record says when);
 //   - every request holds at least the blocks its computed tokens need, and
 //     queued ones (waiting, in the handoff queue) hold none;
 //   - pinned blocks and decode reservations match their counters;
@@ -41,6 +42,10 @@ func (e *Engine) check(budgetLeft int32) error {
 				return fmt.Errorf("request %d in state %s holds %d blocks", s.rec.ID, s.state, len(s.blocks))
 			}
 		case stRunning, stDone, stPrefilled, stReady:
+			if s.state == stRunning && s.rec.Scheduled < 0 {
+				// form's decode path relies on it to skip the check.
+				return fmt.Errorf("request %d is running but was never scheduled", s.rec.ID)
+			}
 			if need := cdiv(int(s.computed), e.cfg.BlockSize); len(s.blocks) < need {
 				return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, len(s.blocks), s.computed, need)
 			}
