@@ -126,7 +126,7 @@ func step(e *Engine, now *int64) string {
 		return fmt.Sprintf("t=%d idle\n", *now)
 	}
 	var sched []string
-	for _, sc := range e.sched {
+	for _, sc := range e.flights[len(e.flights)-1].sched { // the batch just formed
 		s := &e.slots[sc.slot]
 		sched = append(sched, fmt.Sprintf("%d:%d", s.rec.ID, sc.tokens))
 	}

@@ -28,8 +28,11 @@ type seq struct {
 	shared     int32
 	sharedDone bool // the block after the shared ones is known to be private
 	state      state
-	inFlight   bool // scheduled in a batch that has not finished yet
-	blocks     []kv.BlockID
+	// inFlight: scheduled in a batch that has not finished yet. Marked
+	// with pipeline parallelism only: without it no batch is formed while
+	// one is in flight, so nothing reads the mark.
+	inFlight bool
+	blocks   []kv.BlockID
 
 	rec       metrics.Record
 	inputIDs  []int32
@@ -372,17 +375,24 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 		e.spare = e.spare[:n-1]
 	}
 	f.id, f.start, f.end = e.nextID, now, end
-	f.sched = append(f.sched[:0], e.sched...)
+	// The flight takes the formed list; the next form reuses the flight's
+	// old buffer (no copy).
+	spare := f.sched[:0]
+	f.sched = e.sched
 	f.batch, f.preempted = e.batch, e.preempted
 	e.flights = append(e.flights, f)
-	for _, sc := range e.sched {
-		e.slots[sc.slot].inFlight = true
+	if e.pp() > 1 {
+		// Only pipelined batches overlap the forming of the next one.
+		for _, sc := range f.sched {
+			e.slots[sc.slot].inFlight = true
+		}
 	}
 	if e.cfg.CheckInvariants {
 		if err := e.check(budget); err != nil {
 			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
 		}
 	}
+	e.sched = spare
 	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}, true
 }
 

@@ -76,6 +76,9 @@ func (e *Engine) check(budgetLeft int32) error {
 	}
 	scheduled := 0
 	for _, f := range e.flights {
+		if e.pp() == 1 {
+			break // only pipelined batches are marked in flight
+		}
 		for _, sc := range f.sched {
 			if !e.slots[sc.slot].inFlight {
 				return fmt.Errorf("request %d in batch %d is not marked in flight", e.slots[sc.slot].rec.ID, f.id)
