@@ -12,14 +12,28 @@ import (
 // seq is the engine-side state of one admitted request, kept in a flat,
 // reusable slot so steady-state steps allocate nothing.
 type seq struct {
-	// Hot fields first, read or written for every request in every step,
-	// so that a step touches one cache line of each request's slot (plus
-	// the record's times).
+	// Hot fields first: everything a step reads or writes for a request
+	// that decodes one token fits the slot's first 64 bytes, so a step
+	// touches one cache line of each request (the slot size is a multiple
+	// of 64 bytes, see slotPad).
 	prompt    int32
 	output    int32
 	generated int32 // output tokens produced so far
 	computed  int32 // tokens whose KV is in the cache (num_computed_tokens)
 	committed int32 // leading full blocks already offered to the prefix cache
+	state     state
+	// inFlight: scheduled in a batch that has not finished yet. Marked
+	// with pipeline parallelism only: without it no batch is formed while
+	// one is in flight, so nothing reads the mark.
+	inFlight bool
+	// started, lastToken and maxITL are the record's FirstToken >= 0,
+	// LastToken and MaxITL, kept here while the request is on this
+	// instance; syncRecord copies them into rec before rec is shown.
+	started   bool
+	lastToken int64
+	maxITL    int64
+	blocks    []kv.BlockID
+
 	// shared is how many leading blocks hash by content from the chain's
 	// seed (all their token ids known), so another request may share them;
 	// from the first block whose ids are unknown on, blocks are private:
@@ -27,24 +41,30 @@ type seq struct {
 	// pool keeps them out of its shared index, tagged kv.Private(salt, i).
 	shared     int32
 	sharedDone bool // the block after the shared ones is known to be private
-	state      state
-	// inFlight: scheduled in a batch that has not finished yet. Marked
-	// with pipeline parallelism only: without it no batch is formed while
-	// one is in flight, so nothing reads the mark.
-	inFlight bool
-	blocks   []kv.BlockID
-
-	rec       metrics.Record
-	inputIDs  []int32
-	outputIDs []int32
-	salt      uint64
-	enqueued  int64    // time it joined this instance's waiting queue
-	hashes    []uint64 // chained hashes of the shared blocks, filled lazily
+	rec        metrics.Record
+	inputIDs   []int32
+	outputIDs  []int32
+	salt       uint64
+	enqueued   int64    // time it joined this instance's waiting queue
+	hashes     []uint64 // chained hashes of the shared blocks, filled lazily
 	// owned[i] is the block that held private block i when the request
 	// was last preempted (-1: none), where it may still be cached.
 	owned []kv.BlockID
 	// Links of the decode admission queue (stHandoff only; -1: none).
 	qPrev, qNext int32
+	_            [slotPad]byte
+}
+
+// slotPad rounds the slot up to a multiple of 64 bytes, so that slots in
+// their (large, page-aligned) array keep their hot fields in one cache
+// line. TestSlotLayout checks it.
+const slotPad = 48
+
+// syncRecord copies the record's fields kept in the hot part of the slot
+// into rec; call it before rec leaves the engine or is shown.
+func (s *seq) syncRecord() *metrics.Record {
+	s.rec.LastToken, s.rec.MaxITL = s.lastToken, s.maxITL
+	return &s.rec
 }
 
 func (s *seq) numTokens() int32 { return s.prompt + s.generated }
@@ -251,6 +271,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	slot := e.newSlot()
 	s := &e.slots[slot]
 	s.rec = rec
+	s.started, s.lastToken, s.maxITL = rec.FirstToken >= 0, rec.LastToken, rec.MaxITL
 	s.prompt, s.output = int32(r.InputTokens), int32(r.OutputTokens)
 	s.generated, s.computed, s.committed = 0, 0, 0
 	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
@@ -326,7 +347,7 @@ func (e *Engine) WaitingTokens() int64 { return e.waitingTokens }
 
 // Record returns the live record of the request in slot; it is valid until
 // the request ends or leaves this instance.
-func (e *Engine) Record(slot int32) *metrics.Record { return &e.slots[slot].rec }
+func (e *Engine) Record(slot int32) *metrics.Record { return e.slots[slot].syncRecord() }
 
 // Begin forms the next batch at time now and returns when it ends and when
 // the next batch may start. It returns false when there is nothing to run,

@@ -55,17 +55,17 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			s.state = stPrefilled
 			e.pinned += len(s.blocks)
 			e.zombies = append(e.zombies, sc.slot)
-			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: s.rec, Blocks: len(s.blocks)})
+			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: *s.syncRecord(), Blocks: len(s.blocks)})
 			continue
 		}
 		s.generated++
 		gen++
-		rec := &s.rec
-		if rec.FirstToken < 0 {
-			rec.FirstToken = end
+		if !s.started {
+			s.started = true
+			s.rec.FirstToken = end
 			r.PromptTokens += int(s.prompt)
 		} else {
-			gap := end - rec.LastToken
+			gap := end - s.lastToken
 			if gap != gapNS || gapCount == 0 {
 				if gapCount > 0 {
 					r.ITL = append(r.ITL, Gap{NS: gapNS, Count: gapCount})
@@ -73,12 +73,13 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 				gapNS, gapCount = gap, 0
 			}
 			gapCount++
-			if gap > rec.MaxITL {
-				rec.MaxITL = gap
+			if gap > s.maxITL {
+				s.maxITL = gap
 			}
 		}
-		rec.LastToken = end
+		s.lastToken = end
 		if s.generated >= s.output {
+			rec := s.syncRecord()
 			rec.Generated = int(s.generated)
 			rec.Outcome = metrics.Finished
 			r.Finished = append(r.Finished, *rec)
