@@ -41,12 +41,19 @@ type seq struct {
 	// pool keeps them out of its shared index, tagged kv.Private(salt, i).
 	shared     int32
 	sharedDone bool // the block after the shared ones is known to be private
-	rec        metrics.Record
-	inputIDs   []int32
-	outputIDs  []int32
-	salt       uint64
-	enqueued   int64    // time it joined this instance's waiting queue
-	hashes     []uint64 // chained hashes of the shared blocks, filled lazily
+	// Decode lane (lane.go): index in Engine.lane (-1: not a member), the
+	// number of batches finished when it joined, the batch it must be
+	// explicit in, and its admission order in the running set.
+	laneAt    int32
+	joinTick  int64
+	due       int64
+	order     int64
+	rec       metrics.Record
+	inputIDs  []int32
+	outputIDs []int32
+	salt      uint64
+	enqueued  int64    // time it joined this instance's waiting queue
+	hashes    []uint64 // chained hashes of the shared blocks, filled lazily
 	// owned[i] is the block that held private block i when the request
 	// was last preempted (-1: none), where it may still be cached.
 	owned []kv.BlockID
@@ -58,7 +65,7 @@ type seq struct {
 // slotPad rounds the slot up to a multiple of 64 bytes, so that slots in
 // their (large, page-aligned) array keep their hot fields in one cache
 // line. TestSlotLayout checks it.
-const slotPad = 48
+const slotPad = 16
 
 // syncRecord copies the record's fields kept in the hot part of the slot
 // into rec; call it before rec leaves the engine or is shown.
@@ -106,6 +113,7 @@ type flight struct {
 	sched      []scheduled
 	batch      perf.Batch
 	preempted  int
+	lane       int // lane members, one decode token each, not in sched
 }
 
 // Step describes a batch just started: it ends at End, and the next batch
@@ -182,6 +190,19 @@ type Engine struct {
 	reservedSeqs   int   // requests holding a decode reservation (reserved or ready)
 	pinned         int   // blocks pinned by prefilled requests
 
+	// Decode lane (lane.go).
+	lane    []int32 // slots of the members
+	laneOff []int64 // parallel to lane: computed - tick at joining
+	laneSum int64   // sum of laneOff
+	// Minimum and maximum of laneOff; stale after an extreme member left.
+	laneLo, laneHi int64
+	laneStale      bool
+	tick           int64 // batches finished
+	prevEnd        int64 // end of the latest finished batch
+	gapRing        [laneWindow]int64
+	dueRing        [laneWindow][]int32
+	nextOrder      int64 // admission-order stamp of the next running request
+
 	waitingTokens int64        // tokens the waiting queue must compute
 	probe         []uint64     // scratch hashes for PrefixHitTokens
 	hits          []kv.BlockID // scratch: blocks of the last prefix match
@@ -218,7 +239,7 @@ func (e *Engine) Config() Config { return e.cfg }
 func (e *Engine) Pool() *kv.Pool { return e.pool }
 
 // Running is the number of requests in the running batch set.
-func (e *Engine) Running() int { return len(e.running) }
+func (e *Engine) Running() int { return e.numRunning() }
 
 // Waiting is the number of queued requests.
 func (e *Engine) Waiting() int { return e.waiting.len() }
@@ -248,7 +269,7 @@ func (e *Engine) NextFree() int64 {
 
 // HasWork reports whether any request is running or waiting.
 func (e *Engine) HasWork() bool {
-	return len(e.running) > 0 || e.waiting.len() > 0 || e.ready.len() > 0
+	return e.numRunning() > 0 || e.waiting.len() > 0 || e.ready.len() > 0
 }
 
 // Unfit returns why r can never be served by this instance ("" if it can):
@@ -282,6 +303,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.hashes = s.hashes[:0]
 	s.shared, s.sharedDone = 0, false
 	s.owned = s.owned[:0]
+	s.laneAt = -1
 	return slot, s
 }
 
@@ -347,7 +369,14 @@ func (e *Engine) WaitingTokens() int64 { return e.waitingTokens }
 
 // Record returns the live record of the request in slot; it is valid until
 // the request ends or leaves this instance.
-func (e *Engine) Record(slot int32) *metrics.Record { return e.slots[slot].syncRecord() }
+func (e *Engine) Record(slot int32) *metrics.Record {
+	s := &e.slots[slot]
+	if s.inLane() {
+		e.laneRecord(s)
+		return &s.rec
+	}
+	return s.syncRecord()
+}
 
 // Begin forms the next batch at time now and returns when it ends and when
 // the next batch may start. It returns false when there is nothing to run,
@@ -373,13 +402,13 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 	budget := e.form(now, formed)
 	hadZombies := len(e.zombies) > 0
 	e.releaseZombies()
-	if len(e.sched) == 0 && hadZombies && e.HasWork() {
+	if len(e.sched) == 0 && len(e.lane) == 0 && hadZombies && e.HasWork() {
 		// Nothing could run without knowing the last step's results (its
 		// finished requests still held their slots): the engine processes
 		// those results and forms the batch again.
 		budget = e.form(now, now)
 	}
-	if len(e.sched) == 0 {
+	if len(e.sched) == 0 && len(e.lane) == 0 {
 		return Step{}, false
 	}
 	e.stepStart = now
@@ -400,7 +429,7 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 	// old buffer (no copy).
 	spare := f.sched[:0]
 	f.sched = e.sched
-	f.batch, f.preempted = e.batch, e.preempted
+	f.batch, f.preempted, f.lane = e.batch, e.preempted, len(e.lane)
 	e.flights = append(e.flights, f)
 	if e.pp() > 1 {
 		// Only pipelined batches overlap the forming of the next one.
@@ -454,6 +483,13 @@ func (e *Engine) form(now, formed int64) int32 {
 	e.preempted = 0
 	budget := int32(e.cfg.MaxNumBatchedTokens)
 	stalled := false // a running request lacks blocks until a batch in flight ends
+	if e.laneOn() {
+		e.leaveDue()
+		if !e.laneFits(budget) {
+			e.flush()
+		}
+		budget -= int32(len(e.lane)) // the members come after the explicit requests
+	}
 
 	// 1. Running requests, in admission order. Most are steady decoders:
 	// one token, room for it in their last block. They take a short path
@@ -516,6 +552,7 @@ func (e *Engine) form(now, formed int64) int32 {
 		e.schedule(slot, n, now)
 		budget -= n
 	}
+	e.laneBatch()
 	if dn > 0 {
 		b := &e.batch
 		if b.NumDecode == 0 || dmin < b.DecodeKVMin {
@@ -531,9 +568,9 @@ func (e *Engine) form(now, formed int64) int32 {
 	// 2. Waiting requests, only if nothing was preempted (or if preemption
 	// left the batch empty, which only happens when the head request must
 	// restart alone).
-	if (e.preempted == 0 || len(e.sched) == 0) && !stalled {
+	if (e.preempted == 0 || len(e.sched) == 0) && !stalled { // (no preemption with lane members)
 		// Transferred requests first: their slot was reserved.
-		for e.ready.len() > 0 && budget > 0 && len(e.running)+len(e.zombies) < e.cfg.MaxNumSeqs {
+		for e.ready.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies) < e.cfg.MaxNumSeqs {
 			slot := e.ready.front()
 			s := &e.slots[slot]
 			if s.enqueued > formed {
@@ -543,11 +580,13 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.reservedSeqs--
 			s.state = stRunning
 			e.running = append(e.running, slot)
+			s.order = e.nextOrder
+			e.nextOrder++
 			n := e.chunk(s.numTokens()-s.computed, budget)
 			e.schedule(slot, n, now)
 			budget -= n
 		}
-		for e.waiting.len() > 0 && budget > 0 && len(e.running)+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
+		for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
 			slot := e.waiting.front()
 			s := &e.slots[slot]
 			if s.enqueued > formed {
@@ -561,6 +600,8 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.waitingTokens -= int64(s.numTokens())
 			s.state = stRunning
 			e.running = append(e.running, slot)
+			s.order = e.nextOrder
+			e.nextOrder++
 			n := e.chunk(s.numTokens()-s.computed, budget)
 			e.schedule(slot, n, now)
 			budget -= n

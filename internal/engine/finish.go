@@ -33,6 +33,17 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	r.Prefilled = r.Prefilled[:0]
 	e.justEnded = true
 
+	lane := e.laneOn()
+	if lane {
+		// Every lane member emits a token whose gap is this step's.
+		e.tick++
+		gap := end - e.prevEnd
+		e.gapRing[e.tick&(laneWindow-1)] = gap
+		e.prevEnd = end
+		if f.lane > 0 {
+			r.ITL = append(r.ITL, Gap{NS: gap, Count: int64(f.lane)})
+		}
+	}
 	caching, prefill := e.cfg.PrefixCaching, e.cfg.Role == Prefill
 	bs := int32(e.cfg.BlockSize)
 	// The run of equal gaps being counted; appended when the gap changes.
@@ -90,13 +101,23 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	if gapCount > 0 {
 		r.ITL = append(r.ITL, Gap{NS: gapNS, Count: gapCount})
 	}
-	r.GenTokens = gen
+	r.GenTokens = gen + f.lane
 	if len(e.zombies) > 0 {
 		// They leave the running set now; their slots stay taken until
 		// the next batch is formed.
 		kept := e.running[:0]
 		for _, slot := range e.running {
 			if e.slots[slot].state == stRunning {
+				kept = append(kept, slot)
+			}
+		}
+		e.running = kept
+	}
+	if lane {
+		// Steady decoders of this batch join the lane.
+		kept := e.running[:0]
+		for _, slot := range e.running {
+			if e.slots[slot].lastToken != end || !e.join(slot) {
 				kept = append(kept, slot)
 			}
 		}
