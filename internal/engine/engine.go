@@ -201,7 +201,9 @@ type Engine struct {
 	prevEnd        int64 // end of the latest finished batch
 	gapRing        [laneWindow]int64
 	dueRing        [laneWindow][]int32
-	nextOrder      int64 // admission-order stamp of the next running request
+	nextOrder      int64   // admission-order stamp of the next running request
+	mergeBuf       []int32 // scratch of mergeRunning
+	noLane         bool    // tests: every request explicit, as a reference
 
 	waitingTokens int64        // tokens the waiting queue must compute
 	probe         []uint64     // scratch hashes for PrefixHitTokens

@@ -1,7 +1,5 @@
 package engine
 
-import "slices"
-
 // The decode lane: implicit progress for steady decoders.
 //
 // Most of a step's requests are steady decoders: they compute one token,
@@ -44,7 +42,7 @@ import "slices"
 const laneWindow = 64
 
 // laneOn reports whether the lane is used on this engine.
-func (e *Engine) laneOn() bool { return e.pp() == 1 && e.cfg.Role != Prefill }
+func (e *Engine) laneOn() bool { return e.pp() == 1 && e.cfg.Role != Prefill && !e.noLane }
 
 // numRunning is the number of requests in the running set, explicit and in
 // the lane.
@@ -148,53 +146,64 @@ func (e *Engine) leave(s *seq) {
 func (e *Engine) leaveDue() {
 	next := e.tick + 1
 	b := &e.dueRing[next&(laneWindow-1)]
+	sorted := len(e.running)
 	for _, slot := range *b {
 		s := &e.slots[slot]
 		if !s.inLane() || s.due != next {
 			continue // left earlier (the lane was flushed)
 		}
 		e.leave(s)
-		e.insertRunning(slot)
+		e.running = append(e.running, slot)
 	}
 	*b = (*b)[:0]
-}
-
-// insertRunning puts slot into the running list at its admission order.
-func (e *Engine) insertRunning(slot int32) {
-	o := e.slots[slot].order
-	i, _ := slices.BinarySearchFunc(e.running, o, func(r int32, o int64) int {
-		switch ro := e.slots[r].order; {
-		case ro < o:
-			return -1
-		case ro > o:
-			return 1
-		}
-		return 0
-	})
-	e.running = slices.Insert(e.running, i, slot)
+	e.mergeRunning(sorted)
 }
 
 // flush makes every lane member explicit again, the running list in
 // admission order.
 func (e *Engine) flush() {
-	if len(e.lane) == 0 {
-		return
-	}
+	sorted := len(e.running)
 	for len(e.lane) > 0 {
 		slot := e.lane[len(e.lane)-1]
 		e.leave(&e.slots[slot])
 		e.running = append(e.running, slot)
 	}
-	slices.SortFunc(e.running, func(a, b int32) int {
-		oa, ob := e.slots[a].order, e.slots[b].order
-		switch {
-		case oa < ob:
-			return -1
-		case oa > ob:
-			return 1
+	e.mergeRunning(sorted)
+}
+
+// mergeRunning restores the admission order of the running list whose
+// first n entries are in order and the rest (requests back from the lane)
+// are not: it sorts the rest and merges the two runs.
+func (e *Engine) mergeRunning(n int) {
+	run := e.running
+	if len(run) == n {
+		return
+	}
+	order := func(slot int32) int64 { return e.slots[slot].order }
+	tail := run[n:]
+	for i := 1; i < len(tail); i++ { // insertion sort: few, often in order
+		for j := i; j > 0 && order(tail[j]) < order(tail[j-1]); j-- {
+			tail[j], tail[j-1] = tail[j-1], tail[j]
 		}
-		return 0
-	})
+	}
+	if n == 0 || order(run[n-1]) < order(tail[0]) {
+		return
+	}
+	merged := e.mergeBuf[:0]
+	i, j := 0, n
+	for i < n && j < len(run) {
+		if order(run[i]) < order(run[j]) {
+			merged = append(merged, run[i])
+			i++
+		} else {
+			merged = append(merged, run[j])
+			j++
+		}
+	}
+	merged = append(merged, run[i:n]...)
+	merged = append(merged, run[j:]...)
+	copy(run, merged)
+	e.mergeBuf = merged
 }
 
 // laneFits reports whether the explicit running requests can take their
