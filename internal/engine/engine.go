@@ -34,6 +34,7 @@ type seq struct {
 	maxITL    int64
 	blocks    []kv.BlockID
 
+	// Second line: what committing a filled block reads.
 	// shared is how many leading blocks hash by content from the chain's
 	// seed (all their token ids known), so another request may share them;
 	// from the first block whose ids are unknown on, blocks are private:
@@ -41,6 +42,12 @@ type seq struct {
 	// pool keeps them out of its shared index, tagged kv.Private(salt, i).
 	shared     int32
 	sharedDone bool // the block after the shared ones is known to be private
+	salt       uint64
+	hashes     []uint64 // chained hashes of the shared blocks, filled lazily
+	// owned[i] is the block that held private block i when the request
+	// was last preempted (-1: none), where it may still be cached.
+	owned []kv.BlockID
+
 	// Decode lane (lane.go): index in Engine.lane (-1: not a member), the
 	// number of batches finished when it joined, the batch it must be
 	// explicit in, and its admission order in the running set.
@@ -51,12 +58,7 @@ type seq struct {
 	rec       metrics.Record
 	inputIDs  []int32
 	outputIDs []int32
-	salt      uint64
-	enqueued  int64    // time it joined this instance's waiting queue
-	hashes    []uint64 // chained hashes of the shared blocks, filled lazily
-	// owned[i] is the block that held private block i when the request
-	// was last preempted (-1: none), where it may still be cached.
-	owned []kv.BlockID
+	enqueued  int64 // time it joined this instance's waiting queue
 	// Links of the decode admission queue (stHandoff only; -1: none).
 	qPrev, qNext int32
 	_            [slotPad]byte
