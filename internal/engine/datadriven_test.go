@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -125,8 +126,16 @@ func step(e *Engine, now *int64) string {
 	if !ok {
 		return fmt.Sprintf("t=%d idle\n", *now)
 	}
+	// The batch just formed: its explicit requests and the decode lane's
+	// members (one token each), in admission order.
+	f := e.flights[len(e.flights)-1]
+	all := append([]scheduled(nil), f.sched...)
+	for _, slot := range e.lane {
+		all = append(all, scheduled{slot: slot, tokens: 1})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return e.slots[all[i].slot].order < e.slots[all[j].slot].order })
 	var sched []string
-	for _, sc := range e.sched {
+	for _, sc := range all {
 		s := &e.slots[sc.slot]
 		sched = append(sched, fmt.Sprintf("%d:%d", s.rec.ID, sc.tokens))
 	}

@@ -37,6 +37,14 @@
 // shared index; when preempted, the request notes which block holds each
 // of them to find them again.
 //
+// Steady decoders (one token, room in their last block, no block filling,
+// not finishing) progress implicitly in the decode lane (lane.go): a step
+// costs O(1) per such request in a compact array instead of a visit to its
+// slot in forming and again in finishing the batch; a member's counters are
+// brought up to date when it needs a block, fills one or finishes, and the
+// lane is flushed whenever the budget or the free blocks could make the
+// admission order matter. Results are those of visiting every request.
+//
 // With pipeline parallelism (Config.PipelineParallel = N > 1) up to N
 // batches are in flight, as in vLLM's batch queue: Step.Free is when the
 // first stage can take the next batch, and batches are applied by id.

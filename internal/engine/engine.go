@@ -12,14 +12,29 @@ import (
 // seq is the engine-side state of one admitted request, kept in a flat,
 // reusable slot so steady-state steps allocate nothing.
 type seq struct {
-	// Hot fields first, read or written for every request in every step,
-	// so that a step touches one cache line of each request's slot (plus
-	// the record's times).
+	// Hot fields first: everything a step reads or writes for a request
+	// that decodes one token fits the slot's first 64 bytes, so a step
+	// touches one cache line of each request (the slot size is a multiple
+	// of 64 bytes, see slotPad).
 	prompt    int32
 	output    int32
 	generated int32 // output tokens produced so far
 	computed  int32 // tokens whose KV is in the cache (num_computed_tokens)
 	committed int32 // leading full blocks already offered to the prefix cache
+	state     state
+	// inFlight: scheduled in a batch that has not finished yet. Marked
+	// with pipeline parallelism only: without it no batch is formed while
+	// one is in flight, so nothing reads the mark.
+	inFlight bool
+	// started, lastToken and maxITL are the record's FirstToken >= 0,
+	// LastToken and MaxITL, kept here while the request is on this
+	// instance; syncRecord copies them into rec before rec is shown.
+	started   bool
+	lastToken int64
+	maxITL    int64
+	blocks    []kv.BlockID
+
+	// Second line: what committing a filled block reads.
 	// shared is how many leading blocks hash by content from the chain's
 	// seed (all their token ids known), so another request may share them;
 	// from the first block whose ids are unknown on, blocks are private:
@@ -27,21 +42,38 @@ type seq struct {
 	// pool keeps them out of its shared index, tagged kv.Private(salt, i).
 	shared     int32
 	sharedDone bool // the block after the shared ones is known to be private
-	state      state
-	inFlight   bool // scheduled in a batch that has not finished yet
-	blocks     []kv.BlockID
-
-	rec       metrics.Record
-	inputIDs  []int32
-	outputIDs []int32
-	salt      uint64
-	enqueued  int64    // time it joined this instance's waiting queue
-	hashes    []uint64 // chained hashes of the shared blocks, filled lazily
+	salt       uint64
+	hashes     []uint64 // chained hashes of the shared blocks, filled lazily
 	// owned[i] is the block that held private block i when the request
 	// was last preempted (-1: none), where it may still be cached.
 	owned []kv.BlockID
+
+	// Decode lane (lane.go): index in Engine.lane (-1: not a member), the
+	// number of batches finished when it joined, the batch it must be
+	// explicit in, and its admission order in the running set.
+	laneAt    int32
+	joinTick  int64
+	due       int64
+	order     int64
+	rec       metrics.Record
+	inputIDs  []int32
+	outputIDs []int32
+	enqueued  int64 // time it joined this instance's waiting queue
 	// Links of the decode admission queue (stHandoff only; -1: none).
 	qPrev, qNext int32
+	_            [slotPad]byte
+}
+
+// slotPad rounds the slot up to a multiple of 64 bytes, so that slots in
+// their (large, page-aligned) array keep their hot fields in one cache
+// line. TestSlotLayout checks it.
+const slotPad = 16
+
+// syncRecord copies the record's fields kept in the hot part of the slot
+// into rec; call it before rec leaves the engine or is shown.
+func (s *seq) syncRecord() *metrics.Record {
+	s.rec.LastToken, s.rec.MaxITL = s.lastToken, s.maxITL
+	return &s.rec
 }
 
 func (s *seq) numTokens() int32 { return s.prompt + s.generated }
@@ -83,6 +115,7 @@ type flight struct {
 	sched      []scheduled
 	batch      perf.Batch
 	preempted  int
+	lane       int // lane members, one decode token each, not in sched
 }
 
 // Step describes a batch just started: it ends at End, and the next batch
@@ -159,6 +192,21 @@ type Engine struct {
 	reservedSeqs   int   // requests holding a decode reservation (reserved or ready)
 	pinned         int   // blocks pinned by prefilled requests
 
+	// Decode lane (lane.go).
+	lane    []int32 // slots of the members
+	laneOff []int64 // parallel to lane: computed - tick at joining
+	laneSum int64   // sum of laneOff
+	// Minimum and maximum of laneOff; stale after an extreme member left.
+	laneLo, laneHi int64
+	laneStale      bool
+	tick           int64 // batches finished
+	prevEnd        int64 // end of the latest finished batch
+	gapRing        [laneWindow]int64
+	dueRing        [laneWindow][]int32
+	nextOrder      int64   // admission-order stamp of the next running request
+	mergeBuf       []int32 // scratch of mergeRunning
+	noLane         bool    // tests: every request explicit, as a reference
+
 	waitingTokens int64        // tokens the waiting queue must compute
 	probe         []uint64     // scratch hashes for PrefixHitTokens
 	hits          []kv.BlockID // scratch: blocks of the last prefix match
@@ -195,7 +243,7 @@ func (e *Engine) Config() Config { return e.cfg }
 func (e *Engine) Pool() *kv.Pool { return e.pool }
 
 // Running is the number of requests in the running batch set.
-func (e *Engine) Running() int { return len(e.running) }
+func (e *Engine) Running() int { return e.numRunning() }
 
 // Waiting is the number of queued requests.
 func (e *Engine) Waiting() int { return e.waiting.len() }
@@ -225,7 +273,7 @@ func (e *Engine) NextFree() int64 {
 
 // HasWork reports whether any request is running or waiting.
 func (e *Engine) HasWork() bool {
-	return len(e.running) > 0 || e.waiting.len() > 0 || e.ready.len() > 0
+	return e.numRunning() > 0 || e.waiting.len() > 0 || e.ready.len() > 0
 }
 
 // Unfit returns why r can never be served by this instance ("" if it can):
@@ -248,6 +296,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	slot := e.newSlot()
 	s := &e.slots[slot]
 	s.rec = rec
+	s.started, s.lastToken, s.maxITL = rec.FirstToken >= 0, rec.LastToken, rec.MaxITL
 	s.prompt, s.output = int32(r.InputTokens), int32(r.OutputTokens)
 	s.generated, s.computed, s.committed = 0, 0, 0
 	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
@@ -258,6 +307,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.hashes = s.hashes[:0]
 	s.shared, s.sharedDone = 0, false
 	s.owned = s.owned[:0]
+	s.laneAt = -1
 	return slot, s
 }
 
@@ -323,7 +373,14 @@ func (e *Engine) WaitingTokens() int64 { return e.waitingTokens }
 
 // Record returns the live record of the request in slot; it is valid until
 // the request ends or leaves this instance.
-func (e *Engine) Record(slot int32) *metrics.Record { return &e.slots[slot].rec }
+func (e *Engine) Record(slot int32) *metrics.Record {
+	s := &e.slots[slot]
+	if s.inLane() {
+		e.laneRecord(s)
+		return &s.rec
+	}
+	return s.syncRecord()
+}
 
 // Begin forms the next batch at time now and returns when it ends and when
 // the next batch may start. It returns false when there is nothing to run,
@@ -349,13 +406,13 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 	budget := e.form(now, formed)
 	hadZombies := len(e.zombies) > 0
 	e.releaseZombies()
-	if len(e.sched) == 0 && hadZombies && e.HasWork() {
+	if len(e.sched) == 0 && len(e.lane) == 0 && hadZombies && e.HasWork() {
 		// Nothing could run without knowing the last step's results (its
 		// finished requests still held their slots): the engine processes
 		// those results and forms the batch again.
 		budget = e.form(now, now)
 	}
-	if len(e.sched) == 0 {
+	if len(e.sched) == 0 && len(e.lane) == 0 {
 		return Step{}, false
 	}
 	e.stepStart = now
@@ -372,17 +429,24 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 		e.spare = e.spare[:n-1]
 	}
 	f.id, f.start, f.end = e.nextID, now, end
-	f.sched = append(f.sched[:0], e.sched...)
-	f.batch, f.preempted = e.batch, e.preempted
+	// The flight takes the formed list; the next form reuses the flight's
+	// old buffer (no copy).
+	spare := f.sched[:0]
+	f.sched = e.sched
+	f.batch, f.preempted, f.lane = e.batch, e.preempted, len(e.lane)
 	e.flights = append(e.flights, f)
-	for _, sc := range e.sched {
-		e.slots[sc.slot].inFlight = true
+	if e.pp() > 1 {
+		// Only pipelined batches overlap the forming of the next one.
+		for _, sc := range f.sched {
+			e.slots[sc.slot].inFlight = true
+		}
 	}
 	if e.cfg.CheckInvariants {
 		if err := e.check(budget); err != nil {
 			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
 		}
 	}
+	e.sched = spare
 	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}, true
 }
 
@@ -423,13 +487,43 @@ func (e *Engine) form(now, formed int64) int32 {
 	e.preempted = 0
 	budget := int32(e.cfg.MaxNumBatchedTokens)
 	stalled := false // a running request lacks blocks until a batch in flight ends
+	if e.laneOn() {
+		e.leaveDue()
+		if !e.laneFits(budget) {
+			e.flush()
+		}
+		budget -= int32(len(e.lane)) // the members come after the explicit requests
+	}
 
-	// 1. Running requests, in admission order.
+	// 1. Running requests, in admission order. Most are steady decoders:
+	// one token, room for it in their last block. They take a short path
+	// that accumulates the decode aggregates in locals (merged into the
+	// batch below; sum, minimum and maximum do not depend on the order) and
+	// skips the first-scheduled check (a running request has been
+	// scheduled before: check verifies it).
+	bs := int32(e.cfg.BlockSize)
+	var dn, dmin, dmax int
+	var dsum int64
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		slot := e.running[i]
 		s := &e.slots[slot]
 		if s.state != stRunning || s.inFlight {
 			continue // a request in a batch in flight waits for its end
+		}
+		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < int32(len(s.blocks))*bs {
+			c := int(ctx)
+			if dn == 0 || c < dmin {
+				dmin = c
+			}
+			if c > dmax {
+				dmax = c
+			}
+			dn++
+			dsum += int64(c)
+			e.sched = append(e.sched, scheduled{slot: slot, tokens: 1})
+			s.computed = ctx + 1
+			budget--
+			continue
 		}
 		n := e.chunk(s.numTokens()-s.computed, budget)
 		if n <= 0 {
@@ -462,13 +556,25 @@ func (e *Engine) form(now, formed int64) int32 {
 		e.schedule(slot, n, now)
 		budget -= n
 	}
+	e.laneBatch()
+	if dn > 0 {
+		b := &e.batch
+		if b.NumDecode == 0 || dmin < b.DecodeKVMin {
+			b.DecodeKVMin = dmin
+		}
+		if dmax > b.DecodeKVMax {
+			b.DecodeKVMax = dmax
+		}
+		b.NumDecode += dn
+		b.DecodeKVSum += dsum
+	}
 
 	// 2. Waiting requests, only if nothing was preempted (or if preemption
 	// left the batch empty, which only happens when the head request must
 	// restart alone).
-	if (e.preempted == 0 || len(e.sched) == 0) && !stalled {
+	if (e.preempted == 0 || len(e.sched) == 0) && !stalled { // (no preemption with lane members)
 		// Transferred requests first: their slot was reserved.
-		for e.ready.len() > 0 && budget > 0 && len(e.running)+len(e.zombies) < e.cfg.MaxNumSeqs {
+		for e.ready.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies) < e.cfg.MaxNumSeqs {
 			slot := e.ready.front()
 			s := &e.slots[slot]
 			if s.enqueued > formed {
@@ -478,11 +584,13 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.reservedSeqs--
 			s.state = stRunning
 			e.running = append(e.running, slot)
+			s.order = e.nextOrder
+			e.nextOrder++
 			n := e.chunk(s.numTokens()-s.computed, budget)
 			e.schedule(slot, n, now)
 			budget -= n
 		}
-		for e.waiting.len() > 0 && budget > 0 && len(e.running)+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
+		for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
 			slot := e.waiting.front()
 			s := &e.slots[slot]
 			if s.enqueued > formed {
@@ -496,6 +604,8 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.waitingTokens -= int64(s.numTokens())
 			s.state = stRunning
 			e.running = append(e.running, slot)
+			s.order = e.nextOrder
+			e.nextOrder++
 			n := e.chunk(s.numTokens()-s.computed, budget)
 			e.schedule(slot, n, now)
 			budget -= n

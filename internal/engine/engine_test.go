@@ -2,6 +2,7 @@ package engine
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/perf"
@@ -252,3 +253,19 @@ func begin(e *Engine, now int64) (int64, bool) {
 }
 
 func finish(e *Engine, end int64) *StepResult { return e.FinishBatch(e.flights[0].id, end) }
+
+// TestSlotLayout checks that a request slot is a whole number of cache
+// lines and that its hot fields (everything a decode step touches) share
+// the first one.
+func TestSlotLayout(t *testing.T) {
+	var s seq
+	if size := unsafe.Sizeof(s); size%64 != 0 {
+		t.Errorf("slot is %d bytes, not a multiple of 64: adjust slotPad", size)
+	}
+	if end := unsafe.Offsetof(s.blocks) + unsafe.Sizeof(s.blocks); end > 64 {
+		t.Errorf("hot fields end at byte %d, past the first cache line", end)
+	}
+	if start, end := unsafe.Offsetof(s.shared), unsafe.Offsetof(s.owned)+unsafe.Sizeof(s.owned); start != 64 || end > 128 {
+		t.Errorf("commit fields span bytes %d to %d, not the second cache line", start, end)
+	}
+}

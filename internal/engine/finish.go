@@ -33,14 +33,32 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	r.Prefilled = r.Prefilled[:0]
 	e.justEnded = true
 
+	lane := e.laneOn()
+	if lane {
+		// Every lane member emits a token whose gap is this step's.
+		e.tick++
+		gap := end - e.prevEnd
+		e.gapRing[e.tick&(laneWindow-1)] = gap
+		e.prevEnd = end
+		if f.lane > 0 {
+			r.ITL = append(r.ITL, Gap{NS: gap, Count: int64(f.lane)})
+		}
+	}
+	caching, prefill := e.cfg.PrefixCaching, e.cfg.Role == Prefill
+	bs := int32(e.cfg.BlockSize)
+	// The run of equal gaps being counted; appended when the gap changes.
+	var gapNS, gapCount int64
+	gen := 0
 	for _, sc := range f.sched {
 		s := &e.slots[sc.slot]
 		s.inFlight = false
-		e.commitBlocks(s)
+		if caching && s.computed >= (s.committed+1)*bs {
+			e.commitBlocks(s) // a block filled since the last commit
+		}
 		if s.computed < s.numTokens() {
 			continue // partial prompt chunk: no token yet
 		}
-		if e.cfg.Role == Prefill && s.generated == 0 {
+		if prefill && s.generated == 0 {
 			// The prompt is computed: its KV stays pinned for the handoff;
 			// the token sampled here is not streamed (the decode instance
 			// produces the first output token).
@@ -48,40 +66,58 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			s.state = stPrefilled
 			e.pinned += len(s.blocks)
 			e.zombies = append(e.zombies, sc.slot)
-			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: s.rec, Blocks: len(s.blocks)})
+			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: *s.syncRecord(), Blocks: len(s.blocks)})
 			continue
 		}
 		s.generated++
-		r.GenTokens++
-		if s.rec.FirstToken < 0 {
+		gen++
+		if !s.started {
+			s.started = true
 			s.rec.FirstToken = end
 			r.PromptTokens += int(s.prompt)
 		} else {
-			gap := end - s.rec.LastToken
-			if n := len(r.ITL); n > 0 && r.ITL[n-1].NS == gap {
-				r.ITL[n-1].Count++
-			} else {
-				r.ITL = append(r.ITL, Gap{NS: gap, Count: 1})
+			gap := end - s.lastToken
+			if gap != gapNS || gapCount == 0 {
+				if gapCount > 0 {
+					r.ITL = append(r.ITL, Gap{NS: gapNS, Count: gapCount})
+				}
+				gapNS, gapCount = gap, 0
 			}
-			if gap > s.rec.MaxITL {
-				s.rec.MaxITL = gap
+			gapCount++
+			if gap > s.maxITL {
+				s.maxITL = gap
 			}
 		}
-		s.rec.LastToken = end
+		s.lastToken = end
 		if s.generated >= s.output {
-			s.rec.Generated = int(s.generated)
-			s.rec.Outcome = metrics.Finished
-			r.Finished = append(r.Finished, s.rec)
+			rec := s.syncRecord()
+			rec.Generated = int(s.generated)
+			rec.Outcome = metrics.Finished
+			r.Finished = append(r.Finished, *rec)
 			s.state = stDone
 			e.zombies = append(e.zombies, sc.slot)
 		}
 	}
+	if gapCount > 0 {
+		r.ITL = append(r.ITL, Gap{NS: gapNS, Count: gapCount})
+	}
+	r.GenTokens = gen + f.lane
 	if len(e.zombies) > 0 {
 		// They leave the running set now; their slots stay taken until
 		// the next batch is formed.
 		kept := e.running[:0]
 		for _, slot := range e.running {
 			if e.slots[slot].state == stRunning {
+				kept = append(kept, slot)
+			}
+		}
+		e.running = kept
+	}
+	if lane {
+		// Steady decoders of this batch join the lane.
+		kept := e.running[:0]
+		for _, slot := range e.running {
+			if e.slots[slot].lastToken != end || !e.join(slot) {
 				kept = append(kept, slot)
 			}
 		}

@@ -145,7 +145,7 @@ func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) []Reserva
 	for slot := e.hqHead; slot >= 0; {
 		// Finished requests still in the batch set (async scheduling) give
 		// their slots back at the next formation: count them as free.
-		if len(e.running)+e.reservedSeqs >= e.cfg.MaxNumSeqs {
+		if e.numRunning()+e.reservedSeqs >= e.cfg.MaxNumSeqs {
 			break
 		}
 		next := e.slots[slot].qNext
@@ -339,4 +339,4 @@ func (e *Engine) HandoffFits(r *workload.Request) bool {
 
 // SeqSlotFree reports whether a reservation would find a sequence slot
 // (max_num_seqs counts running and reserved requests).
-func (e *Engine) SeqSlotFree() bool { return len(e.running)+e.reservedSeqs < e.cfg.MaxNumSeqs }
+func (e *Engine) SeqSlotFree() bool { return e.numRunning()+e.reservedSeqs < e.cfg.MaxNumSeqs }

@@ -35,7 +35,7 @@ func pipeDrive(e *Engine, now int64, limit int, f func(ev pipeEvent) error) (int
 	for limit == 0 || events < limit {
 		if st, ok := e.Begin(now); ok {
 			ev := pipeEvent{at: now, start: true, id: st.ID, end: st.End, free: st.Free,
-				sched: append([]scheduled(nil), e.sched...), preempted: e.preempted}
+				sched: append([]scheduled(nil), e.flights[len(e.flights)-1].sched...), preempted: e.preempted}
 			if err := emit(ev); err != nil {
 				return now, err
 			}
