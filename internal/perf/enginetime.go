@@ -106,7 +106,7 @@ const (
 // FULL; each pads to the smallest capture size holding the step; beyond
 // the largest capture size, or in NONE, the step runs eagerly.
 func (e *EngineTime) Dispatch(b *Batch) (Dispatch, int) {
-	tokens := max(b.Tokens(), 0)
+	tokens := max(b.Tokens(), b.DPPadTo, 0)
 	i, _ := slices.BinarySearch(e.CaptureSizes, tokens)
 	if i == len(e.CaptureSizes) || tokens == 0 {
 		return RunEager, tokens
@@ -187,7 +187,7 @@ type engineTime struct {
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {
-	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0) {
+	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0) {
 		return 0
 	}
 	d, padded := t.e.Dispatch(b)
