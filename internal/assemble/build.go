@@ -13,6 +13,7 @@ import (
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/link"
 	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -33,6 +34,11 @@ type Instance struct {
 	// Predictor is the instance's step-latency predictor (stateless).
 	Predictor perf.Predictor
 
+	// DP and EP are the data- and expert-parallel degrees of the
+	// instance this engine is a rank of (1, 1 for an ordinary instance);
+	// Rank is its DP rank.
+	DP, EP, Rank int
+
 	nics        []nic   // one per GPU
 	kvPerToken  int64   // KV bytes of one token on one GPU
 	prefillRate float64 // tokens/s of a full prefill step (reject policy)
@@ -50,6 +56,9 @@ type Built struct {
 	PD     *cluster.PDConfig
 	layers int
 	src    config.Source
+	// groups are the data-parallel instances, their ranks' engine indices
+	// and how their steps are timed.
+	groups []groupSpec
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -80,6 +89,16 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
 	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
 	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
+	if len(b.groups) > 0 {
+		groups, err := b.dpGroups()
+		if err == nil {
+			err = sim.SetDPGroups(groups)
+		}
+		if err != nil {
+			closer.Close()
+			return nil, nil, err
+		}
+	}
 	if b.PD != nil {
 		net := link.New()
 		nodes := make([]cluster.Node, len(engines))
@@ -126,6 +145,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	b := &Built{Scenario: s, Model: m, src: src}
 	var totalBlocks int64
 	predictors := map[string]perf.Predictor{}
+	timers := map[string]moe.LayerTimer{}
 	for gi := range s.Instances {
 		g := &s.Instances[gi]
 		path := fmt.Sprintf("instances[%d]", gi)
@@ -138,6 +158,13 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		pp := 1
 		if g.PP != nil {
 			pp = *g.PP
+		}
+		dp, ep := g.Parallel()
+		if ep > 1 && m.NumExperts == 0 {
+			return nil, fmt.Errorf("%s.ep: %s is a dense model (no experts to shard); use ep: 1", path, m.Name)
+		}
+		if ep > 1 && m.NumExperts%int64(ep) != 0 {
+			return nil, fmt.Errorf("%s.ep: the %d experts of %s do not shard evenly over ep %d ranks; choose dp x tp dividing %d", path, m.NumExperts, m.Name, ep, m.NumExperts)
 		}
 		if int64(pp) > m.NumLayers {
 			return nil, fmt.Errorf("%s.pp: %d pipeline stages exceed the %d layers of %s; use pp <= %d", path, pp, m.NumLayers, m.Name, m.NumLayers)
@@ -165,6 +192,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 					return nil, fmt.Errorf("%s: %w", path, err)
 				}
 				base = prof
+				timers[key] = prof
 			}
 			// The profile tables exclude collectives; the roofline times
 			// single-GPU ops too: add the tensor-parallel all-reduces.
@@ -184,11 +212,14 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			if g.MemoryGB > 0 {
 				memBytes = int64(g.MemoryGB * 1e9)
 			}
-			mem := gpuMemory(m, memBytes, tp, pp, bpe, eng)
+			mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, eng)
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
 				shape := fmt.Sprintf("tp=%d", tp)
 				if pp > 1 {
 					shape += fmt.Sprintf(" pp=%d", pp)
+				}
+				if ep > 1 {
+					shape += fmt.Sprintf(" dp=%d ep=%d", dp, ep)
 				}
 				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, eng, g.MemoryGB))
 			}
@@ -196,7 +227,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if blocks > config.MaxBlocksPerInstance {
 			return nil, fmt.Errorf("%s: %d KV blocks per instance exceed the simulator's bound of %d; set engine.num_gpu_blocks or a larger engine.block_size", path, blocks, config.MaxBlocksPerInstance)
 		}
-		totalBlocks += int64(blocks) * int64(*g.Count)
+		totalBlocks += int64(blocks) * int64(*g.Count) * int64(dp)
 		if totalBlocks > config.MaxTotalBlocks {
 			return nil, fmt.Errorf("%s: the cluster's KV blocks exceed the simulator's bound of %d; use fewer instances, engine.num_gpu_blocks or a larger engine.block_size", path, config.MaxTotalBlocks)
 		}
@@ -254,10 +285,28 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: engine: %w", path, err)
 		}
+		var spec groupSpec
+		if dp > 1 || ep > 1 {
+			timer, ok := timers[key]
+			if !ok {
+				return nil, fmt.Errorf("%s: dp/ep need the profile predictor's per-rank MoE table (moe.csv); use predictor.kind: profile", path)
+			}
+			spec = groupSpec{pred: pred, timer: timer, eager: eagerMode(eng), balance: g.DPBalance != "router",
+				hiddenBytes: m.HiddenSize * int64(bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9}
+		}
 		for c := 0; c < *g.Count; c++ {
-			b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
-				TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred,
-				nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
+			spec.ranks = nil
+			for r := 0; r < dp; r++ {
+				if dp > 1 || ep > 1 {
+					spec.ranks = append(spec.ranks, len(b.Instances))
+				}
+				b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
+					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred,
+					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
+			}
+			if spec.ranks != nil {
+				b.groups = append(b.groups, spec)
+			}
 		}
 	}
 	b.layers = int(m.NumLayers)

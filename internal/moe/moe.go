@@ -1,0 +1,182 @@
+package moe
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/servesim/servesim/internal/des"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// LayerTimer times one MoE block on one EP rank (perf.Profile does, from
+// moe.csv): tokens it runs on and distinct local experts that receive
+// tokens, in ns.
+type LayerTimer interface {
+	MoELayerNs(tokens, activated float64) float64
+}
+
+// Dispatch times the token dispatch and combine of one MoE layer for
+// gathered tokens. AllGatherReduceScatter is vLLM 0.19's default; other
+// backends implement it.
+type Dispatch interface {
+	LayerNs(gathered int) int64
+}
+
+// AllGatherReduceScatter is vLLM's allgather_reducescatter backend: an NCCL
+// all-gather of the hidden states of every DP rank's tokens before the
+// experts and a reduce-scatter of their outputs after, each moving
+// gathered × HiddenBytes bytes in total over Comm's link.
+type AllGatherReduceScatter struct {
+	// Comm is the NCCL model of the DP group's link (N = dp).
+	Comm perf.AllReduce
+	// HiddenBytes is one token's hidden state: hidden_size × bytes per
+	// element.
+	HiddenBytes int64
+}
+
+// LayerNs implements Dispatch: 2 × (latency + (N−1)/N × T·HiddenBytes / BusBW).
+func (a AllGatherReduceScatter) LayerNs(gathered int) int64 {
+	g := a.Comm.GatherNs(int64(gathered) * a.HiddenBytes)
+	if g >= math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return 2 * g
+}
+
+// Routing is the expert popularity.
+type Routing struct {
+	// Kind is "uniform" (or "") or "zipf".
+	Kind string
+	// Skew is the Zipf exponent s: expert of popularity rank i (from 1)
+	// receives a share proportional to 1/i^s. 0 is uniform.
+	Skew float64
+}
+
+// Config describes one DP/EP group's MoE.
+type Config struct {
+	Layers  int // MoE layers per step
+	Experts int // routed experts per layer (E)
+	TopK    int // experts per token (k)
+	EP      int // expert-parallel ranks; E must divide evenly
+	Routing Routing
+	Timer   LayerTimer
+	// Dispatch times the collectives; nil means none (EP on one GPU).
+	Dispatch Dispatch
+}
+
+// Model draws expert loads and times the MoE of a step.
+type Model struct {
+	cfg   Config
+	local int       // experts per EP rank
+	share []float64 // Layers × EP expected shares of routed pairs
+	rng   *rand.Rand
+	loads []float64 // scratch: one layer's loads
+}
+
+// New builds a group's MoE model; seed drives the per-layer ranking of the
+// experts (Zipf) and the load draws.
+func New(cfg Config, seed uint64) (*Model, error) {
+	switch {
+	case cfg.Layers < 1:
+		return nil, fmt.Errorf("moe: layers must be >= 1, got %d", cfg.Layers)
+	case cfg.EP < 1 || cfg.Experts < cfg.EP || cfg.Experts%cfg.EP != 0:
+		return nil, fmt.Errorf("moe: %d experts cannot be sharded evenly over ep %d ranks; choose ep dividing %d", cfg.Experts, cfg.EP, cfg.Experts)
+	case cfg.TopK < 1 || cfg.TopK > cfg.Experts:
+		return nil, fmt.Errorf("moe: top-k must be in [1, %d], got %d", cfg.Experts, cfg.TopK)
+	case cfg.Timer == nil:
+		return nil, fmt.Errorf("moe: a layer timer (profile moe.csv) is required")
+	case !(cfg.Routing.Skew >= 0):
+		return nil, fmt.Errorf("moe: skew must be >= 0, got %g", cfg.Routing.Skew)
+	}
+	m := &Model{cfg: cfg, local: cfg.Experts / cfg.EP, rng: des.Stream(seed, "moe-loads"), loads: make([]float64, cfg.EP)}
+	m.share = make([]float64, cfg.Layers*cfg.EP)
+	perm := des.Stream(seed, "moe-ranking")
+	pop := make([]float64, cfg.Experts)
+	s := cfg.Routing.Skew
+	if cfg.Routing.Kind != "zipf" {
+		s = 0
+	}
+	for l := 0; l < cfg.Layers; l++ {
+		sum := 0.0
+		for i := range pop {
+			pop[i] = math.Pow(float64(i+1), -s)
+			sum += pop[i]
+		}
+		// Expert e gets popularity rank order[e]; a fresh shuffle per layer.
+		order := perm.Perm(cfg.Experts)
+		for e, rank := range order {
+			m.share[l*cfg.EP+e/m.local] += pop[rank] / sum
+		}
+	}
+	return m, nil
+}
+
+// Share is the expected share of routed pairs of EP rank r in layer l.
+func (m *Model) Share(l, r int) float64 { return m.share[l*m.cfg.EP+r] }
+
+// LayerNs is one layer's MoE block time given the busiest rank's load
+// (routed pairs) and the gathered tokens: the timer at the tokens that load
+// corresponds to and the local experts it activates.
+func (m *Model) LayerNs(gathered int, busiest float64) float64 {
+	if gathered <= 0 {
+		return 0
+	}
+	k, ep := float64(m.cfg.TopK), float64(m.cfg.EP)
+	tokens := busiest * ep / k
+	el := float64(m.local)
+	active := el
+	if el > 1 {
+		active = el * (1 - math.Pow(1-1/el, busiest))
+	}
+	return m.cfg.Timer.MoELayerNs(tokens, math.Max(active, math.Min(k, el)))
+}
+
+// StepNs is the MoE time of one step of the group, every layer: for each
+// layer a draw of the EP ranks' loads, the busiest rank's block time, plus
+// the dispatch and combine collectives. Zero gathered tokens cost nothing.
+func (m *Model) StepNs(gathered int) int64 {
+	if gathered <= 0 {
+		return 0
+	}
+	pairs := float64(gathered) * float64(m.cfg.TopK)
+	total := 0.0
+	for l := 0; l < m.cfg.Layers; l++ {
+		total += m.LayerNs(gathered, m.drawBusiest(l, pairs))
+	}
+	if m.cfg.Dispatch != nil {
+		total += float64(m.cfg.Layers) * float64(m.cfg.Dispatch.LayerNs(gathered))
+	}
+	if total >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(math.Round(total))
+}
+
+// drawBusiest draws layer l's loads (a multinomial of pairs over the EP
+// ranks, as successive binomials in their normal approximation) and returns
+// the largest.
+func (m *Model) drawBusiest(l int, pairs float64) float64 {
+	ep := m.cfg.EP
+	if ep == 1 {
+		return pairs
+	}
+	rem, qrem, busiest := pairs, 1.0, 0.0
+	for r := 0; r < ep-1; r++ {
+		q := m.share[l*ep+r] / qrem
+		q = math.Min(math.Max(q, 0), 1)
+		mean := rem * q
+		sd := math.Sqrt(rem * q * (1 - q))
+		x := math.Round(mean + sd*m.rng.NormFloat64())
+		x = math.Min(math.Max(x, 0), rem)
+		m.loads[r] = x
+		busiest = math.Max(busiest, x)
+		rem -= x
+		qrem -= m.share[l*ep+r]
+		if qrem <= 0 {
+			qrem = 1e-300
+		}
+	}
+	m.loads[ep-1] = rem
+	return math.Max(busiest, rem)
+}
