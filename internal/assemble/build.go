@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"fmt"
+	"slices"
 	"io"
 	"math"
 
@@ -291,7 +292,9 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s: dp/ep need the profile predictor's per-rank MoE table (moe.csv); use predictor.kind: profile", path)
 			}
-			spec = groupSpec{pred: pred, timer: timer, eager: eagerMode(eng), balance: g.DPBalance != "router",
+			graph := et
+			graph.CaptureSizes = slices.Sorted(slices.Values(et.CaptureSizes))
+			spec = groupSpec{pred: pred, timer: timer, graph: graph, balance: g.DPBalance != "router",
 				hiddenBytes: m.HiddenSize * int64(bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9}
 		}
 		for c := 0; c < *g.Count; c++ {

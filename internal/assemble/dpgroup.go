@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/servesim/servesim/internal/cluster"
-	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
@@ -16,17 +15,11 @@ type groupSpec struct {
 	ranks          []int
 	pred           perf.Predictor
 	timer          moe.LayerTimer
-	eager          bool
+	graph          perf.EngineTime
 	balance        bool
 	hiddenBytes    int64
 	link           hw.Link
 	linkBWOverride float64 // links.tp_bandwidth_gbps in bytes/s, 0: the catalog's
-}
-
-// eagerMode reports vLLM's enforce_eager (or CUDA graphs off), under which
-// DP ranks do not pad to a common token count.
-func eagerMode(eng config.Engine) bool {
-	return (eng.EnforceEager != nil && *eng.EnforceEager) || eng.CUDAGraphMode == "none"
 }
 
 // dpGroups makes the run-time DP groups, each with a fresh MoE model (its
@@ -56,7 +49,7 @@ func (b *Built) dpGroups() ([]cluster.DPGroup, error) {
 		if err != nil {
 			return nil, fmt.Errorf("instance group %s: %w", in.Group, err)
 		}
-		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: g.pred, MoE: mm, Eager: g.eager, Balance: g.balance}
+		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: g.pred, MoE: mm, Graph: g.graph.Dispatch, Balance: g.balance}
 	}
 	return out, nil
 }

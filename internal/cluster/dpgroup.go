@@ -24,9 +24,9 @@ type DPGroup struct {
 	// the dispatch and combine collectives; nil for a dense model (then
 	// the ranks still step in lockstep only if Lockstep is set).
 	MoE interface{ StepNs(gathered int) int64 }
-	// Eager is vLLM's enforce_eager: the ranks do not pad to a common
-	// token count, and the MoE runs on the sum of the ranks' real tokens.
-	Eager bool
+	// Graph is a rank's own CUDA-graph dispatch of a batch (how it would
+	// run alone and the token count it pads to): perf.EngineTime.Dispatch.
+	Graph func(b *perf.Batch) (perf.Dispatch, int)
 	// Balance is true when vLLM's DP load balancer picks the rank of each
 	// request; false when the router addresses the ranks directly.
 	Balance bool
@@ -38,9 +38,10 @@ type DPGroup struct {
 // observation and tests.
 type GroupStep struct {
 	Start, End int64
-	// Tokens are the ranks' own tokens; Dummy marks ranks that ran a dummy
-	// batch; PadTo is the token count every rank padded to (0 in eager
-	// mode); Gathered the tokens the MoE layers ran on; MoENs their time.
+	// Tokens are the ranks' own tokens (1 for a dummy batch); Dummy marks
+	// ranks that ran a dummy batch; PadTo is the token count every rank
+	// padded to (0 when the step ran eagerly); Gathered the tokens the MoE
+	// layers ran on; MoENs their time, collectives included.
 	Tokens   []int
 	Dummy    []bool
 	PadTo    int
@@ -53,9 +54,10 @@ type GroupStep struct {
 // dpGroup is a DPGroup's run state.
 type dpGroup struct {
 	DPGroup
-	formed []bool
-	last   GroupStep
-	steps  int64
+	formed  []bool
+	batches []perf.Batch
+	last    GroupStep
+	steps   int64
 	// balancer: published scores (4 × waiting + running) plus local
 	// increments, and when they were last published.
 	scores    []int
@@ -72,8 +74,8 @@ func (s *Sim) SetDPGroups(groups []DPGroup) error {
 		s.groupOf[i] = -1
 	}
 	for gi, g := range groups {
-		if len(g.Ranks) == 0 || g.Pred == nil {
-			return fmt.Errorf("cluster: DP group %d needs ranks and a predictor", gi)
+		if len(g.Ranks) == 0 || g.Pred == nil || g.Graph == nil {
+			return fmt.Errorf("cluster: DP group %d needs ranks, a predictor and a graph dispatch", gi)
 		}
 		if g.PublishNs <= 0 {
 			g.PublishNs = 100_000_000
@@ -88,7 +90,7 @@ func (s *Sim) SetDPGroups(groups []DPGroup) error {
 			s.groupOf[r] = int32(gi)
 		}
 		n := len(g.Ranks)
-		s.groups = append(s.groups, &dpGroup{DPGroup: g, formed: make([]bool, n), scores: make([]int, n),
+		s.groups = append(s.groups, &dpGroup{DPGroup: g, formed: make([]bool, n), batches: make([]perf.Batch, n), scores: make([]int, n),
 			last: GroupStep{Tokens: make([]int, n), Dummy: make([]bool, n), RankNs: make([]int64, n)}})
 	}
 	return nil
@@ -110,54 +112,45 @@ func (s *Sim) kickGroup(gi int, now int64) {
 			return
 		}
 	}
-	any, maxTok, sumTok := false, 0, 0
+	// Each rank's batch; an idle rank runs a dummy batch of one token.
+	st := &g.last
+	st.Start = now
+	any, sync, padTo, sum := false, perf.RunFull, 0, 0
 	for i, r := range g.Ranks {
 		e := s.engines[r]
 		g.formed[i] = e.Form(now)
-		t := 0
 		if g.formed[i] {
 			any = true
-			b := e.FormedBatch()
-			t = b.Tokens()
+			g.batches[i] = e.FormedBatch()
+		} else {
+			g.batches[i] = perf.Batch{NumDecode: 1}
 		}
-		g.last.Tokens[i], g.last.Dummy[i] = t, !g.formed[i]
-		maxTok = max(maxTok, t)
-		sumTok += t
+		b := &g.batches[i]
+		st.Tokens[i], st.Dummy[i] = b.Tokens(), !g.formed[i]
+		mode, padded := g.Graph(b)
+		sync = min(sync, mode)
+		padTo = max(padTo, padded)
+		sum += b.Tokens()
 	}
 	if !any {
 		return
 	}
-	st := &g.last
-	st.Start = now
-	if g.Eager {
-		// No padding; a dummy batch is one token (vLLM's dummy run).
-		st.PadTo = 0
-		st.Gathered = sumTok
-		for i := range g.Ranks {
-			if !g.formed[i] {
-				st.Gathered++
-			}
-		}
-	} else {
-		st.PadTo = maxTok
-		st.Gathered = maxTok * len(g.Ranks)
+	// vLLM's coordinate_batch_across_dp: the ranks agree on the least
+	// CUDA-graph mode; under a graph every rank pads to the largest padded
+	// count, eagerly none does and the MoE gathers the real tokens.
+	st.PadTo, st.Gathered = 0, sum
+	if sync != perf.RunEager {
+		st.PadTo, st.Gathered = padTo, padTo*len(g.Ranks)
 	}
 	st.MoENs = 0
 	if g.MoE != nil {
 		st.MoENs = g.MoE.StepNs(st.Gathered)
 	}
 	var d int64
-	for i, r := range g.Ranks {
-		var b perf.Batch
-		if g.formed[i] {
-			b = s.engines[r].FormedBatch()
-		}
-		b.DPPadTo = st.PadTo
-		if !g.formed[i] && g.Eager {
-			b.DPPadTo = 1
-		}
-		b.MoENs = st.MoENs
-		st.RankNs[i] = g.Pred.StepTime(&b)
+	for i := range g.Ranks {
+		b := &g.batches[i]
+		b.DPPadTo, b.DPSynced, b.DPMode, b.MoENs = st.PadTo, true, sync, st.MoENs
+		st.RankNs[i] = g.Pred.StepTime(b)
 		d = max(d, st.RankNs[i])
 	}
 	st.End = now + d

@@ -34,6 +34,12 @@ type Batch struct {
 	// has no tokens of its own and pads to it). The CUDA-graph dispatch
 	// pads from max(Tokens(), DPPadTo). 0 outside a group.
 	DPPadTo int
+	// DPSynced marks a step whose CUDA-graph mode the data-parallel group
+	// agreed on: DPMode, the least of the ranks' own modes (vLLM takes the
+	// minimum, so one rank that must run eagerly makes every rank run
+	// eagerly, unpadded).
+	DPSynced bool
+	DPMode   Dispatch
 	// MoENs, when positive, is the step's whole MoE time (every MoE layer,
 	// ns) as the data-parallel group computed it at the gathered token
 	// count with the busiest expert-parallel rank's load; it replaces the
