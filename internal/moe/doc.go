@@ -21,9 +21,9 @@
 // Loads are an aggregate draw per layer and rank, never per token: L_r is
 // drawn as a binomial of the pairs not yet assigned (normal approximation),
 // rank after rank, from a seeded stream. The busiest rank's layer time is
-// the single-rank profile (moe.csv, per EP rank) at T × L_max / (T·k/ep)
-// tokens (T itself under a perfectly balanced load) and its activated
-// local experts E_l·(1 − (1 − 1/E_l)^L_max). The collectives are an NCCL
+// the single-rank profile (moe.csv, per EP rank) at L_max·ep/k tokens (T
+// itself under a perfectly balanced load) and the distinct local experts
+// those tokens activate, E_l·(1 − (1 − k/E)^tokens). The collectives are an NCCL
 // all-gather and a reduce-scatter of T × hidden × bytes per layer over the
 // node's GPU link (perf.AllReduce.GatherNs for both).
 //

@@ -117,19 +117,23 @@ func (m *Model) Share(l, r int) float64 { return m.share[l*m.cfg.EP+r] }
 
 // LayerNs is one layer's MoE block time given the busiest rank's load
 // (routed pairs) and the gathered tokens: the timer at the tokens that load
-// corresponds to and the local experts it activates.
+// corresponds to, busiest·ep/k (the gathered count itself under a
+// balanced load), and the distinct local experts those tokens activate,
+// E_l·(1 − (1 − k/E)^tokens) rounded, at least min(k, E_l): with ep = 1 and
+// a balanced load exactly perf.ActivatedExperts, the single-rank lookup.
 func (m *Model) LayerNs(gathered int, busiest float64) float64 {
 	if gathered <= 0 {
 		return 0
 	}
-	k, ep := float64(m.cfg.TopK), float64(m.cfg.EP)
+	k, ep, e := float64(m.cfg.TopK), float64(m.cfg.EP), float64(m.cfg.Experts)
 	tokens := busiest * ep / k
 	el := float64(m.local)
 	active := el
-	if el > 1 {
-		active = el * (1 - math.Pow(1-1/el, busiest))
+	if m.cfg.TopK < m.cfg.Experts {
+		active = math.Round(el * (1 - math.Pow(1-k/e, tokens)))
+		active = math.Min(math.Max(active, math.Min(k, el)), el)
 	}
-	return m.cfg.Timer.MoELayerNs(tokens, math.Max(active, math.Min(k, el)))
+	return m.cfg.Timer.MoELayerNs(tokens, active)
 }
 
 // StepNs is the MoE time of one step of the group, every layer: for each

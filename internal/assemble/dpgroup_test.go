@@ -1,0 +1,83 @@
+package assemble
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/model"
+)
+
+func qwenMoE(t *testing.T, dp, ep int) *config.Scenario {
+	t.Helper()
+	s := config.Default()
+	s.Model = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+	s.Instances = []config.Group{{DP: &dp, EP: &ep}}
+	s.FillGroups()
+	return s
+}
+
+// TestExpertShardedWeights: Qwen3-30B-A3B has 30,532,122,624 parameters,
+// 28,991,029,248 of them routed experts (48 layers x 128 x 3 x 2048 x
+// 768). With ep 2 one GPU holds the 1,541,093,376 others and half the
+// experts, 16,036,608,000 parameters: 32,073,216,000 bytes in bf16.
+func TestExpertShardedWeights(t *testing.T) {
+	m, err := model.Load(model.Builtin(), "Qwen/Qwen3-30B-A3B-Instruct-2507")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.ParamCount(); got != 30532122624 {
+		t.Fatalf("params %d", got)
+	}
+	if got := m.RoutedExpertParams(); got != 28991029248 {
+		t.Fatalf("expert params %d", got)
+	}
+	if got := weightsPerGPU(m, 1, 1, 2, 2); got != 32073216000 {
+		t.Errorf("ep 2: %d bytes per GPU, want 32073216000", got)
+	}
+	if got := weightsPerGPU(m, 1, 1, 1, 2); got != 2*30532122624 {
+		t.Errorf("ep 1: %d bytes per GPU, want all weights", got)
+	}
+}
+
+// TestDPGroupBuild: dp 2 x ep 2 gives two engines (one per rank), each
+// with the KV of its own GPU, in one lockstep group; a dense model or an
+// uneven expert split is refused naming the field.
+func TestDPGroupBuild(t *testing.T) {
+	s := qwenMoE(t, 2, 2)
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(s, config.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Instances) != 2 || len(b.groups) != 1 || len(b.groups[0].ranks) != 2 {
+		t.Fatalf("%d engines, groups %+v", len(b.Instances), b.groups)
+	}
+	for i, in := range b.Instances {
+		if in.DP != 2 || in.EP != 2 || in.Rank != i {
+			t.Errorf("engine %d: dp %d ep %d rank %d", i, in.DP, in.EP, in.Rank)
+		}
+	}
+	sim, closer, err := b.NewSim(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closer.Close()
+	if _, n := sim.LastGroupStep(0); n != 0 {
+		t.Errorf("fresh group ran %d steps", n)
+	}
+
+	dense := config.Default()
+	two := 2
+	dense.Instances = []config.Group{{EP: &two}}
+	dense.FillGroups()
+	if _, err := Build(dense, config.Source{}); err == nil || !strings.Contains(err.Error(), "instances[0].ep") {
+		t.Errorf("dense model with ep 2: %v", err)
+	}
+	three := qwenMoE(t, 3, 3)
+	if _, err := Build(three, config.Source{}); err == nil || !strings.Contains(err.Error(), "instances[0].ep") {
+		t.Errorf("128 experts over 3 ranks: %v", err)
+	}
+}
