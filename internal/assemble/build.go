@@ -2,9 +2,9 @@ package assemble
 
 import (
 	"fmt"
-	"slices"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/cluster"
