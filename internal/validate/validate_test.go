@@ -66,9 +66,10 @@ func TestLlamaMatchesVLLM(t *testing.T) {
 // vLLM's DP padding, per-rank MoE at the gathered tokens over the local
 // experts, the all-gather/reduce-scatter over the PCIe link, and vLLM's DP
 // load balancer. TPOT and E2E are within 5 % (about 1.5 % today); TTFT,
-// which is queueing-dominated at this load, is not: mean -5.5 %, p50
-// -5.3 %, p90 -12.9 %, p95 -6.3 %, p99 +4.9 % (docs/moe.md). The bounds
-// below pin those figures with about 1.5 points of margin.
+// which is queueing-dominated at this load (the queue grows for most of
+// the run), is not: mean -5.7 %, p50 -5.0 %, p90 -13.9 %, p95 -8.0 %, p99
+// +3.4 % (docs/moe.md). The bounds pin those figures with about 1.5 points
+// of margin: TTFT moves by a point or two with the seeded expert loads.
 func TestQwenMoEMatchesVLLM(t *testing.T) {
 	rep, err := Run(Options{Measured: measured(t, "RTXPRO6000-Qwen3-30B-A3B-Instruct-2507"), Name: "RTXPRO6000-Qwen3-30B-A3B-Instruct-2507", CheckInvariants: true})
 	if err != nil {
@@ -78,7 +79,7 @@ func TestQwenMoEMatchesVLLM(t *testing.T) {
 	if len(rep.Stats) != 15 {
 		t.Fatalf("%d statistics, want 15", len(rep.Stats))
 	}
-	ttft := map[string]float64{"mean": 7, "p50": 7, "p90": 14.5, "p95": 8, "p99": 6.5}
+	ttft := map[string]float64{"mean": 7.5, "p50": 6.5, "p90": 15.5, "p95": 9.5, "p99": 5}
 	for _, r := range rep.Stats {
 		bound := 5.0
 		if r.Metric == "TTFT" {
