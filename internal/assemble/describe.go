@@ -28,20 +28,20 @@ type Description struct {
 
 // GroupDescription is one instance group of a Description.
 type GroupDescription struct {
-	Name                string `json:"name"`
-	Count               int    `json:"count"`
-	Role                string `json:"role"`
-	Hardware            string `json:"hardware"`
-	TP                  int    `json:"tp"`
-	PP                  int    `json:"pp"`
+	Name     string `json:"name"`
+	Count    int    `json:"count"`
+	Role     string `json:"role"`
+	Hardware string `json:"hardware"`
+	TP       int    `json:"tp"`
+	PP       int    `json:"pp"`
 	// DP and EP are the data- and expert-parallel degrees of each instance
 	// (omitted when 1); KVBlocks is then per DP rank.
-	DP int `json:"dp,omitempty"`
-	EP int `json:"ep,omitempty"`
-	KVBlocks            int    `json:"kv_blocks_per_instance"`
-	BlockSize           int    `json:"block_size"`
-	MaxNumSeqs          int    `json:"max_num_seqs"`
-	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
+	DP                  int `json:"dp,omitempty"`
+	EP                  int `json:"ep,omitempty"`
+	KVBlocks            int `json:"kv_blocks_per_instance"`
+	BlockSize           int `json:"block_size"`
+	MaxNumSeqs          int `json:"max_num_seqs"`
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
 	// Latency is where the group's step times come from: a profile
 	// bundle, or the roofline and its calibration.
 	Latency string `json:"latency"`
