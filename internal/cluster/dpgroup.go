@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/servesim/servesim/internal/des"
+	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/perf"
 )
 
@@ -83,6 +84,9 @@ func (s *Sim) SetDPGroups(groups []DPGroup) error {
 		for _, r := range g.Ranks {
 			if r < 0 || r >= len(s.engines) || s.groupOf[r] >= 0 {
 				return fmt.Errorf("cluster: DP group %d: engine %d is out of range or already in a group", gi, r)
+			}
+			if s.engines[r].Config().Role != engine.Mixed {
+				return fmt.Errorf("cluster: DP group %d: engine %d has role %s; DP ranks serve mixed", gi, r, s.engines[r].Config().Role)
 			}
 			if s.engines[r].Config().PipelineParallel > 1 {
 				return fmt.Errorf("cluster: DP group %d: engine %d uses pipeline parallelism, which DP ranks do not model", gi, r)

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/workload"
+	"pgregory.net/rapid"
 )
 
 // padPred costs base + perTok × the tokens a rank runs (its own, or the
@@ -202,4 +204,84 @@ func TestDPBalancerHandBuiltSequence(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("ranks %v, want %v", got, want)
 	}
+}
+
+// lockstepLog checks, at every step end, that all ranks that ran a batch
+// in the group's step end together and that group steps never overlap.
+type lockstepLog struct {
+	collect
+	sim                *Sim
+	lastStart, lastEnd int64
+	bad                string
+}
+
+func (l *lockstepLog) StepDone(inst int, r *engine.StepResult) {
+	l.collect.StepDone(inst, r)
+	st, _ := l.sim.LastGroupStep(0)
+	switch {
+	case r.Start != st.Start || r.End != st.End:
+		l.bad = "a rank's batch does not span its group step"
+	case st.Start != l.lastStart && st.Start < l.lastEnd:
+		l.bad = "group steps overlap"
+	case st.End-st.Start != slices.Max(st.RankNs):
+		l.bad = "the step is not the slowest rank's time"
+	}
+	l.lastStart, l.lastEnd = st.Start, st.End
+}
+
+// TestDPGroupProperty: random workloads on random groups (2-4 ranks,
+// balancer or router, small KV caches that force preemption): every
+// request ends exactly once and finished, every rank's batch spans its
+// group step, group steps never overlap, the engines' invariants hold.
+func TestDPGroupProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		ranks := rapid.IntRange(2, 4).Draw(rt, "ranks")
+		balance := rapid.Bool().Draw(rt, "balance")
+		blocks := rapid.IntRange(40, 400).Draw(rt, "blocks")
+		n := rapid.IntRange(1, 40).Draw(rt, "requests")
+		var reqs []workload.Request
+		at := int64(0)
+		for i := 0; i < n; i++ {
+			at += rapid.Int64Range(0, 3000).Draw(rt, "gap")
+			reqs = append(reqs, workload.Request{ID: int64(i), Arrival: at,
+				InputTokens: rapid.IntRange(1, 300).Draw(rt, "in"), OutputTokens: rapid.IntRange(1, 60).Draw(rt, "out")})
+		}
+		pred := padPred{base: 500, perTok: 10}
+		var engines []*engine.Engine
+		for i := 0; i < ranks; i++ {
+			e, err := engine.New(i, engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 128, BlockSize: 16, NumBlocks: blocks,
+				ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: rapid.Bool().Draw(rt, "async"), CheckInvariants: true}, pred)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			engines = append(engines, e)
+		}
+		log := &lockstepLog{collect: collect{recs: map[int64]metrics.Record{}}}
+		sim, err := New(engines, &sliceSrc{reqs: reqs}, &RoundRobin{}, log)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		log.sim = sim
+		rs := make([]int, ranks)
+		for i := range rs {
+			rs[i] = i
+		}
+		if err := sim.SetDPGroups([]DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(3), Graph: testGraph, Balance: balance}}); err != nil {
+			rt.Fatal(err)
+		}
+		if _, err := sim.Run(); err != nil {
+			rt.Fatal(err)
+		}
+		if log.bad != "" {
+			rt.Fatal(log.bad)
+		}
+		if len(log.recs) != n || log.dup != 0 {
+			rt.Fatalf("%d records (%d duplicates) for %d requests", len(log.recs), log.dup, n)
+		}
+		for id, r := range log.recs {
+			if r.Outcome != metrics.Finished && !strings.HasPrefix(r.Reason, "unfit") {
+				rt.Fatalf("request %d: %s (%s)", id, r.Outcome, r.Reason)
+			}
+		}
+	})
 }
