@@ -39,6 +39,10 @@ type Instance struct {
 	// instance this engine is a rank of (1, 1 for an ordinary instance);
 	// Rank is its DP rank.
 	DP, EP, Rank int
+	// Node is the node the instance's GPUs are placed on: instances fill
+	// nodes of their accelerator's node size in order, an instance never
+	// straddling two (when it fits in one).
+	Node int
 
 	nics        []nic   // one per GPU
 	kvPerToken  int64   // KV bytes of one token on one GPU
@@ -146,6 +150,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	b := &Built{Scenario: s, Model: m, src: src}
 	var totalBlocks int64
 	predictors := map[string]perf.Predictor{}
+	place := placer{open: map[string]*openNode{}}
 	timers := map[string]moe.LayerTimer{}
 	for gi := range s.Instances {
 		g := &s.Instances[gi]
@@ -161,6 +166,13 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			pp = *g.PP
 		}
 		dp, ep := g.Parallel()
+		nodeGPUs := acc.Node.GPUs
+		if g.NodeGPUs > 0 {
+			nodeGPUs = g.NodeGPUs
+		}
+		if dp > 1 && nodeGPUs > 0 && dp*tp*pp > nodeGPUs {
+			return nil, fmt.Errorf("%s: dp %d x tp %d = %d GPUs exceed one node of %d %s GPUs; multi-node expert parallelism is not modelled: use fewer ranks, or set node_gpus if the node is larger", path, dp, tp, dp*tp*pp, nodeGPUs, acc.Name)
+		}
 		if ep > 1 && m.NumExperts == 0 {
 			return nil, fmt.Errorf("%s.ep: %s is a dense model (no experts to shard); use ep: 1", path, m.Name)
 		}
@@ -298,13 +310,14 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				hiddenBytes: m.HiddenSize * int64(bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9}
 		}
 		for c := 0; c < *g.Count; c++ {
+			node := place.place(acc.Name, nodeGPUs, dp*tp*pp)
 			spec.ranks = nil
 			for r := 0; r < dp; r++ {
 				if dp > 1 || ep > 1 {
 					spec.ranks = append(spec.ranks, len(b.Instances))
 				}
 				b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
-					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred,
+					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, Node: node, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred,
 					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
 			}
 			if spec.ranks != nil {
@@ -330,6 +343,27 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	}
 	b.Open = open
 	return b, nil
+}
+
+// placer puts instances on nodes: each accelerator type fills its nodes
+// in order; an instance that does not fit the open node's free GPUs opens
+// a new node (one larger than a node gets nodes of its own).
+type placer struct {
+	next int
+	open map[string]*openNode
+}
+
+type openNode struct{ id, free int }
+
+func (p *placer) place(acc string, nodeGPUs, gpus int) int {
+	n := p.open[acc]
+	if n == nil || n.free < gpus {
+		n = &openNode{id: p.next, free: max(nodeGPUs, gpus)}
+		p.next += max(1, (gpus+max(nodeGPUs, 1)-1)/max(nodeGPUs, 1))
+		p.open[acc] = n
+	}
+	n.free -= gpus
+	return n.id
 }
 
 // nic is one GPU's KV-transfer network interface.

@@ -81,3 +81,37 @@ func TestDPGroupBuild(t *testing.T) {
 		t.Errorf("128 experts over 3 ranks: %v", err)
 	}
 }
+
+// TestNodePlacement: RTX PRO 6000 nodes hold 8 GPUs. Three dp 2 x tp 2
+// instances take 4 GPUs each: two share node 0, the third opens node 1; a
+// node_gpus of 4 puts each on its own node, and one of 2 cannot hold an
+// instance (refused, naming the field's fix).
+func TestNodePlacement(t *testing.T) {
+	for _, c := range []struct {
+		nodeGPUs int
+		want     []int
+	}{{0, []int{0, 0, 1}}, {4, []int{0, 1, 2}}} {
+		s := qwenMoE(t, 2, 4)
+		three, two := 3, 2
+		s.Instances[0].Count, s.Instances[0].TP, s.Instances[0].NodeGPUs = &three, &two, c.nodeGPUs
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := Build(s, config.Source{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range c.want {
+			for r := 0; r < 2; r++ {
+				if got := b.Instances[2*i+r].Node; got != want {
+					t.Errorf("node_gpus %d: instance %d rank %d on node %d, want %d", c.nodeGPUs, i, r, got, want)
+				}
+			}
+		}
+	}
+	s := qwenMoE(t, 2, 2)
+	s.Instances[0].NodeGPUs = 1
+	if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), "node_gpus") {
+		t.Errorf("2 GPUs on a node of 1: %v", err)
+	}
+}

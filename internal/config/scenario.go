@@ -169,6 +169,11 @@ type Group struct {
 	// running from counts published every 100 ms plus local increments)
 	// or router (the scenario's router addresses the ranks directly).
 	DPBalance string `yaml:"dp_balance,omitempty" json:"dp_balance,omitempty"`
+	// NodeGPUs overrides the GPUs per node of the accelerator's catalog
+	// node description. The GPUs of one data-parallel instance must sit
+	// on one node (its expert-parallel collectives use the intra-node
+	// link). Default: the catalog's.
+	NodeGPUs int `yaml:"node_gpus,omitempty" json:"node_gpus,omitempty"`
 	// MemoryGB overrides the accelerator's memory size (GB = 1e9 bytes).
 	MemoryGB float64 `yaml:"memory_gb" json:"memory_gb"`
 	// Engine overrides engine settings for this group (non-zero fields).
@@ -669,6 +674,9 @@ func (s *Scenario) validateParallel(g *Group, p string, bad func(field, format s
 	}
 	if dp > 1 && g.Role != "mixed" {
 		bad(p+".role", "data-parallel groups serve mixed (P/D with per-phase DP/EP is not modelled yet); use role: mixed or dp: 1")
+	}
+	if g.NodeGPUs < 0 || g.NodeGPUs > 1024 {
+		bad(p+".node_gpus", "must be in [1, 1024] (got %d)", g.NodeGPUs)
 	}
 	switch g.DPBalance {
 	case "", "vllm", "router":
