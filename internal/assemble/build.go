@@ -62,8 +62,10 @@ type Built struct {
 	layers int
 	src    config.Source
 	// groups are the data-parallel instances, their ranks' engine indices
-	// and how their steps are timed.
-	groups []groupSpec
+	// and how their steps are timed; routing the measured expert
+	// popularity of moe.histogram (nil: none).
+	groups  []groupSpec
+	routing []float64
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -323,6 +325,11 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			if spec.ranks != nil {
 				b.groups = append(b.groups, spec)
 			}
+		}
+	}
+	if r := s.MoE; r != nil && r.Routing == "histogram" && len(b.groups) > 0 {
+		if b.routing, err = readHistogram(resolve(src, r.Histogram), int(m.NumExperts), m.NumMoELayers()); err != nil {
+			return nil, err
 		}
 	}
 	b.layers = int(m.NumLayers)

@@ -28,7 +28,7 @@ func (b *Built) dpGroups() ([]cluster.DPGroup, error) {
 	m := b.Model
 	routing := moe.Routing{}
 	if r := b.Scenario.MoE; r != nil {
-		routing = moe.Routing{Kind: r.Routing, Skew: r.Skew}
+		routing = moe.Routing{Kind: r.Routing, Skew: r.Skew, Weights: b.routing}
 	}
 	out := make([]cluster.DPGroup, len(b.groups))
 	for gi, g := range b.groups {

@@ -1,11 +1,16 @@
 package assemble
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/moe"
+	"github.com/servesim/servesim/internal/workload"
 )
 
 func qwenMoE(t *testing.T, dp, ep int) *config.Scenario {
@@ -113,5 +118,80 @@ func TestNodePlacement(t *testing.T) {
 	s.Instances[0].NodeGPUs = 1
 	if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), "node_gpus") {
 		t.Errorf("2 GPUs on a node of 1: %v", err)
+	}
+}
+
+// TestRoutingHistogram: a measured histogram giving the experts of EP rank
+// 0 three times the counts of rank 1's sets shares 3/4 and 1/4, so the
+// same workload runs slower than under uniform routing; malformed files
+// are refused naming file:line.
+func TestRoutingHistogram(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("expert,count\n")
+	for e := 0; e < 128; e++ {
+		c := 1
+		if e < 64 {
+			c = 3
+		}
+		fmt.Fprintf(&b, "%d,%d\n", e, c)
+	}
+	good := filepath.Join(dir, "h.csv")
+	if err := os.WriteFile(good, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	simTime := func(m *config.MoE) int64 {
+		s := qwenMoE(t, 2, 2)
+		s.MoE = m
+		syn := workload.ShareGPTLike(200, 4)
+		s.Workload.Trace, s.Workload.Synthetic = "", &syn
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		built, err := Build(s, config.Source{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m != nil && m.Routing == "histogram" {
+			groups, err := built.dpGroups()
+			if err != nil {
+				t.Fatal(err)
+			}
+			mm := groups[0].MoE.(*moe.Model)
+			if mm.Share(5, 0) != 0.75 || mm.Share(5, 1) != 0.25 {
+				t.Fatalf("shares %g %g, want 0.75 0.25", mm.Share(5, 0), mm.Share(5, 1))
+			}
+		}
+		sim, closer, err := built.NewSim(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closer.Close()
+		end, err := sim.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return end
+	}
+	uniform, skewed := simTime(nil), simTime(&config.MoE{Routing: "histogram", Histogram: good})
+	if skewed <= uniform {
+		t.Errorf("skewed histogram run ends at %d ns, not after the uniform run's %d", skewed, uniform)
+	}
+	for _, c := range []struct{ body, want string }{
+		{"expert,count\n0,1\n", "no row for expert 1"},
+		{"expert,count\n0,1\n0,2\n", "bad.csv:3: a second row"},
+		{"expert,count\n200,1\n", "bad.csv:2: expert 200"},
+		{"expert,n\n", "bad.csv:1: header"},
+		{"expert,count\n0,-1\n", "bad.csv:2: count"},
+	} {
+		bad := filepath.Join(dir, "bad.csv")
+		if err := os.WriteFile(bad, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := qwenMoE(t, 2, 2)
+		s.MoE = &config.MoE{Routing: "histogram", Histogram: bad}
+		if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an error containing %q", c.body, err, c.want)
+		}
 	}
 }

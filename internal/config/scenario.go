@@ -183,11 +183,17 @@ type Group struct {
 // MoE configures the expert loads of an expert-parallel group.
 type MoE struct {
 	// Routing is the distribution of routed tokens over the experts:
-	// uniform (default) or zipf (expert popularity 1/rank^skew, the
-	// ranking shuffled per layer with the scenario's seed).
+	// uniform (default), zipf (expert popularity 1/rank^skew, the ranking
+	// shuffled per layer with the scenario's seed) or histogram (measured
+	// per-expert counts from Histogram).
 	Routing string `yaml:"routing" json:"routing"`
 	// Skew is the Zipf exponent (routing zipf), >= 0.
 	Skew float64 `yaml:"skew" json:"skew"`
+	// Histogram is a CSV file of measured routed-token counts (routing
+	// histogram): header "expert,count", one row per expert, or
+	// "layer,expert,count" with rows for every MoE layer (relative to the
+	// scenario file).
+	Histogram string `yaml:"histogram,omitempty" json:"histogram,omitempty"`
 }
 
 // SLO holds per-request latency bounds (0: not checked) and optional
@@ -450,8 +456,12 @@ func (s *Scenario) Validate() error {
 	if m := s.MoE; m != nil {
 		switch m.Routing {
 		case "", "uniform", "zipf":
+		case "histogram":
+			if m.Histogram == "" {
+				bad("moe.histogram", "routing histogram needs a CSV file of per-expert counts (expert,count)")
+			}
 		default:
-			bad("moe.routing", "must be uniform or zipf (got %q)", m.Routing)
+			bad("moe.routing", "must be uniform, zipf or histogram (got %q)", m.Routing)
 		}
 		if !(m.Skew >= 0 && m.Skew <= 10) {
 			bad("moe.skew", "must be in [0, 10] (got %g)", m.Skew)

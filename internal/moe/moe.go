@@ -51,6 +51,10 @@ type Routing struct {
 	// Skew is the Zipf exponent s: expert of popularity rank i (from 1)
 	// receives a share proportional to 1/i^s. 0 is uniform.
 	Skew float64
+	// Weights, when set, are measured per-expert popularities (any
+	// non-negative scale): Experts values used for every layer, or
+	// Layers × Experts values, layer by layer. They replace Kind and Skew.
+	Weights []float64
 }
 
 // Config describes one DP/EP group's MoE.
@@ -101,6 +105,13 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	if cfg.Routing.Kind != "zipf" {
 		s = 0
 	}
+	if w := cfg.Routing.Weights; w != nil {
+		if err := m.measuredShares(w); err != nil {
+			return nil, err
+		}
+		m.condShares()
+		return m, nil
+	}
 	for l := 0; l < cfg.Layers; l++ {
 		sum := 0.0
 		for i := range pop {
@@ -113,19 +124,53 @@ func New(cfg Config, seed uint64) (*Model, error) {
 			m.share[l*cfg.EP+e/m.local] += pop[rank] / sum
 		}
 	}
-	m.cond = make([]condShare, len(m.share))
-	for l := 0; l < cfg.Layers; l++ {
-		left := 1.0
-		for r := 0; r < cfg.EP; r++ {
-			q := 1.0
-			if left > 0 {
-				q = min(max(m.share[l*cfg.EP+r]/left, 0), 1)
+	m.condShares()
+	return m, nil
+}
+
+// measuredShares sets the ranks' shares from measured per-expert weights.
+func (m *Model) measuredShares(w []float64) error {
+	e, layers := m.cfg.Experts, m.cfg.Layers
+	if len(w) != e && len(w) != e*layers {
+		return fmt.Errorf("moe: the histogram has %d counts; want one per expert (%d) or per layer and expert (%d)", len(w), e, e*layers)
+	}
+	for l := 0; l < layers; l++ {
+		row := w[:e]
+		if len(w) > e {
+			row = w[l*e : (l+1)*e]
+		}
+		sum := 0.0
+		for i, v := range row {
+			if !(v >= 0) || math.IsInf(v, 1) {
+				return fmt.Errorf("moe: histogram count %g of expert %d must be a finite number >= 0", v, i)
 			}
-			m.cond[l*cfg.EP+r] = condShare{q: q, sd: math.Sqrt(q * (1 - q))}
-			left -= m.share[l*cfg.EP+r]
+			sum += v
+		}
+		if !(sum > 0) {
+			return fmt.Errorf("moe: the histogram of layer %d has no routed tokens", l)
+		}
+		for i, v := range row {
+			m.share[l*m.cfg.EP+i/m.local] += v / sum
 		}
 	}
-	return m, nil
+	return nil
+}
+
+// condShares precomputes every rank's conditional share and deviation.
+func (m *Model) condShares() {
+	ep := m.cfg.EP
+	m.cond = make([]condShare, len(m.share))
+	for l := 0; l < m.cfg.Layers; l++ {
+		left := 1.0
+		for r := 0; r < ep; r++ {
+			q := 1.0
+			if left > 0 {
+				q = min(max(m.share[l*ep+r]/left, 0), 1)
+			}
+			m.cond[l*ep+r] = condShare{q: q, sd: math.Sqrt(q * (1 - q))}
+			left -= m.share[l*ep+r]
+		}
+	}
 }
 
 // Share is the expected share of routed pairs of EP rank r in layer l.
