@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/cluster"
@@ -13,6 +14,7 @@ import (
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/link"
 	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -37,6 +39,15 @@ type Instance struct {
 	// defaults for the accelerator.
 	BatchOrigin BatchOrigin
 
+	// DP and EP are the data- and expert-parallel degrees of the
+	// instance this engine is a rank of (1, 1 for an ordinary instance);
+	// Rank is its DP rank.
+	DP, EP, Rank int
+	// Node is the node the instance's GPUs are placed on: instances fill
+	// nodes of their accelerator's node size in order, an instance never
+	// straddling two (when it fits in one).
+	Node int
+
 	nics        []nic   // one per GPU
 	kvPerToken  int64   // KV bytes of one token on one GPU
 	prefillRate float64 // tokens/s of a full prefill step (reject policy)
@@ -57,6 +68,11 @@ type Built struct {
 	engines []config.Engine
 	layers  int
 	src     config.Source
+	// groups are the data-parallel instances, their ranks' engine indices
+	// and how their steps are timed; routing the measured expert
+	// popularity of moe.histogram (nil: none).
+	groups  []groupSpec
+	routing []float64
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -87,6 +103,16 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
 	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
 	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
+	if len(b.groups) > 0 {
+		groups, err := b.dpGroups()
+		if err == nil {
+			err = sim.SetDPGroups(groups)
+		}
+		if err != nil {
+			closer.Close()
+			return nil, nil, err
+		}
+	}
 	if b.PD != nil {
 		net := link.New()
 		nodes := make([]cluster.Node, len(engines))
@@ -133,6 +159,8 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	b := &Built{Scenario: s, Model: m, src: src}
 	var totalBlocks int64
 	predictors := map[string]perf.Predictor{}
+	place := placer{open: map[string]*openNode{}}
+	timers := map[string]moe.LayerTimer{}
 	for gi := range s.Instances {
 		g := &s.Instances[gi]
 		path := fmt.Sprintf("instances[%d]", gi)
@@ -154,6 +182,20 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		pp := 1
 		if g.PP != nil {
 			pp = *g.PP
+		}
+		dp, ep := g.Parallel()
+		nodeGPUs := acc.Node.GPUs
+		if g.NodeGPUs > 0 {
+			nodeGPUs = g.NodeGPUs
+		}
+		if dp > 1 && nodeGPUs > 0 && dp*tp*pp > nodeGPUs {
+			return nil, fmt.Errorf("%s: dp %d x tp %d = %d GPUs exceed one node of %d %s GPUs; multi-node expert parallelism is not modelled: use fewer ranks, or set node_gpus if the node is larger", path, dp, tp, dp*tp*pp, nodeGPUs, acc.Name)
+		}
+		if ep > 1 && m.NumExperts == 0 {
+			return nil, fmt.Errorf("%s.ep: %s is a dense model (no experts to shard); use ep: 1", path, m.Name)
+		}
+		if ep > 1 && m.NumExperts%int64(ep) != 0 {
+			return nil, fmt.Errorf("%s.ep: the %d experts of %s do not shard evenly over ep %d ranks; choose dp x tp dividing %d", path, m.NumExperts, m.Name, ep, m.NumExperts)
 		}
 		if int64(pp) > m.NumLayers {
 			return nil, fmt.Errorf("%s.pp: %d pipeline stages exceed the %d layers of %s; use pp <= %d", path, pp, m.NumLayers, m.Name, m.NumLayers)
@@ -181,6 +223,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 					return nil, fmt.Errorf("%s: %w", path, err)
 				}
 				base = prof
+				timers[key] = prof
 			}
 			// The profile tables exclude collectives; the roofline times
 			// single-GPU ops too: add the tensor-parallel all-reduces.
@@ -196,11 +239,14 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		}
 		blocks := eng.NumGPUBlocks
 		if blocks == 0 {
-			mem := gpuMemory(m, memBytes, tp, pp, bpe, eng)
+			mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, eng)
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
 				shape := fmt.Sprintf("tp=%d", tp)
 				if pp > 1 {
 					shape += fmt.Sprintf(" pp=%d", pp)
+				}
+				if ep > 1 {
+					shape += fmt.Sprintf(" dp=%d ep=%d", dp, ep)
 				}
 				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, eng, g.MemoryGB))
 			}
@@ -208,7 +254,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if blocks > config.MaxBlocksPerInstance {
 			return nil, fmt.Errorf("%s: %d KV blocks per instance exceed the simulator's bound of %d; set engine.num_gpu_blocks or a larger engine.block_size", path, blocks, config.MaxBlocksPerInstance)
 		}
-		totalBlocks += int64(blocks) * int64(*g.Count)
+		totalBlocks += int64(blocks) * int64(*g.Count) * int64(dp)
 		if totalBlocks > config.MaxTotalBlocks {
 			return nil, fmt.Errorf("%s: the cluster's KV blocks exceed the simulator's bound of %d; use fewer instances, engine.num_gpu_blocks or a larger engine.block_size", path, config.MaxTotalBlocks)
 		}
@@ -266,10 +312,36 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		resolved.NumGPUBlocks, resolved.MaxModelLen = blocks, maxLen
 		resolveGraphs(&resolved, et)
 		b.engines = append(b.engines, resolved)
+		var spec groupSpec
+		if dp > 1 || ep > 1 {
+			timer, ok := timers[key]
+			if !ok {
+				return nil, fmt.Errorf("%s: dp/ep need the profile predictor's per-rank MoE table (moe.csv); use predictor.kind: profile", path)
+			}
+			graph := et
+			graph.CaptureSizes = slices.Sorted(slices.Values(et.CaptureSizes))
+			spec = groupSpec{pred: pred, timer: timer, graph: graph, balance: g.DPBalance != "router",
+				hiddenBytes: m.HiddenSize * int64(bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9}
+		}
 		for c := 0; c < *g.Count; c++ {
-			b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
-				TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
-				nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
+			node := place.place(acc.Name, nodeGPUs, dp*tp*pp)
+			spec.ranks = nil
+			for r := 0; r < dp; r++ {
+				if dp > 1 || ep > 1 {
+					spec.ranks = append(spec.ranks, len(b.Instances))
+				}
+				b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
+					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, Node: node, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
+					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
+			}
+			if spec.ranks != nil {
+				b.groups = append(b.groups, spec)
+			}
+		}
+	}
+	if r := s.MoE; r != nil && r.Routing == "histogram" && len(b.groups) > 0 {
+		if b.routing, err = readHistogram(resolve(src, r.Histogram), int(m.NumExperts), m.NumMoELayers()); err != nil {
+			return nil, err
 		}
 	}
 	b.layers = int(m.NumLayers)
@@ -290,6 +362,27 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	}
 	b.Open = open
 	return b, nil
+}
+
+// placer puts instances on nodes: each accelerator type fills its nodes
+// in order; an instance that does not fit the open node's free GPUs opens
+// a new node (one larger than a node gets nodes of its own).
+type placer struct {
+	next int
+	open map[string]*openNode
+}
+
+type openNode struct{ id, free int }
+
+func (p *placer) place(acc string, nodeGPUs, gpus int) int {
+	n := p.open[acc]
+	if n == nil || n.free < gpus {
+		n = &openNode{id: p.next, free: max(nodeGPUs, gpus)}
+		p.next += max(1, (gpus+max(nodeGPUs, 1)-1)/max(nodeGPUs, 1))
+		p.open[acc] = n
+	}
+	n.free -= gpus
+	return n.id
 }
 
 // nic is one GPU's KV-transfer network interface.

@@ -28,16 +28,20 @@ type Description struct {
 
 // GroupDescription is one instance group of a Description.
 type GroupDescription struct {
-	Name                string `json:"name"`
-	Count               int    `json:"count"`
-	Role                string `json:"role"`
-	Hardware            string `json:"hardware"`
-	TP                  int    `json:"tp"`
-	PP                  int    `json:"pp"`
-	KVBlocks            int    `json:"kv_blocks_per_instance"`
-	BlockSize           int    `json:"block_size"`
-	MaxNumSeqs          int    `json:"max_num_seqs"`
-	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"`
+	Name     string `json:"name"`
+	Count    int    `json:"count"`
+	Role     string `json:"role"`
+	Hardware string `json:"hardware"`
+	TP       int    `json:"tp"`
+	PP       int    `json:"pp"`
+	// DP and EP are the data- and expert-parallel degrees of each instance
+	// (omitted when 1); KVBlocks is then per DP rank.
+	DP                  int `json:"dp,omitempty"`
+	EP                  int `json:"ep,omitempty"`
+	KVBlocks            int `json:"kv_blocks_per_instance"`
+	BlockSize           int `json:"block_size"`
+	MaxNumSeqs          int `json:"max_num_seqs"`
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
 	// MaxNumSeqsFrom and MaxNumBatchedTokensFrom say where the two
 	// limits come from: "scenario", or vLLM's default for the
 	// accelerator and why.
@@ -62,10 +66,17 @@ func (b *Built) Describe() Description {
 		for i+n < len(b.Instances) && b.Instances[i+n].Group == in.Group {
 			n++
 		}
-		g := GroupDescription{Name: in.Group, Count: n, Role: in.Role, Hardware: in.Hardware, TP: in.TP, PP: in.PP,
+		count := n
+		if in.DP > 1 {
+			count = n / in.DP
+		}
+		g := GroupDescription{Name: in.Group, Count: count, Role: in.Role, Hardware: in.Hardware, TP: in.TP, PP: in.PP,
 			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens, MaxNumSeqsFrom: in.BatchOrigin.Seqs,
 			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens}
+		if in.DP > 1 || in.EP > 1 {
+			g.DP, g.EP = in.DP, in.EP
+		}
 		g.Latency, warned = b.latencySource(in, warned, &d.Warnings)
 		d.Groups = append(d.Groups, g)
 		i += n
@@ -156,9 +167,14 @@ func (d Description) Lines() []string {
 		if g.PP > 1 {
 			shape += fmt.Sprintf(" pp %d", g.PP)
 		}
+		per := ""
+		if g.DP > 0 {
+			shape += fmt.Sprintf(" dp %d ep %d", g.DP, g.EP)
+			per = " per rank"
+		}
 		lines = append(lines,
-			fmt.Sprintf("Instances %s: %d x %s on %s %s, %d KV blocks x %d tokens",
-				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize),
+			fmt.Sprintf("Instances %s: %d x %s on %s %s, %d KV blocks x %d tokens%s",
+				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize, per),
 			"  "+batchLine(g),
 			"  step latency: "+g.Latency)
 	}

@@ -17,6 +17,15 @@ import (
 // it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's
 // layers on its share of the KV heads.
 func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng config.Engine) kv.Memory {
+	return gpuMemoryEP(m, memBytes, tp, pp, 1, bpe, eng)
+}
+
+// gpuMemoryEP is gpuMemory for a GPU of a data-parallel rank with expert
+// parallelism over ep GPUs (ep = dp·tp): the routed experts are sharded
+// over the ep GPUs, everything else (attention, dense layers, norms,
+// embeddings, lm_head) is replicated per DP rank and split over its tp
+// GPUs; the KV is the rank's own. ep = 1 is gpuMemory.
+func gpuMemoryEP(m *model.Config, memBytes int64, tp, pp, ep, bpe int, eng config.Engine) kv.Memory {
 	inter := m.IntermediateSize
 	if inter == 0 { // MoE-only: the routed experts' width per token
 		inter = m.MoEIntermediateSize * max(m.ExpertsPerTok, 1)
@@ -24,12 +33,24 @@ func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng config.Engi
 	return kv.Memory{
 		Device:      memBytes,
 		Utilization: eng.GPUMemoryUtilization,
-		Weights:     m.WeightBytes(bpe)/int64(tp*pp) + m.RotaryCacheBytes(bpe),
+		Weights:     weightsPerGPU(m, tp, pp, ep, bpe) + m.RotaryCacheBytes(bpe),
 		Activation: kv.ProfilePeak(kv.ProfileShape{Tokens: eng.MaxNumBatchedTokens, Seqs: min(eng.MaxNumSeqs, eng.MaxNumBatchedTokens),
 			Hidden: m.HiddenSize, Intermediate: inter, QKV: (m.NumHeads + 2*m.NumKVHeads) * m.HeadDim, Vocab: m.VocabSize, TP: tp, BytesPerElem: bpe}),
 		NonTorch:   kv.NonTorchBytes(tp * pp),
 		KVPerToken: kvPerTokenPerGPU(m, bpe, tp, pp),
 	}
+}
+
+// weightsPerGPU is one GPU's share of the weights: 1/(tp·pp) of them, or,
+// with expert parallelism (ep > 1), 1/ep of the routed experts plus
+// 1/(tp·pp) of the rest.
+func weightsPerGPU(m *model.Config, tp, pp, ep, bpe int) int64 {
+	all := m.WeightBytes(bpe)
+	if ep <= 1 {
+		return all / int64(tp*pp)
+	}
+	experts := m.RoutedExpertParams() * int64(bpe)
+	return (all-experts)/int64(tp*pp) + experts/int64(ep)
 }
 
 // kvPerTokenPerGPU is the KV size of one token on one GPU: the tensor-

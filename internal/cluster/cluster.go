@@ -96,6 +96,11 @@ type Sim struct {
 
 	pd *pd // P/D coordinator; nil for colocated serving
 
+	// Data-parallel groups (dpgroup.go): groupOf[i] is engine i's group,
+	// -1 when it steps on its own; nil when there are none.
+	groups  []*dpGroup
+	groupOf []int32
+
 	// Closed-loop load: at most maxConc workload entries (a request, or a
 	// whole session) in flight; an arrival due while all are taken waits
 	// (blocked) until one ends, without reading further entries.
@@ -341,9 +346,17 @@ func (s *Sim) admit(req *workload.Request, now int64) error {
 		s.end(&rec, now)
 		return nil
 	}
+	if s.groups != nil {
+		s.balancedCandidates()
+	}
 	inst := s.candidates[0]
 	if len(s.candidates) > 1 {
 		inst = s.router.Route(req, s.candidates, view{s})
+	}
+	if s.groups != nil {
+		if gi := s.groupOf[inst]; gi >= 0 && s.groups[gi].Balance {
+			inst = s.pickRank(int(gi), now)
+		}
 	}
 	e := s.engines[inst]
 	e.Add(req, now)
@@ -355,6 +368,10 @@ func (s *Sim) admit(req *workload.Request, now int64) error {
 // batch (with pipeline parallelism, several batches are in flight). A step
 // whose end overflows the clock is a run error (kept in s.err).
 func (s *Sim) kick(inst int, now int64) {
+	if s.groups != nil && s.groupOf[inst] >= 0 {
+		s.kickGroup(int(s.groupOf[inst]), now)
+		return
+	}
 	e := s.engines[inst]
 	if e.Busy() {
 		return

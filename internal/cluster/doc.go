@@ -17,6 +17,14 @@
 // on, verifies each handoff's resources against its state and the engines'
 // queues and reservations against the handoffs.
 //
+// Data-parallel groups (dpgroup.go, SetDPGroups) are instances whose
+// ranks are engines stepping in lockstep, as vLLM runs an MoE model with
+// data and expert parallelism: a group step starts on every rank at once
+// (idle ranks run a one-token dummy batch), ranks pad to a common token
+// count under a CUDA graph, the MoE time comes from the gathered tokens,
+// and the step lasts as long as the slowest rank (docs/moe.md). vLLM's DP
+// load balancer picks a group's rank for each request.
+//
 // The simulation is single-threaded and deterministic: the same scenario and
 // seed give the same sequence of events. Memory stays flat in the number of
 // requests: only the next arrival and the requests in the system are held.

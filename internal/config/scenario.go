@@ -52,6 +52,9 @@ type Scenario struct {
 	SLO SLO `yaml:"slo" json:"slo"`
 	// Limits bound the run deterministically (see docs/limits.md).
 	Limits Limits `yaml:"limits" json:"limits"`
+	// MoE sets how routed tokens spread over the experts of a
+	// mixture-of-experts model under expert parallelism (docs/moe.md).
+	MoE *MoE `yaml:"moe,omitempty" json:"moe,omitempty"`
 	// CheckInvariants verifies KV-block conservation and scheduler limits
 	// after every step (slower; on in tests).
 	CheckInvariants bool `yaml:"check_invariants" json:"check_invariants"`
@@ -157,10 +160,46 @@ type Group struct {
 	// PP is the pipeline-parallel degree: the layers split into PP stages
 	// of TP GPUs each, up to PP batches in flight. Default 1.
 	PP *int `yaml:"pp" json:"pp"`
+	// DP is the number of data-parallel attention ranks of each instance
+	// (vLLM's data_parallel_size): each rank is an engine of its own
+	// (scheduler, waiting queue, KV cache; max_num_seqs and
+	// max_num_batched_tokens apply per rank) on tp x pp GPUs, and the
+	// ranks of an MoE model step in lockstep (docs/moe.md). Default 1.
+	DP *int `yaml:"dp,omitempty" json:"dp,omitempty"`
+	// EP is the expert-parallel degree: 1 (default) or dp x tp, which
+	// shards the routed experts over the dp x tp ranks as vLLM's
+	// enable_expert_parallel does. MoE models only.
+	EP *int `yaml:"ep,omitempty" json:"ep,omitempty"`
+	// DPBalance chooses how an instance's requests reach its data-parallel
+	// ranks: vllm (default; vLLM's DP load balancer, lowest 4 x waiting +
+	// running from counts published every 100 ms plus local increments)
+	// or router (the scenario's router addresses the ranks directly).
+	DPBalance string `yaml:"dp_balance,omitempty" json:"dp_balance,omitempty"`
+	// NodeGPUs overrides the GPUs per node of the accelerator's catalog
+	// node description. The GPUs of one data-parallel instance must sit
+	// on one node (its expert-parallel collectives use the intra-node
+	// link). Default: the catalog's.
+	NodeGPUs int `yaml:"node_gpus,omitempty" json:"node_gpus,omitempty"`
 	// MemoryGB overrides the accelerator's memory size (GB = 1e9 bytes).
 	MemoryGB float64 `yaml:"memory_gb" json:"memory_gb"`
 	// Engine overrides engine settings for this group (non-zero fields).
 	Engine *Engine `yaml:"engine" json:"engine"`
+}
+
+// MoE configures the expert loads of an expert-parallel group.
+type MoE struct {
+	// Routing is the distribution of routed tokens over the experts:
+	// uniform (default), zipf (expert popularity 1/rank^skew, the ranking
+	// shuffled per layer with the scenario's seed) or histogram (measured
+	// per-expert counts from Histogram).
+	Routing string `yaml:"routing" json:"routing"`
+	// Skew is the Zipf exponent (routing zipf), >= 0.
+	Skew float64 `yaml:"skew" json:"skew"`
+	// Histogram is a CSV file of measured routed-token counts (routing
+	// histogram): header "expert,count", one row per expert, or
+	// "layer,expert,count" with rows for every MoE layer (relative to the
+	// scenario file).
+	Histogram string `yaml:"histogram,omitempty" json:"histogram,omitempty"`
 }
 
 // SLO holds per-request latency bounds (0: not checked) and optional
@@ -406,6 +445,7 @@ func (s *Scenario) Validate() error {
 		if g.PP != nil && *g.PP <= 0 {
 			bad(p+".pp", "must be > 0 (got %d)", *g.PP)
 		}
+		s.validateParallel(g, p, bad)
 		if g.Engine != nil {
 			g.Engine.validate(p+".engine", bad)
 		}
@@ -417,6 +457,21 @@ func (s *Scenario) Validate() error {
 	}
 	s.validateHandoff(bad)
 	s.validateBounds(bad)
+	if m := s.MoE; m != nil {
+		switch m.Routing {
+		case "", "uniform", "zipf":
+		case "histogram":
+			if m.Histogram == "" {
+				bad("moe.histogram", "routing histogram needs a CSV file of per-expert counts (expert,count)")
+			}
+		default:
+			bad("moe.routing", "must be uniform, zipf or histogram (got %q)", m.Routing)
+		}
+		if !(m.Skew >= 0 && m.Skew <= 10) {
+			bad("moe.skew", "must be in [0, 10] (got %g)", m.Skew)
+		}
+	}
+
 	for i, t := range s.SLO.Percentiles {
 		p := fmt.Sprintf("slo.percentiles[%d]", i)
 		switch t.Metric {
@@ -603,4 +658,55 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 			bad("instances", "a disaggregated cluster needs at least one prefill (or mixed) and one decode group")
 		}
 	}
+}
+
+// validateParallel checks a group's data- and expert-parallel settings.
+func (s *Scenario) validateParallel(g *Group, p string, bad func(field, format string, args ...any)) {
+	dp, ep := 1, 1
+	if g.DP != nil {
+		dp = *g.DP
+		if dp <= 0 || dp > MaxParallel {
+			bad(p+".dp", "must be in [1, %d] (got %d)", MaxParallel, dp)
+			return
+		}
+	}
+	if g.EP != nil {
+		ep = *g.EP
+	}
+	tp := 1
+	if g.TP != nil && *g.TP > 0 {
+		tp = *g.TP
+	}
+	if ep != 1 && ep != dp*tp {
+		bad(p+".ep", "must be 1 or dp x tp = %d (experts are sharded over every rank of the group, as vLLM's enable_expert_parallel does); got %d", dp*tp, ep)
+	}
+	if dp > 1 && ep == 1 {
+		bad(p+".ep", "dp %d without expert parallelism shards every expert over the dp x tp ranks, which servesim does not model; set ep: %d", dp, dp*tp)
+	}
+	if dp > 1 && g.PP != nil && *g.PP > 1 {
+		bad(p+".pp", "pipeline parallelism inside data-parallel ranks is not modelled; use pp: 1 with dp %d", dp)
+	}
+	if dp > 1 && g.Role != "mixed" {
+		bad(p+".role", "data-parallel groups serve mixed (P/D with per-phase DP/EP is not modelled yet); use role: mixed or dp: 1")
+	}
+	if g.NodeGPUs < 0 || g.NodeGPUs > 1024 {
+		bad(p+".node_gpus", "must be in [1, 1024] (got %d)", g.NodeGPUs)
+	}
+	switch g.DPBalance {
+	case "", "vllm", "router":
+	default:
+		bad(p+".dp_balance", "must be vllm or router (got %q)", g.DPBalance)
+	}
+}
+
+// Parallel returns a group's data- and expert-parallel degrees (1 when unset).
+func (g *Group) Parallel() (dp, ep int) {
+	dp, ep = 1, 1
+	if g.DP != nil {
+		dp = *g.DP
+	}
+	if g.EP != nil {
+		ep = *g.EP
+	}
+	return dp, ep
 }

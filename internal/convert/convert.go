@@ -54,6 +54,13 @@ func (c *converter) convert(cl *cluster) (*outScenario, error) {
 	name := strings.TrimSuffix(c.opts.Name, filepath.Ext(c.opts.Name))
 	out := &outScenario{Name: name, Model: modelName, Models: c.opts.Models, Dtype: dtype}
 	var unsupported []Section
+	members := map[string]int{}
+	for _, in := range cl.instances {
+		if in.dpGroup != "" {
+			members[in.dpGroup]++
+		}
+	}
+	emitted := map[string]bool{}
 	for _, in := range cl.instances {
 		acc, err := accelerator(in)
 		if err != nil {
@@ -66,6 +73,16 @@ func (c *converter) convert(cl *cluster) (*outScenario, error) {
 		eng, err := c.engine(in)
 		if err != nil {
 			return nil, err
+		}
+		if n := members[in.dpGroup]; c.realDP(in, n) {
+			// One servesim instance of n lockstep DP ranks with the
+			// experts sharded over them, as vLLM runs the group.
+			if !emitted[in.dpGroup] {
+				emitted[in.dpGroup] = true
+				c.notes.add("dp_group %q: %d members with ep_size %d become one instance with dp %d and ep %d: lockstep data-parallel ranks, experts sharded over the %d GPUs, all-gather/reduce-scatter dispatch (docs/moe.md)", in.dpGroup, n, in.ep, n, in.ep, in.ep)
+				out.add(outGroup{Count: 1, Role: in.role, Hardware: acc.Name, TP: in.tp, DP: n, EP: in.ep, MemoryGB: in.memGB, Engine: eng})
+			}
+			continue
 		}
 		if sec, ok := c.expertsFit(in, dtype, eng); !ok {
 			unsupported = append(unsupported, sec)
@@ -245,6 +262,14 @@ func (c *converter) expertsFit(in *instance, dtype string, eng *outEngine) (Sect
 	return Section{Path: in.path + ".ep_size", Feature: fmt.Sprintf(
 		"expert parallelism across dp_group %q: servesim would hold every expert on each member, but %s needs %.1f GB of weights per GPU at %s, more than the %.1f GB usable",
 		in.dpGroup, c.model.Name, weights/1e9, shape, usable/1e9)}, false
+}
+
+// realDP reports whether a member of a dp_group of n members maps onto a
+// servesim instance with dp and ep: an MoE model whose experts are spread
+// over every GPU of the group (ep_size = n x tp_size), mixed role, no
+// pipeline parallelism.
+func (c *converter) realDP(in *instance, n int) bool {
+	return in.dpGroup != "" && n > 1 && c.model != nil && isMoE(c.model) && in.ep == n*in.tp && in.pp <= 1 && in.role == "mixed"
 }
 
 // parallelismNotes records how DP and EP were approximated.

@@ -36,15 +36,20 @@
 // cluster still runs, with the same number of GPUs, and every
 // approximation is written into the YAML header:
 //
-//   - data-parallel groups (dp_group): the members become independent
-//     instances behind the router; the per-iteration wave synchronisation
-//     is not modelled.
-//   - expert parallelism (ep_size): within a tensor-parallel group it is
-//     simulated as tensor-parallel sharding of the experts (same weight
-//     memory per GPU, no all-to-all); spread over a dp_group, each member
-//     holds all experts of its pipeline stage sharded by its tp only (more
-//     weight memory and a smaller KV cache than the real deployment); a
-//     member whose weights then do not fit is refused.
+//   - data-parallel groups (dp_group) of an MoE model whose experts are
+//     spread over the whole group (ep_size = members x tp_size, mixed
+//     role, no pipeline parallelism) become one instance with dp and ep:
+//     lockstep DP ranks with sharded experts, as vLLM runs them
+//     (docs/moe.md). Other dp_groups: the members become independent
+//     instances behind the router; the wave synchronisation is not
+//     modelled.
+//   - expert parallelism (ep_size) otherwise: within a tensor-parallel
+//     group it is simulated as tensor-parallel sharding of the experts
+//     (same weight memory per GPU, no all-to-all); spread over a pipelined
+//     dp_group, each member holds all experts of its pipeline stage
+//     sharded by its tp only (more weight memory and a smaller KV cache
+//     than the real deployment); a member whose weights then do not fit is
+//     refused.
 //
 // Features servesim cannot model are refused with an [*UnsupportedError]
 // naming each offending section: power models (nodes[].power), PIM

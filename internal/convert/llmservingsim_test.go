@@ -304,7 +304,9 @@ func TestUnsupported(t *testing.T) {
 			[]Section{{"nodes[0].instances[0].enable_attn_offloading", "PIM attention offloading"}}},
 		{"FP8 KV cache", clusterJSON("", inst(`"kv_cache_dtype": "fp8"`)),
 			[]Section{{"nodes[0].instances[0].kv_cache_dtype", `KV cache dtype "fp8" different from the weights`}}},
-		{"experts spread over a dp_group that do not fit", clusterJSON("", moeMember(48, 1), moeMember(48, 1)),
+		// Pipelined members are not mapped onto DP/EP: each would hold half
+		// of every expert, 30.5 GB, more than 24 GB x 0.9.
+		{"experts spread over a pipelined dp_group that do not fit", clusterJSON("", moeMember(24, 2), moeMember(24, 2)),
 			[]Section{
 				{"nodes[0].instances[0].ep_size", `expert parallelism across dp_group "A": servesim would hold every expert on each member`},
 				{"nodes[0].instances[1].ep_size", `expert parallelism across dp_group "A": servesim would hold every expert on each member`},
@@ -385,6 +387,36 @@ func TestHardwareNotes(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("notes lack %q:\n%s", want, joined)
 		}
+	}
+}
+
+// TestDPGroupBecomesDPEP: two Qwen3-30B-A3B members of dp_group "A" with
+// ep_size 2 (the measured run's cluster file) become one instance with dp 2
+// and ep 2, whose experts are sharded, so it fits 48 GB GPUs (where every
+// member holding every expert would not, 61 GB).
+func TestDPGroupBecomesDPEP(t *testing.T) {
+	s, res := convert(t, clusterJSON("", moeMember(48, 1), moeMember(48, 1)), Options{Workload: "builtin:example_trace"})
+	if len(s.Instances) != 1 {
+		t.Fatalf("%d groups:\n%s", len(s.Instances), res.YAML)
+	}
+	g := s.Instances[0]
+	if dp, ep := g.Parallel(); *g.Count != 1 || dp != 2 || ep != 2 || *g.TP != 1 {
+		t.Fatalf("group %s: count %d dp %d ep %d tp %d", g.Name, *g.Count, dp, ep, *g.TP)
+	}
+	for _, want := range []string{"dp: 2\n", "ep: 2\n"} {
+		if !strings.Contains(string(res.YAML), want) {
+			t.Errorf("YAML lacks %q:\n%s", want, res.YAML)
+		}
+	}
+	b, err := assemble.Build(s, config.Source{})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	if len(b.Instances) != 2 {
+		t.Errorf("%d engines, want one per DP rank", len(b.Instances))
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "lockstep data-parallel ranks") {
+		t.Errorf("notes do not say how the group maps: %v", res.Notes)
 	}
 }
 

@@ -35,6 +35,8 @@ type outGroup struct {
 	Hardware string     `yaml:"hardware"`
 	TP       int        `yaml:"tp"`
 	PP       int        `yaml:"pp,omitempty"` // pipeline stages; omitted for 1
+	DP       int        `yaml:"dp,omitempty"` // data-parallel ranks; omitted for 1
+	EP       int        `yaml:"ep,omitempty"` // expert-parallel degree; omitted for 1
 	MemoryGB float64    `yaml:"memory_gb"`
 	Engine   *outEngine `yaml:"engine,omitempty"`
 }
@@ -60,7 +62,7 @@ type outWorkload struct {
 
 // key identifies a group's instance type (everything but name and count).
 func (g *outGroup) key() string {
-	k := fmt.Sprintf("%s|%s|%d|%d|%g", g.Role, g.Hardware, g.TP, g.PP, g.MemoryGB)
+	k := fmt.Sprintf("%s|%s|%d|%d|%g|%d|%d", g.Role, g.Hardware, g.TP, g.PP, g.MemoryGB, g.DP, g.EP)
 	if e := g.Engine; e != nil {
 		k += fmt.Sprintf("|%d|%d|%d|%g|%s|%s|%d", e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize,
 			e.GPUMemoryUtilization, optBool(e.ChunkedPrefill), optBool(e.PrefixCaching), e.LongPrefillTokenThreshold)
@@ -88,6 +90,9 @@ func (s *outScenario) add(g outGroup) {
 	base := fmt.Sprintf("%s-%s-tp%d", g.Role, strings.ToLower(g.Hardware), g.TP)
 	if g.PP > 1 {
 		base += fmt.Sprintf("-pp%d", g.PP)
+	}
+	if g.DP > 1 {
+		base += fmt.Sprintf("-dp%d-ep%d", g.DP, g.EP)
 	}
 	g.Name = base
 	for n := 2; s.hasGroup(g.Name); n++ {

@@ -7,7 +7,10 @@
 // passed in, through one stepping API: Begin(now) forms a batch and returns
 // a Step saying when it ends (and when the next batch may start), and
 // FinishBatch(step.ID, end) applies its effects and returns what happened
-// (tokens emitted, requests finished or prefilled) as values. It reads no
+// (tokens emitted, requests finished or prefilled) as values. Begin is
+// Form (form the batch) then Launch (start it for a duration): a caller
+// that times several engines' batches jointly, as a data-parallel group in
+// lockstep does, calls the two itself. It reads no
 // clock, starts no goroutine and never discovers events by scanning all
 // requests.
 //

@@ -216,6 +216,7 @@ type Engine struct {
 	preempted     int
 	result        StepResult
 	scratch       []int32
+	formBudget    int32 // token budget left by the last Form (invariant check)
 	err           error
 	checks        int
 }
@@ -385,15 +386,28 @@ func (e *Engine) Record(slot int32) *metrics.Record {
 // Begin forms the next batch at time now and returns when it ends and when
 // the next batch may start. It returns false when there is nothing to run,
 // when as many batches as pipeline stages are in flight, or when the first
-// stage is still busy (before NextFree).
+// stage is still busy (before NextFree). It is Form then Launch for the
+// predictor's step time.
 func (e *Engine) Begin(now int64) (Step, bool) {
-	if e.Busy() || (len(e.flights) > 0 && now < e.stages[0]) {
+	if !e.Form(now) {
 		return Step{}, false
+	}
+	return e.Launch(now, e.pred.StepTime(&e.batch)), true
+}
+
+// Form forms the next batch at now without starting it, and reports
+// whether there is one. A formed batch must be launched (Launch) at the
+// same now before anything else touches the engine. Form and Launch let a
+// caller time several engines' batches jointly, as a data-parallel group
+// whose ranks step in lockstep does.
+func (e *Engine) Form(now int64) bool {
+	if e.Busy() || (len(e.flights) > 0 && now < e.stages[0]) {
+		return false
 	}
 	if !e.HasWork() {
 		e.releaseZombies()
 		e.justEnded = false
-		return Step{}, false
+		return false
 	}
 	// The moment this batch is formed: with async scheduling, a batch that
 	// starts right as a step ends was formed when that step started.
@@ -412,11 +426,19 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 		// those results and forms the batch again.
 		budget = e.form(now, now)
 	}
-	if len(e.sched) == 0 && len(e.lane) == 0 {
-		return Step{}, false
-	}
+	e.formBudget = budget
+	return len(e.sched) > 0 || len(e.lane) > 0
+}
+
+// FormedBatch is the batch the last successful Form formed, as the
+// predictor sees it; valid until Launch.
+func (e *Engine) FormedBatch() perf.Batch { return e.batch }
+
+// Launch starts the batch formed by Form at now, lasting d nanoseconds
+// (the pipeline stages split d when pp > 1).
+func (e *Engine) Launch(now, d int64) Step {
+	budget := e.formBudget
 	e.stepStart = now
-	d := e.pred.StepTime(&e.batch)
 	end, free := now+d, now+d
 	if e.pp() > 1 {
 		end, free = e.pipeline(now, d)
@@ -447,7 +469,7 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 		}
 	}
 	e.sched = spare
-	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}, true
+	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}
 }
 
 // pipeline times a batch of step time d entering the first of N stages at

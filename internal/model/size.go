@@ -53,6 +53,13 @@ func (c *Config) params(experts int64) int64 {
 	return total
 }
 
+// RoutedExpertParams is the number of parameters of the routed experts of
+// every MoE layer (E·3·h·i_e per layer): the part expert parallelism shards.
+// 0 for a dense model.
+func (c *Config) RoutedExpertParams() int64 {
+	return int64(c.NumMoELayers()) * c.NumExperts * 3 * c.HiddenSize * c.MoEIntermediateSize
+}
+
 // WeightBytes is the size of all weights at bytesPerParam bytes each
 // (see [BytesPerElem]); 0 when bytesPerParam <= 0.
 func (c *Config) WeightBytes(bytesPerParam int) int64 {

@@ -100,13 +100,25 @@ const (
 )
 
 // Dispatch returns how b runs and the token count its graph was captured
-// for (b.Tokens() when eager): uniform-decode steps (no prefill) use a full
+// for (b.Tokens() when eager; from max(b.Tokens(), b.DPPadTo), and at most
+// b.DPMode when b.DPSynced): uniform-decode steps (no prefill) use a full
 // graph in FULL, FULL_AND_PIECEWISE and FULL_DECODE_ONLY; others use
 // piecewise graphs in PIECEWISE and FULL_AND_PIECEWISE and a full graph in
 // FULL; each pads to the smallest capture size holding the step; beyond
 // the largest capture size, or in NONE, the step runs eagerly.
 func (e *EngineTime) Dispatch(b *Batch) (Dispatch, int) {
-	tokens := max(b.Tokens(), 0)
+	d, padded := e.dispatch(b)
+	if b.DPSynced && b.DPMode < d {
+		d = b.DPMode
+		if d == RunEager {
+			padded = max(b.Tokens(), 0)
+		}
+	}
+	return d, padded
+}
+
+func (e *EngineTime) dispatch(b *Batch) (Dispatch, int) {
+	tokens := max(b.Tokens(), b.DPPadTo, 0)
 	i, _ := slices.BinarySearch(e.CaptureSizes, tokens)
 	if i == len(e.CaptureSizes) || tokens == 0 {
 		return RunEager, tokens
@@ -187,7 +199,7 @@ type engineTime struct {
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {
-	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0) {
+	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0) {
 		return 0
 	}
 	d, padded := t.e.Dispatch(b)

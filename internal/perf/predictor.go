@@ -28,6 +28,23 @@ type Batch struct {
 	// run on Tokens()+PadTokens rows; attention, lm_head and the sampler
 	// on the real requests only.
 	PadTokens int
+	// DPPadTo is, for a rank of a data-parallel group stepping in lockstep
+	// outside eager mode, the token count every rank of the group pads its
+	// step to (the largest across the ranks; an idle rank's dummy batch
+	// has no tokens of its own and pads to it). The CUDA-graph dispatch
+	// pads from max(Tokens(), DPPadTo). 0 outside a group.
+	DPPadTo int
+	// DPSynced marks a step whose CUDA-graph mode the data-parallel group
+	// agreed on: DPMode, the least of the ranks' own modes (vLLM takes the
+	// minimum, so one rank that must run eagerly makes every rank run
+	// eagerly, unpadded).
+	DPSynced bool
+	DPMode   Dispatch
+	// MoENs, when positive, is the step's whole MoE time (every MoE layer,
+	// ns) as the data-parallel group computed it at the gathered token
+	// count with the busiest expert-parallel rank's load; it replaces the
+	// predictor's own lookup at this batch's tokens.
+	MoENs int64
 }
 
 // Tokens is the total number of tokens computed in the step.

@@ -98,7 +98,7 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 		return s
 	}
 	tokens, seqs := max(b.Tokens(), 0), max(b.Seqs(), 0)
-	if tokens == 0 && seqs == 0 {
+	if tokens == 0 && seqs == 0 && b.PadTokens <= 0 {
 		return s
 	}
 	s.Dense = p.dense.at(float64(max(tokens+max(b.PadTokens, 0), 1)))
@@ -106,7 +106,9 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 	if p.attn != nil {
 		s.Attention = p.attnCount * math.Max(0, p.attention(b))
 	}
-	if p.moe != nil && tokens > 0 {
+	if b.MoENs > 0 && p.moe != nil {
+		s.MoE = float64(b.MoENs)
+	} else if p.moe != nil && tokens > 0 {
 		ae := ActivatedExperts(tokens, p.experts, p.topK)
 		s.MoE = p.moeCount * math.Max(0, p.moe.at(float64(tokens), float64(ae)))
 	}
@@ -295,3 +297,17 @@ func loadSkew(fsys fs.FS, dir string, meta *bundleMeta, tp int) (*skewTable, err
 	}
 	return s, nil
 }
+
+// MoELayerNs is one MoE block's time on one expert-parallel rank, in ns:
+// moe.csv at tokens (the tokens the block runs on, gathered from every
+// data-parallel rank) and activated (distinct local experts that receive
+// tokens). It is 0 for a dense model.
+func (p *Profile) MoELayerNs(tokens, activated float64) float64 {
+	if p.moe == nil || tokens <= 0 {
+		return 0
+	}
+	return math.Max(0, p.moe.at(tokens, activated))
+}
+
+// MoELayers is the number of MoE blocks a step runs (0 for a dense model).
+func (p *Profile) MoELayers() int { return int(p.moeCount) }

@@ -113,3 +113,32 @@ func BenchmarkSimulateScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSimulateMoE100k is examples/moe-dp2ep2.yaml: Qwen3-30B-A3B as
+// one DP2 x EP2 instance (two lockstep ranks), 100,000 ShareGPT-like
+// requests at 8 req/s.
+// Run: go test ./internal/runner -run '^$' -bench SimulateMoE100k -benchtime 1x
+func BenchmarkSimulateMoE100k(b *testing.B) {
+	const n = 100_000
+	for i := 0; i < b.N; i++ {
+		s, _, err := config.Load("../../examples/moe-dp2ep2.yaml")
+		if err != nil {
+			b.Fatal(err)
+		}
+		built, err := assemble.Build(s, config.Source{Dir: "../../examples"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := Run(built, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Finished != n {
+			b.Fatalf("finished %d of %d", res.Finished, n)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/1e6, "heapMB")
+}

@@ -55,7 +55,10 @@ type PDRatioResult struct {
 // mixed group, that group in both roles. Any other layout is an error.
 func Templates(s *config.Scenario) (prefill, decode config.Group, err error) {
 	var ps, ds, ms []config.Group
-	for _, g := range s.Instances {
+	for i, g := range s.Instances {
+		if dp, _ := g.Parallel(); dp > 1 {
+			return prefill, decode, fmt.Errorf("instances[%d].dp: pd-ratio splits GPUs into prefill and decode instances, and P/D with data-parallel (DP/EP) instances is not modelled yet; search a dp: 1 scenario, or use search max-rate for the DP/EP instance", i)
+		}
 		switch g.Role {
 		case "prefill":
 			ps = append(ps, g)

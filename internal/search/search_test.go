@@ -166,6 +166,13 @@ func TestSplits(t *testing.T) {
 	if _, _, err := Templates(&two); err == nil || !strings.Contains(err.Error(), "exactly one prefill and one decode group") {
 		t.Fatalf("two mixed groups: %v", err)
 	}
+	dpg := *def
+	dp, ep := 2, 2
+	dpg.Instances = []config.Group{def.Instances[0]}
+	dpg.Instances[0].DP, dpg.Instances[0].EP = &dp, &ep
+	if _, _, err := Templates(&dpg); err == nil || !strings.Contains(err.Error(), "instances[0].dp") {
+		t.Fatalf("a DP/EP group: %v", err)
+	}
 }
 
 // TestPDRatioShareGPT is the acceptance test of pd-ratio: every split of 8

@@ -205,16 +205,14 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 		return nil, nil, nil, err
 	}
 	ek := m.EngineKwargs
-	if ek.DataParallelSize > 1 || ek.EnableExpertParallel {
-		return nil, nil, nil, fmt.Errorf("%s: the measured run uses data parallelism (data_parallel_size %d) or expert parallelism (enable_expert_parallel %v); servesim does not model DP/EP engines yet, so it cannot be validated against this run",
-			filepath.Join(o.Name, "meta.json"), ek.DataParallelSize, ek.EnableExpertParallel)
-	}
+	dp := max(1, ek.DataParallelSize)
 	n := 0
 	for _, node := range cf.Nodes {
 		n += len(node.Instances)
 	}
-	if n != 1 {
-		return nil, nil, nil, fmt.Errorf("%s: %d instances; validate supports measured runs of one instance", filepath.Join(o.Name, "llmservingsim-cluster.json"), n)
+	// The cluster file lists one entry per data-parallel rank.
+	if n != dp {
+		return nil, nil, nil, fmt.Errorf("%s: %d instances for data_parallel_size %d; validate supports measured runs of one (data-parallel) instance", filepath.Join(o.Name, "llmservingsim-cluster.json"), n, dp)
 	}
 	inst := cf.Nodes[0].Instances[0]
 
@@ -330,6 +328,14 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 	}
 	one := 1
 	g.Count, g.TP = &one, &tp
+	if dp > 1 || ek.EnableExpertParallel {
+		// vLLM's enable_expert_parallel shards the experts over dp x tp.
+		ep := 1
+		if ek.EnableExpertParallel {
+			ep = dp * tp
+		}
+		g.DP, g.EP = &dp, &ep
+	}
 	s.Instances = []config.Group{g}
 	s.FillGroups()
 

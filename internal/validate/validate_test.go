@@ -62,10 +62,39 @@ func TestLlamaMatchesVLLM(t *testing.T) {
 	}
 }
 
-func TestRefusesDataAndExpertParallelRuns(t *testing.T) {
-	_, err := Run(Options{Measured: measured(t, "RTXPRO6000-Qwen3-30B-A3B-Instruct-2507"), Name: "qwen"})
-	if err == nil || !strings.Contains(err.Error(), "data parallelism") || !strings.Contains(err.Error(), "expert parallelism") {
-		t.Fatalf("want a refusal naming data and expert parallelism, got %v", err)
+// TestQwenMoEMatchesVLLM pins the accuracy on the measured Qwen3-30B-A3B
+// run (DP2 x EP2 on two RTX PRO 6000, vLLM 0.19.0) with the shipped
+// profile bundle and no constant fitted to the run: lockstep DP ranks with
+// vLLM's DP padding, per-rank MoE at the gathered tokens over the local
+// experts, the all-gather/reduce-scatter over the PCIe link, and vLLM's DP
+// load balancer. TPOT and E2E are within 5 % (about 1.5 % today); TTFT,
+// which is queueing-dominated at this load (the queue grows for most of
+// the run), is not: mean -5.7 %, p50 -5.0 %, p90 -13.9 %, p95 -8.0 %, p99
+// +3.4 % (docs/moe.md). The bounds pin those figures with about 1.5 points
+// of margin: TTFT moves by a point or two with the seeded expert loads.
+func TestQwenMoEMatchesVLLM(t *testing.T) {
+	rep, err := Run(Options{Measured: measured(t, "RTXPRO6000-Qwen3-30B-A3B-Instruct-2507"), Name: "RTXPRO6000-Qwen3-30B-A3B-Instruct-2507", CheckInvariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + rep.String())
+	if len(rep.Stats) != 15 {
+		t.Fatalf("%d statistics, want 15", len(rep.Stats))
+	}
+	ttft := map[string]float64{"mean": 7.5, "p50": 6.5, "p90": 15.5, "p95": 9.5, "p99": 5}
+	for _, r := range rep.Stats {
+		bound := 5.0
+		if r.Metric == "TTFT" {
+			bound = ttft[r.Stat]
+		}
+		if r.Measured <= 0 || r.Simulated <= 0 || math.Abs(r.DiffPct) > bound {
+			t.Errorf("%s %s: measured %.2f simulated %.2f (%+.2f %%), bound %.1f %%", r.Metric, r.Stat, r.Measured, r.Simulated, r.DiffPct, bound)
+		}
+	}
+	// Capacity per rank from the memory model: the experts sharded over
+	// the two GPUs, the rest replicated (the run's meta records none).
+	if rep.KVBlocks != 37541 || rep.KVBlocksRecorded != 0 {
+		t.Errorf("KV blocks %d (recorded %d), want 37541 predicted per rank", rep.KVBlocks, rep.KVBlocksRecorded)
 	}
 }
 

@@ -1,0 +1,55 @@
+package assemble
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/moe"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// groupSpec is one data-parallel instance as built: its ranks' engine
+// indices and what times its lockstep steps.
+type groupSpec struct {
+	ranks          []int
+	pred           perf.Predictor
+	timer          moe.LayerTimer
+	graph          perf.EngineTime
+	balance        bool
+	hiddenBytes    int64
+	link           hw.Link
+	linkBWOverride float64 // links.tp_bandwidth_gbps in bytes/s, 0: the catalog's
+}
+
+// dpGroups makes the run-time DP groups, each with a fresh MoE model (its
+// own seeded load stream).
+func (b *Built) dpGroups() ([]cluster.DPGroup, error) {
+	m := b.Model
+	routing := moe.Routing{}
+	if r := b.Scenario.MoE; r != nil {
+		routing = moe.Routing{Kind: r.Routing, Skew: r.Skew, Weights: b.routing}
+	}
+	out := make([]cluster.DPGroup, len(b.groups))
+	for gi, g := range b.groups {
+		in := b.Instances[g.ranks[0]]
+		dp := len(g.ranks)
+		cfg := moe.Config{Layers: m.NumMoELayers(), Experts: int(m.NumExperts), TopK: int(m.ExpertsPerTok), EP: in.EP,
+			Routing: routing, Timer: g.timer}
+		if dp > 1 {
+			bw := g.link.Bandwidth
+			if g.linkBWOverride > 0 {
+				bw = g.linkBWOverride
+			}
+			// vLLM's dispatch and combine use NCCL (no custom kernel).
+			comm := perf.NewAllReduce(dp, perf.Interconnect{NVLink: g.link.Kind == hw.LinkNVLink, P2P: g.link.P2P, LinkBW: bw}, true)
+			cfg.Dispatch = moe.AllGatherReduceScatter{Comm: comm, HiddenBytes: g.hiddenBytes}
+		}
+		mm, err := moe.New(cfg, b.Scenario.Seed+uint64(gi)*0x9e3779b97f4a7c15)
+		if err != nil {
+			return nil, fmt.Errorf("instance group %s: %w", in.Group, err)
+		}
+		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: g.pred, MoE: mm, Graph: g.graph.Dispatch, Balance: g.balance}
+	}
+	return out, nil
+}

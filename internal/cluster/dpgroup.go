@@ -1,0 +1,209 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/des"
+	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// DPGroup is one instance served by data-parallel attention ranks that step
+// in lockstep, as vLLM 0.19 runs an MoE model with data_parallel_size > 1:
+// every MoE layer synchronises the ranks, so a step starts on all of them
+// at once, an idle rank runs a dummy batch, outside eager mode every rank
+// pads its step to the largest token count of the group (vLLM's
+// coordinate_batch_across_dp in vllm/v1/worker/dp_utils.py, called from
+// the GPU model runner), and the step lasts as long as the slowest rank.
+type DPGroup struct {
+	// Ranks are the engine indices of the group's DP ranks, in rank order.
+	Ranks []int
+	// Pred times one rank's batch (the ranks share one configuration). It
+	// must honour perf.Batch.DPPadTo and MoENs.
+	Pred perf.Predictor
+	// MoE times the group's MoE layers at the gathered token count, with
+	// the dispatch and combine collectives; nil for a dense model (then
+	// the ranks still step in lockstep only if Lockstep is set).
+	MoE interface{ StepNs(gathered int) int64 }
+	// Graph is a rank's own CUDA-graph dispatch of a batch (how it would
+	// run alone and the token count it pads to): perf.EngineTime.Dispatch.
+	Graph func(b *perf.Batch) (perf.Dispatch, int)
+	// Balance is true when vLLM's DP load balancer picks the rank of each
+	// request; false when the router addresses the ranks directly.
+	Balance bool
+	// PublishNs is the balancer's count-publishing period (vLLM: 100 ms).
+	PublishNs int64
+}
+
+// GroupStep is what one lockstep step of a DP group did, per rank, for
+// observation and tests.
+type GroupStep struct {
+	Start, End int64
+	// Tokens are the ranks' own tokens (1 for a dummy batch); Dummy marks
+	// ranks that ran a dummy batch; PadTo is the token count every rank
+	// padded to (0 when the step ran eagerly); Gathered the tokens the MoE
+	// layers ran on; MoENs their time, collectives included.
+	Tokens   []int
+	Dummy    []bool
+	PadTo    int
+	Gathered int
+	MoENs    int64
+	// RankNs is each rank's own predicted time; the step takes the largest.
+	RankNs []int64
+}
+
+// dpGroup is a DPGroup's run state.
+type dpGroup struct {
+	DPGroup
+	formed  []bool
+	batches []perf.Batch
+	last    GroupStep
+	steps   int64
+	// balancer: published scores (4 × waiting + running) plus local
+	// increments, and when they were last published.
+	scores    []int
+	published int64
+	fresh     bool
+}
+
+// SetDPGroups declares the data-parallel groups among the engines. An
+// engine belongs to at most one group; engines outside every group step
+// on their own. It must be called before Run.
+func (s *Sim) SetDPGroups(groups []DPGroup) error {
+	s.groupOf = make([]int32, len(s.engines))
+	for i := range s.groupOf {
+		s.groupOf[i] = -1
+	}
+	for gi, g := range groups {
+		if len(g.Ranks) == 0 || g.Pred == nil || g.Graph == nil {
+			return fmt.Errorf("cluster: DP group %d needs ranks, a predictor and a graph dispatch", gi)
+		}
+		if g.PublishNs <= 0 {
+			g.PublishNs = 100_000_000
+		}
+		for _, r := range g.Ranks {
+			if r < 0 || r >= len(s.engines) || s.groupOf[r] >= 0 {
+				return fmt.Errorf("cluster: DP group %d: engine %d is out of range or already in a group", gi, r)
+			}
+			if s.engines[r].Config().Role != engine.Mixed {
+				return fmt.Errorf("cluster: DP group %d: engine %d has role %s; DP ranks serve mixed", gi, r, s.engines[r].Config().Role)
+			}
+			if s.engines[r].Config().PipelineParallel > 1 {
+				return fmt.Errorf("cluster: DP group %d: engine %d uses pipeline parallelism, which DP ranks do not model", gi, r)
+			}
+			s.groupOf[r] = int32(gi)
+		}
+		n := len(g.Ranks)
+		s.groups = append(s.groups, &dpGroup{DPGroup: g, formed: make([]bool, n), batches: make([]perf.Batch, n), scores: make([]int, n),
+			last: GroupStep{Tokens: make([]int, n), Dummy: make([]bool, n), RankNs: make([]int64, n)}})
+	}
+	return nil
+}
+
+// LastGroupStep returns the latest step of DP group g and how many steps
+// the group has run. The slices are reused by the next step.
+func (s *Sim) LastGroupStep(g int) (GroupStep, int64) {
+	return s.groups[g].last, s.groups[g].steps
+}
+
+// kickGroup starts a lockstep step of group gi at now when no rank has a
+// batch in flight and some rank has work: every rank forms its batch, idle
+// ranks run a dummy one, and all launch for the slowest rank's time.
+func (s *Sim) kickGroup(gi int, now int64) {
+	g := s.groups[gi]
+	for _, r := range g.Ranks {
+		if s.engines[r].InFlight() > 0 {
+			return
+		}
+	}
+	// Each rank's batch; an idle rank runs a dummy batch of one token.
+	st := &g.last
+	st.Start = now
+	any, sync, padTo, sum := false, perf.RunFull, 0, 0
+	for i, r := range g.Ranks {
+		e := s.engines[r]
+		g.formed[i] = e.Form(now)
+		if g.formed[i] {
+			any = true
+			g.batches[i] = e.FormedBatch()
+		} else {
+			g.batches[i] = perf.Batch{NumDecode: 1}
+		}
+		b := &g.batches[i]
+		st.Tokens[i], st.Dummy[i] = b.Tokens(), !g.formed[i]
+		mode, padded := g.Graph(b)
+		sync = min(sync, mode)
+		padTo = max(padTo, padded)
+		sum += b.Tokens()
+	}
+	if !any {
+		return
+	}
+	// vLLM's coordinate_batch_across_dp: the ranks agree on the least
+	// CUDA-graph mode; under a graph every rank pads to the largest padded
+	// count, eagerly none does and the MoE gathers the real tokens.
+	st.PadTo, st.Gathered = 0, sum
+	if sync != perf.RunEager {
+		st.PadTo, st.Gathered = padTo, padTo*len(g.Ranks)
+	}
+	st.MoENs = 0
+	if g.MoE != nil {
+		st.MoENs = g.MoE.StepNs(st.Gathered)
+	}
+	var d int64
+	for i := range g.Ranks {
+		b := &g.batches[i]
+		b.DPPadTo, b.DPSynced, b.DPMode, b.MoENs = st.PadTo, true, sync, st.MoENs
+		st.RankNs[i] = g.Pred.StepTime(b)
+		d = max(d, st.RankNs[i])
+	}
+	st.End = now + d
+	g.steps++
+	for i, r := range g.Ranks {
+		if !g.formed[i] {
+			continue
+		}
+		step := s.engines[r].Launch(now, d)
+		if err := s.schedule(des.Event{At: step.End, Kind: evStepEnd, Target: int32(r), Arg: step.ID}); err != nil {
+			s.setErr(fmt.Errorf("instance %d step: %w", r, err))
+			return
+		}
+	}
+}
+
+// pickRank is vLLM's DP load balancer: the rank with the lowest
+// 4 × waiting + running, from counts published every PublishNs (taken at
+// the first request after each period boundary) plus one waiting request
+// added locally for each request sent since; the lowest rank wins ties.
+func (s *Sim) pickRank(gi int, now int64) int {
+	g := s.groups[gi]
+	if !g.fresh || now/g.PublishNs != g.published/g.PublishNs {
+		for i, r := range g.Ranks {
+			e := s.engines[r]
+			g.scores[i] = 4*e.Waiting() + e.Running()
+		}
+		g.published, g.fresh = now, true
+	}
+	best := 0
+	for i := range g.scores {
+		if g.scores[i] < g.scores[best] {
+			best = i
+		}
+	}
+	g.scores[best] += 4
+	return g.Ranks[best]
+}
+
+// balancedCandidates keeps, of each group whose ranks the load balancer
+// picks, only its first rank among the router's candidates: the router
+// chooses the instance, the balancer its rank.
+func (s *Sim) balancedCandidates() {
+	out := s.candidates[:0]
+	for _, c := range s.candidates {
+		if gi := s.groupOf[c]; gi >= 0 && s.groups[gi].Balance && s.groups[gi].Ranks[0] != c {
+			continue
+		}
+		out = append(out, c)
+	}
+	s.candidates = out
+}

@@ -1,0 +1,132 @@
+package cluster
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// TestDPGroupScenarios runs the scenario files in testdata/dpgroup:
+// readable traces of a lockstep data-parallel group, regenerated with
+// -rewrite. A rank's step costs 1000 ns + 100 ns per token it runs (its
+// padded count under a CUDA graph) + the group's MoE time, 10 ns per
+// gathered token; graphs are captured for 1, 2, 4, 8 and 16 tokens. Times
+// print in ns.
+//
+//	group ranks=N [seqs=N] [budget=N] [router]   a group of N ranks (router: round-robin addresses ranks)
+//	request id=N in=N out=N [at=NS]              queue a request
+//	run                                          run to the end; print every group step and the outcomes
+func TestDPGroupScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata/dpgroup", func(t *testing.T, path string) {
+		var ranks, seqs, budget int
+		var balance bool
+		var reqs []workload.Request
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "group":
+				d.ScanArgs(t, "ranks", &ranks)
+				seqs, budget = 16, 64
+				if d.HasArg("seqs") {
+					d.ScanArgs(t, "seqs", &seqs)
+				}
+				if d.HasArg("budget") {
+					d.ScanArgs(t, "budget", &budget)
+				}
+				balance = !d.HasArg("router")
+				reqs = nil
+				return "ok"
+			case "request":
+				var id, in, out int
+				var at int64
+				d.ScanArgs(t, "id", &id)
+				d.ScanArgs(t, "in", &in)
+				d.ScanArgs(t, "out", &out)
+				if d.HasArg("at") {
+					d.ScanArgs(t, "at", &at)
+				}
+				reqs = append(reqs, workload.Request{ID: int64(id), Arrival: at, InputTokens: in, OutputTokens: out})
+				return fmt.Sprintf("%d requests", len(reqs))
+			case "run":
+				return runDPGroup(t, ranks, seqs, budget, balance, reqs)
+			}
+			t.Fatalf("unknown command %q", d.Cmd)
+			return ""
+		})
+	})
+}
+
+// stepTrace prints every group step once, at the end of its first rank.
+type stepTrace struct {
+	collect
+	sim  *Sim
+	last int64
+	out  strings.Builder
+}
+
+func (l *stepTrace) StepDone(inst int, r *engine.StepResult) {
+	l.collect.StepDone(inst, r)
+	st, n := l.sim.LastGroupStep(0)
+	if n == l.last {
+		return
+	}
+	l.last = n
+	var ranks []string
+	for i := range st.Tokens {
+		if st.Dummy[i] {
+			ranks = append(ranks, "dummy")
+		} else {
+			ranks = append(ranks, fmt.Sprint(st.Tokens[i]))
+		}
+	}
+	pad := "eager"
+	if st.PadTo > 0 {
+		pad = fmt.Sprintf("pad %d", st.PadTo)
+	}
+	fmt.Fprintf(&l.out, "step %d-%d: tokens [%s] %s gathered %d moe %d rank-ns %v\n",
+		st.Start, st.End, strings.Join(ranks, " "), pad, st.Gathered, st.MoENs, st.RankNs)
+}
+
+func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []workload.Request) string {
+	pred := padPred{base: 1000, perTok: 100}
+	var engines []*engine.Engine
+	for i := 0; i < ranks; i++ {
+		e, err := engine.New(i, engine.Config{MaxNumSeqs: seqs, MaxNumBatchedTokens: budget, BlockSize: 16, NumBlocks: 400,
+			ChunkedPrefill: true, CheckInvariants: true}, pred)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		engines = append(engines, e)
+	}
+	log := &stepTrace{collect: collect{recs: map[int64]metrics.Record{}}}
+	sim, err := New(engines, &sliceSrc{reqs: append([]workload.Request(nil), reqs...)}, &RoundRobin{}, log)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	log.sim = sim
+	rs := make([]int, ranks)
+	for i := range rs {
+		rs[i] = i
+	}
+	if err := sim.SetDPGroups([]DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}}); err != nil {
+		return "error: " + err.Error()
+	}
+	if _, err := sim.Run(); err != nil {
+		return "error: " + err.Error()
+	}
+	ids := make([]int64, 0, len(log.recs))
+	for id := range log.recs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		r := log.recs[id]
+		fmt.Fprintf(&log.out, "request %d: %s on rank %d, first token %d, last %d\n", id, r.Outcome, r.DecodeInstance, r.FirstToken, r.LastToken)
+	}
+	return log.out.String()
+}

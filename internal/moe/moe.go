@@ -1,0 +1,245 @@
+package moe
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/servesim/servesim/internal/des"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// LayerTimer times one MoE block on one EP rank (perf.Profile does, from
+// moe.csv): tokens it runs on and distinct local experts that receive
+// tokens, in ns.
+type LayerTimer interface {
+	MoELayerNs(tokens, activated float64) float64
+}
+
+// Dispatch times the token dispatch and combine of one MoE layer for
+// gathered tokens. AllGatherReduceScatter is vLLM 0.19's default; other
+// backends implement it.
+type Dispatch interface {
+	LayerNs(gathered int) int64
+}
+
+// AllGatherReduceScatter is vLLM's allgather_reducescatter backend: an NCCL
+// all-gather of the hidden states of every DP rank's tokens before the
+// experts and a reduce-scatter of their outputs after, each moving
+// gathered × HiddenBytes bytes in total over Comm's link.
+type AllGatherReduceScatter struct {
+	// Comm is the NCCL model of the DP group's link (N = dp).
+	Comm perf.AllReduce
+	// HiddenBytes is one token's hidden state: hidden_size × bytes per
+	// element.
+	HiddenBytes int64
+}
+
+// LayerNs implements Dispatch: 2 × (latency + (N−1)/N × T·HiddenBytes / BusBW).
+func (a AllGatherReduceScatter) LayerNs(gathered int) int64 {
+	g := a.Comm.GatherNs(int64(gathered) * a.HiddenBytes)
+	if g >= math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return 2 * g
+}
+
+// Routing is the expert popularity.
+type Routing struct {
+	// Kind is "uniform" (or "") or "zipf".
+	Kind string
+	// Skew is the Zipf exponent s: expert of popularity rank i (from 1)
+	// receives a share proportional to 1/i^s. 0 is uniform.
+	Skew float64
+	// Weights, when set, are measured per-expert popularities (any
+	// non-negative scale): Experts values used for every layer, or
+	// Layers × Experts values, layer by layer. They replace Kind and Skew.
+	Weights []float64
+}
+
+// Config describes one DP/EP group's MoE.
+type Config struct {
+	Layers  int // MoE layers per step
+	Experts int // routed experts per layer (E)
+	TopK    int // experts per token (k)
+	EP      int // expert-parallel ranks; E must divide evenly
+	Routing Routing
+	Timer   LayerTimer
+	// Dispatch times the collectives; nil means none (EP on one GPU).
+	Dispatch Dispatch
+}
+
+// Model draws expert loads and times the MoE of a step.
+type Model struct {
+	cfg   Config
+	local int       // experts per EP rank
+	share []float64 // Layers × EP expected shares of routed pairs
+	cond  []condShare
+	rng   *rand.Rand
+}
+
+// condShare is rank r's share of the pairs left after ranks 0..r-1 and
+// the binomial's standard deviation per sqrt(pair), sqrt(q(1-q)).
+type condShare struct{ q, sd float64 }
+
+// New builds a group's MoE model; seed drives the per-layer ranking of the
+// experts (Zipf) and the load draws.
+func New(cfg Config, seed uint64) (*Model, error) {
+	switch {
+	case cfg.Layers < 1:
+		return nil, fmt.Errorf("moe: layers must be >= 1, got %d", cfg.Layers)
+	case cfg.EP < 1 || cfg.Experts < cfg.EP || cfg.Experts%cfg.EP != 0:
+		return nil, fmt.Errorf("moe: %d experts cannot be sharded evenly over ep %d ranks; choose ep dividing %d", cfg.Experts, cfg.EP, cfg.Experts)
+	case cfg.TopK < 1 || cfg.TopK > cfg.Experts:
+		return nil, fmt.Errorf("moe: top-k must be in [1, %d], got %d", cfg.Experts, cfg.TopK)
+	case cfg.Timer == nil:
+		return nil, fmt.Errorf("moe: a layer timer (profile moe.csv) is required")
+	case !(cfg.Routing.Skew >= 0):
+		return nil, fmt.Errorf("moe: skew must be >= 0, got %g", cfg.Routing.Skew)
+	}
+	m := &Model{cfg: cfg, local: cfg.Experts / cfg.EP, rng: des.Stream(seed, "moe-loads")}
+	m.share = make([]float64, cfg.Layers*cfg.EP)
+	perm := des.Stream(seed, "moe-ranking")
+	pop := make([]float64, cfg.Experts)
+	s := cfg.Routing.Skew
+	if cfg.Routing.Kind != "zipf" {
+		s = 0
+	}
+	if w := cfg.Routing.Weights; w != nil {
+		if err := m.measuredShares(w); err != nil {
+			return nil, err
+		}
+		m.condShares()
+		return m, nil
+	}
+	for l := 0; l < cfg.Layers; l++ {
+		sum := 0.0
+		for i := range pop {
+			pop[i] = math.Pow(float64(i+1), -s)
+			sum += pop[i]
+		}
+		// Expert e gets popularity rank order[e]; a fresh shuffle per layer.
+		order := perm.Perm(cfg.Experts)
+		for e, rank := range order {
+			m.share[l*cfg.EP+e/m.local] += pop[rank] / sum
+		}
+	}
+	m.condShares()
+	return m, nil
+}
+
+// measuredShares sets the ranks' shares from measured per-expert weights.
+func (m *Model) measuredShares(w []float64) error {
+	e, layers := m.cfg.Experts, m.cfg.Layers
+	if len(w) != e && len(w) != e*layers {
+		return fmt.Errorf("moe: the histogram has %d counts; want one per expert (%d) or per layer and expert (%d)", len(w), e, e*layers)
+	}
+	for l := 0; l < layers; l++ {
+		row := w[:e]
+		if len(w) > e {
+			row = w[l*e : (l+1)*e]
+		}
+		sum := 0.0
+		for i, v := range row {
+			if !(v >= 0) || math.IsInf(v, 1) {
+				return fmt.Errorf("moe: histogram count %g of expert %d must be a finite number >= 0", v, i)
+			}
+			sum += v
+		}
+		if !(sum > 0) {
+			return fmt.Errorf("moe: the histogram of layer %d has no routed tokens", l)
+		}
+		for i, v := range row {
+			m.share[l*m.cfg.EP+i/m.local] += v / sum
+		}
+	}
+	return nil
+}
+
+// condShares precomputes every rank's conditional share and deviation.
+func (m *Model) condShares() {
+	ep := m.cfg.EP
+	m.cond = make([]condShare, len(m.share))
+	for l := 0; l < m.cfg.Layers; l++ {
+		left := 1.0
+		for r := 0; r < ep; r++ {
+			q := 1.0
+			if left > 0 {
+				q = min(max(m.share[l*ep+r]/left, 0), 1)
+			}
+			m.cond[l*ep+r] = condShare{q: q, sd: math.Sqrt(q * (1 - q))}
+			left -= m.share[l*ep+r]
+		}
+	}
+}
+
+// Share is the expected share of routed pairs of EP rank r in layer l.
+func (m *Model) Share(l, r int) float64 { return m.share[l*m.cfg.EP+r] }
+
+// LayerNs is one layer's MoE block time given the busiest rank's load
+// (routed pairs) and the gathered tokens: the timer at the tokens that load
+// corresponds to, busiest·ep/k (the gathered count itself under a
+// balanced load), and the distinct local experts those tokens activate,
+// E_l·(1 − (1 − k/E)^tokens) rounded, at least min(k, E_l): with ep = 1 and
+// a balanced load exactly perf.ActivatedExperts, the single-rank lookup.
+func (m *Model) LayerNs(gathered int, busiest float64) float64 {
+	if gathered <= 0 {
+		return 0
+	}
+	k, ep, e := float64(m.cfg.TopK), float64(m.cfg.EP), float64(m.cfg.Experts)
+	tokens := busiest * ep / k
+	el := float64(m.local)
+	active := el
+	if m.cfg.TopK < m.cfg.Experts {
+		active = math.Round(el * (1 - math.Pow(1-k/e, tokens)))
+		active = math.Min(math.Max(active, math.Min(k, el)), el)
+	}
+	return m.cfg.Timer.MoELayerNs(tokens, active)
+}
+
+// StepNs is the MoE time of one step of the group, every layer: for each
+// layer a draw of the EP ranks' loads and its busiest rank; the block time
+// at the layers' mean busiest load, times the layers; plus the dispatch and
+// combine collectives. Looking the table up once at the mean instead of
+// once per layer is exact where the table is linear over the layers'
+// spread (a few percent of the load, inside one grid segment almost
+// always) and keeps a step's cost to one lookup. Zero gathered tokens cost
+// nothing.
+func (m *Model) StepNs(gathered int) int64 {
+	if gathered <= 0 {
+		return 0
+	}
+	pairs := float64(gathered) * float64(m.cfg.TopK)
+	sum := 0.0
+	for l := 0; l < m.cfg.Layers; l++ {
+		sum += m.drawBusiest(l, pairs)
+	}
+	total := float64(m.cfg.Layers) * m.LayerNs(gathered, sum/float64(m.cfg.Layers))
+	if m.cfg.Dispatch != nil {
+		total += float64(m.cfg.Layers) * float64(m.cfg.Dispatch.LayerNs(gathered))
+	}
+	if total >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(math.Round(total))
+}
+
+// drawBusiest draws layer l's loads (a multinomial of pairs over the EP
+// ranks, as successive binomials in their normal approximation: rank r
+// takes a binomial of the pairs left with its share of what is left) and
+// returns the largest.
+func (m *Model) drawBusiest(l int, pairs float64) float64 {
+	ep := m.cfg.EP
+	if ep == 1 {
+		return pairs
+	}
+	rem, busiest := pairs, 0.0
+	for r := 0; r < ep-1; r++ {
+		c := m.cond[l*ep+r]
+		x := math.Round(rem*c.q + math.Sqrt(rem)*c.sd*m.rng.NormFloat64())
+		x = min(max(x, 0), rem)
+		busiest = max(busiest, x)
+		rem -= x
+	}
+	return max(busiest, rem)
+}
