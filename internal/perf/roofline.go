@@ -284,12 +284,7 @@ type Roofline struct {
 	vocab                float64
 	qkvN                 float64 // qkv_proj output width
 	kvBytesPerTok        float64 // per layer, per rank: 2*kvHeads*hd*kvb
-	kvb                  float64 // bytes per KV element
 	flopRate, memRate    float64 // effective FLOP/s and bytes/s
-	// quantised linear layers: bytes per weight and effective FLOP/s;
-	// quant is false when they equal b and flopRate.
-	wb, qFlopRate float64
-	quant         bool
 	attnFlop, attnMem    float64
 	attnDecMem           float64
 	cacheRate            float64
@@ -302,6 +297,12 @@ type Roofline struct {
 	scEmbed, scNorm, scFinalNorm, scQKNorm, scRotary, scAct float64
 
 	cache *opCache // op times by token or sequence count
+
+	// kvb is the size of one KV element. wb and qFlopRate are the bytes
+	// per weight and the effective FLOP/s of the quantised linear layers;
+	// quant is false when they equal b and flopRate.
+	kvb, wb, qFlopRate float64
+	quant              bool
 }
 
 // NewRoofline builds the roofline predictor of model m on accelerator acc at
