@@ -50,6 +50,9 @@ type Built struct {
 	PD     *cluster.PDConfig
 	layers int
 	src    config.Source
+	// formatScaled reports that some profile tables are scaled to the
+	// scenario's format (predictor.format_scaling).
+	formatScaled bool
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -112,6 +115,10 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dtype: %w", err)
 	}
+	qf, err := s.Format()
+	if err != nil {
+		return nil, err
+	}
 	profiles, err := profileRoot(s, src)
 	if err != nil {
 		return nil, err
@@ -146,25 +153,25 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		if _, err := quantPeak(qf, acc); err != nil {
+			return nil, fmt.Errorf("%s (hardware %s): %w", path, acc.Name, err)
+		}
 		key := fmt.Sprintf("%s/tp%d/%+v", acc.Name, tp, et)
 		pred, ok := predictors[key]
 		if !ok {
 			var base perf.Predictor
 			if s.Predictor.Kind == "roofline" {
-				base, err = roofline(s, src, m, acc, tp)
+				base, err = roofline(s, src, m, acc, tp, qf)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", path, err)
 				}
 			} else {
-				dir, err := perf.FindBundle(profiles, acc.Name, m.Name, s.Dtype, tp)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w; or set predictor.kind: roofline to simulate it without measured tables", path, err)
-				}
-				prof, err := perf.LoadProfile(profiles, dir, arch, cat)
+				prof, scaled, err := profile(s, src, profiles, m, acc, tp, arch, cat, qf)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", path, err)
 				}
 				base = prof
+				b.formatScaled = b.formatScaled || scaled
 			}
 			// The profile tables exclude collectives; the roofline times
 			// single-GPU ops too: add the tensor-parallel all-reduces.
@@ -184,13 +191,13 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			if g.MemoryGB > 0 {
 				memBytes = int64(g.MemoryGB * 1e9)
 			}
-			mem := gpuMemory(m, memBytes, tp, pp, bpe, eng)
+			mem := gpuMemory(m, memBytes, tp, pp, bpe, qf, eng)
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
 				shape := fmt.Sprintf("tp=%d", tp)
 				if pp > 1 {
 					shape += fmt.Sprintf(" pp=%d", pp)
 				}
-				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, eng, g.MemoryGB))
+				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, qf, eng, g.MemoryGB))
 			}
 		}
 		if blocks > config.MaxBlocksPerInstance {
@@ -257,7 +264,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		for c := 0; c < *g.Count; c++ {
 			b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
 				TP: tp, PP: pp, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred,
-				nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
+				nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp), prefillRate: rate, pushBuf: pushBuf})
 		}
 	}
 	b.layers = int(m.NumLayers)

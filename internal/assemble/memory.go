@@ -8,15 +8,18 @@ import (
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/kv"
 	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/quant"
 )
 
 // An instance's memory: weights, activations and KV per GPU, and the
 // nearest choices that fit when a model does not.
 
 // gpuMemory is the memory budget of one GPU of an instance of tp x pp GPUs:
-// it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's
-// layers on its share of the KV heads.
-func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng config.Engine) kv.Memory {
+// it holds 1/(tp·pp) of the weights (linear layers in the format's
+// quantised size) and, per token, the KV of its stage's layers on its
+// share of the KV heads in the KV-cache dtype. Activations and the rotary
+// cache stay in the compute dtype (bpe).
+func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, qf quant.Format, eng config.Engine) kv.Memory {
 	inter := m.IntermediateSize
 	if inter == 0 { // MoE-only: the routed experts' width per token
 		inter = m.MoEIntermediateSize * max(m.ExpertsPerTok, 1)
@@ -24,19 +27,19 @@ func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng config.Engi
 	return kv.Memory{
 		Device:      memBytes,
 		Utilization: eng.GPUMemoryUtilization,
-		Weights:     m.WeightBytes(bpe)/int64(tp*pp) + m.RotaryCacheBytes(bpe),
+		Weights:     m.QuantizedWeightBytes(bpe, qf.WeightBytes())/int64(tp*pp) + m.RotaryCacheBytes(bpe),
 		Activation: kv.ProfilePeak(kv.ProfileShape{Tokens: eng.MaxNumBatchedTokens, Seqs: min(eng.MaxNumSeqs, eng.MaxNumBatchedTokens),
 			Hidden: m.HiddenSize, Intermediate: inter, QKV: (m.NumHeads + 2*m.NumKVHeads) * m.HeadDim, Vocab: m.VocabSize, TP: tp, BytesPerElem: bpe}),
 		NonTorch:   kv.NonTorchBytes(tp * pp),
-		KVPerToken: kvPerTokenPerGPU(m, bpe, tp, pp),
+		KVPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp),
 	}
 }
 
 // kvPerTokenPerGPU is the KV size of one token on one GPU: the tensor-
 // parallel rank's share, for the layers of the largest pipeline stage
 // (ceil(layers/pp); exactly 1/pp of the rank's KV when pp divides them).
-func kvPerTokenPerGPU(m *model.Config, bpe, tp, pp int) int64 {
-	perRank := m.KVBytesPerTokenPerRank(bpe, tp)
+func kvPerTokenPerGPU(m *model.Config, kvBytes, tp, pp int) int64 {
+	perRank := m.KVBytesPerTokenPerRank(kvBytes, tp)
 	if pp <= 1 || m.NumLayers <= 0 {
 		return perRank
 	}
@@ -47,13 +50,13 @@ func kvPerTokenPerGPU(m *model.Config, bpe, tp, pp int) int64 {
 // fitHint names the nearest valid choices when a model does not fit: the
 // smallest tensor-parallel degree that fits this accelerator, and the
 // catalog accelerators that hold it at this degree.
-func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, eng config.Engine, memGB float64) string {
+func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, qf quant.Format, eng config.Engine, memGB float64) string {
 	fits := func(a hw.Accelerator, t int) bool {
 		memBytes := a.MemoryBytes
 		if memGB > 0 && a.Name == acc.Name {
 			memBytes = int64(memGB * 1e9)
 		}
-		mem := gpuMemory(m, memBytes, t, pp, bpe, eng)
+		mem := gpuMemory(m, memBytes, t, pp, bpe, qf, eng)
 		n, err := mem.Blocks(eng.BlockSize)
 		return err == nil && n > 0
 	}
