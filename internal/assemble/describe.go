@@ -92,7 +92,14 @@ func (b *Built) Describe() Description {
 func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]string) (string, map[string]bool) {
 	s := b.Scenario
 	if s.Predictor.Kind != "roofline" {
-		return fmt.Sprintf("profile %s/%s/%s/tp%d", in.Hardware, s.Model, s.Dtype, in.TP), warned
+		variant := s.Dtype
+		if qf, err := s.Format(); err == nil && !qf.Off() {
+			variant = qf.Variant()
+			if b.formatScaled {
+				variant = s.Dtype + " scaled to " + variant
+			}
+		}
+		return fmt.Sprintf("profile %s/%s/%s/tp%d", in.Hardware, s.Model, variant, in.TP), warned
 	}
 	acc, err := hw.Lookup(in.Hardware)
 	if err != nil {

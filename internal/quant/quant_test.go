@@ -1,9 +1,12 @@
 package quant
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 func TestWeightBytes(t *testing.T) {
@@ -88,4 +91,36 @@ func TestGEMMSupport(t *testing.T) {
 	if !Default().Off() || fp8.Off() {
 		t.Error("Off: want true for the default and false for fp8")
 	}
+}
+
+// TestWeightBytesProperties: for any valid integer format, the bytes per
+// weight exceed the bare values (bits/8), shrink as groups grow, and stay
+// below the compute dtype's 2 bytes; the variant names the parameters.
+func TestWeightBytesProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		method := rapid.SampledFrom([]string{AWQ, GPTQ}).Draw(t, "method")
+		bits := 4
+		if method == GPTQ {
+			bits = rapid.SampledFrom([]int{4, 8}).Draw(t, "bits")
+		}
+		g := rapid.IntRange(1, 1<<16-1).Draw(t, "group")
+		f, err := Parse(Spec{Dtype: "bf16", Quantization: method, Bits: bits, GroupSize: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f2, err := Parse(Spec{Dtype: "bf16", Quantization: method, Bits: bits, GroupSize: g + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, w2 := f.WeightBytes(), f2.WeightBytes()
+		if !(w > float64(bits)/8 && w2 < w && w <= 2+float64(bits)/8+float64(bits)/8) {
+			t.Fatalf("bits %d group %d: %v B (group+1: %v B)", bits, g, w, w2)
+		}
+		if g >= 4 && w >= 2 {
+			t.Fatalf("bits %d group %d: %v B, not smaller than bf16", bits, g, w)
+		}
+		if !strings.Contains(f.Variant(), fmt.Sprintf("int%d-g%d", bits, g)) {
+			t.Fatalf("variant %q", f.Variant())
+		}
+	})
 }
