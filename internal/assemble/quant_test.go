@@ -35,6 +35,17 @@ func TestQuantizedKVCapacity(t *testing.T) {
 	if kv8 != 2*bf && kv8 != 2*bf+1 {
 		t.Errorf("fp8 KV: %d blocks, bf16 KV: %d; want 2x (+1 for rounding)", kv8, bf)
 	}
+	// The KV bytes per token that cross the P/D links follow the KV dtype:
+	// 2 x 32 layers x 8 heads x 128 x 1 B = 65536 B (131072 in bf16).
+	for y, want := range map[string]int64{"": 131072, "kv_cache_dtype: fp8\n": 65536} {
+		b, err := buildYAML(t, base+y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Instances[0].kvPerToken; got != want {
+			t.Errorf("%q: %d KV bytes per token, want %d", y, got, want)
+		}
+	}
 	if e5 := blocks("kv_cache_dtype: fp8_e5m2\n"); e5 != kv8 {
 		t.Errorf("fp8_e5m2 KV: %d blocks, want %d (same element size as e4m3)", e5, kv8)
 	}
