@@ -73,6 +73,9 @@ type Built struct {
 	// popularity of moe.histogram (nil: none).
 	groups  []groupSpec
 	routing []float64
+	// formatScaled reports that some profile tables are scaled to the
+	// scenario's format (predictor.format_scaling).
+	formatScaled bool
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -145,6 +148,10 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dtype: %w", err)
 	}
+	qf, err := s.Format()
+	if err != nil {
+		return nil, err
+	}
 	profiles, err := profileRoot(s, src)
 	if err != nil {
 		return nil, err
@@ -204,26 +211,28 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		if _, err := quantPeak(qf, acc); err != nil {
+			return nil, fmt.Errorf("%s (hardware %s): %w", path, acc.Name, err)
+		}
 		key := fmt.Sprintf("%s/tp%d/%+v", acc.Name, tp, et)
 		pred, ok := predictors[key]
 		if !ok {
 			var base perf.Predictor
 			if s.Predictor.Kind == "roofline" {
-				base, err = roofline(s, src, m, acc, tp)
+				base, err = roofline(s, src, m, acc, tp, qf)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", path, err)
 				}
 			} else {
-				dir, err := perf.FindBundle(profiles, acc.Name, m.Name, s.Dtype, tp)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w; or set predictor.kind: roofline to simulate it without measured tables", path, err)
-				}
-				prof, err := perf.LoadProfile(profiles, dir, arch, cat)
+				prof, scaled, err := profile(s, src, profiles, m, acc, tp, arch, cat, qf)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", path, err)
 				}
 				base = prof
-				timers[key] = prof
+				if t, ok := prof.(moe.LayerTimer); ok { // not when scaled to another format
+					timers[key] = t
+				}
+				b.formatScaled = b.formatScaled || scaled
 			}
 			// The profile tables exclude collectives; the roofline times
 			// single-GPU ops too: add the tensor-parallel all-reduces.
@@ -239,7 +248,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		}
 		blocks := eng.NumGPUBlocks
 		if blocks == 0 {
-			mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, eng)
+			mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, qf, eng)
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
 				shape := fmt.Sprintf("tp=%d", tp)
 				if pp > 1 {
@@ -248,7 +257,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				if ep > 1 {
 					shape += fmt.Sprintf(" dp=%d ep=%d", dp, ep)
 				}
-				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, eng, g.MemoryGB))
+				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, qf, eng, g.MemoryGB))
 			}
 		}
 		if blocks > config.MaxBlocksPerInstance {
@@ -316,7 +325,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		if dp > 1 || ep > 1 {
 			timer, ok := timers[key]
 			if !ok {
-				return nil, fmt.Errorf("%s: dp/ep need the profile predictor's per-rank MoE table (moe.csv); use predictor.kind: profile", path)
+				return nil, fmt.Errorf("%s: dp/ep need the profile predictor's per-rank MoE table (moe.csv) measured in the scenario's weight format; use predictor.kind: profile with such a bundle (format_scaling does not carry it)", path)
 			}
 			graph := et
 			graph.CaptureSizes = slices.Sorted(slices.Values(et.CaptureSizes))
@@ -332,7 +341,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				}
 				b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
 					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, Node: node, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
-					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, bpe, tp, pp), prefillRate: rate, pushBuf: pushBuf})
+					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp), prefillRate: rate, pushBuf: pushBuf})
 			}
 			if spec.ranks != nil {
 				b.groups = append(b.groups, spec)

@@ -24,6 +24,9 @@ type Description struct {
 	// Warnings are approximations the user should know of, e.g. an
 	// accelerator that borrows another's calibration.
 	Warnings []string `json:"warnings,omitempty"`
+	// Format describes quantised weights or an fp8 KV cache (empty when
+	// both are in dtype).
+	Format string `json:"format,omitempty"`
 }
 
 // GroupDescription is one instance group of a Description.
@@ -56,6 +59,23 @@ type GroupDescription struct {
 func (b *Built) Describe() Description {
 	s := b.Scenario
 	d := Description{Name: s.Name, Seed: s.Seed, Model: s.Model, Dtype: s.Dtype, Predictor: s.Predictor.Kind, Workload: describeWorkload(&s.Workload)}
+	if qf, err := s.Format(); err == nil && !qf.Off() {
+		d.Format = qf.String()
+		if b.formatScaled {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("profile: the %s tables are scaled to %s by the roofline's step-time ratio (predictor.format_scaling: %s; approximate, see docs/quantization.md)", s.Dtype, qf.Variant(), s.Predictor.FormatScaling))
+		}
+		seen := map[string]bool{}
+		for _, in := range b.Instances {
+			acc, err := hw.Lookup(in.Hardware)
+			if err != nil || seen[acc.Name] {
+				continue
+			}
+			seen[acc.Name] = true
+			if _, note, _ := qf.GEMM(acc.Name, acc.PeakFLOPSFP8 > 0, acc.PeakFLOPSFP4 > 0); note != "" {
+				d.Warnings = append(d.Warnings, note)
+			}
+		}
+	}
 	if b.PD != nil {
 		d.Handoff = fmt.Sprintf("policy %s, placement %s", s.Handoff.Policy, s.Handoff.Placement)
 	}
@@ -89,7 +109,14 @@ func (b *Built) Describe() Description {
 func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]string) (string, map[string]bool) {
 	s := b.Scenario
 	if s.Predictor.Kind != "roofline" {
-		return fmt.Sprintf("profile %s/%s/%s/tp%d", in.Hardware, s.Model, s.Dtype, in.TP), warned
+		variant := s.Dtype
+		if qf, err := s.Format(); err == nil && !qf.Off() {
+			variant = qf.Variant()
+			if b.formatScaled {
+				variant = s.Dtype + " scaled to " + variant
+			}
+		}
+		return fmt.Sprintf("profile %s/%s/%s/tp%d", in.Hardware, s.Model, variant, in.TP), warned
 	}
 	acc, err := hw.Lookup(in.Hardware)
 	if err != nil {
@@ -161,6 +188,9 @@ func (d Description) Lines() []string {
 	lines := []string{
 		fmt.Sprintf("Scenario: %s (seed %d)", d.Name, d.Seed),
 		fmt.Sprintf("Model: %s (%s)", d.Model, d.Dtype),
+	}
+	if d.Format != "" {
+		lines = append(lines, "Format: "+d.Format)
 	}
 	for _, g := range d.Groups {
 		shape := fmt.Sprintf("tp %d", g.TP)

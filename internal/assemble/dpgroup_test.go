@@ -37,10 +37,10 @@ func TestExpertShardedWeights(t *testing.T) {
 	if got := m.RoutedExpertParams(); got != 28991029248 {
 		t.Fatalf("expert params %d", got)
 	}
-	if got := weightsPerGPU(m, 1, 1, 2, 2); got != 32073216000 {
+	if got := weightsPerGPU(m, 1, 1, 2, 2, 2); got != 32073216000 {
 		t.Errorf("ep 2: %d bytes per GPU, want 32073216000", got)
 	}
-	if got := weightsPerGPU(m, 1, 1, 1, 2); got != 2*30532122624 {
+	if got := weightsPerGPU(m, 1, 1, 1, 2, 2); got != 2*30532122624 {
 		t.Errorf("ep 1: %d bytes per GPU, want all weights", got)
 	}
 }

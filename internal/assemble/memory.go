@@ -2,22 +2,26 @@ package assemble
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/kv"
 	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/quant"
 )
 
 // An instance's memory: weights, activations and KV per GPU, and the
 // nearest choices that fit when a model does not.
 
 // gpuMemory is the memory budget of one GPU of an instance of tp x pp GPUs:
-// it holds 1/(tp·pp) of the weights and, per token, the KV of its stage's
-// layers on its share of the KV heads.
-func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng config.Engine) kv.Memory {
-	return gpuMemoryEP(m, memBytes, tp, pp, 1, bpe, eng)
+// it holds 1/(tp·pp) of the weights (linear layers in the format's
+// quantised size) and, per token, the KV of its stage's layers on its
+// share of the KV heads in the KV-cache dtype. Activations and the rotary
+// cache stay in the compute dtype (bpe).
+func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, qf quant.Format, eng config.Engine) kv.Memory {
+	return gpuMemoryEP(m, memBytes, tp, pp, 1, bpe, qf, eng)
 }
 
 // gpuMemoryEP is gpuMemory for a GPU of a data-parallel rank with expert
@@ -25,7 +29,7 @@ func gpuMemory(m *model.Config, memBytes int64, tp, pp, bpe int, eng config.Engi
 // over the ep GPUs, everything else (attention, dense layers, norms,
 // embeddings, lm_head) is replicated per DP rank and split over its tp
 // GPUs; the KV is the rank's own. ep = 1 is gpuMemory.
-func gpuMemoryEP(m *model.Config, memBytes int64, tp, pp, ep, bpe int, eng config.Engine) kv.Memory {
+func gpuMemoryEP(m *model.Config, memBytes int64, tp, pp, ep, bpe int, qf quant.Format, eng config.Engine) kv.Memory {
 	inter := m.IntermediateSize
 	if inter == 0 { // MoE-only: the routed experts' width per token
 		inter = m.MoEIntermediateSize * max(m.ExpertsPerTok, 1)
@@ -33,31 +37,36 @@ func gpuMemoryEP(m *model.Config, memBytes int64, tp, pp, ep, bpe int, eng confi
 	return kv.Memory{
 		Device:      memBytes,
 		Utilization: eng.GPUMemoryUtilization,
-		Weights:     weightsPerGPU(m, tp, pp, ep, bpe) + m.RotaryCacheBytes(bpe),
+		Weights:     weightsPerGPU(m, tp, pp, ep, bpe, qf.WeightBytes()) + m.RotaryCacheBytes(bpe),
 		Activation: kv.ProfilePeak(kv.ProfileShape{Tokens: eng.MaxNumBatchedTokens, Seqs: min(eng.MaxNumSeqs, eng.MaxNumBatchedTokens),
 			Hidden: m.HiddenSize, Intermediate: inter, QKV: (m.NumHeads + 2*m.NumKVHeads) * m.HeadDim, Vocab: m.VocabSize, TP: tp, BytesPerElem: bpe}),
 		NonTorch:   kv.NonTorchBytes(tp * pp),
-		KVPerToken: kvPerTokenPerGPU(m, bpe, tp, pp),
+		KVPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp),
 	}
 }
 
 // weightsPerGPU is one GPU's share of the weights: 1/(tp·pp) of them, or,
 // with expert parallelism (ep > 1), 1/ep of the routed experts plus
-// 1/(tp·pp) of the rest.
-func weightsPerGPU(m *model.Config, tp, pp, ep, bpe int) int64 {
-	all := m.WeightBytes(bpe)
+// 1/(tp·pp) of the rest. Linear layers (routed experts included) take
+// linearBytes per parameter, the rest bpe (model.QuantizedWeightBytes).
+func weightsPerGPU(m *model.Config, tp, pp, ep, bpe int, linearBytes float64) int64 {
+	all := m.QuantizedWeightBytes(bpe, linearBytes)
 	if ep <= 1 {
 		return all / int64(tp*pp)
 	}
+	// The routed experts are linear layers: they take the format's size.
 	experts := m.RoutedExpertParams() * int64(bpe)
+	if linearBytes != float64(bpe) {
+		experts = int64(math.Ceil(float64(m.RoutedExpertParams()) * linearBytes))
+	}
 	return (all-experts)/int64(tp*pp) + experts/int64(ep)
 }
 
 // kvPerTokenPerGPU is the KV size of one token on one GPU: the tensor-
 // parallel rank's share, for the layers of the largest pipeline stage
 // (ceil(layers/pp); exactly 1/pp of the rank's KV when pp divides them).
-func kvPerTokenPerGPU(m *model.Config, bpe, tp, pp int) int64 {
-	perRank := m.KVBytesPerTokenPerRank(bpe, tp)
+func kvPerTokenPerGPU(m *model.Config, kvBytes, tp, pp int) int64 {
+	perRank := m.KVBytesPerTokenPerRank(kvBytes, tp)
 	if pp <= 1 || m.NumLayers <= 0 {
 		return perRank
 	}
@@ -68,13 +77,13 @@ func kvPerTokenPerGPU(m *model.Config, bpe, tp, pp int) int64 {
 // fitHint names the nearest valid choices when a model does not fit: the
 // smallest tensor-parallel degree that fits this accelerator, and the
 // catalog accelerators that hold it at this degree.
-func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, eng config.Engine, memGB float64) string {
+func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, qf quant.Format, eng config.Engine, memGB float64) string {
 	fits := func(a hw.Accelerator, t int) bool {
 		memBytes := a.MemoryBytes
 		if memGB > 0 && a.Name == acc.Name {
 			memBytes = int64(memGB * 1e9)
 		}
-		mem := gpuMemory(m, memBytes, t, pp, bpe, eng)
+		mem := gpuMemory(m, memBytes, t, pp, bpe, qf, eng)
 		n, err := mem.Blocks(eng.BlockSize)
 		return err == nil && n > 0
 	}

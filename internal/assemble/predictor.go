@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/servesim/servesim/internal/calibrate"
@@ -9,14 +10,16 @@ import (
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/quant"
 )
 
 // The step-latency predictors: the roofline and its calibration, the
 // tensor-parallel collectives and the engine-side time.
 
 // roofline builds the analytical predictor for model m on accelerator acc
-// at tensor-parallel degree tp, with the accelerator's calibration.
-func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Accelerator, tp int) (perf.Predictor, error) {
+// at tensor-parallel degree tp in the weight and KV-cache format qf, with
+// the accelerator's calibration.
+func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Accelerator, tp int, qf quant.Format) (perf.Predictor, error) {
 	eff, _, err := calibrationFor(s, src, acc)
 	if err != nil {
 		return nil, err
@@ -29,7 +32,78 @@ func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Acc
 	if err != nil {
 		return nil, err
 	}
+	if !qf.Off() {
+		rm.KVBytesPerElem = qf.KVBytes()
+		if qf.Quantized() {
+			rm.WeightBytes = qf.WeightBytes()
+			if rh.QuantPeakFLOPS, err = quantPeak(qf, acc); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return perf.NewRoofline(rm, rh, eff, tp)
+}
+
+// quantPeak is the dense tensor FLOP/s of qf's quantised GEMMs on acc: its
+// FP8 or FP4 rate for W8A8 and W4A4 formats, 0 (the compute dtype's rate)
+// for weight-only formats and for fp8 on parts without FP8 tensor cores.
+func quantPeak(qf quant.Format, acc hw.Accelerator) (float64, error) {
+	class, _, err := qf.GEMM(acc.Name, acc.PeakFLOPSFP8 > 0, acc.PeakFLOPSFP4 > 0)
+	switch {
+	case err != nil:
+		return 0, err
+	case class == quant.GEMMFP8:
+		return acc.PeakFLOPS("fp8")
+	case class == quant.GEMMFP4:
+		return acc.PeakFLOPS("fp4")
+	}
+	return 0, nil
+}
+
+// profile loads the measured tables of model m on acc at tp for the
+// scenario's format qf: the bundle of variant qf.Variant(), whose
+// meta.yaml must record that variant. A format without a bundle is refused
+// unless predictor.format_scaling is roofline-ratio: then the compute
+// dtype's bundle is scaled step by step by the roofline's time in qf over
+// its time in the compute dtype (perf.WithFormatScaling). scaled reports
+// that the approximation is in use.
+func profile(s *config.Scenario, src config.Source, profiles fs.FS, m *model.Config, acc hw.Accelerator, tp int, arch perf.Arch, cat *perf.Catalog, qf quant.Format) (pred perf.Predictor, scaled bool, err error) {
+	want := s.Dtype
+	if !qf.Off() {
+		want = qf.Variant()
+	}
+	dir, err := perf.FindBundle(profiles, acc.Name, m.Name, want, tp)
+	scale := false
+	if err != nil && !qf.Off() {
+		if s.Predictor.FormatScaling != config.FormatScalingRooflineRatio {
+			return nil, false, fmt.Errorf("%w; the profile predictor refuses a format its tables were not measured with: set predictor.format_scaling: %s to scale the %s tables by the roofline's %s/%s step-time ratio (approximate, see docs/quantization.md), or predictor.kind: roofline",
+				err, config.FormatScalingRooflineRatio, s.Dtype, want, s.Dtype)
+		}
+		want, scale = s.Dtype, true
+		dir, err = perf.FindBundle(profiles, acc.Name, m.Name, want, tp)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%w; or set predictor.kind: roofline to simulate it without measured tables", err)
+	}
+	prof, err := perf.LoadProfile(profiles, dir, arch, cat)
+	if err != nil {
+		return nil, false, err
+	}
+	if prof.Variant != "" && prof.Variant != want {
+		return nil, false, fmt.Errorf("profile %s: its meta.yaml records variant %q, not the %q this scenario needs; move the bundle to the folder of its variant", dir, prof.Variant, want)
+	}
+	if !scale {
+		return prof, false, nil
+	}
+	ref, err := roofline(s, src, m, acc, tp, quant.Default())
+	if err != nil {
+		return nil, false, err
+	}
+	tgt, err := roofline(s, src, m, acc, tp, qf)
+	if err != nil {
+		return nil, false, err
+	}
+	return perf.WithFormatScaling(prof, ref, tgt), true, nil
 }
 
 // calibrationFor returns the roofline efficiencies of accelerator acc

@@ -53,6 +53,11 @@ func TestParseErrors(t *testing.T) {
 		{"bad utilisation", "engine: {gpu_memory_utilization: 1.5}\n", []string{"engine.gpu_memory_utilization"}},
 		{"bad slo target", "slo:\n  percentiles: [{metric: ttft, percentile: 98, max_ms: 10}]\n", []string{"slo.percentiles[0].percentile"}},
 		{"trace and nothing", "workload: {trace: \"\"}\n", []string{"workload"}},
+		{"bad quantization", "quantization: int4\n", []string{"quantization: unknown method \"int4\"", "fp8, awq, gptq or modelopt_fp4"}},
+		{"bad kv dtype", "kv_cache_dtype: fp4\n", []string{"kv_cache_dtype", "auto, fp8, fp8_e4m3 or fp8_e5m2"}},
+		{"awq bits", "quantization: awq\nquantization_config: {bits: 8}\n", []string{"quantization_config.bits", "4 bits only"}},
+		{"unknown quant field", "quantization_config: {bit: 8}\n", []string{"s.yaml:1:", "bit"}},
+		{"bad format scaling", "predictor: {format_scaling: yes-please}\n", []string{"predictor.format_scaling", "roofline-ratio"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -222,5 +227,39 @@ func TestAnchorsAndMergeKeys(t *testing.T) {
 	}
 	if s.Instances[0].Engine.MaxNumSeqs != 64 || s.Instances[1].Engine.LongPrefillTokenThreshold != 8 || s.Instances[1].Engine.BlockSize != 32 {
 		t.Errorf("groups' engines %+v, %+v", *s.Instances[0].Engine, *s.Instances[1].Engine)
+	}
+}
+
+// TestQuantizationFields: the formats parse, reach Format, and round-trip
+// through the resolved scenario; when absent they stay out of it.
+func TestQuantizationFields(t *testing.T) {
+	s, err := Parse([]byte("quantization: fp8\nquantization_config: {weight_block_size: [128, 128]}\nkv_cache_dtype: fp8\npredictor: {format_scaling: roofline-ratio}\n"), "q.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Format()
+	if err != nil || f.Variant() != "fp8-block128x128-kv-fp8_e4m3" {
+		t.Fatalf("Format = %q, %v", f.Variant(), err)
+	}
+	y, err := Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(y, "resolved.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y2, _ := Marshal(back); string(y2) != string(y) {
+		t.Errorf("round trip changed the scenario:\n%s\n---\n%s", y, y2)
+	}
+	d, err := LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ = Marshal(d)
+	for _, k := range []string{"quantization", "kv_cache_dtype", "format_scaling"} {
+		if strings.Contains(string(y), k) {
+			t.Errorf("default resolved scenario mentions %s:\n%s", k, y)
+		}
 	}
 }

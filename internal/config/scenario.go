@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/servesim/servesim/internal/quant"
 	"github.com/servesim/servesim/internal/workload"
 )
 
@@ -30,6 +31,17 @@ type Scenario struct {
 	Hardware string `yaml:"hardware" json:"hardware"`
 	// Dtype of weights and KV cache: bf16 (default) or fp16.
 	Dtype string `yaml:"dtype" json:"dtype"`
+	// Quantization is the weight quantization method, with vLLM's names:
+	// fp8 (W8A8, per-tensor or block-wise), awq or gptq (integer
+	// weight-only), modelopt_fp4 (NVFP4, Blackwell only). Empty (default):
+	// unquantised. See docs/quantization.md.
+	Quantization string `yaml:"quantization,omitempty" json:"quantization,omitempty"`
+	// QuantizationConfig holds the checkpoint's quantization parameters,
+	// with the names of its config.json quantization_config (optional).
+	QuantizationConfig *QuantizationConfig `yaml:"quantization_config,omitempty" json:"quantization_config,omitempty"`
+	// KVCacheDtype is the KV-cache element type (vLLM kv_cache_dtype):
+	// auto (default: dtype), fp8 (= fp8_e4m3), fp8_e4m3 or fp8_e5m2.
+	KVCacheDtype string `yaml:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
 	// Predictor chooses how step latency is computed.
 	Predictor Predictor `yaml:"predictor" json:"predictor"`
 	// Engine holds the engine settings shared by all instances.
@@ -58,6 +70,29 @@ type Scenario struct {
 	// CheckInvariants verifies KV-block conservation and scheduler limits
 	// after every step (slower; on in tests).
 	CheckInvariants bool `yaml:"check_invariants" json:"check_invariants"`
+}
+
+// QuantizationConfig is the part of a checkpoint's quantization_config
+// that changes the weights' size. Zero fields take the method's defaults.
+type QuantizationConfig struct {
+	// WeightBlockSize is fp8's scale block [rows, cols], e.g. [128, 128]
+	// (DeepSeek-V3); empty: per-tensor scales.
+	WeightBlockSize []int `yaml:"weight_block_size" json:"weight_block_size,omitempty"`
+	// Bits is the integer width of awq (4) or gptq (4 or 8). Default 4.
+	Bits int `yaml:"bits" json:"bits,omitempty"`
+	// GroupSize is the number of input channels sharing a scale for awq
+	// and gptq (gptq: -1 for one per output channel). Default 128.
+	GroupSize int `yaml:"group_size" json:"group_size,omitempty"`
+}
+
+// Format returns the validated weight and KV-cache formats of the
+// scenario (see package quant).
+func (s *Scenario) Format() (quant.Format, error) {
+	spec := quant.Spec{Dtype: s.Dtype, Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype}
+	if q := s.QuantizationConfig; q != nil {
+		spec.WeightBlockSize, spec.Bits, spec.GroupSize = q.WeightBlockSize, q.Bits, q.GroupSize
+	}
+	return quant.Parse(spec)
 }
 
 // Limits bound a run. At a limit the run ends with its summary: requests
@@ -92,6 +127,12 @@ type Predictor struct {
 	// CUDA-graph padding, host time; see docs/engine-time.md). Default 0:
 	// for studies only.
 	StepOverheadUs float64 `yaml:"step_overhead_us" json:"step_overhead_us"`
+	// FormatScaling lets the profile predictor run a weight or KV-cache
+	// format its bundle was not measured with: "roofline-ratio" scales the
+	// measured kernel time of every step by the roofline's time of that
+	// step in the requested format over its time in the bundle's format
+	// (an approximation; docs/quantization.md). Empty (default): refuse.
+	FormatScaling string `yaml:"format_scaling,omitempty" json:"format_scaling,omitempty"`
 }
 
 // Engine mirrors vLLM's engine arguments.
@@ -324,6 +365,10 @@ func (w *Workload) Generated() bool {
 	return w.Synthetic != nil || w.Chat != nil || w.SharedPrefix != nil
 }
 
+// FormatScalingRooflineRatio is the predictor.format_scaling value that
+// scales profile tables to another weight or KV-cache format.
+const FormatScalingRooflineRatio = "roofline-ratio"
+
 // MaxConcurrencyBound is the largest workload.max_concurrency accepted.
 const MaxConcurrencyBound = 1 << 20
 
@@ -406,6 +451,13 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Dtype != "bf16" && s.Dtype != "fp16" {
 		bad("dtype", "must be bf16 or fp16 (got %q)", s.Dtype)
+	} else if _, err := s.Format(); err != nil {
+		errs = append(errs, err)
+	}
+	switch s.Predictor.FormatScaling {
+	case "", FormatScalingRooflineRatio:
+	default:
+		bad("predictor.format_scaling", "must be empty (refuse formats the profile was not measured with) or %s (got %q)", FormatScalingRooflineRatio, s.Predictor.FormatScaling)
 	}
 	if s.Predictor.Kind != "profile" && s.Predictor.Kind != "roofline" {
 		bad("predictor.kind", "must be profile or roofline (got %q)", s.Predictor.Kind)

@@ -28,8 +28,8 @@
 // mutable global state. Decoding is strict: an unknown field is an error
 // with its line:column. An override entry that names an existing
 // accelerator changes only the fields it gives; "base: NAME" starts a new
-// entry as a copy of NAME. Every size must be > 0 (tflops_fp8 may be 0:
-// no FP8 tensor cores; latencies may be 0).
+// entry as a copy of NAME. Every size must be > 0 (tflops_fp8 and tflops_fp4 may be 0:
+// no FP8 or FP4 tensor cores; latencies may be 0).
 //
 // Names are matched case-insensitively and ignoring spaces and punctuation,
 // against each entry's name and aliases ("rtx pro 6000" finds

@@ -89,6 +89,10 @@ type Accelerator struct {
 	// PeakFLOPSFP8 is the peak dense FP8 tensor throughput, FLOP/s; 0 when
 	// the accelerator has no FP8 tensor cores.
 	PeakFLOPSFP8 float64
+	// PeakFLOPSFP4 is the peak dense FP4 (NVFP4) tensor throughput,
+	// FLOP/s; 0 when the accelerator has no FP4 tensor cores (before
+	// Blackwell).
+	PeakFLOPSFP4 float64
 	// Link is the intra-node GPU-to-GPU link.
 	Link Link
 	// NIC is the inter-instance KV transfer path.
@@ -99,8 +103,8 @@ type Accelerator struct {
 
 // PeakFLOPS returns the peak dense tensor throughput for computing in dtype:
 // bfloat16/bf16 and float16/fp16/half use the BF16 rate, fp8 variants the
-// FP8 rate. It fails for other dtypes and for fp8 on parts without FP8
-// tensor cores.
+// FP8 rate, fp4/nvfp4 the FP4 rate. It fails for other dtypes and for a
+// format the part has no tensor cores for.
 func (a Accelerator) PeakFLOPS(dtype string) (float64, error) {
 	d := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(dtype)), "torch.")
 	switch {
@@ -111,8 +115,13 @@ func (a Accelerator) PeakFLOPS(dtype string) (float64, error) {
 			return 0, fmt.Errorf("accelerator %s has no FP8 tensor cores", a.Name)
 		}
 		return a.PeakFLOPSFP8, nil
+	case d == "fp4" || d == "nvfp4":
+		if a.PeakFLOPSFP4 <= 0 {
+			return 0, fmt.Errorf("accelerator %s has no FP4 tensor cores", a.Name)
+		}
+		return a.PeakFLOPSFP4, nil
 	}
-	return 0, fmt.Errorf("accelerator %s: no peak FLOP/s for dtype %q (want bfloat16, float16 or fp8)", a.Name, dtype)
+	return 0, fmt.Errorf("accelerator %s: no peak FLOP/s for dtype %q (want bfloat16, float16, fp8 or fp4)", a.Name, dtype)
 }
 
 // Catalog is an immutable set of accelerators. Its methods are safe for

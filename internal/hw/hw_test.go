@@ -310,7 +310,7 @@ func TestPeakFLOPS(t *testing.T) {
 		{h100, "fp8_e4m3", 1979e12, ""},
 		{a100, "bf16", 312e12, ""},
 		{a100, "fp8", 0, "accelerator A100 has no FP8 tensor cores"},
-		{h100, "float32", 0, `accelerator H100: no peak FLOP/s for dtype "float32" (want bfloat16, float16 or fp8)`},
+		{h100, "float32", 0, `accelerator H100: no peak FLOP/s for dtype "float32" (want bfloat16, float16, fp8 or fp4)`},
 	}
 	for _, tt := range tests {
 		got, err := tt.acc.PeakFLOPS(tt.dtype)
@@ -370,5 +370,30 @@ func TestLinkP2P(t *testing.T) {
 	a, _ := c.Lookup("RTXPRO6000")
 	if !a.Link.P2P || a.Link.Bandwidth != 63e9 {
 		t.Fatalf("override: %+v", a.Link)
+	}
+}
+
+// TestPeakFLOPSFP4 checks the FP4 peaks against the datasheet figures
+// (dense = half the sparse figure) and that only Blackwell parts have FP4
+// tensor cores.
+func TestPeakFLOPSFP4(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		fp4  float64
+	}{
+		{"RTXPRO6000", 2000e12}, {"B200", 9000e12},
+		{"H100", 0}, {"H200", 0}, {"A100", 0}, {"L40S", 0}, {"RTX4090", 0},
+	} {
+		a, err := Lookup(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := a.PeakFLOPS("nvfp4")
+		switch {
+		case c.fp4 == 0 && (err == nil || !strings.Contains(err.Error(), "no FP4 tensor cores")):
+			t.Errorf("%s: PeakFLOPS(nvfp4) = %g, %v; want a no-FP4 error", c.name, got, err)
+		case c.fp4 != 0 && (err != nil || got != c.fp4):
+			t.Errorf("%s: PeakFLOPS(nvfp4) = %g, %v; want %g", c.name, got, err, c.fp4)
+		}
 	}
 }

@@ -30,6 +30,7 @@ type rawAccel struct {
 	MemBWGBps  *float64 `yaml:"mem_bw_gbps"`
 	TFLOPSBF16 *float64 `yaml:"tflops_bf16"`
 	TFLOPSFP8  *float64 `yaml:"tflops_fp8"`
+	TFLOPSFP4  *float64 `yaml:"tflops_fp4"`
 	Link       *rawLink `yaml:"link"`
 	NIC        *rawNIC  `yaml:"nic"`
 	Node       *rawNode `yaml:"node"`
@@ -137,6 +138,7 @@ func overlay(base, over rawAccel) rawAccel {
 	setF(&out.MemBWGBps, over.MemBWGBps)
 	setF(&out.TFLOPSBF16, over.TFLOPSBF16)
 	setF(&out.TFLOPSFP8, over.TFLOPSFP8)
+	setF(&out.TFLOPSFP4, over.TFLOPSFP4)
 	if over.Link != nil {
 		l := rawLink{}
 		if out.Link != nil {
@@ -232,6 +234,11 @@ func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, erro
 	}
 	if r.TFLOPSFP8 != nil && *r.TFLOPSFP8 != 0 {
 		if a.PeakFLOPSFP8, err = positive("tflops_fp8", r.TFLOPSFP8, tera); err != nil {
+			return a, err
+		}
+	}
+	if r.TFLOPSFP4 != nil && *r.TFLOPSFP4 != 0 {
+		if a.PeakFLOPSFP4, err = positive("tflops_fp4", r.TFLOPSFP4, tera); err != nil {
 			return a, err
 		}
 	}

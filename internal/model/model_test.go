@@ -429,3 +429,34 @@ func TestRotaryCacheBytes(t *testing.T) {
 		t.Fatalf("RotaryCacheBytes(0) = %d", got)
 	}
 }
+
+// TestQuantizedWeightBytes checks the quantised weight size of
+// Llama-3.1-8B by hand: per layer q 4096x4096, k and v 4096x1024, o
+// 4096x4096 and MLP 3x4096x14336 = 218103808 linear parameters, 32 layers
+// = 6979321856; the other 1050939392 (two 128256x4096 tables and 65 norms
+// of 4096) stay bf16.
+func TestQuantizedWeightBytes(t *testing.T) {
+	c, err := Load(Builtin(), "meta-llama/Llama-3.1-8B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.LinearParamCount(); got != 6979321856 {
+		t.Errorf("LinearParamCount = %d, want 6979321856", got)
+	}
+	if got := c.ParamCount() - c.LinearParamCount(); got != 1050939392 {
+		t.Errorf("other params = %d, want 1050939392", got)
+	}
+	for _, tt := range []struct {
+		lin  float64
+		want int64
+	}{
+		{2, c.WeightBytes(2)},
+		{1, 2*1050939392 + 6979321856},
+		// awq int4 g128: 0.51953125 B per linear weight.
+		{0.51953125, 2*1050939392 + 3625975808},
+	} {
+		if got := c.QuantizedWeightBytes(2, tt.lin); got != tt.want {
+			t.Errorf("QuantizedWeightBytes(2, %g) = %d, want %d", tt.lin, got, tt.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -67,6 +68,37 @@ func (c *Config) WeightBytes(bytesPerParam int) int64 {
 		return 0
 	}
 	return c.ParamCount() * int64(bytesPerParam)
+}
+
+// LinearParamCount is the number of parameters in the weight matrices of
+// the transformer blocks' linear layers, the ones a quantised checkpoint
+// stores quantised: per layer the q, k, v and o projections and the MLP
+// (dense: gate, up and down; MoE: every routed and shared expert). Biases,
+// norms, the MoE router and shared-expert gate, embeddings and lm_head are
+// not counted: vLLM keeps them in the compute dtype.
+func (c *Config) LinearParamCount() int64 {
+	h, d := c.HiddenSize, c.HeadDim
+	q, kv := c.NumHeads*d, c.NumKVHeads*d
+	attn := h*q + 2*h*kv + q*h
+	dense := 3 * h * c.IntermediateSize
+	moe := c.NumExperts*3*h*c.MoEIntermediateSize + c.NumSharedExperts*3*h*c.SharedExpertIntermediateSize
+	nMoE := int64(c.NumMoELayers())
+	return c.NumLayers*attn + nMoE*moe + (c.NumLayers-nMoE)*dense
+}
+
+// QuantizedWeightBytes is the size of all weights when the linear layers
+// (LinearParamCount) take linearBytes bytes each, scales included, and
+// every other parameter bytesPerParam: rounded up to whole bytes. It
+// equals WeightBytes(bytesPerParam) when linearBytes == bytesPerParam.
+func (c *Config) QuantizedWeightBytes(bytesPerParam int, linearBytes float64) int64 {
+	if bytesPerParam <= 0 || !(linearBytes > 0) {
+		return 0
+	}
+	if linearBytes == float64(bytesPerParam) {
+		return c.WeightBytes(bytesPerParam)
+	}
+	lin := c.LinearParamCount()
+	return (c.ParamCount()-lin)*int64(bytesPerParam) + int64(math.Ceil(float64(lin)*linearBytes))
 }
 
 // RotaryCacheBytes is the size of the rotary-embedding cos/sin cache vLLM

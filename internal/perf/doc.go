@@ -95,6 +95,11 @@
 //     overlaps the host time under async scheduling.
 //   - WithOverhead adds an optional fixed cost per step (0 by default).
 //
+// WithFormatScaling, when the scenario asks for it, sits below
+// WithCollectives: it scales a bundle's kernel time to a weight or
+// KV-cache format the bundle was not measured in, by the ratio of two
+// rooflines (docs/quantization.md).
+//
 // A decorator may set Batch.PadTokens on the caller's batch for the
 // duration of the inner call; it restores it before returning.
 package perf

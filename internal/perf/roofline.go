@@ -27,6 +27,16 @@ type RooflineModel struct {
 	// BytesPerElem is the size of one weight/activation/KV element (2 for
 	// bf16; 0 means 2).
 	BytesPerElem int
+	// WeightBytes is the size of one weight of the transformer blocks'
+	// linear layers (qkv_proj, o_proj, gate_up_proj, down_proj and the
+	// experts of moe) when they are quantised, scales and zero points
+	// included (fractional for group-wise formats; see package quant). 0
+	// means BytesPerElem. Embeddings, lm_head, norms and the MoE router
+	// stay at BytesPerElem, as vLLM keeps them.
+	WeightBytes float64
+	// KVBytesPerElem is the size of one KV-cache element (1 for an fp8
+	// cache); 0 means BytesPerElem.
+	KVBytesPerElem int
 	// QKNorm adds the per-head RMSNorm on queries and keys (Qwen3).
 	QKNorm bool
 	// TieEmbeddings reports that lm_head shares the embedding matrix. It does
@@ -40,6 +50,11 @@ type RooflineModel struct {
 type RooflineHW struct {
 	PeakFLOPS    float64 // dense tensor FLOP/s for the model's dtype
 	MemBandwidth float64 // device memory bytes/s
+	// QuantPeakFLOPS is the dense tensor FLOP/s of the quantised linear
+	// layers (the FP8 rate for fp8 W8A8, the FP4 rate for NVFP4 W4A4); 0
+	// means PeakFLOPS (unquantised, or weight-only formats that
+	// dequantise to the compute dtype).
+	QuantPeakFLOPS float64
 }
 
 // Efficiency holds the calibrated constants that turn the ideal roofline of
@@ -268,7 +283,7 @@ type Roofline struct {
 	heads, kvHeads, hd   float64
 	vocab                float64
 	qkvN                 float64 // qkv_proj output width
-	kvBytesPerTok        float64 // per layer, per rank: 2*kvHeads*hd*b
+	kvBytesPerTok        float64 // per layer, per rank: 2*kvHeads*hd*kvb
 	flopRate, memRate    float64 // effective FLOP/s and bytes/s
 	attnFlop, attnMem    float64
 	attnDecMem           float64
@@ -282,6 +297,12 @@ type Roofline struct {
 	scEmbed, scNorm, scFinalNorm, scQKNorm, scRotary, scAct float64
 
 	cache *opCache // op times by token or sequence count
+
+	// kvb is the size of one KV element. wb and qFlopRate are the bytes
+	// per weight and the effective FLOP/s of the quantised linear layers;
+	// quant is false when they equal b and flopRate.
+	kvb, wb, qFlopRate float64
+	quant              bool
 }
 
 // NewRoofline builds the roofline predictor of model m on accelerator acc at
@@ -316,6 +337,19 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 		return nil, fmt.Errorf("roofline: heads %d not divisible by tp %d", m.Heads, tp)
 	case !(acc.PeakFLOPS > 0) || !(acc.MemBandwidth > 0) || math.IsInf(acc.PeakFLOPS, 0) || math.IsInf(acc.MemBandwidth, 0):
 		return nil, fmt.Errorf("roofline: accelerator peak FLOP/s and bandwidth must be positive (got %g, %g)", acc.PeakFLOPS, acc.MemBandwidth)
+	case math.IsNaN(m.WeightBytes) || m.WeightBytes < 0 || m.WeightBytes > 8 || m.KVBytesPerElem < 0 || m.KVBytesPerElem > 8:
+		return nil, fmt.Errorf("roofline: bytes per quantised weight must be in [0, 8] and per KV element in [0, 8] (got %g, %d)", m.WeightBytes, m.KVBytesPerElem)
+	case math.IsNaN(acc.QuantPeakFLOPS) || acc.QuantPeakFLOPS < 0 || math.IsInf(acc.QuantPeakFLOPS, 0):
+		return nil, fmt.Errorf("roofline: quantised GEMM peak FLOP/s must be finite and >= 0 (got %g)", acc.QuantPeakFLOPS)
+	}
+	if m.WeightBytes == 0 {
+		m.WeightBytes = float64(m.BytesPerElem)
+	}
+	if m.KVBytesPerElem == 0 {
+		m.KVBytesPerElem = m.BytesPerElem
+	}
+	if acc.QuantPeakFLOPS == 0 {
+		acc.QuantPeakFLOPS = acc.PeakFLOPS
 	}
 	if err := eff.Validate(); err != nil {
 		return nil, fmt.Errorf("roofline: %w", err)
@@ -333,10 +367,13 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	r.hd = float64(m.HeadDim)
 	r.vocab = float64(m.Vocab) / t
 	r.qkvN = (r.heads + 2*r.kvHeads) * r.hd
-	r.kvBytesPerTok = 2 * r.kvHeads * r.hd * r.b
+	r.kvb = float64(m.KVBytesPerElem)
+	r.kvBytesPerTok = 2 * r.kvHeads * r.hd * r.kvb
 	r.gqa = r.heads / r.kvHeads
 	r.flopRate = acc.PeakFLOPS * e.Compute
 	r.memRate = acc.MemBandwidth * e.Memory
+	r.wb, r.qFlopRate = m.WeightBytes, acc.QuantPeakFLOPS*e.Compute
+	r.quant = r.wb != r.b || r.qFlopRate != r.flopRate
 	r.cacheRate = r.memRate * e.CacheSpeed
 	r.attnFlop = acc.PeakFLOPS * e.AttnCompute
 	r.attnMem = acc.MemBandwidth * e.AttnMemory
@@ -452,13 +489,13 @@ func (r *Roofline) OpNs(op string, b *Batch) float64 {
 		// SiLU(gate)*up: read both halves, write one.
 		return r.elementwise(T, 3*T*r.inter*bb, r.scAct)
 	case OpQKVProj:
-		return r.gemm(T, h, r.qkvN)
+		return r.linear(T, h, r.qkvN)
 	case OpOProj:
-		return r.gemm(T, r.heads*r.hd, h)
+		return r.linear(T, r.heads*r.hd, h)
 	case OpGateUpProj:
-		return r.gemm(T, h, 2*r.inter)
+		return r.linear(T, h, 2*r.inter)
 	case OpDownProj:
-		return r.gemm(T, r.inter, h)
+		return r.linear(T, r.inter, h)
 	case OpLMHead:
 		return r.gemm(S, h, r.vocab)
 	case OpSampler:
@@ -498,6 +535,50 @@ func (r *Roofline) gemm(M, K, N float64) float64 {
 	return r.eff.LaunchNs + softMax(flops/r.flopRate*1e9, bytes/r.memRate*1e9, r.invP)
 }
 
+// linear times a linear layer of a transformer block: a gemm whose
+// weights may be quantised (read at wb bytes each, at the quantised
+// format's tensor rate; activations and output stay in the compute dtype).
+func (r *Roofline) linear(M, K, N float64) float64 {
+	if !r.quant {
+		return r.gemm(M, K, N)
+	}
+	if M <= 0 {
+		return 0
+	}
+	flops := 2 * M * K * N
+	bytes := K*N*r.wb + (M*K+M*N)*r.b
+	return r.eff.LaunchNs + softMax(flops/r.qFlopRate*1e9, bytes/r.memRate*1e9, r.invP)
+}
+
+// WeightBytesRead is the bytes of weights one occurrence of op reads in a
+// step of T tokens on one tensor-parallel rank (an MoE block reads its
+// activated experts, shared experts and router): the weight part of the
+// traffic the roofline charges. Ops without weights, and T <= 0, read 0.
+func (r *Roofline) WeightBytesRead(op string, T int) float64 {
+	if T <= 0 {
+		return 0
+	}
+	h := r.h
+	switch op {
+	case OpEmbedding:
+		return float64(T) * h * r.b // rows gathered
+	case OpQKVProj:
+		return h * r.qkvN * r.wb
+	case OpOProj:
+		return r.heads * r.hd * h * r.wb
+	case OpGateUpProj:
+		return h * 2 * r.inter * r.wb
+	case OpDownProj:
+		return r.inter * h * r.wb
+	case OpLMHead:
+		return h * r.vocab * r.b
+	case OpMoE:
+		ae := float64(ActivatedExperts(T, r.experts, r.expertsTopK))
+		return (ae*3*h*r.moeInter+3*h*r.sharedInter)*r.wb + h*float64(r.experts)*r.b
+	}
+	return 0
+}
+
 // elementwise times a memory-bound kernel moving bytes; the part of the
 // traffic that fits the cache runs at the cache speed.
 func (r *Roofline) elementwise(T, bytes, scale float64) float64 {
@@ -523,5 +604,13 @@ func (r *Roofline) moe(T float64) float64 {
 	flops := 2*T*r.h*float64(r.experts) + 2*T*k*r.h*3*r.moeInter + 2*T*r.h*3*r.sharedInter
 	bytes := (ae*3*r.h*r.moeInter + 3*r.h*r.sharedInter + r.h*float64(r.experts) +
 		2*T*k*r.h + T*k*3*r.moeInter) * r.b
+	if r.quant {
+		// experts (routed and shared) quantised; router and activations not.
+		rflops := 2 * T * r.h * float64(r.experts)
+		w := (ae*3*r.h*r.moeInter + 3*r.h*r.sharedInter) * r.wb
+		bytes = w + (r.h*float64(r.experts)+2*T*k*r.h+T*k*3*r.moeInter)*r.b
+		tc := rflops/r.flopRate + (flops-rflops)/r.qFlopRate
+		return 4*r.eff.LaunchNs + softMax(tc*1e9, bytes/r.memRate*1e9, r.invP)
+	}
 	return 4*r.eff.LaunchNs + softMax(flops/r.flopRate*1e9, bytes/r.memRate*1e9, r.invP)
 }

@@ -80,7 +80,7 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, kvSum float64) float64 {
 	// its KV once, every query head of a prefill or mixed step reads it
 	// again).
 	var np, lp, nd, ld, uniq, req, extra, empty float64
-	kvHeadBytes := r.hd * 2 * r.b // one token of one KV head
+	kvHeadBytes := r.hd * 2 * r.kvb // one token of one KV head
 	if pc > 0 {
 		q, hist := pc/ps, kp/ps
 		m := math.Ceil(q / r.tileQ)

@@ -20,7 +20,7 @@ const module = "github.com/servesim/servesim/"
 // strictly lower rank. docs/architecture.md shows the same map.
 var layers = map[string]int{
 	"internal/assets": 0, "internal/nearest": 0, "internal/des": 0, "internal/kv": 0,
-	"internal/link": 0, "internal/metrics": 0, "internal/perf": 0, "internal/workpool": 0,
+	"internal/link": 0, "internal/metrics": 0, "internal/perf": 0, "internal/workpool": 0, "internal/quant": 0,
 	"internal/hw": 1, "internal/model": 1, "internal/workload": 1, "internal/moe": 1,
 	"internal/engine": 2, "internal/calibrate": 2, "internal/config": 2, "internal/report": 2,
 	"internal/cluster":  3,

@@ -1,0 +1,182 @@
+package perf
+
+import (
+	"math"
+	"testing"
+)
+
+// TestRooflineQuantOpsByHand checks quantised linear layers and an fp8 KV
+// cache against hand computations on tinyModel (see TestRooflineOpsByHand
+// for the unquantised figures: sharpness 1 sums compute and memory time).
+func TestRooflineQuantOpsByHand(t *testing.T) {
+	fp8 := tinyModel
+	fp8.WeightBytes = 1
+	fp8HW := tinyHW
+	fp8HW.QuantPeakFLOPS = 2e14 // twice the bf16 rate
+	awq := tinyModel
+	awq.WeightBytes = 0.5 + 2.5/128 // 4-bit values, fp16 scale and 4-bit zero per 128
+	kv8 := tinyModel
+	kv8.KVBytesPerElem = 1
+	prefill := Batch{PrefillTokens: 100, PrefillSeqs: 1}
+	for _, c := range []struct {
+		name string
+		m    RooflineModel
+		hw   RooflineHW
+		op   string
+		b    Batch
+		want float64 // ns
+	}{
+		// qkv_proj, 100 tokens, N = 1536. fp8 W8A8: FLOPs 314572800 at
+		// 2e14*0.5 -> 3145.728; bytes 1024*1536*1 + (100*1024+100*1536)*2 =
+		// 2084864 at 5e11 -> 4169.728.
+		{"qkv fp8", fp8, fp8HW, OpQKVProj, prefill, 1000 + 3145.728 + 4169.728},
+		// awq int4 weight-only: FLOPs at the bf16 rate 5e13 -> 6291.456 (as
+		// unquantised); bytes 1572864*0.51953125 + 512000 = 1329152 -> 2658.304.
+		{"qkv awq", awq, tinyHW, OpQKVProj, prefill, 1000 + 6291.456 + 2658.304},
+		// lm_head stays in bf16 at the bf16 rate: the unquantised figure.
+		{"lm_head fp8", fp8, fp8HW, OpLMHead, Batch{PrefillTokens: 50, PrefillSeqs: 1, NumDecode: 2, DecodeKVSum: 20}, 1000 + 3932.16 + 131468.288},
+		// embedding: 2*100*1024*2 bytes gathered and written, unquantised:
+		// 409600 B at 5e11 -> 819.2.
+		{"embedding fp8", fp8, fp8HW, OpEmbedding, prefill, 1000 + 819.2},
+		// Pure decode attention with an fp8 cache: compute as in bf16
+		// (6042.88); memory 4000 tokens x 512 B of KV + 4 x (2*8*128*2 +
+		// 512) B of q/o/new KV = 2066432 B at 5e11 -> 4132.864.
+		{"decode kv fp8", kv8, tinyHW, OpAttention, Batch{NumDecode: 4, DecodeKVSum: 4000, DecodeKVMax: 1000, DecodeKVMin: 1000}, 2000 + 6042.88 + 4132.864},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := NewRoofline(c.m, c.hw, tinyEff, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nearNs(t, c.op, r.OpNs(c.op, &c.b), c.want)
+		})
+	}
+}
+
+// llama8B is Llama-3.1-8B's shape (HuggingFace config.json).
+var llama8B = RooflineModel{Layers: 32, Hidden: 4096, Intermediate: 14336, Heads: 32, KVHeads: 8,
+	HeadDim: 128, Vocab: 128256, BytesPerElem: 2}
+
+// TestRooflineFP8HalvesDecodeWeightBytes: FP8 weights on H100 halve the
+// weight bytes a decode step reads in every transformer layer, while the
+// embedding rows and lm_head stay bf16. Hand computation for Llama-3.1-8B
+// at tp 1, per layer in bf16: qkv 4096*6144*2 = 50331648, o 4096*4096*2 =
+// 33554432, gate_up 4096*28672*2 = 234881024, down 14336*4096*2 =
+// 117440512: 436207616 B; in fp8 218103808 B. lm_head 4096*128256*2 =
+// 1050673152 B, embedding 8 rows of 4096*2 for 8 decodes = 65536 B.
+func TestRooflineFP8HalvesDecodeWeightBytes(t *testing.T) {
+	h100 := RooflineHW{PeakFLOPS: 989.5e12, MemBandwidth: 3350e9}
+	fp8HW := h100
+	fp8HW.QuantPeakFLOPS = 1979e12
+	fp8 := llama8B
+	fp8.WeightBytes = 1
+	bf, err := NewRoofline(llama8B, h100, DefaultEfficiency, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := NewRoofline(fp8, fp8HW, DefaultEfficiency, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const T = 8 // decoding sequences
+	perLayer := func(r *Roofline) float64 {
+		return r.WeightBytesRead(OpQKVProj, T) + r.WeightBytesRead(OpOProj, T) +
+			r.WeightBytesRead(OpGateUpProj, T) + r.WeightBytesRead(OpDownProj, T)
+	}
+	if got := perLayer(bf); got != 436207616 {
+		t.Errorf("bf16 weight bytes per layer = %.0f, want 436207616", got)
+	}
+	if got := perLayer(q); got != 218103808 {
+		t.Errorf("fp8 weight bytes per layer = %.0f, want 218103808 (half)", got)
+	}
+	for _, op := range []string{OpQKVProj, OpOProj, OpGateUpProj, OpDownProj} {
+		if a, b := bf.WeightBytesRead(op, T), q.WeightBytesRead(op, T); a != 2*b {
+			t.Errorf("%s: bf16 %.0f B, fp8 %.0f B: want exactly half", op, a, b)
+		}
+	}
+	for op, want := range map[string]float64{OpLMHead: 1050673152, OpEmbedding: 65536} {
+		if a, b := bf.WeightBytesRead(op, T), q.WeightBytesRead(op, T); a != want || b != want {
+			t.Errorf("%s: bf16 %.0f B, fp8 %.0f B; want both %.0f (kept in bf16)", op, a, b, want)
+		}
+	}
+	// The whole step: 32 layers + lm_head + embedding.
+	step := func(r *Roofline) float64 {
+		var s float64
+		for _, u := range r.Ops() {
+			s += u.Count * r.WeightBytesRead(u.Op, T)
+		}
+		return s
+	}
+	if got, want := step(q), 32*218103808.0+1050673152+65536; got != want {
+		t.Errorf("fp8 step weight bytes %.0f, want %.0f", got, want)
+	}
+	// And the time follows: a decode step's linear layers are memory-bound,
+	// so their time drops by nearly half (launch costs and activations
+	// do not shrink).
+	b := Batch{NumDecode: T, DecodeKVSum: T * 1000, DecodeKVMax: 1000, DecodeKVMin: 1000}
+	for _, op := range []string{OpGateUpProj, OpDownProj} {
+		ratio := q.OpNs(op, &b) / bf.OpNs(op, &b)
+		if ratio < 0.5 || ratio > 0.55 {
+			t.Errorf("%s decode time fp8/bf16 = %.3f, want in [0.5, 0.55]", op, ratio)
+		}
+	}
+}
+
+// TestRooflineInt4KeepsGEMMRate: weight-only int4 reads about a quarter
+// of the bf16 weight bytes but runs its GEMMs at the bf16 rate, so a large
+// compute-bound prefill costs what it costs in bf16, unlike fp8 W8A8.
+func TestRooflineInt4KeepsGEMMRate(t *testing.T) {
+	h100 := RooflineHW{PeakFLOPS: 989.5e12, MemBandwidth: 3350e9}
+	int4 := llama8B
+	int4.WeightBytes = 0.5 + 2.5/128
+	fp8HW := h100
+	fp8HW.QuantPeakFLOPS = 1979e12
+	fp8 := llama8B
+	fp8.WeightBytes = 1
+	hard := DefaultEfficiency
+	hard.Sharpness = 1000 // the textbook max(compute, memory)
+	mk := func(m RooflineModel, hw RooflineHW) *Roofline {
+		r, err := NewRoofline(m, hw, hard, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	bf, i4, f8 := mk(llama8B, h100), mk(int4, h100), mk(fp8, fp8HW)
+	if r := i4.WeightBytesRead(OpGateUpProj, 1) / bf.WeightBytesRead(OpGateUpProj, 1); math.Abs(r-0.51953125/2) > 1e-12 {
+		t.Errorf("int4/bf16 weight bytes = %v, want 0.259765625", r)
+	}
+	big := Batch{PrefillTokens: 8192, PrefillSeqs: 1}
+	// compute time 2*8192*4096*28672 / (989.5e12*0.8) ns dominates.
+	tc := 2 * 8192 * 4096 * 28672.0 / (989.5e12 * 0.8) * 1e9
+	for _, c := range []struct {
+		name string
+		r    *Roofline
+		want float64
+	}{{"bf16", bf, tc}, {"int4", i4, tc}, {"fp8", f8, tc / 2}} {
+		got := c.r.OpNs(OpGateUpProj, &big) - DefaultEfficiency.LaunchNs
+		if math.Abs(got-c.want)/c.want > 0.01 {
+			t.Errorf("%s gate_up at 8192 tokens = %.0f ns, want %.0f (compute-bound)", c.name, got, c.want)
+		}
+	}
+	dec := Batch{NumDecode: 1, DecodeKVSum: 100, DecodeKVMax: 100, DecodeKVMin: 100}
+	if a, b := i4.OpNs(OpGateUpProj, &dec), bf.OpNs(OpGateUpProj, &dec); a >= 0.3*b {
+		t.Errorf("int4 decode gate_up %.0f ns vs bf16 %.0f: want under 0.3x (bytes-bound)", a, b)
+	}
+}
+
+// TestRooflineQuantOffIsIdentical: WeightBytes and KVBytesPerElem equal to
+// BytesPerElem, and no quantised peak, give the unquantised predictor bit
+// for bit.
+func TestRooflineQuantOffIsIdentical(t *testing.T) {
+	same := llama8B
+	same.WeightBytes, same.KVBytesPerElem = 2, 2
+	hw := RooflineHW{PeakFLOPS: 989.5e12, MemBandwidth: 3350e9}
+	a, _ := NewRoofline(llama8B, hw, DefaultEfficiency, 2)
+	b, _ := NewRoofline(same, hw, DefaultEfficiency, 2)
+	for _, batch := range []Batch{{PrefillTokens: 777, PrefillKV: 300, PrefillSeqs: 2, NumDecode: 30, DecodeKVSum: 30000, DecodeKVMax: 2000, DecodeKVMin: 10}, {NumDecode: 3, DecodeKVSum: 30, DecodeKVMax: 10, DecodeKVMin: 10}} {
+		if x, y := a.StepTime(&batch), b.StepTime(&batch); x != y {
+			t.Errorf("%+v: %d vs %d ns", batch, x, y)
+		}
+	}
+}
