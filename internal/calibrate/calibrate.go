@@ -66,6 +66,28 @@ func (r *Report) String() string {
 	return b.String()
 }
 
+// predictOp is the roofline's time of the measured point p: OpNs on the
+// step the point was measured on, or, for MoE table rows, the MoE block at
+// the row's tokens and activated experts (moe.csv) or the per-module part a
+// v0 profile timed (OpExpertGateUp, OpExpertDown, OpRouter).
+func predictOp(r *perf.Roofline, p *perf.Point) float64 {
+	if p.Category == perf.CategoryMoE {
+		switch p.Op {
+		case perf.OpMoE:
+			return r.MoENs(p.X, p.N)
+		case OpExpertGateUp:
+			return r.ExpertNs(perf.OpGateUpProj, p.X)
+		case OpExpertDown:
+			return r.ExpertNs(perf.OpDownProj, p.X)
+		case OpRouter:
+			return r.ExpertNs("router", p.X)
+		}
+		return 0
+	}
+	b := p.Batch()
+	return r.OpNs(p.Op, &b)
+}
+
 // Evaluate predicts every point with r and summarises the errors.
 func Evaluate(r *perf.Roofline, pts []perf.Point) *Report {
 	return report(relErrors(r, pts, nil, nil))
@@ -81,8 +103,7 @@ func relErrors(r *perf.Roofline, pts []perf.Point, byTable, byOp map[string][]fl
 		if !(p.Ns > 0) {
 			continue
 		}
-		b := p.Batch()
-		e := r.OpNs(p.Op, &b)/p.Ns - 1
+		e := predictOp(r, p)/p.Ns - 1
 		byTable[p.Category] = append(byTable[p.Category], e)
 		byOp[p.Op] = append(byOp[p.Op], e)
 	}
@@ -219,7 +240,7 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 			}
 			s := sample{in: in, p: p}
 			switch p.Category {
-			case perf.CategoryDense, perf.CategoryPerSequence:
+			case perf.CategoryDense, perf.CategoryPerSequence, perf.CategoryMoE:
 				dense = append(dense, s)
 			case perf.CategoryAttention:
 				attn = append(attn, s)
@@ -455,7 +476,12 @@ func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPer
 		var c float64
 		for i := range samples {
 			s := &samples[i]
-			pred := rs[idx[i]].OpNs(s.p.Op, &batches[i])
+			var pred float64
+			if s.p.Category == perf.CategoryMoE {
+				pred = predictOp(rs[idx[i]], &s.p)
+			} else {
+				pred = rs[idx[i]].OpNs(s.p.Op, &batches[i])
+			}
 			if !(pred > 0) {
 				return math.Inf(1)
 			}
