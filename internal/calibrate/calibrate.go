@@ -85,6 +85,9 @@ func predictOp(r *perf.Roofline, p *perf.Point) float64 {
 		return 0
 	}
 	b := p.Batch()
+	if p.Category == CategoryV0Decode {
+		b = perf.Batch{NumDecode: p.N, DecodeKVSum: int64(p.N) * int64(p.KVD), DecodeKVMax: p.KVD, DecodeKVMin: p.KVD}
+	}
 	return r.OpNs(p.Op, &b)
 }
 
@@ -266,8 +269,9 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 				eff.OpScale[op] = 1
 			}
 		}
-		opt.progress(fmt.Sprintf("fitting %d dense and per-sequence rows (%d parameters)", len(dense), len(params)))
-		if eff, _, err = fitGroup(eff, params, dense); err != nil {
+		fitRows := subsample(dense, maxDenseRows)
+		opt.progress(fmt.Sprintf("fitting %d of %d dense, per-sequence and MoE rows (%d parameters)", len(fitRows), len(dense), len(params)))
+		if eff, _, err = fitGroup(eff, params, fitRows); err != nil {
 			return eff, nil, err
 		}
 	}
@@ -358,6 +362,12 @@ func fitAttention(eff perf.Efficiency, attn []sample, opt Options) (perf.Efficie
 	out, _, err := fitGroup(best, attnParams, subsample(attn, 6000))
 	return out, err
 }
+
+// maxDenseRows caps the dense rows one fit evaluates: per-layer profiles
+// with every token count from 1 to 2048 hold ~100k rows, whose evenly spaced
+// subsample (every op, the whole token range) fits the same parameters in a
+// tenth of the time. The report still covers every row.
+const maxDenseRows = 8000
 
 // robustScale is the log error (about 10 %) beyond which the fit's loss
 // grows linearly rather than quadratically.
@@ -509,4 +519,25 @@ func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPer
 		best, bestCost = x, c
 	}
 	return decode(best), bestCost, nil
+}
+
+// TableString renders the per-table part of the report: one line per table
+// (dense, attention, per_sequence, moe) in that order, "-" for tables the
+// bundle does not have.
+func (r *Report) TableString() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-13s %7s %8s %8s %8s\n", "table", "rows", "median", "p90", "bias")
+	cats := []string{perf.CategoryDense, perf.CategoryAttention, perf.CategoryPerSequence, perf.CategoryMoE}
+	if _, ok := r.Tables[CategoryV0Decode]; ok {
+		cats = append(cats, CategoryV0Decode)
+	}
+	for _, k := range cats {
+		s, ok := r.Tables[k]
+		if !ok {
+			fmt.Fprintf(&b, "  %-13s %7s %8s %8s %8s\n", k, "-", "-", "-", "-")
+			continue
+		}
+		fmt.Fprintf(&b, "  %-13s %7d %7.1f%% %7.1f%% %+7.1f%%\n", k, s.Count, 100*s.Median, 100*s.P90, 100*s.Bias)
+	}
+	return b.String()
 }
