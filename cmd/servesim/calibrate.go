@@ -19,11 +19,11 @@ import (
 
 func newCalibrateCmd() *cobra.Command {
 	var (
-		bundles         []string
-		out, check, cal string
-		use             string
-		tp              int
-		noLeaveOneOut   bool
+		bundles            []string
+		out, check, cal    string
+		use                string
+		tp                 int
+		noLeaveOneOut, ops bool
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --check BUNDLE [--calibration FILE]",
@@ -55,7 +55,7 @@ the bundle's own (with the bundle's accelerator specs).`,
 				if len(bundles) > 0 {
 					return usageError{fmt.Errorf("give --check BUNDLE or --profiles BUNDLE, not both")}
 				}
-				return runCheck(cmd.OutOrStdout(), check, cal, use, tp, cmd.Flags().Changed("tp"))
+				return runCheck(cmd.OutOrStdout(), check, cal, use, tp, cmd.Flags().Changed("tp"), ops)
 			}
 			if len(bundles) == 0 {
 				return usageError{fmt.Errorf("--profiles BUNDLE (or --check BUNDLE) is required")}
@@ -123,6 +123,7 @@ the bundle's own (with the bundle's accelerator specs).`,
 	cmd.Flags().StringVar(&check, "check", "", "check a calibration on this bundle's tables instead of fitting")
 	cmd.Flags().StringVar(&cal, "calibration", "", "with --check: calibration YAML to check (default: the embedded calibration)")
 	cmd.Flags().StringVar(&use, "use", "", "with --check: check accelerator NAME's calibration (default: the bundle's accelerator)")
+	cmd.Flags().BoolVar(&ops, "ops", false, "with --check: also print the error of every table and op")
 	cmd.Flags().BoolVar(&noLeaveOneOut, "no-leave-one-out", false, "skip the leave-one-out fits (one extra fit per bundle)")
 	return cmd
 }
@@ -156,7 +157,7 @@ func loadTables(ref string, tp int, tpSet bool) (*calibrate.Tables, error) {
 }
 
 // runCheck prints a calibration's accuracy on one bundle's tables.
-func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet bool) error {
+func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) error {
 	t, err := loadTables(ref, tp, tpSet)
 	if err != nil {
 		return err
@@ -204,6 +205,9 @@ func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet bool) error {
 		fmt.Fprintf(w, " [%s]", l)
 	}
 	fmt.Fprintf(w, "\nchecked on %s (%s, %s format)\n%s", t.Source, t.Accelerator, t.Format, rep.TableString())
+	if ops {
+		fmt.Fprint(w, rep.String())
+	}
 	return nil
 }
 

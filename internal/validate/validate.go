@@ -79,6 +79,13 @@ type Report struct {
 	KVBlocks          int `json:"kv_blocks"`
 	KVBlocksRecorded  int `json:"kv_blocks_recorded,omitempty"`
 	KVBlocksPredicted int `json:"kv_blocks_predicted"`
+	// ClientOffsetMs is the client-side time added to the simulated TTFT
+	// and E2E when the measured run is client-side (a vllm bench serve
+	// result); 0 for engine-side runs.
+	ClientOffsetMs float64 `json:"client_offset_ms,omitempty"`
+	// Failed counts measured requests the client recorded as failed; they
+	// are left out of both sides.
+	Failed int `json:"failed,omitempty"`
 }
 
 // meta is the part of meta.json validation reads.
@@ -401,7 +408,14 @@ func Run(o Options) (*Report, error) {
 		return nil, err
 	}
 	s.Workload.Trace = wname
-	built, err := assemble.Build(s, config.Source{})
+	return compare(s, config.Source{}, reqs, src, o.Name, o.RequestsCSV, 0)
+}
+
+// compare simulates scenario s on the measured requests' workload src and
+// compares the statistics. offsetMs is added to every simulated TTFT and
+// E2E: the client-side share of a client-measured run (see ReadBench).
+func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredRequest, src workload.Source, name, requestsCSV string, offsetMs float64) (*Report, error) {
+	built, err := assemble.Build(s, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +425,7 @@ func Run(o Options) (*Report, error) {
 		// Capacity is pinned to the recorded value; predict it anyway.
 		ps := *s
 		ps.Engine.NumGPUBlocks = 0
-		pb, err := assemble.Build(&ps, config.Source{})
+		pb, err := assemble.Build(&ps, cs)
 		if err != nil {
 			return nil, fmt.Errorf("predicting the KV capacity: %w", err)
 		}
@@ -420,14 +434,14 @@ func Run(o Options) (*Report, error) {
 
 	var simTTFT, simTPOT, simE2E []float64
 	unfinished := 0
-	_, err = runner.Run(built, runner.Options{RequestsCSV: o.RequestsCSV, OnRecord: func(r *metrics.Record) {
+	_, err = runner.Run(built, runner.Options{RequestsCSV: requestsCSV, OnRecord: func(r *metrics.Record) {
 		if r.Outcome != metrics.Finished {
 			unfinished++
 			return
 		}
 		// Engine-side definitions, as vLLM's queued_ts: from pickup.
-		simTTFT = append(simTTFT, float64(r.FirstToken-r.Queued)/1e6)
-		simE2E = append(simE2E, float64(r.LastToken-r.Queued)/1e6)
+		simTTFT = append(simTTFT, float64(r.FirstToken-r.Queued)/1e6+offsetMs)
+		simE2E = append(simE2E, float64(r.LastToken-r.Queued)/1e6+offsetMs)
 		if r.Generated > 1 {
 			simTPOT = append(simTPOT, float64(r.LastToken-r.FirstToken)/float64(r.Generated-1)/1e6)
 		}
@@ -446,7 +460,7 @@ func Run(o Options) (*Report, error) {
 			mTPOT = append(mTPOT, t*1e3)
 		}
 	}
-	rep := &Report{Run: o.Name, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
+	rep := &Report{Run: name, ClientOffsetMs: offsetMs, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
 		KVBlocks: built.Instances[0].NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted}
 	for _, mm := range []struct {
 		name      string
@@ -479,6 +493,12 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct)
 	}
 	fmt.Fprintf(&b, "max |diff| %.2f %%\n", r.MaxAbsDiffPct)
+	if r.ClientOffsetMs != 0 {
+		fmt.Fprintf(&b, "client-side: %.2f ms added to every simulated TTFT and E2E (client-to-engine offset)\n", r.ClientOffsetMs)
+	}
+	if r.Failed > 0 {
+		fmt.Fprintf(&b, "%d measured requests failed on the client and are left out\n", r.Failed)
+	}
 	if r.KVBlocksRecorded > 0 {
 		d := float64(r.KVBlocksPredicted-r.KVBlocksRecorded) / float64(r.KVBlocksRecorded) * 100
 		fmt.Fprintf(&b, "KV blocks: %d recorded by vLLM (simulated), %d predicted by servesim (%+.2f %%)\n", r.KVBlocksRecorded, r.KVBlocksPredicted, d)
