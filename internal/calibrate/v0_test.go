@@ -147,3 +147,21 @@ func TestFallbackSkipsDerived(t *testing.T) {
 		t.Fatalf("label %q", en.Label())
 	}
 }
+
+// The embedded calibration lends only its vLLM-kernel entry; the
+// PyTorch-derived ones are its own accelerators' and labelled.
+func TestBuiltinLendsOnlyVLLMKernelCalibration(t *testing.T) {
+	f, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := f.Fallback(); !ok || got != "RTXPRO6000" {
+		t.Fatalf("Fallback = %q, %v; want RTXPRO6000", got, ok)
+	}
+	for _, name := range []string{"A6000", "RTX3090"} {
+		en, ok := f.Entry(name)
+		if !ok || en.Derived != DerivedPyTorch {
+			t.Fatalf("%s: entry %v, derived %q", name, ok, en.Derived)
+		}
+	}
+}
