@@ -107,7 +107,8 @@ the bundle's own (with the bundle's accelerator specs).`,
 				}
 				fmt.Fprintln(ew, "leave-one-out error (each bundle checked against a fit on the others):")
 				for i, r := range reps {
-					fmt.Fprintf(ew, "%s\n%s", tables[i].Source, r.TableString())
+					fmt.Fprintf(ew, "%s\n%s", tables[i].Source, r.Report.TableString())
+					fmt.Fprintf(ew, "  90%% band of the fit: %s; held-out steps inside: %.1f%% of %d\n", r.Band, 100*r.Covered, r.Steps)
 				}
 			}
 			if out == "" {

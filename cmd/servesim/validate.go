@@ -22,6 +22,7 @@ func newValidateCmd() *cobra.Command {
 		csvOut            string
 		predictor, calib  string
 		asJSON, invariant bool
+		errorBars         bool
 		overhead          float64
 		bench, scen       string
 		bmodel, bhw       string
@@ -50,7 +51,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 				}
 				rep, err := runBenchValidate(cmd, bench, benchOpts{config: scen, model: bmodel, hardware: bhw, tp: btp,
 					maxSeqs: bseqs, maxTokens: btoks, offsetMs: offsetMs, predictor: predictor, calibration: calib,
-					profiles: profiles, requestsCSV: csvOut, invariants: invariant})
+					profiles: profiles, requestsCSV: csvOut, invariants: invariant, errorBars: errorBars})
 				if err != nil {
 					return err
 				}
@@ -64,7 +65,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 				return badInput(err)
 			}
 			o := validate.Options{Measured: measured, Name: name, Workload: wl, Profiles: profiles, CheckInvariants: invariant, RequestsCSV: csvOut,
-				Predictor: predictor, Calibration: calib}
+				Predictor: predictor, Calibration: calib, ErrorBars: errorBars}
 			if cmd.Flags().Changed("step-overhead-us") {
 				o.StepOverheadUs = &overhead
 			}
@@ -83,6 +84,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 	fs.IntVar(&btp, "tp", 0, "with --bench: tensor-parallel degree of the server (overrides the scenario's)")
 	fs.IntVar(&bseqs, "max-num-seqs", 0, "with --bench: the server's max_num_seqs")
 	fs.IntVar(&btoks, "max-num-batched-tokens", 0, "with --bench: the server's max_num_batched_tokens")
+	fs.BoolVar(&errorBars, "error-bars", false, "add 90 % intervals from the step model's residuals on the accelerator's tables (two more simulations; needs --predictor roofline) and say whether each measured value lies inside")
 	fs.Float64Var(&offsetMs, "client-offset-ms", 0, "with --bench: client-side time inside each measured TTFT and E2E (HTTP, tokenisation, detokenisation), added to the simulated ones; see docs/validation.md")
 	fs.StringVar(&dir, "measured", "", "measured run directory (meta.json, requests.jsonl, llmservingsim-cluster.json), or builtin:NAME for an embedded one")
 	fs.StringVar(&wl, "workload", "", "the JSONL trace the run replayed (default: found by dataset_hash among the embedded workloads)")
@@ -147,7 +149,7 @@ type benchOpts struct {
 	offsetMs                float64
 	predictor, calibration  string
 	profiles, requestsCSV   string
-	invariants              bool
+	invariants, errorBars   bool
 }
 
 // runBenchValidate validates a vllm bench serve result file against the
@@ -213,7 +215,7 @@ func runBenchValidate(cmd *cobra.Command, file string, o benchOpts) (*validate.R
 	}
 	s.CheckInvariants = s.CheckInvariants || o.invariants
 	s.FillGroups()
-	rep, err := validate.RunBench(b, validate.BenchOptions{Scenario: s, Source: src, Name: file, File: abs, RequestsCSV: o.requestsCSV, ClientOffsetMs: o.offsetMs})
+	rep, err := validate.RunBench(b, validate.BenchOptions{Scenario: s, Source: src, Name: file, File: abs, RequestsCSV: o.requestsCSV, ClientOffsetMs: o.offsetMs, ErrorBars: o.errorBars})
 	if err != nil {
 		return nil, badInput(err)
 	}

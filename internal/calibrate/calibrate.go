@@ -526,7 +526,7 @@ func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPer
 // bundle does not have.
 func (r *Report) TableString() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  %-13s %7s %8s %8s %8s\n", "table", "rows", "median", "p90", "bias")
+	fmt.Fprintf(&b, "  %-19s %7s %8s %8s %8s\n", "table", "rows", "median", "p90", "bias")
 	cats := []string{perf.CategoryDense, perf.CategoryAttention, perf.CategoryPerSequence, perf.CategoryMoE}
 	if _, ok := r.Tables[CategoryV0Decode]; ok {
 		cats = append(cats, CategoryV0Decode)
@@ -534,10 +534,10 @@ func (r *Report) TableString() string {
 	for _, k := range cats {
 		s, ok := r.Tables[k]
 		if !ok {
-			fmt.Fprintf(&b, "  %-13s %7s %8s %8s %8s\n", k, "-", "-", "-", "-")
+			fmt.Fprintf(&b, "  %-19s %7s %8s %8s %8s\n", k, "-", "-", "-", "-")
 			continue
 		}
-		fmt.Fprintf(&b, "  %-13s %7d %7.1f%% %7.1f%% %+7.1f%%\n", k, s.Count, 100*s.Median, 100*s.P90, 100*s.Bias)
+		fmt.Fprintf(&b, "  %-19s %7d %7.1f%% %7.1f%% %+7.1f%%\n", k, s.Count, 100*s.Median, 100*s.P90, 100*s.Bias)
 	}
 	return b.String()
 }

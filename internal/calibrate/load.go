@@ -194,11 +194,16 @@ func FitTables(ts []*Tables, opt Options) (*Entry, *Report, error) {
 // LeaveOneOut fits on all tables but one and checks the fit on the one left
 // out, for each table in turn: the out-of-sample accuracy of a calibration
 // on a model (or degree) it was not fitted on. It needs two tables or more.
-func LeaveOneOut(ts []*Tables, opt Options) ([]*Report, error) {
+//
+// Each result also holds the coverage of the 90 % step-error band of the
+// fit (taken from its step residuals on the tables it was fitted on) on the
+// step residuals of the table left out: the share of held-out steps whose
+// error lies inside the band, against the nominal 90 %.
+func LeaveOneOut(ts []*Tables, opt Options) ([]LOOResult, error) {
 	if len(ts) < 2 {
 		return nil, errors.New("calibrate: leave-one-out needs two tables or more")
 	}
-	out := make([]*Report, len(ts))
+	out := make([]LOOResult, len(ts))
 	for i := range ts {
 		rest := make([]*Tables, 0, len(ts)-1)
 		rest = append(rest, ts[:i]...)
@@ -208,11 +213,38 @@ func LeaveOneOut(ts []*Tables, opt Options) ([]*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out[i], err = Check(en.Efficiency(), ts[i]); err != nil {
+		eff := en.Efficiency()
+		if out[i].Report, err = Check(eff, ts[i]); err != nil {
 			return nil, err
 		}
+		var train []float64
+		for _, t := range rest {
+			res, err := StepResiduals(eff, t)
+			if err != nil {
+				return nil, err
+			}
+			train = append(train, res...)
+		}
+		held, err := StepResiduals(eff, ts[i])
+		if err != nil {
+			return nil, err
+		}
+		if out[i].Band, err = NewBand(train, 0.9); err != nil {
+			return nil, err
+		}
+		out[i].Covered, out[i].Steps = out[i].Band.Inside(held), len(held)
 	}
 	return out, nil
+}
+
+// LOOResult is the check of one table against a fit on the others.
+type LOOResult struct {
+	Report *Report
+	// Band is the fit's 90 % step-error band on its own tables, Covered the
+	// share of the held-out table's Steps step residuals inside it.
+	Band    Band
+	Covered float64
+	Steps   int
 }
 
 // Check is the accuracy of efficiencies eff on tables t: the roofline of

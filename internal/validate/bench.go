@@ -131,6 +131,8 @@ type BenchOptions struct {
 	// E2E (HTTP, tokenisation, detokenisation): added to the simulated
 	// ones. See docs/validation.md.
 	ClientOffsetMs float64
+	// ErrorBars as in Options.
+	ErrorBars bool
 }
 
 // RunBench validates a bench serve result against the scenario's engine.
@@ -147,11 +149,12 @@ func RunBench(b *Bench, o BenchOptions) (*Report, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Name, err)
 	}
-	src, err := workload.MeasuredSource(b.Requests, nil)
+	newSrc := func() (workload.Source, error) { return workload.MeasuredSource(b.Requests, nil) }
+	band, err := errorBand(o.ErrorBars, &s)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := compare(&s, o.Source, b.Requests, src, o.Name, o.RequestsCSV, o.ClientOffsetMs)
+	rep, err := compare(&s, o.Source, b.Requests, newSrc, o.Name, o.RequestsCSV, o.ClientOffsetMs, band)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/metrics"
@@ -53,6 +54,9 @@ type Options struct {
 	CheckInvariants bool
 	// RequestsCSV, if set, receives the simulated per-request records.
 	RequestsCSV string
+	// ErrorBars adds 90 % intervals to the simulated statistics (two more
+	// simulations; see errorbars.go).
+	ErrorBars bool
 }
 
 // Row is one compared statistic.
@@ -62,6 +66,11 @@ type Row struct {
 	Measured  float64 `json:"measured"`
 	Simulated float64 `json:"simulated"`
 	DiffPct   float64 `json:"diff_pct"`
+	// Lo and Hi bound the simulated value's interval and Inside says
+	// whether the measured value lies in it (with error bars only).
+	Lo     *float64 `json:"lo,omitempty"`
+	Hi     *float64 `json:"hi,omitempty"`
+	Inside *bool    `json:"inside,omitempty"`
 }
 
 // Report is the outcome of a validation. Values are milliseconds.
@@ -83,6 +92,10 @@ type Report struct {
 	// and E2E when the measured run is client-side (a vllm bench serve
 	// result); 0 for engine-side runs.
 	ClientOffsetMs float64 `json:"client_offset_ms,omitempty"`
+	// Band is the step-error band the intervals come from and Coverage the
+	// share of measured statistics inside their interval (error bars only).
+	Band     string  `json:"band,omitempty"`
+	Coverage float64 `json:"coverage,omitempty"`
 	// Failed counts measured requests the client recorded as failed; they
 	// are left out of both sides.
 	Failed int `json:"failed,omitempty"`
@@ -403,18 +416,27 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := workload.MeasuredSource(reqs, ids)
-	if err != nil {
+	if _, err := workload.MeasuredSource(reqs, ids); err != nil {
 		return nil, err
 	}
 	s.Workload.Trace = wname
-	return compare(s, config.Source{}, reqs, src, o.Name, o.RequestsCSV, 0)
+	newSrc := func() (workload.Source, error) { return workload.MeasuredSource(reqs, ids) }
+	band, err := errorBand(o.ErrorBars, s)
+	if err != nil {
+		return nil, err
+	}
+	return compare(s, config.Source{}, reqs, newSrc, o.Name, o.RequestsCSV, 0, band)
 }
 
-// compare simulates scenario s on the measured requests' workload src and
-// compares the statistics. offsetMs is added to every simulated TTFT and
+// compare simulates scenario s on the measured requests' workload (a
+// fresh source from newSrc per run) and compares the statistics; with a
+// band it adds the intervals (addIntervals). offsetMs is added to every simulated TTFT and
 // E2E: the client-side share of a client-measured run (see ReadBench).
-func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredRequest, src workload.Source, name, requestsCSV string, offsetMs float64) (*Report, error) {
+func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredRequest, newSrc func() (workload.Source, error), name, requestsCSV string, offsetMs float64, band *calibrate.Band) (*Report, error) {
+	src, err := newSrc()
+	if err != nil {
+		return nil, err
+	}
 	built, err := assemble.Build(s, cs)
 	if err != nil {
 		return nil, err
@@ -479,6 +501,11 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 			rep.MaxAbsDiffPct = math.Max(rep.MaxAbsDiffPct, math.Abs(round3(d)))
 		}
 	}
+	if band != nil {
+		if err := addIntervals(rep, built, *band, newSrc, offsetMs); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
@@ -488,9 +515,21 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Validation of %s (%s on %s, %d requests)\n", r.Run, r.Model, r.Hardware, r.Requests)
-	fmt.Fprintf(&b, "%-6s %-5s %14s %14s %9s\n", "metric", "stat", "vLLM (ms)", "servesim (ms)", "diff %")
-	for _, row := range r.Stats {
-		fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct)
+	if r.Band == "" {
+		fmt.Fprintf(&b, "%-6s %-5s %14s %14s %9s\n", "metric", "stat", "vLLM (ms)", "servesim (ms)", "diff %")
+		for _, row := range r.Stats {
+			fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct)
+		}
+	} else {
+		fmt.Fprintf(&b, "%-6s %-5s %14s %14s %9s %25s %s\n", "metric", "stat", "vLLM (ms)", "servesim (ms)", "diff %", "90% interval (ms)", "inside")
+		for _, row := range r.Stats {
+			in := "no"
+			if row.Inside != nil && *row.Inside {
+				in = "yes"
+			}
+			fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f %12.2f .. %-9.2f %s\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct, deref(row.Lo), deref(row.Hi), in)
+		}
+		fmt.Fprintf(&b, "intervals from the %s; measured values inside: %.0f %%\n", r.Band, 100*r.Coverage)
 	}
 	fmt.Fprintf(&b, "max |diff| %.2f %%\n", r.MaxAbsDiffPct)
 	if r.ClientOffsetMs != 0 {
