@@ -14,6 +14,8 @@ import (
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/validate"
 	"github.com/spf13/cobra"
 )
 
@@ -24,6 +26,7 @@ func newCalibrateCmd() *cobra.Command {
 		use                string
 		tp                 int
 		noLeaveOneOut, ops bool
+		measuredRuns       []string
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --check BUNDLE [--calibration FILE]",
@@ -51,6 +54,12 @@ tables; --use NAME checks the calibration of accelerator NAME instead of
 the bundle's own (with the bundle's accelerator specs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(measuredRuns) > 0 {
+				if check != "" || len(bundles) > 0 {
+					return usageError{fmt.Errorf("--measured fits engine-side terms only; give it without --profiles and --check")}
+				}
+				return runMeasuredFit(cmd, measuredRuns)
+			}
 			if check != "" {
 				if len(bundles) > 0 {
 					return usageError{fmt.Errorf("give --check BUNDLE or --profiles BUNDLE, not both")}
@@ -124,6 +133,7 @@ the bundle's own (with the bundle's accelerator specs).`,
 	cmd.Flags().StringVar(&check, "check", "", "check a calibration on this bundle's tables instead of fitting")
 	cmd.Flags().StringVar(&cal, "calibration", "", "with --check: calibration YAML to check (default: the embedded calibration)")
 	cmd.Flags().StringVar(&use, "use", "", "with --check: check accelerator NAME's calibration (default: the bundle's accelerator)")
+	cmd.Flags().StringArrayVar(&measuredRuns, "measured", nil, "fit the engine-side host time per step to a measured run (a run directory, builtin:NAME, or a vllm bench serve result file run against the default scenario); repeat for leave-one-out")
 	cmd.Flags().BoolVar(&ops, "ops", false, "with --check: also print the error of every table and op")
 	cmd.Flags().BoolVar(&noLeaveOneOut, "no-leave-one-out", false, "skip the leave-one-out fits (one extra fit per bundle)")
 	return cmd
@@ -235,4 +245,53 @@ func openBundle(b string) (fs.FS, string, error) {
 		return nil, "", fmt.Errorf("--profiles %s: %w", b, err)
 	}
 	return os.DirFS(b), filepath.ToSlash(abs), nil
+}
+
+// runMeasuredFit fits the extra per-step host time to measured runs and
+// prints it with the leave-one-out error.
+func runMeasuredFit(cmd *cobra.Command, runs []string) error {
+	var ms []validate.MeasuredRun
+	for _, r := range runs {
+		if st, err := os.Stat(r); err == nil && !st.IsDir() {
+			f, err := os.Open(r)
+			if err != nil {
+				return badInput(fmt.Errorf("--measured: %w", err))
+			}
+			b, err := validate.ReadBench(f, r)
+			f.Close()
+			if err != nil {
+				return badInput(err)
+			}
+			abs, err := filepath.Abs(r)
+			if err != nil {
+				return badInput(fmt.Errorf("--measured: %w", err))
+			}
+			name := r
+			ms = append(ms, validate.MeasuredRun{Name: name, Validate: func(us float64) (*validate.Report, error) {
+				s, err := config.LoadDefault()
+				if err != nil {
+					return nil, err
+				}
+				if b.Model != "" {
+					s.Model = b.Model
+				}
+				s.Predictor.StepOverheadUs = us
+				return validate.RunBench(b, validate.BenchOptions{Scenario: s, Name: name, File: abs})
+			}})
+			continue
+		}
+		fsys, name, err := openMeasured(r)
+		if err != nil {
+			return badInput(err)
+		}
+		ms = append(ms, validate.MeasuredRun{Name: name, Validate: func(us float64) (*validate.Report, error) {
+			return validate.Run(validate.Options{Measured: fsys, Name: name, StepOverheadUs: &us})
+		}})
+	}
+	res, err := validate.FitOverhead(ms)
+	if err != nil {
+		return badInput(err)
+	}
+	_, err = fmt.Fprint(cmd.OutOrStdout(), res.String())
+	return err
 }
