@@ -257,10 +257,19 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 	eff.OpScale = nil
 	var err error
 	if len(dense) > 0 {
-		params := append([]param(nil), denseParams...)
 		seen := map[string]bool{}
 		for _, s := range dense {
 			seen[s.p.Op] = true
+		}
+		// The sampler's constants only move with sampler rows (v0 profiles
+		// have none): without them they keep their defaults instead of
+		// drifting where no row constrains them.
+		var params []param
+		for _, p := range denseParams {
+			if !seen[perf.OpSampler] && (p.name == "sampler" || p.name == "sampler_passes") {
+				continue
+			}
+			params = append(params, p)
 		}
 		eff.OpScale = map[string]float64{}
 		for _, op := range ScaledOps {
