@@ -30,7 +30,6 @@ type benchFile struct {
 	ITLs        [][]float64 `json:"itls"`
 	StartTimes  []float64   `json:"start_times"`
 	Errors      []string    `json:"errors"`
-	RequestRate any         `json:"request_rate"`
 }
 
 // Bench is a bench serve result read as measured requests: request i of the
