@@ -23,13 +23,13 @@ import (
 
 // benchFile is the part of a bench serve result ReadBench reads.
 type benchFile struct {
-	ModelID     string      `json:"model_id"`
-	InputLens   []int       `json:"input_lens"`
-	OutputLens  []int       `json:"output_lens"`
-	TTFTs       []float64   `json:"ttfts"`
-	ITLs        [][]float64 `json:"itls"`
-	StartTimes  []float64   `json:"start_times"`
-	Errors      []string    `json:"errors"`
+	ModelID    string      `json:"model_id"`
+	InputLens  []int       `json:"input_lens"`
+	OutputLens []int       `json:"output_lens"`
+	TTFTs      []float64   `json:"ttfts"`
+	ITLs       [][]float64 `json:"itls"`
+	StartTimes []float64   `json:"start_times"`
+	Errors     []string    `json:"errors"`
 }
 
 // Bench is a bench serve result read as measured requests: request i of the
