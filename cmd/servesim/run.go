@@ -31,6 +31,7 @@ type runFlags struct {
 	report      string
 	printConfig bool
 	quiet       bool
+	errorBars   bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -56,6 +57,7 @@ of the measured vLLM run (max_num_seqs 128, max_num_batched_tokens 2048).`,
 	fs.StringVar(&f.report, "report", "", "write a self-contained HTML report (summary, outcomes, latency CDFs, per-instance time series) to FILE")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the fully resolved scenario as YAML and exit")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress indicator")
+	fs.BoolVar(&f.errorBars, "error-bars", false, "add 90 % intervals (step-model residuals for the roofline, seed variance for synthetic workloads; costs extra simulations) after the summary, and errorbars.json with --out")
 	return cmd
 }
 
@@ -140,6 +142,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if _, err := io.WriteString(cmd.OutOrStdout(), res.String()); err != nil {
 		return err
+	}
+	if f.errorBars {
+		if err := printErrorBars(cmd.OutOrStdout(), s, src, &res, f.out); err != nil {
+			return err
+		}
 	}
 	if summaryPath != "" {
 		if err := writeJSON(summaryPath, res); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/config"
 
 	"github.com/servesim/servesim/internal/validate"
 	"github.com/spf13/cobra"
@@ -21,7 +22,12 @@ func newValidateCmd() *cobra.Command {
 		csvOut            string
 		predictor, calib  string
 		asJSON, invariant bool
+		errorBars         bool
 		overhead          float64
+		bench, scen       string
+		bmodel, bhw       string
+		btp, bseqs, btoks int
+		offsetMs          float64
 	)
 	cmd := &cobra.Command{
 		Use:   "validate --measured DIR",
@@ -39,15 +45,27 @@ builtin:NAME names an embedded measured run (servesim catalog lists them),
 e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if bench != "" {
+				if dir != "" {
+					return usageError{fmt.Errorf("give --measured DIR or --bench FILE, not both")}
+				}
+				rep, err := runBenchValidate(cmd, bench, benchOpts{config: scen, model: bmodel, hardware: bhw, tp: btp,
+					maxSeqs: bseqs, maxTokens: btoks, offsetMs: offsetMs, predictor: predictor, calibration: calib,
+					profiles: profiles, requestsCSV: csvOut, invariants: invariant, errorBars: errorBars})
+				if err != nil {
+					return err
+				}
+				return printReport(cmd, rep, asJSON)
+			}
 			if dir == "" {
-				return usageError{fmt.Errorf("--measured DIR is required")}
+				return usageError{fmt.Errorf("--measured DIR (or --bench FILE) is required")}
 			}
 			measured, name, err := openMeasured(dir)
 			if err != nil {
 				return badInput(err)
 			}
 			o := validate.Options{Measured: measured, Name: name, Workload: wl, Profiles: profiles, CheckInvariants: invariant, RequestsCSV: csvOut,
-				Predictor: predictor, Calibration: calib}
+				Predictor: predictor, Calibration: calib, ErrorBars: errorBars}
 			if cmd.Flags().Changed("step-overhead-us") {
 				o.StepOverheadUs = &overhead
 			}
@@ -55,16 +73,19 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 			if err != nil {
 				return badInput(err)
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), rep.String())
-			return err
+			return printReport(cmd, rep, asJSON)
 		},
 	}
 	fs := cmd.Flags()
+	fs.StringVar(&bench, "bench", "", "a vllm bench serve result (--save-result --save-detailed JSON) to validate instead of a run directory; engine settings from --config and the flags below")
+	fs.StringVarP(&scen, "config", "c", "", "with --bench: scenario YAML describing the measured server (default: the embedded default scenario)")
+	fs.StringVar(&bmodel, "model", "", "with --bench: model id org/name (default: the result's model_id, else the scenario's)")
+	fs.StringVar(&bhw, "hardware", "", "with --bench: accelerator name (overrides the scenario's)")
+	fs.IntVar(&btp, "tp", 0, "with --bench: tensor-parallel degree of the server (overrides the scenario's)")
+	fs.IntVar(&bseqs, "max-num-seqs", 0, "with --bench: the server's max_num_seqs")
+	fs.IntVar(&btoks, "max-num-batched-tokens", 0, "with --bench: the server's max_num_batched_tokens")
+	fs.BoolVar(&errorBars, "error-bars", false, "add 90 % intervals from the step model's residuals on the accelerator's tables (two more simulations; needs --predictor roofline) and say whether each measured value lies inside")
+	fs.Float64Var(&offsetMs, "client-offset-ms", 0, "with --bench: client-side time inside each measured TTFT and E2E (HTTP, tokenisation, detokenisation), added to the simulated ones; see docs/validation.md")
 	fs.StringVar(&dir, "measured", "", "measured run directory (meta.json, requests.jsonl, llmservingsim-cluster.json), or builtin:NAME for an embedded one")
 	fs.StringVar(&wl, "workload", "", "the JSONL trace the run replayed (default: found by dataset_hash among the embedded workloads)")
 	fs.StringVar(&profiles, "profiles", "", "root of profile bundles (default: the embedded bundles)")
@@ -110,4 +131,93 @@ func measuredRuns() []string {
 		}
 	}
 	return names
+}
+
+func printReport(cmd *cobra.Command, rep *validate.Report, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	_, err := fmt.Fprint(cmd.OutOrStdout(), rep.String())
+	return err
+}
+
+type benchOpts struct {
+	config, model, hardware string
+	tp, maxSeqs, maxTokens  int
+	offsetMs                float64
+	predictor, calibration  string
+	profiles, requestsCSV   string
+	invariants, errorBars   bool
+}
+
+// runBenchValidate validates a vllm bench serve result file against the
+// scenario the flags describe.
+func runBenchValidate(cmd *cobra.Command, file string, o benchOpts) (*validate.Report, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("--bench: %w", err))
+	}
+	b, err := validate.ReadBench(f, file)
+	f.Close()
+	if err != nil {
+		return nil, badInput(err)
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("--bench: %w", err))
+	}
+	var (
+		s   *config.Scenario
+		src config.Source
+	)
+	if o.config != "" {
+		if s, src, err = config.Load(o.config); err != nil {
+			return nil, badInput(err)
+		}
+	} else if s, err = config.LoadDefault(); err != nil {
+		return nil, err
+	}
+	set := cmd.Flags().Changed
+	switch {
+	case set("model"):
+		s.Model = o.model
+	case o.config == "" && b.Model != "":
+		s.Model = b.Model
+	}
+	if set("hardware") {
+		s.Hardware = o.hardware
+		for i := range s.Instances {
+			s.Instances[i].Hardware = o.hardware
+		}
+	}
+	if set("tp") {
+		for i := range s.Instances {
+			tp := o.tp
+			s.Instances[i].TP = &tp
+		}
+	}
+	if set("max-num-seqs") {
+		s.Engine.MaxNumSeqs = o.maxSeqs
+	}
+	if set("max-num-batched-tokens") {
+		s.Engine.MaxNumBatchedTokens = o.maxTokens
+	}
+	if set("predictor") {
+		s.Predictor.Kind = o.predictor
+	}
+	if o.calibration != "" {
+		s.Predictor.Calibration = o.calibration
+	}
+	if o.profiles != "" {
+		s.Predictor.Profiles = o.profiles
+	}
+	s.CheckInvariants = s.CheckInvariants || o.invariants
+	s.FillGroups()
+	rep, err := validate.RunBench(b, validate.BenchOptions{Scenario: s, Source: src, Name: file, File: abs, RequestsCSV: o.requestsCSV, ClientOffsetMs: o.offsetMs, ErrorBars: o.errorBars})
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return rep, nil
 }

@@ -108,8 +108,9 @@ func profile(s *config.Scenario, src config.Source, profiles fs.FS, m *model.Con
 
 // calibrationFor returns the roofline efficiencies of accelerator acc
 // from the scenario's calibration file (or the embedded one) and where
-// they come from. An uncalibrated accelerator borrows the first calibrated
-// accelerator's efficiencies (fractions of peak transfer better between
+// they come from. An uncalibrated accelerator borrows the first
+// accelerator calibrated on vLLM-kernel tables (calibrate.File.Fallback;
+// PyTorch-derived calibrations are never lent) (fractions of peak transfer better between
 // GPUs than generic defaults); the description says so.
 func calibrationFor(s *config.Scenario, src config.Source, acc hw.Accelerator) (perf.Efficiency, string, error) {
 	var file *calibrate.File
@@ -130,15 +131,19 @@ func calibrationFor(s *config.Scenario, src config.Source, acc hw.Accelerator) (
 	if err != nil {
 		return perf.Efficiency{}, "", fmt.Errorf("predictor.calibration: %w", err)
 	}
-	if eff, ok := file.Lookup(acc.Name); ok {
-		return eff, fmt.Sprintf("%s calibrated (%s)", acc.Name, name), nil
+	if en, ok := file.Entry(acc.Name); ok {
+		desc := fmt.Sprintf("%s calibrated (%s)", acc.Name, name)
+		if l := en.Label(); l != "" {
+			desc += "; " + l
+		}
+		return en.Efficiency(), desc, nil
 	}
-	names := file.Names()
-	if len(names) == 0 {
-		return perf.DefaultEfficiency, fmt.Sprintf("%s is not calibrated and %s has no accelerator: generic default efficiencies", acc.Name, name), nil
+	lender, ok := file.Fallback()
+	if !ok {
+		return perf.DefaultEfficiency, fmt.Sprintf("%s is not calibrated and %s has no vLLM-kernel calibration to borrow: generic default efficiencies", acc.Name, name), nil
 	}
-	eff, _ := file.Lookup(names[0])
-	return eff, fmt.Sprintf("%s is not calibrated: efficiencies borrowed from %s (%s); run servesim calibrate on a %s profile bundle", acc.Name, names[0], name, acc.Name), nil
+	eff, _ := file.Lookup(lender)
+	return eff, fmt.Sprintf("%s is not calibrated: efficiencies borrowed from %s (%s); run servesim calibrate on a %s profile bundle", acc.Name, lender, name, acc.Name), nil
 }
 
 // tpComm describes the tensor-parallel collectives of one instance.

@@ -66,6 +66,31 @@ func (r *Report) String() string {
 	return b.String()
 }
 
+// predictOp is the roofline's time of the measured point p: OpNs on the
+// step the point was measured on, or, for MoE table rows, the MoE block at
+// the row's tokens and activated experts (moe.csv) or the per-module part a
+// v0 profile timed (OpExpertGateUp, OpExpertDown, OpRouter).
+func predictOp(r *perf.Roofline, p *perf.Point) float64 {
+	if p.Category == perf.CategoryMoE {
+		switch p.Op {
+		case perf.OpMoE:
+			return r.MoENs(p.X, p.N)
+		case OpExpertGateUp:
+			return r.ExpertNs(perf.OpGateUpProj, p.X)
+		case OpExpertDown:
+			return r.ExpertNs(perf.OpDownProj, p.X)
+		case OpRouter:
+			return r.ExpertNs("router", p.X)
+		}
+		return 0
+	}
+	b := p.Batch()
+	if p.Category == CategoryV0Decode {
+		b = perf.Batch{NumDecode: p.N, DecodeKVSum: int64(p.N) * int64(p.KVD), DecodeKVMax: p.KVD, DecodeKVMin: p.KVD}
+	}
+	return r.OpNs(p.Op, &b)
+}
+
 // Evaluate predicts every point with r and summarises the errors.
 func Evaluate(r *perf.Roofline, pts []perf.Point) *Report {
 	return report(relErrors(r, pts, nil, nil))
@@ -81,8 +106,7 @@ func relErrors(r *perf.Roofline, pts []perf.Point, byTable, byOp map[string][]fl
 		if !(p.Ns > 0) {
 			continue
 		}
-		b := p.Batch()
-		e := r.OpNs(p.Op, &b)/p.Ns - 1
+		e := predictOp(r, p)/p.Ns - 1
 		byTable[p.Category] = append(byTable[p.Category], e)
 		byOp[p.Op] = append(byOp[p.Op], e)
 	}
@@ -219,7 +243,7 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 			}
 			s := sample{in: in, p: p}
 			switch p.Category {
-			case perf.CategoryDense, perf.CategoryPerSequence:
+			case perf.CategoryDense, perf.CategoryPerSequence, perf.CategoryMoE:
 				dense = append(dense, s)
 			case perf.CategoryAttention:
 				attn = append(attn, s)
@@ -233,10 +257,19 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 	eff.OpScale = nil
 	var err error
 	if len(dense) > 0 {
-		params := append([]param(nil), denseParams...)
 		seen := map[string]bool{}
 		for _, s := range dense {
 			seen[s.p.Op] = true
+		}
+		// The sampler's constants only move with sampler rows (v0 profiles
+		// have none): without them they keep their defaults instead of
+		// drifting where no row constrains them.
+		var params []param
+		for _, p := range denseParams {
+			if !seen[perf.OpSampler] && (p.name == "sampler" || p.name == "sampler_passes") {
+				continue
+			}
+			params = append(params, p)
 		}
 		eff.OpScale = map[string]float64{}
 		for _, op := range ScaledOps {
@@ -245,8 +278,9 @@ func Fit(inputs []Input, opt Options) (perf.Efficiency, *Report, error) {
 				eff.OpScale[op] = 1
 			}
 		}
-		opt.progress(fmt.Sprintf("fitting %d dense and per-sequence rows (%d parameters)", len(dense), len(params)))
-		if eff, _, err = fitGroup(eff, params, dense); err != nil {
+		fitRows := subsample(dense, maxDenseRows)
+		opt.progress(fmt.Sprintf("fitting %d of %d dense, per-sequence and MoE rows (%d parameters)", len(fitRows), len(dense), len(params)))
+		if eff, _, err = fitGroup(eff, params, fitRows); err != nil {
 			return eff, nil, err
 		}
 	}
@@ -337,6 +371,12 @@ func fitAttention(eff perf.Efficiency, attn []sample, opt Options) (perf.Efficie
 	out, _, err := fitGroup(best, attnParams, subsample(attn, 6000))
 	return out, err
 }
+
+// maxDenseRows caps the dense rows one fit evaluates: per-layer profiles
+// with every token count from 1 to 2048 hold ~100k rows, whose evenly spaced
+// subsample (every op, the whole token range) fits the same parameters in a
+// tenth of the time. The report still covers every row.
+const maxDenseRows = 8000
 
 // robustScale is the log error (about 10 %) beyond which the fit's loss
 // grows linearly rather than quadratically.
@@ -455,7 +495,12 @@ func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPer
 		var c float64
 		for i := range samples {
 			s := &samples[i]
-			pred := rs[idx[i]].OpNs(s.p.Op, &batches[i])
+			var pred float64
+			if s.p.Category == perf.CategoryMoE {
+				pred = predictOp(rs[idx[i]], &s.p)
+			} else {
+				pred = rs[idx[i]].OpNs(s.p.Op, &batches[i])
+			}
 			if !(pred > 0) {
 				return math.Inf(1)
 			}
@@ -483,4 +528,25 @@ func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPer
 		best, bestCost = x, c
 	}
 	return decode(best), bestCost, nil
+}
+
+// TableString renders the per-table part of the report: one line per table
+// (dense, attention, per_sequence, moe) in that order, "-" for tables the
+// bundle does not have.
+func (r *Report) TableString() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-19s %7s %8s %8s %8s\n", "table", "rows", "median", "p90", "bias")
+	cats := []string{perf.CategoryDense, perf.CategoryAttention, perf.CategoryPerSequence, perf.CategoryMoE}
+	if _, ok := r.Tables[CategoryV0Decode]; ok {
+		cats = append(cats, CategoryV0Decode)
+	}
+	for _, k := range cats {
+		s, ok := r.Tables[k]
+		if !ok {
+			fmt.Fprintf(&b, "  %-19s %7s %8s %8s %8s\n", k, "-", "-", "-", "-")
+			continue
+		}
+		fmt.Fprintf(&b, "  %-19s %7d %7.1f%% %7.1f%% %+7.1f%%\n", k, s.Count, 100*s.Median, 100*s.P90, 100*s.Bias)
+	}
+	return b.String()
 }

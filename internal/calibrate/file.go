@@ -28,6 +28,11 @@ type File struct {
 type Entry struct {
 	// Source names the profile bundle(s) the entry was fitted on.
 	Source string `yaml:"source,omitempty"`
+	// Derived labels a calibration fitted on tables that are not vLLM
+	// kernel timings: DerivedPyTorch for v0 profiles (HuggingFace modules
+	// in PyTorch eager mode). Such an entry is used for its own
+	// accelerator, labelled, and never lent to another (see Fallback).
+	Derived string `yaml:"derived,omitempty"`
 
 	ComputeEff    float64            `yaml:"compute_eff"`
 	MemoryEff     float64            `yaml:"memory_eff"`
@@ -180,6 +185,54 @@ func (f *File) Lookup(accelerator string) (perf.Efficiency, bool) {
 		}
 	}
 	return perf.Efficiency{}, false
+}
+
+// DerivedPyTorch is Entry.Derived of calibrations fitted on PyTorch eager
+// per-module profiles.
+const DerivedPyTorch = "pytorch-eager"
+
+// Label describes where an entry's efficiencies come from, for run
+// descriptions: "" for vLLM-kernel tables, else a warning naming the kind.
+func (en *Entry) Label() string {
+	if en == nil || en.Derived == "" {
+		return ""
+	}
+	if en.Derived == DerivedPyTorch {
+		return "PyTorch-derived: fitted on HuggingFace eager per-module timings, not vLLM kernels"
+	}
+	return "derived from " + en.Derived + " tables"
+}
+
+// Entry returns an accelerator's entry by catalog name (case-insensitive).
+func (f *File) Entry(accelerator string) (*Entry, bool) {
+	if f == nil {
+		return nil, false
+	}
+	if en, ok := f.Accelerators[accelerator]; ok && en != nil {
+		return en, true
+	}
+	for _, k := range f.Names() {
+		if en := f.Accelerators[k]; strings.EqualFold(k, accelerator) && en != nil {
+			return en, true
+		}
+	}
+	return nil, false
+}
+
+// Fallback names the entry an uncalibrated accelerator borrows: the first,
+// by name, fitted on vLLM-kernel tables (Derived empty). A PyTorch-derived
+// calibration never becomes another accelerator's default. ok is false
+// when no entry may be lent.
+func (f *File) Fallback() (string, bool) {
+	if f == nil {
+		return "", false
+	}
+	for _, k := range f.Names() {
+		if en := f.Accelerators[k]; en != nil && en.Derived == "" {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // Names lists the calibrated accelerators, sorted.

@@ -20,7 +20,7 @@ func mustDefault(t *testing.T) *Catalog {
 
 func TestEmbeddedCatalog(t *testing.T) {
 	c := mustDefault(t)
-	want := []string{"A100", "B200", "H100", "H200", "L40S", "RTX4090", "RTXPRO6000"}
+	want := []string{"A100", "A6000", "B200", "H100", "H200", "L40S", "RTX3090", "RTX4090", "RTXPRO6000"}
 	if got := c.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -72,6 +72,10 @@ func TestSpecValues(t *testing.T) {
 		{"A100", 80 << 30, 2039e9, 312e12, 0, LinkNVLink, 300e9, 25e9, 8, 2000e9, 31.5e9},
 		{"L40S", 48 << 30, 864e9, 362.05e12, 733e12, LinkPCIe, 31.5e9, 25e9, 8, 1000e9, 31.5e9},
 		{"B200", 180 << 30, 8000e9, 2250e12, 4500e12, LinkNVLink, 900e9, 50e9, 8, 2000e9, 63e9},
+		// RTX A6000 datasheet and GA102 whitepaper: 48 GB, 768 GB/s, BF16
+		// (FP32 accumulate) 154.8 dense; RTX 3090: 24 GB, 936 GB/s, 71 dense.
+		{"A6000", 48 << 30, 768e9, 154.8e12, 0, LinkPCIe, 31.5e9, 31.5e9, 2, 128e9, 31.5e9},
+		{"RTX3090", 24 << 30, 936e9, 71e12, 0, LinkPCIe, 31.5e9, 16e9, 2, 64e9, 31.5e9},
 	}
 	near := func(a, b float64) bool { return a == b || (b != 0 && (a-b)/b < 1e-12 && (b-a)/b < 1e-12) }
 	for _, tt := range tests {
@@ -103,8 +107,8 @@ func TestLookup(t *testing.T) {
 		{"geforce rtx 4090", "RTX4090", ""},
 		{"a100-sxm4-80gb", "A100", ""},
 		{"l40s", "L40S", ""},
-		{"H10", "", `unknown accelerator "H10"; closest: H100, A100, H200 (known: A100, B200, H100, H200, L40S, RTX4090, RTXPRO6000)`},
-		{"RTX5090", "", `unknown accelerator "RTX5090"; closest: RTX4090,`},
+		{"H10", "", `unknown accelerator "H10"; closest: H100, A100, H200 (known: A100, A6000, B200, H100, H200, L40S, RTX3090, RTX4090, RTXPRO6000)`},
+		{"RTX5090", "", `unknown accelerator "RTX5090"; closest: RTX3090, RTX4090,`},
 		{"", "", `unknown accelerator ""; closest:`},
 		{"---", "", `unknown accelerator "---"`},
 	}
@@ -350,7 +354,7 @@ func FuzzExtend(f *testing.F) {
 // Peer-to-peer: on for NVLink parts, off for the GeForce RTX 4090 and for
 // the RTX PRO 6000 servers of the reference runs; an override can turn it on.
 func TestLinkP2P(t *testing.T) {
-	for name, want := range map[string]bool{"H100": true, "A100": true, "L40S": true, "RTX4090": false, "RTXPRO6000": false} {
+	for name, want := range map[string]bool{"H100": true, "A100": true, "L40S": true, "A6000": true, "RTX3090": false, "RTX4090": false, "RTXPRO6000": false} {
 		a, err := Lookup(name)
 		if err != nil {
 			t.Fatal(err)

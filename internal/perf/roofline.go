@@ -599,7 +599,43 @@ func (r *Roofline) moe(T float64) float64 {
 	if T <= 0 {
 		return 0
 	}
-	ae := float64(ActivatedExperts(int(T), r.experts, r.expertsTopK))
+	return r.moeAt(T, float64(ActivatedExperts(int(T), r.experts, r.expertsTopK)))
+}
+
+// MoENs times one MoE block of tokens tokens that activate activated
+// experts (the moe.csv lookup's coordinates), on one rank. It lets a
+// calibration check compare the roofline with a measured MoE table row
+// without the expected-activation estimate the step model uses.
+func (r *Roofline) MoENs(tokens, activated int) float64 {
+	if tokens <= 0 || r.experts == 0 {
+		return 0
+	}
+	return r.moeAt(float64(tokens), float64(min(max(activated, 1), r.experts)))
+}
+
+// ExpertNs times the parts of an MoE block that per-module profilers time
+// apart, at tokens tokens: part OpGateUpProj is one routed expert's fused
+// gate and up projection, OpDownProj its down projection (each on the
+// rank's shard of the expert), and "router" the router GEMM. Other parts
+// take 0.
+func (r *Roofline) ExpertNs(part string, tokens int) float64 {
+	T := float64(tokens)
+	if T <= 0 || r.experts == 0 {
+		return 0
+	}
+	switch part {
+	case OpGateUpProj:
+		return r.gemm(T, r.h, 2*r.moeInter)
+	case OpDownProj:
+		return r.gemm(T, r.moeInter, r.h)
+	case "router":
+		return r.gemm(T, r.h, float64(r.experts))
+	}
+	return 0
+}
+
+// moeAt is moe with ae activated experts.
+func (r *Roofline) moeAt(T, ae float64) float64 {
 	k := float64(r.expertsTopK)
 	flops := 2*T*r.h*float64(r.experts) + 2*T*k*r.h*3*r.moeInter + 2*T*r.h*3*r.sharedInter
 	bytes := (ae*3*r.h*r.moeInter + 3*r.h*r.sharedInter + r.h*float64(r.experts) +

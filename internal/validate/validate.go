@@ -25,6 +25,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/metrics"
@@ -53,6 +54,9 @@ type Options struct {
 	CheckInvariants bool
 	// RequestsCSV, if set, receives the simulated per-request records.
 	RequestsCSV string
+	// ErrorBars adds 90 % intervals to the simulated statistics (two more
+	// simulations; see errorbars.go).
+	ErrorBars bool
 }
 
 // Row is one compared statistic.
@@ -62,6 +66,11 @@ type Row struct {
 	Measured  float64 `json:"measured"`
 	Simulated float64 `json:"simulated"`
 	DiffPct   float64 `json:"diff_pct"`
+	// Lo and Hi bound the simulated value's interval and Inside says
+	// whether the measured value lies in it (with error bars only).
+	Lo     *float64 `json:"lo,omitempty"`
+	Hi     *float64 `json:"hi,omitempty"`
+	Inside *bool    `json:"inside,omitempty"`
 }
 
 // Report is the outcome of a validation. Values are milliseconds.
@@ -79,6 +88,17 @@ type Report struct {
 	KVBlocks          int `json:"kv_blocks"`
 	KVBlocksRecorded  int `json:"kv_blocks_recorded,omitempty"`
 	KVBlocksPredicted int `json:"kv_blocks_predicted"`
+	// ClientOffsetMs is the client-side time added to the simulated TTFT
+	// and E2E when the measured run is client-side (a vllm bench serve
+	// result); 0 for engine-side runs.
+	ClientOffsetMs float64 `json:"client_offset_ms,omitempty"`
+	// Band is the step-error band the intervals come from and Coverage the
+	// share of measured statistics inside their interval (error bars only).
+	Band     string  `json:"band,omitempty"`
+	Coverage float64 `json:"coverage,omitempty"`
+	// Failed counts measured requests the client recorded as failed; they
+	// are left out of both sides.
+	Failed int `json:"failed,omitempty"`
 }
 
 // meta is the part of meta.json validation reads.
@@ -402,12 +422,28 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := workload.MeasuredSource(reqs, ids)
-	if err != nil {
+	if _, err := workload.MeasuredSource(reqs, ids); err != nil {
 		return nil, err
 	}
 	s.Workload.Trace = wname
-	built, err := assemble.Build(s, config.Source{})
+	newSrc := func() (workload.Source, error) { return workload.MeasuredSource(reqs, ids) }
+	band, err := errorBand(o.ErrorBars, s)
+	if err != nil {
+		return nil, err
+	}
+	return compare(s, config.Source{}, reqs, newSrc, o.Name, o.RequestsCSV, 0, band)
+}
+
+// compare simulates scenario s on the measured requests' workload (a
+// fresh source from newSrc per run) and compares the statistics; with a
+// band it adds the intervals (addIntervals). offsetMs is added to every simulated TTFT and
+// E2E: the client-side share of a client-measured run (see ReadBench).
+func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredRequest, newSrc func() (workload.Source, error), name, requestsCSV string, offsetMs float64, band *calibrate.Band) (*Report, error) {
+	src, err := newSrc()
+	if err != nil {
+		return nil, err
+	}
+	built, err := assemble.Build(s, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +453,7 @@ func Run(o Options) (*Report, error) {
 		// Capacity is pinned to the recorded value; predict it anyway.
 		ps := *s
 		ps.Engine.NumGPUBlocks = 0
-		pb, err := assemble.Build(&ps, config.Source{})
+		pb, err := assemble.Build(&ps, cs)
 		if err != nil {
 			return nil, fmt.Errorf("predicting the KV capacity: %w", err)
 		}
@@ -426,14 +462,14 @@ func Run(o Options) (*Report, error) {
 
 	var simTTFT, simTPOT, simE2E []float64
 	unfinished := 0
-	_, err = runner.Run(built, runner.Options{RequestsCSV: o.RequestsCSV, OnRecord: func(r *metrics.Record) {
+	_, err = runner.Run(built, runner.Options{RequestsCSV: requestsCSV, OnRecord: func(r *metrics.Record) {
 		if r.Outcome != metrics.Finished {
 			unfinished++
 			return
 		}
 		// Engine-side definitions, as vLLM's queued_ts: from pickup.
-		simTTFT = append(simTTFT, float64(r.FirstToken-r.Queued)/1e6)
-		simE2E = append(simE2E, float64(r.LastToken-r.Queued)/1e6)
+		simTTFT = append(simTTFT, float64(r.FirstToken-r.Queued)/1e6+offsetMs)
+		simE2E = append(simE2E, float64(r.LastToken-r.Queued)/1e6+offsetMs)
 		if r.Generated > 1 {
 			simTPOT = append(simTPOT, float64(r.LastToken-r.FirstToken)/float64(r.Generated-1)/1e6)
 		}
@@ -452,7 +488,7 @@ func Run(o Options) (*Report, error) {
 			mTPOT = append(mTPOT, t*1e3)
 		}
 	}
-	rep := &Report{Run: o.Name, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
+	rep := &Report{Run: name, ClientOffsetMs: offsetMs, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
 		KVBlocks: built.Instances[0].NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted}
 	for _, mm := range []struct {
 		name      string
@@ -471,6 +507,11 @@ func Run(o Options) (*Report, error) {
 			rep.MaxAbsDiffPct = math.Max(rep.MaxAbsDiffPct, math.Abs(round3(d)))
 		}
 	}
+	if band != nil {
+		if err := addIntervals(rep, built, *band, newSrc, offsetMs); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
@@ -480,11 +521,29 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Validation of %s (%s on %s, %d requests)\n", r.Run, r.Model, r.Hardware, r.Requests)
-	fmt.Fprintf(&b, "%-6s %-5s %14s %14s %9s\n", "metric", "stat", "vLLM (ms)", "servesim (ms)", "diff %")
-	for _, row := range r.Stats {
-		fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct)
+	if r.Band == "" {
+		fmt.Fprintf(&b, "%-6s %-5s %14s %14s %9s\n", "metric", "stat", "vLLM (ms)", "servesim (ms)", "diff %")
+		for _, row := range r.Stats {
+			fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct)
+		}
+	} else {
+		fmt.Fprintf(&b, "%-6s %-5s %14s %14s %9s %25s %s\n", "metric", "stat", "vLLM (ms)", "servesim (ms)", "diff %", "90% interval (ms)", "inside")
+		for _, row := range r.Stats {
+			in := "no"
+			if row.Inside != nil && *row.Inside {
+				in = "yes"
+			}
+			fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %+9.2f %12.2f .. %-9.2f %s\n", row.Metric, row.Stat, row.Measured, row.Simulated, row.DiffPct, deref(row.Lo), deref(row.Hi), in)
+		}
+		fmt.Fprintf(&b, "intervals from the %s; measured values inside: %.0f %%\n", r.Band, 100*r.Coverage)
 	}
 	fmt.Fprintf(&b, "max |diff| %.2f %%\n", r.MaxAbsDiffPct)
+	if r.ClientOffsetMs != 0 {
+		fmt.Fprintf(&b, "client-side: %.2f ms added to every simulated TTFT and E2E (client-to-engine offset)\n", r.ClientOffsetMs)
+	}
+	if r.Failed > 0 {
+		fmt.Fprintf(&b, "%d measured requests failed on the client and are left out\n", r.Failed)
+	}
 	if r.KVBlocksRecorded > 0 {
 		d := float64(r.KVBlocksPredicted-r.KVBlocksRecorded) / float64(r.KVBlocksRecorded) * 100
 		fmt.Fprintf(&b, "KV blocks: %d recorded by vLLM (simulated), %d predicted by servesim (%+.2f %%)\n", r.KVBlocksRecorded, r.KVBlocksPredicted, d)

@@ -1,0 +1,69 @@
+package calibrate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/servesim/servesim/internal/perf"
+)
+
+func TestNewBandByHand(t *testing.T) {
+	// 0..100 in steps of 1 (as fractions): the 5th and 95th percentiles by
+	// linear interpolation are 0.05 and 0.95.
+	res := make([]float64, 101)
+	for i := range res {
+		res[i] = float64(100-i) / 100
+	}
+	b, err := NewBand(res, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(b.Lo-0.05) > 1e-12 || math.Abs(b.Hi-0.95) > 1e-12 || b.Rows != 101 {
+		t.Fatalf("band %+v", b)
+	}
+	if got := b.Inside(res); math.Abs(got-91.0/101) > 1e-12 { // 0.05..0.95 inclusive: 91 values
+		t.Fatalf("inside %v, want 91/101", got)
+	}
+	fast, slow := b.StepScales()
+	if math.Abs(fast-1/1.95) > 1e-12 || math.Abs(slow-1/1.05) > 1e-12 {
+		t.Fatalf("scales %v %v", fast, slow)
+	}
+	for _, c := range []struct {
+		res []float64
+		cov float64
+	}{{nil, 0.9}, {[]float64{1}, 0}, {[]float64{1}, 1}} {
+		if _, err := NewBand(c.res, c.cov); err == nil {
+			t.Errorf("NewBand(%v, %v): no error", c.res, c.cov)
+		}
+	}
+}
+
+// A step residual is the per-layer ops' predicted sum over their measured
+// sum at one token count; per-step ops and per-sequence rows stay out.
+func TestStepResidualsByHand(t *testing.T) {
+	m := perf.RooflineModel{Layers: 2, Hidden: 1024, Intermediate: 4096, Heads: 8, KVHeads: 8, Vocab: 1000}
+	h := perf.RooflineHW{PeakFLOPS: 100e12, MemBandwidth: 1e12}
+	eff := perf.DefaultEfficiency
+	r, err := perf.NewRoofline(m, h, eff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := perf.Batch{PrefillTokens: 64, PrefillSeqs: 1}
+	pq, pd := r.OpNs(perf.OpQKVProj, &b), r.OpNs(perf.OpDownProj, &b)
+	tb := &Tables{Input: Input{Model: m, HW: h, TP: 1, Points: []perf.Point{
+		{Category: perf.CategoryDense, Op: perf.OpQKVProj, X: 64, Ns: 1000},
+		{Category: perf.CategoryDense, Op: perf.OpDownProj, X: 64, Ns: 3000},
+		{Category: perf.CategoryDense, Op: perf.OpEmbedding, X: 64, Ns: 1e9},       // per step: left out
+		{Category: perf.CategoryPerSequence, Op: perf.OpLMHead, X: 64, Ns: 1e9},    // left out
+		{Category: perf.CategoryAttention, Op: perf.OpAttention, PC: 64, Ns: 2000}, // one residual
+	}}}
+	res, err := StepResiduals(eff, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa := r.OpNs(perf.OpAttention, &perf.Batch{PrefillTokens: 64, PrefillSeqs: 1})
+	want := []float64{pa/2000 - 1, (pq+pd)/4000 - 1}
+	if len(res) != 2 || math.Abs(res[0]-want[0]) > 1e-12 || math.Abs(res[1]-want[1]) > 1e-12 {
+		t.Fatalf("residuals %v, want %v", res, want)
+	}
+}

@@ -1,0 +1,185 @@
+package validate
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+
+	"github.com/servesim/servesim/internal/assemble"
+	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/calibrate"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/runner"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// Error bars. The step-latency model's error on the accelerator's measured
+// tables (calibrate.StepResiduals: per-layer op sums and attention rows) is
+// summarised as a 90 % band [Lo, Hi] of predicted/measured - 1. The run is
+// simulated twice more with every step time scaled to the band's ends,
+// predicted/(1+Hi) and predicted/(1+Lo); a statistic's interval spans its
+// values in the three runs, so queueing amplifies or damps the step error
+// as it does in the engine. Replaying a measured trace has no seed
+// variance; synthetic workloads would add it (not done here).
+
+// errorBand returns the band for scenario s, or nil when error bars are
+// off. Only the roofline predictor has residuals to take it from.
+func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
+	if !on {
+		return nil, nil
+	}
+	if s.Predictor.Kind != "roofline" {
+		return nil, fmt.Errorf("--error-bars needs --predictor roofline: the intervals come from the roofline's residuals on the accelerator's profile tables (predictor %q)", s.Predictor.Kind)
+	}
+	if len(s.Instances) == 0 || s.Instances[0].TP == nil {
+		return nil, fmt.Errorf("error bars: the scenario has no instance group")
+	}
+	hwName, tp := s.Instances[0].Hardware, *s.Instances[0].TP
+	if hwName == "" {
+		hwName = s.Hardware
+	}
+	var root fs.FS
+	if s.Predictor.Profiles != "" && s.Predictor.Profiles != "builtin" {
+		root = os.DirFS(s.Predictor.Profiles)
+	} else {
+		sub, err := fs.Sub(assets.FS(), "profiles")
+		if err != nil {
+			return nil, err
+		}
+		root = sub
+	}
+	dir, err := perf.FindBundle(root, hwName, s.Model, s.Dtype, tp)
+	if err != nil {
+		return nil, fmt.Errorf("error bars: the step model's residuals come from the measured tables of this deployment: %w", err)
+	}
+	bundleDir := path.Dir(dir)
+	bundle, err := fs.Sub(root, bundleDir)
+	if err != nil {
+		return nil, err
+	}
+	t, err := calibrate.LoadTables(bundle, bundleDir, tp)
+	if err != nil {
+		return nil, fmt.Errorf("error bars: %w", err)
+	}
+	file, err := calibrationFile(s.Predictor.Calibration)
+	if err != nil {
+		return nil, err
+	}
+	en, ok := file.Entry(t.Accelerator)
+	if !ok {
+		lender, ok := file.Fallback()
+		if !ok {
+			return nil, fmt.Errorf("error bars: %s is not calibrated and no calibration may be lent", t.Accelerator)
+		}
+		en, _ = file.Entry(lender)
+	}
+	res, err := calibrate.StepResiduals(en.Efficiency(), t)
+	if err != nil {
+		return nil, err
+	}
+	b, err := calibrate.NewBand(res, 0.9)
+	if err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+func calibrationFile(p string) (*calibrate.File, error) {
+	if p == "" {
+		return calibrate.Builtin()
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("--calibration: %w", err)
+	}
+	defer f.Close()
+	return calibrate.Load(f, p)
+}
+
+// scaled multiplies another predictor's step times by f.
+type scaled struct {
+	p perf.Predictor
+	f float64
+}
+
+func (s scaled) StepTime(b *perf.Batch) int64 {
+	return int64(math.Round(float64(s.p.StepTime(b)) * s.f))
+}
+
+// addIntervals simulates the run at both ends of the band and sets every
+// row's interval, whether the measured value lies in it, and the coverage.
+func addIntervals(rep *Report, built *assemble.Built, band calibrate.Band, newSrc func() (workload.Source, error), offsetMs float64) error {
+	orig := make([]perf.Predictor, len(built.Instances))
+	for i := range built.Instances {
+		orig[i] = built.Instances[i].Predictor
+	}
+	defer func() {
+		for i := range built.Instances {
+			built.Instances[i].Predictor = orig[i]
+		}
+	}()
+	fast, slow := band.StepScales()
+	lo := make([]float64, len(rep.Stats))
+	hi := make([]float64, len(rep.Stats))
+	for i, r := range rep.Stats {
+		lo[i], hi[i] = r.Simulated, r.Simulated
+	}
+	for _, f := range []float64{fast, slow} {
+		for i := range built.Instances {
+			built.Instances[i].Predictor = scaled{orig[i], f}
+		}
+		src, err := newSrc()
+		if err != nil {
+			return err
+		}
+		built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+		var ttft, tpot, e2e []float64
+		unfinished := 0
+		if _, err := runner.Run(built, runner.Options{OnRecord: func(r *metrics.Record) {
+			if r.Outcome != metrics.Finished {
+				unfinished++
+				return
+			}
+			ttft = append(ttft, float64(r.FirstToken-r.Queued)/1e6+offsetMs)
+			e2e = append(e2e, float64(r.LastToken-r.Queued)/1e6+offsetMs)
+			if r.Generated > 1 {
+				tpot = append(tpot, float64(r.LastToken-r.FirstToken)/float64(r.Generated-1)/1e6)
+			}
+		}}); err != nil {
+			return fmt.Errorf("error bars (steps x%.3f): %w", f, err)
+		}
+		if unfinished > 0 {
+			return fmt.Errorf("error bars (steps x%.3f): %d requests did not finish", f, unfinished)
+		}
+		stats := map[string]metrics.Stat{"TTFT": metrics.Stats(ttft), "TPOT": metrics.Stats(tpot), "E2E": metrics.Stats(e2e)}
+		for i, r := range rep.Stats {
+			st := stats[r.Metric]
+			v := map[string]float64{"mean": st.Mean, "p50": st.P50, "p90": st.P90, "p95": st.P95, "p99": st.P99}[r.Stat]
+			lo[i], hi[i] = math.Min(lo[i], v), math.Max(hi[i], v)
+		}
+	}
+	inside := 0
+	for i := range rep.Stats {
+		l, h := round3(lo[i]), round3(hi[i])
+		in := rep.Stats[i].Measured >= l && rep.Stats[i].Measured <= h
+		if in {
+			inside++
+		}
+		rep.Stats[i].Lo, rep.Stats[i].Hi, rep.Stats[i].Inside = &l, &h, &in
+	}
+	rep.Band = band.String()
+	rep.Coverage = float64(inside) / float64(len(rep.Stats))
+	return nil
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
