@@ -116,6 +116,9 @@ type Sim struct {
 	// err is the first error of a call that has no error result (kick,
 	// end); Run returns it after the event that raised it.
 	err error
+	// engFailed is set by an engine's failure hook (engineFailed), so Run
+	// need not ask every engine after every event.
+	engFailed bool
 
 	// Run limits (limits.go).
 	limits     Limits
@@ -135,8 +138,19 @@ func New(engines []*engine.Engine, src workload.Source, router Router, obs Obser
 	if router == nil {
 		router = &RoundRobin{}
 	}
-	return &Sim{engines: engines, src: src, router: router, obs: obs, sessions: map[int64][]workload.Request{}}, nil
+	s := &Sim{engines: engines, src: src, router: router, obs: obs, sessions: map[int64][]workload.Request{}}
+	for _, e := range engines {
+		e.OnFail(s.engineFailed)
+		if e.Err() != nil {
+			s.engFailed = true
+		}
+	}
+	return s, nil
 }
+
+// engineFailed is the engines' failure hook: Run looks for the failed
+// engine after the current event.
+func (s *Sim) engineFailed() { s.engFailed = true }
 
 // SetMaxConcurrency limits the workload entries in flight to n (0: no
 // limit), as a benchmark client with n concurrent requests does: an entry
@@ -247,8 +261,10 @@ func (s *Sim) Run() (int64, error) {
 			}
 			return s.lastEvent, err
 		}
-		if err := s.engineErr(); err != nil {
-			return s.lastEvent, err
+		if s.engFailed {
+			if err := s.engineErr(); err != nil {
+				return s.lastEvent, err
+			}
 		}
 	}
 	if s.terminal != s.total {

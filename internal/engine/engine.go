@@ -218,6 +218,7 @@ type Engine struct {
 	scratch       []int32
 	formBudget    int32 // token budget left by the last Form (invariant check)
 	err           error
+	onFail        func() // called when err is first set; see OnFail
 	checks        int
 }
 
@@ -776,8 +777,17 @@ func (e *Engine) release(s *seq) {
 func (e *Engine) fail(err error) {
 	if e.err == nil {
 		e.err = fmt.Errorf("instance %d: invariant violated: %w", e.id, err)
+		if e.onFail != nil {
+			e.onFail()
+		}
 	}
 }
+
+// OnFail registers f to be called once, when the engine records its first
+// invariant violation (the error is then available from Err). A driver of
+// many engines uses it to learn of a failure without polling every engine
+// after every event. A nil f removes the hook.
+func (e *Engine) OnFail(f func()) { e.onFail = f }
 
 // Err returns the first invariant violation detected, if any. A non-nil
 // error is a bug in the simulator, never a property of the workload.
