@@ -304,12 +304,14 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 			entry.Requests[i].Session = entry.Session
 		}
 	}
-	first := entry.Requests[0]
+	// The entry's requests are the cluster's own (a source returns fresh
+	// ones), so the first is admitted in place rather than copied.
+	first := &entry.Requests[0]
 	first.Arrival = now
 	if len(entry.Requests) > 1 {
 		s.sessions[first.ID] = entry.Requests[1:]
 	}
-	return s.admit(&first, now)
+	return s.admit(first, now)
 }
 
 // stale reports whether ev is a timer that no longer applies: a lease or

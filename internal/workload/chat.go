@@ -268,6 +268,7 @@ func (c *chatSource) Next() (Entry, error) {
 
 // sharedPrefixSource is the Source returned by NewSharedPrefix.
 type sharedPrefixSource struct {
+	one      singles // backing of plain entries
 	left     int
 	id       int64
 	arr      arrivals
@@ -340,5 +341,5 @@ func (s *sharedPrefixSource) Next() (Entry, error) {
 	ids = tokens(s.ids, ids, q)
 	r := Request{ID: s.id, Arrival: at, InputTokens: len(ids), OutputTokens: s.out(), InputIDs: ids}
 	s.id++
-	return Entry{Requests: []Request{r}}, nil
+	return s.one.entry(r), nil
 }

@@ -26,6 +26,7 @@ type synthetic struct {
 	gap     func() float64
 	in, out func() int
 	err     error // sticky
+	one     singles
 }
 
 // NewSynthetic returns a Source that generates cfg.Requests plain requests
@@ -68,7 +69,7 @@ func (s *synthetic) Next() (Entry, error) {
 		}
 		s.t += int64(g)
 	}
-	return Entry{Requests: []Request{r}}, nil
+	return s.one.entry(r), nil
 }
 
 // gapSampler returns a sampler of inter-arrival times in seconds.

@@ -238,6 +238,7 @@ func MeasuredSource(reqs []MeasuredRequest, ids func(index int) (in, out []int32
 type sliceSource struct {
 	reqs []Request
 	next int
+	one  singles
 }
 
 // Next implements Source.
@@ -247,7 +248,7 @@ func (s *sliceSource) Next() (Entry, error) {
 	}
 	r := s.reqs[s.next]
 	s.next++
-	return Entry{Requests: []Request{r}}, nil
+	return s.one.entry(r), nil
 }
 
 // TokenIDsByID reads src to the end and returns a lookup of the token ids

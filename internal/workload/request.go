@@ -36,6 +36,28 @@ type Entry struct {
 
 // Source streams entries in non-decreasing order of arrival. Next returns
 // io.EOF after the last entry. Errors name the file and line.
+// The returned entry's Requests belong to the caller, which may modify
+// them: a Source never hands out or touches the same elements again.
 type Source interface {
 	Next() (Entry, error)
+}
+
+// singles hands out the one-request slices of plain entries, carved from a
+// shared backing array: a source of plain requests then allocates once per
+// singlesChunk requests instead of once per request. Each slice is its own
+// element, never handed out twice, with capacity 1, so the consumer owns
+// it as if it had been allocated alone (an append copies).
+type singles struct{ buf []Request }
+
+const singlesChunk = 64
+
+// entry returns a plain entry holding r.
+func (s *singles) entry(r Request) Entry {
+	if len(s.buf) == 0 {
+		s.buf = make([]Request, singlesChunk)
+	}
+	s.buf[0] = r
+	e := Entry{Requests: s.buf[:1:1]}
+	s.buf = s.buf[1:]
+	return e
 }

@@ -37,6 +37,7 @@ type traceSubRq struct {
 
 // traceReader is the Source returned by NewTraceReader.
 type traceReader struct {
+	one         singles // backing of plain entries
 	lines       *lineReader
 	nextID      int64
 	lastArrival int64
@@ -160,7 +161,7 @@ func (t *traceReader) plain(tl *traceLine) (Entry, error) {
 	}
 	r.ID = t.nextID
 	r.Arrival = arr
-	return Entry{Requests: []Request{r}}, nil
+	return t.one.entry(r), nil
 }
 
 // session converts an agentic session line.
