@@ -355,7 +355,7 @@ func (d *driver) releaseAll() error {
 func poolRefs(p *Pool) []int32 {
 	out := make([]int32, len(p.blocks))
 	for b := range p.blocks {
-		out[b] = p.blocks[b].ref
+		out[b] = p.hot[b].ref
 	}
 	return out
 }

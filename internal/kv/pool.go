@@ -10,8 +10,14 @@ type Pool struct {
 	capacity int
 	caching  bool
 
-	// blocks holds each block's state in one 24-byte entry, so that an
-	// operation on a block touches one cache line, not one per field.
+	// hot holds the per-block fields that allocation, release and the
+	// free queue touch (8 bytes a block, eight blocks a cache line) and
+	// blocks the content hashes, read only to evict, match or commit
+	// content: with many pools the per-block state of a pool no longer
+	// fits in the CPU cache, and the operations done for every block of
+	// every request then miss once per eight blocks instead of once or
+	// twice per block.
+	hot    []hotBlock
 	blocks []block
 	// The free queue is a ring of entries in order of freeing, each a
 	// block id and the kind of content it holds. A block taken out of the
@@ -32,11 +38,18 @@ type Pool struct {
 	cachedFree    int   // free blocks still holding indexed content
 }
 
-// block is the state of one block.
+// hotBlock is the frequently touched state of one block.
+type hotBlock struct {
+	ref int32 // references
+	// qpos is the ring index of its free-queue entry (when free), shifted
+	// left by 2, with the content kind (kindNone, kindPrivate, kindShared)
+	// in the low 2 bits.
+	qpos int32
+}
+
+// block is the content of one block.
 type block struct {
 	hash uint64 // content hash of a committed (full) block; 0 = none
-	ref  int32  // references
-	qpos int32  // ring index of its free-queue entry (when free)
 	// priv marks private content (see CommitPrivate): it carries a hash
 	// but is not in the index.
 	priv bool
@@ -48,9 +61,13 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 	if capacity <= 0 {
 		return nil, fmt.Errorf("kv: pool capacity must be > 0 blocks (got %d)", capacity)
 	}
+	if capacity > maxCapacity {
+		return nil, fmt.Errorf("kv: pool capacity must be at most %d blocks (got %d); use larger blocks", maxCapacity, capacity)
+	}
 	p := &Pool{
 		capacity: capacity,
 		caching:  caching,
+		hot:      make([]hotBlock, capacity),
 		blocks:   make([]block, capacity),
 		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
@@ -105,7 +122,7 @@ func (p *Pool) Match(hashes []uint64) int {
 func (p *Pool) EvictableHits(hashes []uint64, n int) int {
 	c := 0
 	for _, h := range hashes[:n] {
-		if b, ok := p.index.get(h); ok && p.blocks[b].ref == 0 {
+		if b, ok := p.index.get(h); ok && p.hot[b].ref == 0 {
 			c++
 		}
 	}
@@ -120,10 +137,10 @@ func (p *Pool) Acquire(table []BlockID, hashes []uint64, n int) []BlockID {
 	p.hits += int64(n)
 	for _, h := range hashes[:n] {
 		b, _ := p.index.get(h)
-		if p.blocks[b].ref == 0 {
+		if p.hot[b].ref == 0 {
 			p.unlink(b)
 		}
-		p.blocks[b].ref++
+		p.hot[b].ref++
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -154,7 +171,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 			p.cachedFree--
 			blk.hash = 0
 		}
-		blk.ref = 1
+		p.hot[b] = hotBlock{ref: 1} // kind none; qpos unused while held
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -165,13 +182,14 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 // available to later prefix matches. A hash already cached in another block
 // is not indexed twice. Hash 0 is reserved and ignored.
 func (p *Pool) Commit(b BlockID, h uint64) {
-	if !p.caching || h == 0 || p.blocks[b].hash != 0 {
+	if !p.caching || h == 0 || p.kindOf(b) != kindNone {
 		return
 	}
 	if _, dup := p.index.get(h); dup {
 		return
 	}
 	p.blocks[b].hash = h
+	p.setKind(b, kindShared)
 	p.index.put(h, b)
 	p.requeue(b)
 }
@@ -179,10 +197,10 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 // requeue refreshes the queue entry of block b after its content changed
 // while it is free (callers normally commit blocks they hold).
 func (p *Pool) requeue(b int32) {
-	if p.blocks[b].ref != 0 {
+	if p.hot[b].ref != 0 {
 		return
 	}
-	e := &p.ring[p.blocks[b].qpos]
+	e := &p.ring[p.hot[b].qpos>>2]
 	if *e&3 == kindNone && p.kindOf(b) != kindNone {
 		p.cachedFree++
 	}
@@ -196,11 +214,12 @@ func (p *Pool) requeue(b int32) {
 // index: the owner remembers b and finds it again with Holds. Hash 0 is
 // reserved and ignored; a block that already holds content is unchanged.
 func (p *Pool) CommitPrivate(b BlockID, h uint64) {
-	if !p.caching || h == 0 || p.blocks[b].hash != 0 {
+	if !p.caching || h == 0 || p.kindOf(b) != kindNone {
 		return
 	}
 	p.blocks[b].hash = h
 	p.blocks[b].priv = true
+	p.setKind(b, kindPrivate)
 	p.numPriv++
 	p.requeue(b)
 }
@@ -226,10 +245,10 @@ func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
 	p.queries += int64(queried)
 	p.hits += int64(len(ids))
 	for _, b := range ids {
-		if p.blocks[b].ref == 0 {
+		if p.hot[b].ref == 0 {
 			p.unlink(b)
 		}
-		p.blocks[b].ref++
+		p.hot[b].ref++
 		table = append(table, b)
 	}
 	p.refs += int64(len(ids))
@@ -241,7 +260,7 @@ func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
 func (p *Pool) EvictableBlocks(ids []BlockID) int {
 	c := 0
 	for _, b := range ids {
-		if p.blocks[b].ref == 0 {
+		if p.hot[b].ref == 0 {
 			c++
 		}
 	}
@@ -254,14 +273,14 @@ func (p *Pool) EvictableBlocks(ids []BlockID) int {
 // cached content until evicted.
 func (p *Pool) Release(table []BlockID) error {
 	for _, b := range table {
-		if p.blocks[b].ref <= 0 {
-			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.blocks[b].ref)
+		if p.hot[b].ref <= 0 {
+			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.hot[b].ref)
 		}
 	}
 	for i := len(table) - 1; i >= 0; i-- {
 		b := table[i]
-		p.blocks[b].ref--
-		if p.blocks[b].ref == 0 {
+		p.hot[b].ref--
+		if p.hot[b].ref == 0 {
 			p.pushBack(b)
 		}
 	}
@@ -274,7 +293,7 @@ func (p *Pool) Release(table []BlockID) error {
 func (p *Pool) TotalRefs() int64 { return p.refs }
 
 // Refs is the number of references to block b.
-func (p *Pool) Refs(b BlockID) int32 { return p.blocks[b].ref }
+func (p *Pool) Refs(b BlockID) int32 { return p.hot[b].ref }
 
 // CachedFree is the number of free blocks that still hold reusable
 // prefixes (evictable cached content).
@@ -288,6 +307,11 @@ const (
 	hole        = ^uint32(0)
 )
 
+// maxCapacity bounds a pool so that a free-queue position (below the
+// ring size, at most 4 x capacity) shifted left by 2 fits an int32
+// (hotBlock.qpos).
+const maxCapacity = 1 << 27
+
 // ringSize is the ring's length for a pool of capacity blocks: a power of
 // two at least twice the capacity, so that a full ring is at least half
 // holes and compacting it costs O(1) per hole made.
@@ -299,8 +323,17 @@ func ringSize(capacity int) int {
 	return n
 }
 
-// kindOf is the content kind of block b.
-func (p *Pool) kindOf(b int32) uint32 {
+// kindOf is the content kind of block b, as kept in its hot entry.
+func (p *Pool) kindOf(b int32) uint32 { return uint32(p.hot[b].qpos & 3) }
+
+// setKind records block b's content kind in its hot entry.
+func (p *Pool) setKind(b int32, kind uint32) {
+	p.hot[b].qpos = p.hot[b].qpos&^3 | int32(kind)
+}
+
+// contentKind is the content kind of block b derived from its content
+// (what kindOf must agree with; see Check).
+func (p *Pool) contentKind(b int32) uint32 {
 	switch blk := &p.blocks[b]; {
 	case blk.hash == 0:
 		return kindNone
@@ -321,7 +354,7 @@ func (p *Pool) pushBack(b int32) {
 	}
 	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
 	p.ring[pos] = uint32(b)<<2 | kind
-	p.blocks[b].qpos = int32(pos)
+	p.hot[b].qpos = int32(pos)<<2 | int32(kind)
 	p.qlen++
 	p.numFree++
 }
@@ -348,7 +381,7 @@ func (p *Pool) unlink(b int32) {
 	if p.blocks[b].hash != 0 {
 		p.cachedFree--
 	}
-	p.ring[p.blocks[b].qpos] = hole
+	p.ring[p.hot[b].qpos>>2] = hole
 	p.numFree--
 }
 
@@ -365,7 +398,7 @@ func (p *Pool) compact() {
 		}
 		pos := (p.qhead + n) & mask
 		p.ring[pos] = e
-		p.blocks[e>>2].qpos = int32(pos)
+		p.hot[e>>2].qpos = int32(pos)<<2 | int32(e&3)
 		n++
 	}
 	p.qlen = n
@@ -393,12 +426,12 @@ func (p *Pool) Check() error {
 		switch {
 		case b < 0 || int(b) >= p.capacity:
 			bad = fmt.Errorf("kv: free queue holds block %d outside the pool", b)
-		case p.blocks[b].ref != 0:
-			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.blocks[b].ref)
-		case int(p.blocks[b].qpos) != pos:
-			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.blocks[b].qpos)
-		case kind != p.kindOf(b):
-			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but holds kind %d", b, kind, p.kindOf(b))
+		case p.hot[b].ref != 0:
+			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.hot[b].ref)
+		case int(p.hot[b].qpos>>2) != pos:
+			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.hot[b].qpos>>2)
+		case kind != p.contentKind(b):
+			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but holds kind %d", b, kind, p.contentKind(b))
 		}
 		inQueue++
 		if kind != kindNone {
@@ -417,7 +450,10 @@ func (p *Pool) Check() error {
 	}
 	referenced, total := 0, int64(0)
 	for b := range p.blocks {
-		r := p.blocks[b].ref
+		if k, c := p.kindOf(int32(b)), p.contentKind(int32(b)); k != c {
+			return fmt.Errorf("kv: block %d records content kind %d but holds kind %d", b, k, c)
+		}
+		r := p.hot[b].ref
 		total += int64(r)
 		if r < 0 {
 			return fmt.Errorf("kv: block %d has %d references", b, r)

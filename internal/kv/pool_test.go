@@ -63,12 +63,13 @@ func TestCheckDetectsCorruption(t *testing.T) {
 		corrupt func(p *Pool)
 		want    string
 	}{
-		{"referenced block in queue", func(p *Pool) { p.blocks[2].ref = 1 }, "is in the free queue with 1 references"},
+		{"referenced block in queue", func(p *Pool) { p.hot[2].ref = 1 }, "is in the free queue with 1 references"},
 		{"free count off", func(p *Pool) { p.numFree++ }, "free queue holds 2 blocks but the free count is 3"},
-		{"misplaced entry", func(p *Pool) { p.blocks[3].qpos = 0 }, "free block 3 sits at queue position 3 but records 0"},
+		{"misplaced entry", func(p *Pool) { p.hot[3].qpos = 0 << 2 }, "free block 3 sits at queue position 3 but records 0"},
 		{"stale kind", func(p *Pool) { p.blocks[3].hash, p.blocks[3].priv = 9, true }, "free block 3 is queued with content kind 0 but holds kind 1"},
-		{"negative refs", func(p *Pool) { p.blocks[0].ref = -1 }, "block 0 has -1 references"},
-		{"leaked block", func(p *Pool) { p.blocks[1].ref = 0; p.refs-- }, "1 referenced + 2 free != capacity 4"},
+		{"stale recorded kind", func(p *Pool) { p.setKind(3, kindShared) }, "block 3 records content kind 2 but holds kind 0"},
+		{"negative refs", func(p *Pool) { p.hot[0].ref = -1 }, "block 0 has -1 references"},
+		{"leaked block", func(p *Pool) { p.hot[1].ref = 0; p.refs-- }, "1 referenced + 2 free != capacity 4"},
 		{"reference total drift", func(p *Pool) { p.refs++ }, "blocks hold 2 references but the total is 3"},
 		{"stale index", func(p *Pool) { p.blocks[0].hash = 6 }, "cache index maps 5 to block 0 holding 6"},
 	}
