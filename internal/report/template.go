@@ -52,6 +52,7 @@ details .grid figure{border-color:#eaeef2}
 {{template "table" .Summary}}
 {{range .Latency}}{{template "table" .}}{{end}}
 {{if .SLO.Rows}}{{template "table" .SLO}}{{end}}
+{{range .Bars}}{{template "table" .}}{{end}}
 </div>
 </section>
 <section id="latency">
