@@ -199,7 +199,7 @@ func simulate(s *config.Scenario, src config.Source, f float64) (*metrics.Result
 	}
 	if f != 1 {
 		for i := range built.Instances {
-			built.Instances[i].Predictor = scaled{built.Instances[i].Predictor, f}
+			built.Instances[i].Predictor = perf.Scale(built.Instances[i].Predictor, f)
 		}
 	}
 	res, err := runner.Run(built, runner.Options{})
@@ -208,8 +208,6 @@ func simulate(s *config.Scenario, src config.Source, f float64) (*metrics.Result
 	}
 	return &res, nil
 }
-
-var _ perf.Predictor = scaled{}
 
 // String renders the intervals as a table.
 func (b *RunBars) String() string {
