@@ -52,8 +52,8 @@ type LOORun struct {
 	Run             string
 	OverheadUs      float64
 	CollectiveScale float64
-	MeanAbsPct float64
-	MaxAbsPct  float64
+	MeanAbsPct      float64
+	MaxAbsPct       float64
 }
 
 // maxOverheadUs bounds the search (10 ms a step is far beyond any host).
@@ -204,7 +204,11 @@ func (f *FitResult) String() string {
 		fmt.Fprintf(&b, "collective scale (tensor-parallel communication time x): %.3f\n", f.CollectiveScale)
 	}
 	if len(f.LOO) > 0 {
-		fmt.Fprintln(&b, "leave-one-out (each run validated with the terms fitted on the others):")
+		terms := "overhead"
+		if f.Collective {
+			terms = "overhead and collective scale"
+		}
+		fmt.Fprintf(&b, "leave-one-out (each run validated with the %s fitted on the others):\n", terms)
 		for _, l := range f.LOO {
 			fmt.Fprintf(&b, "  %-50s overhead %6.0f us", l.Run, l.OverheadUs)
 			if f.Collective {
