@@ -28,6 +28,7 @@ func TestBadNumbers(t *testing.T) {
 		{"fraction in synthetic integer", "workload: {synthetic: {requests: 2.5, arrival: {kind: constant, rate: 10}, input: {kind: fixed, mean: 50}, output: {kind: fixed, mean: 3}}}\n", nil, []string{"workload.synthetic.requests", "whole number"}},
 		{"NaN in integer field", "engine: {max_num_seqs: .nan}\n" + small, nil, []string{"1:"}},
 		{"step overhead overflow", "predictor: {step_overhead_us: 1e300}\n" + small, nil, []string{"predictor.step_overhead_us"}},
+		{"negative collective scale", "predictor: {collective_scale: -1}\n" + small, nil, []string{"predictor.collective_scale", "[0, 100]"}},
 		{"lease overflow", "handoff: {lease_s: 1e300}\n" + small, nil, []string{"handoff.lease_s"}},
 		{"retry infinite", "handoff: {retry_after_s: .inf}\n" + small, nil, []string{"handoff.retry_after_s"}},
 		{"prefill queue infinite", "handoff: {max_prefill_queue_s: .inf}\n" + small, nil, []string{"handoff.max_prefill_queue_s"}},

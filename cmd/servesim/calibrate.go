@@ -247,8 +247,9 @@ func openBundle(b string) (fs.FS, string, error) {
 	return os.DirFS(b), filepath.ToSlash(abs), nil
 }
 
-// runMeasuredFit fits the extra per-step host time to measured runs and
-// prints it with the leave-one-out error.
+// runMeasuredFit fits the extra per-step host time (and, for tp > 1 runs,
+// the collective scale) to measured runs and prints them with the
+// leave-one-out error.
 func runMeasuredFit(cmd *cobra.Command, runs []string) error {
 	var ms []validate.MeasuredRun
 	for _, r := range runs {
@@ -267,7 +268,8 @@ func runMeasuredFit(cmd *cobra.Command, runs []string) error {
 				return badInput(fmt.Errorf("--measured: %w", err))
 			}
 			name := r
-			ms = append(ms, validate.MeasuredRun{Name: name, Validate: func(us float64) (*validate.Report, error) {
+			// The default scenario's engine settings: tp 1.
+			ms = append(ms, validate.MeasuredRun{Name: name, TP: 1, Validate: func(t validate.Terms) (*validate.Report, error) {
 				s, err := config.LoadDefault()
 				if err != nil {
 					return nil, err
@@ -275,7 +277,7 @@ func runMeasuredFit(cmd *cobra.Command, runs []string) error {
 				if b.Model != "" {
 					s.Model = b.Model
 				}
-				s.Predictor.StepOverheadUs = us
+				s.Predictor.StepOverheadUs, s.Predictor.CollectiveScale = t.OverheadUs, t.CollectiveScale
 				return validate.RunBench(b, validate.BenchOptions{Scenario: s, Name: name, File: abs})
 			}})
 			continue
@@ -284,8 +286,12 @@ func runMeasuredFit(cmd *cobra.Command, runs []string) error {
 		if err != nil {
 			return badInput(err)
 		}
-		ms = append(ms, validate.MeasuredRun{Name: name, Validate: func(us float64) (*validate.Report, error) {
-			return validate.Run(validate.Options{Measured: fsys, Name: name, StepOverheadUs: &us})
+		sc, _, _, err := validate.Scenario(validate.Options{Measured: fsys, Name: name})
+		if err != nil {
+			return badInput(err)
+		}
+		ms = append(ms, validate.MeasuredRun{Name: name, TP: *sc.Instances[0].TP, Validate: func(t validate.Terms) (*validate.Report, error) {
+			return validate.Run(validate.Options{Measured: fsys, Name: name, StepOverheadUs: &t.OverheadUs, CollectiveScale: &t.CollectiveScale})
 		}})
 	}
 	res, err := validate.FitOverhead(ms)

@@ -112,11 +112,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	opts.Progress, opts.ProgressEvery = prog.update, 64
 	res, err := runner.Run(built, opts)
 	prog.done(res.RequestsTotal)
+	var bars *report.ErrorBars
 	writeRunReport := func() error {
 		if f.report == "" {
 			return nil
 		}
-		return writeReport(f.report, "servesim run: "+s.Name, []report.Run{{Name: s.Name, Summary: res, Data: col, Instances: compare.Instances(built)}})
+		return writeReport(f.report, "servesim run: "+s.Name, []report.Run{{Name: s.Name, Summary: res, Data: col, Instances: compare.Instances(built), ErrorBars: bars}})
 	}
 	var stop *cluster.StopReport
 	if errors.As(err, &stop) {
@@ -144,7 +145,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	if f.errorBars {
-		if err := printErrorBars(cmd.OutOrStdout(), s, src, &res, f.out); err != nil {
+		if bars, err = printErrorBars(cmd.OutOrStdout(), s, src, &res, f.out); err != nil {
 			return err
 		}
 	}

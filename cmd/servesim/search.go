@@ -12,8 +12,10 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/search"
+	"github.com/servesim/servesim/internal/validate"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -127,7 +129,10 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 func newMaxRateCmd() *cobra.Command {
-	var f searchFlags
+	var (
+		f         searchFlags
+		errorBars bool
+	)
 	cmd := &cobra.Command{
 		Use:   "max-rate -c SCENARIO [--ttft-ms 2000 --tpot-ms 100 --target 0.9]",
 		Short: "Find the largest arrival rate at which SLO attainment reaches the target",
@@ -156,9 +161,21 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 			}
 			ctx, stop := signalContext()
 			defer stop()
+			var band *calibrate.Band
+			if errorBars {
+				if band, err = validate.StepBand(s); err != nil {
+					return badInput(fmt.Errorf("--error-bars: %w", err))
+				}
+			}
 			res, err := search.MaxRate(ctx, s, src, o)
 			if err != nil {
 				return searchError(fmt.Errorf("max-rate: %s: %w", scenarioName(f.scenario.file), err))
+			}
+			if band != nil {
+				fast, slow := band.StepScales()
+				if err := res.AddInterval(ctx, s, src, o, band.String(), band.Coverage, fast, slow); err != nil {
+					return searchError(fmt.Errorf("max-rate: %s: %w", scenarioName(f.scenario.file), err))
+				}
 			}
 			if f.asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -170,6 +187,7 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 		},
 	}
 	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&errorBars, "error-bars", false, "add the answer's 90 % interval: the search run again with every step time at each end of the roofline's step-error band (needs --predictor roofline and the deployment's measured tables; two more searches)")
 	return cmd
 }
 
@@ -210,6 +228,10 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 	} else {
 		fmt.Fprintf(&b, "\n%.4g req/s meets the percentile targets; %g %% more, %.4g req/s, misses them.\n",
 			r.Best.RateRPS, 100*r.Margin, r.Above.RateRPS)
+	}
+	if iv := r.Interval; iv != nil {
+		fmt.Fprintf(&b, "max rate %.4g req/s (%.0f %% interval %.4g–%.4g)\n", r.Best.RateRPS, 100*iv.Coverage, iv.LoRPS, iv.HiRPS)
+		fmt.Fprintf(&b, "  (searched again with steps x%.3f and x%.3f: %.4g and %.4g req/s; %s)\n", iv.FastScale, iv.SlowScale, iv.FastRPS, iv.SlowRPS, iv.Band)
 	}
 	if r.Best.TimeScale > 0 {
 		fmt.Fprintf(&b, "(workload.time_scale %.6g and %.6g)\n", r.Best.TimeScale, r.Above.TimeScale)

@@ -95,3 +95,29 @@ func TestSearchCLIBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxRateErrorBarsCLI: --error-bars prints the answer's 90 % interval,
+// the JSON carries it with the two end searches, and the interval holds the
+// answer, wider below for the slow end (steps slower, less load). Without
+// a band (the profile predictor) it is a clear input error.
+func TestMaxRateErrorBarsCLI(t *testing.T) {
+	code, stdout, stderr := runCapacity(t, "search", "max-rate", "-q", "--predictor", "roofline", "--error-bars", "--json")
+	var res search.MaxRateResult
+	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil {
+		t.Fatalf("exit %d: %s %.300s", code, stderr, stdout)
+	}
+	iv := res.Interval
+	if iv == nil || iv.Coverage != 0.9 || !(iv.FastScale < 1 && iv.SlowScale > 1) ||
+		!(iv.LoRPS == iv.SlowRPS && iv.SlowRPS < res.Best.RateRPS && res.Best.RateRPS < iv.FastRPS && iv.FastRPS == iv.HiRPS) {
+		t.Fatalf("interval %+v around %g", iv, res.Best.RateRPS)
+	}
+	code, stdout, stderr = runCapacity(t, "search", "max-rate", "-q", "--predictor", "roofline", "--error-bars")
+	want := regexp.MustCompile(`max rate [0-9.]+ req/s \(90 % interval [0-9.]+–[0-9.]+\)`)
+	if code != 0 || !want.MatchString(stdout) {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
+	}
+	code, _, stderr = runCapacity(t, "search", "max-rate", "-q", "--error-bars")
+	if code != 2 || !strings.Contains(stderr, "--error-bars") || !strings.Contains(stderr, "roofline") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("profile predictor: exit %d, %q", code, stderr)
+	}
+}

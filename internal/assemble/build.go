@@ -241,7 +241,9 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			if mk, ok := base.(interface{ MinKernelNs() float64 }); ok {
 				et.StepKernelNs = mk.MinKernelNs()
 			}
-			base = perf.WithCollectives(base, tpComm(m, acc, tp, bpe, s.Links, eng))
+			tc := tpComm(m, acc, tp, bpe, s.Links, eng)
+			tc.Scale = s.Predictor.CollectiveScale
+			base = perf.WithCollectives(base, tc)
 			base = perf.WithEngineTime(base, et)
 			pred = perf.WithOverhead(base, overheadNs)
 			predictors[key] = pred

@@ -42,6 +42,8 @@ const (
 	MaxMemoryGB = 1e5
 	// MaxTimeScale bounds workload.time_scale.
 	MaxTimeScale = 1e6
+	// MaxCollectiveScale bounds predictor.collective_scale.
+	MaxCollectiveScale = 100
 	// MaxSLOMs bounds SLO latency bounds and targets, ms.
 	MaxSLOMs = 1e12
 )
@@ -80,6 +82,7 @@ func (c boundsChecker) atMost(field string, v, hi int) {
 func (s *Scenario) validateBounds(bad func(field, format string, args ...any)) {
 	c := boundsChecker{bad}
 	c.between("predictor.step_overhead_us", s.Predictor.StepOverheadUs, 0, MaxMicroseconds, " us")
+	c.between("predictor.collective_scale", s.Predictor.CollectiveScale, 0, MaxCollectiveScale, "")
 	s.Engine.validateBounds("engine", c)
 	total := 0
 	for i := range s.Instances {

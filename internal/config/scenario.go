@@ -127,6 +127,11 @@ type Predictor struct {
 	// CUDA-graph padding, host time; see docs/engine-time.md). Default 0:
 	// for studies only.
 	StepOverheadUs float64 `yaml:"step_overhead_us" json:"step_overhead_us"`
+	// CollectiveScale multiplies the tensor-parallel collective time
+	// (all-reduces and the logits all-gather) of every step, a collective
+	// efficiency factor for tp > 1 (docs/calibration.md). Default 0: 1,
+	// the modelled time.
+	CollectiveScale float64 `yaml:"collective_scale,omitempty" json:"collective_scale,omitempty"`
 	// FormatScaling lets the profile predictor run a weight or KV-cache
 	// format its bundle was not measured with: "roofline-ratio" scales the
 	// measured kernel time of every step by the roofline's time of that

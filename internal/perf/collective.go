@@ -54,6 +54,10 @@ type TPComm struct {
 	// all-gather as vLLM issues them (see NewAllReduce) instead of the
 	// plain ring over LinkBW and LinkLatencyNs.
 	AR AllReduce
+	// Scale multiplies the step's communication time (0: 1): a collective
+	// efficiency factor, fitted to measured tp > 1 runs or set by hand
+	// (predictor.collective_scale).
+	Scale float64
 }
 
 // WithCollectives adds tensor-parallel communication to a per-rank
@@ -111,6 +115,9 @@ func (c tpComm) CommNs(b *Batch) int64 {
 	t := satMul(ar, int64(2*cfg.Layers+1))
 	if cfg.Vocab > 0 {
 		t = satAdd(t, gather)
+	}
+	if cfg.Scale > 0 && cfg.Scale != 1 {
+		t = clampNs(math.Round(float64(t) * cfg.Scale))
 	}
 	return t
 }

@@ -52,6 +52,13 @@ func TestWithCollectives(t *testing.T) {
 	if got, want := WithCollectives(fixed(1000), cfg).StepTime(b), int64(1000+65*5280+12000); got != want {
 		t.Errorf("StepTime with logits gather = %d, want %d", got, want)
 	}
+	// A collective scale of 1.5 multiplies the communication, not the
+	// compute: (65*5280 + 12000) * 1.5 = 532800.
+	cfg.Scale = 1.5
+	if got, want := WithCollectives(fixed(1000), cfg).StepTime(b), int64(1000+532800); got != want {
+		t.Errorf("StepTime with scale 1.5 = %d, want %d", got, want)
+	}
+	cfg.Scale = 0
 	cfg.TP = 1
 	if p := WithCollectives(fixed(7), cfg); p != fixed(7) {
 		t.Errorf("tp1 wrapper = %v, want the predictor itself", p)

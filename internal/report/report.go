@@ -34,6 +34,28 @@ type Run struct {
 	// Instances names the instances; sampled instances missing here are
 	// labelled by index.
 	Instances []InstanceInfo
+	// ErrorBars are the run's intervals (servesim run --error-bars); nil
+	// shows none.
+	ErrorBars *ErrorBars
+}
+
+// ErrorBars are the intervals of a run's statistics at a nominal coverage.
+type ErrorBars struct {
+	Coverage float64 // nominal coverage, e.g. 0.9
+	// Sources says what the intervals combine (step band, seed replicas).
+	Sources string
+	Stats   []Interval
+	// NA lists statistics without an interval and why, e.g. goodput
+	// without per-request SLO bounds.
+	NA []Interval
+}
+
+// Interval is one statistic's value and interval; for ErrorBars.NA, Why
+// says why there is none.
+type Interval struct {
+	Metric        string
+	Value, Lo, Hi float64
+	Why           string
 }
 
 // Write renders runs as one self-contained HTML page (inline CSS, charts
@@ -77,6 +99,7 @@ type pageView struct {
 	Summary  tableView   // counters (one value column per run)
 	Latency  []tableView // latency statistics: one table per run, or one comparison table
 	SLO      tableView   // empty when no run has an SLO
+	Bars     []tableView // error bars, one table per run that has them
 	Outcomes template.HTML
 	Reasons  tableView
 	CDFs     []template.HTML
@@ -123,6 +146,11 @@ func build(title string, runs []Run) (*pageView, error) {
 	}
 	pg.Summary = summaryTable(runs)
 	pg.SLO = sloTable(runs)
+	for _, r := range runs {
+		if r.ErrorBars != nil {
+			pg.Bars = append(pg.Bars, barsTable(r.Name, r.ErrorBars, pg.Compare))
+		}
+	}
 	if pg.Compare {
 		pg.Latency = []tableView{latencyCompare(runs)}
 	} else {
@@ -203,6 +231,25 @@ func summaryTable(runs []Run) tableView {
 			}
 			return strconv.Itoa(peak)
 		})
+	}
+	return t
+}
+
+// barsTable shows a run's intervals: statistic, value and [lo, hi].
+func barsTable(name string, b *ErrorBars, compare bool) tableView {
+	caption := fmt.Sprintf("Error bars (%s %% nominal)", ftoa(100*b.Coverage, 0))
+	if compare {
+		caption += ": " + name
+	}
+	if b.Sources != "" {
+		caption += "; " + b.Sources
+	}
+	t := tableView{Caption: caption, Head: []string{"", "value", "interval"}}
+	for _, st := range b.Stats {
+		t.Rows = append(t.Rows, rowView{Label: st.Metric, Cells: []string{ftoa(st.Value, 3), ftoa(st.Lo, 3) + " – " + ftoa(st.Hi, 3)}})
+	}
+	for _, st := range b.NA {
+		t.Rows = append(t.Rows, rowView{Label: st.Metric, Cells: []string{"n/a", st.Why}})
 	}
 	return t
 }

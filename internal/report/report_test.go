@@ -436,3 +436,27 @@ func TestLinkChartPeakMatchesTable(t *testing.T) {
 		t.Errorf("chart peak %g %% with %d points at 25 %%, want 100 %% and one", peak, n25)
 	}
 }
+
+// Error bars show as a table of value and interval when the run has them,
+// and not at all otherwise.
+func TestWriteErrorBars(t *testing.T) {
+	r := synthetic("bars", 200, 100, 10)
+	if s := string(write(t, "t", r)); strings.Contains(s, "Error bars") {
+		t.Errorf("a run without error bars shows some")
+	}
+	r.ErrorBars = &ErrorBars{Coverage: 0.9, Sources: "step band [-0.1, +0.2]",
+		Stats: []Interval{{Metric: "throughput_rps", Value: 4.5, Lo: 4.25, Hi: 4.875}},
+		NA:    []Interval{{Metric: "goodput_rps", Why: "no per-request SLO bounds"}}}
+	page := write(t, "t", r)
+	checkHTML(t, page)
+	s := string(page)
+	for _, w := range []string{
+		"<caption>Error bars (90 % nominal); step band [-0.1, &#43;0.2]</caption>",
+		"<td>throughput_rps</td><td>4.500</td><td>4.250 – 4.875</td>",
+		"<td>goodput_rps</td><td>n/a</td><td>no per-request SLO bounds</td>",
+	} {
+		if !strings.Contains(s, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+}

@@ -51,7 +51,7 @@ details .grid figure{border-color:#eaeef2}
 <div class="tables">
 {{template "table" .Summary}}
 {{range .Latency}}{{template "table" .}}{{end}}
-{{if .SLO.Rows}}{{template "table" .SLO}}{{end}}
+{{if .SLO.Rows}}{{template "table" .SLO}}{{end}}{{range .Bars}}{{template "table" .}}{{end}}
 </div>
 </section>
 <section id="latency">

@@ -12,6 +12,7 @@ import (
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/sweep"
 	"github.com/servesim/servesim/internal/workpool"
@@ -81,6 +82,9 @@ type Options struct {
 	// (slo.percentiles): a rate passes only when they are all met too, and
 	// SLO may then be empty (no per-request bounds, no attainment).
 	Percentiles bool
+	// StepScale multiplies every step time of every run (0 or 1: none);
+	// error bars search at the ends of the step-latency model's band.
+	StepScale float64
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -158,6 +162,50 @@ type MaxRateResult struct {
 	// its requests all arrive within less than the mean E2E latency, so the
 	// run measures how a burst drains rather than a sustained rate.
 	Warning string `json:"warning,omitempty"`
+	// Interval is the answer's interval with error bars (nil without).
+	Interval *RateInterval `json:"interval,omitempty"`
+}
+
+// RateInterval is the interval of a max-rate answer: the search run again
+// with every step time at each end of the step-latency model's error band.
+type RateInterval struct {
+	// Coverage is the band's nominal coverage, e.g. 0.9.
+	Coverage float64 `json:"coverage"`
+	// Band describes the step-error band.
+	Band string `json:"step_band"`
+	// FastScale and SlowScale are the step-time factors of the two ends.
+	FastScale float64 `json:"fast_scale"`
+	SlowScale float64 `json:"slow_scale"`
+	// FastRPS and SlowRPS are the max rates found at each end.
+	FastRPS float64 `json:"fast_rate_rps"`
+	SlowRPS float64 `json:"slow_rate_rps"`
+	// LoRPS and HiRPS span the three answers (nominal included).
+	LoRPS float64 `json:"lo_rps"`
+	HiRPS float64 `json:"hi_rps"`
+}
+
+// AddInterval searches again with every step time scaled by fast and by
+// slow (the ends of a step-error band described by band, at nominal
+// coverage) and sets r.Interval to the span of the three answers. opts
+// are the options r was found with.
+func (r *MaxRateResult) AddInterval(ctx context.Context, base *config.Scenario, src config.Source, opts Options, band string, coverage, fast, slow float64) error {
+	iv := &RateInterval{Coverage: coverage, Band: band, FastScale: fast, SlowScale: slow}
+	for _, e := range []struct {
+		f   float64
+		out *float64
+	}{{fast, &iv.FastRPS}, {slow, &iv.SlowRPS}} {
+		o := opts
+		o.StepScale, o.OnProbe = e.f, nil
+		res, err := MaxRate(ctx, base, src, o)
+		if err != nil {
+			return fmt.Errorf("error bars (steps x%.3f): %w", e.f, err)
+		}
+		*e.out = res.Best.RateRPS
+	}
+	iv.LoRPS = min(r.Best.RateRPS, iv.FastRPS, iv.SlowRPS)
+	iv.HiRPS = max(r.Best.RateRPS, iv.FastRPS, iv.SlowRPS)
+	r.Interval = iv
+	return nil
 }
 
 // burstWarning explains when the arrivals of the best run span less time
@@ -275,6 +323,11 @@ func (r *rateScaler) run(ctx context.Context, m float64, o Options) (Probe, erro
 	b, err := assemble.Build(s, r.src)
 	if err != nil {
 		return Probe{}, fmt.Errorf("rate x%g: %w", m, err)
+	}
+	if o.StepScale != 0 && o.StepScale != 1 {
+		for i := range b.Instances {
+			b.Instances[i].Predictor = perf.Scale(b.Instances[i].Predictor, o.StepScale)
+		}
 	}
 	res, err := runner.Run(b, runner.Options{SLO: o.SLO.metrics(), Interrupt: workpool.Interrupt(ctx)})
 	if errors.Is(err, cluster.ErrInterrupted) {

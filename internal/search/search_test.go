@@ -230,3 +230,44 @@ func TestPDRatioShareGPT(t *testing.T) {
 		}
 	}
 }
+
+// Scaling every step time by f and every latency bound by f scales the
+// whole simulation's time by f: the max rate found is the nominal one / f,
+// within the bisection's tolerance (both answers lie within it of their
+// thresholds) and the nanosecond rounding of the scaled steps.
+func TestMaxRateStepScale(t *testing.T) {
+	s, err := config.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := config.Source{}
+	o := Options{SLO: SLO{TTFTMs: 2000, TPOTMs: 50}}
+	nom, err := MaxRate(context.Background(), s, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []float64{0.8, 1.25} {
+		of := o
+		of.StepScale = f
+		of.SLO = SLO{TTFTMs: 2000 * f, TPOTMs: 50 * f}
+		got, err := MaxRate(context.Background(), s, src, of)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := got.Best.RateRPS * f / nom.Best.RateRPS
+		t.Logf("x%g: %.4f req/s, nominal %.4f: ratio %.5f", f, got.Best.RateRPS, nom.Best.RateRPS, r)
+		if math.Abs(r-1) > 2*DefaultTolerance {
+			t.Errorf("steps x%g: max rate %.4f, want %.4f / %g within %g %%", f, got.Best.RateRPS, nom.Best.RateRPS, f, 200*DefaultTolerance)
+		}
+	}
+	// The interval at band ends 0.8 and 1.25 with the SLO unchanged: faster
+	// steps carry more load, slower less; the span holds all three.
+	if err := nom.AddInterval(context.Background(), s, src, o, "test band", 0.9, 0.8, 1.25); err != nil {
+		t.Fatal(err)
+	}
+	iv := nom.Interval
+	t.Logf("interval %+v", *iv)
+	if !(iv.SlowRPS < nom.Best.RateRPS && nom.Best.RateRPS < iv.FastRPS) || iv.LoRPS != iv.SlowRPS || iv.HiRPS != iv.FastRPS {
+		t.Errorf("interval %+v around %.4f", *iv, nom.Best.RateRPS)
+	}
+}

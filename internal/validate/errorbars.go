@@ -27,6 +27,14 @@ import (
 // as it does in the engine. Replaying a measured trace has no seed
 // variance; synthetic workloads would add it (not done here).
 
+// StepBand is the 90 % band of the step-latency model's relative error
+// for scenario s: the roofline's residuals on the measured tables of its
+// first instance group's deployment. It fails when s does not use the
+// roofline or no tables exist for the deployment.
+func StepBand(s *config.Scenario) (*calibrate.Band, error) {
+	return errorBand(true, s)
+}
+
 // errorBand returns the band for scenario s, or nil when error bars are
 // off. Only the roofline predictor has residuals to take it from.
 func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
@@ -101,16 +109,6 @@ func calibrationFile(p string) (*calibrate.File, error) {
 	return calibrate.Load(f, p)
 }
 
-// scaled multiplies another predictor's step times by f.
-type scaled struct {
-	p perf.Predictor
-	f float64
-}
-
-func (s scaled) StepTime(b *perf.Batch) int64 {
-	return int64(math.Round(float64(s.p.StepTime(b)) * s.f))
-}
-
 // addIntervals simulates the run at both ends of the band and sets every
 // row's interval, whether the measured value lies in it, and the coverage.
 func addIntervals(rep *Report, built *assemble.Built, band calibrate.Band, newSrc func() (workload.Source, error), offsetMs float64) error {
@@ -131,7 +129,7 @@ func addIntervals(rep *Report, built *assemble.Built, band calibrate.Band, newSr
 	}
 	for _, f := range []float64{fast, slow} {
 		for i := range built.Instances {
-			built.Instances[i].Predictor = scaled{orig[i], f}
+			built.Instances[i].Predictor = perf.Scale(orig[i], f)
 		}
 		src, err := newSrc()
 		if err != nil {

@@ -2,17 +2,27 @@ package validate
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/internal/assemble"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/runner"
+	"github.com/servesim/servesim/internal/workload"
 )
 
 // fakeRun's statistics are off by |x - best| / 10 percent: the fit must
 // find best, and the leave-one-out fit of two runs with different optima
 // must take the other run's.
 func fakeRun(name string, best float64) MeasuredRun {
-	return MeasuredRun{Name: name, Validate: func(x float64) (*Report, error) {
-		d := (x - best) / 10
+	return MeasuredRun{Name: name, Validate: func(t Terms) (*Report, error) {
+		d := (t.OverheadUs - best) / 10
 		rep := &Report{Run: name}
 		for range 15 {
 			rep.Stats = append(rep.Stats, Row{Metric: "TTFT", Stat: "mean", Measured: 100, Simulated: 100 + d, DiffPct: d})
@@ -52,7 +62,7 @@ func TestFitOverheadByHand(t *testing.T) {
 	if res, err := FitOverhead([]MeasuredRun{fakeRun("z", -50)}); err != nil || res.OverheadUs != 0 {
 		t.Fatalf("optimum below 0: %+v, %v", res, err)
 	}
-	bad := MeasuredRun{Name: "bad", Validate: func(float64) (*Report, error) { return nil, errors.New("boom") }}
+	bad := MeasuredRun{Name: "bad", Validate: func(Terms) (*Report, error) { return nil, errors.New("boom") }}
 	if _, err := FitOverhead([]MeasuredRun{bad}); err == nil || !strings.Contains(err.Error(), "bad: boom") {
 		t.Fatalf("error %v", err)
 	}
@@ -64,8 +74,8 @@ func TestFitOverheadOnShippedRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 25 validations")
 	}
-	run := MeasuredRun{Name: "RTXPRO6000-Llama-3.1-8B", Validate: func(us float64) (*Report, error) {
-		return Run(Options{Measured: measured(t, "RTXPRO6000-Llama-3.1-8B"), Name: "run", StepOverheadUs: &us})
+	run := MeasuredRun{Name: "RTXPRO6000-Llama-3.1-8B", TP: 1, Validate: func(tm Terms) (*Report, error) {
+		return Run(Options{Measured: measured(t, "RTXPRO6000-Llama-3.1-8B"), Name: "run", StepOverheadUs: &tm.OverheadUs, CollectiveScale: &tm.CollectiveScale})
 	}}
 	res, err := FitOverhead([]MeasuredRun{run})
 	if err != nil {
@@ -74,5 +84,95 @@ func TestFitOverheadOnShippedRun(t *testing.T) {
 	t.Log(res)
 	if res.OverheadUs > 500 || res.InSample > 3 {
 		t.Fatalf("fit %+v: more than 0.5 ms a step or 3 %% mean error", res)
+	}
+}
+
+// Self-consistency of the collective fit: a tp = 2 run simulated with a
+// known collective scale (1.6) and no extra overhead is fed back as the
+// "measured" run; the fit must recover the scale within 5 % and the
+// overhead within 300 µs, and match the run to within 1 % mean error
+// (measured: x1.571 and 122 µs, 0.63 %; the overhead and the scale both
+// slow steps down, so they trade off a little).
+func TestFitCollectiveScaleRecovered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 100 validations")
+	}
+	const truth = 1.6
+	s, err := config.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	*s.Instances[0].TP = 2
+	off := false
+	s.Engine.PrefixCaching = &off // the replay has no token ids
+	s.Workload = config.Workload{TimeScale: 1, Format: "jsonl", Synthetic: &workload.Synthetic{Requests: 200,
+		Arrival: workload.ArrivalProcess{Kind: "poisson", Rate: 6},
+		Input:   workload.LengthDist{Kind: "lognormal", Mean: 1000, Sigma: 0.6},
+		Output:  workload.LengthDist{Kind: "lognormal", Mean: 200, Sigma: 0.6}}}
+	// The requests (arrivals, lengths) come from the synthetic workload;
+	// their timestamps from replaying them, as RunBench does, with the
+	// true scale.
+	record := func(sc *config.Scenario, src func() (workload.Source, error)) *Bench {
+		built, err := assemble.Build(sc, config.Source{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src != nil {
+			ws, err := src()
+			if err != nil {
+				t.Fatal(err)
+			}
+			built.Open = func() (workload.Source, io.Closer, error) { return ws, io.NopCloser(nil), nil }
+		}
+		var b Bench
+		if _, err := runner.Run(built, runner.Options{OnRecord: func(r *metrics.Record) {
+			if r.Outcome != metrics.Finished {
+				t.Errorf("request %d did not finish", r.ID)
+				return
+			}
+			q := float64(r.Queued) / 1e9
+			b.Requests = append(b.Requests, workload.MeasuredRequest{RequestID: fmt.Sprintf("bench-%d", len(b.Requests)), Index: len(b.Requests),
+				InputToks: r.InputTokens, OutputToks: r.Generated, ArrivalTime: float64(r.Arrival) / 1e9, QueuedTS: q, ScheduledTS: q,
+				FirstTokenTS: float64(r.FirstToken) / 1e9, LastTokenTS: float64(r.LastToken) / 1e9})
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		return &b
+	}
+	file := filepath.Join(t.TempDir(), "bench.json")
+	if err := os.WriteFile(file, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reqs := record(s, nil).Requests
+	replay := *s
+	replay.Workload = config.Workload{Trace: file, Format: "jsonl", TimeScale: 1}
+	replay.Predictor.CollectiveScale = truth
+	b := record(&replay, func() (workload.Source, error) { return workload.MeasuredSource(reqs, nil) })
+	run := MeasuredRun{Name: "tp2", TP: 2, Validate: func(tm Terms) (*Report, error) {
+		v := *s
+		v.Predictor.StepOverheadUs, v.Predictor.CollectiveScale = tm.OverheadUs, tm.CollectiveScale
+		return RunBench(b, BenchOptions{Scenario: &v, Name: "tp2", File: file})
+	}}
+	// The replay at the true terms reproduces the run (up to the
+	// histograms' 3 significant digits); at scale 1 it is far off.
+	for _, c := range []struct {
+		tm     Terms
+		lo, hi float64
+	}{{Terms{0, truth}, 0, 0.1}, {Terms{0, 1}, 10, 100}} {
+		rep, err := run.Validate(c.tm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := meanAbs(rep); m < c.lo || m > c.hi {
+			t.Fatalf("%+v: mean |diff| %.3f %%, want in [%g, %g]\n%s", c.tm, m, c.lo, c.hi, rep)
+		}
+	}
+	res, err := FitOverhead([]MeasuredRun{run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+	if !res.Collective || math.Abs(res.CollectiveScale/truth-1) > 0.05 || res.OverheadUs > 300 || res.InSample > 1 {
+		t.Fatalf("fit %+v: want collective x%g within 5 %%, overhead <= 300 us, mean error <= 1 %%", res, truth)
 	}
 }

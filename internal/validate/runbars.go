@@ -44,8 +44,11 @@ type RunBars struct {
 	Band     string  `json:"step_band,omitempty"`
 	Replicas int     `json:"seed_replicas"`
 	// Note says why a source is missing.
-	Note  string        `json:"note,omitempty"`
-	Stats []RunInterval `json:"stats"`
+	Note string `json:"note,omitempty"`
+	// GoodputNA says why goodput has no interval when the run has SLO
+	// percentile targets but no per-request bounds (as the summary's n/a).
+	GoodputNA string        `json:"goodput_na,omitempty"`
+	Stats     []RunInterval `json:"stats"`
 }
 
 // DefaultReplicas is the number of extra seeds of a synthetic workload.
@@ -73,6 +76,27 @@ var runStats = []statFn{
 	{"e2e_ms.p99", func(r *metrics.Result) float64 { return r.E2E.P99 }},
 }
 
+// goodputStat is goodput, a statistic only of runs with per-request SLO
+// bounds.
+var goodputStat = statFn{"goodput_rps", func(r *metrics.Result) float64 {
+	if r.SLO == nil || r.SLO.GoodputRPS == nil {
+		return 0
+	}
+	return *r.SLO.GoodputRPS
+}}
+
+// goodputNA is the reason a run with an SLO has no goodput.
+const goodputNA = "n/a: no per-request SLO bounds (set slo.ttft_ms, tpot_ms or e2e_ms)"
+
+// statsOf is the statistics with an interval for a run like nominal:
+// runStats, and goodput when the run has per-request SLO bounds.
+func statsOf(nominal *metrics.Result) []statFn {
+	if nominal.SLO == nil || nominal.SLO.GoodputRPS == nil {
+		return runStats
+	}
+	return append(runStats[:len(runStats):len(runStats)], goodputStat)
+}
+
 // RunErrorBars computes the intervals of nominal, the result of scenario s
 // (read from src). replicas is the number of extra seeds for a synthetic
 // workload (0: DefaultReplicas). It needs at least one source: the roofline
@@ -82,6 +106,10 @@ func RunErrorBars(s *config.Scenario, src config.Source, nominal *metrics.Result
 		replicas = DefaultReplicas
 	}
 	out := &RunBars{Coverage: 0.9}
+	if nominal.SLO != nil && nominal.SLO.GoodputRPS == nil {
+		out.GoodputNA = goodputNA
+	}
+	stats := statsOf(nominal)
 	var band *calibrate.Band
 	var bandErr error
 	if s.Predictor.Kind == "roofline" {
@@ -96,16 +124,16 @@ func RunErrorBars(s *config.Scenario, src config.Source, nominal *metrics.Result
 		}
 		out.Note = "no step-model band: " + bandErr.Error()
 	}
-	n := len(runStats)
+	n := len(stats)
 	lo, hi := make([]float64, n), make([]float64, n)
-	for i, st := range runStats {
+	for i, st := range stats {
 		v := st.get(nominal)
 		lo[i], hi[i] = v, v
 	}
 	if synthetic {
 		out.Replicas = replicas
 		vals := make([][]float64, n)
-		for i, st := range runStats {
+		for i, st := range stats {
 			vals[i] = append(vals[i], st.get(nominal))
 		}
 		for r := 1; r <= replicas; r++ {
@@ -115,14 +143,14 @@ func RunErrorBars(s *config.Scenario, src config.Source, nominal *metrics.Result
 			if err != nil {
 				return nil, fmt.Errorf("--error-bars: seed %d: %w", rs.Seed, err)
 			}
-			for i, st := range runStats {
+			for i, st := range stats {
 				vals[i] = append(vals[i], st.get(res))
 			}
 		}
 		for i := range vals {
 			sort.Float64s(vals[i])
 			// widened to hold the nominal value, itself one of the samples.
-			v := runStats[i].get(nominal)
+			v := stats[i].get(nominal)
 			lo[i], hi[i] = math.Min(v, quantileSorted(vals[i], 0.05)), math.Max(v, quantileSorted(vals[i], 0.95))
 		}
 	}
@@ -137,7 +165,7 @@ func RunErrorBars(s *config.Scenario, src config.Source, nominal *metrics.Result
 		if err != nil {
 			return nil, err
 		}
-		for i, st := range runStats {
+		for i, st := range stats {
 			v := st.get(nominal)
 			if v == 0 {
 				continue
@@ -147,7 +175,7 @@ func RunErrorBars(s *config.Scenario, src config.Source, nominal *metrics.Result
 			hi[i] *= math.Max(1, math.Max(a, b))
 		}
 	}
-	for i, st := range runStats {
+	for i, st := range stats {
 		out.Stats = append(out.Stats, RunInterval{Metric: st.name, Value: round3(st.get(nominal)), Lo: round3(lo[i]), Hi: round3(hi[i])})
 	}
 	return out, nil
@@ -171,7 +199,7 @@ func simulate(s *config.Scenario, src config.Source, f float64) (*metrics.Result
 	}
 	if f != 1 {
 		for i := range built.Instances {
-			built.Instances[i].Predictor = scaled{built.Instances[i].Predictor, f}
+			built.Instances[i].Predictor = perf.Scale(built.Instances[i].Predictor, f)
 		}
 	}
 	res, err := runner.Run(built, runner.Options{})
@@ -180,8 +208,6 @@ func simulate(s *config.Scenario, src config.Source, f float64) (*metrics.Result
 	}
 	return &res, nil
 }
-
-var _ perf.Predictor = scaled{}
 
 // String renders the intervals as a table.
 func (b *RunBars) String() string {
@@ -201,6 +227,9 @@ func (b *RunBars) String() string {
 	fmt.Fprintf(&sb, "\n%-16s %14s %14s %14s\n", "statistic", "value", "lo", "hi")
 	for _, st := range b.Stats {
 		fmt.Fprintf(&sb, "%-16s %14.3f %14.3f %14.3f\n", st.Metric, st.Value, st.Lo, st.Hi)
+	}
+	if b.GoodputNA != "" {
+		fmt.Fprintf(&sb, "%-16s %s\n", "goodput_rps", b.GoodputNA)
 	}
 	return sb.String()
 }

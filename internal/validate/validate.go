@@ -46,6 +46,8 @@ type Options struct {
 	Profiles string
 	// StepOverheadUs overrides the predictor's step overhead when non-nil.
 	StepOverheadUs *float64
+	// CollectiveScale overrides predictor.collective_scale when non-nil.
+	CollectiveScale *float64
 	// Predictor is the step-latency predictor kind ("" or profile, or
 	// roofline) and Calibration the roofline's calibration file ("" for
 	// the embedded one).
@@ -256,6 +258,9 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 	}
 	if o.StepOverheadUs != nil {
 		s.Predictor.StepOverheadUs = *o.StepOverheadUs
+	}
+	if o.CollectiveScale != nil {
+		s.Predictor.CollectiveScale = *o.CollectiveScale
 	}
 	if o.Predictor != "" {
 		s.Predictor.Kind = o.Predictor

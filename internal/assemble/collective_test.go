@@ -1,0 +1,44 @@
+package assemble
+
+import (
+	"testing"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// predictor.collective_scale multiplies the tensor-parallel communication
+// of a tp = 2 instance and nothing else: a step's time is linear in the
+// scale (equal increments from 1 to 2 and 2 to 3, to the nanosecond's
+// rounding), 0 is the modelled time (scale 1), and tp = 1 ignores it.
+func TestCollectiveScale(t *testing.T) {
+	step := func(tp int, scale float64) int64 {
+		t.Helper()
+		s, err := config.LoadDefault()
+		if err != nil {
+			t.Fatal(err)
+		}
+		*s.Instances[0].TP = tp
+		s.Predictor.CollectiveScale = scale
+		b, err := Build(s, config.Source{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Instances[0].Predictor.StepTime(&perf.Batch{PrefillTokens: 512, PrefillSeqs: 1, NumDecode: 32, DecodeKVSum: 32 * 1000})
+	}
+	t0, t1, t2, t3 := step(2, 0), step(2, 1), step(2, 2), step(2, 3)
+	t.Logf("tp 2 step: %d ns at scale 1, +%d ns per unit of scale", t1, t2-t1)
+	if t0 != t1 || t2-t1 <= 0 || abs(t3-t2-(t2-t1)) > 1 {
+		t.Errorf("step times %d %d %d %d: want t0 = t1 and equal positive increments", t0, t1, t2, t3)
+	}
+	if a, b := step(1, 0), step(1, 3); a != b {
+		t.Errorf("tp 1: scale changed the step %d -> %d", a, b)
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
