@@ -48,16 +48,18 @@ type Profile struct {
 	// Hardware, Model and Variant identify the bundle (from meta.yaml).
 	Hardware, Model, Variant string
 
-	dense     pwl // all dense ops of a step summed, ns by total tokens
-	perSeq    pwl // all per-sequence ops summed, ns by sequences
-	attn      *attnTable
-	attnCount float64 // attention kernels per step (NumLayers)
-	moe       *moeTable
-	moeCount  float64 // MoE blocks per step (NumLayers)
-	skew      *skewTable
-	experts   int
-	topK      int
-	minOp     float64 // shortest dense op at one token, ns
+	dense      pwl // all dense ops of a step summed, ns by total tokens
+	perSeq     pwl // all per-sequence ops summed, ns by sequences
+	attn       *attnTable
+	attnCount  float64   // attention kernels per step (NumLayers)
+	moe        *moeTable // per expert-parallel rank: all of its experts whole (tp1/moe.csv)
+	moeTP      *moeTable // tensor-parallel MoE (ep = 1): tp<N>/moe.csv, else moe scaled by moeTPScale
+	moeTPScale float64   // 1, or 1/tp when moeTP is the tp1 table (see docs/moe.md)
+	moeCount   float64   // MoE blocks per step (NumLayers)
+	skew       *skewTable
+	experts    int
+	topK       int
+	minOp      float64 // shortest dense op at one token, ns
 }
 
 // MinKernelNs is the shortest dense op of the tables at one token, in ns:
@@ -108,9 +110,9 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 	}
 	if b.MoENs > 0 && p.moe != nil {
 		s.MoE = float64(b.MoENs)
-	} else if p.moe != nil && tokens > 0 {
+	} else if p.moeTP != nil && tokens > 0 {
 		ae := ActivatedExperts(tokens, p.experts, p.topK)
-		s.MoE = p.moeCount * math.Max(0, p.moe.at(float64(tokens), float64(ae)))
+		s.MoE = p.moeCount * p.moeTPScale * math.Max(0, p.moeTP.at(float64(tokens), float64(ae)))
 	}
 	return s
 }
@@ -146,9 +148,13 @@ func (p *Profile) attention(b *Batch) float64 {
 // by FindBundle (its parent holds meta.yaml); cat is the layer catalog of
 // arch.ModelType. Required files: meta.yaml, tp<N>/dense.csv,
 // per_sequence.csv and attention.csv (each only if the catalog has ops of
-// that category), and moe.csv for MoE models (looked up in tp<N>/, then in
-// the sibling tp1/, since MoE blocks are profiled once per expert-parallel
-// rank at tp=1). skew_fit.csv is optional: without it alpha is 0.
+// that category), and tp1/moe.csv for MoE models (the MoE block of one
+// expert-parallel rank holding its experts whole). A tp<N>/moe.csv, when
+// the bundle has one, times tensor-parallel MoE (every expert sharded over
+// the N ranks, ep = 1); without it that is tp1's table divided by N (the
+// experts' weights and FLOPs split N ways; the unsharded router and
+// routing kernels make this slightly optimistic). skew_fit.csv is
+// optional: without it alpha is 0.
 func LoadProfile(fsys fs.FS, bundleDir string, arch Arch, cat *Catalog) (*Profile, error) {
 	if cat == nil {
 		return nil, errors.New("load profile: nil layer catalog")
@@ -214,13 +220,7 @@ func (p *Profile) loadTables(fsys fs.FS, dir string, arch Arch, cat *Catalog) er
 		}
 	}
 	if need[CategoryMoE] {
-		name := path.Join(dir, "moe.csv")
-		if _, serr := fs.Stat(fsys, name); serr != nil {
-			if alt := path.Join(path.Dir(dir), "tp1", "moe.csv"); alt != name {
-				name = alt
-			}
-		}
-		if p.moe, err = readFile(fsys, name, readMoECSV); err != nil {
+		if err := p.loadMoE(fsys, dir); err != nil {
 			return err
 		}
 	}
@@ -249,6 +249,29 @@ func (p *Profile) loadTables(fsys fs.FS, dir string, arch Arch, cat *Catalog) er
 		}
 	}
 	p.dense, p.perSeq = sumPWL(denseTerms), sumPWL(seqTerms)
+	return nil
+}
+
+// loadMoE reads the per-EP-rank table (tp1/moe.csv, required) and the
+// tensor-parallel one (tp<N>/moe.csv if present, else the tp1 table at 1/N).
+func (p *Profile) loadMoE(fsys fs.FS, dir string) error {
+	tp1 := path.Join(path.Dir(dir), "tp1", "moe.csv")
+	if p.TP == 1 {
+		tp1 = path.Join(dir, "moe.csv")
+	}
+	var err error
+	if p.moe, err = readFile(fsys, tp1, readMoECSV); err != nil {
+		return err
+	}
+	p.moeTP, p.moeTPScale = p.moe, 1/float64(p.TP)
+	own := path.Join(dir, "moe.csv")
+	if _, serr := fs.Stat(fsys, own); p.TP == 1 || serr != nil {
+		return nil
+	}
+	if p.moeTP, err = readFile(fsys, own, readMoECSV); err != nil {
+		return err
+	}
+	p.moeTPScale = 1
 	return nil
 }
 
@@ -299,7 +322,7 @@ func loadSkew(fsys fs.FS, dir string, meta *bundleMeta, tp int) (*skewTable, err
 }
 
 // MoELayerNs is one MoE block's time on one expert-parallel rank, in ns:
-// moe.csv at tokens (the tokens the block runs on, gathered from every
+// tp1/moe.csv (experts whole, whatever the ranks' tp) at tokens (the tokens the block runs on, gathered from every
 // data-parallel rank) and activated (distinct local experts that receive
 // tokens). It is 0 for a dense model.
 func (p *Profile) MoELayerNs(tokens, activated float64) float64 {

@@ -227,9 +227,6 @@ const sharedProfiles = "/work/shared/data/profiles"
 // 128*(1-(1-8/128)^16) = 128*(1-0.356100) = 82.42 → 82 experts, between the
 // profiled 64 and 128: t = (82-64)/64 = 0.28125.
 func TestQwenMoE(t *testing.T) {
-	if _, err := os.Stat(sharedProfiles); err != nil {
-		t.Skip("shared profiles not present")
-	}
 	if got := ActivatedExperts(16, 128, 8); got != 82 {
 		t.Fatalf("ActivatedExperts(16,128,8) = %d want 82", got)
 	}
@@ -239,8 +236,11 @@ func TestQwenMoE(t *testing.T) {
 			t.Errorf("ActivatedExperts%v = %d want %d", c, got, want)
 		}
 	}
-	root := os.DirFS(sharedProfiles)
-	cat, err := LoadCatalog(os.DirFS("/work/shared/data"), "qwen3_moe")
+	root, err := fs.Sub(assets.FS(), "profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := LoadCatalog(assets.FS(), "qwen3_moe")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,8 @@ func TestQwenMoE(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Read the two bracketing rows from moe.csv (tp2 uses tp1's table).
+		// Read the two bracketing rows from moe.csv. The bundle has no
+		// tp2/moe.csv: tensor-parallel MoE at tp2 is tp1's table halved.
 		raw, err := fs.ReadFile(root, "RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16/tp1/moe.csv")
 		if err != nil {
 			t.Fatal(err)
@@ -269,15 +270,19 @@ func TestQwenMoE(t *testing.T) {
 			return 0
 		}
 		lo, hi := row("16,64,"), row("16,128,")
-		want := 48 * (lo + 0.28125*(hi-lo)) * 1000
+		want := 48 * (lo + 0.28125*(hi-lo)) * 1000 / float64(tp)
 		b := uniform(16, 1000)
 		if got := p.Breakdown(&b).MoE; !near(got, want) {
 			t.Errorf("tp%d: MoE = %v want %v (rows %v, %v)", tp, got, want, lo, hi)
 		}
 		// Grid point: one decode token activates exactly 8 experts.
 		b = uniform(1, 1000)
-		if got, want := p.Breakdown(&b).MoE, 48*row("1,8,")*1000; !near(got, want) {
+		if got, want := p.Breakdown(&b).MoE, 48*row("1,8,")*1000/float64(tp); !near(got, want) {
 			t.Errorf("tp%d: MoE(1 token) = %v want %v", tp, got, want)
+		}
+		// An expert-parallel rank's block is tp1's, whatever the tp.
+		if got, want := p.MoELayerNs(16, 64), lo*1000; !near(got, want) {
+			t.Errorf("tp%d: MoELayerNs(16, 64) = %v want %v", tp, got, want)
 		}
 	}
 	// A dense Arch on the MoE catalog is refused.

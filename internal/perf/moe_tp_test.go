@@ -1,0 +1,112 @@
+package perf
+
+import (
+	"testing"
+	"testing/fstest"
+)
+
+const tinyMoECatalog = `
+sequence:
+  prologue:  [embedding]
+  pre_attn:  [attention]
+  post_attn: []
+  mlp_dense: []
+  mlp_moe:   [moe]
+  head:      [lm_head]
+catalog:
+  dense:
+    embedding: {}
+  per_sequence:
+    lm_head: {}
+  attention:
+    attention: {}
+  moe:
+    moe: {}
+`
+
+// tp1/moe.csv: 8 experts, top-2. One token activates 2 experts (a grid
+// row), 4 tokens activate 8·(1-(1-2/8)^4) = 8·0.68359 = 5.47 -> 5.
+const tinyMoETP1 = `tokens,activated_experts,time_us
+1,2,100
+4,2,160
+1,8,300
+4,8,420
+`
+
+// A tp2/moe.csv measured with every expert sharded over two GPUs.
+const tinyMoETP2 = `tokens,activated_experts,time_us
+1,2,70
+4,2,100
+1,8,170
+4,8,230
+`
+
+func tinyMoEFS(withTP2Table bool) fstest.MapFS {
+	fsys := fstest.MapFS{
+		"layer-catalogs/tinymoe.yaml":     {Data: []byte(tinyMoECatalog)},
+		"HW/org/moe/bf16/meta.yaml":       {Data: []byte("hardware: HW\nmodel: org/moe\nvariant: bf16\narchitecture: tinymoe\n")},
+		"HW/org/moe/bf16/tp1/moe.csv":     {Data: []byte(tinyMoETP1)},
+	}
+	for _, tp := range []string{"tp1", "tp2"} {
+		d := "HW/org/moe/bf16/" + tp
+		fsys[d+"/dense.csv"] = &fstest.MapFile{Data: []byte("layer,tokens,time_us\nembedding,1,5\nembedding,4,5\n")}
+		fsys[d+"/per_sequence.csv"] = &fstest.MapFile{Data: []byte("layer,sequences,time_us\nlm_head,1,10\nlm_head,4,10\n")}
+		fsys[d+"/attention.csv"] = &fstest.MapFile{Data: []byte(tinyAttention)}
+	}
+	if withTP2Table {
+		fsys["HW/org/moe/bf16/tp2/moe.csv"] = &fstest.MapFile{Data: []byte(tinyMoETP2)}
+	}
+	return fsys
+}
+
+// Tensor-parallel MoE (ep = 1) at tp 2 uses the bundle's tp2 table when it
+// has one, else tp1's at half; an expert-parallel rank's block
+// (MoELayerNs, experts whole) is tp1's whatever the tp.
+func TestMoETensorParallelPricing(t *testing.T) {
+	// Per layer at 4 tokens, 5 activated experts: tp1 rows at 4 tokens are
+	// 160 (2 experts) and 420 (8 experts): 160 + (5-2)/6·260 = 290 µs.
+	// tp2 table: 100 + 3/6·130 = 165 µs. One token: the 2-expert row.
+	for _, c := range []struct {
+		name     string
+		tp       int
+		tp2Table bool
+		tok      int
+		wantUs   float64 // one layer, tensor-parallel MoE
+	}{
+		{"tp1", 1, false, 4, 290},
+		{"tp1 ignores a tp2 table", 1, true, 4, 290},
+		{"tp2 without its table: tp1 / 2", 2, false, 4, 145},
+		{"tp2 without its table, one token", 2, false, 1, 50},
+		{"tp2 with its table", 2, true, 4, 165},
+		{"tp2 with its table, one token", 2, true, 1, 70},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := tinyMoEFS(c.tp2Table)
+			cat, err := LoadCatalog(fsys, "tinymoe")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir, err := FindBundle(fsys, "HW", "org/moe", "bf16", c.tp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := LoadProfile(fsys, dir, Arch{ModelType: "tinymoe", NumLayers: 3, NumExperts: 8, ExpertsPerTok: 2}, cat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := Batch{NumDecode: c.tok, DecodeKVSum: int64(16 * c.tok), DecodeKVMin: 16, DecodeKVMax: 16}
+			if got, want := p.Breakdown(&b).MoE, 3*c.wantUs*1000; !near(got, want) {
+				t.Errorf("MoE = %v ns want %v", got, want)
+			}
+			// An EP rank holds its experts whole: tp1's table, unscaled.
+			if got := p.MoELayerNs(4, 5); !near(got, 290_000) {
+				t.Errorf("MoELayerNs(4, 5) = %v want 290000", got)
+			}
+			// A pre-timed group MoE (dp/ep) replaces the table lookup.
+			b.MoENs = 12345
+			if got := p.Breakdown(&b).MoE; got != 12345 {
+				t.Errorf("MoE with MoENs = %v want 12345", got)
+			}
+		})
+	}
+}
