@@ -168,6 +168,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	predictors := map[string]perf.Predictor{}
 	place := placer{open: map[string]*openNode{}}
 	timers := map[string]moe.LayerTimer{}
+	rooflines := map[string]*perf.Roofline{}
 	for gi := range s.Instances {
 		g := &s.Instances[gi]
 		path := fmt.Sprintf("instances[%d]", gi)
@@ -222,6 +223,9 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				base, err = roofline(s, src, m, acc, tp, qf)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", path, err)
+				}
+				if rl, ok := base.(*perf.Roofline); ok {
+					rooflines[key] = rl
 				}
 			} else {
 				prof, scaled, err := profile(s, src, profiles, m, acc, tp, arch, cat, qf)
@@ -326,8 +330,15 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		var spec groupSpec
 		if dp > 1 || ep > 1 {
 			timer, ok := timers[key]
+			if rl := rooflines[key]; !ok && rl != nil {
+				t, err := rl.EPRank(dp, ep)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", path, err)
+				}
+				timer, ok = t, true
+			}
 			if !ok {
-				return nil, fmt.Errorf("%s: dp/ep need the profile predictor's per-rank MoE table (moe.csv) measured in the scenario's weight format; use predictor.kind: profile with such a bundle (format_scaling does not carry it)", path)
+				return nil, fmt.Errorf("%s: dp/ep need a per-rank MoE time: the profile predictor's moe.csv measured in the scenario's weight format (format_scaling does not carry it), or predictor.kind: roofline", path)
 			}
 			graph := et
 			graph.CaptureSizes = slices.Sorted(slices.Values(et.CaptureSizes))

@@ -10,6 +10,7 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/moe"
+	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/workload"
 )
 
@@ -193,5 +194,42 @@ func TestRoutingHistogram(t *testing.T) {
 		if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an error containing %q", c.body, err, c.want)
 		}
+	}
+}
+
+// TestDPGroupRoofline: with the roofline predictor a dp 2 x ep 2 group
+// times its MoE with the roofline's expert-parallel rank (no moe.csv
+// needed) and runs every request to an end.
+func TestDPGroupRoofline(t *testing.T) {
+	s := qwenMoE(t, 2, 2)
+	s.Predictor.Kind = "roofline"
+	s.Workload.Limit = 60
+	s.CheckInvariants = true
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(s, config.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.groups) != 1 {
+		t.Fatalf("%d groups", len(b.groups))
+	}
+	if _, ok := b.groups[0].timer.(perf.EPRankTimer); !ok {
+		t.Fatalf("group timer %T, want the roofline's EP rank", b.groups[0].timer)
+	}
+	sim, closer, err := b.NewSim(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if done, seen := sim.Progress(); done != seen || done != 60 {
+		t.Fatalf("%d of %d requests ended, want 60", done, seen)
+	}
+	if _, n := sim.LastGroupStep(0); n == 0 {
+		t.Error("the group never stepped")
 	}
 }

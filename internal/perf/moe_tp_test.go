@@ -43,9 +43,9 @@ const tinyMoETP2 = `tokens,activated_experts,time_us
 
 func tinyMoEFS(withTP2Table bool) fstest.MapFS {
 	fsys := fstest.MapFS{
-		"layer-catalogs/tinymoe.yaml":     {Data: []byte(tinyMoECatalog)},
-		"HW/org/moe/bf16/meta.yaml":       {Data: []byte("hardware: HW\nmodel: org/moe\nvariant: bf16\narchitecture: tinymoe\n")},
-		"HW/org/moe/bf16/tp1/moe.csv":     {Data: []byte(tinyMoETP1)},
+		"layer-catalogs/tinymoe.yaml": {Data: []byte(tinyMoECatalog)},
+		"HW/org/moe/bf16/meta.yaml":   {Data: []byte("hardware: HW\nmodel: org/moe\nvariant: bf16\narchitecture: tinymoe\n")},
+		"HW/org/moe/bf16/tp1/moe.csv": {Data: []byte(tinyMoETP1)},
 	}
 	for _, tp := range []string{"tp1", "tp2"} {
 		d := "HW/org/moe/bf16/" + tp

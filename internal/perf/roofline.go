@@ -427,13 +427,18 @@ func (r *Roofline) Efficiency() Efficiency { return r.eff }
 func (r *Roofline) Ops() []OpUse { return r.ops }
 
 // StepTime implements Predictor: the sum over the step's ops of count × time.
-// It does not allocate.
+// A batch's MoENs (a data-parallel group's MoE time, every layer) replaces
+// the MoE op. It does not allocate.
 func (r *Roofline) StepTime(b *Batch) int64 {
 	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0) {
 		return 0
 	}
 	var s float64
 	for i, u := range r.ops {
+		if b.MoENs > 0 && u.Op == OpMoE {
+			s += float64(b.MoENs)
+			continue
+		}
 		s += u.Count * r.opNs(i, b)
 	}
 	return clampNs(s)
@@ -442,7 +447,11 @@ func (r *Roofline) StepTime(b *Batch) int64 {
 // Breakdown appends every op's time in the step to dst and returns it.
 func (r *Roofline) Breakdown(b *Batch, dst []OpTime) []OpTime {
 	for _, u := range r.ops {
-		dst = append(dst, OpTime{Op: u.Op, Count: u.Count, Ns: r.OpNs(u.Op, b)})
+		ns := r.OpNs(u.Op, b)
+		if b != nil && b.MoENs > 0 && u.Op == OpMoE {
+			ns = float64(b.MoENs) / u.Count
+		}
+		dst = append(dst, OpTime{Op: u.Op, Count: u.Count, Ns: ns})
 	}
 	return dst
 }
