@@ -54,8 +54,11 @@
 //     decode corner with it.
 //   - moe.csv: the MoE block by (tokens, activated experts), linear in both;
 //     activated experts = ActivatedExperts(tokens, NumExperts, ExpertsPerTok)
-//     (uniform-routing expectation E(1-(1-k/E)^T), rounded). Read from
-//     tp<N>/ or else tp1/ (MoE is profiled once, at tp=1, per EP rank).
+//     (uniform-routing expectation E(1-(1-k/E)^T), rounded). tp1/moe.csv is
+//     the block of one expert-parallel rank (its experts whole) and is what
+//     MoELayerNs reads at every tp. Tensor-parallel MoE (ep = 1, every
+//     expert sharded over the tp ranks) reads tp<N>/moe.csv when the bundle
+//     has one, else tp1's table divided by N (docs/moe.md).
 //
 // Every axis clamps below its first sample and extrapolates linearly above
 // its last from the top two samples; interpolation is linear (not log) in

@@ -81,9 +81,14 @@ func TestQwenMoEMatchesVLLM(t *testing.T) {
 	if len(rep.Stats) != 15 {
 		t.Fatalf("%d statistics, want 15", len(rep.Stats))
 	}
-	ttft := map[string]float64{"mean": 7.5, "p50": 6.5, "p90": 15.5, "p95": 9.5, "p99": 5}
+	// What the model achieves (docs/moe.md, validation): TPOT and E2E
+	// within 1.2 %, TTFT -5.7 (mean), -5.0 (p50), -13.9 (p90), -8.0 (p95),
+	// +3.4 % (p99); the bounds leave about half a point. TTFT is queueing
+	// at 10 req/s over capacity: the requests whose completions free the
+	// slots decode 1.6 % too fast, as in the dense Llama run.
+	ttft := map[string]float64{"mean": 6.5, "p50": 5.5, "p90": 14.5, "p95": 8.5, "p99": 4}
 	for _, r := range rep.Stats {
-		bound := 5.0
+		bound := 2.0
 		if r.Metric == "TTFT" {
 			bound = ttft[r.Stat]
 		}
