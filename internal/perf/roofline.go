@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // RooflineModel is what the roofline predictor needs to know about a model:
@@ -293,6 +294,7 @@ type Roofline struct {
 	tileQ, units         float64
 	gqa                  float64
 	experts, expertsTopK int
+	moeOp                int // index of OpMoE in ops, -1 for a dense model
 	// traffic multipliers of the memory-bound ops
 	scEmbed, scNorm, scFinalNorm, scQKNorm, scRotary, scAct float64
 
@@ -412,6 +414,7 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 		r.ops = append(r.ops, OpUse{OpGateUpProj, L}, OpUse{OpActFn, L}, OpUse{OpDownProj, L})
 	}
 	r.ops = append(r.ops, OpUse{OpFinalLayernorm, 1}, OpUse{OpLMHead, 1}, OpUse{OpSampler, 1})
+	r.moeOp = slices.IndexFunc(r.ops, func(u OpUse) bool { return u.Op == OpMoE })
 	r.cache = newOpCache(r.ops)
 	return r, nil
 }
@@ -435,7 +438,7 @@ func (r *Roofline) StepTime(b *Batch) int64 {
 	}
 	var s float64
 	for i, u := range r.ops {
-		if b.MoENs > 0 && u.Op == OpMoE {
+		if i == r.moeOp && b.MoENs > 0 {
 			s += float64(b.MoENs)
 			continue
 		}

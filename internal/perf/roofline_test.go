@@ -299,3 +299,18 @@ func TestRooflineSkew(t *testing.T) {
 	one := Batch{NumDecode: 1, DecodeKVSum: 1000, DecodeKVMax: 1000, DecodeKVMin: 1000}
 	nearNs(t, "single decode", r.OpNs(OpAttention, &one), plain.OpNs(OpAttention, &one))
 }
+
+// BenchmarkRooflineStepTime times a step of the dense tiny model over a
+// spread of batch shapes (the op cache warm after the first pass).
+func BenchmarkRooflineStepTime(b *testing.B) {
+	r, err := NewRoofline(tinyModel, tinyHW, tinyEff, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batches := benchBatches()
+	var sink int64
+	for i := 0; b.Loop(); i++ {
+		sink += r.StepTime(&batches[i%len(batches)])
+	}
+	_ = sink
+}
