@@ -30,20 +30,25 @@ func (r *Roofline) EPRank(dp, ep int) (EPRankTimer, error) {
 
 // MoELayerNs is one MoE block on the rank, in ns. tokens is the gathered
 // token count the rank's load corresponds to (its routed pairs are
-// tokens × k / ep) and activated the distinct local experts they reach:
+// P = tokens × k / ep) and activated the distinct local experts they reach:
 //
 //	flops = 2·(T/dp)·h·E                  router, on the rank's own tokens
-//	      + 2·P·h·3·I                     gate_up and down of P = T·k/ep pairs
+//	      + 2·P·h·3·I                     gate_up and down of its P pairs
 //	      + 2·(T/dp)·h·3·S/tp             shared experts, own tokens
 //	bytes = (a·3·h·I + 3·h·S/tp)·wb       weights of a activated local experts
-//	      + h·E·b + (2·P·h + 3·P·I)·b     router weights, pair activations
+//	      + h·E·b                         router weights
+//	      + (2·T·k·h + 3·T·k·I)·b         activations of every gathered pair
 //
 // with I the whole expert's MLP width (experts are not tensor-sharded under
 // EP) and S the shared experts' width; time = 4 launches + the smooth
-// maximum of compute and memory time, the roofline's MoE op with the
-// pairs and the weights of the rank. Quantised expert weights use the
-// quantised peak as the MoE op does. With dp = ep = 1 it equals
-// Roofline.MoENs.
+// maximum of compute and memory time, as the roofline's MoE op. The
+// activations count every gathered pair because vLLM's fused MoE runs its
+// alignment, activation and final sum over all of them: pairs of experts
+// held elsewhere are mapped to expert -1 and only their GEMM tiles are
+// skipped, written as zeros (fused_moe_kernel in
+// vllm/model_executor/layers/fused_moe/fused_moe.py). Quantised expert
+// weights use the quantised peak as the MoE op does. With dp = ep = 1 it
+// equals Roofline.MoENs.
 func (t EPRankTimer) MoELayerNs(tokens, activated float64) float64 {
 	r := t.r
 	if r == nil || !(tokens > 0) {
@@ -57,7 +62,8 @@ func (t EPRankTimer) MoELayerNs(tokens, activated float64) float64 {
 	rflops := 2 * own * h * e
 	xflops := 2*pairs*h*3*inter + 2*own*h*3*r.sharedInter
 	w := ae*3*h*inter + 3*h*r.sharedInter
-	act := h*e + 2*pairs*h + pairs*3*inter
+	gatheredPairs := tokens * k
+	act := h*e + 2*gatheredPairs*h + gatheredPairs*3*inter
 	if r.quant {
 		tc := rflops/r.flopRate + xflops/r.qFlopRate
 		return 4*r.eff.LaunchNs + softMax(tc*1e9, (w*r.wb+act*r.b)/r.memRate*1e9, r.invP)

@@ -17,13 +17,15 @@ func TestRooflineEPRankByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	// dp 2, ep 2, 100 gathered tokens, 3 of the rank's 4 experts active.
-	// Own tokens 50, routed pairs 100*2/2 = 100.
+	// Own tokens 50, the rank's routed pairs 100*2/2 = 100, all gathered
+	// pairs 200.
 	// FLOPs: router 2*50*1024*8 = 819200; experts 2*100*1024*3*512 =
 	// 314572800; sum 315392000 at 5e13 -> 6307.84 ns.
 	// Elements: weights 3*3*1024*512 = 4718592; router 1024*8 = 8192;
-	// pair activations 2*100*1024 + 3*100*512 = 358400; 5085184 x 2 B =
-	// 10170368 B at 5e11 -> 20340.736 ns. Plus 4 launches of 1000 ns.
-	nearNs(t, "ep rank (100 tokens, 3 experts)", ep.MoELayerNs(100, 3), 4000+6307.84+20340.736)
+	// activations of every gathered pair 2*200*1024 + 3*200*512 = 716800;
+	// 5443584 x 2 B = 10887168 B at 5e11 -> 21774.336 ns. Plus 4 launches
+	// of 1000 ns.
+	nearNs(t, "ep rank (100 tokens, 3 experts)", ep.MoELayerNs(100, 3), 4000+6307.84+21774.336)
 	// More active experts than the rank holds are clamped to its 4.
 	nearNs(t, "clamped", ep.MoELayerNs(100, 7), ep.MoELayerNs(100, 4))
 	if ep.MoELayerNs(0, 3) != 0 {
