@@ -76,6 +76,9 @@ type Built struct {
 	// formatScaled reports that some profile tables are scaled to the
 	// scenario's format (predictor.format_scaling).
 	formatScaled bool
+	// moeTPScaled reports that some instance prices tensor-parallel MoE
+	// (tp > 1, ep = 1) from the tp1 moe.csv divided by tp.
+	moeTPScaled bool
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -168,6 +171,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	predictors := map[string]perf.Predictor{}
 	place := placer{open: map[string]*openNode{}}
 	timers := map[string]moe.LayerTimer{}
+	scaledMoE := map[string]bool{}
 	rooflines := map[string]*perf.Roofline{}
 	for gi := range s.Instances {
 		g := &s.Instances[gi]
@@ -236,6 +240,9 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				if t, ok := prof.(moe.LayerTimer); ok { // not when scaled to another format
 					timers[key] = t
 				}
+				if p, ok := prof.(*perf.Profile); ok && p.MoETPScaled() {
+					scaledMoE[key] = true
+				}
 				b.formatScaled = b.formatScaled || scaled
 			}
 			// The profile tables exclude collectives; the roofline times
@@ -252,6 +259,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			pred = perf.WithOverhead(base, overheadNs)
 			predictors[key] = pred
 		}
+		b.moeTPScaled = b.moeTPScaled || (ep == 1 && scaledMoE[key])
 		blocks := eng.NumGPUBlocks
 		if blocks == 0 {
 			mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, qf, eng)

@@ -76,6 +76,9 @@ func (b *Built) Describe() Description {
 			}
 		}
 	}
+	if b.moeTPScaled {
+		d.Warnings = append(d.Warnings, "profile: the bundle has no moe.csv at the instance's tp: tensor-parallel MoE is the tp1 table divided by tp (approximate, see docs/moe.md)")
+	}
 	if b.PD != nil {
 		d.Handoff = fmt.Sprintf("policy %s, placement %s", s.Handoff.Policy, s.Handoff.Placement)
 	}

@@ -23,6 +23,12 @@ func TestDescribeSaysWhatIsSimulated(t *testing.T) {
 		{"predictor: {kind: roofline}\nhardware: H100\ninstances: [{tp: 2}]\n",
 			[]string{"H100 tp 2", "borrowed calibration", "H100 is not calibrated: efficiencies borrowed from RTXPRO6000"}, 1},
 		{"predictor: {kind: roofline}\n", []string{"roofline, RTXPRO6000 calibrated (embedded calibration)"}, 0},
+		// The Qwen MoE bundle has no tp2/moe.csv: tensor-parallel MoE at
+		// tp 2 is the tp1 table halved, and the description says so; with
+		// dp 2 x ep 2 the experts are whole and nothing is scaled.
+		{"model: Qwen/Qwen3-30B-A3B-Instruct-2507\ninstances: [{tp: 2}]\n",
+			[]string{"profile RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16/tp2", "tp1 table divided by tp"}, 1},
+		{"model: Qwen/Qwen3-30B-A3B-Instruct-2507\ninstances: [{dp: 2, ep: 2}]\n", []string{"dp 2 ep 2"}, 0},
 	} {
 		s, err := config.Parse([]byte(c.yaml), "d.yaml")
 		if err != nil {

@@ -332,5 +332,9 @@ func (p *Profile) MoELayerNs(tokens, activated float64) float64 {
 	return math.Max(0, p.moe.at(tokens, activated))
 }
 
+// MoETPScaled reports that tensor-parallel MoE (ep = 1) is priced from the
+// tp1 table divided by the tp degree, the bundle having no tp<N>/moe.csv.
+func (p *Profile) MoETPScaled() bool { return p.moeTP != nil && p.TP > 1 && p.moeTPScale != 1 }
+
 // MoELayers is the number of MoE blocks a step runs (0 for a dense model).
 func (p *Profile) MoELayers() int { return int(p.moeCount) }
