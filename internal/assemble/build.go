@@ -43,6 +43,9 @@ type Instance struct {
 	// instance this engine is a rank of (1, 1 for an ordinary instance);
 	// Rank is its DP rank.
 	DP, EP, Rank int
+	// Speculative describes the instance's speculative decoding (empty:
+	// off).
+	Speculative string
 	// Node is the node the instance's GPUs are placed on: instances fill
 	// nodes of their accelerator's node size in order, an instance never
 	// straddling two (when it fits in one).
@@ -248,9 +251,23 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			pred = perf.WithOverhead(base, overheadNs)
 			predictors[key] = pred
 		}
+		var sb specBuild
+		if sp := eng.Speculative; sp != nil {
+			if dp > 1 || ep > 1 || pp > 1 {
+				return nil, fmt.Errorf("%s: speculative decoding with data, expert or pipeline parallelism is not modelled; use dp, ep and pp 1 or remove speculative", specPath(s, gi))
+			}
+			if sb, err = buildSpec(s, src, profiles, specPath(s, gi), sp, m, acc, tp, bpe, qf, eng, et); err != nil {
+				return nil, err
+			}
+		}
 		blocks := eng.NumGPUBlocks
 		if blocks == 0 {
 			mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, qf, eng)
+			// The proposer's weights and KV share the GPU; its KV lives
+			// in the same blocks as the target's (vLLM sizes one pool
+			// over both models' layers).
+			mem.Weights += sb.weights
+			mem.KVPerToken += sb.kvPerToken
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
 				shape := fmt.Sprintf("tp=%d", tp)
 				if pp > 1 {
@@ -283,6 +300,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			MaxModelLen:               maxLen,
 			AsyncScheduling:           *eng.AsyncScheduling,
 			CheckInvariants:           s.CheckInvariants,
+			Spec:                      sb.cfg,
 		}
 		if pp > 1 {
 			tc := tpComm(m, acc, tp, bpe, s.Links, eng)
@@ -343,7 +361,8 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				}
 				b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
 					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, Node: node, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
-					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp), prefillRate: rate, pushBuf: pushBuf})
+					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: rate, pushBuf: pushBuf,
+					Speculative: sb.desc})
 			}
 			if spec.ranks != nil {
 				b.groups = append(b.groups, spec)
@@ -369,6 +388,9 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	}
 	open, err := workloadOpener(s, src)
 	if err != nil {
+		return nil, err
+	}
+	if open, err = requireAcceptance(s, open); err != nil {
 		return nil, err
 	}
 	b.Open = open

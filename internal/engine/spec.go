@@ -36,9 +36,10 @@ import (
 type Speculative struct {
 	// K is the number of tokens proposed per decoding sequence and step.
 	K int
-	// Accept is the unconditional acceptance rate of each proposal
-	// position, a1..aK, non-increasing (nil with PerRequest).
-	Accept []float64
+	// Accept holds the unconditional acceptance rate of each proposal
+	// position, a1..aK, non-increasing (unused with PerRequest; see
+	// Rates). An array keeps Config comparable.
+	Accept [MaxSpecTokens]float64
 	// PerRequest takes each request's conditional rate α from its
 	// workload entry (Request.SpecAcceptance).
 	PerRequest bool
@@ -50,22 +51,28 @@ type Speculative struct {
 	HostNsPerToken int64
 }
 
+// MaxSpecTokens bounds Speculative.K.
+const MaxSpecTokens = 16
+
+// Rates returns the acceptance array of the per-position rates a.
+func Rates(a []float64) (r [MaxSpecTokens]float64) {
+	copy(r[:], a)
+	return r
+}
+
 // On reports whether speculation is configured.
 func (s *Speculative) On() bool { return s.K > 0 }
 
 func (s *Speculative) validate() error {
-	if s.K < 0 {
-		return fmt.Errorf("speculative: num_speculative_tokens must be >= 0 (got %d)", s.K)
+	if s.K < 0 || s.K > MaxSpecTokens {
+		return fmt.Errorf("speculative: num_speculative_tokens must be in [0, %d] (got %d)", MaxSpecTokens, s.K)
 	}
 	if s.K == 0 {
 		return nil
 	}
-	if !s.PerRequest && len(s.Accept) != s.K {
-		return fmt.Errorf("speculative: %d acceptance rates for %d proposed tokens", len(s.Accept), s.K)
-	}
-	for i, a := range s.Accept {
+	for i, a := range s.Accept[:s.K] {
 		if !(a >= 0 && a <= 1) || (i > 0 && a > s.Accept[i-1]) {
-			return fmt.Errorf("speculative: acceptance rates must be non-increasing in [0, 1] (got %v)", s.Accept)
+			return fmt.Errorf("speculative: acceptance rates must be non-increasing in [0, 1] (got %v)", s.Accept[:s.K])
 		}
 	}
 	if s.HostNsPerToken < 0 {

@@ -72,7 +72,7 @@ func TestSpecMeanTokensPerStep(t *testing.T) {
 			if math.Abs(mean-tc.want) > 1e-12 {
 				t.Fatalf("distribution mean %g, hand-computed %g", mean, tc.want)
 			}
-			e := specEngine(t, Speculative{K: len(tc.a), Accept: tc.a, Seed: 7}, 32)
+			e := specEngine(t, Speculative{K: len(tc.a), Accept: Rates(tc.a), Seed: 7}, 32)
 			drive(t, e, sameRequests(32, 64, 3000))
 			st := e.SpecTotals()
 			if st.Drafts < 10000 {
@@ -100,7 +100,7 @@ func TestSpecZeroAcceptance(t *testing.T) {
 		return drive(t, e, sameRequests(8, 100, 200)), e
 	}
 	off, _ := run(Speculative{})
-	on, e := run(Speculative{K: 3, Accept: IIDAcceptance(0, 3), Seed: 1})
+	on, e := run(Speculative{K: 3, Accept: Rates(IIDAcceptance(0, 3)), Seed: 1})
 	st := e.SpecTotals()
 	if st.Accepted != 0 || st.Emitted != st.Drafts {
 		t.Fatalf("α=0: %d accepted, %d tokens in %d verifications; want 0 and one each", st.Accepted, st.Emitted, st.Drafts)
@@ -163,7 +163,7 @@ func TestSpecProperties(t *testing.T) {
 		cfg := Config{MaxNumSeqs: seqs, MaxNumBatchedTokens: rapid.IntRange(16, 256).Draw(rt, "budget"), BlockSize: 16,
 			NumBlocks: rapid.IntRange(30, 200).Draw(rt, "blocks"), ChunkedPrefill: true,
 			PrefixCaching: rapid.Bool().Draw(rt, "caching"), AsyncScheduling: rapid.Bool().Draw(rt, "async"), CheckInvariants: true,
-			Spec: Speculative{K: k, Accept: IIDAcceptance(alpha, k), Seed: 11}}
+			Spec: Speculative{K: k, Accept: Rates(IIDAcceptance(alpha, k)), Seed: 11}}
 		run := func() []metrics.Record {
 			e, err := New(0, cfg, fixedStep{base: 1000, perTok: 3})
 			if err != nil {

@@ -49,14 +49,19 @@ type traceReader struct {
 
 // RequireSpecAcceptance makes the trace reader src refuse a request
 // without spec_acceptance_rate (the engine takes speculative decoding's
-// acceptance from the trace). It reports false when src is not a trace
-// reader.
+// acceptance from the trace), looking through Scale and Take. It reports
+// false when src is not a trace reader.
 func RequireSpecAcceptance(src Source) bool {
-	t, ok := src.(*traceReader)
-	if ok {
-		t.needAccept = true
+	switch s := src.(type) {
+	case *traceReader:
+		s.needAccept = true
+		return true
+	case *scaled:
+		return RequireSpecAcceptance(s.src)
+	case *taken:
+		return RequireSpecAcceptance(s.src)
 	}
-	return ok
+	return false
 }
 
 // NewTraceReader returns a Source that streams the JSONL trace in r; name
