@@ -169,6 +169,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	b := &Built{Scenario: s, Model: m, src: src}
 	var totalBlocks int64
 	predictors := map[string]perf.Predictor{}
+	gpuTime := map[string]perf.Predictor{} // predictors' GPU-time part (speculative heads)
 	place := placer{open: map[string]*openNode{}}
 	timers := map[string]moe.LayerTimer{}
 	for gi := range s.Instances {
@@ -241,6 +242,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			// single-GPU ops too: add the tensor-parallel all-reduces.
 			// Kernel gaps, CUDA-graph padding and host time turn GPU
 			// kernel time into engine step time (docs/engine-time.md).
+			gpuTime[key] = base
 			if mk, ok := base.(interface{ MinKernelNs() float64 }); ok {
 				et.StepKernelNs = mk.MinKernelNs()
 			}
@@ -256,7 +258,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			if dp > 1 || ep > 1 || pp > 1 {
 				return nil, fmt.Errorf("%s: speculative decoding with data, expert or pipeline parallelism is not modelled; use dp, ep and pp 1 or remove speculative", specPath(s, gi))
 			}
-			if sb, err = buildSpec(s, src, profiles, specPath(s, gi), sp, m, acc, tp, bpe, qf, eng, et); err != nil {
+			if sb, err = buildSpec(s, src, profiles, specPath(s, gi), sp, m, acc, tp, bpe, qf, eng, et, gpuTime[key]); err != nil {
 				return nil, err
 			}
 		}

@@ -42,8 +42,12 @@ type specBuild struct {
 // the target's engine-time model; the proposer's passes get the same CUDA
 // graphs and kernel gaps but no host time of their own (the step's host
 // time is the target's).
+//
+// target is the target's GPU-time predictor (before collectives and engine
+// time): when it is a measured profile, an EAGLE/MTP head takes its
+// attention from the target's per-layer table (perf.HeadTime).
 func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path string, sp *config.Speculative, m *model.Config,
-	acc hw.Accelerator, tp, bpe int, qf quant.Format, eng config.Engine, et perf.EngineTime) (specBuild, error) {
+	acc hw.Accelerator, tp, bpe int, qf quant.Format, eng config.Engine, et perf.EngineTime, target perf.Predictor) (specBuild, error) {
 	k := sp.NumSpeculativeTokens
 	b := specBuild{cfg: engine.Speculative{K: k, Seed: s.Seed}}
 	switch {
@@ -106,6 +110,12 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 	if base == nil {
 		if base, err = roofline(s, src, draft, acc, tp, qf); err != nil {
 			return b, fmt.Errorf("%s: %w", path, err)
+		}
+		roof, isRoof := base.(*perf.Roofline)
+		prof, isProf := target.(*perf.Profile)
+		if sp.Method != "draft_model" && isRoof && isProf {
+			base = perf.HeadTime(roof, prof)
+			source = "roofline, attention from the target's measured per-layer table"
 		}
 	}
 	dt := et

@@ -154,7 +154,11 @@ func (e *Engine) accepted(s *seq, m int32) int32 {
 
 // draftNs prices the proposer's work for the formed batch: one pass over
 // the step's tokens and K-1 passes of one token per decoding sequence
-// (contexts growing by one each pass), or the n-gram host time.
+// (contexts growing by one each pass), or the n-gram host time. The K-1
+// single-token passes differ only by one token of context each, so they
+// are priced as K-1 times the pass at their middle context (K/2 tokens
+// past the step's): the same to well under 0.1 % for contexts of
+// hundreds of tokens, at one predictor call instead of K-1.
 func (e *Engine) draftNs() int64 {
 	sp := &e.cfg.Spec
 	b := &e.batch
@@ -167,10 +171,11 @@ func (e *Engine) draftNs() int64 {
 	if n == 0 {
 		return d
 	}
-	db := &e.draftBatch
-	for i := 1; i < sp.K; i++ {
+	if sp.K > 1 {
+		i := sp.K / 2
+		db := &e.draftBatch
 		*db = perf.Batch{NumDecode: n, DecodeKVSum: b.DecodeKVSum + int64(i*n), DecodeKVMax: b.DecodeKVMax + i, DecodeKVMin: b.DecodeKVMin + i}
-		d += sp.Draft.StepTime(db)
+		d += int64(sp.K-1) * sp.Draft.StepTime(db)
 	}
 	return d
 }

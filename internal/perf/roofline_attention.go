@@ -196,18 +196,26 @@ func (r *Roofline) splits(u, nBlocks float64) float64 {
 		w := u * s / slots
 		return w / math.Ceil(w)
 	}
-	eligible := func(s float64) bool {
-		return s == 1 || math.Ceil(nBlocks/s) != math.Ceil(nBlocks/(s-1))
-	}
+	// One pass computes each eligible split's efficiency (-1: not
+	// eligible, a split count whose blocks per split equal the previous
+	// one's); the second picks the first within 85 % of the best.
+	var effs [128]float64
 	best := 0.0
+	prev := 0.0 // ceil(nBlocks/(s-1))
+	n := 0
 	for s := 1.0; s <= maxS; s++ {
-		if eligible(s) {
-			best = math.Max(best, eff(s))
+		c := math.Ceil(nBlocks / s)
+		effs[n] = -1
+		if s == 1 || c != prev {
+			effs[n] = eff(s)
+			best = math.Max(best, effs[n])
 		}
+		prev = c
+		n++
 	}
-	for s := 1.0; s <= maxS; s++ {
-		if eligible(s) && eff(s) >= 0.85*best {
-			return s
+	for i, e := range effs[:n] {
+		if e >= 0.85*best {
+			return float64(i + 1)
 		}
 	}
 	return 1
