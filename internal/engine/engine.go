@@ -576,7 +576,13 @@ func (e *Engine) form(now, formed int64) int32 {
 			continue
 		}
 		scheduledSelf := true
-		for !e.grow(s, n) {
+		slots := n
+		if verify {
+			// vLLM's num_lookahead_tokens: room for the K proposals the
+			// drafter writes after this step's verification.
+			slots += int32(e.cfg.Spec.K)
+		}
+		for !e.grow(s, slots) {
 			// The last running request not in flight (slot itself at
 			// worst); with batches in flight, rather than preempting
 			// itself the request waits for them to end.

@@ -14,11 +14,13 @@ import (
 // last sampled one: the target computes 1+K query tokens for it (the
 // step's token count, the token budget and the KV slots all count them)
 // and samples 1 + (number of proposals accepted) tokens, the accepted
-// prefix plus one token of its own. The KV of the rejected proposals'
+// prefix plus one token of its own. Its blocks must hold the 1+K tokens
+// and K lookahead slots more (vLLM's num_lookahead_tokens, where the
+// drafter writes the next proposals). The KV of the rejected proposals'
 // positions is dropped: computed goes back to the accepted length, and
 // those slots are written again by the next step, so the blocks that held
-// them stay with the request (vLLM's lookahead slots). Prompt chunks are
-// unchanged; the step that completes a prompt samples one token.
+// them stay with the request until it ends. Prompt chunks are unchanged;
+// the step that completes a prompt samples one token.
 //
 // Acceptance is drawn per sequence and step from the engine's own random
 // stream: with the unconditional per-position rates a1 >= ... >= aK
