@@ -301,6 +301,13 @@ func (e *Engine) Unfit(r *workload.Request) string {
 	if need > e.cfg.NumBlocks {
 		return fmt.Sprintf("prompt+output %d tokens needs %d KV blocks but instance %d holds %d", total, need, e.id, e.cfg.NumBlocks)
 	}
+	if k := e.cfg.Spec.K; k > 0 {
+		// The last verification holds its 1+K tokens and K lookahead
+		// slots past the last token's position.
+		if need := cdiv(total-1+2*k, e.cfg.BlockSize); need > e.cfg.NumBlocks {
+			return fmt.Sprintf("prompt+output %d tokens and %d speculative slots need %d KV blocks but instance %d holds %d", total, 2*k, need, e.id, e.cfg.NumBlocks)
+		}
+	}
 	return ""
 }
 

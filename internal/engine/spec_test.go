@@ -216,3 +216,24 @@ func TestSpecProperties(t *testing.T) {
 		}
 	})
 }
+
+// TestSpecFitsWholePool: a request that fills the pool to the last slot,
+// its speculative slots included, finishes; one more token is unfit
+// rather than a request that preempts itself forever. 4 blocks of 16 =
+// 64 slots: prompt 40 + output 20 - 1 + 2 x k(2) = 63 fits; output 22
+// needs 65.
+func TestSpecFitsWholePool(t *testing.T) {
+	cfg := Config{MaxNumSeqs: 2, MaxNumBatchedTokens: 64, BlockSize: 16, NumBlocks: 4, ChunkedPrefill: true, CheckInvariants: true,
+		Spec: Speculative{K: 2, Accept: Rates(IIDAcceptance(0.5, 2)), Seed: 5}}
+	e, err := New(0, cfg, fixedStep{base: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := e.Unfit(&workload.Request{InputTokens: 40, OutputTokens: 22}); why == "" {
+		t.Error("a request needing 65 slots of 64 is not unfit")
+	}
+	recs := drive(t, e, []workload.Request{{ID: 1, InputTokens: 40, OutputTokens: 20}})
+	if len(recs) != 1 || recs[0].Generated != 20 || recs[0].Preemptions != 0 {
+		t.Fatalf("records %+v; want one request of 20 tokens, never preempted", recs)
+	}
+}
