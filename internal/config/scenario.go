@@ -204,16 +204,16 @@ type Speculative struct {
 	NumSpeculativeTokens int `yaml:"num_speculative_tokens" json:"num_speculative_tokens"`
 	// AcceptanceRate is the i.i.d. conditional acceptance probability α of
 	// each proposal given the ones before it were accepted, in [0, 1).
-	AcceptanceRate *float64 `yaml:"acceptance_rate" json:"acceptance_rate,omitempty"`
+	AcceptanceRate *float64 `yaml:"acceptance_rate,omitempty" json:"acceptance_rate,omitempty"`
 	// AcceptancePerPosition is vLLM's per-position acceptance rate a1..ak
 	// (unconditional: the fraction of drafts whose proposal i was
 	// accepted), non-increasing, each in [0, 1], k entries.
-	AcceptancePerPosition []float64 `yaml:"acceptance_per_position" json:"acceptance_per_position,omitempty"`
+	AcceptancePerPosition []float64 `yaml:"acceptance_per_position,omitempty" json:"acceptance_per_position,omitempty"`
 	// Acceptance "trace" takes each request's α from the workload trace's
 	// spec_acceptance_rate field.
-	Acceptance string `yaml:"acceptance" json:"acceptance,omitempty"`
+	Acceptance string `yaml:"acceptance,omitempty" json:"acceptance,omitempty"`
 	// DraftModel is the catalog model that drafts (method draft_model).
-	DraftModel string `yaml:"draft_model" json:"draft_model,omitempty"`
+	DraftModel string `yaml:"draft_model,omitempty" json:"draft_model,omitempty"`
 }
 
 // SpecMethods are the valid engine.speculative.method values, vLLM's names.
