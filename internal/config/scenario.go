@@ -254,7 +254,7 @@ func (sp *Speculative) validate(path string, bad func(field, format string, args
 	}
 	switch {
 	case sp.Method == "draft_model" && sp.DraftModel == "":
-		bad(path+".draft_model", "method draft_model needs the drafting model's name (a catalog model such as one of servesim models), e.g. draft_model: Llama-3.2-1B")
+		bad(path+".draft_model", "method draft_model needs the drafting model's name, a model with the target's vocabulary from servesim catalog or the models folder, e.g. draft_model: meta-llama/Llama-3.1-8B")
 	case sp.Method != "draft_model" && sp.DraftModel != "":
 		bad(path+".draft_model", "is only used with method draft_model (got method %q); remove it", sp.Method)
 	}
