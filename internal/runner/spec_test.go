@@ -7,6 +7,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
 )
 
 const specPD = `
@@ -64,5 +65,45 @@ func TestSpecRunDeterministic(t *testing.T) {
 	}
 	if !(sp.TokensPerStep <= sp.MeanAcceptedLength && sp.TokensPerStep > 1) || !(sp.DraftShare > 0 && sp.DraftShare < 1) {
 		t.Errorf("tokens per step %.3f (mean accepted length %.3f), draft share %.3f", sp.TokensPerStep, sp.MeanAcceptedLength, sp.DraftShare)
+	}
+}
+
+// TestSpecZeroAcceptanceCostsMore: on the calibrated roofline (H100,
+// Llama-3.1-8B), EAGLE with α = 0 yields exactly one token per step, as
+// without speculation, and every TPOT statistic is higher: each step
+// verifies 3 more tokens per request and runs the head 3 times.
+func TestSpecZeroAcceptanceCostsMore(t *testing.T) {
+	const base = `
+model: meta-llama/Llama-3.1-8B
+hardware: H100
+predictor: {kind: roofline}
+workload:
+  max_concurrency: 8
+  synthetic: {requests: 64, arrival: {kind: burst}, input: {kind: fixed, mean: 500}, output: {kind: fixed, mean: 100}}
+`
+	run := func(extra string) metrics.Result {
+		s, err := config.Parse([]byte(base+extra), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := assemble.Build(s, config.Source{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(b, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	off := run("")
+	on := run("engine: {speculative: {method: eagle, num_speculative_tokens: 3, acceptance_rate: 0}}\n")
+	sp := on.Speculative
+	if sp == nil || sp.Accepted != 0 || sp.TokensPerStep != 1 || sp.MeanAcceptedLength != 1 || on.OutputTokens != off.OutputTokens {
+		t.Fatalf("α = 0: %+v, %d output tokens (off: %d); want one token per step, none accepted", sp, on.OutputTokens, off.OutputTokens)
+	}
+	if !(on.TPOT.Min > off.TPOT.Min && on.TPOT.Mean > off.TPOT.Mean && on.TPOT.Max > off.TPOT.Max) {
+		t.Errorf("TPOT min/mean/max %.3f/%.3f/%.3f ms with α = 0, %.3f/%.3f/%.3f without; want every one higher",
+			on.TPOT.Min, on.TPOT.Mean, on.TPOT.Max, off.TPOT.Min, off.TPOT.Mean, off.TPOT.Max)
 	}
 }
