@@ -168,8 +168,8 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 
 	b := &Built{Scenario: s, Model: m, src: src}
 	var totalBlocks int64
-	predictors := map[string]perf.Predictor{}
 	gpuTime := map[string]perf.Predictor{} // predictors' GPU-time part (speculative heads)
+	predictors := map[string]perf.Predictor{}
 	place := placer{open: map[string]*openNode{}}
 	timers := map[string]moe.LayerTimer{}
 	for gi := range s.Instances {
@@ -253,6 +253,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			pred = perf.WithOverhead(base, overheadNs)
 			predictors[key] = pred
 		}
+		blocks := eng.NumGPUBlocks
 		var sb specBuild
 		if sp := eng.Speculative; sp != nil {
 			if dp > 1 || ep > 1 || pp > 1 {
@@ -262,7 +263,6 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				return nil, err
 			}
 		}
-		blocks := eng.NumGPUBlocks
 		if blocks == 0 {
 			mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, qf, eng)
 			// The proposer's weights and KV share the GPU; its KV lives
