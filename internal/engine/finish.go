@@ -57,11 +57,11 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			// A verification: several tokens arrive at once, streamed as
 			// one chunk, so one gap (vLLM's benchmark ITL is per chunk).
 			k := e.finishVerify(s, sc.spec, &r.Spec)
-			if caching && s.computed >= (s.committed+1)*bs {
-				e.commitBlocks(s)
-			}
 			s.generated += k
 			gen += int(k)
+			if caching && s.computed >= (s.committed+1)*bs {
+				e.commitBlocks(s) // blocks filled by accepted tokens
+			}
 			gap := end - s.lastToken
 			if n := len(r.ITL); n > 0 && r.ITL[n-1].NS == gap {
 				r.ITL[n-1].Count++
