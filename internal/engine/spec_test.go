@@ -156,9 +156,20 @@ func TestSpecProperties(t *testing.T) {
 		seqs := rapid.IntRange(1, 8).Draw(rt, "seqs")
 		n := rapid.IntRange(1, 12).Draw(rt, "n")
 		reqs := make([]workload.Request, n)
+		ids := rapid.Bool().Draw(rt, "ids") // token ids: shared prefixes hit the cache
 		for i := range reqs {
 			reqs[i] = workload.Request{ID: int64(i), InputTokens: rapid.IntRange(1, 200).Draw(rt, "in"),
 				OutputTokens: rapid.IntRange(1, 120).Draw(rt, "out"), Arrival: int64(i) * 500}
+			if ids {
+				r := &reqs[i]
+				r.InputIDs, r.OutputIDs = make([]int32, r.InputTokens), make([]int32, r.OutputTokens)
+				for j := range r.InputIDs {
+					r.InputIDs[j] = int32(j % 7) // every prompt shares its prefix
+				}
+				for j := range r.OutputIDs {
+					r.OutputIDs[j] = int32(i)
+				}
+			}
 		}
 		cfg := Config{MaxNumSeqs: seqs, MaxNumBatchedTokens: rapid.IntRange(16, 256).Draw(rt, "budget"), BlockSize: 16,
 			NumBlocks: rapid.IntRange(30, 200).Draw(rt, "blocks"), ChunkedPrefill: true,
