@@ -43,6 +43,9 @@ type Instance struct {
 	// instance this engine is a rank of (1, 1 for an ordinary instance);
 	// Rank is its DP rank.
 	DP, EP, Rank int
+	// Speculative describes the instance's speculative decoding (empty:
+	// off).
+	Speculative string
 	// Node is the node the instance's GPUs are placed on: instances fill
 	// nodes of their accelerator's node size in order, an instance never
 	// straddling two (when it fits in one).
@@ -168,6 +171,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 
 	b := &Built{Scenario: s, Model: m, src: src}
 	var totalBlocks int64
+	gpuTime := map[string]perf.Predictor{} // predictors' GPU-time part (speculative heads)
 	predictors := map[string]perf.Predictor{}
 	place := placer{open: map[string]*openNode{}}
 	timers := map[string]moe.LayerTimer{}
@@ -249,6 +253,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			// single-GPU ops too: add the tensor-parallel all-reduces.
 			// Kernel gaps, CUDA-graph padding and host time turn GPU
 			// kernel time into engine step time (docs/engine-time.md).
+			gpuTime[key] = base
 			if mk, ok := base.(interface{ MinKernelNs() float64 }); ok {
 				et.StepKernelNs = mk.MinKernelNs()
 			}
@@ -261,8 +266,22 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		}
 		b.moeTPScaled = b.moeTPScaled || (ep == 1 && scaledMoE[key])
 		blocks := eng.NumGPUBlocks
+		var sb specBuild
+		if sp := eng.Speculative; sp != nil {
+			if dp > 1 || ep > 1 || pp > 1 {
+				return nil, fmt.Errorf("%s: speculative decoding with data, expert or pipeline parallelism is not modelled; use dp, ep and pp 1 or remove speculative", specPath(s, gi))
+			}
+			if sb, err = buildSpec(s, src, profiles, specPath(s, gi), sp, m, acc, tp, bpe, qf, eng, et, gpuTime[key]); err != nil {
+				return nil, err
+			}
+		}
 		if blocks == 0 {
 			mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, qf, eng)
+			// The proposer's weights and KV share the GPU; its KV lives
+			// in the same blocks as the target's (vLLM sizes one pool
+			// over both models' layers).
+			mem.Weights += sb.weights
+			mem.KVPerToken += sb.kvPerToken
 			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
 				shape := fmt.Sprintf("tp=%d", tp)
 				if pp > 1 {
@@ -295,6 +314,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			MaxModelLen:               maxLen,
 			AsyncScheduling:           *eng.AsyncScheduling,
 			CheckInvariants:           s.CheckInvariants,
+			Spec:                      sb.cfg,
 		}
 		if pp > 1 {
 			tc := tpComm(m, acc, tp, bpe, s.Links, eng)
@@ -362,7 +382,8 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				}
 				b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
 					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, Node: node, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
-					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp), prefillRate: rate, pushBuf: pushBuf})
+					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: rate, pushBuf: pushBuf,
+					Speculative: sb.desc})
 			}
 			if spec.ranks != nil {
 				b.groups = append(b.groups, spec)
@@ -388,6 +409,9 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	}
 	open, err := workloadOpener(s, src)
 	if err != nil {
+		return nil, err
+	}
+	if open, err = requireAcceptance(s, open); err != nil {
 		return nil, err
 	}
 	b.Open = open

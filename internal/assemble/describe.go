@@ -53,6 +53,8 @@ type GroupDescription struct {
 	// Latency is where the group's step times come from: a profile
 	// bundle, or the roofline and its calibration.
 	Latency string `json:"latency"`
+	// Speculative describes speculative decoding (omitted when off).
+	Speculative string `json:"speculative,omitempty"`
 }
 
 // Describe returns what b simulates.
@@ -96,7 +98,7 @@ func (b *Built) Describe() Description {
 		g := GroupDescription{Name: in.Group, Count: count, Role: in.Role, Hardware: in.Hardware, TP: in.TP, PP: in.PP,
 			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens, MaxNumSeqsFrom: in.BatchOrigin.Seqs,
-			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens}
+			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative}
 		if in.DP > 1 || in.EP > 1 {
 			g.DP, g.EP = in.DP, in.EP
 		}
@@ -210,6 +212,9 @@ func (d Description) Lines() []string {
 				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize, per),
 			"  "+batchLine(g),
 			"  step latency: "+g.Latency)
+		if g.Speculative != "" {
+			lines = append(lines, "  speculative decoding: "+g.Speculative)
+		}
 	}
 	if d.Handoff != "" {
 		lines = append(lines, "Handoff: "+d.Handoff)

@@ -194,6 +194,8 @@ func engineTime(eng config.Engine, m *model.Config, cat *perf.Catalog, moe bool,
 	}
 	if mode == perf.GraphsNone {
 		sizes = nil
+	} else if sp := eng.Speculative; sp != nil {
+		sizes = perf.SpecCaptureSizes(eng.MaxNumSeqs, eng.MaxNumBatchedTokens, sp.NumSpeculativeTokens, eng.CUDAGraphCaptureSizes)
 	}
 	perLayer, attn, perStep := cat.Kernels(moe)
 	return perf.EngineTime{

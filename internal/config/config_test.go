@@ -263,3 +263,30 @@ func TestQuantizationFields(t *testing.T) {
 		}
 	}
 }
+
+// TestSpeculativeFields: engine.speculative is off by default, a group's
+// block replaces the scenario's, and bad values name file:line:col, the
+// field and the fix.
+func TestSpeculativeFields(t *testing.T) {
+	s, err := Parse([]byte("instances: [{name: p, role: prefill}, {name: d, role: decode, engine: {speculative: {method: mtp, num_speculative_tokens: 2, acceptance_rate: 0.6}}}]\n"), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Engine.Speculative != nil || s.Instances[0].Merged(s.Engine).Speculative != nil {
+		t.Error("speculative decoding on by default")
+	}
+	if sp := s.Instances[1].Merged(s.Engine).Speculative; sp == nil || sp.Method != "mtp" || sp.NumSpeculativeTokens != 2 || *sp.AcceptanceRate != 0.6 {
+		t.Errorf("decode group's speculative block %+v", sp)
+	}
+	for in, want := range map[string]string{
+		"engine: {speculative: {method: eagle, num_speculative_tokens: 17, acceptance_rate: 0.5}}\n":               "s.yaml:1:63: engine.speculative.num_speculative_tokens: must be in [1, 16] (got 17)",
+		"engine: {speculative: {method: eagle, num_speculative_tokens: 2}}\n":                                      "engine.speculative: set exactly one of acceptance_rate",
+		"engine: {speculative: {method: ngram, num_speculative_tokens: 2, acceptance: trace, draft_model: x}}\n":   "engine.speculative.draft_model: is only used with method draft_model",
+		"engine: {speculative: {method: eagle, num_speculative_tokens: 2, acceptance_per_position: [0.9, 1.5]}}\n": "engine.speculative.acceptance_per_position[1]: must be in [0, 1] (got 1.5)",
+	} {
+		_, err := Parse([]byte(in), "s.yaml")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %s", in, err, want)
+		}
+	}
+}

@@ -188,6 +188,76 @@ type Engine struct {
 	// DisableCustomAllReduce makes tensor-parallel all-reduces use NCCL
 	// only (vLLM disable_custom_all_reduce). Default false.
 	DisableCustomAllReduce *bool `yaml:"disable_custom_all_reduce" json:"disable_custom_all_reduce"`
+	// Speculative turns on speculative decoding (vLLM speculative_config;
+	// see docs/speculative.md). Default nil: off. A group's engine block
+	// replaces the scenario's as a whole.
+	Speculative *Speculative `yaml:"speculative" json:"speculative,omitempty"`
+}
+
+// Speculative is vLLM v1's speculative decoding: every decoding sequence
+// proposes NumSpeculativeTokens tokens per step and the target model
+// verifies them in the same step.
+type Speculative struct {
+	// Method is draft_model, eagle, mtp or ngram.
+	Method string `yaml:"method" json:"method"`
+	// NumSpeculativeTokens is k, the proposals per sequence and step (1..16).
+	NumSpeculativeTokens int `yaml:"num_speculative_tokens" json:"num_speculative_tokens"`
+	// AcceptanceRate is the i.i.d. conditional acceptance probability α of
+	// each proposal given the ones before it were accepted, in [0, 1).
+	AcceptanceRate *float64 `yaml:"acceptance_rate,omitempty" json:"acceptance_rate,omitempty"`
+	// AcceptancePerPosition is vLLM's per-position acceptance rate a1..ak
+	// (unconditional: the fraction of drafts whose proposal i was
+	// accepted), non-increasing, each in [0, 1], k entries.
+	AcceptancePerPosition []float64 `yaml:"acceptance_per_position,omitempty" json:"acceptance_per_position,omitempty"`
+	// Acceptance "trace" takes each request's α from the workload trace's
+	// spec_acceptance_rate field.
+	Acceptance string `yaml:"acceptance,omitempty" json:"acceptance,omitempty"`
+	// DraftModel is the catalog model that drafts (method draft_model).
+	DraftModel string `yaml:"draft_model,omitempty" json:"draft_model,omitempty"`
+}
+
+// SpecMethods are the valid engine.speculative.method values, vLLM's names.
+var SpecMethods = []string{"draft_model", "eagle", "mtp", "ngram"}
+
+// MaxSpecTokens bounds engine.speculative.num_speculative_tokens.
+const MaxSpecTokens = 16
+
+func (sp *Speculative) validate(path string, bad func(field, format string, args ...any)) {
+	if !slices.Contains(SpecMethods, sp.Method) {
+		bad(path+".method", "must be draft_model, eagle, mtp or ngram (got %q)", sp.Method)
+	}
+	k := sp.NumSpeculativeTokens
+	if k < 1 || k > MaxSpecTokens {
+		bad(path+".num_speculative_tokens", "must be in [1, %d] (got %d); it is the number of tokens proposed per sequence and step", MaxSpecTokens, k)
+	}
+	n := countSet(sp.AcceptanceRate != nil, sp.AcceptancePerPosition != nil, sp.Acceptance != "")
+	if n != 1 {
+		bad(path, "set exactly one of acceptance_rate (i.i.d. conditional α), acceptance_per_position (vLLM's per-position rates) or acceptance: trace (got %d)", n)
+	}
+	if a := sp.AcceptanceRate; a != nil && !(*a >= 0 && *a < 1) {
+		bad(path+".acceptance_rate", "must be in [0, 1) (got %g); it is the probability of accepting a proposal given the previous ones were", *a)
+	}
+	if v := sp.AcceptancePerPosition; v != nil {
+		if k >= 1 && len(v) != k {
+			bad(path+".acceptance_per_position", "needs one rate per proposed token: %d entries for num_speculative_tokens %d (got %d)", k, k, len(v))
+		}
+		for i, a := range v {
+			if !(a >= 0 && a <= 1) {
+				bad(fmt.Sprintf("%s.acceptance_per_position[%d]", path, i), "must be in [0, 1] (got %g)", a)
+			} else if i > 0 && a > v[i-1] {
+				bad(fmt.Sprintf("%s.acceptance_per_position[%d]", path, i), "must not exceed the previous rate %g (got %g): the rates are unconditional, so position i+1 is accepted only if position i was", v[i-1], a)
+			}
+		}
+	}
+	if sp.Acceptance != "" && sp.Acceptance != "trace" {
+		bad(path+".acceptance", "must be trace (per-request rates from the trace's spec_acceptance_rate) or unset (got %q)", sp.Acceptance)
+	}
+	switch {
+	case sp.Method == "draft_model" && sp.DraftModel == "":
+		bad(path+".draft_model", "method draft_model needs the drafting model's name, a model with the target's vocabulary from servesim catalog or the models folder, e.g. draft_model: meta-llama/Llama-3.1-8B")
+	case sp.Method != "draft_model" && sp.DraftModel != "":
+		bad(path+".draft_model", "is only used with method draft_model (got method %q); remove it", sp.Method)
+	}
 }
 
 // Group is a set of identical instances.
@@ -602,6 +672,9 @@ func (e *Engine) validate(path string, bad func(field, format string, args ...an
 			bad(fmt.Sprintf("%s.cudagraph_capture_sizes[%d]", path, i), "must be > 0 (got %d)", v)
 		}
 	}
+	if e.Speculative != nil {
+		e.Speculative.validate(path+".speculative", bad)
+	}
 }
 
 // CUDAGraphModes are the valid engine.cudagraph_mode values, vLLM's names.
@@ -648,6 +721,9 @@ func (g *Group) Merged(base Engine) Engine {
 	}
 	if o.DisableCustomAllReduce != nil {
 		m.DisableCustomAllReduce = o.DisableCustomAllReduce
+	}
+	if o.Speculative != nil {
+		m.Speculative = o.Speculative
 	}
 	return m
 }

@@ -39,7 +39,9 @@ type Config struct {
 	// scheduling is off with N > 1, as in vLLM.
 	PipelineParallel int
 	// PPSend is the stage-to-stage activation transfer.
-	PPSend          PPSend
+	PPSend PPSend
+	// Spec is speculative decoding (off when Spec.K is 0; see spec.go).
+	Spec            Speculative
 	CheckInvariants bool // verify block accounting after every step
 }
 
@@ -103,5 +105,5 @@ func (c *Config) Validate() error {
 	case c.PPSend.LatencyNs < 0 || c.PPSend.BytesPerToken < 0 || c.PPSend.Bandwidth < 0:
 		return fmt.Errorf("pipeline send cost must be >= 0 (got %+v)", c.PPSend)
 	}
-	return nil
+	return c.Spec.validate()
 }

@@ -14,6 +14,7 @@ import (
 // step-by-step traces of batch formation, regenerated with -rewrite.
 //
 //	engine seqs=N budget=N blocks=N [bs=16] [lpt=N] [async] [nocache] [role=prefill|decode] [pp=N] [send=NS]
+//	       [spec=K accept=a1,...,aK]  speculative decoding, per-position rates
 //	add id=N in=N out=N [at=NS]      queue a request
 //	step [n=N]                       form a batch, run it, print what happened
 //	run                              step until idle, printing one line per step
@@ -52,6 +53,16 @@ func TestScheduler(t *testing.T) {
 						cfg.PipelineParallel = v
 					case "send":
 						cfg.PPSend.LatencyNs = int64(v)
+					case "spec":
+						cfg.Spec.K = v
+					case "accept":
+						var rates []float64
+						for _, s := range a.Vals {
+							var f float64
+							fmt.Sscan(s, &f)
+							rates = append(rates, f)
+						}
+						cfg.Spec.Accept = Rates(rates)
 					case "role":
 						switch a.Vals[0] {
 						case "prefill":
@@ -141,6 +152,9 @@ func step(e *Engine, now *int64) string {
 	}
 	b := e.batch
 	line := fmt.Sprintf("t=%d batch [%s] prefill=%d decode=%d", *now, strings.Join(sched, " "), b.PrefillTokens, b.NumDecode)
+	if b.SpecTokens > 0 {
+		line += fmt.Sprintf(" proposals=%d", b.SpecTokens)
+	}
 	if e.preempted > 0 {
 		line += fmt.Sprintf(" preempted=%d", e.preempted)
 	}
@@ -155,6 +169,9 @@ func step(e *Engine, now *int64) string {
 	}
 	for _, p := range r.Prefilled {
 		ev = append(ev, fmt.Sprintf("prefilled %d (pinned %d blocks)", p.Record.ID, p.Blocks))
+	}
+	if r.Spec.Drafts > 0 {
+		ev = append(ev, fmt.Sprintf("accepted %d of %d, %d tokens", r.Spec.Accepted, r.Spec.Proposed, r.GenTokens))
 	}
 	if len(ev) > 0 {
 		line += " -> " + strings.Join(ev, ", ")

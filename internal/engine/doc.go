@@ -48,6 +48,11 @@
 // lane is flushed whenever the budget or the free blocks could make the
 // admission order matter. Results are those of visiting every request.
 //
+// Speculative decoding (Config.Spec, spec.go): decoding requests verify K
+// proposals per step (1+K tokens, K lookahead KV slots), accept a seeded
+// random prefix of them and emit it plus one token; the proposer's time
+// is added to the step. The decode lane is off with it.
+//
 // With pipeline parallelism (Config.PipelineParallel = N > 1) up to N
 // batches are in flight, as in vLLM's batch queue: Step.Free is when the
 // first stage can take the next batch, and batches are applied by id.

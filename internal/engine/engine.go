@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/servesim/servesim/internal/kv"
 	"github.com/servesim/servesim/internal/metrics"
@@ -58,7 +59,8 @@ type seq struct {
 	rec       metrics.Record
 	inputIDs  []int32
 	outputIDs []int32
-	enqueued  int64 // time it joined this instance's waiting queue
+	enqueued  int64   // time it joined this instance's waiting queue
+	alpha     float64 // speculative decoding: the request's own acceptance rate
 	// Links of the decode admission queue (stHandoff only; -1: none).
 	qPrev, qNext int32
 	_            [slotPad]byte
@@ -67,7 +69,7 @@ type seq struct {
 // slotPad rounds the slot up to a multiple of 64 bytes, so that slots in
 // their (large, page-aligned) array keep their hot fields in one cache
 // line. TestSlotLayout checks it.
-const slotPad = 16
+const slotPad = 8
 
 // syncRecord copies the record's fields kept in the hot part of the slot
 // into rec; call it before rec leaves the engine or is shown.
@@ -106,6 +108,7 @@ func (s state) String() string {
 type scheduled struct {
 	slot   int32
 	tokens int32
+	spec   int32 // proposals verified (speculative decoding), in tokens
 }
 
 // flight is one batch in flight.
@@ -115,7 +118,8 @@ type flight struct {
 	sched      []scheduled
 	batch      perf.Batch
 	preempted  int
-	lane       int // lane members, one decode token each, not in sched
+	lane       int   // lane members, one decode token each, not in sched
+	draftNs    int64 // speculative proposer time within the step
 }
 
 // Step describes a batch just started: it ends at End, and the next batch
@@ -141,6 +145,7 @@ type StepResult struct {
 	ITL          []Gap            // gaps between consecutive tokens emitted this step, run-length encoded
 	Finished     []metrics.Record // requests that produced their last token
 	Prefilled    []Prefilled      // prefill role: prompts computed, KV pinned
+	Spec         SpecStats        // speculative decoding's counts (zero when off)
 }
 
 // Gap is a run of Count equal inter-token gaps of NS nanoseconds. In a
@@ -220,6 +225,12 @@ type Engine struct {
 	err           error
 	onFail        func() // called when err is first set; see OnFail
 	checks        int
+
+	// Speculative decoding (spec.go).
+	specRand   *rand.Rand // acceptance draws, created on first use
+	draftBatch perf.Batch // scratch of draftNs
+	formDraft  int64      // proposer time of the batch formed by Begin
+	specTotal  SpecStats
 }
 
 // New returns an idle engine with an empty KV pool. id is the instance index
@@ -290,6 +301,13 @@ func (e *Engine) Unfit(r *workload.Request) string {
 	if need > e.cfg.NumBlocks {
 		return fmt.Sprintf("prompt+output %d tokens needs %d KV blocks but instance %d holds %d", total, need, e.id, e.cfg.NumBlocks)
 	}
+	if k := e.cfg.Spec.K; k > 0 {
+		// The last verification holds its 1+K tokens and K lookahead
+		// slots past the last token's position.
+		if need := cdiv(total-1+2*k, e.cfg.BlockSize); need > e.cfg.NumBlocks {
+			return fmt.Sprintf("prompt+output %d tokens and %d speculative slots need %d KV blocks but instance %d holds %d", total, 2*k, need, e.id, e.cfg.NumBlocks)
+		}
+	}
 	return ""
 }
 
@@ -302,6 +320,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.prompt, s.output = int32(r.InputTokens), int32(r.OutputTokens)
 	s.generated, s.computed, s.committed = 0, 0, 0
 	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
+	s.alpha = r.SpecAcceptance
 	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
 	s.enqueued, s.state = now, st
 	s.inFlight = false
@@ -393,7 +412,12 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 	if !e.Form(now) {
 		return Step{}, false
 	}
-	return e.Launch(now, e.pred.StepTime(&e.batch)), true
+	d := e.pred.StepTime(&e.batch)
+	if e.specOn() {
+		e.formDraft = e.draftNs()
+		d += e.formDraft
+	}
+	return e.Launch(now, d), true
 }
 
 // Form forms the next batch at now without starting it, and reports
@@ -457,6 +481,7 @@ func (e *Engine) Launch(now, d int64) Step {
 	spare := f.sched[:0]
 	f.sched = e.sched
 	f.batch, f.preempted, f.lane = e.batch, e.preempted, len(e.lane)
+	f.draftNs, e.formDraft = e.formDraft, 0
 	e.flights = append(e.flights, f)
 	if e.pp() > 1 {
 		// Only pipelined batches overlap the forming of the next one.
@@ -525,6 +550,7 @@ func (e *Engine) form(now, formed int64) int32 {
 	// skips the first-scheduled check (a running request has been
 	// scheduled before: check verifies it).
 	bs := int32(e.cfg.BlockSize)
+	spec := e.specOn()
 	var dn, dmin, dmax int
 	var dsum int64
 	for i := 0; i < len(e.running) && budget > 0; i++ {
@@ -533,7 +559,7 @@ func (e *Engine) form(now, formed int64) int32 {
 		if s.state != stRunning || s.inFlight {
 			continue // a request in a batch in flight waits for its end
 		}
-		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < int32(len(s.blocks))*bs {
+		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < int32(len(s.blocks))*bs && !spec {
 			c := int(ctx)
 			if dn == 0 || c < dmin {
 				dmin = c
@@ -549,11 +575,21 @@ func (e *Engine) form(now, formed int64) int32 {
 			continue
 		}
 		n := e.chunk(s.numTokens()-s.computed, budget)
+		verify := spec && s.generated > 0 && s.computed+1 == s.numTokens()
+		if verify {
+			n = e.verifyTokens(s, budget)
+		}
 		if n <= 0 {
 			continue
 		}
 		scheduledSelf := true
-		for !e.grow(s, n) {
+		slots := n
+		if verify {
+			// vLLM's num_lookahead_tokens: room for the K proposals the
+			// drafter writes after this step's verification.
+			slots += int32(e.cfg.Spec.K)
+		}
+		for !e.grow(s, slots) {
 			// The last running request not in flight (slot itself at
 			// worst); with batches in flight, rather than preempting
 			// itself the request waits for them to end.
@@ -576,7 +612,11 @@ func (e *Engine) form(now, formed int64) int32 {
 		if !scheduledSelf {
 			break
 		}
-		e.schedule(slot, n, now)
+		if verify {
+			e.scheduleVerify(slot, n)
+		} else {
+			e.schedule(slot, n, now)
+		}
 		budget -= n
 	}
 	e.laneBatch()

@@ -31,6 +31,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	r.ITL = r.ITL[:0]
 	r.Finished = r.Finished[:0]
 	r.Prefilled = r.Prefilled[:0]
+	r.Spec = SpecStats{}
 	e.justEnded = true
 
 	lane := e.laneOn()
@@ -52,6 +53,33 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	for _, sc := range f.sched {
 		s := &e.slots[sc.slot]
 		s.inFlight = false
+		if sc.spec > 0 {
+			// A verification: several tokens arrive at once, streamed as
+			// one chunk, so one gap (vLLM's benchmark ITL is per chunk).
+			k := e.finishVerify(s, sc.spec, &r.Spec)
+			s.generated += k
+			gen += int(k)
+			if caching && s.computed >= (s.committed+1)*bs {
+				e.commitBlocks(s) // blocks filled by accepted tokens
+			}
+			gap := end - s.lastToken
+			if n := len(r.ITL); n > 0 && r.ITL[n-1].NS == gap {
+				r.ITL[n-1].Count++
+			} else {
+				r.ITL = append(r.ITL, Gap{NS: gap, Count: 1})
+			}
+			s.maxITL = max(s.maxITL, gap)
+			s.lastToken = end
+			if s.generated >= s.output {
+				rec := s.syncRecord()
+				rec.Generated = int(s.generated)
+				rec.Outcome = metrics.Finished
+				r.Finished = append(r.Finished, *rec)
+				s.state = stDone
+				e.zombies = append(e.zombies, sc.slot)
+			}
+			continue
+		}
 		if caching && s.computed >= (s.committed+1)*bs {
 			e.commitBlocks(s) // a block filled since the last commit
 		}
@@ -102,6 +130,10 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 		r.ITL = append(r.ITL, Gap{NS: gapNS, Count: gapCount})
 	}
 	r.GenTokens = gen + f.lane
+	if e.specOn() {
+		r.Spec.DraftNs, r.Spec.StepNs = f.draftNs, end-f.start
+		e.specTotal.add(&r.Spec)
+	}
 	if len(e.zombies) > 0 {
 		// They leave the running set now; their slots stay taken until
 		// the next batch is formed.

@@ -42,7 +42,9 @@ package engine
 const laneWindow = 64
 
 // laneOn reports whether the lane is used on this engine.
-func (e *Engine) laneOn() bool { return e.pp() == 1 && e.cfg.Role != Prefill && !e.noLane }
+func (e *Engine) laneOn() bool {
+	return e.pp() == 1 && e.cfg.Role != Prefill && !e.noLane && !e.specOn()
+}
 
 // numRunning is the number of requests in the running set, explicit and in
 // the lane.

@@ -8,7 +8,9 @@
 //     for requests with at least two tokens; E2E = last - arrival for
 //     finished requests; queue delay = first scheduled - arrival.
 //   - ITL: a gap between consecutive output tokens of one request, reported
-//     by the engine through Summary.AddITL.
+//     by the engine through Summary.AddITL; with speculative decoding, the
+//     gap before each step's tokens (one streamed chunk, as vLLM's
+//     benchmark counts it).
 //   - Outcomes: every request ends finished, rejected, failed or truncated
 //     (never arrived: a run limit ended the run first), and the four
 //     counts add up to requests_total. SLO attainment counts every outcome

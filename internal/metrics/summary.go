@@ -229,6 +229,10 @@ type Summary struct {
 	failReasons, rejectReasons  *reasonTally
 	slo                         SLO
 	sloMet                      int64
+	// Speculative decoding (AddSpec).
+	spec                                 SpecResult
+	specEmitted, specDraftNs, specStepNs int64
+	specOn                               bool
 }
 
 // Err returns the first value a latency histogram could not record (nil
@@ -358,6 +362,8 @@ type Result struct {
 	// Limit says which run limit ended the run, if one did: requests in
 	// flight then failed with reason "limit", the rest are Truncated.
 	Limit string `json:"limit,omitempty"`
+	// Speculative summarises speculative decoding (nil when off).
+	Speculative *SpecResult `json:"speculative,omitempty"`
 }
 
 // PinnedKV is the KV a prefill instance held pinned for handoffs, in
@@ -407,6 +413,7 @@ func (s *Summary) Finish(simTimeNs int64) Result {
 		RejectionReasons:  s.rejectReasons.counts(),
 		FailureExamples:   s.failReasons.examples(),
 		RejectionExamples: s.rejectReasons.examples(),
+		Speculative:       s.specResult(),
 	}
 	if s.slo.set() {
 		met, goodput, attainment := s.sloMet, rate(s.sloMet), 0.0

@@ -44,6 +44,12 @@ func (r Result) String() string {
 	kv("Preemptions:", i(r.Preemptions))
 	kv("Re-prefills:", i(r.Reprefills))
 	kv("Retries:", i(r.Retries))
+	if sp := r.Speculative; sp != nil {
+		kv("Speculative acceptance rate (%):", f(sp.AcceptanceRate*100, 2))
+		kv("  mean accepted length:", f(sp.MeanAcceptedLength, 3))
+		kv("  tokens per step (per sequence):", f(sp.TokensPerStep, 3))
+		kv("  draft share of step time (%):", f(sp.DraftShare*100, 2))
+	}
 	if r.SLO != nil {
 		if r.SLO.Attainment != nil {
 			kv("SLO TTFT / TPOT / E2E (ms):", sloBound(r.SLO.TTFTMs)+" / "+sloBound(r.SLO.TPOTMs)+" / "+sloBound(r.SLO.E2EMs))

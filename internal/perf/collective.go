@@ -103,7 +103,7 @@ func (c tpComm) CommNs(b *Batch) int64 {
 	}
 	cfg := c.cfg
 	msg := (tokens + int64(max(b.PadTokens, 0))) * int64(cfg.Hidden) * int64(cfg.BytesPerElem)
-	seqs := int64(max(b.Seqs(), 0))
+	seqs := int64(max(b.Rows(), 0))
 	logits := seqs * int64(cfg.Vocab) * int64(cfg.BytesPerElem)
 	var ar, gather int64
 	if cfg.AR.N > 1 {

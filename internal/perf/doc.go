@@ -24,6 +24,12 @@
 //     drive the skew correction.
 //   - tokens = pc + n (dense ops); sequences = prefilling + decoding requests
 //     (lm_head and sampler produce one row of logits per request).
+//   - Batch.SpecTokens: with speculative decoding, the proposals the decode
+//     requests verify. They add to the tokens, to the rows of logits
+//     (Batch.Rows) and to each decode's attention query in the roofline;
+//     the profile's attention table has no query-length axis and uses the
+//     decode contexts only (docs/speculative.md). HeadTime prices an
+//     EAGLE/MTP head; SpecCaptureSizes scales the CUDA-graph sizes.
 //
 // # The profile predictor
 //

@@ -219,3 +219,37 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	}
 	return clampNs(gpu + host)
 }
+
+// SpecCaptureSizes is the capture-size list with speculative decoding of
+// k tokens, where a uniform-decode step computes 1+k tokens per request.
+// The default list (sizes nil) runs up to min(2 × maxNumSeqs × (1+k), 512,
+// maxBatchedTokens), vLLM's VllmConfig._set_cudagraph_sizes with
+// decode_query_len = 1+k; then, as vLLM's
+// CompilationConfig.adjust_cudagraph_sizes_for_spec_decode does, every
+// size is rounded up to a multiple of 1+k and sizes beyond the largest
+// are dropped (just [1+k] when none is left and 1+k fits).
+func SpecCaptureSizes(maxNumSeqs, maxBatchedTokens, k int, sizes []int) []int {
+	q := 1 + k
+	var limit int
+	if sizes == nil {
+		limit = min(2*maxNumSeqs*q, 512, maxBatchedTokens)
+		sizes = DefaultCaptureSizes(limit, limit) // the list up to limit
+		sizes = slices.DeleteFunc(sizes, func(s int) bool { return s > limit })
+	} else {
+		sizes = slices.Sorted(slices.Values(sizes))
+		if len(sizes) > 0 {
+			limit = sizes[len(sizes)-1]
+		}
+	}
+	var out []int
+	for _, s := range sizes {
+		r := (s + q - 1) / q * q
+		if r <= limit && (len(out) == 0 || out[len(out)-1] != r) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 && q <= limit {
+		out = []int{q}
+	}
+	return out
+}

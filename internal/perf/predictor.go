@@ -12,8 +12,15 @@ type Batch struct {
 	PrefillKV int
 	// PrefillSeqs is the number of requests contributing prefill chunks.
 	PrefillSeqs int
-	// NumDecode (n) is the number of requests decoding one token this step.
+	// NumDecode (n) is the number of requests decoding one token this step
+	// (with speculative decoding: their last sampled token).
 	NumDecode int
+	// SpecTokens is, with speculative decoding, the number of proposed
+	// tokens the decode requests verify besides their last sampled one
+	// (k per request; fewer when the step's budget cuts them): they are
+	// computed like any token, extend each decode's attention query to
+	// 1+k rows and get logits of their own. 0 without speculation.
+	SpecTokens int
 	// DecodeKVSum is the sum of the decode requests' context lengths (tokens
 	// already in KV, excluding the token computed this step).
 	DecodeKVSum int64
@@ -48,10 +55,14 @@ type Batch struct {
 }
 
 // Tokens is the total number of tokens computed in the step.
-func (b *Batch) Tokens() int { return b.PrefillTokens + b.NumDecode }
+func (b *Batch) Tokens() int { return b.PrefillTokens + b.NumDecode + b.SpecTokens }
 
 // Seqs is the number of requests in the step (each produces one row of logits).
 func (b *Batch) Seqs() int { return b.PrefillSeqs + b.NumDecode }
+
+// Rows is the number of rows of logits the step computes: one per
+// request, plus one per verified proposal.
+func (b *Batch) Rows() int { return b.Seqs() + b.SpecTokens }
 
 // Predictor times one engine step. StepTime returns nanoseconds and must not
 // allocate: it is called once per simulated step.

@@ -104,7 +104,7 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 		return s
 	}
 	s.Dense = p.dense.at(float64(max(tokens+max(b.PadTokens, 0), 1)))
-	s.PerSequence = p.perSeq.at(float64(max(seqs, 1)))
+	s.PerSequence = p.perSeq.at(float64(max(seqs+max(b.SpecTokens, 0), 1)))
 	if p.attn != nil {
 		s.Attention = p.attnCount * math.Max(0, p.attention(b))
 	}

@@ -480,7 +480,7 @@ func (r *Roofline) OpNs(op string, b *Batch) float64 {
 		return 0
 	}
 	T := float64(max(b.Tokens(), 0))
-	S := float64(max(b.Seqs(), 0))
+	S := float64(max(b.Rows(), 0))
 	h, bb := r.h, r.b
 	switch op {
 	case OpEmbedding:

@@ -55,14 +55,19 @@ func (r *Roofline) attention(b *Batch) float64 {
 	kp := float64(max(b.PrefillKV, 0))
 	ps := float64(max(b.PrefillSeqs, 1))
 	kvSum := float64(max(b.DecodeKVSum, 0))
-	t := r.attentionUniform(pc, kp, ps, n, kvSum)
+	// q: query rows per decode request, 1 + its verified proposals.
+	q := 1.0
+	if n > 0 && b.SpecTokens > 0 {
+		q += float64(b.SpecTokens) / n
+	}
+	t := r.attentionUniform(pc, kp, ps, n, q, kvSum)
 	a := r.eff.AttnSkew
 	if pc == 0 {
 		a = r.eff.AttnDecodeSkew
 	}
 	if a > 0 && n > 1 {
 		if kvMax := float64(b.DecodeKVMax); kvMax*n > kvSum {
-			if tMax := r.attentionUniform(pc, kp, ps, n, kvMax*n); tMax > t {
+			if tMax := r.attentionUniform(pc, kp, ps, n, q, kvMax*n); tMax > t {
 				t += a * (tMax - t)
 			}
 		}
@@ -71,9 +76,11 @@ func (r *Roofline) attention(b *Batch) float64 {
 }
 
 // attentionUniform is attention for a batch whose n decode requests all
-// have the context kvSum/n (pc prefill tokens over ps sequences with kp
-// tokens of history).
-func (r *Roofline) attentionUniform(pc, kp, ps, n, kvSum float64) float64 {
+// have the context kvSum/n and q query rows each (pc prefill tokens over ps
+// sequences with kp tokens of history). A decode's q rows (q > 1 with
+// speculative decoding) share its KV reads and fill its query tiles: more
+// tiles only when q (GQA-packed: q x the group size) exceeds a tile.
+func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
 	// Two classes of work units: prefill tiles (np units visiting lp KV
 	// positions on average) and decode units (nd, ld). uniq: distinct KV
 	// bytes; req: KV bytes the units request (a decode packed by GQA reads
@@ -93,13 +100,13 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, kvSum float64) float64 {
 	if n > 0 {
 		mean := kvSum / n
 		if pc > 0 {
-			nd, ld = r.heads*n, mean
+			nd, ld = r.heads*n*math.Ceil(q/r.tileQ), mean
 			req += r.heads * kvSum * kvHeadBytes
 			// every decode gets as many query tiles as the longest chunk;
 			// all but one exit at once.
 			empty = r.heads * n * (math.Ceil(pc/ps/r.tileQ) - 1)
 		} else {
-			u := n * r.kvHeads * math.Ceil(r.gqa/r.tileQ)
+			u := n * r.kvHeads * math.Ceil(r.gqa*q/r.tileQ)
 			split := r.splits(u, math.Ceil(mean/128))
 			if split > 1 {
 				extra = r.eff.LaunchNs
@@ -135,7 +142,7 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, kvSum float64) float64 {
 		miss += (req - uniq) * (1 - hit)
 		hits = (req - uniq) * hit
 	}
-	miss += (pc + n) * (2*r.heads*r.hd*r.b + r.kvBytesPerTok)
+	miss += (pc + n*q) * (2*r.heads*r.hd*r.b + r.kvBytesPerTok)
 	if pc == 0 {
 		return r.eff.AttnDecodeLaunchNs + extra + softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9, r.invAttnP)
 	}
@@ -189,18 +196,26 @@ func (r *Roofline) splits(u, nBlocks float64) float64 {
 		w := u * s / slots
 		return w / math.Ceil(w)
 	}
-	eligible := func(s float64) bool {
-		return s == 1 || math.Ceil(nBlocks/s) != math.Ceil(nBlocks/(s-1))
-	}
+	// One pass computes each eligible split's efficiency (-1: not
+	// eligible, a split count whose blocks per split equal the previous
+	// one's); the second picks the first within 85 % of the best.
+	var effs [128]float64
 	best := 0.0
+	prev := 0.0 // ceil(nBlocks/(s-1))
+	n := 0
 	for s := 1.0; s <= maxS; s++ {
-		if eligible(s) {
-			best = math.Max(best, eff(s))
+		c := math.Ceil(nBlocks / s)
+		effs[n] = -1
+		if s == 1 || c != prev {
+			effs[n] = eff(s)
+			best = math.Max(best, effs[n])
 		}
+		prev = c
+		n++
 	}
-	for s := 1.0; s <= maxS; s++ {
-		if eligible(s) && eff(s) >= 0.85*best {
-			return s
+	for i, e := range effs[:n] {
+		if e >= 0.85*best {
+			return float64(i + 1)
 		}
 	}
 	return 1

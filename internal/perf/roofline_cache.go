@@ -64,7 +64,7 @@ func (r *Roofline) opNs(i int, b *Batch) float64 {
 	case keyTokens:
 		n, cols, tab = b.Tokens(), c.tokCols, c.byTokens
 	case keySeqs:
-		n, cols, tab = b.Seqs(), c.seqCols, c.bySeqs
+		n, cols, tab = b.Rows(), c.seqCols, c.bySeqs
 	default:
 		return r.OpNs(r.ops[i].Op, b)
 	}

@@ -232,6 +232,20 @@ func summaryTable(runs []Run) tableView {
 			return strconv.Itoa(peak)
 		})
 	}
+	if slices.ContainsFunc(runs, func(r Run) bool { return r.Summary.Speculative != nil }) {
+		spec := func(f func(*metrics.SpecResult) string) func(*metrics.Result) string {
+			return func(r *metrics.Result) string {
+				if r.Speculative == nil {
+					return "-"
+				}
+				return f(r.Speculative)
+			}
+		}
+		row("Speculative acceptance rate (%)", false, spec(func(s *metrics.SpecResult) string { return ftoa(100*s.AcceptanceRate, 2) }))
+		row("mean accepted length", true, spec(func(s *metrics.SpecResult) string { return ftoa(s.MeanAcceptedLength, 3) }))
+		row("tokens per step (per sequence)", true, spec(func(s *metrics.SpecResult) string { return ftoa(s.TokensPerStep, 3) }))
+		row("draft share of step time (%)", true, spec(func(s *metrics.SpecResult) string { return ftoa(100*s.DraftShare, 2) }))
+	}
 	return t
 }
 

@@ -460,3 +460,25 @@ func TestWriteErrorBars(t *testing.T) {
 		}
 	}
 }
+
+// TestSpeculativeRows: the run table shows speculative decoding's rows
+// when a run speculated, "-" for a run that did not, and no such rows
+// when none did.
+func TestSpeculativeRows(t *testing.T) {
+	on := synthetic("eagle", 3000, 300, 100)
+	on.Summary.Speculative = &metrics.SpecResult{AcceptanceRate: 0.5663, MeanAcceptedLength: 2.699, TokensPerStep: 2.687, DraftShare: 0.1562}
+	off := synthetic("off", 3000, 300, 100)
+	s := string(write(t, "spec", on, off))
+	for _, w := range []string{
+		"<td>Speculative acceptance rate (%)</td><td>56.63</td><td>-</td>",
+		"mean accepted length</td><td>2.699</td><td>-</td>",
+		"draft share of step time (%)</td><td>15.62</td>",
+	} {
+		if !strings.Contains(s, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+	if s := string(write(t, "no spec", off)); strings.Contains(s, "Speculative") {
+		t.Error("speculative rows without speculation")
+	}
+}

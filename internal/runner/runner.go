@@ -80,6 +80,9 @@ func (o *observer) StepDone(inst int, r *engine.StepResult) {
 	for _, g := range r.ITL {
 		o.sum.AddITLs(g.NS, g.Count)
 	}
+	if sp := &r.Spec; sp.StepNs > 0 {
+		o.sum.AddSpec(sp.Drafts, sp.Proposed, sp.Accepted, sp.Emitted, sp.DraftNs, sp.StepNs)
+	}
 	if o.ivs != nil {
 		o.ivs[inst].AddPromptTokens(r.PromptTokens)
 		o.ivs[inst].AddGenTokens(r.GenTokens)

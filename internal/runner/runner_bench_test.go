@@ -142,3 +142,38 @@ func BenchmarkSimulateMoE100k(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapInuse)/1e6, "heapMB")
 }
+
+// BenchmarkSimulateSpec100k is BenchmarkSimulate100k with speculative
+// decoding (EAGLE, k = 3, per-position acceptance 0.75, 0.55, 0.40 as in
+// examples/spec-eagle.yaml), for comparison with it (see
+// docs/speculative.md).
+// Run: go test ./internal/runner -run '^$' -bench 'Simulate(Spec)?100k$' -benchtime 1x
+func BenchmarkSimulateSpec100k(b *testing.B) {
+	const n = 100_000
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := config.Default()
+		syn := workload.ShareGPTLike(n, 5.8)
+		s.Workload.Trace, s.Workload.Synthetic = "", &syn
+		s.Seed = 7
+		s.Engine.MaxNumSeqs, s.Engine.MaxNumBatchedTokens = 256, 2048
+		s.Engine.Speculative = &config.Speculative{Method: "eagle", NumSpeculativeTokens: 3, AcceptancePerPosition: []float64{0.75, 0.55, 0.40}}
+		s.FillGroups()
+		if err := s.Validate(); err != nil {
+			b.Fatal(err)
+		}
+		built, err := assemble.Build(s, config.Source{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		res, err := Run(built, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Finished != n {
+			b.Fatalf("finished %d of %d", res.Finished, n)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}

@@ -22,6 +22,11 @@ type Request struct {
 	// present len(InputIDs) == InputTokens.
 	InputIDs  []int32
 	OutputIDs []int32
+	// SpecAcceptance is the request's speculative-decoding acceptance
+	// rate α (a trace's spec_acceptance_rate), used when the engine takes
+	// acceptance from the trace (0 when the trace gives none: the reader
+	// then requires it, see RequireSpecAcceptance).
+	SpecAcceptance float64
 }
 
 // Entry is one unit read from a source: a single request, or an agentic

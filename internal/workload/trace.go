@@ -10,29 +10,31 @@ import (
 // int32 token position everywhere downstream.
 const maxTokens = math.MaxInt32
 
-const traceFields = `input_toks, output_toks, arrival_time_ns, input_tok_ids, output_tok_ids ` +
+const traceFields = `input_toks, output_toks, arrival_time_ns, input_tok_ids, output_tok_ids, spec_acceptance_rate ` +
 	`(plain line) or session_id, arrival_time_ns, sub_requests (session line; ` +
-	`sub-requests take input_toks, output_toks, tool_duration_ns, input_tok_ids, output_tok_ids)`
+	`sub-requests take input_toks, output_toks, tool_duration_ns, input_tok_ids, output_tok_ids, spec_acceptance_rate)`
 
 // traceLine is the union of the plain and the session line. Pointers tell
 // a missing field from a zero one.
 type traceLine struct {
-	InputToks     *int64  `json:"input_toks"`
-	OutputToks    *int64  `json:"output_toks"`
-	ArrivalTimeNs *int64  `json:"arrival_time_ns"`
-	InputTokIDs   []int32 `json:"input_tok_ids"`
-	OutputTokIDs  []int32 `json:"output_tok_ids"`
+	InputToks     *int64   `json:"input_toks"`
+	OutputToks    *int64   `json:"output_toks"`
+	ArrivalTimeNs *int64   `json:"arrival_time_ns"`
+	InputTokIDs   []int32  `json:"input_tok_ids"`
+	OutputTokIDs  []int32  `json:"output_tok_ids"`
+	SpecAccept    *float64 `json:"spec_acceptance_rate"`
 
 	SessionID   *string       `json:"session_id"`
 	SubRequests *[]traceSubRq `json:"sub_requests"`
 }
 
 type traceSubRq struct {
-	InputToks      *int64  `json:"input_toks"`
-	OutputToks     *int64  `json:"output_toks"`
-	ToolDurationNs *int64  `json:"tool_duration_ns"`
-	InputTokIDs    []int32 `json:"input_tok_ids"`
-	OutputTokIDs   []int32 `json:"output_tok_ids"`
+	InputToks      *int64   `json:"input_toks"`
+	OutputToks     *int64   `json:"output_toks"`
+	ToolDurationNs *int64   `json:"tool_duration_ns"`
+	InputTokIDs    []int32  `json:"input_tok_ids"`
+	OutputTokIDs   []int32  `json:"output_tok_ids"`
+	SpecAccept     *float64 `json:"spec_acceptance_rate"`
 }
 
 // traceReader is the Source returned by NewTraceReader.
@@ -42,6 +44,24 @@ type traceReader struct {
 	nextID      int64
 	lastArrival int64
 	err         error // sticky: once set, every Next returns it
+	needAccept  bool  // spec_acceptance_rate is required (RequireSpecAcceptance)
+}
+
+// RequireSpecAcceptance makes the trace reader src refuse a request
+// without spec_acceptance_rate (the engine takes speculative decoding's
+// acceptance from the trace), looking through Scale and Take. It reports
+// false when src is not a trace reader.
+func RequireSpecAcceptance(src Source) bool {
+	switch s := src.(type) {
+	case *traceReader:
+		s.needAccept = true
+		return true
+	case *scaled:
+		return RequireSpecAcceptance(s.src)
+	case *taken:
+		return RequireSpecAcceptance(s.src)
+	}
+	return false
 }
 
 // NewTraceReader returns a Source that streams the JSONL trace in r; name
@@ -155,7 +175,7 @@ func (t *traceReader) plain(tl *traceLine) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	r, err := t.request("", tl.InputToks, tl.OutputToks, tl.InputTokIDs, tl.OutputTokIDs)
+	r, err := t.request("", tl.InputToks, tl.OutputToks, tl.InputTokIDs, tl.OutputTokIDs, tl.SpecAccept)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -174,6 +194,7 @@ func (t *traceReader) session(tl *traceLine) (Entry, error) {
 		{"output_toks", tl.OutputToks != nil},
 		{"input_tok_ids", tl.InputTokIDs != nil},
 		{"output_tok_ids", tl.OutputTokIDs != nil},
+		{"spec_acceptance_rate", tl.SpecAccept != nil},
 	} {
 		if f.present {
 			return Entry{}, t.lines.errorf(nil, "%s is not allowed at the top of a session line; move it into the sub_requests objects", f.name)
@@ -200,7 +221,7 @@ func (t *traceReader) session(tl *traceLine) (Entry, error) {
 	for k := range subs {
 		s := &subs[k]
 		path := fmt.Sprintf("sub_requests[%d].", k)
-		r, err := t.request(path, s.InputToks, s.OutputToks, s.InputTokIDs, s.OutputTokIDs)
+		r, err := t.request(path, s.InputToks, s.OutputToks, s.InputTokIDs, s.OutputTokIDs, s.SpecAccept)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -230,7 +251,7 @@ func (t *traceReader) session(tl *traceLine) (Entry, error) {
 
 // request checks token counts and ids; path prefixes field names for
 // sub-requests.
-func (t *traceReader) request(path string, in, out *int64, inIDs, outIDs []int32) (Request, error) {
+func (t *traceReader) request(path string, in, out *int64, inIDs, outIDs []int32, accept *float64) (Request, error) {
 	nIn, err := t.count(path+"input_toks", in, "prompt length")
 	if err != nil {
 		return Request{}, err
@@ -247,7 +268,16 @@ func (t *traceReader) request(path string, in, out *int64, inIDs, outIDs []int32
 		return Request{}, t.lines.errorf(nil, "%soutput_tok_ids has %d ids but output_toks is %d; make output_toks equal the number of ids or drop output_tok_ids",
 			path, len(outIDs), nOut)
 	}
-	return Request{InputTokens: nIn, OutputTokens: nOut, InputIDs: inIDs, OutputIDs: outIDs}, nil
+	alpha := 0.0
+	switch {
+	case accept != nil && !(*accept >= 0 && *accept < 1):
+		return Request{}, t.lines.errorf(nil, "%sspec_acceptance_rate must be in [0, 1) (got %g); it is the probability that a proposed token is accepted given the previous ones were", path, *accept)
+	case accept != nil:
+		alpha = *accept
+	case t.needAccept:
+		return Request{}, t.lines.errorf(nil, `%sspec_acceptance_rate is missing; engine.speculative.acceptance: trace needs it on every request: add "spec_acceptance_rate": <α in [0, 1)> or set acceptance_rate in the scenario`, path)
+	}
+	return Request{InputTokens: nIn, OutputTokens: nOut, InputIDs: inIDs, OutputIDs: outIDs, SpecAcceptance: alpha}, nil
 }
 
 // count checks one token count: present and in [1, maxTokens].
