@@ -12,6 +12,7 @@ import (
 	"github.com/servesim/servesim/internal/des"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/link"
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/moe"
@@ -76,6 +77,8 @@ type Built struct {
 	// formatScaled reports that some profile tables are scaled to the
 	// scenario's format (predictor.format_scaling).
 	formatScaled bool
+	// tiers configures the KV tiers below the GPUs (nil: none).
+	tiers *kvtier.Config
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -115,6 +118,14 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 			closer.Close()
 			return nil, nil, err
 		}
+	}
+	if b.tiers != nil {
+		h, err := kvtier.New(*b.tiers)
+		if err != nil {
+			closer.Close()
+			return nil, nil, err
+		}
+		sim.EnableTiers(h)
 	}
 	if b.PD != nil {
 		net := link.New()
@@ -356,6 +367,11 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		}
 	}
 	b.layers = int(m.NumLayers)
+	if s.KVTiers != nil {
+		if b.tiers, err = tierConfig(s, b); err != nil {
+			return nil, err
+		}
+	}
 	if s.PD() {
 		pushBuf := make([]int, len(b.Instances))
 		for i := range b.Instances {

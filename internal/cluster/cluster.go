@@ -96,6 +96,8 @@ type Sim struct {
 
 	pd *pd // P/D coordinator; nil for colocated serving
 
+	tiers *tierState // KV tiers below the GPUs (tiers.go); nil: none
+
 	// Data-parallel groups (dpgroup.go): groupOf[i] is engine i's group,
 	// -1 when it steps on its own; nil when there are none.
 	groups  []*dpGroup
@@ -242,9 +244,14 @@ func (s *Sim) Run() (int64, error) {
 			err = s.retry(ev.Arg, ev.Target, ev.At)
 		case evHost:
 			err = s.hostCopied(ev.Arg, ev.Target, ev.At)
+		case evTier:
+			err = s.tierEvent(ev.At)
 		}
 		if err == nil {
 			err = s.err
+		}
+		if err == nil && s.tiers != nil {
+			err = s.armTiers()
 		}
 		if err == nil && s.pd != nil && s.checks {
 			err = s.checkPD()
@@ -318,6 +325,9 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 // retry timer of a request that left the state it was armed in, or a
 // network wake-up superseded by a later one.
 func (s *Sim) stale(ev des.Event) bool {
+	if ev.Kind == evTier {
+		return s.tierStale(ev)
+	}
 	if s.pd == nil {
 		return false
 	}

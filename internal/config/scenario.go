@@ -67,6 +67,9 @@ type Scenario struct {
 	// MoE sets how routed tokens spread over the experts of a
 	// mixture-of-experts model under expert parallelism (docs/moe.md).
 	MoE *MoE `yaml:"moe,omitempty" json:"moe,omitempty"`
+	// KVTiers adds host-DRAM and local-disk KV tiers below the GPUs
+	// (docs/kv-tiers.md); absent: GPU only.
+	KVTiers *KVTiers `yaml:"kv_tiers,omitempty" json:"kv_tiers,omitempty"`
 	// CheckInvariants verifies KV-block conservation and scheduler limits
 	// after every step (slower; on in tests).
 	CheckInvariants bool `yaml:"check_invariants" json:"check_invariants"`
@@ -514,6 +517,9 @@ func (s *Scenario) Validate() error {
 	}
 	s.validateHandoff(bad)
 	s.validateBounds(bad)
+	if t := s.KVTiers; t != nil {
+		t.validate(s, bad)
+	}
 	if m := s.MoE; m != nil {
 		switch m.Routing {
 		case "", "uniform", "zipf":

@@ -53,7 +53,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 		s := &e.slots[sc.slot]
 		s.inFlight = false
 		if caching && s.computed >= (s.committed+1)*bs {
-			e.commitBlocks(s) // a block filled since the last commit
+			e.commitBlocks(s, end) // a block filled since the last commit
 		}
 		if s.computed < s.numTokens() {
 			continue // partial prompt chunk: no token yet
