@@ -504,8 +504,8 @@ func (h *Hierarchy) freeOp(id int32) {
 // account for exactly the chunks being written and read: a chunk is
 // Writing iff one store or spill in flight writes it, and a Reading
 // chunk's readers equal the loads in flight reading it. Bytes are
-// conserved: what each tier has had written equals its chunks stored
-// times the chunk size.
+// conserved: what each tier has had written is its chunks written times
+// the chunk size, and every chunk written is held or was evicted.
 func (h *Hierarchy) Check() error {
 	for n := range h.nodes {
 		for t := Host; t <= Disk; t++ {
@@ -543,8 +543,15 @@ func (h *Hierarchy) Check() error {
 		}
 	}
 	for t := Host; t <= Disk; t++ {
-		if s := h.stats[t]; s.BytesWritten != s.Stored*h.chunkBytes {
+		s := h.Stats(t)
+		if s.BytesWritten != s.Stored*h.chunkBytes {
 			return fmt.Errorf("%s tier: %d bytes written for %d chunks of %d bytes", TierName(t), s.BytesWritten, s.Stored, h.chunkBytes)
+		}
+		// Every chunk written is still held (or being written) or was
+		// evicted: the bytes written are the bytes held plus the bytes
+		// evicted.
+		if s.Stored != s.Occupied+s.Evicted {
+			return fmt.Errorf("%s tier: %d chunks (%d bytes) written but %d held and %d evicted", TierName(t), s.Stored, s.BytesWritten, s.Occupied, s.Evicted)
 		}
 	}
 	return nil
