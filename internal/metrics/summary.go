@@ -375,7 +375,7 @@ type Result struct {
 type TierResult struct {
 	Tier string `json:"tier"` // host or disk
 	// Requests whose latest loaded prefix came from this tier, and the
-	// mean time they spent loading (ms).
+	// mean duration of one load from it (ms; loads share their links).
 	Requests   int64   `json:"requests"`
 	LoadMeanMs float64 `json:"load_mean_ms"`
 	// Prefix hits served by loads from this tier.
@@ -395,7 +395,8 @@ type TierResult struct {
 }
 
 // TierRequests returns how many ended requests had their latest loaded
-// prefix from tier t (1 host, 2 disk) and their summed load time in ns.
+// prefix from tier t (1 host, 2 disk) and their summed load time in ns
+// (over all their loads).
 func (s *Summary) TierRequests(t int) (n, loadNs int64) {
 	if t < 0 || t >= len(s.tierReqs) {
 		return 0, 0

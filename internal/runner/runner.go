@@ -270,12 +270,12 @@ func tierResults(h *kvtier.Hierarchy, sum *metrics.Summary) []metrics.TierResult
 		if st.Capacity == 0 {
 			continue
 		}
-		n, ns := sum.TierRequests(t)
+		n, _ := sum.TierRequests(t)
 		r := metrics.TierResult{Tier: kvtier.TierName(t), Requests: n, HitBlocks: st.HitBlocks, HitTokens: st.HitTokens,
 			Loads: st.Loads, BytesRead: st.BytesRead, BytesWritten: st.BytesWritten, ChunksStored: st.Stored,
 			ChunksEvicted: st.Evicted, ChunksDropped: st.Dropped, ChunksHeld: st.Occupied, ChunksCapacity: st.Capacity}
-		if n > 0 {
-			r.LoadMeanMs = float64(ns) / float64(n) / 1e6
+		if st.Loads > 0 {
+			r.LoadMeanMs = float64(st.LoadNs) / float64(st.Loads) / 1e6
 		}
 		out = append(out, r)
 	}
