@@ -246,6 +246,8 @@ func (s *Sim) Run() (int64, error) {
 			err = s.hostCopied(ev.Arg, ev.Target, ev.At)
 		case evTier:
 			err = s.tierEvent(ev.At)
+		case evOffload:
+			err = s.offloadDue(ev.Arg, ev.Target, ev.At)
 		}
 		if err == nil {
 			err = s.err
@@ -334,7 +336,7 @@ func (s *Sim) stale(ev des.Event) bool {
 	switch ev.Kind {
 	case evNet:
 		return ev.Arg != s.pd.netGen
-	case evLease, evRetry:
+	case evLease, evRetry, evOffload:
 		h := s.pd.hands[ev.Arg]
 		return h == nil || h.gen != ev.Target || h.st != hQueued || !h.pinned
 	}

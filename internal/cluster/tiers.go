@@ -18,6 +18,9 @@ type tierState struct {
 	gen    int64
 	at     int64 // time of the armed wake-up; -1: none
 	events int64
+	// Handoff offloads in flight (handoff_offload.go), by tag.
+	offloads    map[int64]pendingOffload
+	nextOffload int64
 }
 
 // EnableTiers connects every prefix-caching engine to the KV tiers h, whose
@@ -67,9 +70,15 @@ func (s *Sim) tierStale(ev des.Event) bool {
 func (s *Sim) tierEvent(now int64) error {
 	t := s.tiers
 	t.at = -1
-	for _, l := range t.h.Advance(now) {
-		s.engines[l.Inst].LoadDone(l.Slot, now)
-		s.kick(l.Inst, now)
+	for _, d := range t.h.Advance(now) {
+		if d.Offload {
+			if err := s.offloaded(d, now); err != nil {
+				return err
+			}
+			continue
+		}
+		s.engines[d.Inst].LoadDone(d.Slot, now)
+		s.kick(d.Inst, now)
 	}
 	if err := t.h.Err(); err != nil {
 		return fmt.Errorf("kv tiers: invariant violated at t=%d ns: %w", now, err)

@@ -134,3 +134,54 @@ func TestPreemptedPrefixReloadsFromHost(t *testing.T) {
 		t.Errorf("request 1: %d preemptions, prefix tier %d, cached tokens %d at first admission", r.Preemptions, r.PrefixTier, r.CachedTokens)
 	}
 }
+
+// TestOffloadPinnedKV: a decode instance that holds one request at a time
+// makes prefilled requests wait with their KV pinned. With
+// offload_pinned_after 1 ms, that KV moves to the prefill node's host
+// memory: the peak pinned KV drops to what waits less than the offload
+// delay plus the copy, the prefill instance admits the next prompts
+// sooner, every request still ends once, and the host memory holds
+// nothing at the end (every offloaded byte was released once).
+func TestOffloadPinnedKV(t *testing.T) {
+	var reqs []workload.Request
+	for i := 0; i < 12; i++ {
+		reqs = append(reqs, workload.Request{ID: int64(i), Arrival: int64(i) * 1e6, InputTokens: 320, OutputTokens: 50})
+	}
+	run := func(after int64) (peak int, queue int64, h *kvtier.Hierarchy) {
+		ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 30, seqs: 8, budget: 2048,
+			cfg: PDConfig{Policy: Pull, Placement: RoundRobinPlacement, Heartbeat: true, MaxReprefills: 3, OffloadPinnedAfter: after},
+			bw: 1e10, latency: 1000, kvPerToken: 1000, pred: linear{base: 1e6, perTok: 1000}}
+		sim, c := ps.build(t, reqs)
+		var err error
+		h, err = kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 16000,
+			Nodes:     []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 1e9, ReadBW: 1e11, WriteBW: 1e11, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}},
+			Instances: []kvtier.Instance{{Node: 0, GPUs: 1}, {Node: 0, GPUs: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim.EnableTiers(h)
+		if _, err := sim.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.recs) != len(reqs) || c.dup != 0 {
+			t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
+		}
+		for id, r := range c.recs {
+			if r.Outcome != metrics.Finished {
+				t.Fatalf("request %d: %s %s", id, r.Outcome, r.Reason)
+			}
+			queue += r.Scheduled - r.Arrival
+		}
+		p, _ := sim.PinnedStats()
+		return p[0], queue, h
+	}
+	pinPeak, pinQueue, _ := run(0)
+	offPeak, offQueue, h := run(1e6)
+	if offPeak >= pinPeak || offQueue >= pinQueue {
+		t.Errorf("offload: peak pinned %d blocks, prefill queueing %d ns; kept pinned: %d, %d", offPeak, offQueue, pinPeak, pinQueue)
+	}
+	if b := h.HandoffBytes(0); b != 0 {
+		t.Errorf("host memory holds %d bytes of handoff KV after the run", b)
+	}
+	t.Logf("peak pinned %d -> %d blocks, prefill queueing %d -> %d ms", pinPeak, offPeak, pinQueue/1e6, offQueue/1e6)
+}

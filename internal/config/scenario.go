@@ -319,6 +319,11 @@ type Handoff struct {
 	// reprefill, push overflow drop); the next loss fails the request with
 	// the reason. Default 3; 0 fails at the first loss.
 	MaxReprefills int `yaml:"max_reprefills" json:"max_reprefills"`
+	// OffloadPinnedAfterS (pull, with kv_tiers) moves KV pinned on a
+	// prefill instance to its node's host memory once it has waited this
+	// long for a decode admission, freeing the GPU blocks; 0: never
+	// (docs/kv-tiers.md).
+	OffloadPinnedAfterS float64 `yaml:"offload_pinned_after_s,omitempty" json:"offload_pinned_after_s,omitempty"`
 }
 
 // Links overrides the NIC of every GPU for KV transfers.
@@ -710,6 +715,11 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	}
 	if h.ReservedDecodeTokens < 0 {
 		bad("handoff.reserved_decode_tokens", "must be >= 0 (got %d)", h.ReservedDecodeTokens)
+	}
+	if h.OffloadPinnedAfterS < 0 {
+		bad("handoff.offload_pinned_after_s", "must be >= 0 seconds (got %g)", h.OffloadPinnedAfterS)
+	} else if h.OffloadPinnedAfterS > 0 && (h.Policy != "pull" || s.KVTiers == nil) {
+		bad("handoff.offload_pinned_after_s", "needs handoff.policy pull and a kv_tiers section (the host tier receives the KV); got policy %s, kv_tiers set: %t", h.Policy, s.KVTiers != nil)
 	}
 	if s.PD() {
 		var p, d bool

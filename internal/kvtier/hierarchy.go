@@ -130,6 +130,7 @@ const (
 	opLoad  opKind = iota // tier -> GPU
 	opStore               // GPU -> host
 	opSpill               // host -> disk
+	opOffload             // handoff KV: GPU -> host
 )
 
 // op is one copy in flight.
@@ -142,14 +143,19 @@ type op struct {
 	start int64
 	bytes int64
 	ids   []SlotID // tier slots read or written
+	tag   int64    // offloads: the caller's tag
 	live  bool
 }
 
-// Loaded reports a finished load: the request in Slot of instance Inst
-// has its prefix on the GPU.
-type Loaded struct {
-	Inst int
-	Slot int32
+// Done reports a finished copy the caller waits for: a prefix load (the
+// request in Slot of instance Inst has its prefix on the GPU), or, with
+// Offload, the copy of a handoff's pinned KV to host (Tag as given to
+// Offload).
+type Done struct {
+	Inst    int
+	Slot    int32
+	Offload bool
+	Tag     int64
 }
 
 // Stats are the counters of one tier summed over nodes.
@@ -183,7 +189,8 @@ type Hierarchy struct {
 	freeOps    []int32
 	stats      [3]Stats
 	done       []link.Completion
-	loaded     []Loaded
+	loaded     []Done
+	handoff    []int64 // bytes of handoff KV offloaded to each node's host memory, held now
 	from, to   []link.EndpointID // scratch
 	err        error
 }
@@ -217,6 +224,7 @@ func New(cfg Config) (*Hierarchy, error) {
 		}
 		h.nodes = append(h.nodes, nt)
 	}
+	h.handoff = make([]int64, len(cfg.Nodes))
 	for _, in := range cfg.Instances {
 		n := cfg.Nodes[in.Node]
 		eps := make([]link.EndpointID, in.GPUs)
@@ -409,6 +417,43 @@ func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int,
 	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
 }
 
+// Offload starts copying bytes of a handoff's KV, pinned on instance
+// inst's GPUs, to its node's host memory over the GPUs' PCIe links
+// (sharing them with stores); Advance reports the end with tag. The
+// bytes are held in host memory outside the chunk tiers (a pinned
+// staging area: they are never evicted) until Release.
+func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) {
+	in := h.cfg.Instances[inst]
+	nt := &h.nodes[in.Node]
+	id := h.newOp()
+	o := &h.ops[id]
+	o.kind, o.tier, o.inst, o.slot, o.node, o.start, o.bytes, o.tag = opOffload, Host, int32(inst), -1, int32(in.Node), now, bytes, tag
+	h.handoff[in.Node] += bytes
+	h.from, h.to = h.from[:0], h.to[:0]
+	for _, ep := range h.pcie[inst] {
+		h.from = append(h.from, ep)
+		h.to = append(h.to, nt.write[Host])
+	}
+	h.net.StartParallel(now, h.from, h.to, ceilDiv(bytes, int64(in.GPUs)), int64(id))
+}
+
+// Release frees bytes of offloaded handoff KV in instance inst's node's
+// host memory (sent on, or no longer needed).
+func (h *Hierarchy) Release(inst int, bytes int64) error {
+	n := h.cfg.Instances[inst].Node
+	if bytes > h.handoff[n] {
+		return fmt.Errorf("kvtier: node %d releases %d bytes of handoff KV but holds %d", n, bytes, h.handoff[n])
+	}
+	h.handoff[n] -= bytes
+	return nil
+}
+
+// HandoffBytes is the handoff KV held in node n's host memory.
+func (h *Hierarchy) HandoffBytes(n int) int64 { return h.handoff[n] }
+
+// BlockBytes is the KV size of one block of one instance.
+func (h *Hierarchy) BlockBytes() int64 { return h.cfg.BlockBytes }
+
 // spill copies chunks just stored in node n's host tier on to its disk.
 func (h *Hierarchy) spill(n int32, hashes []uint64, now int64) {
 	nt := &h.nodes[n]
@@ -438,9 +483,9 @@ func (h *Hierarchy) spill(n int32, hashes []uint64, now int64) {
 // NextEvent is the next time Advance must be called, if any.
 func (h *Hierarchy) NextEvent() (int64, bool) { return h.net.NextEvent() }
 
-// Advance moves the copies to now and returns the loads that finished, in
-// order of completion (valid until the next Advance).
-func (h *Hierarchy) Advance(now int64) []Loaded {
+// Advance moves the copies to now and returns the loads and offloads that
+// finished, in order of completion (valid until the next Advance).
+func (h *Hierarchy) Advance(now int64) []Done {
 	h.loaded = h.loaded[:0]
 	h.done = h.net.Advance(now, h.done[:0])
 	var keys []uint64
@@ -453,7 +498,9 @@ func (h *Hierarchy) Advance(now int64) []Loaded {
 		case opLoad:
 			h.endReads(o)
 			h.stats[o.tier].LoadNs += c.At - o.start
-			h.loaded = append(h.loaded, Loaded{Inst: int(o.inst), Slot: o.slot})
+			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: o.slot})
+		case opOffload:
+			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: -1, Offload: true, Tag: o.tag})
 		case opStore, opSpill:
 			for _, sid := range o.ids {
 				if err := tr.EndWrite(sid); err != nil && h.err == nil {
