@@ -125,11 +125,11 @@ func (r *StopReport) Error() string {
 
 // Event kinds of the P/D coordinator.
 const (
-	evNet   int32 = 10 + iota // the KV network has an event due (Arg = generation)
-	evLease                   // Arg = request id, Target = generation
-	evRetry                   // Arg = request id, Target = generation
-	evHost                    // push spill copied back to the device: Arg = request id
-	evOffload                 // pinned KV due to move to host: Arg = request id, Target = generation
+	evNet     int32 = 10 + iota // the KV network has an event due (Arg = generation)
+	evLease                     // Arg = request id, Target = generation
+	evRetry                     // Arg = request id, Target = generation
+	evHost                      // push spill copied back to the device: Arg = request id
+	evOffload                   // pinned KV due to move to host: Arg = request id, Target = generation
 )
 
 // EnablePD turns the simulation into a disaggregated one: nodes describe

@@ -150,7 +150,7 @@ func TestOffloadPinnedKV(t *testing.T) {
 	run := func(after int64) (peak int, queue int64, h *kvtier.Hierarchy) {
 		ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 30, seqs: 8, budget: 2048,
 			cfg: PDConfig{Policy: Pull, Placement: RoundRobinPlacement, Heartbeat: true, MaxReprefills: 3, OffloadPinnedAfter: after},
-			bw: 1e10, latency: 1000, kvPerToken: 1000, pred: linear{base: 1e6, perTok: 1000}}
+			bw:  1e10, latency: 1000, kvPerToken: 1000, pred: linear{base: 1e6, perTok: 1000}}
 		sim, c := ps.build(t, reqs)
 		var err error
 		h, err = kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 16000,

@@ -127,10 +127,10 @@ type nodeTiers struct {
 type opKind uint8
 
 const (
-	opLoad  opKind = iota // tier -> GPU
-	opStore               // GPU -> host
-	opSpill               // host -> disk
-	opOffload             // handoff KV: GPU -> host
+	opLoad    opKind = iota // tier -> GPU
+	opStore                 // GPU -> host
+	opSpill                 // host -> disk
+	opOffload               // handoff KV: GPU -> host
 )
 
 // op is one copy in flight.
@@ -190,7 +190,7 @@ type Hierarchy struct {
 	stats      [3]Stats
 	done       []link.Completion
 	loaded     []Done
-	handoff    []int64 // bytes of handoff KV offloaded to each node's host memory, held now
+	handoff    []int64           // bytes of handoff KV offloaded to each node's host memory, held now
 	from, to   []link.EndpointID // scratch
 	err        error
 }
