@@ -493,6 +493,8 @@ func newRouter(s *config.Scenario) cluster.Router {
 		return cluster.LeastKV{}
 	case "prefix-affinity":
 		return cluster.PrefixAffinity{}
+	case "kv-aware":
+		return cluster.KVAware{}
 	case "power-of-two":
 		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}
 	}

@@ -60,6 +60,14 @@ type View interface {
 	// PrefixHitTokens is how many prompt tokens of req instance i's prefix
 	// cache holds now.
 	PrefixHitTokens(i int, req *workload.Request) int
+	// TieredPrefixTokens is PrefixHitTokens plus the prompt tokens the
+	// KV tiers below instance i's GPU hold beyond them, weighted by what
+	// loading them saves over recomputing (equal to PrefixHitTokens
+	// without tiers).
+	TieredPrefixTokens(i int, req *workload.Request) float64
+	// WaitingTokens is the number of tokens instance i's waiting queue
+	// still has to compute.
+	WaitingTokens(i int) int64
 }
 
 // view implements View over a Sim; routers cannot reach the Sim itself.
@@ -75,6 +83,12 @@ func (v view) FreeKV(i int) int { return v.s.engines[i].Pool().Free() }
 func (v view) PrefixHitTokens(i int, req *workload.Request) int {
 	return v.s.engines[i].PrefixHitTokens(req)
 }
+
+func (v view) TieredPrefixTokens(i int, req *workload.Request) float64 {
+	return v.s.engines[i].TieredPrefixTokens(req)
+}
+
+func (v view) WaitingTokens(i int) int64 { return v.s.engines[i].WaitingTokens() }
 
 // Sim is one simulation run.
 type Sim struct {

@@ -207,7 +207,7 @@ f.yaml:7:13: instances[0].count: must be a whole number (got 2.5); integer field
 f.yaml:7:18: instances[0].rol: unknown field; did you mean role?
 f.yaml:8:10: instances[1].tp: must be > 0 (got -1)
 f.yaml:8:46: instances[1].engine.enable_prefix_caching: wrong type: want true or false, got maybe
-f.yaml:9:9: router: must be round-robin, random, least-loaded, least-kv, prefix-affinity or power-of-two (got "fastest")
+f.yaml:9:9: router: must be round-robin, random, least-loaded, least-kv, prefix-affinity, kv-aware or power-of-two (got "fastest")
 f.yaml:11:14: workload.synthetic: wrong type: want a mapping, got true
 f.yaml:12:20: handoff.lease_s: must be a finite number`
 	_, err := Parse([]byte(in), "f.yaml")

@@ -51,7 +51,9 @@ type Scenario struct {
 	// Router places arriving requests on (prefill-capable) instances:
 	// round-robin (default), random, least-loaded, least-kv (most free KV
 	// blocks), prefix-affinity (longest cached prefix of the prompt, then
-	// least loaded) or power-of-two (the less loaded of two random picks).
+	// least loaded), kv-aware (fewest prompt tokens to compute before this
+	// request, docs/kv-tiers.md) or power-of-two (the less loaded of two
+	// random picks).
 	Router string `yaml:"router" json:"router"`
 	// Handoff configures prefill/decode disaggregation; it applies when
 	// some instance group has role prefill or decode.
@@ -516,9 +518,9 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	switch s.Router {
-	case "round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "power-of-two":
+	case "round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two":
 	default:
-		bad("router", "must be round-robin, random, least-loaded, least-kv, prefix-affinity or power-of-two (got %q)", s.Router)
+		bad("router", "must be round-robin, random, least-loaded, least-kv, prefix-affinity, kv-aware or power-of-two (got %q)", s.Router)
 	}
 	s.validateHandoff(bad)
 	s.validateBounds(bad)

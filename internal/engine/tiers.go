@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/workload"
+)
 
 // Tiers is the KV storage below the GPU (package kvtier): it finds prefix
 // blocks the GPU lacks, loads them, and takes newly computed full blocks.
@@ -17,6 +21,26 @@ type Tiers interface {
 	// Store offers blocks [from, to) just computed; promptBlocks is the
 	// number of full blocks of the prompt.
 	Store(inst int, hashes []uint64, from, to, promptBlocks int, now int64)
+	// Weight is what reusing a token held in tier saves relative to one
+	// on the GPU, in [0, 1].
+	Weight(inst, tier int) float64
+}
+
+// TieredPrefixTokens is how many of r's prompt tokens this instance could
+// reuse now: those its GPU prefix cache holds (PrefixHitTokens) plus those
+// a lower tier holds beyond them, weighted by what loading them saves
+// over recomputing them (Tiers.Weight). It changes nothing.
+func (e *Engine) TieredPrefixTokens(r *workload.Request) float64 {
+	gpu := e.PrefixHitTokens(r)
+	if e.tiers == nil || !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens || len(e.probe) == 0 {
+		return float64(gpu) // e.probe holds r's hashes only past these checks
+	}
+	bs := e.cfg.BlockSize
+	end, tier := e.tiers.Lookup(int(e.id), e.probe, gpu/bs, len(e.probe))
+	if end*bs <= gpu {
+		return float64(gpu)
+	}
+	return float64(gpu) + float64(end*bs-gpu)*e.tiers.Weight(int(e.id), tier)
 }
 
 // loadStarted is admit's result for a request whose prefix is being loaded

@@ -310,6 +310,24 @@ func (h *Hierarchy) find(inst int, hashes []uint64, from, max int) (int, int) {
 	return from, GPU
 }
 
+// Weight is what reusing a prefix token held in tier t saves for
+// instance inst, relative to one held on its GPU (1): 1 - (time to load
+// a chunk on idle links) / (time to prefill it), at least 0. Routers
+// weigh lower-tier prefix tokens by it.
+func (h *Hierarchy) Weight(inst, t int) float64 {
+	if t == GPU {
+		return 1
+	}
+	if t == Disk && h.cfg.Nodes[h.cfg.Instances[inst].Node].Disk == nil {
+		return 0
+	}
+	p := h.prefillNs(inst, h.blkPerChk)
+	if math.IsInf(p, 1) {
+		return 1
+	}
+	return math.Max(0, 1-h.loadNs(inst, t, h.blkPerChk)/p)
+}
+
 // loadNs is the time to load n blocks from tier t on idle links: the
 // slowest latency plus the bytes over the narrowest bandwidth.
 func (h *Hierarchy) loadNs(inst, t, n int) float64 {

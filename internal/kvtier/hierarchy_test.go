@@ -221,3 +221,22 @@ func TestReadingNotEvictable(t *testing.T) {
 		t.Fatal("LRU eviction after the read ended did not happen")
 	}
 }
+
+func TestWeight(t *testing.T) {
+	c := testConfig(1, 1e12)
+	// A 4-block chunk (64 tokens, 4e6 bytes) loads in 10 us + 4 ms =
+	// 4.01 ms and prefills in 64 / 7980.0499 tok/s = 8.02 ms: weight 0.5.
+	c.Instances[0].PrefillTokensPerSec = 64 / 8.02e-3
+	c.Nodes[0].Disk = &Spec{CapacityBytes: 1e9, ReadBW: 1e8, WriteBW: 1e8, LatencyNs: 100000}
+	h := newH(t, c)
+	if w := h.Weight(0, Host); w < 0.5-1e-9 || w > 0.5+1e-9 {
+		t.Errorf("host weight %g, want 0.5", w)
+	}
+	// Disk: 100 us + 40 ms > 8.02 ms: loading saves nothing.
+	if w := h.Weight(0, Disk); w != 0 {
+		t.Errorf("disk weight %g, want 0", w)
+	}
+	if w := h.Weight(0, GPU); w != 1 {
+		t.Errorf("gpu weight %g, want 1", w)
+	}
+}
