@@ -290,6 +290,11 @@ func (s *Sim) Run() (int64, error) {
 			}
 		}
 	}
+	if s.tiers != nil && s.checks {
+		if err := s.tiers.h.Check(); err != nil {
+			return s.lastEvent, fmt.Errorf("kv tiers: invariant violated at the end of the run: %w", err)
+		}
+	}
 	if s.terminal != s.total {
 		return s.lastEvent, fmt.Errorf("cluster: invariant violated: %d requests seen but %d ended (%s)", s.total, s.terminal, s.describe())
 	}
