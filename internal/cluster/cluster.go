@@ -52,8 +52,8 @@ type Router interface {
 
 // View is the read-only picture of the instances a Router decides on.
 type View interface {
-	// Load is instance i's queue-length load: requests running, waiting
-	// and queued for a handoff admission.
+	// Load is instance i's queue-length load: requests running, waiting,
+	// queued for a handoff admission and loading a prefix from a KV tier.
 	Load(i int) int
 	// FreeKV is instance i's number of free KV blocks.
 	FreeKV(i int) int
@@ -75,7 +75,7 @@ type view struct{ s *Sim }
 
 func (v view) Load(i int) int {
 	e := v.s.engines[i]
-	return e.Running() + e.Waiting() + e.HandoffQueue()
+	return e.Running() + e.Waiting() + e.HandoffQueue() + e.Loading()
 }
 
 func (v view) FreeKV(i int) int { return v.s.engines[i].Pool().Free() }
