@@ -529,7 +529,9 @@ func (h *Hierarchy) Advance(now int64) []Done {
 				}
 			}
 			if len(keys) > 0 {
-				h.spill(o.node, keys, c.At)
+				// The copy on to disk starts now: the network has been
+				// advanced to now, which may be after the store ended.
+				h.spill(o.node, keys, now)
 				keys = keys[:0]
 			}
 		}
