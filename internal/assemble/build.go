@@ -64,6 +64,8 @@ type Built struct {
 	// PD is the handoff configuration of a disaggregated scenario (nil for
 	// colocated serving).
 	PD *cluster.PDConfig
+	// tiers configures the KV tiers below the GPUs (nil: none).
+	tiers *kvtier.Config
 	// engines are the instance groups' effective engine settings, every
 	// default resolved (see Resolved).
 	engines []config.Engine
@@ -77,8 +79,6 @@ type Built struct {
 	// formatScaled reports that some profile tables are scaled to the
 	// scenario's format (predictor.format_scaling).
 	formatScaled bool
-	// tiers configures the KV tiers below the GPUs (nil: none).
-	tiers *kvtier.Config
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
