@@ -19,12 +19,9 @@ func tierConfig(s *config.Scenario, b *Built) (*kvtier.Config, error) {
 	if t.LoadPolicy == config.LoadPolicyCostBased {
 		cfg.LoadPolicy = kvtier.CostBased
 	}
-	nodes := 0
-	for i := range b.Instances {
-		nodes = max(nodes, b.Instances[i].Node+1)
-	}
-	cfg.Nodes = make([]kvtier.Node, nodes)
-	seen := make([]bool, nodes)
+	// Nodes that hold instances, numbered densely in order of first use
+	// (an instance larger than a node spans several node ids).
+	dense := map[int]int{}
 	for i := range b.Instances {
 		in := &b.Instances[i]
 		if cfg.BlockSize == 0 {
@@ -34,16 +31,21 @@ func tierConfig(s *config.Scenario, b *Built) (*kvtier.Config, error) {
 		}
 		gpus := in.TP * max(in.PP, 1)
 		cfg.BlockBytes = max(cfg.BlockBytes, in.kvPerToken*int64(gpus)*int64(in.BlockSize))
-		cfg.Instances = append(cfg.Instances, kvtier.Instance{Node: in.Node, GPUs: gpus, PrefillTokensPerSec: in.prefillRate})
-		if seen[in.Node] {
+		node, seen := dense[in.Node]
+		if !seen {
+			node = len(cfg.Nodes)
+			dense[in.Node] = node
+			cfg.Nodes = append(cfg.Nodes, kvtier.Node{})
+		}
+		cfg.Instances = append(cfg.Instances, kvtier.Instance{Node: node, GPUs: gpus, PrefillTokensPerSec: in.prefillRate})
+		if seen {
 			continue
 		}
-		seen[in.Node] = true
 		acc, err := hw.Lookup(in.Hardware)
 		if err != nil {
 			return nil, fmt.Errorf("kv_tiers: instance %d: %w", i, err)
 		}
-		n := &cfg.Nodes[in.Node]
+		n := &cfg.Nodes[node]
 		n.Host = spec(t.Host, t.HostCapacityGB(float64(acc.Node.HostMemoryBytes)/1e9))
 		if t.Disk != nil {
 			d := spec(*t.Disk, t.Disk.CapacityGB)
