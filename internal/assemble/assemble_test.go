@@ -120,7 +120,7 @@ func TestPipelineParallelFitsLargerModel(t *testing.T) {
 }
 
 func TestEveryRouterServesEveryRequest(t *testing.T) {
-	for _, router := range []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "power-of-two"} {
+	for _, router := range []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two"} {
 		for _, layout := range []string{"instances: [{count: 3}]", "instances: [{role: prefill, count: 2}, {role: decode}]"} {
 			y := "router: " + router + "\n" + layout + "\nworkload: {limit: 60}\ncheck_invariants: true\n"
 			var first []int

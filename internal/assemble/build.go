@@ -12,6 +12,7 @@ import (
 	"github.com/servesim/servesim/internal/des"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/link"
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/moe"
@@ -66,6 +67,8 @@ type Built struct {
 	// PD is the handoff configuration of a disaggregated scenario (nil for
 	// colocated serving).
 	PD *cluster.PDConfig
+	// tiers configures the KV tiers below the GPUs (nil: none).
+	tiers *kvtier.Config
 	// engines are the instance groups' effective engine settings, every
 	// default resolved (see Resolved).
 	engines []config.Engine
@@ -121,6 +124,14 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 			closer.Close()
 			return nil, nil, err
 		}
+	}
+	if b.tiers != nil {
+		h, err := kvtier.New(*b.tiers)
+		if err != nil {
+			closer.Close()
+			return nil, nil, err
+		}
+		sim.EnableTiers(h)
 	}
 	if b.PD != nil {
 		net := link.New()
@@ -396,6 +407,11 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		}
 	}
 	b.layers = int(m.NumLayers)
+	if s.KVTiers != nil {
+		if b.tiers, err = tierConfig(s, b); err != nil {
+			return nil, err
+		}
+	}
 	if s.PD() {
 		pushBuf := make([]int, len(b.Instances))
 		for i := range b.Instances {
@@ -494,6 +510,7 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 		Placement:           pl,
 		SkipAhead:           h.SkipAhead,
 		Lease:               int64(h.LeaseS * 1e9),
+		OffloadPinnedAfter:  int64(math.Round(h.OffloadPinnedAfterS * 1e9)),
 		Heartbeat:           *h.Heartbeat,
 		ExpiryFails:         h.OnExpiry == "fail",
 		RetryAfter:          int64(h.RetryAfterS * 1e9),
@@ -519,6 +536,8 @@ func newRouter(s *config.Scenario) cluster.Router {
 		return cluster.LeastKV{}
 	case "prefix-affinity":
 		return cluster.PrefixAffinity{}
+	case "kv-aware":
+		return cluster.KVAware{}
 	case "power-of-two":
 		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}
 	}

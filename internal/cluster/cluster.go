@@ -52,14 +52,22 @@ type Router interface {
 
 // View is the read-only picture of the instances a Router decides on.
 type View interface {
-	// Load is instance i's queue-length load: requests running, waiting
-	// and queued for a handoff admission.
+	// Load is instance i's queue-length load: requests running, waiting,
+	// queued for a handoff admission and loading a prefix from a KV tier.
 	Load(i int) int
 	// FreeKV is instance i's number of free KV blocks.
 	FreeKV(i int) int
 	// PrefixHitTokens is how many prompt tokens of req instance i's prefix
 	// cache holds now.
 	PrefixHitTokens(i int, req *workload.Request) int
+	// TieredPrefixTokens is PrefixHitTokens plus the prompt tokens the
+	// KV tiers below instance i's GPU hold beyond them, weighted by what
+	// loading them saves over recomputing (equal to PrefixHitTokens
+	// without tiers).
+	TieredPrefixTokens(i int, req *workload.Request) float64
+	// WaitingTokens is the number of tokens instance i's waiting queue
+	// still has to compute.
+	WaitingTokens(i int) int64
 }
 
 // view implements View over a Sim; routers cannot reach the Sim itself.
@@ -67,7 +75,7 @@ type view struct{ s *Sim }
 
 func (v view) Load(i int) int {
 	e := v.s.engines[i]
-	return e.Running() + e.Waiting() + e.HandoffQueue()
+	return e.Running() + e.Waiting() + e.HandoffQueue() + e.Loading()
 }
 
 func (v view) FreeKV(i int) int { return v.s.engines[i].Pool().Free() }
@@ -75,6 +83,12 @@ func (v view) FreeKV(i int) int { return v.s.engines[i].Pool().Free() }
 func (v view) PrefixHitTokens(i int, req *workload.Request) int {
 	return v.s.engines[i].PrefixHitTokens(req)
 }
+
+func (v view) TieredPrefixTokens(i int, req *workload.Request) float64 {
+	return v.s.engines[i].TieredPrefixTokens(req)
+}
+
+func (v view) WaitingTokens(i int) int64 { return v.s.engines[i].WaitingTokens() }
 
 // Sim is one simulation run.
 type Sim struct {
@@ -95,6 +109,8 @@ type Sim struct {
 	freePend []int32
 
 	pd *pd // P/D coordinator; nil for colocated serving
+
+	tiers *tierState // KV tiers below the GPUs (tiers.go); nil: none
 
 	// Data-parallel groups (dpgroup.go): groupOf[i] is engine i's group,
 	// -1 when it steps on its own; nil when there are none.
@@ -242,9 +258,16 @@ func (s *Sim) Run() (int64, error) {
 			err = s.retry(ev.Arg, ev.Target, ev.At)
 		case evHost:
 			err = s.hostCopied(ev.Arg, ev.Target, ev.At)
+		case evTier:
+			err = s.tierEvent(ev.At)
+		case evOffload:
+			err = s.offloadDue(ev.Arg, ev.Target, ev.At)
 		}
 		if err == nil {
 			err = s.err
+		}
+		if err == nil && s.tiers != nil {
+			err = s.armTiers()
 		}
 		if err == nil && s.pd != nil && s.checks {
 			err = s.checkPD()
@@ -265,6 +288,11 @@ func (s *Sim) Run() (int64, error) {
 			if err := s.engineErr(); err != nil {
 				return s.lastEvent, err
 			}
+		}
+	}
+	if s.tiers != nil && s.checks {
+		if err := s.tiers.h.Check(); err != nil {
+			return s.lastEvent, fmt.Errorf("kv tiers: invariant violated at the end of the run: %w", err)
 		}
 	}
 	if s.terminal != s.total {
@@ -318,13 +346,16 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 // retry timer of a request that left the state it was armed in, or a
 // network wake-up superseded by a later one.
 func (s *Sim) stale(ev des.Event) bool {
+	if ev.Kind == evTier {
+		return s.tierStale(ev)
+	}
 	if s.pd == nil {
 		return false
 	}
 	switch ev.Kind {
 	case evNet:
 		return ev.Arg != s.pd.netGen
-	case evLease, evRetry:
+	case evLease, evRetry, evOffload:
 		h := s.pd.hands[ev.Arg]
 		return h == nil || h.gen != ev.Target || h.st != hQueued || !h.pinned
 	}

@@ -95,6 +95,10 @@ type hand struct {
 	pinned     bool  // KV pinned on the prefill instance
 	bufBlocks  int   // push: receive-buffer blocks held on d
 	spilled    bool  // push: KV in d's host memory
+	offloading bool  // pull: pinned KV being copied to p's host memory
+	offloaded  bool  // pull: KV in p's host memory (no longer pinned)
+	hostBytes  int64 // offloaded: bytes held in p's host memory
+	offloadTag int64 // offloading: the copy's tag
 	streaming  bool  // reserve: the KV stream is on the link
 	streamDone bool  // reserve: the KV stream has arrived
 	bytes      int64 // transfer bytes per stream

@@ -44,6 +44,10 @@ type PDConfig struct {
 	// shorter than this many tokens is prefilled on that decode instance,
 	// with no handoff (0: always disaggregate).
 	LocalPrefillBelow int
+	// OffloadPinnedAfter (pull, with KV tiers): KV pinned on a prefill
+	// instance that has waited this long (ns) since its prefill ended
+	// moves to the node's host memory (handoff_offload.go); 0: never.
+	OffloadPinnedAfter int64
 	// MaxReprefills bounds how many times one request's prompt is
 	// recomputed after its KV was lost (lease expiry, push drop); the next
 	// loss fails the request with the reason. 0 allows none.
@@ -121,10 +125,11 @@ func (r *StopReport) Error() string {
 
 // Event kinds of the P/D coordinator.
 const (
-	evNet   int32 = 10 + iota // the KV network has an event due (Arg = generation)
-	evLease                   // Arg = request id, Target = generation
-	evRetry                   // Arg = request id, Target = generation
-	evHost                    // push spill copied back to the device: Arg = request id
+	evNet     int32 = 10 + iota // the KV network has an event due (Arg = generation)
+	evLease                     // Arg = request id, Target = generation
+	evRetry                     // Arg = request id, Target = generation
+	evHost                      // push spill copied back to the device: Arg = request id
+	evOffload                   // pinned KV due to move to host: Arg = request id, Target = generation
 )
 
 // EnablePD turns the simulation into a disaggregated one: nodes describe
@@ -402,6 +407,9 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 			return err
 		}
 	}
+	if err := s.armOffload(h, now); err != nil {
+		return err
+	}
 	if p.cfg.Placement == RetryPlacement && p.cfg.RetryAfter > 0 && len(p.decode) > 1 {
 		return s.schedule(des.Event{At: satAdd(now, p.cfg.RetryAfter), Kind: evRetry, Arg: h.req.ID, Target: h.gen})
 	}
@@ -534,6 +542,9 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 		return err
 	}
 	s.unpin(h, now)
+	if err := s.dropOffloaded(h); err != nil {
+		return err
+	}
 	s.engines[h.d].TransferDone(h.dSlot, now)
 	s.kick(h.d, now)
 	return nil

@@ -82,9 +82,14 @@ func (s *Sim) checkHand(id int64, h *hand) error {
 	if h.req.ID != id {
 		return fmt.Errorf("filed under id %d but is request %d", id, h.req.ID)
 	}
-	buffered := h.bufBlocks > 0 || h.spilled
-	if h.bufBlocks > 0 && h.spilled {
-		return fmt.Errorf("both buffered (%d blocks) and spilled", h.bufBlocks)
+	// KV in host memory: spilled (push) or offloaded (pull).
+	away := h.spilled || h.offloaded
+	buffered := h.bufBlocks > 0 || away
+	if h.bufBlocks > 0 && h.spilled || h.spilled && h.offloaded {
+		return fmt.Errorf("KV in two places: buffered (%d blocks), spilled %v, offloaded %v", h.bufBlocks, h.spilled, h.offloaded)
+	}
+	if h.offloading && !h.pinned {
+		return fmt.Errorf("KV being offloaded to host but not pinned")
 	}
 	var okRes bool
 	switch h.st {
@@ -97,12 +102,12 @@ func (s *Sim) checkHand(id int64, h *hand) error {
 	case hQueued:
 		okRes = h.pinned != buffered
 	case hTransfer:
-		okRes = h.pinned != h.spilled && h.bufBlocks == 0
+		okRes = h.pinned != away && h.bufBlocks == 0
 	default:
 		return fmt.Errorf("state not allowed in flight")
 	}
 	if !okRes {
-		return fmt.Errorf("inconsistent resources: pinned %v, buffer blocks %d, spilled %v, streaming %v", h.pinned, h.bufBlocks, h.spilled, h.streaming)
+		return fmt.Errorf("inconsistent resources: pinned %v, buffer blocks %d, spilled %v, offloaded %v, streaming %v", h.pinned, h.bufBlocks, h.spilled, h.offloaded, h.streaming)
 	}
 	if h.streaming && h.st != hReservedPrefill && h.st != hTransfer {
 		return fmt.Errorf("KV stream on the link in a state without a reservation")

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"github.com/servesim/servesim/internal/workload"
@@ -52,18 +53,38 @@ func (LeastKV) Route(_ *workload.Request, c []int, v View) int {
 	return best
 }
 
-// PrefixAffinity picks the candidate whose prefix cache holds the longest
-// prefix of the request's prompt, breaking ties (and requests without
-// token ids) by the least load.
+// PrefixAffinity picks the candidate that holds the longest prefix of the
+// request's prompt, breaking ties (and requests without token ids) by the
+// least load. With KV tiers, tokens held below the GPU count weighted by
+// what loading them saves (View.TieredPrefixTokens).
 type PrefixAffinity struct{}
 
 // Route implements Router.
 func (PrefixAffinity) Route(req *workload.Request, c []int, v View) int {
-	best, bestHit, bestLoad := c[0], -1, 0
+	best, bestHit, bestLoad := c[0], -1.0, 0
 	for _, i := range c {
-		hit, l := v.PrefixHitTokens(i, req), v.Load(i)
+		hit, l := v.TieredPrefixTokens(i, req), v.Load(i)
 		if hit > bestHit || (hit == bestHit && l < bestLoad) {
 			best, bestHit, bestLoad = i, hit, l
+		}
+	}
+	return best
+}
+
+// KVAware picks the candidate that would compute the fewest prompt tokens
+// before this request's first token: the tokens its waiting queue still
+// has to compute plus this prompt's tokens it does not hold (tokens held
+// in a lower KV tier count as held in proportion to what loading them
+// saves), breaking ties by the least load.
+type KVAware struct{}
+
+// Route implements Router.
+func (KVAware) Route(req *workload.Request, c []int, v View) int {
+	best, bestCost, bestLoad := c[0], math.Inf(1), 0
+	for _, i := range c {
+		cost := float64(v.WaitingTokens(i)) + float64(req.InputTokens) - v.TieredPrefixTokens(i, req)
+		if l := v.Load(i); cost < bestCost || (cost == bestCost && l < bestLoad) {
+			best, bestCost, bestLoad = i, cost, l
 		}
 	}
 	return best

@@ -57,6 +57,13 @@ func TestParseErrors(t *testing.T) {
 		{"bad kv dtype", "kv_cache_dtype: fp4\n", []string{"kv_cache_dtype", "auto, fp8, fp8_e4m3 or fp8_e5m2"}},
 		{"awq bits", "quantization: awq\nquantization_config: {bits: 8}\n", []string{"quantization_config.bits", "4 bits only"}},
 		{"unknown quant field", "quantization_config: {bit: 8}\n", []string{"s.yaml:1:", "bit"}},
+		{"kv_tiers unknown field", "kv_tiers: {hosts: {capacity_gb: 1}}\n", []string{"s.yaml:1:", "hosts"}},
+		{"kv_tiers chunk", "kv_tiers: {chunk_tokens: 100}\n", []string{"kv_tiers.chunk_tokens", "multiple of engine.block_size 16"}},
+		{"kv_tiers policy", "kv_tiers: {load_policy: never}\n", []string{"kv_tiers.load_policy", "always or cost_based"}},
+		{"kv_tiers disk capacity", "kv_tiers: {disk: {read_gbps: 3}}\n", []string{"kv_tiers.disk.capacity_gb", "required"}},
+		{"kv_tiers host fraction", "kv_tiers: {host: {memory_fraction: 2}}\n", []string{"kv_tiers.host.memory_fraction", "(0, 1]"}},
+		{"kv_tiers latency", "kv_tiers: {host: {latency_us: -1}}\n", []string{"kv_tiers.host.latency_us", ">= 0"}},
+		{"kv_tiers without prefix caching", "engine: {enable_prefix_caching: false}\nkv_tiers: {}\n", []string{"kv_tiers", "enable_prefix_caching"}},
 		{"bad format scaling", "predictor: {format_scaling: yes-please}\n", []string{"predictor.format_scaling", "roofline-ratio"}},
 	}
 	for _, tc := range tests {
@@ -200,7 +207,7 @@ f.yaml:7:13: instances[0].count: must be a whole number (got 2.5); integer field
 f.yaml:7:18: instances[0].rol: unknown field; did you mean role?
 f.yaml:8:10: instances[1].tp: must be > 0 (got -1)
 f.yaml:8:46: instances[1].engine.enable_prefix_caching: wrong type: want true or false, got maybe
-f.yaml:9:9: router: must be round-robin, random, least-loaded, least-kv, prefix-affinity or power-of-two (got "fastest")
+f.yaml:9:9: router: must be round-robin, random, least-loaded, least-kv, prefix-affinity, kv-aware or power-of-two (got "fastest")
 f.yaml:11:14: workload.synthetic: wrong type: want a mapping, got true
 f.yaml:12:20: handoff.lease_s: must be a finite number`
 	_, err := Parse([]byte(in), "f.yaml")

@@ -51,7 +51,9 @@ type Scenario struct {
 	// Router places arriving requests on (prefill-capable) instances:
 	// round-robin (default), random, least-loaded, least-kv (most free KV
 	// blocks), prefix-affinity (longest cached prefix of the prompt, then
-	// least loaded) or power-of-two (the less loaded of two random picks).
+	// least loaded), kv-aware (fewest prompt tokens to compute before this
+	// request, docs/kv-tiers.md) or power-of-two (the less loaded of two
+	// random picks).
 	Router string `yaml:"router" json:"router"`
 	// Handoff configures prefill/decode disaggregation; it applies when
 	// some instance group has role prefill or decode.
@@ -67,6 +69,9 @@ type Scenario struct {
 	// MoE sets how routed tokens spread over the experts of a
 	// mixture-of-experts model under expert parallelism (docs/moe.md).
 	MoE *MoE `yaml:"moe,omitempty" json:"moe,omitempty"`
+	// KVTiers adds host-DRAM and local-disk KV tiers below the GPUs
+	// (docs/kv-tiers.md); absent: GPU only.
+	KVTiers *KVTiers `yaml:"kv_tiers,omitempty" json:"kv_tiers,omitempty"`
 	// CheckInvariants verifies KV-block conservation and scheduler limits
 	// after every step (slower; on in tests).
 	CheckInvariants bool `yaml:"check_invariants" json:"check_invariants"`
@@ -386,6 +391,11 @@ type Handoff struct {
 	// reprefill, push overflow drop); the next loss fails the request with
 	// the reason. Default 3; 0 fails at the first loss.
 	MaxReprefills int `yaml:"max_reprefills" json:"max_reprefills"`
+	// OffloadPinnedAfterS (pull, with kv_tiers) moves KV pinned on a
+	// prefill instance to its node's host memory once it has waited this
+	// long for a decode admission, freeing the GPU blocks; 0: never
+	// (docs/kv-tiers.md).
+	OffloadPinnedAfterS float64 `yaml:"offload_pinned_after_s,omitempty" json:"offload_pinned_after_s,omitempty"`
 }
 
 // Links overrides the NIC of every GPU for KV transfers.
@@ -578,12 +588,15 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	switch s.Router {
-	case "round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "power-of-two":
+	case "round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two":
 	default:
-		bad("router", "must be round-robin, random, least-loaded, least-kv, prefix-affinity or power-of-two (got %q)", s.Router)
+		bad("router", "must be round-robin, random, least-loaded, least-kv, prefix-affinity, kv-aware or power-of-two (got %q)", s.Router)
 	}
 	s.validateHandoff(bad)
 	s.validateBounds(bad)
+	if t := s.KVTiers; t != nil {
+		t.validate(s, bad)
+	}
 	if m := s.MoE; m != nil {
 		switch m.Routing {
 		case "", "uniform", "zipf":
@@ -780,6 +793,11 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	}
 	if h.ReservedDecodeTokens < 0 {
 		bad("handoff.reserved_decode_tokens", "must be >= 0 (got %d)", h.ReservedDecodeTokens)
+	}
+	if h.OffloadPinnedAfterS < 0 {
+		bad("handoff.offload_pinned_after_s", "must be >= 0 seconds (got %g)", h.OffloadPinnedAfterS)
+	} else if h.OffloadPinnedAfterS > 0 && (h.Policy != "pull" || s.KVTiers == nil) {
+		bad("handoff.offload_pinned_after_s", "needs handoff.policy pull and a kv_tiers section (the host tier receives the KV); got policy %s, kv_tiers set: %t", h.Policy, s.KVTiers != nil)
 	}
 	if s.PD() {
 		var p, d bool

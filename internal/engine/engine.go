@@ -63,13 +63,15 @@ type seq struct {
 	alpha     float64 // speculative decoding: the request's own acceptance rate
 	// Links of the decode admission queue (stHandoff only; -1: none).
 	qPrev, qNext int32
+	loadStart    int64 // start of its lower-tier load (stLoading)
+	loadEnd      int32 // blocks held once the load ends
 	_            [slotPad]byte
 }
 
 // slotPad rounds the slot up to a multiple of 64 bytes, so that slots in
 // their (large, page-aligned) array keep their hot fields in one cache
 // line. TestSlotLayout checks it.
-const slotPad = 8
+const slotPad = 40
 
 // syncRecord copies the record's fields kept in the hot part of the slot
 // into rec; call it before rec leaves the engine or is shown.
@@ -93,9 +95,11 @@ const (
 	stHandoff                // in a decode instance's admission queue, no blocks
 	stReserved               // decode blocks reserved, KV transfer in flight
 	stReady                  // KV arrived on the decode instance, waiting for the next batch
+	stLoading                // prefix being loaded from a lower KV tier into blocks it holds
+	stLoaded                 // prefix loaded; in the waiting queue holding its blocks
 )
 
-var stateNames = [...]string{"free", "waiting", "running", "done", "prefilled", "pinned", "handoff-queued", "reserved", "ready"}
+var stateNames = [...]string{"free", "waiting", "running", "done", "prefilled", "pinned", "handoff-queued", "reserved", "ready", "loading", "loaded"}
 
 // String returns the state's name, as error messages print it.
 func (s state) String() string {
@@ -224,6 +228,8 @@ type Engine struct {
 	formBudget    int32 // token budget left by the last Form (invariant check)
 	err           error
 	onFail        func() // called when err is first set; see OnFail
+	tiers         Tiers  // KV tiers below the GPU; nil: none
+	loading       int    // requests in stLoading
 	checks        int
 
 	// Speculative decoding (spec.go).
@@ -659,7 +665,14 @@ func (e *Engine) form(now, formed int64) int32 {
 			if s.enqueued > formed {
 				break // not yet visible when this batch was formed
 			}
-			hit := e.admit(s, budget)
+			hit := e.admit(slot, s, budget, now)
+			if hit == loadStarted {
+				// Its prefix is being loaded from a lower tier; it comes
+				// back to the front of the queue when the load ends.
+				e.waiting.popFront()
+				e.waitingTokens -= int64(s.numTokens())
+				continue
+			}
 			if hit < 0 {
 				break
 			}
@@ -669,7 +682,9 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.running = append(e.running, slot)
 			s.order = e.nextOrder
 			e.nextOrder++
-			n := e.chunk(s.numTokens()-s.computed, budget)
+			// admit allocated the blocks of its chunk, or (a loaded
+			// prefix, memory short) kept it to the blocks it holds.
+			n := min(e.chunk(s.numTokens()-s.computed, budget), e.room(s))
 			e.schedule(slot, n, now)
 			budget -= n
 		}
@@ -724,12 +739,20 @@ func (e *Engine) grow(s *seq, n int32) bool {
 // admit tries to take a waiting request in: prefix-cache hits first, then
 // blocks for its first chunk. It returns the number of hit tokens, or -1
 // when the request cannot be admitted now (state unchanged).
-func (e *Engine) admit(s *seq, budget int32) int {
+func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
+	if s.state == stLoaded {
+		return e.admitLoaded(s, budget)
+	}
 	bs := int32(e.cfg.BlockSize)
 	hitBlocks, maxBlocks := 0, 0
 	if e.cfg.PrefixCaching && s.computed == 0 {
 		maxBlocks = int((s.numTokens() - 1) / bs)
 		hitBlocks = e.match(s, maxBlocks)
+		if e.tiers != nil {
+			if end, tier := e.tiers.Lookup(int(e.id), s.hashes, hitBlocks, maxBlocks); end > hitBlocks {
+				return e.startLoad(slot, s, hitBlocks, end, tier, budget, now)
+			}
+		}
 	}
 	hitTokens := int32(hitBlocks) * bs
 	remaining := s.numTokens() - hitTokens

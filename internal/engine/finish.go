@@ -60,7 +60,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			s.generated += k
 			gen += int(k)
 			if caching && s.computed >= (s.committed+1)*bs {
-				e.commitBlocks(s) // blocks filled by accepted tokens
+				e.commitBlocks(s, end) // blocks filled by accepted tokens
 			}
 			gap := end - s.lastToken
 			if n := len(r.ITL); n > 0 && r.ITL[n-1].NS == gap {
@@ -81,7 +81,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			continue
 		}
 		if caching && s.computed >= (s.committed+1)*bs {
-			e.commitBlocks(s) // a block filled since the last commit
+			e.commitBlocks(s, end) // a block filled since the last commit
 		}
 		if s.computed < s.numTokens() {
 			continue // partial prompt chunk: no token yet

@@ -46,7 +46,7 @@ func (e *Engine) check(budgetLeft int32) error {
 			if len(s.blocks) != 0 {
 				return fmt.Errorf("request %d in state %s holds %d blocks", s.rec.ID, s.state, len(s.blocks))
 			}
-		case stRunning, stDone, stPrefilled, stReady:
+		case stRunning, stDone, stPrefilled, stReady, stLoading, stLoaded:
 			if s.state == stRunning && s.rec.Scheduled < 0 {
 				// form's decode path relies on it to skip the check.
 				return fmt.Errorf("request %d is running but was never scheduled", s.rec.ID)

@@ -6,7 +6,7 @@ import "github.com/servesim/servesim/internal/kv"
 // offering of its newly full blocks to the pool's prefix cache.
 
 // commitBlocks offers the request's newly full blocks to the prefix cache.
-func (e *Engine) commitBlocks(s *seq) {
+func (e *Engine) commitBlocks(s *seq, now int64) {
 	if !e.cfg.PrefixCaching {
 		return
 	}
@@ -16,6 +16,9 @@ func (e *Engine) commitBlocks(s *seq) {
 	}
 	full := int(s.computed / bs)
 	e.ensureHashes(s, full)
+	if e.tiers != nil && int(s.committed) < int(s.shared) {
+		e.tiers.Store(int(e.id), s.hashes, int(s.committed), min(full, int(s.shared)), int(s.prompt/bs), now)
+	}
 	for i := int(s.committed); i < full; i++ {
 		if i < int(s.shared) {
 			e.pool.Commit(s.blocks[i], s.hashes[i])

@@ -48,6 +48,11 @@ type Record struct {
 	LastToken   int64 // last output token emitted
 	MaxITL      int64 // largest gap between consecutive output tokens
 	Preemptions int   // times it was preempted (recompute)
+	// KV tiers (0 without them): the time spent loading prefixes from a
+	// tier below the GPU before computing, summed over its admissions, and
+	// the tier its latest loaded prefix came from (1 host, 2 disk).
+	TierLoadNs int64
+	PrefixTier int8
 	// P/D handoff. Times are -1 and HandoffWait/CapacityWait are -1 when the
 	// request had no handoff (colocated runs); NewRecord sets them so.
 	PrefillEnd    int64 // prompt computed on the prefill instance

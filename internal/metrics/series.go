@@ -30,7 +30,14 @@ type Snapshot struct {
 	// LinkUtil is the fraction of the instance's KV-transfer NIC bandwidth
 	// in use (the busier direction, averaged over its GPUs).
 	LinkUtil float64
+	// KV tiers (TierSeriesColumns): chunks held in the host and disk
+	// tiers of the instance's node, and requests loading a prefix.
+	HostChunks, DiskChunks, TierLoading int
 }
+
+// TierSeriesColumns are the time series columns added after SeriesColumns
+// when KV tiers are on (WithTierColumns).
+var TierSeriesColumns = []string{"host_kv_chunks", "disk_kv_chunks", "tier_loading"}
 
 // SnapshotFunc returns the current state of one instance. It must not
 // change state and should not allocate.
@@ -70,6 +77,7 @@ type SeriesWriter struct {
 	next   int64 // end of the current interval, ns
 	ivs    []*Interval
 	closed bool
+	tiers  bool // write TierSeriesColumns
 }
 
 // DefaultSeriesPeriod is the interval length used when none is given: one
@@ -79,17 +87,23 @@ const DefaultSeriesPeriod int64 = 1e9
 // NewSeriesWriter returns a writer of a time series with the given interval
 // length in ns (DefaultSeriesPeriod when period <= 0). The header is written
 // immediately (buffered).
-func NewSeriesWriter(w io.Writer, period int64) *SeriesWriter {
+func NewSeriesWriter(w io.Writer, period int64, opts ...Option) *SeriesWriter {
 	if period <= 0 {
 		period = DefaultSeriesPeriod
 	}
-	s := &SeriesWriter{bw: bufio.NewWriterSize(w, 64<<10), period: period, next: period}
+	s := &SeriesWriter{bw: bufio.NewWriterSize(w, 64<<10), period: period, next: period, tiers: resolveOptions(opts).tiers}
 	s.buf = make([]byte, 0, 256)
 	for i, c := range SeriesColumns {
 		if i > 0 {
 			s.buf = append(s.buf, ',')
 		}
 		s.buf = append(s.buf, c...)
+	}
+	if s.tiers {
+		for _, c := range TierSeriesColumns {
+			s.buf = append(s.buf, ',')
+			s.buf = append(s.buf, c...)
+		}
 	}
 	s.buf = append(s.buf, '\n')
 	s.bw.Write(s.buf) // a write error is sticky and reported later
@@ -161,6 +175,12 @@ func (s *SeriesWriter) row(b []byte, iv *Interval) []byte {
 	}
 	b = append(b, ',')
 	b = strconv.AppendFloat(b, sn.LinkUtil, 'f', 3, 64)
+	if s.tiers {
+		for _, v := range [...]int{sn.HostChunks, sn.DiskChunks, sn.TierLoading} {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(v), 10)
+		}
+	}
 	return append(b, '\n')
 }
 

@@ -217,6 +217,9 @@ func (r *Result) CheckTargets(ts []Target) {
 // tokens and generated tokens); preemptions, re-prefills and retries are
 // summed over all requests. Not safe for concurrent use.
 type Summary struct {
+	// Requests by the tier their latest loaded prefix came from, and
+	// their summed load time (index 0 unused).
+	tierReqs, tierLoadNs        [3]int64
 	ttft, tpot, itl, e2e, queue dist
 	handoff, capacity, transfer dist
 	total, finished, rejected   int64
@@ -289,6 +292,10 @@ func (s *Summary) Add(r *Record) {
 	s.inputTokens += int64(r.InputTokens)
 	s.outputTokens += int64(r.Generated)
 	s.cachedTokens += int64(r.CachedTokens)
+	if t := int(r.PrefixTier); t > 0 && t < len(s.tierReqs) {
+		s.tierReqs[t]++
+		s.tierLoadNs[t] += r.TierLoadNs
+	}
 	s.ttft.add(r.TTFT())
 	s.tpot.add(r.TPOT())
 	s.e2e.add(r.E2E())
@@ -356,6 +363,9 @@ type Result struct {
 	// PinnedKV is, per prefill instance of a disaggregated run, the KV
 	// pinned for handoffs.
 	PinnedKV []PinnedKV `json:"pinned_kv,omitempty"`
+	// KVTiers is, per tier below the GPU (host, then disk), what the
+	// tiers held and moved (runs with kv_tiers only).
+	KVTiers []TierResult `json:"kv_tiers,omitempty"`
 	// Stopped explains why the run stopped early (the eager handoff
 	// policy when a decode instance was out of memory).
 	Stopped string `json:"stopped,omitempty"`
@@ -364,6 +374,40 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 	// Speculative summarises speculative decoding (nil when off).
 	Speculative *SpecResult `json:"speculative,omitempty"`
+}
+
+// TierResult is what one KV tier below the GPU did over a run, summed
+// over nodes.
+type TierResult struct {
+	Tier string `json:"tier"` // host or disk
+	// Requests whose latest loaded prefix came from this tier, and the
+	// mean duration of one load from it (ms; loads share their links).
+	Requests   int64   `json:"requests"`
+	LoadMeanMs float64 `json:"load_mean_ms"`
+	// Prefix hits served by loads from this tier.
+	HitBlocks int64 `json:"hit_blocks"`
+	HitTokens int64 `json:"hit_tokens"`
+	Loads     int64 `json:"loads"`
+	// Bytes copied out of and into the tier.
+	BytesRead    int64 `json:"bytes_read"`
+	BytesWritten int64 `json:"bytes_written"`
+	// Chunks written, evicted to make room, refused (tier full of chunks
+	// in use), held at the end, and the capacity.
+	ChunksStored   int64 `json:"chunks_stored"`
+	ChunksEvicted  int64 `json:"chunks_evicted"`
+	ChunksDropped  int64 `json:"chunks_dropped"`
+	ChunksHeld     int64 `json:"chunks_held"`
+	ChunksCapacity int64 `json:"chunks_capacity"`
+}
+
+// TierRequests returns how many ended requests had their latest loaded
+// prefix from tier t (1 host, 2 disk) and their summed load time in ns
+// (over all their loads).
+func (s *Summary) TierRequests(t int) (n, loadNs int64) {
+	if t < 0 || t >= len(s.tierReqs) {
+		return 0, 0
+	}
+	return s.tierReqs[t], s.tierLoadNs[t]
 }
 
 // PinnedKV is the KV a prefill instance held pinned for handoffs, in

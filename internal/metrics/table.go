@@ -100,6 +100,14 @@ func (r Result) String() string {
 			fmt.Fprintf(&b, "  instance %-4d peak %10d   mean %12.1f\n", p.Instance, p.PeakBlocks, p.MeanBlocks)
 		}
 	}
+	if len(r.KVTiers) > 0 {
+		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+		b.WriteString("KV tiers    requests  load mean ms   hit tokens    GB read  GB written  chunks held/capacity  evicted  dropped\n")
+		for _, t := range r.KVTiers {
+			fmt.Fprintf(&b, "  %-8s %9d %13.3f %12d %10.2f %11.2f %11d/%-9d %8d %8d\n", t.Tier, t.Requests, t.LoadMeanMs, t.HitTokens,
+				float64(t.BytesRead)/1e9, float64(t.BytesWritten)/1e9, t.ChunksHeld, t.ChunksCapacity, t.ChunksEvicted, t.ChunksDropped)
+		}
+	}
 	if r.Limit != "" {
 		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
 		b.WriteString("LIMIT: " + r.Limit + "\n")

@@ -19,12 +19,39 @@ var Columns = []string{
 	"reprefills", "retries", "outcome", "reason",
 }
 
+// TierColumns are the per-request columns added after Columns when KV
+// tiers are on (WithTierColumns): the time spent loading prefixes from a
+// lower tier and the tier the latest loaded prefix came from (gpu when
+// none was loaded).
+var TierColumns = []string{"tier_load_ms", "prefix_tier"}
+
+// Option changes what a writer writes.
+type Option func(*options)
+
+type options struct{ tiers bool }
+
+// WithTierColumns adds the KV-tier columns (TierColumns to request rows,
+// TierSeriesColumns to time series rows).
+func WithTierColumns() Option { return func(o *options) { o.tiers = true } }
+
+func resolveOptions(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// tierNames names Record.PrefixTier values.
+var tierNames = [...]string{"gpu", "host", "disk"}
+
 // rowEncoder appends one record's fields in Columns order, either as a CSV
 // row or as a JSON object. col counts fields written so far.
 type rowEncoder struct {
-	b    []byte
-	json bool
-	col  int
+	b     []byte
+	json  bool
+	col   int
+	tiers bool // append TierColumns
 }
 
 // key writes the separator and, for JSON, the quoted key of the next field.
@@ -34,7 +61,11 @@ func (e *rowEncoder) key() {
 	}
 	if e.json {
 		e.b = append(e.b, '"')
-		e.b = append(e.b, Columns[e.col]...)
+		if e.col < len(Columns) {
+			e.b = append(e.b, Columns[e.col]...)
+		} else {
+			e.b = append(e.b, TierColumns[e.col-len(Columns)]...)
+		}
 		e.b = append(e.b, '"', ':')
 	}
 	e.col++
@@ -122,6 +153,14 @@ func (e *rowEncoder) record(r *Record) {
 	e.int(int64(r.Retries))
 	e.str(r.Outcome.String())
 	e.str(r.Reason)
+	if e.tiers {
+		e.ms(r.TierLoadNs)
+		t := int(r.PrefixTier)
+		if t < 0 || t >= len(tierNames) {
+			t = 0
+		}
+		e.str(tierNames[t])
+	}
 	if e.json {
 		e.b = append(e.b, '}')
 	}
@@ -138,14 +177,21 @@ type CSVWriter struct {
 
 // NewCSVWriter returns a writer that writes the header and then one row per
 // Write to w, buffered. Call Flush at the end.
-func NewCSVWriter(w io.Writer) *CSVWriter {
+func NewCSVWriter(w io.Writer, opts ...Option) *CSVWriter {
 	c := &CSVWriter{bw: bufio.NewWriterSize(w, 64<<10)}
 	c.enc.b = make([]byte, 0, 512)
+	c.enc.tiers = resolveOptions(opts).tiers
 	for i, name := range Columns {
 		if i > 0 {
 			c.enc.b = append(c.enc.b, ',')
 		}
 		c.enc.b = append(c.enc.b, name...)
+	}
+	if c.enc.tiers {
+		for _, name := range TierColumns {
+			c.enc.b = append(c.enc.b, ',')
+			c.enc.b = append(c.enc.b, name...)
+		}
 	}
 	c.enc.b = append(c.enc.b, '\n')
 	c.bw.Write(c.enc.b) // a write error is sticky and reported by Write/Flush
@@ -173,9 +219,10 @@ type JSONLWriter struct {
 
 // NewJSONLWriter returns a buffered JSON-lines writer to w. Call Flush at
 // the end.
-func NewJSONLWriter(w io.Writer) *JSONLWriter {
+func NewJSONLWriter(w io.Writer, opts ...Option) *JSONLWriter {
 	j := &JSONLWriter{bw: bufio.NewWriterSize(w, 64<<10)}
 	j.enc.json = true
+	j.enc.tiers = resolveOptions(opts).tiers
 	j.enc.b = make([]byte, 0, 1024)
 	return j
 }

@@ -246,6 +246,33 @@ func summaryTable(runs []Run) tableView {
 		row("tokens per step (per sequence)", true, spec(func(s *metrics.SpecResult) string { return ftoa(s.TokensPerStep, 3) }))
 		row("draft share of step time (%)", true, spec(func(s *metrics.SpecResult) string { return ftoa(100*s.DraftShare, 2) }))
 	}
+	for _, tier := range []string{"host", "disk"} {
+		find := func(r *metrics.Result) *metrics.TierResult {
+			for k := range r.KVTiers {
+				if r.KVTiers[k].Tier == tier {
+					return &r.KVTiers[k]
+				}
+			}
+			return nil
+		}
+		if !slices.ContainsFunc(runs, func(r Run) bool { return find(&r.Summary) != nil }) {
+			continue
+		}
+		cell := func(f func(*metrics.TierResult) string) func(*metrics.Result) string {
+			return func(r *metrics.Result) string {
+				if tr := find(r); tr != nil {
+					return f(tr)
+				}
+				return "-"
+			}
+		}
+		row("KV tier "+tier+": prompt tokens loaded", false, cell(func(t *metrics.TierResult) string { return itoa(t.HitTokens) }))
+		row("mean load (ms)", true, cell(func(t *metrics.TierResult) string { return ftoa(t.LoadMeanMs, 3) }))
+		row("GB read / written", true, cell(func(t *metrics.TierResult) string {
+			return ftoa(float64(t.BytesRead)/1e9, 2) + " / " + ftoa(float64(t.BytesWritten)/1e9, 2)
+		}))
+		row("chunks held / capacity", true, cell(func(t *metrics.TierResult) string { return itoa(t.ChunksHeld) + " / " + itoa(t.ChunksCapacity) }))
+	}
 	return t
 }
 

@@ -19,6 +19,14 @@ func TestBuiltRunsTwiceIdentically(t *testing.T) {
 		"mixed prefix cache": "workload: {trace: builtin:example_trace}\ninstances: [{count: 2}]\nrouter: random\ncheck_invariants: true\n",
 		"sharegpt":           "workload: {limit: 120}\nrouter: power-of-two\ninstances: [{count: 2}]\ncheck_invariants: true\n",
 		"pd":                 "workload: {limit: 120}\ninstances: [{role: prefill, count: 2}, {role: decode, count: 2}]\nhandoff: {placement: retry}\ncheck_invariants: true\n",
+		// Host and disk tiers shared by two instances, loads, stores and
+		// spills in flight across the run's end.
+		"kv tiers": "workload: {chat: {conversations: 40, arrival: {kind: poisson, rate: 2}, turns: {kind: uniform, min: 1, max: 4}, " +
+			"think_ms: {kind: fixed, mean: 2000}, system_prompts: 2, system_prompt: {kind: fixed, mean: 600}, message: {kind: fixed, mean: 300}, " +
+			"output: {kind: fixed, mean: 100}}}\nengine: {num_gpu_blocks: 600}\ninstances: [{count: 2}]\nrouter: kv-aware\n" +
+			"kv_tiers: {host: {capacity_gb: 2}, disk: {capacity_gb: 100}}\ncheck_invariants: true\n",
+		"pd offload": "workload: {limit: 200}\ninstances: [{role: prefill, count: 1}, {role: decode, count: 1, engine: {num_gpu_blocks: 3000}}]\n" +
+			"handoff: {offload_pinned_after_s: 0.2}\nkv_tiers: {}\ncheck_invariants: true\n",
 	}
 	for name, y := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/metrics"
 )
 
@@ -145,31 +146,42 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 			c.Close()
 		}
 	}()
+	var wopts []metrics.Option
+	if b.Scenario.KVTiers != nil {
+		wopts = append(wopts, metrics.WithTierColumns())
+	}
 	if opts.RequestsCSV != "" {
 		w, err := create(opts.RequestsCSV, &o.closers)
 		if err != nil {
 			return metrics.Result{}, err
 		}
-		o.csv = metrics.NewCSVWriter(w)
+		o.csv = metrics.NewCSVWriter(w, wopts...)
 	}
 	if opts.RequestsJSONL != "" {
 		w, err := create(opts.RequestsJSONL, &o.closers)
 		if err != nil {
 			return metrics.Result{}, err
 		}
-		o.jsonl = metrics.NewJSONLWriter(w)
+		o.jsonl = metrics.NewJSONLWriter(w, wopts...)
 	}
 	sim, closer, err := b.NewSim(o)
 	if err != nil {
 		return metrics.Result{}, err
 	}
 	defer closer.Close()
+	tiers := sim.Tiers()
 	snap := func(i int) metrics.SnapshotFunc {
 		return func() metrics.Snapshot {
 			st := sim.State(i)
-			return metrics.Snapshot{Running: st.Running, Waiting: st.Waiting, HandoffQueue: st.HandoffQueue,
+			sn := metrics.Snapshot{Running: st.Running, Waiting: st.Waiting, HandoffQueue: st.HandoffQueue,
 				KVUsedBlocks: st.KVUsed, KVPinnedBlocks: st.KVPinned, KVCachedBlocks: st.KVCached,
 				KVTotalBlocks: st.KVCapacity, LinkUtil: st.LinkUtil}
+			if tiers != nil {
+				n := tiers.NodeOf(i)
+				sn.HostChunks, sn.DiskChunks = tiers.Occupied(n, kvtier.Host), tiers.Occupied(n, kvtier.Disk)
+				sn.TierLoading = sim.Engines()[i].Loading()
+			}
+			return sn
 		}
 	}
 	if opts.Series != "" {
@@ -177,7 +189,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		if err != nil {
 			return metrics.Result{}, err
 		}
-		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod)
+		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod, wopts...)
 		for i := range b.Instances {
 			o.ivs = append(o.ivs, o.series.Add(i, snap(i)))
 		}
@@ -234,6 +246,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	describe(b, &res)
 	res.Limit = sim.LimitReached()
 	res.CheckTargets(opts.Targets)
+	if tiers != nil {
+		res.KVTiers = tierResults(tiers, o.sum)
+	}
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
 			if b.Instances[i].Role == "prefill" {
@@ -248,4 +263,24 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 func describe(b *assemble.Built, res *metrics.Result) {
 	d := b.Describe()
 	res.Scenario, res.Simulated = d, d.Lines()
+}
+
+// tierResults summarises the KV tiers of a run.
+func tierResults(h *kvtier.Hierarchy, sum *metrics.Summary) []metrics.TierResult {
+	var out []metrics.TierResult
+	for t := kvtier.Host; t <= kvtier.Disk; t++ {
+		st := h.Stats(t)
+		if st.Capacity == 0 {
+			continue
+		}
+		n, _ := sum.TierRequests(t)
+		r := metrics.TierResult{Tier: kvtier.TierName(t), Requests: n, HitBlocks: st.HitBlocks, HitTokens: st.HitTokens,
+			Loads: st.Loads, BytesRead: st.BytesRead, BytesWritten: st.BytesWritten, ChunksStored: st.Stored,
+			ChunksEvicted: st.Evicted, ChunksDropped: st.Dropped, ChunksHeld: st.Occupied, ChunksCapacity: st.Capacity}
+		if st.Loads > 0 {
+			r.LoadMeanMs = float64(st.LoadNs) / float64(st.Loads) / 1e6
+		}
+		out = append(out, r)
+	}
+	return out
 }

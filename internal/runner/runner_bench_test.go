@@ -177,3 +177,43 @@ func BenchmarkSimulateSpec100k(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
 }
+
+// BenchmarkSimulateChatTiers runs the multi-turn chat of
+// examples/chat-tiers.yaml (token ids, so prefixes are found and stored)
+// scaled to 4,000 conversations (about 18,000 requests), with the host
+// tier and GPU only, and reports simulated requests per wall-second. Run:
+// go test ./internal/runner -run '^$' -bench ChatTiers -benchtime 3x
+func BenchmarkSimulateChatTiers(b *testing.B) {
+	for _, tiers := range []bool{false, true} {
+		name := "gpu-only"
+		if tiers {
+			name = "host-tier"
+		}
+		b.Run(name, func(b *testing.B) {
+			var reqs int64
+			for i := 0; i < b.N; i++ {
+				s, _, err := config.Load("../../examples/chat-tiers.yaml")
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Workload.Chat.Conversations = 4000
+				if !tiers {
+					s.KVTiers = nil
+				}
+				built, err := assemble.Build(s, config.Source{Dir: "../../examples"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := Run(built, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Finished != res.RequestsTotal {
+					b.Fatalf("finished %d of %d", res.Finished, res.RequestsTotal)
+				}
+				reqs += res.RequestsTotal
+			}
+			b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}

@@ -21,7 +21,7 @@ const module = "github.com/servesim/servesim/"
 var layers = map[string]int{
 	"internal/assets": 0, "internal/nearest": 0, "internal/des": 0, "internal/kv": 0,
 	"internal/link": 0, "internal/metrics": 0, "internal/perf": 0, "internal/workpool": 0, "internal/quant": 0,
-	"internal/hw": 1, "internal/model": 1, "internal/workload": 1, "internal/moe": 1,
+	"internal/hw": 1, "internal/kvtier": 1, "internal/model": 1, "internal/workload": 1, "internal/moe": 1,
 	"internal/engine": 2, "internal/calibrate": 2, "internal/config": 2, "internal/report": 2,
 	"internal/cluster":  3,
 	"internal/assemble": 4,
@@ -32,7 +32,7 @@ var layers = map[string]int{
 }
 
 // core is the simulation core: pure, single-threaded, deterministic.
-var core = []string{"internal/des", "internal/kv", "internal/link", "internal/moe", "internal/engine", "internal/cluster"}
+var core = []string{"internal/des", "internal/kv", "internal/kvtier", "internal/link", "internal/moe", "internal/engine", "internal/cluster"}
 
 // forbiddenInCore are imports that would bring files, the wall clock,
 // threads or global randomness into the core.

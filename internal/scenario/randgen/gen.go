@@ -33,7 +33,7 @@ var (
 	rooflineHW     = []string{"H100", "A100", "RTXPRO6000", "L40S"}
 	policies       = []string{"pull", "reserve", "reject", "push", "eager"}
 	placements     = []string{"round-robin", "least-loaded", "most-free-kv", "retry"}
-	routers        = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "power-of-two"}
+	routers        = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two"}
 )
 
 // yamlWriter renders a small YAML document with explicit indentation.
@@ -117,7 +117,8 @@ func Draw(t *rapid.T) Case {
 	w.kv(1, "max_num_batched_tokens", budget)
 	w.kv(1, "block_size", blockSize)
 	w.kv(1, "enable_chunked_prefill", chunked)
-	w.kv(1, "enable_prefix_caching", rapid.IntRange(0, 3).Draw(t, "prefixCaching") != 0)
+	prefixCaching := rapid.IntRange(0, 3).Draw(t, "prefixCaching") != 0
+	w.kv(1, "enable_prefix_caching", prefixCaching)
 	w.kv(1, "async_scheduling", rapid.Bool().Draw(t, "async"))
 	if lt := rapid.SampledFrom([]int{0, 0, 0, 64, 512}).Draw(t, "longPrefill"); lt > 0 {
 		w.kv(1, "long_prefill_token_threshold", lt)
@@ -220,6 +221,29 @@ func Draw(t *rapid.T) Case {
 	w.kv(1, "push_overflow", rapid.SampledFrom([]string{"spill", "drop"}).Draw(t, "pushOverflow"))
 	w.kv(1, "local_prefill_below", rapid.SampledFrom([]int{0, 0, 64, 500}).Draw(t, "localPrefillBelow"))
 	w.kv(1, "max_reprefills", rapid.SampledFrom([]int{3, 0, 1, 10}).Draw(t, "maxReprefills"))
+	// KV tiers below the GPU (they need prefix caching), small enough to
+	// evict, sometimes with a slow disk; under pull, sometimes offloading
+	// pinned handoff KV to host.
+	tiers := prefixCaching && rapid.IntRange(0, 2).Draw(t, "kvTiers") == 0
+	if tiers && policy == "pull" {
+		if after := rapid.SampledFrom([]float64{0, 0.01, 0.5}).Draw(t, "offloadAfterS"); after > 0 {
+			w.kv(1, "offload_pinned_after_s", after)
+		}
+	}
+	if tiers {
+		w.open(0, "kv_tiers")
+		w.kv(1, "chunk_tokens", blockSize*rapid.SampledFrom([]int{1, 4, 16}).Draw(t, "chunkBlocks"))
+		w.kv(1, "save_decode_cache", rapid.Bool().Draw(t, "saveDecode"))
+		w.kv(1, "load_policy", rapid.SampledFrom([]string{"always", "cost_based"}).Draw(t, "loadPolicy"))
+		w.open(1, "host")
+		w.kv(2, "capacity_gb", rapid.SampledFrom([]float64{2, 20, 200}).Draw(t, "hostGB"))
+		if rapid.Bool().Draw(t, "disk") {
+			w.open(1, "disk")
+			w.kv(2, "capacity_gb", rapid.SampledFrom([]float64{4, 1000}).Draw(t, "diskGB"))
+			w.kv(2, "read_gbps", rapid.SampledFrom([]float64{0.5, 6.8}).Draw(t, "diskReadGBps"))
+			w.kv(2, "latency_us", rapid.SampledFrom([]float64{100, 2000}).Draw(t, "diskLatencyUs"))
+		}
+	}
 
 	w.open(0, "links")
 	if rapid.IntRange(0, 9).Draw(t, "zeroCost") == 0 {

@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/des"
+	"github.com/servesim/servesim/internal/kvtier"
+)
+
+// Offloading pinned handoff KV to host memory (pull policy, with KV
+// tiers): a request queued for a decode admission whose KV has been
+// pinned on its prefill instance for handoff.offload_pinned_after_s has
+// that KV copied over the prefill GPUs' PCIe links into the node's host
+// memory; when the copy ends the GPU blocks are released (the prefill
+// instance can admit new prompts) and the request keeps its place in the
+// decode queue. At admission the decode instance pulls the KV from the
+// prefill node's host memory through the same NICs (RDMA reads host
+// memory as it reads GPU memory), so the transfer is timed as from the
+// GPU; the host copy is then released.
+
+// pendingOffload is one offload copy in flight.
+type pendingOffload struct {
+	id    int64 // request
+	inst  int   // prefill instance
+	bytes int64
+}
+
+// armOffload schedules the offload of h's pinned KV, when configured.
+func (s *Sim) armOffload(h *hand, now int64) error {
+	p := s.pd
+	if p.cfg.OffloadPinnedAfter <= 0 || s.tiers == nil || !h.pinned || h.offloading {
+		return nil
+	}
+	return s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.OffloadPinnedAfter)), Kind: evOffload, Arg: h.req.ID, Target: h.gen})
+}
+
+// offloadDue starts copying h's pinned KV to host memory.
+func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
+	h := s.pd.hands[id]
+	if h == nil || h.gen != gen || h.st != hQueued || !h.pinned || h.offloading {
+		return nil
+	}
+	t := s.tiers
+	bytes := int64(cdiv(h.req.InputTokens, s.engines[h.p].Config().BlockSize)) * t.h.BlockBytes()
+	t.nextOffload++
+	if t.offloads == nil {
+		t.offloads = map[int64]pendingOffload{}
+	}
+	t.offloads[t.nextOffload] = pendingOffload{id: id, inst: h.p, bytes: bytes}
+	h.offloading, h.offloadTag = true, t.nextOffload
+	t.h.Offload(h.p, t.nextOffload, bytes, now)
+	return nil
+}
+
+// offloaded ends an offload copy: the KV is in host memory and the GPU
+// blocks are released, unless the request no longer waits with its KV
+// pinned (admitted, re-prefilled or failed meanwhile): then the host copy
+// is dropped.
+func (s *Sim) offloaded(d kvtier.Done, now int64) error {
+	t := s.tiers
+	po, ok := t.offloads[d.Tag]
+	if !ok {
+		return fmt.Errorf("cluster: invariant violated: offload %d finished but was never started", d.Tag)
+	}
+	delete(t.offloads, d.Tag)
+	h := s.pd.hands[po.id]
+	if h == nil || !h.offloading || h.offloadTag != d.Tag || h.st != hQueued || !h.pinned {
+		if h != nil && h.offloadTag == d.Tag {
+			h.offloading = false
+		}
+		return t.h.Release(po.inst, po.bytes)
+	}
+	h.offloading = false
+	s.unpin(h, now)
+	h.offloaded, h.hostBytes = true, po.bytes
+	return nil
+}
+
+// dropOffloaded releases h's KV held in host memory, and disowns an
+// offload copy in flight (its end releases it).
+func (s *Sim) dropOffloaded(h *hand) error {
+	h.offloading = false
+	if !h.offloaded {
+		return nil
+	}
+	h.offloaded = false
+	bytes := h.hostBytes
+	h.hostBytes = 0
+	return s.tiers.h.Release(h.p, bytes)
+}
+
+func cdiv(a, b int) int { return (a + b - 1) / b }

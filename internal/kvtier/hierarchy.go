@@ -1,0 +1,627 @@
+package kvtier
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/servesim/servesim/internal/link"
+)
+
+// Tier indices, as Lookup returns them and metrics report them.
+const (
+	GPU  = 0 // the instance's own GPU pool (not managed here)
+	Host = 1 // the node's host DRAM
+	Disk = 2 // the node's local disk
+)
+
+// TierName returns the name of tier index t.
+func TierName(t int) string {
+	switch t {
+	case Host:
+		return "host"
+	case Disk:
+		return "disk"
+	}
+	return "gpu"
+}
+
+// LoadPolicy says when a prefix found in a lower tier is loaded.
+type LoadPolicy uint8
+
+// Load policies.
+const (
+	// Always loads every lower-tier hit (vLLM's offloading connector and
+	// LMCache).
+	Always LoadPolicy = iota
+	// CostBased loads a hit only when the load, on an idle path, takes no
+	// longer than prefilling those tokens would; otherwise it recomputes.
+	CostBased
+)
+
+// Spec is one tier of one node: capacity, bandwidths and per-operation
+// latency.
+type Spec struct {
+	CapacityBytes int64
+	ReadBW        float64 // bytes/s out of the tier
+	WriteBW       float64 // bytes/s into the tier
+	LatencyNs     int64   // per operation
+}
+
+// Node is one node's tiers and its GPUs' host links.
+type Node struct {
+	Host Spec
+	Disk *Spec // nil: no disk tier
+	// PCIeBW is the host<->device bandwidth of one GPU, per direction,
+	// bytes/s; PCIeLatencyNs the latency of one copy.
+	PCIeBW        float64
+	PCIeLatencyNs int64
+}
+
+// Instance is one serving instance as the tiers see it.
+type Instance struct {
+	Node int
+	GPUs int // its KV is split evenly over this many GPUs, each with its own PCIe link
+	// PrefillTokensPerSec is its prefill throughput, for CostBased.
+	PrefillTokensPerSec float64
+}
+
+// Config is the resolved configuration of the tier hierarchy.
+type Config struct {
+	BlockSize       int   // tokens per GPU block
+	ChunkTokens     int   // tokens per stored chunk (a multiple of BlockSize)
+	BlockBytes      int64 // KV bytes of one block of one instance (all GPUs)
+	SaveDecodeCache bool  // store blocks of output tokens too
+	LoadPolicy      LoadPolicy
+	Nodes           []Node
+	Instances       []Instance
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.BlockSize <= 0:
+		return fmt.Errorf("block_size must be > 0 (got %d)", c.BlockSize)
+	case c.ChunkTokens <= 0 || c.ChunkTokens%c.BlockSize != 0:
+		return fmt.Errorf("kv_tiers.chunk_tokens must be a positive multiple of block_size %d (got %d)", c.BlockSize, c.ChunkTokens)
+	case c.BlockBytes <= 0:
+		return fmt.Errorf("KV bytes per block must be > 0 (got %d)", c.BlockBytes)
+	}
+	for i, n := range c.Nodes {
+		if err := n.Host.validate(fmt.Sprintf("node %d host tier", i)); err != nil {
+			return err
+		}
+		if n.Disk != nil {
+			if err := n.Disk.validate(fmt.Sprintf("node %d disk tier", i)); err != nil {
+				return err
+			}
+		}
+		if !(n.PCIeBW > 0) || n.PCIeLatencyNs < 0 {
+			return fmt.Errorf("node %d: host link bandwidth must be > 0 and latency >= 0 (got %g B/s, %d ns)", i, n.PCIeBW, n.PCIeLatencyNs)
+		}
+	}
+	for i, in := range c.Instances {
+		if in.Node < 0 || in.Node >= len(c.Nodes) || in.GPUs <= 0 {
+			return fmt.Errorf("instance %d: node %d of %d, %d GPUs", i, in.Node, len(c.Nodes), in.GPUs)
+		}
+	}
+	return nil
+}
+
+func (s *Spec) validate(what string) error {
+	if s.CapacityBytes <= 0 || !(s.ReadBW > 0) || !(s.WriteBW > 0) || s.LatencyNs < 0 {
+		return fmt.Errorf("%s: capacity and bandwidths must be > 0 and latency >= 0 (got %d B, read %g B/s, write %g B/s, %d ns)",
+			what, s.CapacityBytes, s.ReadBW, s.WriteBW, s.LatencyNs)
+	}
+	return nil
+}
+
+// nodeTiers is the live state of one node's tiers.
+type nodeTiers struct {
+	tiers [3]*Tier // by tier index; [GPU] unused, [Disk] nil without a disk
+	// Endpoints of the transfer network: a tier's read side (egress) and
+	// write side (ingress) are separate endpoints so that they can have
+	// different bandwidths.
+	read, write [3]link.EndpointID
+}
+
+type opKind uint8
+
+const (
+	opLoad    opKind = iota // tier -> GPU
+	opStore                 // GPU -> host
+	opSpill                 // host -> disk
+	opOffload               // handoff KV: GPU -> host
+)
+
+// op is one copy in flight.
+type op struct {
+	kind  opKind
+	tier  int8
+	inst  int32
+	slot  int32 // engine request slot (loads)
+	node  int32
+	start int64
+	bytes int64
+	ids   []SlotID // tier slots read or written
+	tag   int64    // offloads: the caller's tag
+	live  bool
+}
+
+// Done reports a finished copy the caller waits for: a prefix load (the
+// request in Slot of instance Inst has its prefix on the GPU), or, with
+// Offload, the copy of a handoff's pinned KV to host (Tag as given to
+// Offload).
+type Done struct {
+	Inst    int
+	Slot    int32
+	Offload bool
+	Tag     int64
+}
+
+// Stats are the counters of one tier summed over nodes.
+type Stats struct {
+	HitBlocks    int64 // blocks loaded from the tier for prefix hits
+	HitTokens    int64
+	Loads        int64 // load operations
+	LoadNs       int64 // summed duration of the loads
+	BytesRead    int64
+	BytesWritten int64
+	Stored       int64 // chunks written
+	Evicted      int64
+	Dropped      int64 // stores refused (tier full of chunks in use)
+	Occupied     int64 // chunks held now
+	Capacity     int64 // chunks
+}
+
+// Hierarchy is the host and disk tiers of every node, with the copies
+// between them and the GPUs timed on a max-min fair transfer network
+// (package link). It is a deterministic state machine driven like
+// link.Network: the caller starts work (Load, Store), asks NextEvent for
+// the next time it must Advance, and Advance returns the finished loads.
+type Hierarchy struct {
+	cfg        Config
+	blkPerChk  int
+	chunkBytes int64
+	net        *link.Network
+	nodes      []nodeTiers
+	pcie       [][]link.EndpointID // per instance, one per GPU
+	ops        []op
+	freeOps    []int32
+	stats      [3]Stats
+	done       []link.Completion
+	loaded     []Done
+	handoff    []int64           // bytes of handoff KV offloaded to each node's host memory, held now
+	from, to   []link.EndpointID // scratch
+	err        error
+}
+
+// New builds the tiers of cfg, all empty.
+func New(cfg Config) (*Hierarchy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kvtier: %w", err)
+	}
+	h := &Hierarchy{cfg: cfg, blkPerChk: cfg.ChunkTokens / cfg.BlockSize, net: link.New()}
+	h.chunkBytes = int64(h.blkPerChk) * cfg.BlockBytes
+	for i, n := range cfg.Nodes {
+		var nt nodeTiers
+		specs := [3]*Spec{Host: &cfg.Nodes[i].Host, Disk: n.Disk}
+		for t := Host; t <= Disk; t++ {
+			sp := specs[t]
+			if sp == nil {
+				continue
+			}
+			chunks := sp.CapacityBytes / h.chunkBytes
+			if chunks <= 0 {
+				return nil, fmt.Errorf("kvtier: node %d %s tier of %d bytes holds no chunk of %d bytes; raise its capacity or lower kv_tiers.chunk_tokens", i, TierName(t), sp.CapacityBytes, h.chunkBytes)
+			}
+			tier, err := NewTier(int(min(chunks, 1<<30)))
+			if err != nil {
+				return nil, fmt.Errorf("node %d %s tier: %w", i, TierName(t), err)
+			}
+			nt.tiers[t] = tier
+			nt.read[t] = h.net.AddEndpoint(sp.ReadBW, sp.LatencyNs)
+			nt.write[t] = h.net.AddEndpoint(sp.WriteBW, sp.LatencyNs)
+		}
+		h.nodes = append(h.nodes, nt)
+	}
+	h.handoff = make([]int64, len(cfg.Nodes))
+	for _, in := range cfg.Instances {
+		n := cfg.Nodes[in.Node]
+		eps := make([]link.EndpointID, in.GPUs)
+		for g := range eps {
+			eps[g] = h.net.AddEndpoint(n.PCIeBW, n.PCIeLatencyNs)
+		}
+		h.pcie = append(h.pcie, eps)
+	}
+	return h, nil
+}
+
+// ChunkBlocks is the number of GPU blocks in one chunk.
+func (h *Hierarchy) ChunkBlocks() int { return h.blkPerChk }
+
+// Tier returns node n's tier t (nil when absent), for observation.
+func (h *Hierarchy) Tier(n, t int) *Tier { return h.nodes[n].tiers[t] }
+
+// Err returns the first internal inconsistency found, if any.
+func (h *Hierarchy) Err() error { return h.err }
+
+// Stats returns the counters of tier t (Host or Disk) over all nodes.
+func (h *Hierarchy) Stats(t int) Stats {
+	s := h.stats[t]
+	for _, n := range h.nodes {
+		if tr := n.tiers[t]; tr != nil {
+			s.Occupied += int64(tr.Occupied())
+			s.Capacity += int64(tr.Capacity())
+			s.Evicted += tr.Evictions()
+			s.Dropped += tr.Dropped()
+		}
+	}
+	return s
+}
+
+// Occupied returns the chunks held in tier t of node n (0 without one).
+func (h *Hierarchy) Occupied(n, t int) int {
+	if tr := h.nodes[n].tiers[t]; tr != nil {
+		return tr.Occupied()
+	}
+	return 0
+}
+
+// NodeOf returns the node of instance inst.
+func (h *Hierarchy) NodeOf(inst int) int { return h.cfg.Instances[inst].Node }
+
+// key is the chunk key of chunk c: the chained hash of its last block.
+func (h *Hierarchy) key(hashes []uint64, c int) uint64 {
+	return hashes[(c+1)*h.blkPerChk-1]
+}
+
+// Lookup returns how far a lower tier of instance inst's node extends a
+// prefix whose first from blocks the GPU holds: the end block (from when
+// nothing is found) and the tier. hashes are the chained block hashes of
+// the request (at least max of them); only whole chunks within the first
+// max blocks count, all from one tier (host before disk). With CostBased,
+// a hit whose load would take longer than prefilling it is reported as
+// none. It changes nothing.
+func (h *Hierarchy) Lookup(inst int, hashes []uint64, from, max int) (end, tier int) {
+	end, tier = h.find(inst, hashes, from, max)
+	if end > from && h.cfg.LoadPolicy == CostBased && h.loadNs(inst, tier, end-from) > h.prefillNs(inst, end-from) {
+		return from, GPU
+	}
+	return end, tier
+}
+
+func (h *Hierarchy) find(inst int, hashes []uint64, from, max int) (int, int) {
+	nt := &h.nodes[h.cfg.Instances[inst].Node]
+	max = min(max, len(hashes))
+	c0 := from / h.blkPerChk
+	for t := Host; t <= Disk; t++ {
+		tr := nt.tiers[t]
+		if tr == nil {
+			continue
+		}
+		c := c0
+		for (c+1)*h.blkPerChk <= max && tr.Readable(h.key(hashes, c)) {
+			c++
+		}
+		if end := c * h.blkPerChk; end > from {
+			return end, t
+		}
+	}
+	return from, GPU
+}
+
+// Weight is what reusing a prefix token held in tier t saves for
+// instance inst, relative to one held on its GPU (1): 1 - (time to load
+// a chunk on idle links) / (time to prefill it), at least 0. Routers
+// weigh lower-tier prefix tokens by it.
+func (h *Hierarchy) Weight(inst, t int) float64 {
+	if t == GPU {
+		return 1
+	}
+	if t == Disk && h.cfg.Nodes[h.cfg.Instances[inst].Node].Disk == nil {
+		return 0
+	}
+	p := h.prefillNs(inst, h.blkPerChk)
+	if math.IsInf(p, 1) {
+		return 1
+	}
+	return math.Max(0, 1-h.loadNs(inst, t, h.blkPerChk)/p)
+}
+
+// loadNs is the time to load n blocks from tier t on idle links: the
+// slowest latency plus the bytes over the narrowest bandwidth.
+func (h *Hierarchy) loadNs(inst, t, n int) float64 {
+	in := h.cfg.Instances[inst]
+	nd := h.cfg.Nodes[in.Node]
+	sp := nd.Host
+	if t == Disk {
+		sp = *nd.Disk
+	}
+	perGPU := float64(int64(n)*h.cfg.BlockBytes) / float64(in.GPUs)
+	bw := math.Min(nd.PCIeBW, sp.ReadBW/float64(in.GPUs))
+	return float64(max(sp.LatencyNs, nd.PCIeLatencyNs)) + perGPU/bw*1e9
+}
+
+// prefillNs is the time to prefill n blocks' tokens at the instance's
+// prefill throughput (+Inf when unknown: then loading always wins).
+func (h *Hierarchy) prefillNs(inst, n int) float64 {
+	r := h.cfg.Instances[inst].PrefillTokensPerSec
+	if !(r > 0) {
+		return math.Inf(1)
+	}
+	return float64(n*h.cfg.BlockSize) / r * 1e9
+}
+
+// Load starts copying blocks [from, end) of a prefix found by Lookup in
+// tier t to the GPUs of instance inst, for the request in slot; the
+// chunks read stay unevictable until the copy ends. Advance reports the
+// end. It returns an error when the chunks are no longer readable (a
+// caller bug: Lookup and Load must be called at the same instant).
+func (h *Hierarchy) Load(inst int, slot int32, hashes []uint64, from, end, t int, now int64) error {
+	in := h.cfg.Instances[inst]
+	nt := &h.nodes[in.Node]
+	tr := nt.tiers[t]
+	id := h.newOp()
+	o := &h.ops[id]
+	o.kind, o.tier, o.inst, o.slot, o.node, o.start = opLoad, int8(t), int32(inst), slot, int32(in.Node), now
+	for c := from / h.blkPerChk; c < end/h.blkPerChk; c++ {
+		sid, ok := tr.BeginRead(h.key(hashes, c))
+		if !ok {
+			h.endReads(o)
+			h.freeOp(id)
+			return fmt.Errorf("kvtier: instance %d: chunk %d of a prefix found in the %s tier is not readable", inst, c, TierName(t))
+		}
+		o.ids = append(o.ids, sid)
+	}
+	o.bytes = int64(end-from) * h.cfg.BlockBytes
+	st := &h.stats[t]
+	st.HitBlocks += int64(end - from)
+	st.HitTokens += int64((end - from) * h.cfg.BlockSize)
+	st.Loads++
+	st.BytesRead += o.bytes
+	h.from, h.to = h.from[:0], h.to[:0]
+	for _, ep := range h.pcie[inst] {
+		h.from = append(h.from, nt.read[t])
+		h.to = append(h.to, ep)
+	}
+	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
+	return nil
+}
+
+// Store offers blocks [from, to) of a request on instance inst, just
+// computed and full, to its node's host tier. Only whole chunks are
+// stored; with SaveDecodeCache off, only chunks within the first
+// promptBlocks blocks (the prompt's full blocks). The copy is
+// write-behind: it does not delay the engine; the chunks become readable
+// when it ends (and are then copied on to the disk tier, if any).
+func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int, now int64) {
+	if !h.cfg.SaveDecodeCache {
+		to = min(to, promptBlocks)
+	}
+	to = min(to, len(hashes))
+	k := h.blkPerChk
+	// Chunks whose last block is in [from, to).
+	c0, c1 := from/k, to/k
+	if c0 >= c1 {
+		return
+	}
+	in := h.cfg.Instances[inst]
+	nt := &h.nodes[in.Node]
+	tr := nt.tiers[Host]
+	id := int32(-1)
+	for c := c0; c < c1; c++ {
+		sid, ok := tr.BeginWrite(h.key(hashes, c))
+		if !ok {
+			continue
+		}
+		if id < 0 {
+			id = h.newOp()
+		}
+		h.ops[id].ids = append(h.ops[id].ids, sid)
+	}
+	if id < 0 {
+		return
+	}
+	o := &h.ops[id]
+	o.kind, o.tier, o.inst, o.slot, o.node, o.start = opStore, Host, int32(inst), -1, int32(in.Node), now
+	o.bytes = int64(len(o.ids)) * h.chunkBytes
+	h.stats[Host].BytesWritten += o.bytes
+	h.stats[Host].Stored += int64(len(o.ids))
+	h.from, h.to = h.from[:0], h.to[:0]
+	for _, ep := range h.pcie[inst] {
+		h.from = append(h.from, ep)
+		h.to = append(h.to, nt.write[Host])
+	}
+	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
+}
+
+// Offload starts copying bytes of a handoff's KV, pinned on instance
+// inst's GPUs, to its node's host memory over the GPUs' PCIe links
+// (sharing them with stores); Advance reports the end with tag. The
+// bytes are held in host memory outside the chunk tiers (a pinned
+// staging area: they are never evicted) until Release.
+func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) {
+	in := h.cfg.Instances[inst]
+	nt := &h.nodes[in.Node]
+	id := h.newOp()
+	o := &h.ops[id]
+	o.kind, o.tier, o.inst, o.slot, o.node, o.start, o.bytes, o.tag = opOffload, Host, int32(inst), -1, int32(in.Node), now, bytes, tag
+	h.handoff[in.Node] += bytes
+	h.from, h.to = h.from[:0], h.to[:0]
+	for _, ep := range h.pcie[inst] {
+		h.from = append(h.from, ep)
+		h.to = append(h.to, nt.write[Host])
+	}
+	h.net.StartParallel(now, h.from, h.to, ceilDiv(bytes, int64(in.GPUs)), int64(id))
+}
+
+// Release frees bytes of offloaded handoff KV in instance inst's node's
+// host memory (sent on, or no longer needed).
+func (h *Hierarchy) Release(inst int, bytes int64) error {
+	n := h.cfg.Instances[inst].Node
+	if bytes > h.handoff[n] {
+		return fmt.Errorf("kvtier: node %d releases %d bytes of handoff KV but holds %d", n, bytes, h.handoff[n])
+	}
+	h.handoff[n] -= bytes
+	return nil
+}
+
+// HandoffBytes is the handoff KV held in node n's host memory.
+func (h *Hierarchy) HandoffBytes(n int) int64 { return h.handoff[n] }
+
+// BlockBytes is the KV size of one block of one instance.
+func (h *Hierarchy) BlockBytes() int64 { return h.cfg.BlockBytes }
+
+// spill copies chunks just stored in node n's host tier on to its disk.
+func (h *Hierarchy) spill(n int32, hashes []uint64, now int64) {
+	nt := &h.nodes[n]
+	disk := nt.tiers[Disk]
+	id := int32(-1)
+	for _, key := range hashes {
+		sid, ok := disk.BeginWrite(key)
+		if !ok {
+			continue
+		}
+		if id < 0 {
+			id = h.newOp()
+		}
+		h.ops[id].ids = append(h.ops[id].ids, sid)
+	}
+	if id < 0 {
+		return
+	}
+	o := &h.ops[id]
+	o.kind, o.tier, o.inst, o.slot, o.node, o.start = opSpill, Disk, -1, -1, n, now
+	o.bytes = int64(len(o.ids)) * h.chunkBytes
+	h.stats[Disk].BytesWritten += o.bytes
+	h.stats[Disk].Stored += int64(len(o.ids))
+	h.net.Start(now, nt.read[Host], nt.write[Disk], o.bytes, int64(id))
+}
+
+// NextEvent is the next time Advance must be called, if any.
+func (h *Hierarchy) NextEvent() (int64, bool) { return h.net.NextEvent() }
+
+// Advance moves the copies to now and returns the loads and offloads that
+// finished, in order of completion (valid until the next Advance).
+func (h *Hierarchy) Advance(now int64) []Done {
+	h.loaded = h.loaded[:0]
+	h.done = h.net.Advance(now, h.done[:0])
+	var keys []uint64
+	for _, c := range h.done {
+		id := int32(c.Tag)
+		o := &h.ops[id]
+		nt := &h.nodes[o.node]
+		tr := nt.tiers[o.tier]
+		switch o.kind {
+		case opLoad:
+			h.endReads(o)
+			h.stats[o.tier].LoadNs += c.At - o.start
+			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: o.slot})
+		case opOffload:
+			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: -1, Offload: true, Tag: o.tag})
+		case opStore, opSpill:
+			for _, sid := range o.ids {
+				if err := tr.EndWrite(sid); err != nil && h.err == nil {
+					h.err = err
+				}
+				if o.kind == opStore && nt.tiers[Disk] != nil {
+					keys = append(keys, tr.slots[sid].hash)
+				}
+			}
+			if len(keys) > 0 {
+				// The copy on to disk starts now: the network has been
+				// advanced to now, which may be after the store ended.
+				h.spill(o.node, keys, now)
+				keys = keys[:0]
+			}
+		}
+		h.freeOp(id)
+	}
+	return h.loaded
+}
+
+func (h *Hierarchy) endReads(o *op) {
+	tr := h.nodes[o.node].tiers[o.tier]
+	for _, sid := range o.ids {
+		if err := tr.EndRead(sid); err != nil && h.err == nil {
+			h.err = err
+		}
+	}
+}
+
+func (h *Hierarchy) newOp() int32 {
+	if n := len(h.freeOps); n > 0 {
+		id := h.freeOps[n-1]
+		h.freeOps = h.freeOps[:n-1]
+		h.ops[id].live = true
+		return id
+	}
+	h.ops = append(h.ops, op{live: true})
+	return int32(len(h.ops) - 1)
+}
+
+func (h *Hierarchy) freeOp(id int32) {
+	o := &h.ops[id]
+	o.live = false
+	o.ids = o.ids[:0]
+	h.freeOps = append(h.freeOps, id)
+}
+
+// Check verifies every tier's invariants and that the copies in flight
+// account for exactly the chunks being written and read: a chunk is
+// Writing iff one store or spill in flight writes it, and a Reading
+// chunk's readers equal the loads in flight reading it. Bytes are
+// conserved: what each tier has had written is its chunks written times
+// the chunk size, and every chunk written is held or was evicted.
+func (h *Hierarchy) Check() error {
+	for n := range h.nodes {
+		for t := Host; t <= Disk; t++ {
+			tr := h.nodes[n].tiers[t]
+			if tr == nil {
+				continue
+			}
+			if err := tr.Check(); err != nil {
+				return fmt.Errorf("node %d %s tier: %w", n, TierName(t), err)
+			}
+			writers := make(map[SlotID]int32)
+			readers := make(map[SlotID]int32)
+			for i := range h.ops {
+				o := &h.ops[i]
+				if !o.live || int(o.node) != n || int(o.tier) != t {
+					continue
+				}
+				for _, sid := range o.ids {
+					if o.kind == opLoad {
+						readers[sid]++
+					} else {
+						writers[sid]++
+					}
+				}
+			}
+			for i := range tr.slots {
+				sl := &tr.slots[i]
+				if w := writers[SlotID(i)]; (sl.state == Writing) != (w == 1) || w > 1 {
+					return fmt.Errorf("node %d %s tier: slot %d in state %s has %d writes in flight", n, TierName(t), i, sl.state, w)
+				}
+				if r := readers[SlotID(i)]; r != sl.readers {
+					return fmt.Errorf("node %d %s tier: slot %d has %d readers but %d loads in flight", n, TierName(t), i, sl.readers, r)
+				}
+			}
+		}
+	}
+	for t := Host; t <= Disk; t++ {
+		s := h.Stats(t)
+		if s.BytesWritten != s.Stored*h.chunkBytes {
+			return fmt.Errorf("%s tier: %d bytes written for %d chunks of %d bytes", TierName(t), s.BytesWritten, s.Stored, h.chunkBytes)
+		}
+		// Every chunk written is still held (or being written) or was
+		// evicted: the bytes written are the bytes held plus the bytes
+		// evicted.
+		if s.Stored != s.Occupied+s.Evicted {
+			return fmt.Errorf("%s tier: %d chunks (%d bytes) written but %d held and %d evicted", TierName(t), s.Stored, s.BytesWritten, s.Occupied, s.Evicted)
+		}
+	}
+	return nil
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
