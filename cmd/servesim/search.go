@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -130,8 +131,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 func newMaxRateCmd() *cobra.Command {
 	var (
-		f         searchFlags
-		errorBars bool
+		f            searchFlags
+		errorBars    bool
+		seedReplicas int
 	)
 	cmd := &cobra.Command{
 		Use:   "max-rate -c SCENARIO [--ttft-ms 2000 --tpot-ms 100 --target 0.9]",
@@ -161,10 +163,19 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 			}
 			ctx, stop := signalContext()
 			defer stop()
+			// Error bars: the step-model band when the deployment has one,
+			// seed variance when the workload is generated; at least one.
 			var band *calibrate.Band
+			seeds := false
 			if errorBars {
-				if band, err = validate.StepBand(s); err != nil {
-					return badInput(fmt.Errorf("--error-bars: %w", err))
+				if seedReplicas < 2 {
+					return badInput(fmt.Errorf("--seed-replicas must be at least 2 (got %d)", seedReplicas))
+				}
+				var bandErr error
+				band, bandErr = validate.StepBand(s)
+				seeds = s.Workload.Generated()
+				if bandErr != nil && !seeds {
+					return badInput(fmt.Errorf("--error-bars: nothing to take an interval from: %w; seed variance needs a generated workload", bandErr))
 				}
 			}
 			res, err := search.MaxRate(ctx, s, src, o)
@@ -174,6 +185,11 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 			if band != nil {
 				fast, slow := band.StepScales()
 				if err := res.AddInterval(ctx, s, src, o, band.String(), band.Coverage, fast, slow); err != nil {
+					return searchError(fmt.Errorf("max-rate: %s: %w", scenarioName(f.scenario.file), err))
+				}
+			}
+			if seeds {
+				if err := res.AddSeedVariance(ctx, s, src, o, 0.9, seedReplicas); err != nil {
 					return searchError(fmt.Errorf("max-rate: %s: %w", scenarioName(f.scenario.file), err))
 				}
 			}
@@ -187,7 +203,8 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 		},
 	}
 	f.register(cmd.Flags())
-	cmd.Flags().BoolVar(&errorBars, "error-bars", false, "add the answer's 90 % interval: the search run again with every step time at each end of the roofline's step-error band (needs --predictor roofline and the deployment's measured tables; two more searches)")
+	cmd.Flags().BoolVar(&errorBars, "error-bars", false, "add the answer's 90 % interval: the search run again with every step time at each end of the roofline's step-error band (with --predictor roofline and the deployment's measured tables; two more searches) and, for a generated workload, with --seed-replicas other seeds")
+	cmd.Flags().IntVar(&seedReplicas, "seed-replicas", validate.DefaultReplicas, "extra seeds searched for the seed variance of --error-bars (generated workloads)")
 	return cmd
 }
 
@@ -231,7 +248,13 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 	}
 	if iv := r.Interval; iv != nil {
 		fmt.Fprintf(&b, "max rate %.4g req/s (%.0f %% interval %.4g–%.4g)\n", r.Best.RateRPS, 100*iv.Coverage, iv.LoRPS, iv.HiRPS)
-		fmt.Fprintf(&b, "  (searched again with steps x%.3f and x%.3f: %.4g and %.4g req/s; %s)\n", iv.FastScale, iv.SlowScale, iv.FastRPS, iv.SlowRPS, iv.Band)
+		if iv.Band != "" {
+			fmt.Fprintf(&b, "  (searched again with steps x%.3f and x%.3f: %.4g and %.4g req/s; %s)\n", iv.FastScale, iv.SlowScale, iv.FastRPS, iv.SlowRPS, iv.Band)
+		}
+		if iv.Replicas > 0 {
+			fmt.Fprintf(&b, "  (searched again with %d more seeds: %.4g–%.4g req/s; %.0f %% seed interval %.4g–%.4g)\n",
+				iv.Replicas, slices.Min(iv.SeedRPS), slices.Max(iv.SeedRPS), 100*iv.Coverage, iv.SeedLoRPS, iv.SeedHiRPS)
+		}
 	}
 	if r.Best.TimeScale > 0 {
 		fmt.Fprintf(&b, "(workload.time_scale %.6g and %.6g)\n", r.Best.TimeScale, r.Above.TimeScale)
