@@ -342,3 +342,51 @@ func TestMaxRateSeedVariance(t *testing.T) {
 		t.Errorf("1 replica: %v", err)
 	}
 }
+
+// TestPDRatioIntervals: every split's interval is the one its own max-rate
+// search gets (checked by searching one split's scenario alone), and a
+// call with no source is an error.
+func TestPDRatioIntervals(t *testing.T) {
+	base, src := loadPD(t)
+	s, err := Resample(base, src, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, o := context.Background(), Options{SLO: pdSLO}
+	res, err := PDRatio(ctx, s, src, 4, o, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.AddIntervals(ctx, s, src, o, 0, "", 0.9, 1, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range res.Splits {
+		iv := sp.MaxRate.Interval
+		if iv == nil || iv.Replicas != 2 || iv.LoRPS > sp.MaxRate.Best.RateRPS || iv.HiRPS < sp.MaxRate.Best.RateRPS {
+			t.Fatalf("%dP%dD: interval %+v around %g", sp.Prefill, sp.Decode, iv, sp.MaxRate.Best.RateRPS)
+		}
+		t.Logf("%dP%dD: %.3f req/s in %.3f–%.3f", sp.Prefill, sp.Decode, sp.MaxRate.Best.RateRPS, iv.LoRPS, iv.HiRPS)
+	}
+	sp := res.Splits[1]
+	pre, dec, err := Templates(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := SplitScenario(s, pre, dec, sp.Prefill, sp.Decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := MaxRate(ctx, one, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := alone.AddSeedVariance(ctx, one, src, o, 0.9, 2); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(alone.Interval.SeedRPS, sp.MaxRate.Interval.SeedRPS) || alone.Interval.LoRPS != sp.MaxRate.Interval.LoRPS || alone.Interval.HiRPS != sp.MaxRate.Interval.HiRPS {
+		t.Errorf("split %dP%dD: %+v in pd-ratio, %+v alone", sp.Prefill, sp.Decode, *sp.MaxRate.Interval, *alone.Interval)
+	}
+	if err := res.AddIntervals(ctx, s, src, o, 0, "", 0.9, 1, 1, 0); err == nil {
+		t.Error("no band and no replicas: no error")
+	}
+}
