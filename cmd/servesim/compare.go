@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/servesim/servesim/internal/cluster"
@@ -12,6 +13,7 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/report"
 	"github.com/servesim/servesim/internal/sweep"
+	"github.com/servesim/servesim/internal/validate"
 	"github.com/spf13/cobra"
 )
 
@@ -22,6 +24,7 @@ func newCompareCmd() *cobra.Command {
 		reportPath string
 		variants   []string
 		quiet      bool
+		errorBars  bool
 	)
 	f.handoffList, f.multiFile = true, true
 	cmd := &cobra.Command{
@@ -50,7 +53,7 @@ The runs are independent and use all cores; each is deterministic.`,
 				if err != nil {
 					return err
 				}
-				return runComparison(cmd, "Variants", "variants", vs, quiet, asJSON, reportPath)
+				return runComparison(cmd, "Variants", "variants", vs, quiet, asJSON, errorBars, reportPath)
 			}
 			names := strings.Split(f.handoff, ",")
 			for i, n := range names {
@@ -67,13 +70,14 @@ The runs are independent and use all cores; each is deterministic.`,
 			if err != nil {
 				return badInput(fmt.Errorf("%s: %w", scenarioName(f.file), err))
 			}
-			return runComparison(cmd, "Handoff policies on "+base.Name, "policies", vs, quiet, asJSON, reportPath)
+			return runComparison(cmd, "Handoff policies on "+base.Name, "policies", vs, quiet, asJSON, errorBars, reportPath)
 		},
 	}
 	f.register(cmd.Flags())
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 	cmd.Flags().StringArrayVar(&variants, "variant", nil, "a variant 'NAME: PATH=VALUE, PATH=VALUE' of the first scenario (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array with one object per policy")
+	cmd.Flags().BoolVar(&errorBars, "error-bars", false, "add each variant's 90 % intervals as run --error-bars does (step band with --predictor roofline, seed variance for a generated workload; more runs per variant)")
 	cmd.Flags().StringVar(&reportPath, "report", "", "write a self-contained HTML report comparing the policies (tables, overlaid latency CDFs, per-instance time series) to FILE")
 	return cmd
 }
@@ -144,7 +148,7 @@ func loadVariants(f *scenarioFlags, specs []string) ([]compare.Variant, error) {
 // runComparison runs the variants with progress on stderr (what names
 // them there), then prints the results as a table or JSON and writes the
 // HTML report.
-func runComparison(cmd *cobra.Command, title, what string, vs []compare.Variant, quiet, asJSON bool, reportPath string) error {
+func runComparison(cmd *cobra.Command, title, what string, vs []compare.Variant, quiet, asJSON, errorBars bool, reportPath string) error {
 	ctx, stop := signalContext()
 	defer stop()
 	prog := newCountProgress(cmd.ErrOrStderr(), quiet, len(vs), what)
@@ -166,13 +170,123 @@ func runComparison(cmd *cobra.Command, title, what string, vs []compare.Variant,
 			return err
 		}
 	}
+	var bars []*validate.RunBars
+	if errorBars {
+		if bars, err = comparisonBars(vs, results); err != nil {
+			return err
+		}
+	}
 	if asJSON {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
-		return enc.Encode(results)
+		if bars == nil {
+			return enc.Encode(results)
+		}
+		out := make([]comparedResult, len(results))
+		for i := range results {
+			out[i] = comparedResult{results[i], bars[i]}
+		}
+		return enc.Encode(out)
 	}
-	_, err = io.WriteString(cmd.OutOrStdout(), compare.Table(title, results))
+	text := compare.Table(title, results)
+	if bars != nil {
+		text += barsTable(results, bars)
+	}
+	_, err = io.WriteString(cmd.OutOrStdout(), text)
 	return err
+}
+
+// short formats a statistic: whole numbers from 1000 up, else 4
+// significant digits.
+func short(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// comparedResult is a variant's result with its error bars, for JSON.
+type comparedResult struct {
+	compare.Result
+	ErrorBars *validate.RunBars `json:"error_bars,omitempty"`
+}
+
+// comparisonBars computes every variant's error bars (nil for a stopped
+// run, whose statistics are not comparable). A variant with neither a
+// step band nor a generated workload is an input error.
+func comparisonBars(vs []compare.Variant, results []compare.Result) ([]*validate.RunBars, error) {
+	bars := make([]*validate.RunBars, len(results))
+	for i := range results {
+		if results[i].Stopped != "" {
+			continue
+		}
+		b, err := validate.RunErrorBars(vs[i].Scenario, vs[i].Source, &results[i].Summary, 0)
+		if err != nil {
+			return nil, badInput(fmt.Errorf("%s: %w", vs[i].Name, err))
+		}
+		bars[i] = b
+	}
+	return bars, nil
+}
+
+// barsTable renders the variants' intervals side by side: value (lo–hi).
+func barsTable(results []compare.Result, bars []*validate.RunBars) string {
+	var b strings.Builder
+	b.WriteString("\nError bars (90 % nominal):\n")
+	var stats []string
+	for i, br := range bars {
+		if br == nil {
+			fmt.Fprintf(&b, "  %s: stopped, no intervals\n", results[i].Name())
+			continue
+		}
+		src := br.Band
+		if br.Replicas > 0 {
+			if src != "" {
+				src += "; "
+			}
+			src += fmt.Sprintf("seed variance over %d more seeds", br.Replicas)
+		}
+		if br.Note != "" {
+			src += " (" + br.Note + ")"
+		}
+		fmt.Fprintf(&b, "  %s: %s\n", results[i].Name(), src)
+		if stats == nil {
+			for _, st := range br.Stats {
+				stats = append(stats, st.Metric)
+			}
+		}
+	}
+	cells := make([][]string, len(stats))
+	w := 13
+	for k, name := range stats {
+		for i, br := range bars {
+			c := "stopped"
+			if br != nil {
+				c = "-"
+				for _, st := range br.Stats {
+					if st.Metric == name {
+						c = fmt.Sprintf("%s (%s–%s)", short(st.Value), short(st.Lo), short(st.Hi))
+					}
+				}
+			}
+			cells[k] = append(cells[k], c)
+			w = max(w, len(c), len(results[i].Name()))
+		}
+	}
+	b.WriteString("  (the step band moves every variant's steps alike, so differences between\n  variants are more certain than their separate intervals suggest)\n")
+	fmt.Fprintf(&b, "%-16s", "statistic")
+	for i := range results {
+		fmt.Fprintf(&b, " %*s", w, results[i].Name())
+	}
+	b.WriteString("\n")
+	for k, name := range stats {
+		fmt.Fprintf(&b, "%-16s", name)
+		for _, c := range cells[k] {
+			fmt.Fprintf(&b, " %*s", w, c)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // splitTopLevel splits s at commas outside brackets and braces, so that a

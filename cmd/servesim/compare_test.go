@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/compare"
+	"github.com/servesim/servesim/internal/validate"
 )
 
 // TestCompareOnThePool: compare runs its policies on the worker pool and
@@ -31,5 +35,59 @@ func TestCompareOnThePool(t *testing.T) {
 	}
 	if _, again, _ := run(t, args...); again != stdout {
 		t.Error("two identical compare runs printed different results")
+	}
+}
+
+// TestCompareErrorBars: --error-bars gives every variant the intervals of
+// its own run --error-bars (the same numbers), in the JSON and as a table;
+// a variant with no source (trace workload, profile predictor) is an input
+// error.
+func TestCompareErrorBars(t *testing.T) {
+	args := []string{"compare", "-q", "-c", "../../examples/pd-2p2d.yaml", "--limit", "60", "--handoff", "pull,reserve", "--predictor", "roofline", "--error-bars"}
+	code, stdout, stderr := run(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rs []struct {
+		Policy    string            `json:"policy"`
+		ErrorBars *validate.RunBars `json:"error_bars"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rs); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].ErrorBars == nil || rs[1].ErrorBars == nil || rs[0].ErrorBars.Band == "" {
+		t.Fatalf("results %.400s", stdout)
+	}
+	for _, r := range rs {
+		for _, st := range r.ErrorBars.Stats {
+			if !(st.Lo <= st.Value && st.Value <= st.Hi) {
+				t.Errorf("%s %s: %v outside %v–%v", r.Policy, st.Metric, st.Value, st.Lo, st.Hi)
+			}
+		}
+	}
+	// The reserve column is reserve's own run with error bars.
+	dir := t.TempDir()
+	code, _, stderr = run(t, "run", "-q", "-c", "../../examples/pd-2p2d.yaml", "--limit", "60", "--handoff", "reserve", "--predictor", "roofline", "--error-bars", "--out", dir)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "errorbars.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var one validate.RunBars
+	if err := json.Unmarshal(data, &one); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := one.Stats, rs[1].ErrorBars.Stats; len(a) != len(b) || a[2] != b[2] || a[len(a)-1] != b[len(b)-1] {
+		t.Errorf("reserve: run gives %+v, compare %+v", a, b)
+	}
+	code, stdout, _ = run(t, args...)
+	if code != 0 || !strings.Contains(stdout, "Error bars (90 % nominal)") || !strings.Contains(stdout, "ttft_ms.p99") {
+		t.Fatalf("table: exit %d\n%s", code, stdout)
+	}
+	code, _, stderr = run(t, "compare", "-q", "-c", "../../examples/pd-2p2d.yaml", "--limit", "30", "--handoff", "pull", "--error-bars")
+	if code != 2 || !strings.Contains(stderr, "nothing to take an interval from") {
+		t.Fatalf("profile predictor on a trace: exit %d, %q", code, stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -130,8 +131,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 func newMaxRateCmd() *cobra.Command {
 	var (
-		f         searchFlags
-		errorBars bool
+		f            searchFlags
+		errorBars    bool
+		seedReplicas int
 	)
 	cmd := &cobra.Command{
 		Use:   "max-rate -c SCENARIO [--ttft-ms 2000 --tpot-ms 100 --target 0.9]",
@@ -161,10 +163,19 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 			}
 			ctx, stop := signalContext()
 			defer stop()
+			// Error bars: the step-model band when the deployment has one,
+			// seed variance when the workload is generated; at least one.
 			var band *calibrate.Band
+			seeds := false
 			if errorBars {
-				if band, err = validate.StepBand(s); err != nil {
-					return badInput(fmt.Errorf("--error-bars: %w", err))
+				if seedReplicas < 2 {
+					return badInput(fmt.Errorf("--seed-replicas must be at least 2 (got %d)", seedReplicas))
+				}
+				var bandErr error
+				band, bandErr = validate.StepBand(s)
+				seeds = s.Workload.Generated()
+				if bandErr != nil && !seeds {
+					return badInput(fmt.Errorf("--error-bars: nothing to take an interval from: %w; seed variance needs a generated workload", bandErr))
 				}
 			}
 			res, err := search.MaxRate(ctx, s, src, o)
@@ -174,6 +185,11 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 			if band != nil {
 				fast, slow := band.StepScales()
 				if err := res.AddInterval(ctx, s, src, o, band.String(), band.Coverage, fast, slow); err != nil {
+					return searchError(fmt.Errorf("max-rate: %s: %w", scenarioName(f.scenario.file), err))
+				}
+			}
+			if seeds {
+				if err := res.AddSeedVariance(ctx, s, src, o, 0.9, seedReplicas); err != nil {
 					return searchError(fmt.Errorf("max-rate: %s: %w", scenarioName(f.scenario.file), err))
 				}
 			}
@@ -187,7 +203,8 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 		},
 	}
 	f.register(cmd.Flags())
-	cmd.Flags().BoolVar(&errorBars, "error-bars", false, "add the answer's 90 % interval: the search run again with every step time at each end of the roofline's step-error band (needs --predictor roofline and the deployment's measured tables; two more searches)")
+	cmd.Flags().BoolVar(&errorBars, "error-bars", false, "add the answer's 90 % interval: the search run again with every step time at each end of the roofline's step-error band (with --predictor roofline and the deployment's measured tables; two more searches) and, for a generated workload, with --seed-replicas other seeds")
+	cmd.Flags().IntVar(&seedReplicas, "seed-replicas", validate.DefaultReplicas, "extra seeds searched for the seed variance of --error-bars (generated workloads)")
 	return cmd
 }
 
@@ -231,7 +248,13 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 	}
 	if iv := r.Interval; iv != nil {
 		fmt.Fprintf(&b, "max rate %.4g req/s (%.0f %% interval %.4g–%.4g)\n", r.Best.RateRPS, 100*iv.Coverage, iv.LoRPS, iv.HiRPS)
-		fmt.Fprintf(&b, "  (searched again with steps x%.3f and x%.3f: %.4g and %.4g req/s; %s)\n", iv.FastScale, iv.SlowScale, iv.FastRPS, iv.SlowRPS, iv.Band)
+		if iv.Band != "" {
+			fmt.Fprintf(&b, "  (searched again with steps x%.3f and x%.3f: %.4g and %.4g req/s; %s)\n", iv.FastScale, iv.SlowScale, iv.FastRPS, iv.SlowRPS, iv.Band)
+		}
+		if iv.Replicas > 0 {
+			fmt.Fprintf(&b, "  (searched again with %d more seeds: %.4g–%.4g req/s; %.0f %% seed interval %.4g–%.4g)\n",
+				iv.Replicas, slices.Min(iv.SeedRPS), slices.Max(iv.SeedRPS), 100*iv.Coverage, iv.SeedLoRPS, iv.SeedHiRPS)
+		}
 	}
 	if r.Best.TimeScale > 0 {
 		fmt.Fprintf(&b, "(workload.time_scale %.6g and %.6g)\n", r.Best.TimeScale, r.Above.TimeScale)
@@ -244,9 +267,11 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 
 func newPDRatioCmd() *cobra.Command {
 	var (
-		f       searchFlags
-		gpus    int
-		workers int
+		f            searchFlags
+		gpus         int
+		workers      int
+		errorBars    bool
+		seedReplicas int
 	)
 	cmd := &cobra.Command{
 		Use:   "pd-ratio -c SCENARIO --gpus N",
@@ -281,10 +306,35 @@ group. Splits are searched in parallel (--workers, default all cores).`,
 			bar := newSweepBar(cmd.ErrOrStderr(), f.quiet, len(search.Splits(gpus, *pre.TP, *dec.TP)))
 			ctx, stop := signalContext()
 			defer stop()
+			var band *calibrate.Band
+			seeds := 0
+			if errorBars {
+				if seedReplicas < 2 {
+					return badInput(fmt.Errorf("--seed-replicas must be at least 2 (got %d)", seedReplicas))
+				}
+				var bandErr error
+				band, bandErr = validate.StepBand(s)
+				if s.Workload.Generated() {
+					seeds = seedReplicas
+				}
+				if bandErr != nil && seeds == 0 {
+					return badInput(fmt.Errorf("--error-bars: nothing to take an interval from: %w; seed variance needs a generated workload", bandErr))
+				}
+			}
 			res, err := search.PDRatio(ctx, s, src, gpus, o, workers, bar.set)
 			bar.finish()
 			if err != nil {
 				return searchError(fmt.Errorf("pd-ratio: %s: %w", scenarioName(f.scenario.file), err))
+			}
+			if errorBars {
+				desc, fast, slow := "", 1.0, 1.0
+				if band != nil {
+					desc = band.String()
+					fast, slow = band.StepScales()
+				}
+				if err := res.AddIntervals(ctx, s, src, o, workers, desc, 0.9, fast, slow, seeds); err != nil {
+					return searchError(fmt.Errorf("pd-ratio: %s: %w", scenarioName(f.scenario.file), err))
+				}
 			}
 			if f.asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -298,7 +348,21 @@ group. Splits are searched in parallel (--workers, default all cores).`,
 	f.register(cmd.Flags())
 	cmd.Flags().IntVar(&gpus, "gpus", 8, "GPUs to split between prefill and decode instances")
 	cmd.Flags().IntVar(&workers, "workers", 0, "splits searched at once (default: all cores)")
+	cmd.Flags().BoolVar(&errorBars, "error-bars", false, "add each split's 90 % max-rate interval, as search max-rate --error-bars does (two more searches per split with the step band, --seed-replicas more for a generated workload)")
+	cmd.Flags().IntVar(&seedReplicas, "seed-replicas", validate.DefaultReplicas, "extra seeds searched per split for the seed variance of --error-bars (generated workloads)")
 	return cmd
+}
+
+// intervalSources names the sources of a max-rate interval.
+func intervalSources(iv *search.RateInterval) string {
+	var src []string
+	if iv.Band != "" {
+		src = append(src, iv.Band)
+	}
+	if iv.Replicas > 0 {
+		src = append(src, fmt.Sprintf("seed variance over %d more seeds", iv.Replicas))
+	}
+	return strings.Join(src, "; ")
 }
 
 // pdRatioTable renders a pd-ratio result.
@@ -329,7 +393,11 @@ func pdRatioTable(r *search.PDRatioResult) string {
 			best += " (!)"
 			notes = append(notes, fmt.Sprintf("(!) %s prefill + %s decode: %s", p, d, m.Warning))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.1f %%\t%.3f\t%.1f %%\t%.4f\t%.3f\t%s\t\n", p, d, m.Best.RateRPS, 100*m.Best.Attainment,
+		rate := fmt.Sprintf("%.3f", m.Best.RateRPS)
+		if iv := m.Interval; iv != nil {
+			rate = fmt.Sprintf("%.3f (%.3f–%.3f)", m.Best.RateRPS, iv.LoRPS, iv.HiRPS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f %%\t%.3f\t%.1f %%\t%.4f\t%.3f\t%s\t\n", p, d, rate, 100*m.Best.Attainment,
 			m.Above.RateRPS, 100*m.Above.Attainment, sp.RatePerGPU, sp.GoodputRPS, best)
 	}
 	tw.Flush()
@@ -343,6 +411,20 @@ func pdRatioTable(r *search.PDRatioResult) string {
 		sp := r.Splits[r.Best]
 		fmt.Fprintf(&b, "\nBest split: %d prefill + %d decode instances: %.3f req/s meet the SLO, %.4f req/s per GPU (DistServe's per-GPU goodput).\n",
 			sp.Prefill, sp.Decode, sp.MaxRate.Best.RateRPS, sp.RatePerGPU)
+		if iv := sp.MaxRate.Interval; iv != nil {
+			fmt.Fprintf(&b, "max rates with their %.0f %% intervals (%s)", 100*iv.Coverage, intervalSources(iv))
+			var within []string
+			for i, o := range r.Splits {
+				if i != r.Best && o.MaxRate != nil && o.MaxRate.Interval != nil && o.MaxRate.Interval.HiRPS >= iv.LoRPS {
+					within = append(within, fmt.Sprintf("%d+%d", o.Prefill, o.Decode))
+				}
+			}
+			if len(within) > 0 {
+				fmt.Fprintf(&b, "; the interval of %s reaches the best split's: the ranking is within the error bars\n", strings.Join(within, ", "))
+			} else {
+				b.WriteString("; no other split's interval reaches the best split's\n")
+			}
+		}
 	} else {
 		b.WriteString("\nNo split meets the SLO at any rate searched.\n")
 	}

@@ -121,3 +121,36 @@ func TestMaxRateErrorBarsCLI(t *testing.T) {
 		t.Fatalf("profile predictor: exit %d, %q", code, stderr)
 	}
 }
+
+// TestMaxRateSeedErrorBarsCLI: a synthetic workload gets seed variance with
+// --error-bars even without a step band (profile predictor): the interval
+// holds the answer and spans the seed answers' 5th–95th percentiles;
+// --seed-replicas below 2 is an input error.
+func TestMaxRateSeedErrorBarsCLI(t *testing.T) {
+	dir := t.TempDir()
+	sc := write(t, dir, "syn.yaml", `workload:
+  synthetic:
+    requests: 150
+    arrival: {kind: poisson, rate: 4}
+    input: {kind: lognormal, mean: 800, sigma: 0.6}
+    output: {kind: lognormal, mean: 150, sigma: 0.6}
+`)
+	code, stdout, stderr := run(t, "search", "max-rate", "-q", "-c", sc, "--error-bars", "--seed-replicas", "3", "--json")
+	var res search.MaxRateResult
+	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil {
+		t.Fatalf("exit %d: %s %.300s", code, stderr, stdout)
+	}
+	iv := res.Interval
+	if iv == nil || iv.Band != "" || iv.Replicas != 3 || len(iv.SeedRPS) != 3 ||
+		!(iv.LoRPS <= res.Best.RateRPS && res.Best.RateRPS <= iv.HiRPS && iv.LoRPS < iv.HiRPS) {
+		t.Fatalf("interval %+v around %g", iv, res.Best.RateRPS)
+	}
+	code, stdout, stderr = run(t, "search", "max-rate", "-q", "-c", sc, "--error-bars", "--seed-replicas", "3")
+	if code != 0 || !strings.Contains(stdout, "searched again with 3 more seeds") || strings.Contains(stdout, "steps x") {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
+	}
+	code, _, stderr = run(t, "search", "max-rate", "-q", "-c", sc, "--error-bars", "--seed-replicas", "1")
+	if code != 2 || !strings.Contains(stderr, "--seed-replicas") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("1 replica: exit %d, %q", code, stderr)
+	}
+}

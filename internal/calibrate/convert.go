@@ -37,11 +37,16 @@ func ModelOf(c *model.Config, dtype string) (perf.RooflineModel, error) {
 }
 
 // HWOf converts an accelerator into the roofline's hardware, computing in
-// dtype (its tensor-core peak).
+// dtype (its tensor-core peak), with GQA-packed attention on Hopper.
 func HWOf(a hw.Accelerator, dtype string) (perf.RooflineHW, error) {
 	peak, err := a.PeakFLOPS(dtype)
 	if err != nil {
 		return perf.RooflineHW{}, err
 	}
-	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth}, nil
+	// vLLM runs FlashAttention 3 on compute capability 9.x (Hopper) and
+	// FlashAttention 2 elsewhere (vllm/attention/utils/fa_utils.py,
+	// get_flash_attn_version); FA3 packs GQA for varlen calls
+	// (flash-attention hopper/heuristics.h, should_pack_gqa).
+	packGQA := a.ComputeCapability >= 9 && a.ComputeCapability < 10
+	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth, PackGQA: packGQA}, nil
 }

@@ -384,6 +384,10 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 			s.rec.Queued = e.stepEnd
 			if e.pp() > 1 {
 				s.rec.Queued = max(now, e.flights[0].end)
+			} else if e.async() && e.stepStart == now {
+				// It arrived at the very step boundary, in time for the
+				// batch formed as this step began: taken in there.
+				s.rec.Queued = now
 			}
 		} else if len(e.flights) > 0 && e.stages[0] > now {
 			s.rec.Queued = e.stages[0]

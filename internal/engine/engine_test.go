@@ -269,3 +269,45 @@ func TestSlotLayout(t *testing.T) {
 		t.Errorf("commit fields span bytes %d to %d, not the second cache line", start, end)
 	}
 }
+
+// TestQueuedAtStepBoundary pins when a busy engine takes a request in
+// (vLLM's queued_ts): at the end of the step in flight when it arrives
+// mid-step. One arriving at the very instant a step begins is taken in at
+// once with async scheduling (the next batch is formed at that instant and
+// sees it), and at the step's end without (the batch formed at that
+// instant did not include it). A replay whose arrivals are a run's own
+// queued times lands exactly on step boundaries and must record the same
+// queued times as the run.
+func TestQueuedAtStepBoundary(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		cfg := testConfig()
+		cfg.AsyncScheduling = async
+		e, err := New(0, cfg, fixedStep{base: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Add(&workload.Request{ID: 1, InputTokens: 16, OutputTokens: 8}, 0)
+		if _, ok := begin(e, 0); !ok {
+			t.Fatal("no batch at t=0")
+		}
+		// Step [0, 1000) is in flight: one request arrives as it begins,
+		// one in its middle, one as it ends (after the next step began).
+		e.Add(&workload.Request{ID: 2, InputTokens: 16, OutputTokens: 8}, 0)
+		e.Add(&workload.Request{ID: 3, InputTokens: 16, OutputTokens: 8}, 400)
+		finish(e, 1000)
+		if _, ok := begin(e, 1000); !ok {
+			t.Fatal("no batch at t=1000")
+		}
+		e.Add(&workload.Request{ID: 4, InputTokens: 16, OutputTokens: 8}, 1000)
+		want := map[int64]int64{2: 1000, 3: 1000, 4: 2000}
+		if async {
+			want = map[int64]int64{2: 0, 3: 1000, 4: 1000}
+		}
+		for slot := range e.slots {
+			s := &e.slots[slot]
+			if w, ok := want[s.rec.ID]; ok && s.state != stFree && s.rec.Queued != w {
+				t.Errorf("async=%v: request %d queued at %d, want %d", async, s.rec.ID, s.rec.Queued, w)
+			}
+		}
+	}
+}

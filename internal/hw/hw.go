@@ -93,6 +93,10 @@ type Accelerator struct {
 	// FLOP/s; 0 when the accelerator has no FP4 tensor cores (before
 	// Blackwell).
 	PeakFLOPSFP4 float64
+	// ComputeCapability is the CUDA compute capability (9.0 for Hopper);
+	// 0 when unknown. The serving engine picks its kernels by it (vLLM
+	// runs FlashAttention 3 on 9.x, FlashAttention 2 elsewhere).
+	ComputeCapability float64
 	// Link is the intra-node GPU-to-GPU link.
 	Link Link
 	// NIC is the inter-instance KV transfer path.

@@ -235,6 +235,7 @@ func TestExtendErrors(t *testing.T) {
 		{"inf", "accelerators:\n  - name: H100\n    mem_bw_gbps: .inf\n", `accelerator H100: mem_bw_gbps: must be > 0 and plausible, got +Inf`},
 		{"huge", "accelerators:\n  - name: H100\n    memory_gb: 1e30\n", `memory_gb: must be > 0 and plausible, got 1e+30`},
 		{"negative fp8", "accelerators:\n  - name: H100\n    tflops_fp8: -1\n", `accelerator H100: tflops_fp8: must be > 0 and plausible, got -1`},
+		{"compute capability", "accelerators:\n  - name: H100\n    compute_capability: 90\n", `user.yaml:3:25: accelerator H100: compute_capability: must be a CUDA compute capability such as 9.0, got 90`},
 		{"both memories", "accelerators:\n  - name: H100\n    memory_gb: 80\n    memory_gib: 80\n", `user.yaml:4:17: accelerator H100: memory_gib: give memory_gb or memory_gib, not both`},
 		{"link kind", "accelerators:\n  - name: H100\n    link: {kind: infiniband}\n", `user.yaml:3:18: accelerator H100: link.kind: must be nvlink or pcie, got "infiniband"`},
 		{"negative latency", "accelerators:\n  - name: H100\n    nic: {latency_ns: -5}\n", `accelerator H100: nic.latency_ns: must be >= 0 and plausible, got -5`},

@@ -31,6 +31,7 @@ type rawAccel struct {
 	TFLOPSBF16 *float64 `yaml:"tflops_bf16"`
 	TFLOPSFP8  *float64 `yaml:"tflops_fp8"`
 	TFLOPSFP4  *float64 `yaml:"tflops_fp4"`
+	CC         *float64 `yaml:"compute_capability"`
 	Link       *rawLink `yaml:"link"`
 	NIC        *rawNIC  `yaml:"nic"`
 	Node       *rawNode `yaml:"node"`
@@ -139,6 +140,7 @@ func overlay(base, over rawAccel) rawAccel {
 	setF(&out.TFLOPSBF16, over.TFLOPSBF16)
 	setF(&out.TFLOPSFP8, over.TFLOPSFP8)
 	setF(&out.TFLOPSFP4, over.TFLOPSFP4)
+	setF(&out.CC, over.CC)
 	if over.Link != nil {
 		l := rawLink{}
 		if out.Link != nil {
@@ -241,6 +243,13 @@ func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, erro
 		if a.PeakFLOPSFP4, err = positive("tflops_fp4", r.TFLOPSFP4, tera); err != nil {
 			return a, err
 		}
+	}
+
+	if r.CC != nil && *r.CC != 0 {
+		if !(*r.CC >= 1 && *r.CC < 20) {
+			return a, fail("compute_capability", "must be a CUDA compute capability such as 9.0, got %v", *r.CC)
+		}
+		a.ComputeCapability = *r.CC
 	}
 
 	if r.Link == nil {

@@ -56,6 +56,12 @@ type RooflineHW struct {
 	// means PeakFLOPS (unquantised, or weight-only formats that
 	// dequantise to the compute dtype).
 	QuantPeakFLOPS float64
+	// PackGQA says the attention kernel packs the query heads of one KV
+	// head into the same work units in every step, prefill and mixed
+	// ones included (FlashAttention 3, which vLLM runs on Hopper, does so
+	// for every varlen call), so each unit reads its KV head once. Without
+	// it only pure-decode steps are packed (FlashAttention 2).
+	PackGQA bool
 }
 
 // Efficiency holds the calibrated constants that turn the ideal roofline of

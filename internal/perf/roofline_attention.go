@@ -3,7 +3,8 @@ package perf
 import "math"
 
 // attention times one layer's attention kernel on one rank, modelled on the
-// FlashAttention-2 varlen kernel vLLM runs on NVIDIA GPUs:
+// FlashAttention-2 varlen kernel vLLM runs on NVIDIA GPUs other than
+// Hopper (with RooflineHW.PackGQA, FlashAttention 3 on Hopper, see below):
 //
 //   - Work units. Every prefill sequence is cut, per query head, into tiles
 //     of AttnTileQ query rows; tile i attends to the sequence's history plus
@@ -25,6 +26,12 @@ import "math"
 //     over the batch) at AttnCacheSpeed× the memory rate. Queries, outputs
 //     and the new KV are moved once. Pure decode streams at
 //     AttnDecodeMemory, the rest at AttnMemory.
+//
+// With PackGQA (FlashAttention 3, which packs for every varlen call) the
+// query heads of one KV head are stacked into the query rows of one unit
+// in prefill and mixed steps too: a prefill sequence has ceil(q·G/tile)
+// tiles per KV head (G = query heads per KV head), a decode request one
+// unit per KV head, and every unit reads its KV head once.
 //
 // Time = launch (AttnDecodeLaunchNs for pure decode, else AttnLaunchNs)
 // + softmax(compute, memory) with AttnSharpness, plus LaunchNs for the
@@ -88,23 +95,29 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
 	// again).
 	var np, lp, nd, ld, uniq, req, extra, empty float64
 	kvHeadBytes := r.hd * 2 * r.kvb // one token of one KV head
+	// Query rows are tiled per query head, or, with packed GQA, per KV
+	// head with the group's query heads stacked (gqa rows per token).
+	heads, rows := r.heads, 1.0
+	if r.hw.PackGQA {
+		heads, rows = r.kvHeads, r.gqa
+	}
 	if pc > 0 {
-		q, hist := pc/ps, kp/ps
-		m := math.Ceil(q / r.tileQ)
-		perSeq := m*hist + r.tileQ*m*(m-1)/2 + q // KV positions over one head's tiles
-		np = r.heads * ps * m
+		chunk, hist := pc/ps, kp/ps
+		m := math.Ceil(chunk * rows / r.tileQ)
+		perSeq := m*hist + r.tileQ/rows*m*(m-1)/2 + chunk // KV positions over one head's tiles
+		np = heads * ps * m
 		lp = perSeq / m
 		uniq += (kp + pc) * r.kvBytesPerTok
-		req += r.heads * (kp + pc) * kvHeadBytes // the tiles of one head run together
+		req += heads * (kp + pc) * kvHeadBytes // the tiles of one head run together
 	}
 	if n > 0 {
 		mean := kvSum / n
 		if pc > 0 {
-			nd, ld = r.heads*n*math.Ceil(q/r.tileQ), mean
-			req += r.heads * kvSum * kvHeadBytes
+			nd, ld = heads*n*math.Ceil(q*rows/r.tileQ), mean
+			req += heads * kvSum * kvHeadBytes
 			// every decode gets as many query tiles as the longest chunk;
-			// all but one exit at once.
-			empty = r.heads * n * (math.Ceil(pc/ps/r.tileQ) - 1)
+			// all but its own exit at once.
+			empty = heads * n * max(math.Ceil(pc/ps*rows/r.tileQ)-math.Ceil(q*rows/r.tileQ), 0)
 		} else {
 			u := n * r.kvHeads * math.Ceil(r.gqa*q/r.tileQ)
 			split := r.splits(u, math.Ceil(mean/128))

@@ -314,3 +314,63 @@ func BenchmarkRooflineStepTime(b *testing.B) {
 	}
 	_ = sink
 }
+
+// TestRooflinePackedGQAByHand checks the attention of a kernel that packs
+// the query heads of one KV head into the same units in every step
+// (FlashAttention 3 on Hopper): tinyModel has 8 query heads over 2 KV heads
+// (G = 4), tiles of 64 rows, no wave model.
+func TestRooflinePackedGQAByHand(t *testing.T) {
+	packed := tinyHW
+	packed.PackGQA = true
+	for _, c := range []struct {
+		name string
+		b    Batch
+		want float64 // ns
+	}{
+		// Prefill of 128 tokens: 128*4 = 512 rows per KV head, 8 tiles of
+		// 16 tokens; tile i attends to 16(i+1) positions: 576 per KV head,
+		// 2 KV heads -> 16 units, 1152 positions -> 1152*0.65536 + 1600.
+		// Every unit reads its KV head once: requested = distinct = 128*1024
+		// B, no re-reads; q/o/new KV 128*5120 -> (131072 + 655360) / 5e11.
+		{"prefill", Batch{PrefillTokens: 128, PrefillSeqs: 1}, 3000 + 1152*0.65536 + 1600 + 1572.864},
+		// Mixed: a 64-token chunk (4 tiles per KV head, 16+32+48+64 = 160
+		// positions, 8 units) and 2 decodes of 1000 tokens (one unit per
+		// request and KV head: 4 units of 1000), plus 2*2*(4-1) = 12 empty
+		// units at 10 ns -> 4320*0.65536 + 12*100 + 120. Memory: (64 +
+		// 2000)*1024 distinct KV bytes read once, q/o/new KV 66*5120 ->
+		// 2451456 / 5e11.
+		{"mixed", Batch{PrefillTokens: 64, PrefillSeqs: 1, NumDecode: 2, DecodeKVSum: 2000, DecodeKVMax: 1000, DecodeKVMin: 1000},
+			3000 + 4320*0.65536 + 1200 + 120 + 4902.912},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := NewRoofline(tinyModel, packed, tinyEff, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nearNs(t, c.name, r.OpNs(OpAttention, &c.b), c.want)
+		})
+	}
+	// Pure decode is packed with either kernel, and a model without GQA
+	// has nothing to pack: both give the same times.
+	mha := tinyModel
+	mha.KVHeads = mha.Heads
+	for _, c := range []struct {
+		name string
+		m    RooflineModel
+		b    Batch
+	}{
+		{"decode", tinyModel, Batch{NumDecode: 4, DecodeKVSum: 4000, DecodeKVMax: 1000, DecodeKVMin: 1000}},
+		{"mha prefill", mha, Batch{PrefillTokens: 300, PrefillSeqs: 2, PrefillKV: 100}},
+		{"mha mixed", mha, Batch{PrefillTokens: 64, PrefillSeqs: 1, NumDecode: 5, DecodeKVSum: 5000, DecodeKVMax: 3000, DecodeKVMin: 10}},
+	} {
+		a, err := NewRoofline(c.m, tinyHW, tinyEff, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewRoofline(c.m, packed, tinyEff, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nearNs(t, c.name, p.OpNs(OpAttention, &c.b), a.OpNs(OpAttention, &c.b))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/servesim/servesim/internal/assemble"
@@ -166,30 +167,47 @@ type MaxRateResult struct {
 	Interval *RateInterval `json:"interval,omitempty"`
 }
 
-// RateInterval is the interval of a max-rate answer: the search run again
-// with every step time at each end of the step-latency model's error band.
+// RateInterval is the interval of a max-rate answer. Two sources combine,
+// as in a run's error bars: the step-latency model (the search run again
+// with every step time at each end of its error band) and, for a generated
+// workload, the seed (the search replicated with other seeds). The
+// interval is [seed q05 × fast factor, seed q95 × slow factor], where a
+// factor is the band end's answer over the nominal one (at most 1 below,
+// at least 1 above) and the seed quantiles are widened to hold the
+// nominal answer; a missing source contributes the nominal answer or a
+// factor of 1. Each source alone aims at the nominal coverage of its own
+// variation; together they are wider than a joint interval would be.
 type RateInterval struct {
-	// Coverage is the band's nominal coverage, e.g. 0.9.
+	// Coverage is the nominal coverage, e.g. 0.9.
 	Coverage float64 `json:"coverage"`
-	// Band describes the step-error band.
-	Band string `json:"step_band"`
+	// Band describes the step-error band ("" without one).
+	Band string `json:"step_band,omitempty"`
 	// FastScale and SlowScale are the step-time factors of the two ends.
-	FastScale float64 `json:"fast_scale"`
-	SlowScale float64 `json:"slow_scale"`
+	FastScale float64 `json:"fast_scale,omitempty"`
+	SlowScale float64 `json:"slow_scale,omitempty"`
 	// FastRPS and SlowRPS are the max rates found at each end.
-	FastRPS float64 `json:"fast_rate_rps"`
-	SlowRPS float64 `json:"slow_rate_rps"`
-	// LoRPS and HiRPS span the three answers (nominal included).
+	FastRPS float64 `json:"fast_rate_rps,omitempty"`
+	SlowRPS float64 `json:"slow_rate_rps,omitempty"`
+	// Replicas is the number of extra seeds searched (0: no seed
+	// variance), SeedRPS their answers in seed order (seed+1, seed+2,
+	// ...), and SeedLoRPS and SeedHiRPS the 5th and 95th percentiles of
+	// those answers and the nominal one, widened to hold the nominal one.
+	Replicas  int       `json:"seed_replicas,omitempty"`
+	SeedRPS   []float64 `json:"seed_rates_rps,omitempty"`
+	SeedLoRPS float64   `json:"seed_lo_rps,omitempty"`
+	SeedHiRPS float64   `json:"seed_hi_rps,omitempty"`
+	// LoRPS and HiRPS bound the answer.
 	LoRPS float64 `json:"lo_rps"`
 	HiRPS float64 `json:"hi_rps"`
 }
 
 // AddInterval searches again with every step time scaled by fast and by
 // slow (the ends of a step-error band described by band, at nominal
-// coverage) and sets r.Interval to the span of the three answers. opts
-// are the options r was found with.
+// coverage) and sets the step-model part of r.Interval. opts are the
+// options r was found with.
 func (r *MaxRateResult) AddInterval(ctx context.Context, base *config.Scenario, src config.Source, opts Options, band string, coverage, fast, slow float64) error {
-	iv := &RateInterval{Coverage: coverage, Band: band, FastScale: fast, SlowScale: slow}
+	iv := r.interval(coverage)
+	iv.Band, iv.FastScale, iv.SlowScale = band, fast, slow
 	for _, e := range []struct {
 		f   float64
 		out *float64
@@ -202,10 +220,75 @@ func (r *MaxRateResult) AddInterval(ctx context.Context, base *config.Scenario, 
 		}
 		*e.out = res.Best.RateRPS
 	}
-	iv.LoRPS = min(r.Best.RateRPS, iv.FastRPS, iv.SlowRPS)
-	iv.HiRPS = max(r.Best.RateRPS, iv.FastRPS, iv.SlowRPS)
-	r.Interval = iv
+	iv.combine(r.Best.RateRPS)
 	return nil
+}
+
+// AddSeedVariance replicates the search with replicas other seeds of the
+// scenario's generated workload (seed+1 ... seed+replicas; the seed draws
+// arrivals and lengths) and sets the seed part of r.Interval at nominal
+// coverage. A trace workload has no seed to vary: an error.
+func (r *MaxRateResult) AddSeedVariance(ctx context.Context, base *config.Scenario, src config.Source, opts Options, coverage float64, replicas int) error {
+	if !base.Workload.Generated() {
+		return fmt.Errorf("seed variance needs a generated workload (synthetic, chat or shared-prefix); a trace replays the same requests whatever the seed")
+	}
+	if replicas < 2 {
+		return fmt.Errorf("seed variance needs at least 2 replicas (got %d)", replicas)
+	}
+	iv := r.interval(coverage)
+	iv.Replicas, iv.SeedRPS = replicas, make([]float64, 0, replicas)
+	o := opts
+	o.OnProbe = nil
+	for k := 1; k <= replicas; k++ {
+		sc := *base
+		sc.Seed = base.Seed + uint64(k)
+		res, err := MaxRate(ctx, &sc, src, o)
+		if err != nil {
+			return fmt.Errorf("error bars (seed %d): %w", sc.Seed, err)
+		}
+		iv.SeedRPS = append(iv.SeedRPS, res.Best.RateRPS)
+	}
+	all := append([]float64{r.Best.RateRPS}, iv.SeedRPS...)
+	slices.Sort(all)
+	tail := (1 - coverage) / 2
+	iv.SeedLoRPS = min(r.Best.RateRPS, quantile(all, tail))
+	iv.SeedHiRPS = max(r.Best.RateRPS, quantile(all, 1-tail))
+	iv.combine(r.Best.RateRPS)
+	return nil
+}
+
+// interval returns r.Interval, creating it at coverage.
+func (r *MaxRateResult) interval(coverage float64) *RateInterval {
+	if r.Interval == nil {
+		r.Interval = &RateInterval{Coverage: coverage}
+	}
+	return r.Interval
+}
+
+// combine sets LoRPS and HiRPS from the sources present, around the
+// nominal answer v.
+func (iv *RateInterval) combine(v float64) {
+	lo, hi := v, v
+	if iv.Replicas > 0 {
+		lo, hi = iv.SeedLoRPS, iv.SeedHiRPS
+	}
+	if iv.Band != "" && v > 0 {
+		a, b := iv.FastRPS/v, iv.SlowRPS/v
+		lo *= min(1, a, b)
+		hi *= max(1, a, b)
+	}
+	iv.LoRPS, iv.HiRPS = lo, hi
+}
+
+// quantile is the linear-interpolation quantile q of sorted xs (not
+// empty).
+func quantile(xs []float64, q float64) float64 {
+	pos := q * float64(len(xs)-1)
+	i := int(pos)
+	if i+1 >= len(xs) {
+		return xs[len(xs)-1]
+	}
+	return xs[i] + (pos-float64(i))*(xs[i+1]-xs[i])
 }
 
 // burstWarning explains when the arrivals of the best run span less time

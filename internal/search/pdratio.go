@@ -174,3 +174,46 @@ func PDRatio(ctx context.Context, base *config.Scenario, src config.Source, gpus
 	}
 	return res, nil
 }
+
+// AddIntervals gives the max rate of every split that has one an interval
+// (RateInterval): the search again at the step-error band's ends fast and
+// slow when band is not "", and over replicas other seeds when replicas >
+// 0. Splits are done on workers goroutines (<= 0: GOMAXPROCS); each is
+// deterministic, so the result does not depend on workers. opts are the
+// options r was found with.
+func (r *PDRatioResult) AddIntervals(ctx context.Context, base *config.Scenario, src config.Source, opts Options, workers int, band string, coverage, fast, slow float64, replicas int) error {
+	if band == "" && replicas <= 0 {
+		return fmt.Errorf("error bars: neither a step band nor seed replicas")
+	}
+	pre, dec, err := Templates(base)
+	if err != nil {
+		return err
+	}
+	opts.OnProbe = nil
+	var todo []int
+	for i, sp := range r.Splits {
+		if sp.MaxRate != nil {
+			todo = append(todo, i)
+		}
+	}
+	return workpool.Run(ctx, workers, workpool.Count(len(todo)),
+		func(ctx context.Context, k int) (struct{}, error) {
+			sp := &r.Splits[todo[k]]
+			s, err := SplitScenario(base, pre, dec, sp.Prefill, sp.Decode)
+			if err != nil {
+				return struct{}{}, err
+			}
+			if band != "" {
+				if err := sp.MaxRate.AddInterval(ctx, s, src, opts, band, coverage, fast, slow); err != nil {
+					return struct{}{}, fmt.Errorf("%d prefill + %d decode: %w", sp.Prefill, sp.Decode, err)
+				}
+			}
+			if replicas > 0 {
+				if err := sp.MaxRate.AddSeedVariance(ctx, s, src, opts, coverage, replicas); err != nil {
+					return struct{}{}, fmt.Errorf("%d prefill + %d decode: %w", sp.Prefill, sp.Decode, err)
+				}
+			}
+			return struct{}{}, nil
+		},
+		func(_ int, _ struct{}, err error) error { return err })
+}

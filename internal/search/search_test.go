@@ -3,12 +3,14 @@ package search
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/runner"
+	"github.com/servesim/servesim/internal/workload"
 )
 
 func loadPD(t *testing.T) (*config.Scenario, config.Source) {
@@ -269,5 +271,122 @@ func TestMaxRateStepScale(t *testing.T) {
 	t.Logf("interval %+v", *iv)
 	if !(iv.SlowRPS < nom.Best.RateRPS && nom.Best.RateRPS < iv.FastRPS) || iv.LoRPS != iv.SlowRPS || iv.HiRPS != iv.FastRPS {
 		t.Errorf("interval %+v around %.4f", *iv, nom.Best.RateRPS)
+	}
+}
+
+// TestMaxRateSeedVariance replicates the search with other seeds of a
+// synthetic workload: each replica's answer is the search of that seed
+// (checked by searching one again), the seed interval is the 5th and 95th
+// percentile of the answers (nominal included, by hand), and the step band
+// widens it by the ratio of each band end's answer to the nominal one.
+func TestMaxRateSeedVariance(t *testing.T) {
+	s, err := config.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Workload = config.Workload{TimeScale: 1, Format: "jsonl", Synthetic: &workload.Synthetic{Requests: 200,
+		Arrival: workload.ArrivalProcess{Kind: "poisson", Rate: 4},
+		Input:   workload.LengthDist{Kind: "lognormal", Mean: 800, Sigma: 0.6},
+		Output:  workload.LengthDist{Kind: "lognormal", Mean: 150, Sigma: 0.6}}}
+	ctx, src := context.Background(), config.Source{}
+	o := Options{SLO: SLO{TTFTMs: 1000, TPOTMs: 50}}
+	nom, err := MaxRate(ctx, s, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const replicas = 4
+	if err := nom.AddSeedVariance(ctx, s, src, o, 0.9, replicas); err != nil {
+		t.Fatal(err)
+	}
+	iv := nom.Interval
+	t.Logf("nominal %.4f, seeds %v, interval %+v", nom.Best.RateRPS, iv.SeedRPS, *iv)
+	if iv.Replicas != replicas || len(iv.SeedRPS) != replicas || iv.Band != "" {
+		t.Fatalf("interval %+v", *iv)
+	}
+	s3 := *s
+	s3.Seed = s.Seed + 3
+	r3, err := MaxRate(ctx, &s3, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r3.Best.RateRPS != iv.SeedRPS[2] {
+		t.Errorf("seed %d: %v searched alone, %v in the replicas", s3.Seed, r3.Best.RateRPS, iv.SeedRPS[2])
+	}
+	// Seeds change the requests, so the answers differ.
+	if slices.Min(iv.SeedRPS) == slices.Max(iv.SeedRPS) {
+		t.Errorf("all seeds gave %v", iv.SeedRPS)
+	}
+	// 5 answers sorted: q05 at position 0.2 and q95 at 3.8.
+	all := append([]float64{nom.Best.RateRPS}, iv.SeedRPS...)
+	slices.Sort(all)
+	lo, hi := all[0]+0.2*(all[1]-all[0]), all[3]+0.8*(all[4]-all[3])
+	lo, hi = min(lo, nom.Best.RateRPS), max(hi, nom.Best.RateRPS)
+	if math.Abs(iv.SeedLoRPS-lo) > 1e-12 || math.Abs(iv.SeedHiRPS-hi) > 1e-12 || iv.LoRPS != iv.SeedLoRPS || iv.HiRPS != iv.SeedHiRPS {
+		t.Errorf("seed interval %v–%v (overall %v–%v), want %v–%v", iv.SeedLoRPS, iv.SeedHiRPS, iv.LoRPS, iv.HiRPS, lo, hi)
+	}
+	// The step band on top: factors fast/nominal > 1 and slow/nominal < 1.
+	if err := nom.AddInterval(ctx, s, src, o, "test band", 0.9, 0.8, 1.25); err != nil {
+		t.Fatal(err)
+	}
+	v := nom.Best.RateRPS
+	wantLo, wantHi := lo*min(1, iv.SlowRPS/v, iv.FastRPS/v), hi*max(1, iv.SlowRPS/v, iv.FastRPS/v)
+	if iv.SlowRPS >= v || iv.FastRPS <= v || math.Abs(iv.LoRPS-wantLo) > 1e-9 || math.Abs(iv.HiRPS-wantHi) > 1e-9 {
+		t.Errorf("combined %v–%v (band ends %v, %v), want %v–%v", iv.LoRPS, iv.HiRPS, iv.FastRPS, iv.SlowRPS, wantLo, wantHi)
+	}
+	// A trace has no seed to vary; fewer than 2 replicas are refused.
+	tr, trSrc := loadPD(t)
+	if err := nom.AddSeedVariance(ctx, tr, trSrc, o, 0.9, replicas); err == nil || !strings.Contains(err.Error(), "generated workload") {
+		t.Errorf("trace: %v", err)
+	}
+	if err := nom.AddSeedVariance(ctx, s, src, o, 0.9, 1); err == nil || !strings.Contains(err.Error(), "at least 2") {
+		t.Errorf("1 replica: %v", err)
+	}
+}
+
+// TestPDRatioIntervals: every split's interval is the one its own max-rate
+// search gets (checked by searching one split's scenario alone), and a
+// call with no source is an error.
+func TestPDRatioIntervals(t *testing.T) {
+	base, src := loadPD(t)
+	s, err := Resample(base, src, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, o := context.Background(), Options{SLO: pdSLO}
+	res, err := PDRatio(ctx, s, src, 4, o, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.AddIntervals(ctx, s, src, o, 0, "", 0.9, 1, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range res.Splits {
+		iv := sp.MaxRate.Interval
+		if iv == nil || iv.Replicas != 2 || iv.LoRPS > sp.MaxRate.Best.RateRPS || iv.HiRPS < sp.MaxRate.Best.RateRPS {
+			t.Fatalf("%dP%dD: interval %+v around %g", sp.Prefill, sp.Decode, iv, sp.MaxRate.Best.RateRPS)
+		}
+		t.Logf("%dP%dD: %.3f req/s in %.3f–%.3f", sp.Prefill, sp.Decode, sp.MaxRate.Best.RateRPS, iv.LoRPS, iv.HiRPS)
+	}
+	sp := res.Splits[1]
+	pre, dec, err := Templates(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := SplitScenario(s, pre, dec, sp.Prefill, sp.Decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := MaxRate(ctx, one, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := alone.AddSeedVariance(ctx, one, src, o, 0.9, 2); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(alone.Interval.SeedRPS, sp.MaxRate.Interval.SeedRPS) || alone.Interval.LoRPS != sp.MaxRate.Interval.LoRPS || alone.Interval.HiRPS != sp.MaxRate.Interval.HiRPS {
+		t.Errorf("split %dP%dD: %+v in pd-ratio, %+v alone", sp.Prefill, sp.Decode, *sp.MaxRate.Interval, *alone.Interval)
+	}
+	if err := res.AddIntervals(ctx, s, src, o, 0, "", 0.9, 1, 1, 0); err == nil {
+		t.Error("no band and no replicas: no error")
 	}
 }
