@@ -159,8 +159,9 @@ func (s *scaled) Next() (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	reqs := make([]Request, len(e.Requests))
-	copy(reqs, e.Requests)
+	// The entry's requests are ours (the Source contract), so they are
+	// scaled in place rather than copied.
+	reqs := e.Requests
 	for i := range reqs {
 		a := math.Round(float64(reqs[i].Arrival) * s.factor)
 		if a > MaxTimeNs {
@@ -169,7 +170,6 @@ func (s *scaled) Next() (Entry, error) {
 		}
 		reqs[i].Arrival = int64(a)
 	}
-	e.Requests = reqs
 	return e, nil
 }
 

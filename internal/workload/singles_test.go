@@ -26,3 +26,22 @@ func TestSinglesAreDisjoint(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleAllocatesNothingPerEntry: scaling arrival times works on the
+// requests the source handed over, so a scaled synthetic source allocates
+// only the shared chunk of plain entries (one per singlesChunk requests).
+func TestScaleAllocatesNothingPerEntry(t *testing.T) {
+	src, err := NewSynthetic(ShareGPTLike(100_000, 1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled := Scale(src, 0.5)
+	allocs := testing.AllocsPerRun(10*singlesChunk, func() {
+		if _, err := scaled.Next(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 2.0/singlesChunk {
+		t.Fatalf("%.3f allocations per scaled entry, want at most %.3f", allocs, 2.0/singlesChunk)
+	}
+}
