@@ -109,8 +109,9 @@ type Sim struct {
 	blocked  bool
 
 	candidates []int
-	total      int64 // requests seen
-	terminal   int64 // requests ended
+	fit        fitBounds // admission's O(1) fit test (fit.go)
+	total      int64     // requests seen
+	terminal   int64     // requests ended
 	lastEvent  int64
 	checks     bool
 	// err is the first error of a call that has no error result (kick,
@@ -350,14 +351,18 @@ func (s *Sim) admit(req *workload.Request, now int64) error {
 	}
 	s.candidates = s.candidates[:0]
 	reason := ""
-	for i, e := range s.engines {
-		if why := e.Unfit(req); why != "" {
-			if reason == "" {
-				reason = why
+	if f := s.bounds(); f.fitsAll(req) {
+		s.candidates = append(s.candidates, f.all...)
+	} else {
+		for i, e := range s.engines {
+			if why := e.Unfit(req); why != "" {
+				if reason == "" {
+					reason = why
+				}
+				continue
 			}
-			continue
+			s.candidates = append(s.candidates, i)
 		}
-		s.candidates = append(s.candidates, i)
 	}
 	if len(s.candidates) == 0 {
 		rec := failedRecord(req, now, "unfit: "+reason)
