@@ -81,6 +81,7 @@ type Sim struct {
 	q       des.Queue
 	engines []*engine.Engine
 	src     workload.Source
+	rel     workload.Releaser // src, if it reuses released plain entries
 	router  Router
 	obs     Observer
 
@@ -140,6 +141,7 @@ func New(engines []*engine.Engine, src workload.Source, router Router, obs Obser
 		router = &RoundRobin{}
 	}
 	s := &Sim{engines: engines, src: src, router: router, obs: obs, sessions: map[int64][]workload.Request{}}
+	s.rel, _ = src.(workload.Releaser)
 	for _, e := range engines {
 		e.OnFail(s.engineFailed)
 		if e.Err() != nil {
@@ -311,8 +313,16 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	first.Arrival = now
 	if len(entry.Requests) > 1 {
 		s.sessions[first.ID] = entry.Requests[1:]
+		return s.admit(first, now)
 	}
-	return s.admit(first, now)
+	err := s.admit(first, now)
+	if s.rel != nil && entry.Session == "" {
+		// Admission copies what it keeps of a request (the engine's slot,
+		// the handoff's copy, the limits' entry), so a plain entry can go
+		// back to its source for reuse.
+		s.rel.Release(entry)
+	}
+	return err
 }
 
 // stale reports whether ev is a timer that no longer applies: a lease or

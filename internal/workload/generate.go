@@ -72,6 +72,9 @@ func (s *synthetic) Next() (Entry, error) {
 	return s.one.entry(r), nil
 }
 
+// Release implements Releaser: plain entries' storage is reused.
+func (s *synthetic) Release(e Entry) { s.one.release(e) }
+
 // gapSampler returns a sampler of inter-arrival times in seconds.
 func gapSampler(a ArrivalProcess, rng *rand.Rand) func() float64 {
 	switch a.Kind {
@@ -173,6 +176,9 @@ func (s *scaled) Next() (Entry, error) {
 	return e, nil
 }
 
+// Release implements Releaser by passing e to the wrapped source.
+func (s *scaled) Release(e Entry) { Release(s.src, e) }
+
 // Take returns a Source that yields the first n requests of src, then
 // io.EOF. Every sub-request of a session counts; a session that would
 // exceed n is cut after its first requests.
@@ -200,6 +206,9 @@ func (t *taken) Next() (Entry, error) {
 	t.left -= len(e.Requests)
 	return e, nil
 }
+
+// Release implements Releaser by passing e to the wrapped source.
+func (t *taken) Release(e Entry) { Release(t.src, e) }
 
 // Collect reads src to io.EOF and returns all entries. It holds the whole
 // workload in memory; use it for small traces and tests.
