@@ -95,6 +95,7 @@ type Sim struct {
 	q       des.Queue
 	engines []*engine.Engine
 	src     workload.Source
+	rel     workload.Releaser // src, if it reuses released plain entries
 	router  Router
 	obs     Observer
 
@@ -125,8 +126,9 @@ type Sim struct {
 	blocked  bool
 
 	candidates []int
-	total      int64 // requests seen
-	terminal   int64 // requests ended
+	fit        fitBounds // admission's O(1) fit test (fit.go)
+	total      int64     // requests seen
+	terminal   int64     // requests ended
 	lastEvent  int64
 	checks     bool
 	// err is the first error of a call that has no error result (kick,
@@ -155,6 +157,7 @@ func New(engines []*engine.Engine, src workload.Source, router Router, obs Obser
 		router = &RoundRobin{}
 	}
 	s := &Sim{engines: engines, src: src, router: router, obs: obs, sessions: map[int64][]workload.Request{}}
+	s.rel, _ = src.(workload.Releaser)
 	for _, e := range engines {
 		e.OnFail(s.engineFailed)
 		if e.Err() != nil {
@@ -338,8 +341,16 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	first.Arrival = now
 	if len(entry.Requests) > 1 {
 		s.sessions[first.ID] = entry.Requests[1:]
+		return s.admit(first, now)
 	}
-	return s.admit(first, now)
+	err := s.admit(first, now)
+	if s.rel != nil && entry.Session == "" {
+		// Admission copies what it keeps of a request (the engine's slot,
+		// the handoff's copy, the limits' entry), so a plain entry can go
+		// back to its source for reuse.
+		s.rel.Release(entry)
+	}
+	return err
 }
 
 // stale reports whether ev is a timer that no longer applies: a lease or
@@ -381,14 +392,18 @@ func (s *Sim) admit(req *workload.Request, now int64) error {
 	}
 	s.candidates = s.candidates[:0]
 	reason := ""
-	for i, e := range s.engines {
-		if why := e.Unfit(req); why != "" {
-			if reason == "" {
-				reason = why
+	if f := s.bounds(); f.fitsAll(req) {
+		s.candidates = append(s.candidates, f.all...)
+	} else {
+		for i, e := range s.engines {
+			if why := e.Unfit(req); why != "" {
+				if reason == "" {
+					reason = why
+				}
+				continue
 			}
-			continue
+			s.candidates = append(s.candidates, i)
 		}
-		s.candidates = append(s.candidates, i)
 	}
 	if len(s.candidates) == 0 {
 		rec := failedRecord(req, now, "unfit: "+reason)

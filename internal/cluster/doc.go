@@ -27,7 +27,9 @@
 //
 // The simulation is single-threaded and deterministic: the same scenario and
 // seed give the same sequence of events. Memory stays flat in the number of
-// requests: only the next arrival and the requests in the system are held.
+// requests: only the next arrival and the requests in the system are held,
+// and a plain entry, once admitted, goes back to a source that reuses
+// entries (workload.Releaser), so a long run allocates nothing per request.
 // No error is discarded: scheduling errors end the run (or, for a session
 // tool time that overflows the clock, fail the sub-request with the reason).
 //

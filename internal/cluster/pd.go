@@ -229,9 +229,16 @@ func (s *Sim) trackPinned(i int, now int64) {
 
 // pdUnfit returns why a request can never be served in P/D mode: no
 // decode instance can ever admit it (prompt plus output, and prompt plus
-// the decode headroom), or no prefill-capable instance can hold it.
+// the decode headroom), or no prefill-capable instance can hold it. When it
+// returns "", s.candidates holds the prefill-capable instances that can
+// take req.
 func (s *Sim) pdUnfit(req *workload.Request) string {
 	p := s.pd
+	f := s.bounds()
+	if f.fitsAllDecode(req) && f.fitsAllPrefill(req) {
+		s.candidates = append(s.candidates[:0], p.prefill...)
+		return ""
+	}
 	reason := ""
 	fitsD := false
 	for _, d := range p.decode {

@@ -44,12 +44,15 @@ func (pl Placement) String() string {
 func (s *Sim) placeDecode(h *hand, exclude int) int {
 	p := s.pd
 	cands := p.decode
+	// Within the bounds every decode instance fits: skip the per-instance
+	// test.
+	all := s.bounds().fitsAllDecode(&h.req)
 	if p.cfg.Placement == RoundRobinPlacement {
 		fallback := -1
 		for range cands {
 			d := cands[p.rr%len(cands)]
 			p.rr++
-			if !s.engines[d].HandoffFits(&h.req) {
+			if !all && !s.engines[d].HandoffFits(&h.req) {
 				continue
 			}
 			if d == exclude {
@@ -63,7 +66,7 @@ func (s *Sim) placeDecode(h *hand, exclude int) int {
 	best, bestScore, fallback := -1, 0, -1
 	for _, d := range cands {
 		e := s.engines[d]
-		if !e.HandoffFits(&h.req) {
+		if !all && !e.HandoffFits(&h.req) {
 			continue
 		}
 		if d == exclude {

@@ -75,3 +75,49 @@ func TestStreamsIndependentAndDeterministic(t *testing.T) {
 		t.Fatalf("streams: same seed+purpose equal=%v, different purposes differ=%v", same, diff)
 	}
 }
+
+// TestQueueMatchesSortedModel: under any interleaving of pushes, peeks and
+// pops, events come out exactly in (At, Seq) order, each once: the model
+// is a slice kept sorted by time, then by order of scheduling.
+func TestQueueMatchesSortedModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var q Queue
+		var model []Event // pending, sorted by (At, Seq)
+		n := rapid.IntRange(1, 300).Draw(t, "ops")
+		next := int64(0)
+		for range n {
+			switch rapid.IntRange(0, 3).Draw(t, "op") {
+			case 0, 1: // push, often at the same time as others
+				e := Event{At: q.Now() + rapid.Int64Range(0, 20).Draw(t, "delay"), Arg: next}
+				next++
+				if err := q.Push(e); err != nil {
+					t.Fatal(err)
+				}
+				k := len(model)
+				for k > 0 && model[k-1].At > e.At {
+					k--
+				}
+				model = append(model[:k], append([]Event{e}, model[k:]...)...)
+			case 2:
+				got, ok := q.Peek()
+				if ok != (len(model) > 0) || ok && got.Arg != model[0].Arg {
+					t.Fatalf("peek %v %v, want the event of arg %v", got, ok, model)
+				}
+			case 3:
+				got, ok := q.Pop()
+				if ok != (len(model) > 0) {
+					t.Fatalf("pop ok=%v with %d pending", ok, len(model))
+				}
+				if ok {
+					if got.Arg != model[0].Arg || got.At != model[0].At {
+						t.Fatalf("popped (at %d, arg %d), want (at %d, arg %d)", got.At, got.Arg, model[0].At, model[0].Arg)
+					}
+					model = model[1:]
+				}
+			}
+			if q.Len() != len(model) {
+				t.Fatalf("Len %d, want %d", q.Len(), len(model))
+			}
+		}
+	})
+}

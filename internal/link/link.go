@@ -100,8 +100,9 @@ type Network struct {
 	counts   []int32
 	used     []float64
 	inUse    []int32 // finite resources with unfrozen flows
-	off      []int32 // flows of resource r are adj[off[r]:off[r+1]]
+	off      []int32 // flows of resource r are adj[off[r]:fill[r]]
 	fill     []int32
+	touched  []int32 // resources of the active flows, by index
 	adj      []*flow
 	capped   []*flow // active flows with a rate cap, by cap
 
@@ -137,6 +138,8 @@ func (n *Network) AddEndpoint(bw float64, latencyNs int64) EndpointID {
 	n.caps = append(n.caps, 0, 0)
 	n.counts = append(n.counts, 0, 0)
 	n.used = append(n.used, 0, 0)
+	n.off = append(n.off, 0, 0)
+	n.fill = append(n.fill, 0, 0)
 	return id
 }
 
@@ -395,43 +398,54 @@ func (n *Network) finish(f *flow, t int64, residual float64) {
 // recompute sets the max-min fair rate and the completion time of every
 // active flow at time t, by progressive filling. With R resources in use and
 // F active flows it costs O(R*R + F): at most R rounds, each scanning the
-// resources still in use and freezing the flows of one bottleneck.
+// resources still in use and freezing the flows of one bottleneck. Only
+// the resources of active flows are visited (plus a sort of them), not
+// every endpoint of the network: a large cluster with a few transfers in
+// flight pays for those few.
 func (n *Network) recompute(t int64) {
-	copy(n.caps, n.capacity)
-	clear(n.counts)
-	clear(n.used)
+	// The resources the previous computation used go back to idle; every
+	// flow froze then, so their counts are already 0.
+	for _, r := range n.touched {
+		n.used[r] = 0
+	}
+	n.touched = n.touched[:0]
 	n.capped = n.capped[:0]
 	for _, f := range n.active {
 		f.anchorRem = f.remaining(t)
 		f.anchorT = t
 		f.rate = 0 // unfrozen
-		n.counts[f.eg]++
-		n.counts[f.in]++
+		for _, r := range [2]int32{f.eg, f.in} {
+			if n.counts[r] == 0 {
+				n.touched = append(n.touched, r)
+			}
+			n.counts[r]++
+		}
 		if !math.IsInf(f.rateCap, 1) {
 			n.capped = append(n.capped, f)
 		}
 	}
+	// Resources in index order: ties between bottlenecks go to the lowest
+	// index, as the scan below expects.
+	slices.Sort(n.touched)
 	// Capped flows in increasing cap order: a cap is a bottleneck of its
 	// own flow alone, taken before any resource whose fair share is larger.
 	slices.SortStableFunc(n.capped, func(a, b *flow) int { return cmp.Compare(a.rateCap, b.rateCap) })
 	nextCap := 0
-	// Flows by resource (CSR), and the finite resources in use.
-	off := n.off[:0]
+	// Flows by resource (CSR over the touched resources: the flows of r
+	// are adj[off[r]:fill[r]] once filled), and the finite resources in
+	// use.
+	off, fill := n.off, n.fill
 	n.inUse = n.inUse[:0]
 	pos := int32(0)
-	for r, c := range n.counts {
-		off = append(off, pos)
-		pos += c
-		if c > 0 && !math.IsInf(n.capacity[r], 1) {
-			n.inUse = append(n.inUse, int32(r))
+	for _, r := range n.touched {
+		n.caps[r] = n.capacity[r]
+		off[r], fill[r] = pos, pos
+		pos += n.counts[r]
+		if !math.IsInf(n.capacity[r], 1) {
+			n.inUse = append(n.inUse, r)
 		}
 	}
-	off = append(off, pos)
-	n.off = off
 	n.adj = slices.Grow(n.adj[:0], int(pos))[:pos]
-	fill := n.fill[:0]
-	fill = append(fill, off[:len(off)-1]...)
-	n.fill = fill
 	for _, f := range n.active {
 		n.adj[fill[f.eg]] = f
 		fill[f.eg]++
@@ -486,7 +500,7 @@ func (n *Network) recompute(t int64) {
 			share = math.SmallestNonzeroFloat64
 		}
 		prev = share
-		for _, f := range n.adj[off[best]:off[best+1]] {
+		for _, f := range n.adj[off[best]:fill[best]] {
 			if f.rate > 0 {
 				continue // frozen at another bottleneck
 			}

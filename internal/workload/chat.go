@@ -343,3 +343,6 @@ func (s *sharedPrefixSource) Next() (Entry, error) {
 	s.id++
 	return s.one.entry(r), nil
 }
+
+// Release implements Releaser: plain entries' storage is reused.
+func (s *sharedPrefixSource) Release(e Entry) { s.one.release(e) }

@@ -72,6 +72,9 @@ func (s *synthetic) Next() (Entry, error) {
 	return s.one.entry(r), nil
 }
 
+// Release implements Releaser: plain entries' storage is reused.
+func (s *synthetic) Release(e Entry) { s.one.release(e) }
+
 // gapSampler returns a sampler of inter-arrival times in seconds.
 func gapSampler(a ArrivalProcess, rng *rand.Rand) func() float64 {
 	switch a.Kind {
@@ -159,8 +162,9 @@ func (s *scaled) Next() (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	reqs := make([]Request, len(e.Requests))
-	copy(reqs, e.Requests)
+	// The entry's requests are ours (the Source contract), so they are
+	// scaled in place rather than copied.
+	reqs := e.Requests
 	for i := range reqs {
 		a := math.Round(float64(reqs[i].Arrival) * s.factor)
 		if a > MaxTimeNs {
@@ -169,9 +173,11 @@ func (s *scaled) Next() (Entry, error) {
 		}
 		reqs[i].Arrival = int64(a)
 	}
-	e.Requests = reqs
 	return e, nil
 }
+
+// Release implements Releaser by passing e to the wrapped source.
+func (s *scaled) Release(e Entry) { Release(s.src, e) }
 
 // Take returns a Source that yields the first n requests of src, then
 // io.EOF. Every sub-request of a session counts; a session that would
@@ -200,6 +206,9 @@ func (t *taken) Next() (Entry, error) {
 	t.left -= len(e.Requests)
 	return e, nil
 }
+
+// Release implements Releaser by passing e to the wrapped source.
+func (t *taken) Release(e Entry) { Release(t.src, e) }
 
 // Collect reads src to io.EOF and returns all entries. It holds the whole
 // workload in memory; use it for small traces and tests.

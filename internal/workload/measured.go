@@ -251,6 +251,9 @@ func (s *sliceSource) Next() (Entry, error) {
 	return s.one.entry(r), nil
 }
 
+// Release implements Releaser: plain entries' storage is reused.
+func (s *sliceSource) Release(e Entry) { s.one.release(e) }
+
 // TokenIDsByID reads src to the end and returns a lookup of the token ids
 // of each request by Request.ID (nil slices for unknown ids or requests
 // without ids), for MeasuredSource. It holds the whole trace in memory;

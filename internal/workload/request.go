@@ -42,22 +42,50 @@ type Entry struct {
 // Source streams entries in non-decreasing order of arrival. Next returns
 // io.EOF after the last entry. Errors name the file and line.
 // The returned entry's Requests belong to the caller, which may modify
-// them: a Source never hands out or touches the same elements again.
+// them: a Source never hands out or touches the same elements again,
+// unless the caller gives them back (Releaser).
 type Source interface {
 	Next() (Entry, error)
 }
 
+// Releaser is implemented by sources that can reuse the storage of plain
+// entries. A caller that is done with a plain entry (one request, no
+// session) and keeps no pointer into it may give it back with Release;
+// the source may then hand the element out again, so a long run of plain
+// requests allocates nothing per request. Releasing is optional.
+type Releaser interface {
+	Release(Entry)
+}
+
+// Release gives e back to src if src reuses entries, else does nothing.
+func Release(src Source, e Entry) {
+	if r, ok := src.(Releaser); ok {
+		r.Release(e)
+	}
+}
+
 // singles hands out the one-request slices of plain entries, carved from a
 // shared backing array: a source of plain requests then allocates once per
-// singlesChunk requests instead of once per request. Each slice is its own
-// element, never handed out twice, with capacity 1, so the consumer owns
-// it as if it had been allocated alone (an append copies).
-type singles struct{ buf []Request }
+// singlesChunk requests instead of once per request, and not at all once
+// its consumer gives entries back (release). Each slice is its own
+// element, handed out again only after it was released, with capacity 1,
+// so the consumer owns it as if it had been allocated alone (an append
+// copies).
+type singles struct {
+	buf  []Request
+	free [][]Request // released one-request slices
+}
 
 const singlesChunk = 64
 
 // entry returns a plain entry holding r.
 func (s *singles) entry(r Request) Entry {
+	if n := len(s.free); n > 0 {
+		one := s.free[n-1]
+		s.free = s.free[:n-1]
+		one[0] = r
+		return Entry{Requests: one}
+	}
 	if len(s.buf) == 0 {
 		s.buf = make([]Request, singlesChunk)
 	}
@@ -65,4 +93,14 @@ func (s *singles) entry(r Request) Entry {
 	e := Entry{Requests: s.buf[:1:1]}
 	s.buf = s.buf[1:]
 	return e
+}
+
+// release takes back a plain entry's element for reuse; other entries are
+// left alone. The element is cleared so that it keeps no token ids alive.
+func (s *singles) release(e Entry) {
+	if e.Session != "" || len(e.Requests) != 1 || cap(e.Requests) != 1 {
+		return
+	}
+	e.Requests[0] = Request{}
+	s.free = append(s.free, e.Requests)
 }

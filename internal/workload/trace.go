@@ -109,6 +109,9 @@ func (t *traceReader) Next() (Entry, error) {
 	return e, err
 }
 
+// Release implements Releaser: plain entries' storage is reused.
+func (t *traceReader) Release(e Entry) { t.one.release(e) }
+
 func (t *traceReader) next() (Entry, error) {
 	for {
 		line, err := t.lines.next()

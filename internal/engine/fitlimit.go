@@ -1,0 +1,24 @@
+package engine
+
+// FitTokens is the largest prompt-plus-output length Unfit accepts: for
+// any request r, Unfit(r) == "" exactly when
+// r.InputTokens+r.OutputTokens <= FitTokens(). The bound is fixed by the
+// configuration (max_model_len and the KV pool's size), so a caller that
+// admits many requests can compare against it instead of asking Unfit
+// each time.
+func (e *Engine) FitTokens() int {
+	lim := e.cfg.NumBlocks * e.cfg.BlockSize
+	if e.cfg.MaxModelLen > 0 && e.cfg.MaxModelLen < lim {
+		lim = e.cfg.MaxModelLen
+	}
+	return lim
+}
+
+// HandoffPromptTokens is the largest prompt HandoffUnfit accepts once
+// Unfit does: HandoffUnfit(r) == "" exactly when
+// r.InputTokens+r.OutputTokens <= FitTokens() and
+// r.InputTokens <= HandoffPromptTokens() (the prompt plus the reserved
+// decode headroom fits the pool).
+func (e *Engine) HandoffPromptTokens() int {
+	return e.cfg.NumBlocks*e.cfg.BlockSize - e.cfg.ReservedDecodeTokens
+}

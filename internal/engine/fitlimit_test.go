@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/servesim/servesim/internal/workload"
+	"pgregory.net/rapid"
+)
+
+// TestFitLimitsAgreeWithUnfit: the token bounds a caller compares against
+// say exactly what Unfit and HandoffUnfit say, on the boundary too.
+func TestFitLimitsAgreeWithUnfit(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 4096, BlockSize: rapid.SampledFrom([]int{1, 16, 32}).Draw(rt, "bs"),
+			NumBlocks: rapid.IntRange(1, 200).Draw(rt, "blocks"), ChunkedPrefill: true, Role: Decode,
+			ReservedDecodeTokens: rapid.IntRange(0, 1000).Draw(rt, "headroom")}
+		if rapid.Bool().Draw(rt, "maxLen") {
+			cfg.MaxModelLen = rapid.IntRange(1, 4000).Draw(rt, "maxModelLen")
+		}
+		e, err := New(0, cfg, fixedStep{base: 1})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		lim, plim := e.FitTokens(), e.HandoffPromptTokens()
+		// Draw around the bounds as often as anywhere else.
+		in := rapid.OneOf(rapid.IntRange(1, 8000), rapid.IntRange(max(1, plim-2), max(1, plim+2))).Draw(rt, "in")
+		out := rapid.OneOf(rapid.IntRange(1, 4000), rapid.IntRange(max(1, lim-in-2), max(1, lim-in+2))).Draw(rt, "out")
+		r := workload.Request{InputTokens: in, OutputTokens: out}
+		if fit := in+out <= lim; fit != (e.Unfit(&r) == "") {
+			rt.Fatalf("FitTokens %d says fit=%v for %d+%d tokens, Unfit says %q", lim, fit, in, out, e.Unfit(&r))
+		}
+		if fit := in+out <= lim && in <= plim; fit != (e.HandoffUnfit(&r) == "") {
+			rt.Fatalf("FitTokens %d, HandoffPromptTokens %d say fit=%v for %d+%d tokens, HandoffUnfit says %q", lim, plim, fit, in, out, e.HandoffUnfit(&r))
+		}
+	})
+}
+
+// TestFitTokensByHand: 64 blocks of 16 tokens hold 1,024 tokens, unless
+// max_model_len is lower; 200 reserved decode tokens leave a 824-token
+// prompt.
+func TestFitTokensByHand(t *testing.T) {
+	for _, c := range []struct{ maxLen, reserved, fit, prompt int }{
+		{0, 0, 1024, 1024},
+		{1000, 0, 1000, 1024},
+		{2000, 200, 1024, 824},
+	} {
+		cfg := Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 4096, BlockSize: 16, NumBlocks: 64, ChunkedPrefill: true,
+			MaxModelLen: c.maxLen, ReservedDecodeTokens: c.reserved}
+		e, err := New(0, cfg, fixedStep{base: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.FitTokens(); got != c.fit {
+			t.Errorf("max_model_len %d: FitTokens %d, want %d", c.maxLen, got, c.fit)
+		}
+		if got := e.HandoffPromptTokens(); got != c.prompt {
+			t.Errorf("reserved %d: HandoffPromptTokens %d, want %d", c.reserved, got, c.prompt)
+		}
+	}
+}
