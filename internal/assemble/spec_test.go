@@ -198,3 +198,34 @@ func TestSpecErrors(t *testing.T) {
 		t.Errorf("second line: error %v, want %s:2: spec_acceptance_rate is missing", err, trace)
 	}
 }
+
+// TestSpecPDHandoff: in P/D the handoff moves the prefill instance's KV
+// bytes per token, so the EAGLE head's KV of the prompt (4096 B per token
+// for Llama-3.1-8B, computed by the prefill side's head) travels with the
+// target's 131072 B. An n-gram proposer on the decode side alone keeps no
+// KV, so the handoff is the target's alone; a mismatched model-based
+// proposer is refused before assembly (config.TestPDSpecMismatch).
+func TestSpecPDHandoff(t *testing.T) {
+	const base = "predictor: {kind: roofline}\nhardware: H100\nmodel: meta-llama/Llama-3.1-8B\n"
+	for _, tc := range []struct {
+		name, yaml string
+		p, d       int64
+	}{
+		{"eagle on both", "engine: {speculative: {method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.7}}\ninstances: [{name: p, role: prefill}, {name: d, role: decode}]\n", 131072 + 4096, 131072 + 4096},
+		{"ngram on decode", "instances: [{name: p, role: prefill}, {name: d, role: decode, engine: {speculative: {method: ngram, num_speculative_tokens: 3, acceptance_rate: 0.5}}}]\n", 131072, 131072},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := buildYAML(t, base+tc.yaml)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, d := b.Instances[0].kvPerToken, b.Instances[1].kvPerToken; p != tc.p || d != tc.d {
+				t.Errorf("KV bytes per token: prefill %d, decode %d; want %d, %d", p, d, tc.p, tc.d)
+			}
+		})
+	}
+	_, err := config.Parse([]byte(base+"instances: [{name: p, role: prefill}, {name: d, role: decode, engine: {speculative: {method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.7}}}]\n"), "q.yaml")
+	if err == nil || !strings.Contains(err.Error(), "instances[1].engine.speculative: group d (decode) has eagle but group p (prefill) has no proposer KV") {
+		t.Errorf("decode-only EAGLE: got %v, want the mismatch refused", err)
+	}
+}

@@ -275,14 +275,14 @@ func TestQuantizationFields(t *testing.T) {
 // block replaces the scenario's, and bad values name file:line:col, the
 // field and the fix.
 func TestSpeculativeFields(t *testing.T) {
-	s, err := Parse([]byte("instances: [{name: p, role: prefill}, {name: d, role: decode, engine: {speculative: {method: mtp, num_speculative_tokens: 2, acceptance_rate: 0.6}}}]\n"), "s.yaml")
+	s, err := Parse([]byte("instances: [{name: p, role: prefill}, {name: d, role: decode, engine: {speculative: {method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.6}}}]\n"), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Engine.Speculative != nil || s.Instances[0].Merged(s.Engine).Speculative != nil {
 		t.Error("speculative decoding on by default")
 	}
-	if sp := s.Instances[1].Merged(s.Engine).Speculative; sp == nil || sp.Method != "mtp" || sp.NumSpeculativeTokens != 2 || *sp.AcceptanceRate != 0.6 {
+	if sp := s.Instances[1].Merged(s.Engine).Speculative; sp == nil || sp.Method != "ngram" || sp.NumSpeculativeTokens != 2 || *sp.AcceptanceRate != 0.6 {
 		t.Errorf("decode group's speculative block %+v", sp)
 	}
 	for in, want := range map[string]string{
@@ -295,5 +295,46 @@ func TestSpeculativeFields(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %s", in, err, want)
 		}
+	}
+}
+
+// TestPDSpecMismatch: in P/D the prefill side computes and hands over the
+// proposer's KV of the prompt, so every group must have the same
+// model-based proposer (method and draft model), as vLLM's NIXL handshake
+// demands; n-gram (no KV), k and the acceptance may differ.
+func TestPDSpecMismatch(t *testing.T) {
+	eagle := "{method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.7}"
+	for _, tc := range []struct {
+		name, p, d, want string
+	}{
+		{"decode only", "", eagle, "s.yaml:1:85: instances[1].engine.speculative: group d (decode) has eagle but group p (prefill) has no proposer KV (speculation off or ngram)"},
+		{"prefill only", eagle, "", "instances[1].engine: group d (decode) has no proposer KV (speculation off or ngram) but group p (prefill) has eagle"},
+		{"eagle vs mtp", eagle, "{method: mtp, num_speculative_tokens: 3, acceptance_rate: 0.7}", "group d (decode) has mtp but group p (prefill) has eagle"},
+		{"two drafts", "{method: draft_model, draft_model: a, num_speculative_tokens: 3, acceptance_rate: 0.7}", "{method: draft_model, draft_model: b, num_speculative_tokens: 3, acceptance_rate: 0.7}",
+			"has draft_model b but group p (prefill) has draft_model a"},
+		{"same head, other k and rate", eagle, "{method: eagle, num_speculative_tokens: 2, acceptance_rate: 0.5}", ""},
+		{"ngram on decode only", "", "{method: ngram, num_speculative_tokens: 3, acceptance_rate: 0.5}", ""},
+		{"neither", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			group := func(name, role, sp string) string {
+				if sp == "" {
+					return fmt.Sprintf("{name: %s, role: %s}", name, role)
+				}
+				return fmt.Sprintf("{name: %s, role: %s, engine: {speculative: %s}}", name, role, sp)
+			}
+			in := "instances: [" + group("p", "prefill", tc.p) + ", " + group("d", "decode", tc.d) + "]\n"
+			_, err := Parse([]byte(in), "s.yaml")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("%s: %v", in, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("%s: got %v, want %s", in, err, tc.want)
+			}
+		})
+	}
+	// One scenario-wide block covers every group.
+	if _, err := Parse([]byte("engine: {speculative: "+eagle+"}\ninstances: [{name: p, role: prefill}, {name: d, role: decode}]\n"), "s.yaml"); err != nil {
+		t.Fatal(err)
 	}
 }

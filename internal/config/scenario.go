@@ -808,6 +808,7 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 		if !p || !d {
 			bad("instances", "a disaggregated cluster needs at least one prefill (or mixed) and one decode group")
 		}
+		s.validatePDSpec(bad)
 	}
 }
 

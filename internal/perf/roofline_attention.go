@@ -120,7 +120,7 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
 			empty = heads * n * max(math.Ceil(pc/ps*rows/r.tileQ)-math.Ceil(q*rows/r.tileQ), 0)
 		} else {
 			u := n * r.kvHeads * math.Ceil(r.gqa*q/r.tileQ)
-			split := r.splits(u, math.Ceil(mean/128))
+			split := r.cachedSplits(u, math.Ceil(mean/128))
 			if split > 1 {
 				extra = r.eff.LaunchNs
 			}

@@ -25,7 +25,26 @@ type opCache struct {
 	col      []int           // per op index: its column in its table
 	tokCols  int
 	seqCols  int
+	// splits memoises the split-KV heuristic (Roofline.splits) of
+	// pure-decode attention by its exact inputs; see cachedSplits.
+	splits [splitCacheSize]atomic.Uint64
 }
+
+// splitCacheSize is the number of entries of the split-KV memo: a
+// direct-mapped table, so a collision only costs a recomputation.
+const (
+	splitCacheBits = 12
+	splitCacheSize = 1 << splitCacheBits
+)
+
+// Split-KV memo entries pack the key (work units u < 2^20, KV blocks per
+// unit < 2^35, both whole numbers) and the split count (1..128) into one
+// word, so that an entry is read and written atomically: a reader sees
+// either a whole entry or none (0), never a torn one.
+const (
+	splitUnitBits  = 20
+	splitBlockBits = 35
+)
 
 // opKey says what an op's time depends on.
 type opKey uint8
@@ -78,4 +97,28 @@ func (r *Roofline) opNs(i int, b *Batch) float64 {
 	t := r.OpNs(r.ops[i].Op, b)
 	e.Store(math.Float64bits(t))
 	return t
+}
+
+// cachedSplits is r.splits(u, nBlocks), memoised by its exact inputs (the
+// rest of what it depends on, AttnUnits, is fixed per predictor). The
+// heuristic scans up to 128 split counts and ran once or twice per
+// pure-decode attention call; its inputs, the decode count times the KV
+// heads and the mean context in blocks, repeat from step to step. The
+// value returned is the one splits computes, so step times are unchanged;
+// inputs that are not whole numbers or are out of the packed range are
+// computed each time.
+func (r *Roofline) cachedSplits(u, nBlocks float64) float64 {
+	if !(u >= 0 && u < 1<<splitUnitBits && nBlocks >= 0 && nBlocks < 1<<splitBlockBits) || u != math.Trunc(u) || nBlocks != math.Trunc(nBlocks) {
+		return r.splits(u, nBlocks)
+	}
+	key := uint64(u)<<splitBlockBits | uint64(nBlocks)
+	e := &r.cache.splits[(key*0x9E3779B97F4A7C15)>>(64-splitCacheBits)]
+	if v := e.Load(); v != 0 && v>>8 == key {
+		return float64(v & 0xff)
+	}
+	s := r.splits(u, nBlocks)
+	if s >= 1 && s <= 128 {
+		e.Store(key<<8 | uint64(s))
+	}
+	return s
 }

@@ -90,3 +90,44 @@ func TestRooflineCacheConcurrent(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// TestSplitsCacheIsExact: the memoised split-KV heuristic returns what
+// the heuristic computes, on first use, on reuse, after other keys have
+// evicted the entry (the table is direct-mapped), and for inputs it does
+// not cache (fractions, out of range).
+func TestSplitsCacheIsExact(t *testing.T) {
+	var preds []*Roofline
+	for _, units := range []int{38, 100, 188} {
+		eff := tinyEff
+		eff.AttnUnits = units
+		r, err := NewRoofline(tinyModel, tinyHW, eff, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		preds = append(preds, r)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		r := preds[rapid.IntRange(0, len(preds)-1).Draw(t, "pred")]
+		u := float64(rapid.IntRange(0, 400).Draw(t, "u"))
+		nb := float64(rapid.IntRange(0, 20000).Draw(t, "blocks"))
+		if rapid.IntRange(0, 9).Draw(t, "frac") == 0 {
+			u += 0.5
+		}
+		want := r.splits(u, nb)
+		for rep := 0; rep < 2; rep++ {
+			if got := r.cachedSplits(u, nb); got != want {
+				t.Fatalf("call %d: cachedSplits(%g, %g) = %g, splits %g", rep, u, nb, got, want)
+			}
+		}
+		// Evict: fill the table with other keys, then ask again.
+		for k := 1.0; k <= 64; k++ {
+			r.cachedSplits(k, nb+k)
+		}
+		if got := r.cachedSplits(u, nb); got != want {
+			t.Fatalf("after eviction: cachedSplits(%g, %g) = %g, splits %g", u, nb, got, want)
+		}
+	})
+	if got, want := preds[0].cachedSplits(1<<21, 4), preds[0].splits(1<<21, 4); got != want {
+		t.Errorf("out of range: %g, want %g", got, want)
+	}
+}

@@ -15,11 +15,10 @@ name: spec-pd
 model: meta-llama/Llama-3.1-8B
 hardware: H100
 predictor: {kind: roofline}
+engine: {speculative: {method: eagle, num_speculative_tokens: 3, acceptance_per_position: [0.8, 0.6, 0.4]}}
 instances:
   - {name: p, role: prefill}
-  - name: d
-    role: decode
-    engine: {speculative: {method: eagle, num_speculative_tokens: 3, acceptance_per_position: [0.8, 0.6, 0.4]}}
+  - {name: d, role: decode}
 workload:
   synthetic:
     requests: 200
@@ -29,7 +28,7 @@ workload:
 `
 
 // TestSpecRunDeterministic: a disaggregated run with speculative decoding
-// on the decode group (invariants checked) is byte-identical when
+// on both groups (the prefill side computes the head's KV of the prompt) (invariants checked) is byte-identical when
 // repeated, every request finishes, and the summary's acceptance matches
 // the per-position vector: rate (0.8+0.6+0.4)/3, mean accepted length
 // 1 + 1.8 = 2.8, within sampling error.

@@ -160,14 +160,74 @@ func MetricColumns() []string {
 	return names
 }
 
+// specCols are the speculative decoding columns (docs/speculative.md,
+// Outputs), written after the metric columns by sweeps that speculate
+// (Plan.Speculates); empty for a point that does not.
+var specCols = func() []metricCol {
+	spec := func(f func(s *metrics.SpecResult) float64) func(r *metrics.Result) string {
+		return func(r *metrics.Result) string {
+			if r.Speculative == nil {
+				return ""
+			}
+			return ftoa(f(r.Speculative))
+		}
+	}
+	return []metricCol{
+		{"spec_acceptance_rate", spec(func(s *metrics.SpecResult) float64 { return s.AcceptanceRate })},
+		{"spec_mean_accepted_length", spec(func(s *metrics.SpecResult) float64 { return s.MeanAcceptedLength })},
+		{"spec_tokens_per_step", spec(func(s *metrics.SpecResult) float64 { return s.TokensPerStep })},
+		{"spec_draft_share", spec(func(s *metrics.SpecResult) float64 { return s.DraftShare })},
+	}
+}()
+
+// SpecColumns are the names of the speculative decoding columns, in
+// output order (after the metric columns, before "error", when the sweep
+// speculates).
+func SpecColumns() []string {
+	names := make([]string, len(specCols))
+	for i, c := range specCols {
+		names[i] = c.name
+	}
+	return names
+}
+
 // Columns is the CSV header of a sweep over g: point, num_points,
-// sweep_id, one column per grid axis (its path), the metric columns and
-// error.
-func Columns(g *Grid) []string {
+// sweep_id, one column per grid axis (its path), the metric columns, the
+// speculative decoding columns if spec, and error.
+func Columns(g *Grid, spec bool) []string {
 	cols := []string{ColPoint, ColNumPoints, ColSweepID}
 	cols = append(cols, g.Header()...)
 	cols = append(cols, MetricColumns()...)
+	if spec {
+		cols = append(cols, SpecColumns()...)
+	}
 	return append(cols, "error")
+}
+
+// Speculates reports whether the sweep's runs may speculate: the base
+// scenario has an engine.speculative block (scenario-wide or in a group)
+// or a grid axis sets one. Its CSV then has the speculative decoding
+// columns. It depends on the plan only, so every shard of a sweep has the
+// same header.
+func (p *Plan) Speculates() bool {
+	if p.Base != nil {
+		if p.Base.Engine.Speculative != nil {
+			return true
+		}
+		for _, g := range p.Base.Instances {
+			if g.Engine != nil && g.Engine.Speculative != nil {
+				return true
+			}
+		}
+	}
+	for _, a := range p.Grid.Axes {
+		for _, st := range a.Path {
+			if st.Key == "speculative" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Writer writes sweep rows as CSV or JSON. Rows must be written in point
@@ -213,7 +273,7 @@ func (w *Writer) Write(r Row) error {
 	}
 	if !w.header {
 		w.header = true
-		if err := w.csv.Write(Columns(w.plan.Grid)); err != nil {
+		if err := w.csv.Write(Columns(w.plan.Grid, w.plan.Speculates())); err != nil {
 			return err
 		}
 	}
@@ -234,7 +294,7 @@ func (w *Writer) Close() error {
 	}
 	if !w.header {
 		w.header = true
-		if err := w.csv.Write(Columns(w.plan.Grid)); err != nil {
+		if err := w.csv.Write(Columns(w.plan.Grid, w.plan.Speculates())); err != nil {
 			return err
 		}
 	}
@@ -247,7 +307,11 @@ func (p *Plan) csvRow(r Row) []string {
 	for _, v := range r.Values {
 		rec = append(rec, FormatValue(v))
 	}
-	for _, c := range metricCols {
+	cols := metricCols
+	if p.Speculates() {
+		cols = append(cols[:len(cols):len(cols)], specCols...)
+	}
+	for _, c := range cols {
 		if r.Err != "" {
 			rec = append(rec, "")
 			continue
