@@ -15,7 +15,8 @@ import (
 // PCIe link per GPU at the catalog's host bandwidth.
 func tierConfig(s *config.Scenario, b *Built) (*kvtier.Config, error) {
 	t := s.KVTiers.Resolved()
-	cfg := &kvtier.Config{ChunkTokens: t.ChunkTokens, SaveDecodeCache: t.SaveDecodeCache}
+	cfg := &kvtier.Config{ChunkTokens: t.ChunkTokens, SaveDecodeCache: t.SaveDecodeCache,
+		WriteBufferBytes: int64(math.Round(t.WriteBufferMB * 1e6))}
 	if t.LoadPolicy == config.LoadPolicyCostBased {
 		cfg.LoadPolicy = kvtier.CostBased
 	}

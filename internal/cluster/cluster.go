@@ -81,11 +81,19 @@ func (v view) Load(i int) int {
 func (v view) FreeKV(i int) int { return v.s.engines[i].Pool().Free() }
 
 func (v view) PrefixHitTokens(i int, req *workload.Request) int {
-	return v.s.engines[i].PrefixHitTokens(req)
+	e := v.s.engines[i]
+	if h := v.s.ph.of(req, e.Config().BlockSize); h != nil {
+		return e.PrefixHit(req, h)
+	}
+	return e.PrefixHitTokens(req)
 }
 
 func (v view) TieredPrefixTokens(i int, req *workload.Request) float64 {
-	return v.s.engines[i].TieredPrefixTokens(req)
+	e := v.s.engines[i]
+	if h := v.s.ph.of(req, e.Config().BlockSize); h != nil {
+		return e.TieredPrefixHit(req, h)
+	}
+	return e.TieredPrefixTokens(req)
 }
 
 func (v view) WaitingTokens(i int) int64 { return v.s.engines[i].WaitingTokens() }
@@ -112,6 +120,8 @@ type Sim struct {
 	pd *pd // P/D coordinator; nil for colocated serving
 
 	tiers *tierState // KV tiers below the GPUs (tiers.go); nil: none
+
+	ph promptHashes // prompt hashes of the request being placed (prefixhash.go)
 
 	// Data-parallel groups (dpgroup.go): groupOf[i] is engine i's group,
 	// -1 when it steps on its own; nil when there are none.
@@ -414,6 +424,7 @@ func (s *Sim) admit(req *workload.Request, now int64) error {
 		s.balancedCandidates()
 	}
 	inst := s.candidates[0]
+	s.ph.reset()
 	if len(s.candidates) > 1 {
 		inst = s.router.Route(req, s.candidates, view{s})
 	}
@@ -422,8 +433,7 @@ func (s *Sim) admit(req *workload.Request, now int64) error {
 			inst = s.pickRank(int(gi), now)
 		}
 	}
-	e := s.engines[inst]
-	e.Add(req, now)
+	s.seedHashes(inst, s.engines[inst].Add(req, now), req)
 	s.kick(inst, now)
 	return nil
 }
@@ -508,6 +518,7 @@ func (s *Sim) CheckInvariants(on bool) { s.checks = on }
 func (s *Sim) end(rec *metrics.Record, now int64) {
 	s.terminal++
 	delete(s.live, rec.ID)
+	s.ph.drop(rec.ID)
 	if s.obs != nil {
 		s.obs.Terminal(rec)
 	}

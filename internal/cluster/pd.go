@@ -292,6 +292,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 	}
 	// pdUnfit left the prefill candidates in s.candidates.
 	pi := s.candidates[0]
+	s.ph.reset()
 	if len(s.candidates) > 1 {
 		pi = s.router.Route(req, s.candidates, view{s})
 	}
@@ -308,7 +309,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 	}
 	if s.engines[pi].Config().Role == engine.Mixed {
 		// A mixed instance serves the whole request: no handoff.
-		s.engines[pi].AddRecord(req, h.rec, now)
+		s.seedHashes(pi, s.engines[pi].AddRecord(req, h.rec, now), req)
 		p.freeHand(h)
 		s.kick(pi, now)
 		return nil
@@ -318,13 +319,14 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 		e := s.engines[d]
 		if req.InputTokens-e.PrefixHitTokens(req) < p.cfg.LocalPrefillBelow && e.Unfit(req) == "" {
 			// Conditional disaggregation: prefilled and decoded on d.
-			e.AddRecord(req, h.rec, now)
+			s.seedHashes(d, e.AddRecord(req, h.rec, now), req)
 			p.freeHand(h)
 			s.kick(d, now)
 			return nil
 		}
 	}
 	p.hands[req.ID] = h
+	s.hashesPlaced(req)
 	return p.pol.start(s, h, now)
 }
 

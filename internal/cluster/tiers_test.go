@@ -46,6 +46,9 @@ func tierSim(t *testing.T, n int, blocks int, save bool, es []workload.Entry) (*
 	if c.dup != 0 {
 		t.Fatalf("%d duplicate terminal records", c.dup)
 	}
+	if n := len(sim.ph.next); n != 0 {
+		t.Fatalf("%d sessions' prompt hashes kept after the run", n)
+	}
 	return c, h
 }
 

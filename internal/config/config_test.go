@@ -63,6 +63,7 @@ func TestParseErrors(t *testing.T) {
 		{"kv_tiers disk capacity", "kv_tiers: {disk: {read_gbps: 3}}\n", []string{"kv_tiers.disk.capacity_gb", "required"}},
 		{"kv_tiers host fraction", "kv_tiers: {host: {memory_fraction: 2}}\n", []string{"kv_tiers.host.memory_fraction", "(0, 1]"}},
 		{"kv_tiers latency", "kv_tiers: {host: {latency_us: -1}}\n", []string{"kv_tiers.host.latency_us", ">= 0"}},
+		{"kv_tiers write buffer", "kv_tiers: {write_buffer_mb: -5}\n", []string{"s.yaml:1:", "kv_tiers.write_buffer_mb", ">= 0 MB"}},
 		{"kv_tiers without prefix caching", "engine: {enable_prefix_caching: false}\nkv_tiers: {}\n", []string{"kv_tiers", "enable_prefix_caching"}},
 		{"bad format scaling", "predictor: {format_scaling: yes-please}\n", []string{"predictor.format_scaling", "roofline-ratio"}},
 	}

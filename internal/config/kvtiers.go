@@ -19,6 +19,11 @@ type KVTiers struct {
 	// PCIeLatencyUs is the fixed cost of one host<->device copy, us
 	// (default 10).
 	PCIeLatencyUs *float64 `yaml:"pcie_latency_us" json:"pcie_latency_us"`
+	// WriteBufferMB bounds the bytes of stores to a node's host tier in
+	// flight at once, MB (the pinned staging buffer the copies go
+	// through); chunks beyond it are dropped and counted. Default 0:
+	// unbounded.
+	WriteBufferMB float64 `yaml:"write_buffer_mb,omitempty" json:"write_buffer_mb,omitempty"`
 	// Host is the node's host-DRAM tier (always present).
 	Host TierSpec `yaml:"host" json:"host"`
 	// Disk is the node's local-disk tier (absent: none).
@@ -121,6 +126,9 @@ func (t *KVTiers) validate(s *Scenario, bad func(field, format string, args ...a
 	}
 	if t.PCIeGBps < 0 || t.PCIeGBps > maxPlausibleTierGBps {
 		bad(p+".pcie_gbps", "must be in (0, %d] GB/s, or 0 for the catalog's node host_bw_gbps (got %g)", maxPlausibleTierGBps, t.PCIeGBps)
+	}
+	if t.WriteBufferMB < 0 || t.WriteBufferMB > maxPlausibleTierCapacity*1000 {
+		bad(p+".write_buffer_mb", "must be >= 0 MB (0: unbounded), at most %g (got %g)", maxPlausibleTierCapacity*1000, t.WriteBufferMB)
 	}
 	if t.PCIeLatencyUs != nil && *t.PCIeLatencyUs < 0 {
 		bad(p+".pcie_latency_us", "must be >= 0 (got %g)", *t.PCIeLatencyUs)

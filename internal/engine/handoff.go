@@ -254,24 +254,8 @@ func (e *Engine) PrefixHitTokens(r *workload.Request) int {
 	if !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens {
 		return 0
 	}
-	bs := e.cfg.BlockSize
-	maxBlocks := (r.InputTokens - 1) / bs
-	e.probe = e.probe[:0]
-	parent := uint64(0)
-	for i := 0; i < maxBlocks; i++ {
-		h := kv.Block(hashParent(parent, i), r.InputIDs[i*bs:(i+1)*bs])
-		e.probe = append(e.probe, h)
-		parent = h
-	}
-	return e.pool.Match(e.probe) * bs
-}
-
-// hashParent is the parent hash of block i given the previous block's hash.
-func hashParent(prev uint64, i int) uint64 {
-	if i == 0 {
-		return kv.Seed
-	}
-	return prev
+	e.probe = PromptHashes(e.probe[:0], r.InputIDs, (r.InputTokens-1)/e.cfg.BlockSize, e.cfg.BlockSize)
+	return e.PrefixHit(r, e.probe)
 }
 
 // HandoffUnfit returns why a request handed off to this decode instance

@@ -1,6 +1,11 @@
 package engine
 
-import "github.com/servesim/servesim/internal/kv"
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/kv"
+	"github.com/servesim/servesim/internal/workload"
+)
 
 // Prefix caching: the chained block hashes of a request's tokens and the
 // offering of its newly full blocks to the pool's prefix cache.
@@ -117,4 +122,51 @@ func (e *Engine) tokens(s *seq, lo, hi int) ([]int32, bool) {
 		}
 	}
 	return buf, true
+}
+
+// PromptHashes extends hashes, the chained block hashes of the first
+// len(hashes) full blocks of ids, to the first n full blocks (as the
+// engine computes them for a request whose token ids are ids). Callers
+// that route one request to several candidates, or whose request's prompt
+// extends an earlier one's, hash each block once with it and pass the
+// result to PrefixHit, TieredPrefixHit and SeedHashes.
+func PromptHashes(hashes []uint64, ids []int32, n, blockSize int) []uint64 {
+	for i := len(hashes); i < n; i++ {
+		parent := kv.Seed
+		if i > 0 {
+			parent = hashes[i-1]
+		}
+		hashes = append(hashes, kv.Block(parent, ids[i*blockSize:(i+1)*blockSize]))
+	}
+	return hashes
+}
+
+// PrefixHit is PrefixHitTokens for a request whose prompt block hashes the
+// caller computed (PromptHashes over at least its first
+// (InputTokens-1)/BlockSize blocks; more are ignored).
+func (e *Engine) PrefixHit(r *workload.Request, hashes []uint64) int {
+	if !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens {
+		return 0
+	}
+	n := (r.InputTokens - 1) / e.cfg.BlockSize
+	if len(hashes) < n {
+		e.fail(fmt.Errorf("request %d: %d prompt block hashes given, %d needed", r.ID, len(hashes), n))
+		return 0
+	}
+	return e.pool.Match(hashes[:n]) * e.cfg.BlockSize
+}
+
+// SeedHashes gives the request in slot, just added, the chained hashes of
+// its first prompt blocks (PromptHashes over its prompt ids), so that the
+// engine does not hash them again. Hashes beyond its prompt's full blocks
+// are ignored; it does nothing when prefix caching is off, the request has
+// no token ids or has already hashed blocks.
+func (e *Engine) SeedHashes(slot int32, hashes []uint64) {
+	s := &e.slots[slot]
+	if !e.cfg.PrefixCaching || len(s.hashes) > 0 || s.sharedDone || len(s.inputIDs) < int(s.prompt) {
+		return
+	}
+	n := min(len(hashes), int(s.prompt)/e.cfg.BlockSize)
+	s.hashes = append(s.hashes, hashes[:n]...)
+	s.shared = int32(n)
 }

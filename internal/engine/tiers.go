@@ -31,12 +31,26 @@ type Tiers interface {
 // a lower tier holds beyond them, weighted by what loading them saves
 // over recomputing them (Tiers.Weight). It changes nothing.
 func (e *Engine) TieredPrefixTokens(r *workload.Request) float64 {
-	gpu := e.PrefixHitTokens(r)
-	if e.tiers == nil || !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens || len(e.probe) == 0 {
-		return float64(gpu) // e.probe holds r's hashes only past these checks
+	if !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens {
+		return 0
+	}
+	e.probe = PromptHashes(e.probe[:0], r.InputIDs, (r.InputTokens-1)/e.cfg.BlockSize, e.cfg.BlockSize)
+	return e.TieredPrefixHit(r, e.probe)
+}
+
+// TieredPrefixHit is TieredPrefixTokens for a request whose prompt block
+// hashes the caller computed (as for PrefixHit).
+func (e *Engine) TieredPrefixHit(r *workload.Request, hashes []uint64) float64 {
+	gpu := e.PrefixHit(r, hashes)
+	if e.tiers == nil || !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens {
+		return float64(gpu)
 	}
 	bs := e.cfg.BlockSize
-	end, tier := e.tiers.Lookup(int(e.id), e.probe, gpu/bs, len(e.probe))
+	n := (r.InputTokens - 1) / bs
+	if n == 0 {
+		return float64(gpu)
+	}
+	end, tier := e.tiers.Lookup(int(e.id), hashes[:n], gpu/bs, n)
 	if end*bs <= gpu {
 		return float64(gpu)
 	}

@@ -71,9 +71,14 @@ type Config struct {
 	ChunkTokens     int   // tokens per stored chunk (a multiple of BlockSize)
 	BlockBytes      int64 // KV bytes of one block of one instance (all GPUs)
 	SaveDecodeCache bool  // store blocks of output tokens too
-	LoadPolicy      LoadPolicy
-	Nodes           []Node
-	Instances       []Instance
+	// WriteBufferBytes bounds the bytes of stores to a node's host tier in
+	// flight at once (the pinned staging buffer the copies go through);
+	// chunks that do not fit are dropped (counted in Stats.Dropped).
+	// 0: unbounded.
+	WriteBufferBytes int64
+	LoadPolicy       LoadPolicy
+	Nodes            []Node
+	Instances        []Instance
 }
 
 // Validate reports the first invalid field.
@@ -85,6 +90,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("kv_tiers.chunk_tokens must be a positive multiple of block_size %d (got %d)", c.BlockSize, c.ChunkTokens)
 	case c.BlockBytes <= 0:
 		return fmt.Errorf("KV bytes per block must be > 0 (got %d)", c.BlockBytes)
+	case c.WriteBufferBytes < 0 || (c.WriteBufferBytes > 0 && c.WriteBufferBytes < c.BlockBytes*int64(c.ChunkTokens/c.BlockSize)):
+		return fmt.Errorf("kv_tiers.write_buffer_mb: %d bytes cannot hold one %d-byte chunk; set at least the chunk's size, or 0 for unbounded",
+			c.WriteBufferBytes, c.BlockBytes*int64(c.ChunkTokens/c.BlockSize))
 	}
 	for i, n := range c.Nodes {
 		if err := n.Host.validate(fmt.Sprintf("node %d host tier", i)); err != nil {
@@ -122,6 +130,8 @@ type nodeTiers struct {
 	// write side (ingress) are separate endpoints so that they can have
 	// different bandwidths.
 	read, write [3]link.EndpointID
+	// buffered is the bytes of stores to the host tier in flight.
+	buffered int64
 }
 
 type opKind uint8
@@ -191,6 +201,7 @@ type Hierarchy struct {
 	done       []link.Completion
 	loaded     []Done
 	handoff    []int64           // bytes of handoff KV offloaded to each node's host memory, held now
+	bufDropped int64             // chunks not stored for want of write-buffer room
 	from, to   []link.EndpointID // scratch
 	err        error
 }
@@ -255,6 +266,9 @@ func (h *Hierarchy) Stats(t int) Stats {
 			s.Evicted += tr.Evictions()
 			s.Dropped += tr.Dropped()
 		}
+	}
+	if t == Host {
+		s.Dropped += h.bufDropped
 	}
 	return s
 }
@@ -409,7 +423,15 @@ func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int,
 	nt := &h.nodes[in.Node]
 	tr := nt.tiers[Host]
 	id := int32(-1)
+	room := int64(-1) // chunks the write buffer can still take; -1: unbounded
+	if h.cfg.WriteBufferBytes > 0 {
+		room = (h.cfg.WriteBufferBytes - nt.buffered) / h.chunkBytes
+	}
 	for c := c0; c < c1; c++ {
+		if room == 0 {
+			h.bufDropped++
+			continue
+		}
 		sid, ok := tr.BeginWrite(h.key(hashes, c))
 		if !ok {
 			continue
@@ -418,6 +440,9 @@ func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int,
 			id = h.newOp()
 		}
 		h.ops[id].ids = append(h.ops[id].ids, sid)
+		if room > 0 {
+			room--
+		}
 	}
 	if id < 0 {
 		return
@@ -425,6 +450,7 @@ func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int,
 	o := &h.ops[id]
 	o.kind, o.tier, o.inst, o.slot, o.node, o.start = opStore, Host, int32(inst), -1, int32(in.Node), now
 	o.bytes = int64(len(o.ids)) * h.chunkBytes
+	nt.buffered += o.bytes
 	h.stats[Host].BytesWritten += o.bytes
 	h.stats[Host].Stored += int64(len(o.ids))
 	h.from, h.to = h.from[:0], h.to[:0]
@@ -520,6 +546,9 @@ func (h *Hierarchy) Advance(now int64) []Done {
 		case opOffload:
 			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: -1, Offload: true, Tag: o.tag})
 		case opStore, opSpill:
+			if o.kind == opStore {
+				nt.buffered -= o.bytes
+			}
 			for _, sid := range o.ids {
 				if err := tr.EndWrite(sid); err != nil && h.err == nil {
 					h.err = err
@@ -582,6 +611,17 @@ func (h *Hierarchy) Check() error {
 			}
 			if err := tr.Check(); err != nil {
 				return fmt.Errorf("node %d %s tier: %w", n, TierName(t), err)
+			}
+			if t == Host {
+				var inFlight int64
+				for i := range h.ops {
+					if o := &h.ops[i]; o.live && o.kind == opStore && int(o.node) == n {
+						inFlight += o.bytes
+					}
+				}
+				if b := h.nodes[n].buffered; b != inFlight || (h.cfg.WriteBufferBytes > 0 && b > h.cfg.WriteBufferBytes) {
+					return fmt.Errorf("node %d: write buffer holds %d bytes, stores in flight %d, bound %d", n, b, inFlight, h.cfg.WriteBufferBytes)
+				}
 			}
 			writers := make(map[SlotID]int32)
 			readers := make(map[SlotID]int32)

@@ -1,6 +1,7 @@
 package kvtier
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -238,5 +239,45 @@ func TestWeight(t *testing.T) {
 	}
 	if w := h.Weight(0, GPU); w != 1 {
 		t.Errorf("gpu weight %g, want 1", w)
+	}
+}
+
+// TestWriteBuffer: with a write buffer of two 4e6-byte chunks, a store of
+// three chunks writes two and drops one; a store from another GPU of the
+// node while they are in flight is dropped; once they end (10 us + 8e6 B
+// at 1 GB/s) the buffer takes stores again. Unbounded, all are stored.
+func TestWriteBuffer(t *testing.T) {
+	for _, tt := range []struct {
+		buffer                 int64
+		stored, dropped, after int64
+	}{
+		{8e6, 2, 2, 3},
+		{0, 4, 0, 5},
+	} {
+		c := testConfig(2, 1e12)
+		c.WriteBufferBytes = tt.buffer
+		h := newH(t, c)
+		h.Store(0, seqHashes(100, 12), 0, 12, 12, 0)
+		h.Store(1, seqHashes(200, 4), 0, 4, 4, 1)
+		if s := h.Stats(Host); s.Stored != tt.stored || s.Dropped != tt.dropped {
+			t.Errorf("buffer %d: stored %d dropped %d, want %d and %d", tt.buffer, s.Stored, s.Dropped, tt.stored, tt.dropped)
+		}
+		if err := h.Check(); err != nil {
+			t.Fatal(err)
+		}
+		h.Advance(10000 + 8_000_000)
+		if err := h.Check(); err != nil {
+			t.Fatal(err)
+		}
+		h.Store(1, seqHashes(300, 4), 0, 4, 4, 10000+8_000_000)
+		if s := h.Stats(Host); s.Stored != tt.after {
+			t.Errorf("buffer %d: %d chunks stored after the first stores ended, want %d", tt.buffer, s.Stored, tt.after)
+		}
+		drain(t, h)
+	}
+	c := testConfig(1, 1e12)
+	c.WriteBufferBytes = 3e6
+	if _, err := New(c); err == nil || !strings.Contains(err.Error(), "kv_tiers.write_buffer_mb") {
+		t.Errorf("a buffer smaller than a chunk: error %v", err)
 	}
 }
