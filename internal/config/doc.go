@@ -5,5 +5,12 @@
 // optional; a field the file sets is taken as written and validated, never
 // silently replaced. Turning a validated scenario into a runnable
 // simulation is package assemble's job; config imports nothing of the
-// simulator but the workload schema.
+// simulator but the workload schema.//
+// Files: scenario.go holds the top-level Scenario and its small sections
+// (limits, SLO, workload); engine.go the engine and predictor sections
+// with speculative decoding; group.go instance groups, MoE and
+// parallelism; handoff.go the P/D handoff and links; kvtiers.go the KV
+// tiers; defaults.go the defaults; validate.go Validate; bounds.go the
+// fixed numeric bounds; load.go strict loading, with intfields.go's schema
+// walk, yamlerr.go and fileerr.go for its errors.
 package config

@@ -57,5 +57,14 @@
 // batches are in flight, as in vLLM's batch queue: Step.Free is when the
 // first stage can take the next batch, and batches are applied by id.
 // Requests in a batch in flight are skipped when forming the next one and
-// are never preemption victims.
+// are never preemption victims.//
+// Files: engine.go holds the Engine, its constructor and accessors;
+// slot.go the per-request slot (seq) and its states; admit.go admission
+// (Add, AddRecord, Unfit) and record access; step.go the stepping API
+// (Begin, Form, Launch) with its Step and result types and pipeline
+// timing; form.go batch formation (running requests, then waiting ones);
+// preempt.go preemption; finish.go applying a finished batch; lane.go the
+// decode lane; prefix.go prefix-cache matching and commits; tiers.go
+// offloaded KV loads; handoff.go the P/D handoff; spec.go speculative
+// decoding; invariants.go the checks.
 package engine

@@ -1,0 +1,158 @@
+package config
+
+// Group is a set of identical instances.
+type Group struct {
+	// Name labels the group. Default "g<index>".
+	Name string `yaml:"name" json:"name"`
+	// Count is the number of instances. Default 1.
+	Count *int `yaml:"count" json:"count"`
+	// Role is mixed (default: prompts and outputs), prefill (prompts only;
+	// the KV is handed to a decode instance) or decode.
+	Role string `yaml:"role" json:"role"`
+	// Hardware overrides the scenario's accelerator.
+	Hardware string `yaml:"hardware" json:"hardware"`
+	// TP is the tensor-parallel degree. Default 1.
+	TP *int `yaml:"tp" json:"tp"`
+	// PP is the pipeline-parallel degree: the layers split into PP stages
+	// of TP GPUs each, up to PP batches in flight. Default 1.
+	PP *int `yaml:"pp" json:"pp"`
+	// DP is the number of data-parallel attention ranks of each instance
+	// (vLLM's data_parallel_size): each rank is an engine of its own
+	// (scheduler, waiting queue, KV cache; max_num_seqs and
+	// max_num_batched_tokens apply per rank) on tp x pp GPUs, and the
+	// ranks of an MoE model step in lockstep (docs/moe.md). Default 1.
+	DP *int `yaml:"dp,omitempty" json:"dp,omitempty"`
+	// EP is the expert-parallel degree: 1 (default) or dp x tp, which
+	// shards the routed experts over the dp x tp ranks as vLLM's
+	// enable_expert_parallel does. MoE models only.
+	EP *int `yaml:"ep,omitempty" json:"ep,omitempty"`
+	// DPBalance chooses how an instance's requests reach its data-parallel
+	// ranks: vllm (default; vLLM's DP load balancer, lowest 4 x waiting +
+	// running from counts published every 100 ms plus local increments)
+	// or router (the scenario's router addresses the ranks directly).
+	DPBalance string `yaml:"dp_balance,omitempty" json:"dp_balance,omitempty"`
+	// NodeGPUs overrides the GPUs per node of the accelerator's catalog
+	// node description. The GPUs of one data-parallel instance must sit
+	// on one node (its expert-parallel collectives use the intra-node
+	// link). Default: the catalog's.
+	NodeGPUs int `yaml:"node_gpus,omitempty" json:"node_gpus,omitempty"`
+	// MemoryGB overrides the accelerator's memory size (GB = 1e9 bytes).
+	MemoryGB float64 `yaml:"memory_gb" json:"memory_gb"`
+	// Engine overrides engine settings for this group (non-zero fields).
+	Engine *Engine `yaml:"engine" json:"engine"`
+}
+
+// MoE configures the expert loads of an expert-parallel group.
+type MoE struct {
+	// Routing is the distribution of routed tokens over the experts:
+	// uniform (default), zipf (expert popularity 1/rank^skew, the ranking
+	// shuffled per layer with the scenario's seed) or histogram (measured
+	// per-expert counts from Histogram).
+	Routing string `yaml:"routing" json:"routing"`
+	// Skew is the Zipf exponent (routing zipf), >= 0.
+	Skew float64 `yaml:"skew" json:"skew"`
+	// Histogram is a CSV file of measured routed-token counts (routing
+	// histogram): header "expert,count", one row per expert, or
+	// "layer,expert,count" with rows for every MoE layer (relative to the
+	// scenario file).
+	Histogram string `yaml:"histogram,omitempty" json:"histogram,omitempty"`
+}
+
+// Merged returns the group's effective engine settings.
+func (g *Group) Merged(base Engine) Engine {
+	if g.Engine == nil {
+		return base
+	}
+	o := *g.Engine
+	m := base
+	setInt := func(dst *int, v int) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	setInt(&m.MaxNumSeqs, o.MaxNumSeqs)
+	setInt(&m.MaxNumBatchedTokens, o.MaxNumBatchedTokens)
+	setInt(&m.BlockSize, o.BlockSize)
+	setInt(&m.LongPrefillTokenThreshold, o.LongPrefillTokenThreshold)
+	setInt(&m.NumGPUBlocks, o.NumGPUBlocks)
+	setInt(&m.MaxModelLen, o.MaxModelLen)
+	if o.GPUMemoryUtilization != 0 {
+		m.GPUMemoryUtilization = o.GPUMemoryUtilization
+	}
+	if o.ChunkedPrefill != nil {
+		m.ChunkedPrefill = o.ChunkedPrefill
+	}
+	if o.PrefixCaching != nil {
+		m.PrefixCaching = o.PrefixCaching
+	}
+	if o.AsyncScheduling != nil {
+		m.AsyncScheduling = o.AsyncScheduling
+	}
+	if o.EnforceEager != nil {
+		m.EnforceEager = o.EnforceEager
+	}
+	if o.CUDAGraphMode != "" {
+		m.CUDAGraphMode = o.CUDAGraphMode
+	}
+	if o.CUDAGraphCaptureSizes != nil {
+		m.CUDAGraphCaptureSizes = o.CUDAGraphCaptureSizes
+	}
+	if o.DisableCustomAllReduce != nil {
+		m.DisableCustomAllReduce = o.DisableCustomAllReduce
+	}
+	if o.Speculative != nil {
+		m.Speculative = o.Speculative
+	}
+	return m
+}
+
+// validateParallel checks a group's data- and expert-parallel settings.
+func (s *Scenario) validateParallel(g *Group, p string, bad func(field, format string, args ...any)) {
+	dp, ep := 1, 1
+	if g.DP != nil {
+		dp = *g.DP
+		if dp <= 0 || dp > MaxParallel {
+			bad(p+".dp", "must be in [1, %d] (got %d)", MaxParallel, dp)
+			return
+		}
+	}
+	if g.EP != nil {
+		ep = *g.EP
+	}
+	tp := 1
+	if g.TP != nil && *g.TP > 0 {
+		tp = *g.TP
+	}
+	if ep != 1 && ep != dp*tp {
+		bad(p+".ep", "must be 1 or dp x tp = %d (experts are sharded over every rank of the group, as vLLM's enable_expert_parallel does); got %d", dp*tp, ep)
+	}
+	if dp > 1 && ep == 1 {
+		bad(p+".ep", "dp %d without expert parallelism shards every expert over the dp x tp ranks, which servesim does not model; set ep: %d", dp, dp*tp)
+	}
+	if dp > 1 && g.PP != nil && *g.PP > 1 {
+		bad(p+".pp", "pipeline parallelism inside data-parallel ranks is not modelled; use pp: 1 with dp %d", dp)
+	}
+	if dp > 1 && g.Role != "mixed" {
+		bad(p+".role", "data-parallel groups serve mixed (P/D with per-phase DP/EP is not modelled yet); use role: mixed or dp: 1")
+	}
+	if g.NodeGPUs < 0 || g.NodeGPUs > 1024 {
+		bad(p+".node_gpus", "must be in [1, 1024] (got %d)", g.NodeGPUs)
+	}
+	switch g.DPBalance {
+	case "", "vllm", "router":
+	default:
+		bad(p+".dp_balance", "must be vllm or router (got %q)", g.DPBalance)
+	}
+}
+
+// Parallel returns a group's data- and expert-parallel degrees (1 when unset).
+func (g *Group) Parallel() (dp, ep int) {
+	dp, ep = 1, 1
+	if g.DP != nil {
+		dp = *g.DP
+	}
+	if g.EP != nil {
+		ep = *g.EP
+	}
+	return dp, ep
+}

@@ -1,0 +1,149 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Validate checks a defaulted scenario and returns every problem, each
+// naming its field.
+func (s *Scenario) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if s.Dtype != "bf16" && s.Dtype != "fp16" {
+		bad("dtype", "must be bf16 or fp16 (got %q)", s.Dtype)
+	} else if _, err := s.Format(); err != nil {
+		errs = append(errs, err)
+	}
+	switch s.Predictor.FormatScaling {
+	case "", FormatScalingRooflineRatio:
+	default:
+		bad("predictor.format_scaling", "must be empty (refuse formats the profile was not measured with) or %s (got %q)", FormatScalingRooflineRatio, s.Predictor.FormatScaling)
+	}
+	if s.Predictor.Kind != "profile" && s.Predictor.Kind != "roofline" {
+		bad("predictor.kind", "must be profile or roofline (got %q)", s.Predictor.Kind)
+	}
+	s.Engine.validate("engine", bad)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"block_size", s.Engine.BlockSize}} {
+		if f.v == 0 {
+			bad("engine."+f.name, "must be > 0 (got 0)")
+		}
+	}
+	if s.Engine.GPUMemoryUtilization == 0 {
+		bad("engine.gpu_memory_utilization", "must be in (0, 1] (got 0)")
+	}
+	if s.Seed == 0 {
+		bad("seed", "must be > 0 (got 0)")
+	}
+	if len(s.Instances) == 0 {
+		bad("instances", "at least one instance group is required")
+	}
+	for i := range s.Instances {
+		g := &s.Instances[i]
+		p := fmt.Sprintf("instances[%d]", i)
+		if *g.Count <= 0 {
+			bad(p+".count", "must be > 0 (got %d)", *g.Count)
+		}
+		switch g.Role {
+		case "mixed", "prefill", "decode":
+		default:
+			bad(p+".role", "must be mixed, prefill or decode (got %q)", g.Role)
+		}
+		if *g.TP <= 0 {
+			bad(p+".tp", "must be > 0 (got %d)", *g.TP)
+		}
+		if g.PP != nil && *g.PP <= 0 {
+			bad(p+".pp", "must be > 0 (got %d)", *g.PP)
+		}
+		s.validateParallel(g, p, bad)
+		if g.Engine != nil {
+			g.Engine.validate(p+".engine", bad)
+		}
+	}
+	switch s.Router {
+	case "round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two":
+	default:
+		bad("router", "must be round-robin, random, least-loaded, least-kv, prefix-affinity, kv-aware or power-of-two (got %q)", s.Router)
+	}
+	s.validateHandoff(bad)
+	s.validateBounds(bad)
+	if t := s.KVTiers; t != nil {
+		t.validate(s, bad)
+	}
+	if m := s.MoE; m != nil {
+		switch m.Routing {
+		case "", "uniform", "zipf":
+		case "histogram":
+			if m.Histogram == "" {
+				bad("moe.histogram", "routing histogram needs a CSV file of per-expert counts (expert,count)")
+			}
+		default:
+			bad("moe.routing", "must be uniform, zipf or histogram (got %q)", m.Routing)
+		}
+		if !(m.Skew >= 0 && m.Skew <= 10) {
+			bad("moe.skew", "must be in [0, 10] (got %g)", m.Skew)
+		}
+	}
+
+	for i, t := range s.SLO.Percentiles {
+		p := fmt.Sprintf("slo.percentiles[%d]", i)
+		switch t.Metric {
+		case "ttft", "tpot", "itl", "e2e":
+		default:
+			bad(p+".metric", "must be ttft, tpot, itl or e2e (got %q)", t.Metric)
+		}
+		switch t.Percentile {
+		case 50, 90, 95, 99:
+		default:
+			bad(p+".percentile", "must be 50, 90, 95 or 99 (got %d)", t.Percentile)
+		}
+	}
+	w := &s.Workload
+	switch n := countSet(w.Trace != "", w.Synthetic != nil, w.Chat != nil, w.SharedPrefix != nil); {
+	case n == 0:
+		bad("workload", "set a trace, or one of synthetic, chat and shared_prefix")
+	case n > 1:
+		bad("workload", "set only one of trace, synthetic, chat and shared_prefix")
+	}
+	if w.Format != "jsonl" && w.Format != "vllm-requests" {
+		bad("workload.format", "must be jsonl or vllm-requests (got %q)", w.Format)
+	}
+	if w.Limit < 0 {
+		bad("workload.limit", "must be >= 0 (got %d)", w.Limit)
+	}
+	if w.MaxConcurrency < 0 || w.MaxConcurrency > MaxConcurrencyBound {
+		bad("workload.max_concurrency", "must be in [0, %d] (got %d; 0 means no limit)", MaxConcurrencyBound, w.MaxConcurrency)
+	}
+	if w.Chat != nil {
+		if err := w.Chat.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w.SharedPrefix != nil {
+		if err := w.SharedPrefix.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w.Synthetic != nil {
+		if err := w.Synthetic.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// countSet returns how many of the flags are true.
+func countSet(flags ...bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
+}

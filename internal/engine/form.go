@@ -1,0 +1,288 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// form builds the batch at time now from what was known at time formed and
+// returns the token budget left.
+func (e *Engine) form(now, formed int64) int32 {
+	e.sched = e.sched[:0]
+	e.batch = perf.Batch{}
+	e.preempted = 0
+	budget := int32(e.cfg.MaxNumBatchedTokens)
+	stalled := false // a running request lacks blocks until a batch in flight ends
+	if e.laneOn() {
+		e.leaveDue()
+		if !e.laneFits(budget) {
+			e.flush()
+		}
+		budget -= int32(len(e.lane)) // the members come after the explicit requests
+	}
+
+	// 1. Running requests, in admission order. Most are steady decoders:
+	// one token, room for it in their last block. They take a short path
+	// that accumulates the decode aggregates in locals (merged into the
+	// batch below; sum, minimum and maximum do not depend on the order) and
+	// skips the first-scheduled check (a running request has been
+	// scheduled before: check verifies it).
+	bs := int32(e.cfg.BlockSize)
+	spec := e.specOn()
+	var dn, dmin, dmax int
+	var dsum int64
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		slot := e.running[i]
+		s := &e.slots[slot]
+		if s.state != stRunning || s.inFlight {
+			continue // a request in a batch in flight waits for its end
+		}
+		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < int32(len(s.blocks))*bs && !spec {
+			c := int(ctx)
+			if dn == 0 || c < dmin {
+				dmin = c
+			}
+			if c > dmax {
+				dmax = c
+			}
+			dn++
+			dsum += int64(c)
+			e.sched = append(e.sched, scheduled{slot: slot, tokens: 1})
+			s.computed = ctx + 1
+			budget--
+			continue
+		}
+		n := e.chunk(s.numTokens()-s.computed, budget)
+		verify := spec && s.generated > 0 && s.computed+1 == s.numTokens()
+		if verify {
+			n = e.verifyTokens(s, budget)
+		}
+		if n <= 0 {
+			continue
+		}
+		scheduledSelf := true
+		slots := n
+		if verify {
+			// vLLM's num_lookahead_tokens: room for the K proposals the
+			// drafter writes after this step's verification.
+			slots += int32(e.cfg.Spec.K)
+		}
+		for !e.grow(s, slots) {
+			// The last running request not in flight (slot itself at
+			// worst); with batches in flight, rather than preempting
+			// itself the request waits for them to end.
+			vi := len(e.running) - 1
+			for e.slots[e.running[vi]].inFlight {
+				vi--
+			}
+			victim := e.running[vi]
+			if victim == slot && len(e.flights) > 0 {
+				scheduledSelf, stalled = false, true
+				break
+			}
+			e.running = append(e.running[:vi], e.running[vi+1:]...)
+			e.preempt(victim)
+			if victim == slot {
+				scheduledSelf = false
+				break
+			}
+		}
+		if !scheduledSelf {
+			break
+		}
+		if verify {
+			e.scheduleVerify(slot, n)
+		} else {
+			e.schedule(slot, n, now)
+		}
+		budget -= n
+	}
+	e.laneBatch()
+	if dn > 0 {
+		b := &e.batch
+		if b.NumDecode == 0 || dmin < b.DecodeKVMin {
+			b.DecodeKVMin = dmin
+		}
+		if dmax > b.DecodeKVMax {
+			b.DecodeKVMax = dmax
+		}
+		b.NumDecode += dn
+		b.DecodeKVSum += dsum
+	}
+
+	// 2. Waiting requests, only if nothing was preempted (or if preemption
+	// left the batch empty, which only happens when the head request must
+	// restart alone).
+	if (e.preempted == 0 || len(e.sched) == 0) && !stalled { // (no preemption with lane members)
+		// Transferred requests first: their slot was reserved.
+		for e.ready.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies) < e.cfg.MaxNumSeqs {
+			slot := e.ready.front()
+			s := &e.slots[slot]
+			if s.enqueued > formed {
+				break
+			}
+			e.ready.popFront()
+			e.reservedSeqs--
+			s.state = stRunning
+			e.running = append(e.running, slot)
+			s.order = e.nextOrder
+			e.nextOrder++
+			n := e.chunk(s.numTokens()-s.computed, budget)
+			e.schedule(slot, n, now)
+			budget -= n
+		}
+		for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
+			slot := e.waiting.front()
+			s := &e.slots[slot]
+			if s.enqueued > formed {
+				break // not yet visible when this batch was formed
+			}
+			hit := e.admit(slot, s, budget, now)
+			if hit == loadStarted {
+				// Its prefix is being loaded from a lower tier; it comes
+				// back to the front of the queue when the load ends.
+				e.waiting.popFront()
+				e.waitingTokens -= int64(s.numTokens())
+				continue
+			}
+			if hit < 0 {
+				break
+			}
+			e.waiting.popFront()
+			e.waitingTokens -= int64(s.numTokens())
+			s.state = stRunning
+			e.running = append(e.running, slot)
+			s.order = e.nextOrder
+			e.nextOrder++
+			// admit allocated the blocks of its chunk, or (a loaded
+			// prefix, memory short) kept it to the blocks it holds.
+			n := min(e.chunk(s.numTokens()-s.computed, budget), e.room(s))
+			e.schedule(slot, n, now)
+			budget -= n
+		}
+	}
+
+	return budget
+}
+
+// releaseZombies frees the slots and blocks of requests that finished in
+// the previous step, once the batch formed without knowing it is out.
+func (e *Engine) releaseZombies() {
+	for _, slot := range e.zombies {
+		s := &e.slots[slot]
+		switch s.state {
+		case stDone:
+			e.release(s)
+			e.freeSlot(slot)
+		case stPrefilled:
+			s.state = stPinned
+		}
+	}
+	e.zombies = e.zombies[:0]
+}
+
+// chunk caps a request's remaining tokens by the long-prefill threshold and
+// the step budget.
+func (e *Engine) chunk(remaining, budget int32) int32 {
+	n := remaining
+	if t := int32(e.cfg.LongPrefillTokenThreshold); t > 0 && n > t {
+		n = t
+	}
+	if n > budget {
+		n = budget
+	}
+	return n
+}
+
+// grow allocates the blocks s needs to hold computed+n tokens. The common
+// case, room left in the last block, costs a multiplication, no division.
+func (e *Engine) grow(s *seq, n int32) bool {
+	bs := int32(e.cfg.BlockSize)
+	room := int32(len(s.blocks)) * bs
+	if s.computed+n <= room {
+		return true
+	}
+	need := cdiv(int(s.computed+n-room), int(bs))
+	var ok bool
+	s.blocks, ok = e.pool.Allocate(s.blocks, need)
+	return ok
+}
+
+// admit tries to take a waiting request in: prefix-cache hits first, then
+// blocks for its first chunk. It returns the number of hit tokens, or -1
+// when the request cannot be admitted now (state unchanged).
+func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
+	if s.state == stLoaded {
+		return e.admitLoaded(s, budget)
+	}
+	bs := int32(e.cfg.BlockSize)
+	hitBlocks, maxBlocks := 0, 0
+	if e.cfg.PrefixCaching && s.computed == 0 {
+		maxBlocks = int((s.numTokens() - 1) / bs)
+		hitBlocks = e.match(s, maxBlocks)
+		if e.tiers != nil {
+			if end, tier := e.tiers.Lookup(int(e.id), s.hashes, hitBlocks, maxBlocks); end > hitBlocks {
+				return e.startLoad(slot, s, hitBlocks, end, tier, budget, now)
+			}
+		}
+	}
+	hitTokens := int32(hitBlocks) * bs
+	remaining := s.numTokens() - hitTokens
+	if !e.cfg.ChunkedPrefill && remaining > budget {
+		return -1
+	}
+	n := e.chunk(remaining, budget)
+	need := cdiv(int(hitTokens+n), e.cfg.BlockSize) - hitBlocks
+	evictable := 0
+	if hitBlocks > 0 {
+		evictable = e.pool.EvictableBlocks(e.hits)
+	}
+	if need+evictable > e.pool.Free() {
+		return -1
+	}
+	if e.cfg.PrefixCaching && s.computed == 0 {
+		s.blocks = e.pool.AcquireBlocks(s.blocks, e.hits, maxBlocks)
+	}
+	var ok bool
+	if s.blocks, ok = e.pool.Allocate(s.blocks, need); !ok {
+		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
+		return -1
+	}
+	s.computed = hitTokens
+	s.committed = int32(hitBlocks)
+	if s.rec.Scheduled < 0 {
+		s.rec.CachedTokens = int(hitTokens)
+	}
+	return int(hitTokens)
+}
+
+// schedule puts n tokens of slot into the batch and accounts them for the
+// latency predictor. Blocks must already be allocated.
+func (e *Engine) schedule(slot, n int32, now int64) {
+	s := &e.slots[slot]
+	e.sched = append(e.sched, scheduled{slot: slot, tokens: n})
+	if s.rec.Scheduled < 0 {
+		s.rec.Scheduled = now
+		if e.cfg.Role == Prefill {
+			e.firstSched = append(e.firstSched, s.rec.ID)
+		}
+	}
+	b := &e.batch
+	ctx := int(s.computed)
+	if n == 1 {
+		if b.NumDecode == 0 || ctx < b.DecodeKVMin {
+			b.DecodeKVMin = ctx
+		}
+		b.NumDecode++
+		b.DecodeKVSum += int64(ctx)
+		if ctx > b.DecodeKVMax {
+			b.DecodeKVMax = ctx
+		}
+	} else {
+		b.PrefillSeqs++
+		b.PrefillTokens += int(n)
+		b.PrefillKV += ctx
+	}
+	s.computed += n
+}

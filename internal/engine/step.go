@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+type scheduled struct {
+	slot   int32
+	tokens int32
+	spec   int32 // proposals verified (speculative decoding), in tokens
+}
+
+// flight is one batch in flight.
+type flight struct {
+	id         int64
+	start, end int64
+	sched      []scheduled
+	batch      perf.Batch
+	preempted  int
+	lane       int   // lane members, one decode token each, not in sched
+	draftNs    int64 // speculative proposer time within the step
+}
+
+// Step describes a batch just started: it ends at End, and the next batch
+// may start at Free (End without pipeline parallelism; the time the batch
+// has cleared the first stage with it).
+type Step struct {
+	ID         int64
+	Start, End int64
+	Free       int64
+	// FirstScheduled (prefill role only) lists the requests whose first
+	// prompt tokens are in this batch: their KV starts being produced now.
+	// It is valid until the next Begin.
+	FirstScheduled []int64
+}
+
+// StepResult is what one step did. Slices are reused by the next FinishBatch.
+type StepResult struct {
+	Start, End   int64
+	Batch        perf.Batch
+	PromptTokens int              // prompt tokens of requests that emitted their first token
+	GenTokens    int              // output tokens emitted
+	Preempted    int              // requests preempted while forming the batch
+	ITL          []Gap            // gaps between consecutive tokens emitted this step, run-length encoded
+	Finished     []metrics.Record // requests that produced their last token
+	Prefilled    []Prefilled      // prefill role: prompts computed, KV pinned
+	Spec         SpecStats        // speculative decoding's counts (zero when off)
+}
+
+// Gap is a run of Count equal inter-token gaps of NS nanoseconds. In a
+// steady decode step every request's previous token came at the previous
+// step's end, so a step's gaps are usually one run.
+type Gap struct {
+	NS    int64
+	Count int64
+}
+
+// Prefilled reports a prompt computed on a prefill instance. Its blocks stay
+// pinned until ReleasePinned(Slot).
+type Prefilled struct {
+	Slot   int32
+	Record metrics.Record
+	Blocks int
+}
+
+// Begin forms the next batch at time now and returns when it ends and when
+// the next batch may start. It returns false when there is nothing to run,
+// when as many batches as pipeline stages are in flight, or when the first
+// stage is still busy (before NextFree). It is Form then Launch for the
+// predictor's step time.
+func (e *Engine) Begin(now int64) (Step, bool) {
+	if !e.Form(now) {
+		return Step{}, false
+	}
+	d := e.pred.StepTime(&e.batch)
+	if e.specOn() {
+		e.formDraft = e.draftNs()
+		d += e.formDraft
+	}
+	return e.Launch(now, d), true
+}
+
+// Form forms the next batch at now without starting it, and reports
+// whether there is one. A formed batch must be launched (Launch) at the
+// same now before anything else touches the engine. Form and Launch let a
+// caller time several engines' batches jointly, as a data-parallel group
+// whose ranks step in lockstep does.
+func (e *Engine) Form(now int64) bool {
+	if e.Busy() || (len(e.flights) > 0 && now < e.stages[0]) {
+		return false
+	}
+	if !e.HasWork() {
+		e.releaseZombies()
+		e.justEnded = false
+		return false
+	}
+	// The moment this batch is formed: with async scheduling, a batch that
+	// starts right as a step ends was formed when that step started.
+	formed := now
+	if e.async() && e.justEnded && now == e.stepEnd {
+		formed = e.stepStart
+	}
+	e.justEnded = false
+	e.firstSched = e.firstSched[:0]
+	budget := e.form(now, formed)
+	hadZombies := len(e.zombies) > 0
+	e.releaseZombies()
+	if len(e.sched) == 0 && len(e.lane) == 0 && hadZombies && e.HasWork() {
+		// Nothing could run without knowing the last step's results (its
+		// finished requests still held their slots): the engine processes
+		// those results and forms the batch again.
+		budget = e.form(now, now)
+	}
+	e.formBudget = budget
+	return len(e.sched) > 0 || len(e.lane) > 0
+}
+
+// FormedBatch is the batch the last successful Form formed, as the
+// predictor sees it; valid until Launch.
+func (e *Engine) FormedBatch() perf.Batch { return e.batch }
+
+// Launch starts the batch formed by Form at now, lasting d nanoseconds
+// (the pipeline stages split d when pp > 1).
+func (e *Engine) Launch(now, d int64) Step {
+	budget := e.formBudget
+	e.stepStart = now
+	end, free := now+d, now+d
+	if e.pp() > 1 {
+		end, free = e.pipeline(now, d)
+	}
+	e.stepEnd = end
+	e.nextID++
+	var f flight
+	if n := len(e.spare); n > 0 {
+		f = e.spare[n-1]
+		e.spare = e.spare[:n-1]
+	}
+	f.id, f.start, f.end = e.nextID, now, end
+	// The flight takes the formed list; the next form reuses the flight's
+	// old buffer (no copy).
+	spare := f.sched[:0]
+	f.sched = e.sched
+	f.batch, f.preempted, f.lane = e.batch, e.preempted, len(e.lane)
+	f.draftNs, e.formDraft = e.formDraft, 0
+	e.flights = append(e.flights, f)
+	if e.pp() > 1 {
+		// Only pipelined batches overlap the forming of the next one.
+		for _, sc := range f.sched {
+			e.slots[sc.slot].inFlight = true
+		}
+	}
+	if e.cfg.CheckInvariants {
+		if err := e.check(budget); err != nil {
+			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
+		}
+	}
+	e.sched = spare
+	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}
+}
+
+// pipeline times a batch of step time d entering the first of N stages at
+// now: each stage takes d/N, and the batch's activations cross to the next
+// stage in PPSend time, during which the sending stage stays busy. A stage
+// takes batches in order, so a batch waits for its predecessor to leave a
+// stage. It returns the batch's end and when the first stage is free again;
+// alone, a batch takes N*(d/N) + (N-1)*send and the next may start after
+// d/N + send.
+func (e *Engine) pipeline(now, d int64) (end, free int64) {
+	n := e.pp()
+	if len(e.stages) != n {
+		e.stages = make([]int64, n)
+	}
+	stage := d / int64(n)
+	send := e.cfg.PPSend.Time(e.batch.Tokens())
+	t := now
+	for j := 0; j < n; j++ {
+		if j > 0 {
+			t += send
+		}
+		t = max(t, e.stages[j])
+		t += stage
+		e.stages[j] = t
+		if j < n-1 {
+			e.stages[j] += send
+		}
+	}
+	return t, e.stages[0]
+}
