@@ -59,34 +59,14 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			k := e.finishVerify(s, sc.spec, &r.Spec)
 			s.generated += k
 			gen += int(k)
-			if caching && s.computed >= (s.committed+1)*bs {
-				e.commitBlocks(s, end) // blocks filled by accepted tokens
-			}
-			gap := end - s.lastToken
-			if n := len(r.ITL); n > 0 && r.ITL[n-1].NS == gap {
-				r.ITL[n-1].Count++
-			} else {
-				r.ITL = append(r.ITL, Gap{NS: gap, Count: 1})
-			}
-			s.maxITL = max(s.maxITL, gap)
-			s.lastToken = end
-			if s.generated >= s.output {
-				rec := s.syncRecord()
-				rec.Generated = int(s.generated)
-				rec.Outcome = metrics.Finished
-				r.Finished = append(r.Finished, *rec)
-				s.state = stDone
-				e.zombies = append(e.zombies, sc.slot)
-			}
-			continue
 		}
 		if caching && s.computed >= (s.committed+1)*bs {
 			e.commitBlocks(s, end) // a block filled since the last commit
 		}
-		if s.computed < s.numTokens() {
+		if sc.spec == 0 && s.computed < s.numTokens() {
 			continue // partial prompt chunk: no token yet
 		}
-		if prefill && s.generated == 0 {
+		if sc.spec == 0 && prefill && s.generated == 0 {
 			// The prompt is computed: its KV stays pinned for the handoff;
 			// the token sampled here is not streamed (the decode instance
 			// produces the first output token).
@@ -97,8 +77,10 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: *s.syncRecord(), Blocks: len(s.blocks)})
 			continue
 		}
-		s.generated++
-		gen++
+		if sc.spec == 0 {
+			s.generated++
+			gen++
+		}
 		if !s.started {
 			s.started = true
 			s.rec.FirstToken = end
