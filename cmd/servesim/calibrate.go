@@ -203,7 +203,9 @@ func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) er
 		if !ok {
 			return badInput(fmt.Errorf("%s is not calibrated in %s and no calibration may be lent; give --use NAME", acc, name))
 		}
-		en, _ = file.Entry(lender)
+		if en, ok = file.Entry(lender); !ok {
+			return fmt.Errorf("calibration file %s names %s as the fallback but has no entry for it", name, lender)
+		}
 		how = fmt.Sprintf(" (%s is not calibrated: borrowed, as a run would)", acc)
 		acc = lender
 	}

@@ -30,7 +30,6 @@ func write(t *testing.T, dir, name, content string) string {
 // the file:line or the field and a fix, exit code 2, and no stack trace.
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
-	goodTrace := write(t, dir, "good.jsonl", `{"input_toks": 10, "output_toks": 5, "arrival_time_ns": 0}`+"\n")
 	badTrace := write(t, dir, "bad.jsonl", `{"input_toks": 10, "output_toks": 5, "arrival_time_ns": 0}`+"\n"+`{"input_toks": 10, "output_toks": 5, "arrival_time_ns": 1`+"\n")
 	scenario := func(name, body string) string {
 		return write(t, dir, name, body)
@@ -56,7 +55,6 @@ func TestBadInput(t *testing.T) {
 		{"measured dir missing", []string{"validate", "--measured", filepath.Join(dir, "none")}, []string{"--measured", "not a directory"}},
 		{"measured builtin unknown", []string{"validate", "--measured", "builtin:H100-none"}, []string{"--measured", "no embedded measured run", "RTXPRO6000-Llama-3.1-8B"}},
 	}
-	_ = goodTrace
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := run(t, tc.args...)

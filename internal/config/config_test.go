@@ -30,7 +30,10 @@ func TestDefaultScenarioRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: resolved scenario does not parse: %v\n%s", name, err, y)
 		}
-		y2, _ := Marshal(back)
+		y2, err := Marshal(back)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		if string(y) != string(y2) {
 			t.Fatalf("%s: round trip changed the scenario:\n%s\n---\n%s", name, y, y2)
 		}
@@ -257,14 +260,16 @@ func TestQuantizationFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if y2, _ := Marshal(back); string(y2) != string(y) {
-		t.Errorf("round trip changed the scenario:\n%s\n---\n%s", y, y2)
+	if y2, err := Marshal(back); err != nil || string(y2) != string(y) {
+		t.Errorf("round trip changed the scenario (%v):\n%s\n---\n%s", err, y, y2)
 	}
 	d, err := LoadDefault()
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, _ = Marshal(d)
+	if y, err = Marshal(d); err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range []string{"quantization", "kv_cache_dtype", "format_scaling"} {
 		if strings.Contains(string(y), k) {
 			t.Errorf("default resolved scenario mentions %s:\n%s", k, y)

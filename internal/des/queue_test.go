@@ -28,7 +28,9 @@ func TestQueueOrdersByTimeThenSeq(t *testing.T) {
 
 func TestQueueRejectsPast(t *testing.T) {
 	var q Queue
-	_ = q.Push(Event{At: 5})
+	if err := q.Push(Event{At: 5}); err != nil {
+		t.Fatal(err)
+	}
 	q.Pop()
 	if err := q.Push(Event{At: 4}); err == nil {
 		t.Fatal("pushing an event into the past must fail")

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,36 +31,44 @@ func TestScheduler(t *testing.T) {
 			case "engine":
 				cfg := Config{BlockSize: 16, ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true}
 				for _, a := range d.CmdArgs {
-					v := 0
-					if len(a.Vals) > 0 {
-						fmt.Sscan(a.Vals[0], &v)
+					num := func() int {
+						if len(a.Vals) != 1 {
+							d.Fatalf(t, "%s wants one integer", a.Key)
+						}
+						v, err := strconv.Atoi(a.Vals[0])
+						if err != nil {
+							d.Fatalf(t, "%s: %v", a.Key, err)
+						}
+						return v
 					}
 					switch a.Key {
 					case "seqs":
-						cfg.MaxNumSeqs = v
+						cfg.MaxNumSeqs = num()
 					case "budget":
-						cfg.MaxNumBatchedTokens = v
+						cfg.MaxNumBatchedTokens = num()
 					case "blocks":
-						cfg.NumBlocks = v
+						cfg.NumBlocks = num()
 					case "bs":
-						cfg.BlockSize = v
+						cfg.BlockSize = num()
 					case "lpt":
-						cfg.LongPrefillTokenThreshold = v
+						cfg.LongPrefillTokenThreshold = num()
 					case "async":
 						cfg.AsyncScheduling = true
 					case "nocache":
 						cfg.PrefixCaching = false
 					case "pp":
-						cfg.PipelineParallel = v
+						cfg.PipelineParallel = num()
 					case "send":
-						cfg.PPSend.LatencyNs = int64(v)
+						cfg.PPSend.LatencyNs = int64(num())
 					case "spec":
-						cfg.Spec.K = v
+						cfg.Spec.K = num()
 					case "accept":
 						var rates []float64
 						for _, s := range a.Vals {
-							var f float64
-							fmt.Sscan(s, &f)
+							f, err := strconv.ParseFloat(s, 64)
+							if err != nil {
+								d.Fatalf(t, "accept: %v", err)
+							}
 							rates = append(rates, f)
 						}
 						cfg.Spec.Accept = Rates(rates)

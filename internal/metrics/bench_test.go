@@ -65,15 +65,24 @@ func TestZeroAllocs(t *testing.T) {
 	sw := NewSeriesWriter(io.Discard, 1e9)
 	iv := sw.Add(0, func() Snapshot { return Snapshot{KVTotalBlocks: 1} })
 	now := int64(0)
+	var werr error // the first write error, checked after each measurement
+	keep := func(err error) {
+		if err != nil && werr == nil {
+			werr = err
+		}
+	}
 	checks := map[string]func(){
-		"csv":    func() { _ = cw.Write(&recs[1]) },
-		"jsonl":  func() { _ = jw.Write(&recs[2]) },
+		"csv":    func() { keep(cw.Write(&recs[1])) },
+		"jsonl":  func() { keep(jw.Write(&recs[2])) },
 		"add":    func() { s.Add(&recs[0]); s.Add(&recs[2]); s.AddITL(12345) },
-		"series": func() { now += 700e6; _ = sw.Advance(now); iv.AddPromptTokens(3) },
+		"series": func() { now += 700e6; keep(sw.Advance(now)); iv.AddPromptTokens(3) },
 	}
 	for name, f := range checks {
 		if n := testing.AllocsPerRun(200, f); n != 0 {
 			t.Errorf("%s: %v allocs/op, want 0", name, n)
+		}
+		if werr != nil {
+			t.Fatalf("%s: %v", name, werr)
 		}
 	}
 }

@@ -124,11 +124,15 @@ func TestJSONLWriter(t *testing.T) {
 		}
 	}
 	var m map[string]any
-	_ = json.Unmarshal([]byte(lines[2]), &m)
+	if err := json.Unmarshal([]byte(lines[2]), &m); err != nil {
+		t.Fatal(err)
+	}
 	if m["ttft_ms"] != nil || m["decode_instance"] != nil || m["reason"] != "queue too long, predicted 3s" {
 		t.Errorf("rejected record: %v", m)
 	}
-	_ = json.Unmarshal([]byte(lines[1]), &m)
+	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
+		t.Fatal(err)
+	}
 	if m["session"] != `s"1` || m["transfer_ms"] != 2.501 {
 		t.Errorf("P/D record: session %v transfer %v", m["session"], m["transfer_ms"])
 	}
@@ -166,9 +170,14 @@ func TestFormatHelpers(t *testing.T) {
 			t.Errorf("appendJSONString(%q) = %s: %v", s, b, err)
 			continue
 		}
-		want, _ := json.Marshal(s)
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var w string
-		_ = json.Unmarshal(want, &w)
+		if err := json.Unmarshal(want, &w); err != nil {
+			t.Fatal(err)
+		}
 		if got != w {
 			t.Errorf("appendJSONString(%q) decodes to %q, want %q", s, got, w)
 		}

@@ -41,7 +41,7 @@ func FindBundle(fsys fs.FS, hardware, model, dtype string, tp int) (string, erro
 	}
 	if !isDir(fsys, hardware) {
 		var hw []string
-		dirs, _ := subdirs(fsys, ".")
+		dirs := subdirs(fsys, ".")
 		for _, d := range dirs {
 			if len(modelsOn(fsys, d)) > 0 {
 				hw = append(hw, d)
@@ -57,14 +57,14 @@ func FindBundle(fsys fs.FS, hardware, model, dtype string, tp int) (string, erro
 	}
 	dtypeDir := path.Join(modelDir, dtype)
 	if !isDir(fsys, dtypeDir) {
-		dts, _ := subdirs(fsys, modelDir)
+		dts := subdirs(fsys, modelDir)
 		return "", &noProfileError{fmt.Sprintf("no %s profile of %s on %s: available dtypes: %s; %s",
 			dtype, model, hardware, list(dts), profilesHint)}
 	}
 	dir := path.Join(dtypeDir, "tp"+strconv.Itoa(tp))
 	if !isDir(fsys, dir) {
 		var tps []string
-		ents, _ := subdirs(fsys, dtypeDir)
+		ents := subdirs(fsys, dtypeDir)
 		var nums []int
 		for _, e := range ents {
 			if n, ok := parseTPDir(e); ok {
@@ -99,10 +99,12 @@ func isDir(fsys fs.FS, name string) bool {
 	return err == nil && st.IsDir()
 }
 
-func subdirs(fsys fs.FS, dir string) ([]string, error) {
+// subdirs lists dir's subfolders, leaving out hidden ones. An unreadable
+// dir has none: the lists only name the alternatives in an error message.
+func subdirs(fsys fs.FS, dir string) []string {
 	ents, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		return nil, err
+		return nil // unreadable: nothing to offer (callers only list alternatives)
 	}
 	var out []string
 	for _, e := range ents {
@@ -110,7 +112,7 @@ func subdirs(fsys fs.FS, dir string) ([]string, error) {
 			out = append(out, e.Name())
 		}
 	}
-	return out, nil
+	return out
 }
 
 // modelsOn lists "org/name" model folders under a hardware folder (a model
@@ -118,13 +120,13 @@ func subdirs(fsys fs.FS, dir string) ([]string, error) {
 // top-level folder holding a meta.yaml one level down is an org-less model).
 func modelsOn(fsys fs.FS, hardware string) []string {
 	var out []string
-	orgs, _ := subdirs(fsys, hardware)
+	orgs := subdirs(fsys, hardware)
 	for _, org := range orgs {
 		if hasBundle(fsys, path.Join(hardware, org)) {
 			out = append(out, org)
 			continue
 		}
-		names, _ := subdirs(fsys, path.Join(hardware, org))
+		names := subdirs(fsys, path.Join(hardware, org))
 		for _, n := range names {
 			if hasBundle(fsys, path.Join(hardware, org, n)) {
 				out = append(out, org+"/"+n)
@@ -136,7 +138,7 @@ func modelsOn(fsys fs.FS, hardware string) []string {
 }
 
 func hasBundle(fsys fs.FS, modelDir string) bool {
-	dts, _ := subdirs(fsys, modelDir)
+	dts := subdirs(fsys, modelDir)
 	for _, d := range dts {
 		if _, err := fs.Stat(fsys, path.Join(modelDir, d, "meta.yaml")); err == nil {
 			return true

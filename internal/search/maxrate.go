@@ -318,11 +318,19 @@ type rateScaler struct {
 func newRateScaler(base *config.Scenario, src config.Source) (*rateScaler, error) {
 	r := &rateScaler{base: base, src: src}
 	if syn := base.Workload.Synthetic; syn != nil {
-		r.path, _ = sweep.ParsePath("workload.synthetic.arrival.rate")
+		p, err := sweep.ParsePath("workload.synthetic.arrival.rate")
+		if err != nil {
+			return nil, fmt.Errorf("rate path: %w", err)
+		}
+		r.path = p
 		r.baseVal, r.baseRate = syn.Arrival.Rate, syn.Arrival.Rate
 		return r, nil
 	}
-	r.path, _ = sweep.ParsePath("workload.time_scale")
+	p, err := sweep.ParsePath("workload.time_scale")
+	if err != nil {
+		return nil, fmt.Errorf("time-scale path: %w", err)
+	}
+	r.path = p
 	r.baseVal = base.Workload.TimeScale
 	rate, err := traceRate(base, src)
 	if err != nil {

@@ -199,7 +199,9 @@ func TestNewPlanNamesTheGridLine(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "grid.yaml:3:3: engine.max_num_seqs = -1: engine.max_num_seqs: must be > 0") {
 		t.Fatalf("got %v", err)
 	}
-	g, _ = ParseGrid([]byte("instances[0].role: [prefill, decode]\n"), "grid.yaml")
+	if g, err = ParseGrid([]byte("instances[0].role: [prefill, decode]\n"), "grid.yaml"); err != nil {
+		t.Fatal(err)
+	}
 	_, err = NewPlan(base, src, g)
 	if err == nil || !strings.Contains(err.Error(), "grid.yaml:1:30: instances[0].role = decode:") {
 		t.Fatalf("got %v", err)

@@ -394,13 +394,16 @@ func findWorkload(o Options, m *meta) (io.ReadCloser, string, error) {
 		return f, o.Workload, nil
 	}
 	want := strings.ToLower(m.DatasetHash)
-	entries, _ := fs.ReadDir(assets.FS(), "workloads")
+	entries, err := fs.ReadDir(assets.FS(), "workloads")
+	if err != nil {
+		return nil, "", fmt.Errorf("embedded workloads: %w", err)
+	}
 	var names []string
 	for _, e := range entries {
 		p := "workloads/" + e.Name()
 		data, err := fs.ReadFile(assets.FS(), p)
 		if err != nil {
-			continue
+			return nil, "", fmt.Errorf("embedded workload %s: %w", e.Name(), err)
 		}
 		names = append(names, e.Name())
 		sum := sha256.Sum256(data)
