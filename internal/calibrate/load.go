@@ -3,10 +3,12 @@ package calibrate
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"strconv"
 
+	"github.com/servesim/servesim/internal/csvtable"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/perf"
@@ -124,10 +126,35 @@ func inputFor(acc hw.Accelerator, modelName, variant string, tp int, where strin
 	return Input{Model: rm, HW: rh, TP: tp}, nil
 }
 
-// readMoECSV reads a bundle's moe.csv (tokens, activated experts, µs per
-// layer on one rank); a missing file is no rows.
-func readMoECSV(fsys fs.FS, name string) ([]perf.Point, error) {
-	t, c, err := openV0Table(fsys, name, "tokens", "activated_experts", "time_us")
+// openTable opens one CSV table of fsys (csvtable: header columns by name,
+// errors at file:line).
+func openTable(fsys fs.FS, name string, required ...string) (*csvtable.Table, io.Closer, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := csvtable.New(name, f, required...)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return t, f, nil
+}
+
+// optNum parses column c of t's current row as a number >= 0; an empty
+// field is ok=false.
+func optNum(t *csvtable.Table, c string) (float64, bool, error) {
+	if t.Str(c) == "" {
+		return 0, false, nil
+	}
+	v, err := t.NonNeg(c)
+	return v, err == nil, err
+}
+
+// readOptionalPoints reads the optional table name of fsys (a missing
+// file is no rows) into points, one per row for which row returns ok.
+func readOptionalPoints(fsys fs.FS, name string, cols []string, row func(t *csvtable.Table) (p perf.Point, ok bool, err error)) ([]perf.Point, error) {
+	t, c, err := openTable(fsys, name, cols...)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -136,27 +163,39 @@ func readMoECSV(fsys fs.FS, name string) ([]perf.Point, error) {
 	}
 	defer c.Close()
 	var out []perf.Point
-	for {
-		ok, err := t.next()
+	for err := range t.Rows() {
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			return out, nil
+		p, ok, err := row(t)
+		if err != nil {
+			return nil, err
 		}
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// readMoECSV reads a bundle's moe.csv (tokens, activated experts, µs per
+// layer on one rank); a missing file is no rows.
+func readMoECSV(fsys fs.FS, name string) ([]perf.Point, error) {
+	cols := []string{"tokens", "activated_experts", "time_us"}
+	return readOptionalPoints(fsys, name, cols, func(t *csvtable.Table) (perf.Point, bool, error) {
 		var v [3]float64
-		for i, cn := range []string{"tokens", "activated_experts", "time_us"} {
-			f, ok, err := t.num(cn)
+		for i, cn := range cols {
+			f, ok, err := optNum(t, cn)
 			if err != nil {
-				return nil, err
+				return perf.Point{}, false, err
 			}
 			if !ok || f == 0 {
-				return nil, fmt.Errorf("%s:%d: %s is empty or zero", name, t.line, cn)
+				return perf.Point{}, false, t.Errorf("%s is empty or zero", cn)
 			}
 			v[i] = f
 		}
-		out = append(out, perf.Point{Category: perf.CategoryMoE, Op: perf.OpMoE, X: int(v[0]), N: int(v[1]), Ns: v[2] * 1e3})
-	}
+		return perf.Point{Category: perf.CategoryMoE, Op: perf.OpMoE, X: int(v[0]), N: int(v[1]), Ns: v[2] * 1e3}, true, nil
+	})
 }
 
 // FitTables fits one accelerator's calibration on one or more tables

@@ -1,16 +1,15 @@
 package calibrate
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"path"
 	"sort"
-	"strconv"
 
 	"github.com/goccy/go-yaml"
+	"github.com/servesim/servesim/internal/csvtable"
 )
 
 // The attention tables are measured on uniform batches (every decode request
@@ -107,28 +106,22 @@ func readSkewTable(fsys fs.FS, name string) ([]skewRow, error) {
 		return nil, err
 	}
 	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(recs) == 0 {
+	t, err := csvtable.New(name, f, "pc", "alpha", "n_samples")
+	if errors.Is(err, csvtable.ErrEmpty) {
 		return nil, nil
 	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range []string{"pc", "alpha", "n_samples"} {
-		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("%s: no %s column", name, c)
+	var out []skewRow
+	for err := range t.Rows() {
+		if err != nil {
+			return nil, err
 		}
-	}
-	out := make([]skewRow, 0, len(recs)-1)
-	for i, rec := range recs[1:] {
 		var v [3]float64
 		for j, c := range []string{"pc", "alpha", "n_samples"} {
-			if v[j], err = strconv.ParseFloat(rec[col[c]], 64); err != nil || math.IsNaN(v[j]) || math.IsInf(v[j], 0) {
-				return nil, fmt.Errorf("%s line %d: bad %s %q", name, i+2, c, rec[col[c]])
+			if v[j], err = t.Float(c); err != nil {
+				return nil, err
 			}
 		}
 		if v[2] > 0 {

@@ -1,10 +1,8 @@
 package calibrate
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"path"
@@ -12,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servesim/servesim/internal/csvtable"
 	"github.com/servesim/servesim/internal/perf"
 )
 
@@ -73,75 +72,6 @@ func ParseV0Path(p string) (V0Ref, error) {
 	return V0Ref{Hardware: parts[n-4], Model: parts[n-3] + "/" + parts[n-2], TP: tp}, nil
 }
 
-// v0Table reads one CSV of a v0 folder: header columns by name.
-type v0Table struct {
-	name string
-	r    *csv.Reader
-	col  map[string]int
-	rec  []string
-	line int
-}
-
-func openV0Table(fsys fs.FS, name string, required ...string) (*v0Table, io.Closer, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	cr := csv.NewReader(f)
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err != nil {
-		f.Close()
-		if errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("%s: empty file, want a header with columns %s", name, strings.Join(required, ","))
-		}
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
-	}
-	t := &v0Table{name: name, r: cr, col: map[string]int{}}
-	for i, h := range header {
-		t.col[strings.TrimSpace(h)] = i
-	}
-	for _, c := range required {
-		if _, ok := t.col[c]; !ok {
-			f.Close()
-			return nil, nil, fmt.Errorf("%s:1: header lacks column %s (is this a v0 profile?)", name, c)
-		}
-	}
-	return t, f, nil
-}
-
-func (t *v0Table) next() (bool, error) {
-	rec, err := t.r.Read()
-	if errors.Is(err, io.EOF) {
-		return false, nil
-	}
-	if err != nil {
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			return false, fmt.Errorf("%s:%d: %w", t.name, pe.Line, pe.Err)
-		}
-		return false, fmt.Errorf("%s: %w", t.name, err)
-	}
-	t.rec = rec
-	t.line, _ = t.r.FieldPos(0)
-	return true, nil
-}
-
-func (t *v0Table) str(c string) string { return strings.TrimSpace(t.rec[t.col[c]]) }
-
-// num parses column c; empty is reported as ok=false.
-func (t *v0Table) num(c string) (float64, bool, error) {
-	s := t.str(c)
-	if s == "" {
-		return 0, false, nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return 0, false, fmt.Errorf("%s:%d: column %s is %q, want a non-negative number", t.name, t.line, c, s)
-	}
-	return v, true, nil
-}
-
 // v0Dense maps a layers.csv op to the roofline's op and table. Ops that
 // the roofline fuses (q, k, v; gate, up; w1, w3) are summed per token
 // count; both layer norms are rows of the one layernorm op.
@@ -179,9 +109,12 @@ var fusedParts = map[string]int{perf.OpQKVProj: 3, perf.OpGateUpProj: 2, OpExper
 // a fixed order (by table, op, then coordinates).
 func ReadV0Points(fsys fs.FS, dir string) ([]perf.Point, error) {
 	name := path.Join(dir, "layers.csv")
-	t, c, err := openV0Table(fsys, name, "layer_name", "input", "latency(ns)")
+	t, c, err := openTable(fsys, name, "layer_name", "input", "latency(ns)")
 	if err != nil {
-		return nil, err
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w (is this a v0 profile?)", err)
 	}
 	defer c.Close()
 	type key struct {
@@ -191,29 +124,25 @@ func ReadV0Points(fsys fs.FS, dir string) ([]perf.Point, error) {
 	sum := map[key]float64{}
 	parts := map[key]int{}
 	cats := map[string]string{}
-	for {
-		ok, err := t.next()
+	for err := range t.Rows() {
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			break
-		}
-		layer := t.str("layer_name")
+		layer := t.Str("layer_name")
 		m, known := v0Dense[layer]
 		if !known {
-			return nil, fmt.Errorf("%s:%d: unknown layer_name %q; v0 op names are the HuggingFace module names (see docs/calibration.md)", name, t.line, layer)
+			return nil, fmt.Errorf("%s:%d: unknown layer_name %q; v0 op names are the HuggingFace module names (see docs/calibration.md)", name, t.Line(), layer)
 		}
-		x, ok1, err := t.num("input")
+		x, ok1, err := optNum(t, "input")
 		if err != nil {
 			return nil, err
 		}
-		ns, ok2, err := t.num("latency(ns)")
+		ns, ok2, err := optNum(t, "latency(ns)")
 		if err != nil {
 			return nil, err
 		}
 		if !ok1 || !ok2 || x < 1 || x != math.Trunc(x) {
-			return nil, fmt.Errorf("%s:%d: input %q and latency(ns) %q must be a positive integer and a time", name, t.line, t.str("input"), t.str("latency(ns)"))
+			return nil, fmt.Errorf("%s:%d: input %q and latency(ns) %q must be a positive integer and a time", name, t.Line(), t.Str("input"), t.Str("latency(ns)"))
 		}
 		k := key{m.op, "", int(x)}
 		if m.op == perf.OpLayernorm {
@@ -261,47 +190,32 @@ func ReadV0Points(fsys fs.FS, dir string) ([]perf.Point, error) {
 // readV0Attention reads a v0 attention sweep; a missing file is no rows.
 func readV0Attention(fsys fs.FS, name string) ([]perf.Point, error) {
 	const pre, dec = "time_stats.attn_prefill.median", "time_stats.attn_decode.median"
-	t, c, err := openV0Table(fsys, name, pre, dec, "batch_size", "prefill_chunk_size", "kv_cache_size", "is_prefill")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	var out []perf.Point
-	for {
-		ok, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	cols := []string{pre, dec, "batch_size", "prefill_chunk_size", "kv_cache_size", "is_prefill"}
+	return readOptionalPoints(fsys, name, cols, func(t *csvtable.Table) (perf.Point, bool, error) {
 		var isPrefill bool
-		switch strings.ToLower(t.str("is_prefill")) {
+		switch strings.ToLower(t.Str("is_prefill")) {
 		case "true":
 			isPrefill = true
 		case "false":
 		default:
-			return nil, fmt.Errorf("%s:%d: is_prefill is %q, want True or False", name, t.line, t.str("is_prefill"))
+			return perf.Point{}, false, t.Errorf("is_prefill is %q, want True or False", t.Str("is_prefill"))
 		}
 		col := dec
 		if isPrefill {
 			col = pre
 		}
-		ms, ok, err := t.num(col)
+		ms, ok, err := optNum(t, col)
 		if err != nil {
-			return nil, err
+			return perf.Point{}, false, err
 		}
 		if !ok || ms == 0 {
-			return nil, fmt.Errorf("%s:%d: %s is empty or zero in a row with is_prefill %s", name, t.line, col, t.str("is_prefill"))
+			return perf.Point{}, false, t.Errorf("%s is empty or zero in a row with is_prefill %s", col, t.Str("is_prefill"))
 		}
 		var v [3]int
 		for i, cn := range []string{"batch_size", "prefill_chunk_size", "kv_cache_size"} {
-			f, _, err := t.num(cn)
+			f, _, err := optNum(t, cn)
 			if err != nil {
-				return nil, err
+				return perf.Point{}, false, err
 			}
 			v[i] = int(f)
 		}
@@ -311,10 +225,6 @@ func readV0Attention(fsys fs.FS, name string) ([]perf.Point, error) {
 		} else {
 			p.Category, p.N, p.KVD = CategoryV0Decode, v[0], v[2]
 		}
-		if p.PC == 0 && p.N == 0 {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out, nil
+		return p, p.PC != 0 || p.N != 0, nil
+	})
 }

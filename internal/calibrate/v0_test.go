@@ -87,7 +87,7 @@ func TestReadV0PointsMoE(t *testing.T) {
 func TestReadV0PointsErrors(t *testing.T) {
 	for _, c := range []struct{ name, csv, want string }{
 		{"unknown op", "layer_name,input,kv_cache,tp_size,latency(ns)\nfoo,1,0,1,5\n", `layers.csv:2: unknown layer_name "foo"`},
-		{"bad time", "layer_name,input,kv_cache,tp_size,latency(ns)\nembedding,1,0,1,x\n", `layers.csv:2: column latency(ns) is "x"`},
+		{"bad time", "layer_name,input,kv_cache,tp_size,latency(ns)\nembedding,1,0,1,x\n", `layers.csv:2: column latency(ns): "x" is not a finite number`},
 		{"no header", "", "layers.csv: empty file"},
 		{"missing part", "layer_name,input,kv_cache,tp_size,latency(ns)\nq_proj,1,0,1,5\nk_proj,1,0,1,5\n", "qkv_proj at 1 tokens has 2 of its 3 parts"},
 		{"zero tokens", "layer_name,input,kv_cache,tp_size,latency(ns)\nembedding,0,0,1,5\n", "must be a positive integer"},

@@ -103,13 +103,9 @@ func readAttentionCSV(name string, r io.Reader) (*attnTable, error) {
 	type corner struct{ pc, n float64 }
 	type cell struct{ kp, kvd float64 }
 	raw := map[corner]map[cell]attnCell{}
-	for {
-		ok, err := tb.next()
+	for err := range tb.Rows() {
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			break
 		}
 		var v [4]float64
 		for i, c := range [...]string{"prefill_chunk", "kv_prefill", "n_decode", "kv_decode"} {
@@ -130,10 +126,10 @@ func readAttentionCSV(name string, r io.Reader) (*attnTable, error) {
 		}
 		c := cell{v[1], v[3]}
 		if prev, dup := raw[k][c]; dup {
-			return nil, tb.errorf("duplicate row for prefill_chunk=%g kv_prefill=%g n_decode=%g kv_decode=%g (first on line %d)",
+			return nil, tb.Errorf("duplicate row for prefill_chunk=%g kv_prefill=%g n_decode=%g kv_decode=%g (first on line %d)",
 				v[0], v[1], v[2], v[3], prev.line)
 		}
-		raw[k][c] = attnCell{t: y * usToNs, line: tb.line}
+		raw[k][c] = attnCell{t: y * usToNs, line: tb.Line()}
 	}
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("%s: no data rows", name)

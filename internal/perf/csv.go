@@ -1,113 +1,34 @@
 package perf
 
 import (
-	"encoding/csv"
-	"errors"
-	"fmt"
 	"io"
-	"math"
-	"strconv"
-	"strings"
+
+	"github.com/servesim/servesim/internal/csvtable"
 )
 
-// table reads one profile CSV with a header row. Columns are found by name,
-// so extra columns (provenance fields of newer profilers) are ignored. Every
-// error names the file and line.
-type table struct {
-	name string // file name used in messages, e.g. "…/tp1/dense.csv"
-	r    *csv.Reader
-	col  map[string]int
-	rec  []string
-	line int
-}
+// table reads one profile CSV (csvtable: columns by name, so extra
+// provenance columns of newer profilers are ignored; errors name the file
+// and line) with the profile's own field rules on top.
+type table struct{ *csvtable.Table }
 
 // newTable reads the header and checks that every required column exists.
-func newTable(name string, r io.Reader, required ...string) (*table, error) {
-	cr := csv.NewReader(r)
-	cr.TrimLeadingSpace = true
-	cr.ReuseRecord = true
-	cr.Comment = '#'
-	header, err := cr.Read()
-	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: empty file, want a header with columns %s",
-			name, strings.Join(required, ","))
-	}
-	if err != nil {
-		return nil, csvErr(name, err)
-	}
-	t := &table{name: name, r: cr, col: make(map[string]int, len(header))}
-	for i, h := range header {
-		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-		if _, dup := t.col[h]; dup {
-			return nil, fmt.Errorf("%s:1: column %q appears twice in the header", name, h)
-		}
-		t.col[h] = i
-	}
-	var missing []string
-	for _, c := range required {
-		if _, ok := t.col[c]; !ok {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("%s:1: header %q lacks column(s) %s",
-			name, strings.Join(header, ","), strings.Join(missing, ","))
-	}
-	return t, nil
-}
-
-// next advances to the next record; it returns false at the end of the file.
-func (t *table) next() (bool, error) {
-	rec, err := t.r.Read()
-	if errors.Is(err, io.EOF) {
-		return false, nil
-	}
-	if err != nil {
-		return false, csvErr(t.name, err)
-	}
-	t.rec = rec
-	t.line, _ = t.r.FieldPos(0)
-	return true, nil
-}
-
-// csvErr turns an encoding/csv error into "file:line: what".
-func csvErr(name string, err error) error {
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s:%d: %w", name, pe.Line, pe.Err)
-	}
-	return fmt.Errorf("%s: %w", name, err)
-}
-
-// str returns the named column of the current record.
-func (t *table) str(c string) string { return strings.TrimSpace(t.rec[t.col[c]]) }
-
-// errorf formats an error located at the current line.
-func (t *table) errorf(format string, args ...any) error {
-	return fmt.Errorf("%s:%d: %s", t.name, t.line, fmt.Sprintf(format, args...))
+func newTable(name string, r io.Reader, required ...string) (table, error) {
+	t, err := csvtable.New(name, r, required...)
+	return table{t}, err
 }
 
 // key parses a non-negative integer grid coordinate.
-func (t *table) key(c string) (float64, error) {
-	s := t.str(c)
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 || v > 1<<40 {
-		return 0, t.errorf("column %s: %q is not a non-negative integer", c, s)
-	}
-	return float64(v), nil
+func (t table) key(c string) (float64, error) {
+	v, err := t.Count(c)
+	return float64(v), err
 }
 
 // num parses a finite float. nonNeg additionally rejects negative values.
-func (t *table) num(c string, nonNeg bool) (float64, error) {
-	s := t.str(c)
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, t.errorf("column %s: %q is not a finite number", c, s)
+func (t table) num(c string, nonNeg bool) (float64, error) {
+	if nonNeg {
+		return t.NonNeg(c)
 	}
-	if nonNeg && v < 0 {
-		return 0, t.errorf("column %s: %q is negative", c, s)
-	}
-	return v, nil
+	return t.Float(c)
 }
 
 // MaxTimeUs bounds a profiled time (one op of one layer, or one sampler
@@ -117,13 +38,13 @@ const MaxTimeUs = 1e7
 
 // timeUs parses a profiled time in microseconds: finite, >= 0 and at most
 // MaxTimeUs.
-func (t *table) timeUs(c string) (float64, error) {
+func (t table) timeUs(c string) (float64, error) {
 	v, err := t.num(c, true)
 	if err != nil {
 		return 0, err
 	}
 	if v > MaxTimeUs {
-		return 0, t.errorf("column %s: %q exceeds %g us (10 s for one op of one layer); check the profile's units", c, t.str(c), float64(MaxTimeUs))
+		return 0, t.Errorf("column %s: %q exceeds %g us (10 s for one op of one layer); check the profile's units", c, t.Str(c), float64(MaxTimeUs))
 	}
 	return v, nil
 }
@@ -139,17 +60,13 @@ func readLayerCSV(name string, r io.Reader, axis string) (map[string]*pwl, error
 		return nil, err
 	}
 	raw := map[string][]point{}
-	for {
-		ok, err := t.next()
+	for err := range t.Rows() {
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			break
-		}
-		layer := t.str("layer")
+		layer := t.Str("layer")
 		if layer == "" {
-			return nil, t.errorf("column layer is empty")
+			return nil, t.Errorf("column layer is empty")
 		}
 		x, err := t.key(axis)
 		if err != nil {
@@ -159,7 +76,7 @@ func readLayerCSV(name string, r io.Reader, axis string) (map[string]*pwl, error
 		if err != nil {
 			return nil, err
 		}
-		raw[layer] = append(raw[layer], point{x: x, y: y * usToNs, line: t.line})
+		raw[layer] = append(raw[layer], point{x: x, y: y * usToNs, line: t.Line()})
 	}
 	out := make(map[string]*pwl, len(raw))
 	for layer, pts := range raw {

@@ -32,15 +32,11 @@ func readMoECSV(name string, r io.Reader) (*moeTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, hasEP := tb.col["ep"]
+	hasEP := tb.Has("ep")
 	raw := map[float64][]point{}
-	for {
-		ok, err := tb.next()
+	for err := range tb.Rows() {
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			break
 		}
 		if hasEP {
 			ep, err := tb.key("ep")
@@ -63,7 +59,7 @@ func readMoECSV(name string, r io.Reader) (*moeTable, error) {
 		if err != nil {
 			return nil, err
 		}
-		raw[ae] = append(raw[ae], point{x: tok, y: y * usToNs, line: tb.line})
+		raw[ae] = append(raw[ae], point{x: tok, y: y * usToNs, line: tb.Line()})
 	}
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("%s: no data rows", name)

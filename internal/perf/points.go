@@ -92,13 +92,9 @@ func readPointsCSV(name string, r io.Reader, cat string) ([]Point, error) {
 		return nil, err
 	}
 	var out []Point
-	for {
-		ok, err := t.next()
+	for err := range t.Rows() {
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			return out, nil
 		}
 		y, err := t.timeUs("time_us")
 		if err != nil {
@@ -117,9 +113,9 @@ func readPointsCSV(name string, r io.Reader, cat string) ([]Point, error) {
 			}
 			p.Op, p.PC, p.KP, p.N, p.KVD = OpAttention, int(v[0]), int(v[1]), int(v[2]), int(v[3])
 		} else {
-			p.Op = t.str("layer")
+			p.Op = t.Str("layer")
 			if p.Op == "" {
-				return nil, t.errorf("column layer is empty")
+				return nil, t.Errorf("column layer is empty")
 			}
 			x, err := t.key(cols[1])
 			if err != nil {
@@ -129,4 +125,5 @@ func readPointsCSV(name string, r io.Reader, cat string) ([]Point, error) {
 		}
 		out = append(out, p)
 	}
+	return out, nil
 }

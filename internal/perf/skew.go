@@ -178,29 +178,25 @@ func (s *skewTable) readSkewFitCSV(name string, r io.Reader) error {
 	var rows []row
 	pcSet := map[float64]bool{}
 	cols := [numSkewAxes]string{"n_label", "skew_rate_label", "kv_big_label", "kp_label"}
-	for {
-		ok, err := tb.next()
+	for err := range tb.Rows() {
 		if err != nil {
 			return err
-		}
-		if !ok {
-			break
 		}
 		var rw row
 		if rw.pc, err = tb.key("pc"); err != nil {
 			return err
 		}
 		for i, c := range cols {
-			lab := tb.str(c)
+			lab := tb.Str(c)
 			if rw.idx[i] = s.axes[i].labelIndex(lab); rw.idx[i] < 0 {
-				return tb.errorf("%s %q is not one of meta.yaml skew_fit.bucket_axes %s labels [%s]",
+				return tb.Errorf("%s %q is not one of meta.yaml skew_fit.bucket_axes %s labels [%s]",
 					c, lab, s.axes[i].name, strings.Join(s.axes[i].labels, " "))
 			}
 		}
 		if rw.a, err = tb.num("alpha", false); err != nil {
 			return err
 		}
-		rw.line = tb.line
+		rw.line = tb.Line()
 		rows = append(rows, rw)
 		pcSet[rw.pc] = true
 	}

@@ -19,16 +19,17 @@ const module = "github.com/servesim/servesim/"
 // layers ranks every package: a package may import only packages of a
 // strictly lower rank. docs/architecture.md shows the same map.
 var layers = map[string]int{
-	"internal/assets": 0, "internal/nearest": 0, "internal/des": 0, "internal/kv": 0,
-	"internal/link": 0, "internal/metrics": 0, "internal/perf": 0, "internal/workpool": 0, "internal/quant": 0,
-	"internal/hw": 1, "internal/kvtier": 1, "internal/model": 1, "internal/workload": 1, "internal/moe": 1,
-	"internal/engine": 2, "internal/calibrate": 2, "internal/config": 2, "internal/report": 2,
-	"internal/cluster":  3,
-	"internal/assemble": 4,
-	"internal/runner":   5, "internal/convert": 5,
-	"internal/validate": 6, "internal/sweep": 6, "internal/compare": 6,
-	"internal/search": 7, "internal/scenario/randgen": 7,
-	"cmd/servesim": 8,
+	"internal/csvtable": 0,
+	"internal/assets":   1, "internal/nearest": 1, "internal/des": 1, "internal/kv": 1,
+	"internal/link": 1, "internal/metrics": 1, "internal/perf": 1, "internal/workpool": 1, "internal/quant": 1,
+	"internal/hw": 2, "internal/kvtier": 2, "internal/model": 2, "internal/workload": 2, "internal/moe": 2,
+	"internal/engine": 3, "internal/calibrate": 3, "internal/config": 3, "internal/report": 3,
+	"internal/cluster":  4,
+	"internal/assemble": 5,
+	"internal/runner":   6, "internal/convert": 6,
+	"internal/validate": 7, "internal/sweep": 7, "internal/compare": 7,
+	"internal/search": 8, "internal/scenario/randgen": 8,
+	"cmd/servesim": 9,
 }
 
 // core is the simulation core: pure, single-threaded, deterministic.
