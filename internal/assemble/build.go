@@ -30,7 +30,13 @@ type Instance struct {
 	TP        int
 	PP        int
 	NumBlocks int
-	BlockSize int
+	// PredictedBlocks is the KV capacity servesim predicts from memory:
+	// NumBlocks unless engine.num_gpu_blocks pins it. Under a pinned
+	// capacity a model that does not fit by the memory model predicts 0
+	// blocks and PredictErr says why.
+	PredictedBlocks int
+	PredictErr      error
+	BlockSize       int
 	// Engine is the engine configuration every run starts from.
 	Engine engine.Config
 	// Predictor is the instance's step-latency predictor (stateless).
@@ -286,23 +292,28 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				return nil, err
 			}
 		}
-		if blocks == 0 {
-			mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, qf, eng)
-			// The proposer's weights and KV share the GPU; its KV lives
-			// in the same blocks as the target's (vLLM sizes one pool
-			// over both models' layers).
-			mem.Weights += sb.weights
-			mem.KVPerToken += sb.kvPerToken
-			if blocks, err = mem.Blocks(eng.BlockSize); err != nil {
-				shape := fmt.Sprintf("tp=%d", tp)
-				if pp > 1 {
-					shape += fmt.Sprintf(" pp=%d", pp)
-				}
-				if ep > 1 {
-					shape += fmt.Sprintf(" dp=%d ep=%d", dp, ep)
-				}
-				return nil, fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, err, fitHint(m, acc, tp, pp, bpe, qf, eng, g.MemoryGB))
+		mem := gpuMemoryEP(m, memBytes, tp, pp, ep, bpe, qf, eng)
+		// The proposer's weights and KV share the GPU; its KV lives in
+		// the same blocks as the target's (vLLM sizes one pool over both
+		// models' layers).
+		mem.Weights += sb.weights
+		mem.KVPerToken += sb.kvPerToken
+		predicted, perr := mem.Blocks(eng.BlockSize)
+		if perr != nil {
+			shape := fmt.Sprintf("tp=%d", tp)
+			if pp > 1 {
+				shape += fmt.Sprintf(" pp=%d", pp)
 			}
+			if ep > 1 {
+				shape += fmt.Sprintf(" dp=%d ep=%d", dp, ep)
+			}
+			perr = fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, perr, fitHint(m, acc, tp, pp, bpe, qf, eng, g.MemoryGB))
+		}
+		if blocks == 0 {
+			if perr != nil {
+				return nil, perr
+			}
+			blocks = predicted
 		}
 		if blocks > config.MaxBlocksPerInstance {
 			return nil, fmt.Errorf("%s: %d KV blocks per instance exceed the simulator's bound of %d; set engine.num_gpu_blocks or a larger engine.block_size", path, blocks, config.MaxBlocksPerInstance)
@@ -392,7 +403,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 					spec.ranks = append(spec.ranks, len(b.Instances))
 				}
 				b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
-					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, Node: node, NumBlocks: blocks, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
+					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, Node: node, NumBlocks: blocks, PredictedBlocks: predicted, PredictErr: perr, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
 					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: rate, pushBuf: pushBuf,
 					Speculative: sb.desc})
 			}

@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
@@ -27,6 +28,40 @@ func TestRTX4090Capacity(t *testing.T) {
 		}
 		if got := b.Instances[0].NumBlocks; got != c.want {
 			t.Errorf("max_num_seqs %d: %d blocks, want %d", c.seqs, got, c.want)
+		}
+	}
+}
+
+// A pinned capacity (engine.num_gpu_blocks) is what the engines get, and
+// the build still predicts the capacity from memory: the unpinned figure
+// (2,912 blocks on the RTX 4090 above), or 0 with the reason when the model
+// does not fit (Llama-3.1-70B on one 24 GB card).
+func TestPinnedCapacityIsPredictedToo(t *testing.T) {
+	for _, c := range []struct {
+		model     string
+		predicted int
+		err       string
+	}{{"meta-llama/Llama-3.1-8B", 2912, ""}, {"meta-llama/Llama-3.1-70B", 0, "RTX4090"}} {
+		s := config.Default()
+		s.Hardware, s.Model = "RTX4090", c.model
+		s.Predictor.Kind = "roofline"
+		s.Engine.MaxNumSeqs = 128
+		s.Engine.NumGPUBlocks = 1000
+		s.Instances = nil
+		s.FillGroups()
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := Build(s, config.Source{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := b.Instances[0]
+		if in.NumBlocks != 1000 || in.Engine.NumBlocks != 1000 || in.PredictedBlocks != c.predicted {
+			t.Errorf("%s: %d blocks (engine %d), predicted %d; want 1000 and %d", c.model, in.NumBlocks, in.Engine.NumBlocks, in.PredictedBlocks, c.predicted)
+		}
+		if (c.err == "") != (in.PredictErr == nil) || in.PredictErr != nil && !strings.Contains(in.PredictErr.Error(), c.err) {
+			t.Errorf("%s: prediction error %v, want one naming %q", c.model, in.PredictErr, c.err)
 		}
 	}
 }

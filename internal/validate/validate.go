@@ -456,16 +456,11 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 		return nil, err
 	}
 	built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
-	predicted := built.Instances[0].NumBlocks
-	if s.Engine.NumGPUBlocks > 0 {
-		// Capacity is pinned to the recorded value; predict it anyway.
-		ps := *s
-		ps.Engine.NumGPUBlocks = 0
-		pb, err := assemble.Build(&ps, cs)
-		if err != nil {
-			return nil, fmt.Errorf("predicting the KV capacity: %w", err)
-		}
-		predicted = pb.Instances[0].NumBlocks
+	// Capacity may be pinned to the recorded value; the build predicts it
+	// anyway.
+	predicted := built.Instances[0].PredictedBlocks
+	if err := built.Instances[0].PredictErr; err != nil {
+		return nil, fmt.Errorf("predicting the KV capacity: %w", err)
 	}
 
 	var simTTFT, simTPOT, simE2E []float64
