@@ -53,6 +53,12 @@ The runs are independent and use all cores; each is deterministic.`,
 				if err != nil {
 					return err
 				}
+				seen := map[string]bool{}
+				for _, v := range vs {
+					if err := warnLatency(cmd.ErrOrStderr(), seen, v.Scenario, v.Source); err != nil {
+						return err
+					}
+				}
 				return runComparison(cmd, "Variants", "variants", vs, quiet, asJSON, errorBars, reportPath)
 			}
 			names := strings.Split(f.handoff, ",")
@@ -64,6 +70,9 @@ The runs are independent and use all cores; each is deterministic.`,
 			}
 			base, src, err := f.load()
 			if err != nil {
+				return err
+			}
+			if err := warnLatency(cmd.ErrOrStderr(), nil, base, src); err != nil {
 				return err
 			}
 			vs, err := compare.Policies(base, src, names)

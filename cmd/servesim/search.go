@@ -155,6 +155,9 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 			if err != nil {
 				return err
 			}
+			if err := warnLatency(cmd.ErrOrStderr(), nil, s, src); err != nil {
+				return err
+			}
 			if !f.quiet && !f.asJSON {
 				stderr := cmd.ErrOrStderr()
 				o.OnProbe = func(p search.Probe) {
@@ -297,6 +300,9 @@ group. Splits are searched in parallel (--workers, default all cores).`,
 			}
 			s, src, o, err := f.load()
 			if err != nil {
+				return err
+			}
+			if err := warnLatency(cmd.ErrOrStderr(), nil, s, src); err != nil {
 				return err
 			}
 			pre, dec, err := search.Templates(s)

@@ -100,6 +100,9 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := warnLatency(cmd.ErrOrStderr(), nil, base, src); err != nil {
+		return err
+	}
 	grid, err := sweep.LoadGrid(f.grid)
 	if err != nil {
 		return badInput(err)

@@ -96,6 +96,7 @@ type pageView struct {
 	Subtitle string
 	Compare  bool
 	Stopped  []stopView
+	Setup    []setupView // what each run simulated (model, hardware, latency source, workload)
 	Summary  tableView   // counters (one value column per run)
 	Latency  []tableView // latency statistics: one table per run, or one comparison table
 	SLO      tableView   // empty when no run has an SLO
@@ -107,6 +108,14 @@ type pageView struct {
 }
 
 type stopView struct{ Name, Text string }
+
+// setupView is a run's description (metrics.Result.Simulated): the same
+// lines as the text summary's header, so the report names the latency
+// source and its calibration (e.g. PyTorch-derived) as the summary does.
+type setupView struct {
+	Name  string
+	Lines []string
+}
 
 type tableView struct {
 	Caption string
@@ -142,6 +151,9 @@ func build(title string, runs []Run) (*pageView, error) {
 		names[i] = r.Name
 		if r.Summary.Stopped != "" {
 			pg.Stopped = append(pg.Stopped, stopView{r.Name, r.Summary.Stopped})
+		}
+		if len(r.Summary.Simulated) > 0 {
+			pg.Setup = append(pg.Setup, setupView{r.Name, r.Summary.Simulated})
 		}
 	}
 	pg.Summary = summaryTable(runs)

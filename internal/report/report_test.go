@@ -152,6 +152,8 @@ func charts(t *testing.T, page []byte) []string {
 
 func TestWriteOneRun(t *testing.T) {
 	r := synthetic("pd-test", 5000, 4500, 100)
+	r.Summary.Simulated = []string{"Model: meta-llama/Llama-3.1-8B (bf16)",
+		"  step latency: roofline, A6000 calibrated (embedded calibration); PyTorch-derived: <eager>"}
 	page := write(t, "servesim run: pd-test", r)
 	checkHTML(t, page)
 	got := charts(t, page)
@@ -172,6 +174,8 @@ func TestWriteOneRun(t *testing.T) {
 		"rejected: admission: queue full", "failed: prompt of N tokens exceeds KV capacity (e.g. prompt of 1000 tokens exceeds KV capacity)",
 		"#2 decode", "mean of 4 consecutive samples", // 4500 samples -> width 4 (1125 points)
 		"<td>TTFT</td><td>" + fmt.Sprint(r.Summary.TTFT.Count) + "</td>",
+		// What was simulated, as the text summary's header says it.
+		"<pre class=\"setup\">Model: meta-llama/Llama-3.1-8B (bf16)\n  step latency: roofline, A6000 calibrated (embedded calibration); PyTorch-derived: &lt;eager&gt;\n</pre>",
 	} {
 		if !strings.Contains(s, w) {
 			t.Errorf("page lacks %q", w)

@@ -36,6 +36,7 @@ details{margin:12px 0;background:#fff;border:1px solid #d0d7de;border-radius:6px
 details>summary{cursor:pointer;font-weight:bold;font-size:16px;padding:4px 0}
 details .grid figure{border-color:#eaeef2}
 .note{color:#57606a;font-size:13px}
+pre.setup{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:6px 12px;margin:8px 0;white-space:pre-wrap}
 </style>
 </head>
 <body>
@@ -48,7 +49,10 @@ details .grid figure{border-color:#eaeef2}
 {{end}}
 <section id="summary">
 <h2>Summary</h2>
-<div class="tables">
+{{$compare := .Compare}}{{range .Setup}}<pre class="setup">{{if $compare}}<b>{{.Name}}</b>
+{{end}}{{range .Lines}}{{.}}
+{{end}}</pre>
+{{end}}<div class="tables">
 {{template "table" .Summary}}
 {{range .Latency}}{{template "table" .}}{{end}}
 {{if .SLO.Rows}}{{template "table" .SLO}}{{end}}{{range .Bars}}{{template "table" .}}{{end}}
@@ -65,7 +69,7 @@ details .grid figure{border-color:#eaeef2}
 </section>
 <section id="instances">
 <h2>Instances over time</h2>
-{{$compare := .Compare}}{{range .Runs}}{{if $compare}}<details{{if .Open}} open="open"{{end}}>
+{{range .Runs}}{{if $compare}}<details{{if .Open}} open="open"{{end}}>
 <summary>{{.Name}}</summary>
 <div class="tables">{{template "table" .Latency}}</div>
 {{end}}<div class="tables">

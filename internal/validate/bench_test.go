@@ -134,3 +134,35 @@ func TestReadBenchErrors(t *testing.T) {
 		t.Fatalf("request 0: %+v", r)
 	}
 }
+
+// A validation names its step-latency source as a run does: a
+// PyTorch-derived calibration is labelled, and an uncalibrated accelerator
+// borrows the RTX PRO 6000's with a warning (never silently).
+func TestValidationNamesLatencySource(t *testing.T) {
+	b := readFixture(t)
+	for _, c := range []struct{ hw, latency, warning string }{
+		{"A6000", "roofline, A6000 calibrated (embedded calibration); PyTorch-derived", ""},
+		{"H100", "roofline, borrowed calibration", "H100 is not calibrated: efficiencies borrowed from RTXPRO6000"},
+		{"", "profile RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp1", ""},
+	} {
+		s, err := config.LoadDefault()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.hw != "" {
+			s.Hardware, s.Instances, s.Predictor.Kind = c.hw, nil, "roofline"
+			s.FillGroups()
+		}
+		rep, err := RunBench(b, BenchOptions{Scenario: s, Name: "fixture", File: benchFixture})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(rep.Latency, c.latency) || !strings.Contains(rep.String(), "step latency: "+c.latency) {
+			t.Errorf("%s: latency %q, want it to start with %q", c.hw, rep.Latency, c.latency)
+		}
+		w := strings.Join(rep.Warnings, "; ")
+		if (c.warning == "") != (w == "") || !strings.Contains(w, c.warning) || c.warning != "" && !strings.Contains(rep.String(), "warning: roofline: "+c.warning) {
+			t.Errorf("%s: warnings %q, want %q", c.hw, w, c.warning)
+		}
+	}
+}

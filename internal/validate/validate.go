@@ -101,6 +101,12 @@ type Report struct {
 	// Failed counts measured requests the client recorded as failed; they
 	// are left out of both sides.
 	Failed int `json:"failed,omitempty"`
+	// Latency is where the simulated step times come from (a profile
+	// bundle, or the roofline and its calibration, labelled PyTorch-derived
+	// when it is), and Warnings the approximations a run would warn of,
+	// e.g. an accelerator borrowing another's calibration.
+	Latency  string   `json:"latency"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // meta is the part of meta.json validation reads.
@@ -491,8 +497,10 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 			mTPOT = append(mTPOT, t*1e3)
 		}
 	}
+	desc := built.Describe()
 	rep := &Report{Run: name, ClientOffsetMs: offsetMs, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
-		KVBlocks: built.Instances[0].NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted}
+		KVBlocks: built.Instances[0].NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted,
+		Latency: desc.Groups[0].Latency, Warnings: desc.Warnings}
 	for _, mm := range []struct {
 		name      string
 		meas, sim []float64
@@ -524,6 +532,12 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Validation of %s (%s on %s, %d requests)\n", r.Run, r.Model, r.Hardware, r.Requests)
+	if r.Latency != "" {
+		fmt.Fprintf(&b, "step latency: %s\n", r.Latency)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
 	if r.Band == "" {
 		fmt.Fprintf(&b, "%-6s %-5s %14s %14s %9s\n", "metric", "stat", "vLLM (ms)", "servesim (ms)", "diff %")
 		for _, row := range r.Stats {
