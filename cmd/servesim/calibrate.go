@@ -15,6 +15,7 @@ import (
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/validate"
 	"github.com/spf13/cobra"
 )
@@ -218,9 +219,52 @@ func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) er
 		fmt.Fprintf(w, " [%s]", l)
 	}
 	fmt.Fprintf(w, "\nchecked on %s (%s, %s format)\n%s", t.Source, t.Accelerator, t.Format, rep.TableString())
+	if err := printBandCoverage(w, en.Efficiency(), acc, t); err != nil {
+		return err
+	}
 	if ops {
 		fmt.Fprint(w, rep.String())
 	}
+	return nil
+}
+
+// printBandCoverage prints the coverage, on t's steps, of the 90 % step
+// band that the calibration of accelerator acc has on acc's embedded
+// bundles (tp 1), t's own bundle left out: how often a step of tables the
+// band was not taken from lies inside it, against the nominal 90 %.
+func printBandCoverage(w io.Writer, eff perf.Efficiency, acc string, t *calibrate.Tables) error {
+	metas, err := fs.Glob(assets.FS(), path.Join("profiles", acc, "*", "*", "*", "meta.yaml"))
+	if err != nil {
+		return err
+	}
+	var train []*calibrate.Tables
+	var names []string
+	for _, m := range metas {
+		dir := path.Dir(m)
+		rel := strings.TrimPrefix(dir, "profiles/")
+		if strings.Contains(t.Source+"/", rel+"/") {
+			continue // the checked bundle itself
+		}
+		sub, err := fs.Sub(assets.FS(), dir)
+		if err != nil {
+			return err
+		}
+		bt, err := calibrate.LoadTables(sub, rel, 1)
+		if err != nil {
+			return fmt.Errorf("embedded bundle %s: %w", rel, err)
+		}
+		train, names = append(train, bt), append(names, rel)
+	}
+	if len(train) == 0 {
+		fmt.Fprintf(w, "  90%% band: no other embedded %s tables to take it from\n", acc)
+		return nil
+	}
+	b, covered, steps, err := calibrate.BandCoverage(eff, train, t)
+	if err != nil {
+		return badInput(err)
+	}
+	fmt.Fprintf(w, "  90%% band on the embedded %s tables (%s): %s; this bundle's steps inside: %.1f%% of %d\n",
+		acc, strings.Join(names, ", "), b, 100*covered, steps)
 	return nil
 }
 

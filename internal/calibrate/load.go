@@ -256,24 +256,34 @@ func LeaveOneOut(ts []*Tables, opt Options) ([]LOOResult, error) {
 		if out[i].Report, err = Check(eff, ts[i]); err != nil {
 			return nil, err
 		}
-		var train []float64
-		for _, t := range rest {
-			res, err := StepResiduals(eff, t)
-			if err != nil {
-				return nil, err
-			}
-			train = append(train, res...)
-		}
-		held, err := StepResiduals(eff, ts[i])
-		if err != nil {
+		if out[i].Band, out[i].Covered, out[i].Steps, err = BandCoverage(eff, rest, ts[i]); err != nil {
 			return nil, err
 		}
-		if out[i].Band, err = NewBand(train, 0.9); err != nil {
-			return nil, err
-		}
-		out[i].Covered, out[i].Steps = out[i].Band.Inside(held), len(held)
 	}
 	return out, nil
+}
+
+// BandCoverage is the 90 % step-error band of efficiencies eff on the
+// tables train (their step residuals pooled) and the share of held's Steps
+// step residuals that lie inside it: the band's coverage on tables it was
+// not taken from, against the nominal 90 %.
+func BandCoverage(eff perf.Efficiency, train []*Tables, held *Tables) (b Band, covered float64, steps int, err error) {
+	var res []float64
+	for _, t := range train {
+		r, err := StepResiduals(eff, t)
+		if err != nil {
+			return Band{}, 0, 0, err
+		}
+		res = append(res, r...)
+	}
+	if b, err = NewBand(res, 0.9); err != nil {
+		return Band{}, 0, 0, err
+	}
+	h, err := StepResiduals(eff, held)
+	if err != nil {
+		return Band{}, 0, 0, err
+	}
+	return b, b.Inside(h), len(h), nil
 }
 
 // LOOResult is the check of one table against a fit on the others.

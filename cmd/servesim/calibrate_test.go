@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/calibrate"
+)
+
+// calibrate --check reads both table formats: a profile bundle and a v0
+// folder (labelled PyTorch-derived, with no band: no other embedded RTX
+// 3090 tables exist).
+func TestCalibrateCheckBothFormats(t *testing.T) {
+	for _, c := range []struct {
+		ref  string
+		want []string
+	}{
+		{"builtin:RTXPRO6000/meta-llama/Llama-3.1-8B/bf16", []string{
+			"calibration RTXPRO6000 of embedded calibration\n",
+			"checked on RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp1 (RTXPRO6000, bundle format)",
+			"  dense                  1368 ", "  attention             19364 ", "  per_sequence             80 ",
+			"90% band on the embedded RTXPRO6000 tables (RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16, RTXPRO6000/Qwen/Qwen3-32B/bf16)"}},
+		{"../../internal/calibrate/testdata/v0/RTX3090/meta-llama/Llama-3.1-8B/tp2", []string{
+			"calibration RTX3090 of embedded calibration [PyTorch-derived",
+			"(RTX3090, v0 format)", "  dense                    30 ", "  attention                 3 ",
+			"  90% band: no other embedded RTX3090 tables to take it from"}},
+	} {
+		code, stdout, stderr := run(t, "calibrate", "--check", c.ref)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.ref, code, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%s: output lacks %q:\n%s", c.ref, w, stdout)
+			}
+		}
+	}
+}
+
+// The band line of calibrate --check is the library's BandCoverage of the
+// calibration on the other embedded bundles of its accelerator; held out
+// on the RTX PRO 6000's own Llama-3.1-8B tables the band is near its
+// nominal 90 % (measured 88.1 %).
+func TestCalibrateCheckBandCoverage(t *testing.T) {
+	load := func(rel string) *calibrate.Tables {
+		sub, err := fs.Sub(assets.FS(), "profiles/"+rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := calibrate.LoadTables(sub, rel, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}
+	file, err := calibrate.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, _ := file.Entry("RTXPRO6000")
+	held := load("RTXPRO6000/meta-llama/Llama-3.1-8B/bf16")
+	train := []*calibrate.Tables{load("RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16"), load("RTXPRO6000/Qwen/Qwen3-32B/bf16")}
+	b, covered, steps, err := calibrate.BandCoverage(en.Efficiency(), train, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if covered < 0.8 || covered > 0.97 {
+		t.Errorf("held-out coverage %.3f, want near the nominal 0.9", covered)
+	}
+	_, stdout, _ := run(t, "calibrate", "--check", "builtin:RTXPRO6000/meta-llama/Llama-3.1-8B/bf16")
+	want := fmt.Sprintf("%s; this bundle's steps inside: %.1f%% of %d\n", b, 100*covered, steps)
+	if !strings.HasSuffix(stdout, want) {
+		t.Errorf("output does not end with %q:\n%s", want, stdout)
+	}
+}
