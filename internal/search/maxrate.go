@@ -13,7 +13,6 @@ import (
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
-	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/sweep"
 	"github.com/servesim/servesim/internal/workpool"
@@ -416,9 +415,7 @@ func (r *rateScaler) run(ctx context.Context, m float64, o Options) (Probe, erro
 		return Probe{}, fmt.Errorf("rate x%g: %w", m, err)
 	}
 	if o.StepScale != 0 && o.StepScale != 1 {
-		for i := range b.Instances {
-			b.Instances[i].Predictor = perf.Scale(b.Instances[i].Predictor, o.StepScale)
-		}
+		b = b.Scaled(o.StepScale)
 	}
 	res, err := runner.Run(b, runner.Options{SLO: o.SLO.metrics(), Interrupt: workpool.Interrupt(ctx)})
 	if errors.Is(err, cluster.ErrInterrupted) {

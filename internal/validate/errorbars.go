@@ -112,15 +112,6 @@ func calibrationFile(p string) (*calibrate.File, error) {
 // addIntervals simulates the run at both ends of the band and sets every
 // row's interval, whether the measured value lies in it, and the coverage.
 func addIntervals(rep *Report, built *assemble.Built, band calibrate.Band, newSrc func() (workload.Source, error), offsetMs float64) error {
-	orig := make([]perf.Predictor, len(built.Instances))
-	for i := range built.Instances {
-		orig[i] = built.Instances[i].Predictor
-	}
-	defer func() {
-		for i := range built.Instances {
-			built.Instances[i].Predictor = orig[i]
-		}
-	}()
 	fast, slow := band.StepScales()
 	lo := make([]float64, len(rep.Stats))
 	hi := make([]float64, len(rep.Stats))
@@ -128,17 +119,15 @@ func addIntervals(rep *Report, built *assemble.Built, band calibrate.Band, newSr
 		lo[i], hi[i] = r.Simulated, r.Simulated
 	}
 	for _, f := range []float64{fast, slow} {
-		for i := range built.Instances {
-			built.Instances[i].Predictor = perf.Scale(orig[i], f)
-		}
+		scaled := built.Scaled(f)
 		src, err := newSrc()
 		if err != nil {
 			return err
 		}
-		built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+		scaled.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
 		var ttft, tpot, e2e []float64
 		unfinished := 0
-		if _, err := runner.Run(built, runner.Options{OnRecord: func(r *metrics.Record) {
+		if _, err := runner.Run(scaled, runner.Options{OnRecord: func(r *metrics.Record) {
 			if r.Outcome != metrics.Finished {
 				unfinished++
 				return

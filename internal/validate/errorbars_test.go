@@ -14,6 +14,28 @@ func TestErrorBarsOnMeasuredRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkIntervals(t, rep)
+
+	// Off by default: no intervals, no extra runs.
+	plain, err := Run(Options{Measured: measured(t, "RTXPRO6000-Llama-3.1-8B"), Name: "run", Predictor: "roofline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Band != "" || plain.Stats[0].Lo != nil {
+		t.Error("intervals without --error-bars")
+	}
+	for i := range plain.Stats {
+		if plain.Stats[i].Simulated != rep.Stats[i].Simulated {
+			t.Errorf("error bars changed the nominal %s %s", plain.Stats[i].Metric, plain.Stats[i].Stat)
+		}
+	}
+}
+
+// checkIntervals requires every statistic of rep to lie in a non-empty
+// interval and the coverage to be the share of measured values inside
+// (checked row by row).
+func checkIntervals(t *testing.T, rep *Report) {
+	t.Helper()
 	t.Log("\n" + rep.String())
 	inside := 0
 	for _, r := range rep.Stats {
@@ -32,18 +54,20 @@ func TestErrorBarsOnMeasuredRun(t *testing.T) {
 	if want := float64(inside) / float64(len(rep.Stats)); rep.Coverage != want || rep.Band == "" {
 		t.Errorf("coverage %v (band %q), want %v", rep.Coverage, rep.Band, want)
 	}
-	// Off by default: no intervals, no extra runs.
-	plain, err := Run(Options{Measured: measured(t, "RTXPRO6000-Llama-3.1-8B"), Name: "run", Predictor: "roofline"})
+}
+
+// The data-parallel, expert-parallel Qwen3-30B-A3B run steps its ranks in
+// lockstep through its own predictor: the band scales those steps too,
+// so every interval has width (it had none when only the instances'
+// predictors were scaled), and all 15 measured values lie inside.
+func TestErrorBarsOnDPRun(t *testing.T) {
+	rep, err := Run(Options{Measured: measured(t, "RTXPRO6000-Qwen3-30B-A3B-Instruct-2507"), Name: "run", Predictor: "roofline", ErrorBars: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain.Band != "" || plain.Stats[0].Lo != nil {
-		t.Error("intervals without --error-bars")
-	}
-	for i := range plain.Stats {
-		if plain.Stats[i].Simulated != rep.Stats[i].Simulated {
-			t.Errorf("error bars changed the nominal %s %s", plain.Stats[i].Metric, plain.Stats[i].Stat)
-		}
+	checkIntervals(t, rep)
+	if rep.Coverage != 1 {
+		t.Errorf("coverage %v, measured 1 (15 of 15)", rep.Coverage)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
-	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/runner"
 )
 
@@ -198,9 +197,7 @@ func simulate(s *config.Scenario, src config.Source, f float64) (*metrics.Result
 		return nil, err
 	}
 	if f != 1 {
-		for i := range built.Instances {
-			built.Instances[i].Predictor = perf.Scale(built.Instances[i].Predictor, f)
-		}
+		built = built.Scaled(f)
 	}
 	res, err := runner.Run(built, runner.Options{})
 	if err != nil {
