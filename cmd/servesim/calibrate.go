@@ -28,6 +28,8 @@ func newCalibrateCmd() *cobra.Command {
 		tp                 int
 		noLeaveOneOut, ops bool
 		measuredRuns       []string
+		benchConfig        string
+		benchOffsetMs      float64
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --check BUNDLE [--calibration FILE]",
@@ -52,14 +54,20 @@ accelerators are kept.
 --check BUNDLE prints the median and p90 relative error per table of a
 calibration (--calibration FILE, default the embedded one) on BUNDLE's
 tables; --use NAME checks the calibration of accelerator NAME instead of
-the bundle's own (with the bundle's accelerator specs).`,
+the bundle's own (with the bundle's accelerator specs).
+
+--measured RUN fits the engine-side terms (extra host time per step and,
+for tp > 1, the collective scale) to measured runs; a vllm bench serve
+result file holds no engine settings: they come from -c SCENARIO (the
+server it was measured on; default the embedded default scenario, with the
+file's model) and its client offset from --client-offset-ms.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(measuredRuns) > 0 {
 				if check != "" || len(bundles) > 0 {
 					return usageError{fmt.Errorf("--measured fits engine-side terms only; give it without --profiles and --check")}
 				}
-				return runMeasuredFit(cmd, measuredRuns)
+				return runMeasuredFit(cmd, measuredRuns, benchConfig, benchOffsetMs)
 			}
 			if check != "" {
 				if len(bundles) > 0 {
@@ -135,6 +143,8 @@ the bundle's own (with the bundle's accelerator specs).`,
 	cmd.Flags().StringVar(&cal, "calibration", "", "with --check: calibration YAML to check (default: the embedded calibration)")
 	cmd.Flags().StringVar(&use, "use", "", "with --check: check accelerator NAME's calibration (default: the bundle's accelerator)")
 	cmd.Flags().StringArrayVar(&measuredRuns, "measured", nil, "fit the engine-side host time per step to a measured run (a run directory, builtin:NAME, or a vllm bench serve result file run against the default scenario); repeat for leave-one-out")
+	cmd.Flags().StringVarP(&benchConfig, "config", "c", "", "with --measured: scenario YAML describing the server the bench result files were measured on (default: the embedded default scenario with the file's model)")
+	cmd.Flags().Float64Var(&benchOffsetMs, "client-offset-ms", 0, "with --measured: client-side time inside each bench result's TTFT and E2E (see docs/validation.md)")
 	cmd.Flags().BoolVar(&ops, "ops", false, "with --check: also print the error of every table and op")
 	cmd.Flags().BoolVar(&noLeaveOneOut, "no-leave-one-out", false, "skip the leave-one-out fits (one extra fit per bundle)")
 	return cmd
@@ -296,7 +306,7 @@ func openBundle(b string) (fs.FS, string, error) {
 // runMeasuredFit fits the extra per-step host time (and, for tp > 1 runs,
 // the collective scale) to measured runs and prints them with the
 // leave-one-out error.
-func runMeasuredFit(cmd *cobra.Command, runs []string) error {
+func runMeasuredFit(cmd *cobra.Command, runs []string, benchConfig string, offsetMs float64) error {
 	var ms []validate.MeasuredRun
 	for _, r := range runs {
 		if st, err := os.Stat(r); err == nil && !st.IsDir() {
@@ -314,17 +324,33 @@ func runMeasuredFit(cmd *cobra.Command, runs []string) error {
 				return badInput(fmt.Errorf("--measured: %w", err))
 			}
 			name := r
-			// The default scenario's engine settings: tp 1.
-			ms = append(ms, validate.MeasuredRun{Name: name, TP: 1, Validate: func(t validate.Terms) (*validate.Report, error) {
+			// The server's engine settings: the companion scenario, else
+			// the default scenario with the result's model.
+			load := func() (*config.Scenario, config.Source, error) {
+				if benchConfig != "" {
+					return config.Load(benchConfig)
+				}
 				s, err := config.LoadDefault()
+				if err == nil && b.Model != "" {
+					s.Model = b.Model
+				}
+				return s, config.Source{}, err
+			}
+			s0, _, err := load()
+			if err != nil {
+				return badInput(err)
+			}
+			tp := 1
+			if len(s0.Instances) > 0 && s0.Instances[0].TP != nil {
+				tp = *s0.Instances[0].TP
+			}
+			ms = append(ms, validate.MeasuredRun{Name: name, TP: tp, Validate: func(t validate.Terms) (*validate.Report, error) {
+				s, src, err := load()
 				if err != nil {
 					return nil, err
 				}
-				if b.Model != "" {
-					s.Model = b.Model
-				}
 				s.Predictor.StepOverheadUs, s.Predictor.CollectiveScale = t.OverheadUs, t.CollectiveScale
-				return validate.RunBench(b, validate.BenchOptions{Scenario: s, Name: name, File: abs})
+				return validate.RunBench(b, validate.BenchOptions{Scenario: s, Source: src, Name: name, File: abs, ClientOffsetMs: offsetMs})
 			}})
 			continue
 		}

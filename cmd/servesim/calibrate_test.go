@@ -3,11 +3,15 @@ package main
 import (
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/validate"
 )
 
 // calibrate --check reads both table formats: a profile bundle and a v0
@@ -74,5 +78,55 @@ func TestCalibrateCheckBandCoverage(t *testing.T) {
 	want := fmt.Sprintf("%s; this bundle's steps inside: %.1f%% of %d\n", b, 100*covered, steps)
 	if !strings.HasSuffix(stdout, want) {
 		t.Errorf("output does not end with %q:\n%s", want, stdout)
+	}
+}
+
+// calibrate --measured on a bench result takes the server's settings from
+// -c and the client offset from --client-offset-ms: the fit is the one the
+// library makes validating the file against that scenario with that offset
+// (here a server with max_num_seqs 64, not the run's 128: the fit differs
+// from the default scenario's).
+func TestCalibrateMeasuredBenchSettings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 25 validations")
+	}
+	const fixture = "../../internal/validate/testdata/bench-serve-llama-3.1-8b.json.gz"
+	scen := write(t, t.TempDir(), "server.yaml", "engine: {max_num_seqs: 64, max_num_batched_tokens: 2048}\n")
+	code, stdout, stderr := run(t, "calibrate", "--measured", fixture, "-c", scen, "--client-offset-ms", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	f, err := os.Open(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := validate.ReadBench(f, fixture)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := validate.FitOverhead([]validate.MeasuredRun{{Name: fixture, TP: 1, Validate: func(tm validate.Terms) (*validate.Report, error) {
+		s, src, err := config.Load(scen)
+		if err != nil {
+			return nil, err
+		}
+		s.Predictor.StepOverheadUs, s.Predictor.CollectiveScale = tm.OverheadUs, tm.CollectiveScale
+		return validate.RunBench(b, validate.BenchOptions{Scenario: s, Source: src, Name: fixture, File: abs, ClientOffsetMs: 3})
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout != res.String() {
+		t.Fatalf("calibrate printed\n%s\nthe library fit is\n%s", stdout, res)
+	}
+	if _, def, _ := run(t, "calibrate", "--measured", fixture); def == stdout {
+		t.Fatalf("the fit with -c equals the default scenario's:\n%s", def)
+	}
+	if code, _, stderr := run(t, "calibrate", "--measured", fixture, "-c", "no-such.yaml"); code != 2 || !strings.Contains(stderr, "no-such.yaml") {
+		t.Fatalf("missing scenario: exit %d: %s", code, stderr)
 	}
 }
