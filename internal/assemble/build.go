@@ -327,6 +327,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			CheckInvariants:           s.CheckInvariants,
 			Spec:                      sb.cfg,
 		}
+		cfg.SwapBlocks = swapBlocks(eng, kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp)+sb.kvPerToken)
 		if pp > 1 {
 			tc := tpComm(m, acc, tp, bpe, s.Links, eng)
 			cfg.PipelineParallel = pp

@@ -70,6 +70,7 @@ type Engine struct {
 	onFail        func() // called when err is first set; see OnFail
 	tiers         Tiers  // KV tiers below the GPU; nil: none
 	loading       int    // requests in stLoading
+	swap          swapState
 	checks        int
 
 	// Speculative decoding (spec.go).

@@ -69,6 +69,11 @@ func (e *Engine) form(now, formed int64) int32 {
 			slots += int32(e.cfg.Spec.K)
 		}
 		for !e.grow(s, slots) {
+			if e.swapWait() {
+				// Swap-outs in flight will free blocks: wait for them.
+				scheduledSelf, stalled = false, true
+				break
+			}
 			// The last running request not in flight (slot itself at
 			// worst); with batches in flight, rather than preempting
 			// itself the request waits for them to end.
@@ -82,7 +87,7 @@ func (e *Engine) form(now, formed int64) int32 {
 				break
 			}
 			e.running = append(e.running[:vi], e.running[vi+1:]...)
-			e.preempt(victim)
+			e.preempt(victim, now)
 			if victim == slot {
 				scheduledSelf = false
 				break
@@ -213,8 +218,11 @@ func (e *Engine) grow(s *seq, n int32) bool {
 // blocks for its first chunk. It returns the number of hit tokens, or -1
 // when the request cannot be admitted now (state unchanged).
 func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
-	if s.state == stLoaded {
+	switch s.state {
+	case stLoaded:
 		return e.admitLoaded(s, budget)
+	case stSwapped:
+		return e.startSwapIn(slot, s, budget, now)
 	}
 	bs := int32(e.cfg.BlockSize)
 	hitBlocks, maxBlocks := 0, 0

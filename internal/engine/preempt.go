@@ -1,9 +1,16 @@
 package engine
 
 // preempt frees a running request's blocks and puts it back at the front of
-// the waiting queue; it will recompute its prompt and outputs so far.
-func (e *Engine) preempt(slot int32) {
+// the waiting queue; it will recompute its prompt and outputs so far. With
+// a swap space (Config.SwapBlocks) it swaps the request's KV out instead
+// when the space can take it (swap.go).
+func (e *Engine) preempt(slot int32, now int64) {
 	s := &e.slots[slot]
+	if e.cfg.SwapBlocks > 0 && e.swapOut(slot, s, now) {
+		s.rec.Preemptions++
+		e.preempted++
+		return
+	}
 	e.notePrivate(s)
 	e.release(s)
 	s.computed, s.committed = 0, 0

@@ -108,6 +108,11 @@ func (r Result) String() string {
 				float64(t.BytesRead)/1e9, float64(t.BytesWritten)/1e9, t.ChunksHeld, t.ChunksCapacity, t.ChunksEvicted, t.ChunksDropped)
 		}
 	}
+	if w := r.Swap; w != nil {
+		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+		fmt.Fprintf(&b, "Swap preemption (legacy, vLLM v0): %d out, %d in, %d recomputed (swap space full); %.2f GB out, %.2f GB in; mean copy %.3f ms out, %.3f ms in; peak %d of %d blocks\n",
+			w.SwapOuts, w.SwapIns, w.Fallbacks, float64(w.BytesOut)/1e9, float64(w.BytesIn)/1e9, w.OutMeanMs, w.InMeanMs, w.PeakBlocks, w.CapacityBlocks)
+	}
 	if r.Limit != "" {
 		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
 		b.WriteString("LIMIT: " + r.Limit + "\n")

@@ -1,0 +1,135 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/kvtier"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/workload"
+)
+
+// prefillCount is a collect that also sums the prompt tokens (prefill and
+// recompute) of every step.
+type prefillCount struct {
+	collect
+	prefill int64
+}
+
+func (c *prefillCount) StepDone(_ int, r *engine.StepResult) {
+	c.steps++
+	c.prefill += int64(r.Batch.PrefillTokens)
+}
+
+// swapSim runs reqs on one single-GPU instance of blocks KV blocks (16
+// tokens, 1e6 bytes each) whose preemptions swap to a space of swapBlocks
+// blocks (0: recompute), with a host tier behind PCIe of 1 GB/s and
+// 10 us; steps take 1 ms + 1 us per token.
+func swapSim(t *testing.T, blocks, swapBlocks int, reqs []workload.Request) (*prefillCount, *engine.Engine) {
+	t.Helper()
+	e, err := engine.New(0, engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, BlockSize: 16, NumBlocks: blocks,
+		ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true, SwapBlocks: swapBlocks}, linear{base: 1e6, perTok: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 1e6,
+		Nodes:     []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 1e9, ReadBW: 1e12, WriteBW: 1e12, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}},
+		Instances: []kvtier.Instance{{Node: 0, GPUs: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &prefillCount{collect: collect{recs: map[int64]metrics.Record{}}}
+	src := &sliceSrc{reqs: reqs}
+	sim, err := New([]*engine.Engine{e}, src, nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.CheckInvariants(true)
+	sim.EnableTiers(h)
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.recs) != len(reqs) || c.dup != 0 {
+		t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
+	}
+	for id, r := range c.recs {
+		if r.Outcome != metrics.Finished {
+			t.Fatalf("request %d: %s %s", id, r.Outcome, r.Reason)
+		}
+	}
+	if e.Swapping() != 0 || e.SwapUsed() != 0 {
+		t.Fatalf("after the run: %d swap copies in flight, %d swap-space blocks held", e.Swapping(), e.SwapUsed())
+	}
+	return c, e
+}
+
+// pressure is two requests whose KV (512 + 700 tokens, 76 blocks each)
+// cannot both fit in 100 blocks: the second admitted is preempted.
+func pressure() []workload.Request {
+	var reqs []workload.Request
+	for i := 0; i < 2; i++ {
+		reqs = append(reqs, workload.Request{ID: int64(i), Arrival: int64(i) * 1e6, InputTokens: 512, OutputTokens: 700})
+	}
+	return reqs
+}
+
+// TestSwapPreemptionComputesPromptsOnce: under memory pressure, recompute
+// preemption computes prompt (and output) tokens again; swap preemption
+// copies the victim's KV out and back and computes every prompt token
+// exactly once. On the idle PCIe link each copy of n blocks takes exactly
+// 10 us + n x 1e6 B / 1 GB/s.
+func TestSwapPreemptionComputesPromptsOnce(t *testing.T) {
+	rc, re := swapSim(t, 100, 0, pressure())
+	sc, se := swapSim(t, 100, 1000, pressure())
+	prompts := int64(2 * 512)
+	if rc.prefill <= prompts {
+		t.Fatalf("recompute computed %d prompt tokens for %d: no preemption, the test does not exercise swapping", rc.prefill, prompts)
+	}
+	if sc.prefill != prompts {
+		t.Errorf("swap computed %d prompt tokens, want each of the %d once", sc.prefill, prompts)
+	}
+	st := se.SwapTotals()
+	if st.Outs == 0 || st.Outs != st.Ins || st.OutsDone != st.Outs || st.InsDone != st.Ins || st.BlocksOut != st.BlocksIn || st.Fallbacks != 0 {
+		t.Fatalf("swap stats %+v", st)
+	}
+	pre := 0
+	for _, r := range sc.recs {
+		pre += r.Preemptions
+	}
+	if int64(pre) != st.Outs {
+		t.Errorf("%d preemptions recorded, %d swap-outs", pre, st.Outs)
+	}
+	// As in TestPreemptedPrefixReloadsFromHost, request 1 is preempted
+	// holding 50 blocks: one swap-out and one swap-in of 50 blocks, one
+	// copy at a time on the link, each 10 us + 50 x 1 ms.
+	if st.Outs != 1 || st.BlocksOut != 50 {
+		t.Errorf("%d swap-outs of %d blocks, want 1 of 50", st.Outs, st.BlocksOut)
+	}
+	if want := st.Outs*10000 + st.BlocksOut*1_000_000; st.OutNs != want {
+		t.Errorf("swap-outs took %d ns, want %d", st.OutNs, want)
+	}
+	if want := st.Ins*10000 + st.BlocksIn*1_000_000; st.InNs != want {
+		t.Errorf("swap-ins took %d ns, want %d", st.InNs, want)
+	}
+	if re.SwapTotals() != (engine.SwapStats{}) {
+		t.Errorf("recompute engine counted swaps: %+v", re.SwapTotals())
+	}
+	t.Logf("prompt tokens computed: recompute %d, swap %d; swap %+v", rc.prefill, sc.prefill, st)
+}
+
+// TestSwapSpaceFullFallsBackToRecompute: a swap space smaller than the
+// victim's KV cannot take it, so the victim is recomputed (counted), and
+// every request still finishes once.
+func TestSwapSpaceFullFallsBackToRecompute(t *testing.T) {
+	c, e := swapSim(t, 100, 10, pressure())
+	st := e.SwapTotals()
+	if st.Fallbacks == 0 || st.Outs != 0 || st.Ins != 0 {
+		t.Fatalf("swap stats %+v, want only fallbacks", st)
+	}
+	if c.prefill <= 2*512 {
+		t.Errorf("fallback computed %d prompt tokens: the victim was not recomputed", c.prefill)
+	}
+}
