@@ -7,6 +7,7 @@ import (
 	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/workload"
+	"pgregory.net/rapid"
 )
 
 // prefillCount is a collect that also sums the prompt tokens (prefill and
@@ -131,5 +132,135 @@ func TestSwapSpaceFullFallsBackToRecompute(t *testing.T) {
 	}
 	if c.prefill <= 2*512 {
 		t.Errorf("fallback computed %d prompt tokens: the victim was not recomputed", c.prefill)
+	}
+}
+
+// TestSwapProperty: random requests on one or two instances with small
+// KV pools, swap spaces from tiny to ample, async scheduling and pipeline
+// parallelism drawn: every request finishes exactly once, the engines'
+// and tiers' invariant checks hold throughout (swap space within its
+// capacity, a swapping-out request's GPU blocks released once, when its
+// copy ends), every swap-out is swapped back in, and without a fallback
+// to recompute no prompt token is computed twice.
+func TestSwapProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 2).Draw(rt, "instances")
+		blocks := rapid.IntRange(24, 100).Draw(rt, "blocks")
+		swapBlocks := rapid.SampledFrom([]int{1, 20, 80, 10000}).Draw(rt, "swapBlocks")
+		async := rapid.Bool().Draw(rt, "async")
+		pp := rapid.SampledFrom([]int{1, 1, 2}).Draw(rt, "pp")
+		var reqs []workload.Request
+		var prompts int64
+		at := int64(0)
+		count := rapid.IntRange(1, 14).Draw(rt, "requests")
+		for i := 0; i < count; i++ {
+			in := rapid.IntRange(1, 16*blocks/2).Draw(rt, "in")
+			out := rapid.IntRange(1, 16*blocks-in).Draw(rt, "out")
+			r := workload.Request{ID: int64(i), Arrival: at, InputTokens: in, OutputTokens: out}
+			if rapid.Bool().Draw(rt, "ids") {
+				r.InputIDs = ids(1000*(i%3), in) // some prompts share prefixes
+			}
+			reqs = append(reqs, r)
+			prompts += int64(in)
+			at += rapid.Int64Range(0, 5e6).Draw(rt, "gap")
+		}
+		var engines []*engine.Engine
+		cfg := kvtier.Config{BlockSize: 16, ChunkTokens: 64, BlockBytes: 1e5,
+			Nodes: []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 2e7, ReadBW: 1e10, WriteBW: 1e10, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}}}
+		for i := 0; i < n; i++ {
+			e, err := engine.New(i, engine.Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: blocks,
+				ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: async, PipelineParallel: pp, CheckInvariants: true, SwapBlocks: swapBlocks},
+				linear{base: 1e6, perTok: 1000})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			engines = append(engines, e)
+			cfg.Instances = append(cfg.Instances, kvtier.Instance{Node: 0, GPUs: 1})
+		}
+		h, err := kvtier.New(cfg)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		c := &prefillCount{collect: collect{recs: map[int64]metrics.Record{}}}
+		sim, err := New(engines, &sliceSrc{reqs: reqs}, nil, c)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		sim.CheckInvariants(true)
+		sim.EnableTiers(h)
+		if _, err := sim.Run(); err != nil {
+			rt.Fatal(err)
+		}
+		if err := h.Check(); err != nil {
+			rt.Fatal(err)
+		}
+		if len(c.recs) != len(reqs) || c.dup != 0 {
+			rt.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
+		}
+		for id, r := range c.recs {
+			if r.Outcome != metrics.Finished {
+				rt.Fatalf("request %d: %s %s", id, r.Outcome, r.Reason)
+			}
+		}
+		var fallbacks int64
+		for _, e := range engines {
+			st := e.SwapTotals()
+			if st.Outs != st.Ins || st.OutsDone != st.Outs || st.InsDone != st.Ins || st.BlocksOut != st.BlocksIn || e.Swapping() != 0 || e.SwapUsed() != 0 {
+				rt.Fatalf("instance %v: swap stats %+v at the end, %d copying, %d blocks held", e.Config().Role, st, e.Swapping(), e.SwapUsed())
+			}
+			if st.PeakUsedBlocks > swapBlocks {
+				rt.Fatalf("swap space peaked at %d blocks of %d", st.PeakUsedBlocks, swapBlocks)
+			}
+			fallbacks += st.Fallbacks
+		}
+		if fallbacks == 0 && c.prefill > prompts {
+			rt.Fatalf("no fallback to recompute, yet %d prompt tokens computed for prompts of %d", c.prefill, prompts)
+		}
+	})
+}
+
+// TestPreemptedWaitsBehindLoaded is a run TestSwapProperty found stalled
+// (recompute preemption, no swap): request 4's prefix was loaded from
+// host and it waited at the front of the queue holding 15 of 25 blocks;
+// a preempted request was put in front of it and waited for blocks it
+// held. Preempted requests now queue behind loaded ones.
+func TestPreemptedWaitsBehindLoaded(t *testing.T) {
+	d := []int{64, 274, 1, 64, 1, 1, 192, 2, 0, 1, 1, 0, 120, 106, 1, 1, 1, 0, 177, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 43, 0, 1, 1, 0, 104, 58, 1}
+	var reqs []workload.Request
+	for i := 0; i*3 < len(d); i++ {
+		r := workload.Request{ID: int64(i), InputTokens: d[3*i], OutputTokens: d[3*i+1]}
+		if d[3*i+2] == 1 {
+			r.InputIDs = ids(1000*(i%3), r.InputTokens)
+		}
+		reqs = append(reqs, r)
+	}
+	var engines []*engine.Engine
+	cfg := kvtier.Config{BlockSize: 16, ChunkTokens: 64, BlockBytes: 1e5,
+		Nodes: []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 2e7, ReadBW: 1e10, WriteBW: 1e10, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}}}
+	for i := 0; i < 2; i++ {
+		e, err := engine.New(i, engine.Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: 25,
+			ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true}, linear{base: 1e6, perTok: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+		cfg.Instances = append(cfg.Instances, kvtier.Instance{Node: 0, GPUs: 1})
+	}
+	h, err := kvtier.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &collect{recs: map[int64]metrics.Record{}}
+	sim, err := New(engines, &sliceSrc{reqs: reqs}, nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.CheckInvariants(true)
+	sim.EnableTiers(h)
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.recs) != len(reqs) || c.dup != 0 {
+		t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
 	}
 }

@@ -133,7 +133,7 @@ func (e *Engine) NextFree() int64 {
 
 // HasWork reports whether any request is running or waiting.
 func (e *Engine) HasWork() bool {
-	return e.numRunning() > 0 || e.waiting.len() > 0 || e.ready.len() > 0
+	return e.numRunning() > 0 || e.waiting.len() > 0 || e.ready.len() > 0 || e.swap.queue.len() > 0
 }
 
 // fail records the first internal inconsistency; see Err.

@@ -137,6 +137,9 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.schedule(slot, n, now)
 			budget -= n
 		}
+		if e.swap.queue.len() > 0 {
+			e.swapIns(now)
+		}
 		for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
 			slot := e.waiting.front()
 			s := &e.slots[slot]
@@ -218,11 +221,11 @@ func (e *Engine) grow(s *seq, n int32) bool {
 // blocks for its first chunk. It returns the number of hit tokens, or -1
 // when the request cannot be admitted now (state unchanged).
 func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
-	switch s.state {
-	case stLoaded:
+	if s.state == stLoaded {
 		return e.admitLoaded(s, budget)
-	case stSwapped:
-		return e.startSwapIn(slot, s, budget, now)
+	}
+	if e.swap.queue.len() > 0 {
+		return -1 // no new prompt while requests are swapped out (vLLM v0)
 	}
 	bs := int32(e.cfg.BlockSize)
 	hitBlocks, maxBlocks := 0, 0

@@ -18,7 +18,27 @@ func (e *Engine) preempt(slot int32, now int64) {
 	s.state = stWaiting
 	e.waitingTokens += int64(s.numTokens())
 	e.preempted++
+	e.requeueFront(slot)
+}
+
+// requeueFront puts a preempted request at the front of the waiting
+// queue, but behind the requests there whose prefix was loaded (stLoaded,
+// always at the front): they hold their blocks and never wait for
+// memory, whereas the preempted request may, and ahead of them it would
+// wait for blocks they hold while they wait behind it.
+func (e *Engine) requeueFront(slot int32) {
+	if e.waiting.len() == 0 || e.slots[e.waiting.front()].state != stLoaded {
+		e.waiting.pushFront(slot)
+		return
+	}
+	var loaded []int32
+	for e.waiting.len() > 0 && e.slots[e.waiting.front()].state == stLoaded {
+		loaded = append(loaded, e.waiting.popFront())
+	}
 	e.waiting.pushFront(slot)
+	for i := len(loaded) - 1; i >= 0; i-- {
+		e.waiting.pushFront(loaded[i])
+	}
 }
 
 // release drops the request's references to its blocks.

@@ -10,15 +10,21 @@ import "fmt"
 //   - preempt (Config.SwapBlocks > 0) starts the swap-out copy of the
 //     blocks holding the victim's computed tokens; the victim (stSwapOut)
 //     keeps its GPU blocks until the copy ends (they cannot be reused
-//     before), then releases them and joins the front of the waiting
-//     queue (stSwapped), holding only its swap-space blocks.
+//     before), then releases them and joins the swapped queue
+//     (stSwapped, FIFO), holding only its swap-space blocks.
 //   - A running request short of blocks while swap-outs are in flight
 //     waits for them (the batch stops there) instead of preempting more.
-//   - At the head of the waiting queue a swapped request takes GPU blocks
-//     for its KV and its next chunk when they are free (head-of-line, as
-//     any waiting request) and starts the swap-in copy (stSwapIn); when it
-//     ends the swap space is freed and the request returns to the front of
-//     the queue holding its blocks (stLoaded, as after a tier load).
+//   - Swapped requests come before waiting ones, as in vLLM v0, whose
+//     scheduler admits no new prompt while any request is swapped out:
+//     when forming a batch, the head of the swapped queue takes GPU
+//     blocks for its KV and the rest of its prompt (or its next token)
+//     when they are free (head-of-line) and starts the swap-in copy
+//     (stSwapIn); when it ends the swap space is freed and the request
+//     goes to the front of the waiting queue holding its blocks
+//     (stLoaded, as after a tier load), ahead of everything else.
+//     Requests at the head of the waiting queue that hold blocks are
+//     admitted before any swap-in starts, so blocks held in the queue
+//     never wait behind blocks they keep from being freed.
 //   - When the swap space cannot take the victim's blocks, it is
 //     preempted by recompute instead (counted in SwapStats.Fallbacks;
 //     vLLM v0 aborted the engine then).
@@ -39,15 +45,17 @@ type SwapStats struct {
 type swapState struct {
 	used    int // swap-space blocks held by swapped requests
 	gpuOut  int // GPU blocks held by requests whose swap-out is in flight
-	copying int // requests in stSwapOut or stSwapIn
+	copying int   // requests in stSwapOut or stSwapIn
+	queue   deque // stSwapped requests, in order of swap-out end
 	stats   SwapStats
 }
 
 // SwapTotals returns the swap preemption counters.
 func (e *Engine) SwapTotals() SwapStats { return e.swap.stats }
 
-// Swapping is the number of requests whose swap copy is in flight.
-func (e *Engine) Swapping() int { return e.swap.copying }
+// Swapping is the number of requests swapped out or whose swap copy is
+// in flight.
+func (e *Engine) Swapping() int { return e.swap.copying + e.swap.queue.len() }
 
 // SwapUsed is the number of swap-space blocks held now.
 func (e *Engine) SwapUsed() int { return e.swap.used }
@@ -94,12 +102,17 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) {
 		return
 	}
 	e.swap.copying--
+	// The engine itself moved the request: visible to the next batch
+	// formed, even one formed (async) before the copy ended, so that no
+	// batch is left empty waiting for a wake-up that will not come.
+	s.enqueued = 0
 	if out {
 		e.swap.stats.OutNs += now - s.loadStart
 		e.swap.stats.OutsDone++
 		e.swap.gpuOut -= len(s.blocks)
 		e.release(s)
 		s.state = stSwapped
+		e.swap.queue.pushBack(slot)
 	} else {
 		e.swap.stats.InNs += now - s.loadStart
 		e.swap.stats.InsDone++
@@ -110,28 +123,41 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) {
 		s.committed = 0
 		e.commitBlocks(s, now)
 		s.state = stLoaded
+		e.waiting.pushFront(slot)
+		e.waitingTokens += int64(s.numTokens())
 	}
-	s.enqueued = now
-	e.waiting.pushFront(slot)
-	e.waitingTokens += int64(s.numTokens())
 }
 
-// startSwapIn takes GPU blocks for a swapped request's KV and its next
-// chunk and starts copying its KV back; it returns loadStarted, or -1
-// when the blocks are not free (state unchanged).
-func (e *Engine) startSwapIn(slot int32, s *seq, budget int32, now int64) int {
-	remaining := s.numTokens() - s.computed
-	if !e.cfg.ChunkedPrefill && remaining > budget {
-		return -1
+// swapIns starts the swap-ins of the requests at the head of the swapped
+// queue whose blocks are free, unless the waiting queue's head holds
+// blocks (it is admitted first).
+func (e *Engine) swapIns(now int64) {
+	if e.waiting.len() > 0 && e.slots[e.waiting.front()].state == stLoaded {
+		return
 	}
-	need := cdiv(int(s.computed+e.chunk(remaining, budget)), e.cfg.BlockSize)
+	for e.swap.queue.len() > 0 {
+		slot := e.swap.queue.front()
+		s := &e.slots[slot]
+		if !e.startSwapIn(slot, s, now) {
+			return
+		}
+		e.swap.queue.popFront()
+	}
+}
+
+// startSwapIn takes GPU blocks for a swapped request's KV and the rest of
+// its prompt (its next token when decoding), so that it can be scheduled
+// once the copy ends, and starts copying its KV back. It reports false
+// when the blocks are not free (state unchanged).
+func (e *Engine) startSwapIn(slot int32, s *seq, now int64) bool {
+	need := cdiv(int(s.numTokens()), e.cfg.BlockSize)
 	if need > e.pool.Free() {
-		return -1
+		return false
 	}
 	var ok bool
 	if s.blocks, ok = e.pool.Allocate(s.blocks[:0], need); !ok {
 		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
-		return -1
+		return false
 	}
 	e.swap.copying++
 	e.swap.stats.Ins++
@@ -139,7 +165,7 @@ func (e *Engine) startSwapIn(slot int32, s *seq, budget int32, now int64) int {
 	s.state = stSwapIn
 	s.loadStart = now
 	e.tiers.Swap(int(e.id), slot, int(s.loadEnd), false, now)
-	return loadStarted
+	return true
 }
 
 // checkSwap verifies the swap accounting: the swap space held equals the
@@ -163,6 +189,15 @@ func (e *Engine) checkSwap() error {
 	}
 	if used != e.swap.used || used < 0 || used > e.cfg.SwapBlocks {
 		return fmt.Errorf("swapped requests hold %d swap-space blocks, counted %d, capacity %d", used, e.swap.used, e.cfg.SwapBlocks)
+	}
+	n := 0
+	for i := range e.slots {
+		if e.slots[i].state == stSwapped {
+			n++
+		}
+	}
+	if n != e.swap.queue.len() {
+		return fmt.Errorf("%d requests swapped out but the swapped queue holds %d", n, e.swap.queue.len())
 	}
 	if gpuOut != e.swap.gpuOut || copying != e.swap.copying {
 		return fmt.Errorf("swap-outs in flight hold %d GPU blocks (counted %d); %d swap copies (counted %d)", gpuOut, e.swap.gpuOut, copying, e.swap.copying)

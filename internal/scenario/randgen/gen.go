@@ -259,6 +259,15 @@ func Draw(t *rapid.T) Case {
 	if c := rapid.SampledFrom([]int{0, 0, 0, 1, 4}).Draw(t, "maxConcurrency"); c > 0 {
 		w.kv(1, "max_concurrency", c)
 	}
+	// Swap preemption (vLLM v0's legacy mode) needs the tiers' links;
+	// small swap spaces reach the recompute fallback. Drawn last so that
+	// the draws above keep their meaning; written into the engine block.
+	if tiers && rapid.Bool().Draw(t, "swap") {
+		gib := rapid.SampledFrom([]float64{0.001, 0.05, 4}).Draw(t, "swapSpaceGiB")
+		sc := strings.Replace(w.b.String(), "\nengine:\n", fmt.Sprintf("\nengine:\n  preemption_mode: swap\n  swap_space: %g\n", gib), 1)
+		w.b.Reset()
+		w.b.WriteString(sc)
+	}
 	w.kv(0, "check_invariants", true)
 
 	trace, n := drawTrace(t)
