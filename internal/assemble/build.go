@@ -512,6 +512,7 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 		SkipAhead:           h.SkipAhead,
 		Lease:               int64(h.LeaseS * 1e9),
 		OffloadPinnedAfter:  int64(math.Round(h.OffloadPinnedAfterS * 1e9)),
+		OffloadPinnedMax:    int64(math.Round(h.OffloadPinnedMaxGB * 1e9)),
 		Heartbeat:           *h.Heartbeat,
 		ExpiryFails:         h.OnExpiry == "fail",
 		RetryAfter:          int64(h.RetryAfterS * 1e9),

@@ -21,6 +21,11 @@ type tierState struct {
 	// Handoff offloads in flight (handoff_offload.go), by tag.
 	offloads    map[int64]pendingOffload
 	nextOffload int64
+	// Offloads waiting for room under PDConfig.OffloadPinnedMax, per
+	// node, FIFO; entries whose request moved on are skipped.
+	deferred [][]deferredOffload
+	// offloadDeferred counts the offloads that had to wait.
+	offloadDeferred int64
 }
 
 // EnableTiers connects every prefix-caching engine, and every engine that

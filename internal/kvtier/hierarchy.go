@@ -206,6 +206,7 @@ type Hierarchy struct {
 	done       []link.Completion
 	loaded     []Done
 	handoff    []int64           // bytes of handoff KV offloaded to each node's host memory, held now
+	handoffMax []int64           // the most bytes of handoff KV each node held at once
 	bufDropped int64             // chunks not stored for want of write-buffer room
 	swapping   int               // swap copies in flight
 	from, to   []link.EndpointID // scratch
@@ -242,6 +243,7 @@ func New(cfg Config) (*Hierarchy, error) {
 		h.nodes = append(h.nodes, nt)
 	}
 	h.handoff = make([]int64, len(cfg.Nodes))
+	h.handoffMax = make([]int64, len(cfg.Nodes))
 	for _, in := range cfg.Instances {
 		n := cfg.Nodes[in.Node]
 		eps := make([]link.EndpointID, in.GPUs)
@@ -479,6 +481,7 @@ func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) {
 	o := &h.ops[id]
 	o.kind, o.tier, o.inst, o.slot, o.node, o.start, o.bytes, o.tag = opOffload, Host, int32(inst), -1, int32(in.Node), now, bytes, tag
 	h.handoff[in.Node] += bytes
+	h.handoffMax[in.Node] = max(h.handoffMax[in.Node], h.handoff[in.Node])
 	h.from, h.to = h.from[:0], h.to[:0]
 	for _, ep := range h.pcie[inst] {
 		h.from = append(h.from, ep)
@@ -534,6 +537,10 @@ func (h *Hierarchy) Release(inst int, bytes int64) error {
 
 // HandoffBytes is the handoff KV held in node n's host memory.
 func (h *Hierarchy) HandoffBytes(n int) int64 { return h.handoff[n] }
+
+// HandoffPeak is the most handoff KV node n's host memory held at once
+// (copies in flight included).
+func (h *Hierarchy) HandoffPeak(n int) int64 { return h.handoffMax[n] }
 
 // BlockBytes is the KV size of one block of one instance.
 func (h *Hierarchy) BlockBytes() int64 { return h.cfg.BlockBytes }

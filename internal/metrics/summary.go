@@ -366,6 +366,9 @@ type Result struct {
 	// KVTiers is, per tier below the GPU (host, then disk), what the
 	// tiers held and moved (runs with kv_tiers only).
 	KVTiers []TierResult `json:"kv_tiers,omitempty"`
+	// OffloadDeferred is the number of pinned-KV offloads that waited for
+	// room under handoff.offload_pinned_max_gb.
+	OffloadDeferred int64 `json:"offload_deferred,omitempty"`
 	// Swap summarises swap preemption (engine.preemption_mode swap; nil
 	// when off).
 	Swap *SwapResult `json:"swap,omitempty"`

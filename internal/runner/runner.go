@@ -250,6 +250,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		res.KVTiers = tierResults(tiers, o.sum)
 		res.Swap = swapResult(sim.Engines(), tiers.BlockBytes())
 	}
+	res.OffloadDeferred = sim.OffloadDeferred()
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
 			if b.Instances[i].Role == "prefill" {

@@ -268,6 +268,15 @@ func Draw(t *rapid.T) Case {
 		w.b.Reset()
 		w.b.WriteString(sc)
 	}
+	// A bound on offloaded handoff KV per node, small enough to bind.
+	if sc := w.b.String(); strings.Contains(sc, "\n  offload_pinned_after_s: ") && rapid.Bool().Draw(t, "offloadCap") {
+		gb := rapid.SampledFrom([]float64{0.001, 0.05, 1}).Draw(t, "offloadMaxGB")
+		i := strings.Index(sc, "\n  offload_pinned_after_s: ") + 1
+		i += strings.IndexByte(sc[i:], '\n') + 1
+		sc = sc[:i] + fmt.Sprintf("  offload_pinned_max_gb: %g\n", gb) + sc[i:]
+		w.b.Reset()
+		w.b.WriteString(sc)
+	}
 	w.kv(0, "check_invariants", true)
 
 	trace, n := drawTrace(t)
