@@ -538,6 +538,9 @@ func (h *Hierarchy) Release(inst int, bytes int64) error {
 // HandoffBytes is the handoff KV held in node n's host memory.
 func (h *Hierarchy) HandoffBytes(n int) int64 { return h.handoff[n] }
 
+// Nodes is the number of nodes with tiers.
+func (h *Hierarchy) Nodes() int { return len(h.nodes) }
+
 // HandoffPeak is the most handoff KV node n's host memory held at once
 // (copies in flight included).
 func (h *Hierarchy) HandoffPeak(n int) int64 { return h.handoffMax[n] }

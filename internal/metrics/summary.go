@@ -369,6 +369,10 @@ type Result struct {
 	// OffloadDeferred is the number of pinned-KV offloads that waited for
 	// room under handoff.offload_pinned_max_gb.
 	OffloadDeferred int64 `json:"offload_deferred,omitempty"`
+	// OffloadPeakBytes is the most handoff KV one node's host memory held
+	// at once (handoff.offload_pinned_after_s; 0 when nothing was
+	// offloaded).
+	OffloadPeakBytes int64 `json:"offload_peak_bytes,omitempty"`
 	// Swap summarises swap preemption (engine.preemption_mode swap; nil
 	// when off).
 	Swap *SwapResult `json:"swap,omitempty"`

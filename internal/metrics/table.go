@@ -99,6 +99,9 @@ func (r Result) String() string {
 		for _, p := range r.PinnedKV {
 			fmt.Fprintf(&b, "  instance %-4d peak %10d   mean %12.1f\n", p.Instance, p.PeakBlocks, p.MeanBlocks)
 		}
+		if r.OffloadPeakBytes > 0 {
+			fmt.Fprintf(&b, "  offloaded to host memory: peak %.2f GB on one node\n", float64(r.OffloadPeakBytes)/1e9)
+		}
 		if r.OffloadDeferred > 0 {
 			fmt.Fprintf(&b, "  offloads that waited for room in host memory: %d\n", r.OffloadDeferred)
 		}

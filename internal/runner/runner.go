@@ -251,6 +251,11 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		res.Swap = swapResult(sim.Engines(), tiers.BlockBytes())
 	}
 	res.OffloadDeferred = sim.OffloadDeferred()
+	if tiers != nil {
+		for n := range tiers.Nodes() {
+			res.OffloadPeakBytes = max(res.OffloadPeakBytes, tiers.HandoffPeak(n))
+		}
+	}
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
 			if b.Instances[i].Role == "prefill" {
