@@ -264,3 +264,45 @@ func TestPreemptedWaitsBehindLoaded(t *testing.T) {
 		t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
 	}
 }
+
+// TestLoadedRequestNotStranded is a run TestSwapProperty found stalled
+// (async scheduling, recompute): request 7's prefix load ended during a
+// step, so the batch formed when that step began could not see it; that
+// batch was empty and the engine went idle with the loaded request (and
+// one behind it) waiting for a wake-up that never came. An idle engine
+// now forms again at once, seeing what it could not.
+func TestLoadedRequestNotStranded(t *testing.T) {
+	d := []int{1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 36, 494, 0, 1, 1, 0, 520, 234, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 520, 1, 0}
+	var reqs []workload.Request
+	for i := 0; i*3 < len(d); i++ {
+		r := workload.Request{ID: int64(i), InputTokens: d[3*i], OutputTokens: d[3*i+1]}
+		if d[3*i+2] == 1 {
+			r.InputIDs = ids(1000*(i%3), r.InputTokens)
+		}
+		reqs = append(reqs, r)
+	}
+	e, err := engine.New(0, engine.Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: 65,
+		ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: true, CheckInvariants: true}, linear{base: 1e6, perTok: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 64, BlockBytes: 1e5,
+		Nodes:     []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 2e7, ReadBW: 1e10, WriteBW: 1e10, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}},
+		Instances: []kvtier.Instance{{Node: 0, GPUs: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &collect{recs: map[int64]metrics.Record{}}
+	sim, err := New([]*engine.Engine{e}, &sliceSrc{reqs: reqs}, nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.CheckInvariants(true)
+	sim.EnableTiers(h)
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.recs) != len(reqs) || c.dup != 0 {
+		t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
+	}
+}
