@@ -338,6 +338,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			CheckInvariants:           s.CheckInvariants,
 			Spec:                      sb.cfg,
 		}
+		cfg.SwapBlocks = swapBlocks(eng, kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp)+sb.kvPerToken)
 		if pp > 1 {
 			tc := tpComm(m, acc, tp, bpe, s.Links, eng)
 			cfg.PipelineParallel = pp
@@ -522,6 +523,7 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 		SkipAhead:           h.SkipAhead,
 		Lease:               int64(h.LeaseS * 1e9),
 		OffloadPinnedAfter:  int64(math.Round(h.OffloadPinnedAfterS * 1e9)),
+		OffloadPinnedMax:    int64(math.Round(h.OffloadPinnedMaxGB * 1e9)),
 		Heartbeat:           *h.Heartbeat,
 		ExpiryFails:         h.OnExpiry == "fail",
 		RetryAfter:          int64(h.RetryAfterS * 1e9),

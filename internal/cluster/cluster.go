@@ -75,7 +75,7 @@ type view struct{ s *Sim }
 
 func (v view) Load(i int) int {
 	e := v.s.engines[i]
-	return e.Running() + e.Waiting() + e.HandoffQueue() + e.Loading()
+	return e.Running() + e.Waiting() + e.HandoffQueue() + e.Loading() + e.Swapping()
 }
 
 func (v view) FreeKV(i int) int { return v.s.engines[i].Pool().Free() }

@@ -16,7 +16,10 @@ import (
 // decode queue. At admission the decode instance pulls the KV from the
 // prefill node's host memory through the same NICs (RDMA reads host
 // memory as it reads GPU memory), so the transfer is timed as from the
-// GPU; the host copy is then released.
+// GPU; the host copy is then released. With PDConfig.OffloadPinnedMax
+// the offloaded KV a node holds (copies in flight included) is bounded:
+// an offload that does not fit waits, FIFO per node, until a release
+// makes room, its KV staying pinned meanwhile.
 
 // pendingOffload is one offload copy in flight.
 type pendingOffload struct {
@@ -41,7 +44,38 @@ func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
 		return nil
 	}
 	t := s.tiers
-	bytes := int64(cdiv(h.req.InputTokens, s.engines[h.p].Config().BlockSize)) * t.h.BlockBytes()
+	bytes := s.offloadBytes(h)
+	if s.pd.cfg.OffloadPinnedMax > 0 {
+		// Behind the offloads already waiting; started now if it fits.
+		node := t.h.NodeOf(h.p)
+		if t.deferred == nil {
+			t.deferred = make([][]deferredOffload, len(s.engines))
+		}
+		t.deferred[node] = append(t.deferred[node], deferredOffload{id: id, gen: gen})
+		s.retryOffloads(node, now)
+		if !h.offloading {
+			t.offloadDeferred++
+		}
+		return nil
+	}
+	s.startOffload(h, id, bytes, now)
+	return nil
+}
+
+// offloadBytes is the size of h's pinned prompt KV.
+func (s *Sim) offloadBytes(h *hand) int64 {
+	return int64(cdiv(h.req.InputTokens, s.engines[h.p].Config().BlockSize)) * s.tiers.h.BlockBytes()
+}
+
+// deferredOffload is an offload waiting for room in host memory.
+type deferredOffload struct {
+	id  int64
+	gen int32
+}
+
+// startOffload starts the copy of h's pinned KV (bytes) to host memory.
+func (s *Sim) startOffload(h *hand, id, bytes, now int64) {
+	t := s.tiers
 	t.nextOffload++
 	if t.offloads == nil {
 		t.offloads = map[int64]pendingOffload{}
@@ -49,7 +83,48 @@ func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
 	t.offloads[t.nextOffload] = pendingOffload{id: id, inst: h.p, bytes: bytes}
 	h.offloading, h.offloadTag = true, t.nextOffload
 	t.h.Offload(h.p, t.nextOffload, bytes, now)
-	return nil
+}
+
+// retryOffloads starts the deferred offloads of node, in order, while they
+// fit under the bound; those whose request no longer waits with pinned
+// KV are dropped.
+func (s *Sim) retryOffloads(node int, now int64) {
+	t := s.tiers
+	if s.pd.cfg.OffloadPinnedMax <= 0 || t.deferred == nil {
+		return
+	}
+	q := t.deferred[node]
+	for len(q) > 0 {
+		d := q[0]
+		h := s.pd.hands[d.id]
+		if h == nil || h.gen != d.gen || h.st != hQueued || !h.pinned || h.offloading || h.offloaded {
+			q = q[1:]
+			continue
+		}
+		bytes := s.offloadBytes(h)
+		if bytes > s.pd.cfg.OffloadPinnedMax {
+			q = q[1:] // larger than the bound: it stays pinned
+			continue
+		}
+		if t.h.HandoffBytes(node)+bytes > s.pd.cfg.OffloadPinnedMax {
+			break
+		}
+		q = q[1:]
+		s.startOffload(h, d.id, bytes, now)
+	}
+	if len(q) == 0 {
+		q = t.deferred[node][:0] // reuse the array
+	}
+	t.deferred[node] = q
+}
+
+// OffloadDeferred is the number of pinned-KV offloads that waited for
+// room under PDConfig.OffloadPinnedMax.
+func (s *Sim) OffloadDeferred() int64 {
+	if s.tiers == nil {
+		return 0
+	}
+	return s.tiers.offloadDeferred
 }
 
 // offloaded ends an offload copy: the KV is in host memory and the GPU
@@ -68,7 +143,11 @@ func (s *Sim) offloaded(d kvtier.Done, now int64) error {
 		if h != nil && h.offloadTag == d.Tag {
 			h.offloading = false
 		}
-		return t.h.Release(po.inst, po.bytes)
+		if err := t.h.Release(po.inst, po.bytes); err != nil {
+			return err
+		}
+		s.retryOffloads(t.h.NodeOf(po.inst), now)
+		return nil
 	}
 	h.offloading = false
 	s.unpin(h, now)
@@ -77,8 +156,9 @@ func (s *Sim) offloaded(d kvtier.Done, now int64) error {
 }
 
 // dropOffloaded releases h's KV held in host memory, and disowns an
-// offload copy in flight (its end releases it).
-func (s *Sim) dropOffloaded(h *hand) error {
+// offload copy in flight (its end releases it). The room freed goes to
+// deferred offloads.
+func (s *Sim) dropOffloaded(h *hand, now int64) error {
 	h.offloading = false
 	if !h.offloaded {
 		return nil
@@ -86,7 +166,11 @@ func (s *Sim) dropOffloaded(h *hand) error {
 	h.offloaded = false
 	bytes := h.hostBytes
 	h.hostBytes = 0
-	return s.tiers.h.Release(h.p, bytes)
+	if err := s.tiers.h.Release(h.p, bytes); err != nil {
+		return err
+	}
+	s.retryOffloads(s.tiers.h.NodeOf(h.p), now)
+	return nil
 }
 
 func cdiv(a, b int) int { return (a + b - 1) / b }

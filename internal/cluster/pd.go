@@ -48,6 +48,11 @@ type PDConfig struct {
 	// instance that has waited this long (ns) since its prefill ended
 	// moves to the node's host memory (handoff_offload.go); 0: never.
 	OffloadPinnedAfter int64
+	// OffloadPinnedMax bounds the bytes of handoff KV offloaded to one
+	// node's host memory at once (copies in flight included); an offload
+	// that would exceed it waits, in FIFO order, until offloaded KV is
+	// released. 0: unbounded.
+	OffloadPinnedMax int64
 	// MaxReprefills bounds how many times one request's prompt is
 	// recomputed after its KV was lost (lease expiry, push drop); the next
 	// loss fails the request with the reason. 0 allows none.
@@ -551,7 +556,7 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 		return err
 	}
 	s.unpin(h, now)
-	if err := s.dropOffloaded(h); err != nil {
+	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
 	s.engines[h.d].TransferDone(h.dSlot, now)

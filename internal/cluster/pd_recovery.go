@@ -41,7 +41,7 @@ func (s *Sim) reprefill(h *hand, now int64, why string) error {
 		h.owned = s.engines[h.p].PrivateBlocks(h.pSlot, h.owned[:0])
 	}
 	s.unpin(h, now)
-	if err := s.dropOffloaded(h); err != nil {
+	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
 	h.rec.Reprefills++
@@ -69,7 +69,7 @@ func (s *Sim) failHand(h *hand, now int64, reason string) error {
 		h.bufBlocks = 0
 	}
 	h.spilled = false
-	if err := s.dropOffloaded(h); err != nil {
+	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
 	if err := s.transition(h, hDone, d, now); err != nil {

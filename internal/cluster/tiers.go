@@ -21,14 +21,20 @@ type tierState struct {
 	// Handoff offloads in flight (handoff_offload.go), by tag.
 	offloads    map[int64]pendingOffload
 	nextOffload int64
+	// Offloads waiting for room under PDConfig.OffloadPinnedMax, per
+	// node, FIFO; entries whose request moved on are skipped.
+	deferred [][]deferredOffload
+	// offloadDeferred counts the offloads that had to wait.
+	offloadDeferred int64
 }
 
-// EnableTiers connects every prefix-caching engine to the KV tiers h, whose
-// instances are the engines in order.
+// EnableTiers connects every prefix-caching engine, and every engine that
+// swaps preempted requests' KV to host, to the KV tiers h, whose instances
+// are the engines in order.
 func (s *Sim) EnableTiers(h *kvtier.Hierarchy) {
 	s.tiers = &tierState{h: h, at: -1}
 	for _, e := range s.engines {
-		if e.Config().PrefixCaching {
+		if e.Config().PrefixCaching || e.Config().SwapBlocks > 0 {
 			e.SetTiers(h)
 		}
 	}
@@ -66,7 +72,7 @@ func (s *Sim) tierStale(ev des.Event) bool {
 }
 
 // tierEvent advances the tiers' copies to now and hands each finished load
-// to its engine, which may then schedule the request.
+// or swap copy to its engine, which may then schedule the request.
 func (s *Sim) tierEvent(now int64) error {
 	t := s.tiers
 	t.at = -1
@@ -77,7 +83,11 @@ func (s *Sim) tierEvent(now int64) error {
 			}
 			continue
 		}
-		s.engines[d.Inst].LoadDone(d.Slot, now)
+		if d.Swap {
+			s.engines[d.Inst].SwapDone(d.Slot, d.Out, now)
+		} else {
+			s.engines[d.Inst].LoadDone(d.Slot, now)
+		}
 		s.kick(d.Inst, now)
 	}
 	if err := t.h.Err(); err != nil {

@@ -68,6 +68,13 @@ func TestParseErrors(t *testing.T) {
 		{"kv_tiers latency", "kv_tiers: {host: {latency_us: -1}}\n", []string{"kv_tiers.host.latency_us", ">= 0"}},
 		{"kv_tiers write buffer", "kv_tiers: {write_buffer_mb: -5}\n", []string{"s.yaml:1:", "kv_tiers.write_buffer_mb", ">= 0 MB"}},
 		{"kv_tiers without prefix caching", "engine: {enable_prefix_caching: false}\nkv_tiers: {}\n", []string{"kv_tiers", "enable_prefix_caching"}},
+		{"preemption mode", "engine: {preemption_mode: evict}\n", []string{"s.yaml:1:", "engine.preemption_mode", "recompute", "swap", `"evict"`}},
+		{"offload cap without offload", "handoff: {offload_pinned_max_gb: 2}\nkv_tiers: {}\n", []string{"handoff.offload_pinned_max_gb", "offload_pinned_after_s"}},
+		{"offload cap negative", "handoff: {offload_pinned_after_s: 1, offload_pinned_max_gb: -2}\nkv_tiers: {}\n", []string{"handoff.offload_pinned_max_gb", "or 0 for unbounded"}},
+		{"swap without tiers", "engine: {preemption_mode: swap}\n", []string{"engine.preemption_mode", "needs a kv_tiers section"}},
+		{"swap_space without swap", "engine: {swap_space: 8}\nkv_tiers: {}\n", []string{"engine.swap_space", "preemption_mode: swap only"}},
+		{"swap_space negative", "engine: {preemption_mode: swap, swap_space: -1}\nkv_tiers: {}\n", []string{"engine.swap_space", "GiB"}},
+		{"group swap without tiers", "instances: [{count: 1, engine: {preemption_mode: swap}}]\n", []string{"instances[0].engine.preemption_mode", "kv_tiers"}},
 		{"bad format scaling", "predictor: {format_scaling: yes-please}\n", []string{"predictor.format_scaling", "roofline-ratio"}},
 	}
 	for _, tc := range tests {

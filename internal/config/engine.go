@@ -88,6 +88,14 @@ type Engine struct {
 	// see docs/speculative.md). Default nil: off. A group's engine block
 	// replaces the scenario's as a whole.
 	Speculative *Speculative `yaml:"speculative" json:"speculative,omitempty"`
+	// PreemptionMode is how a preempted request gives up its KV:
+	// recompute (default; vLLM v1's only mode) or swap, the legacy vLLM
+	// v0 mode that copies its KV blocks to host memory and back over the
+	// GPU's PCIe link (needs kv_tiers; docs/kv-tiers.md).
+	PreemptionMode string `yaml:"preemption_mode,omitempty" json:"preemption_mode,omitempty"`
+	// SwapSpace is the host memory per GPU for swapped-out KV, GiB (vLLM
+	// v0's swap_space). Default 0: 4 GiB with preemption_mode swap.
+	SwapSpace float64 `yaml:"swap_space,omitempty" json:"swap_space,omitempty"`
 }
 
 // Speculative is vLLM v1's speculative decoding: every decoding sequence
@@ -185,6 +193,7 @@ func (e *Engine) validate(path string, bad func(field, format string, args ...an
 	if e.Speculative != nil {
 		e.Speculative.validate(path+".speculative", bad)
 	}
+	e.validatePreemption(path, bad)
 }
 
 // CUDAGraphModes are the valid engine.cudagraph_mode values, vLLM's names.

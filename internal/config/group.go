@@ -103,6 +103,12 @@ func (g *Group) Merged(base Engine) Engine {
 	if o.Speculative != nil {
 		m.Speculative = o.Speculative
 	}
+	if o.PreemptionMode != "" {
+		m.PreemptionMode = o.PreemptionMode
+	}
+	if o.SwapSpace != 0 {
+		m.SwapSpace = o.SwapSpace
+	}
 	return m
 }
 

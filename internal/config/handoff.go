@@ -53,6 +53,10 @@ type Handoff struct {
 	// long for a decode admission, freeing the GPU blocks; 0: never
 	// (docs/kv-tiers.md).
 	OffloadPinnedAfterS float64 `yaml:"offload_pinned_after_s,omitempty" json:"offload_pinned_after_s,omitempty"`
+	// OffloadPinnedMaxGB bounds the handoff KV offloaded to one node's
+	// host memory at once, GB; an offload that does not fit waits for
+	// room with its KV pinned. 0 (default): unbounded.
+	OffloadPinnedMaxGB float64 `yaml:"offload_pinned_max_gb,omitempty" json:"offload_pinned_max_gb,omitempty"`
 }
 
 // Links overrides the NIC of every GPU for KV transfers.
@@ -103,6 +107,11 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 		bad("handoff.offload_pinned_after_s", "must be >= 0 seconds (got %g)", h.OffloadPinnedAfterS)
 	} else if h.OffloadPinnedAfterS > 0 && (h.Policy != "pull" || s.KVTiers == nil) {
 		bad("handoff.offload_pinned_after_s", "needs handoff.policy pull and a kv_tiers section (the host tier receives the KV); got policy %s, kv_tiers set: %t", h.Policy, s.KVTiers != nil)
+	}
+	if h.OffloadPinnedMaxGB < 0 || h.OffloadPinnedMaxGB > maxPlausibleTierCapacity {
+		bad("handoff.offload_pinned_max_gb", "must be in (0, %g] GB per node, or 0 for unbounded (got %g)", float64(maxPlausibleTierCapacity), h.OffloadPinnedMaxGB)
+	} else if h.OffloadPinnedMaxGB > 0 && h.OffloadPinnedAfterS == 0 {
+		bad("handoff.offload_pinned_max_gb", "bounds offloaded handoff KV: set handoff.offload_pinned_after_s too, or remove it")
 	}
 	if s.PD() {
 		var p, d bool

@@ -71,6 +71,7 @@ func (s *Scenario) Validate() error {
 		bad("router", "must be round-robin, random, least-loaded, least-kv, prefix-affinity, kv-aware or power-of-two (got %q)", s.Router)
 	}
 	s.validateHandoff(bad)
+	s.validateSwap(bad)
 	s.validateBounds(bad)
 	if t := s.KVTiers; t != nil {
 		t.validate(s, bad)

@@ -41,7 +41,12 @@ type Config struct {
 	// PPSend is the stage-to-stage activation transfer.
 	PPSend PPSend
 	// Spec is speculative decoding (off when Spec.K is 0; see spec.go).
-	Spec            Speculative
+	Spec Speculative
+	// SwapBlocks is the host swap space for preempted requests' KV, in
+	// blocks (vLLM v0's legacy preemption_mode swap; see swap.go); 0:
+	// preemption recomputes (vLLM v1). Swapping needs the KV tiers' links
+	// (SetTiers); without them preemption recomputes.
+	SwapBlocks      int
 	CheckInvariants bool // verify block accounting after every step
 }
 
@@ -102,6 +107,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("reserved_decode_tokens must be >= 0 (got %d)", c.ReservedDecodeTokens)
 	case c.PipelineParallel < 0:
 		return fmt.Errorf("pipeline parallel size must be >= 0 (got %d)", c.PipelineParallel)
+	case c.SwapBlocks < 0:
+		return fmt.Errorf("swap space must be >= 0 blocks (got %d)", c.SwapBlocks)
 	case c.PPSend.LatencyNs < 0 || c.PPSend.BytesPerToken < 0 || c.PPSend.Bandwidth < 0:
 		return fmt.Errorf("pipeline send cost must be >= 0 (got %+v)", c.PPSend)
 	}

@@ -1,7 +1,8 @@
 // Package engine models one serving instance the way vLLM's v1 engine runs
 // it: a scheduler that forms one batch per step under max_num_seqs and
 // max_num_batched_tokens, chunked prefill, paged KV blocks with prefix
-// caching, and preemption by recompute.
+// caching, and preemption by recompute (or by swapping the KV to host
+// memory, vLLM v0's legacy mode: swap.go).
 //
 // The engine is a synchronous state machine driven from outside, with time
 // passed in, through one stepping API: Begin(now) forms a batch and returns
@@ -65,6 +66,6 @@
 // timing; form.go batch formation (running requests, then waiting ones);
 // preempt.go preemption; finish.go applying a finished batch; lane.go the
 // decode lane; prefix.go prefix-cache matching and commits; tiers.go
-// offloaded KV loads; handoff.go the P/D handoff; spec.go speculative
+// offloaded KV loads; swap.go swap preemption; handoff.go the P/D handoff; spec.go speculative
 // decoding; invariants.go the checks.
 package engine

@@ -70,6 +70,7 @@ type Engine struct {
 	onFail        func() // called when err is first set; see OnFail
 	tiers         Tiers  // KV tiers below the GPU; nil: none
 	loading       int    // requests in stLoading
+	swap          swapState
 	checks        int
 
 	// Speculative decoding (spec.go).
@@ -132,7 +133,7 @@ func (e *Engine) NextFree() int64 {
 
 // HasWork reports whether any request is running or waiting.
 func (e *Engine) HasWork() bool {
-	return e.numRunning() > 0 || e.waiting.len() > 0 || e.ready.len() > 0
+	return e.numRunning() > 0 || e.waiting.len() > 0 || e.ready.len() > 0 || e.swap.queue.len() > 0
 }
 
 // fail records the first internal inconsistency; see Err.

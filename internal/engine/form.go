@@ -69,6 +69,11 @@ func (e *Engine) form(now, formed int64) int32 {
 			slots += int32(e.cfg.Spec.K)
 		}
 		for !e.grow(s, slots) {
+			if e.swapWait() {
+				// Swap-outs in flight will free blocks: wait for them.
+				scheduledSelf, stalled = false, true
+				break
+			}
 			// The last running request not in flight (slot itself at
 			// worst); with batches in flight, rather than preempting
 			// itself the request waits for them to end.
@@ -82,7 +87,7 @@ func (e *Engine) form(now, formed int64) int32 {
 				break
 			}
 			e.running = append(e.running[:vi], e.running[vi+1:]...)
-			e.preempt(victim)
+			e.preempt(victim, now)
 			if victim == slot {
 				scheduledSelf = false
 				break
@@ -131,6 +136,9 @@ func (e *Engine) form(now, formed int64) int32 {
 			n := e.chunk(s.numTokens()-s.computed, budget)
 			e.schedule(slot, n, now)
 			budget -= n
+		}
+		if e.swap.queue.len() > 0 {
+			e.swapIns(now)
 		}
 		for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
 			slot := e.waiting.front()
@@ -215,6 +223,9 @@ func (e *Engine) grow(s *seq, n int32) bool {
 func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
 	if s.state == stLoaded {
 		return e.admitLoaded(s, budget)
+	}
+	if e.swap.queue.len() > 0 {
+		return -1 // no new prompt while requests are swapped out (vLLM v0)
 	}
 	bs := int32(e.cfg.BlockSize)
 	hitBlocks, maxBlocks := 0, 0

@@ -42,11 +42,11 @@ func (e *Engine) check(budgetLeft int32) error {
 	for slot := range e.slots {
 		s := &e.slots[slot]
 		switch s.state {
-		case stFree, stWaiting, stHandoff:
+		case stFree, stWaiting, stHandoff, stSwapped:
 			if len(s.blocks) != 0 {
 				return fmt.Errorf("request %d in state %s holds %d blocks", s.rec.ID, s.state, len(s.blocks))
 			}
-		case stRunning, stDone, stPrefilled, stReady, stLoading, stLoaded:
+		case stRunning, stDone, stPrefilled, stReady, stLoading, stLoaded, stSwapOut, stSwapIn:
 			if s.state == stRunning && s.rec.Scheduled < 0 {
 				// form's decode path relies on it to skip the check.
 				return fmt.Errorf("request %d is running but was never scheduled", s.rec.ID)
@@ -148,6 +148,11 @@ func (e *Engine) check(budgetLeft int32) error {
 		}
 		if n != e.hqLen {
 			return fmt.Errorf("admission queue links %d slots but counts %d", n, e.hqLen)
+		}
+	}
+	if e.cfg.SwapBlocks > 0 {
+		if err := e.checkSwap(); err != nil {
+			return err
 		}
 	}
 	if reserved != e.reservedSeqs {

@@ -49,7 +49,7 @@ func TestPreemptedRequestRehitsPrivateBlocks(t *testing.T) {
 	}
 	held := append([]int32(nil), s.blocks[:5]...)
 	e.running = e.running[:0]
-	e.preempt(slot)
+	e.preempt(slot, 0)
 	if err := e.check(0); err != nil {
 		t.Fatal(err)
 	}

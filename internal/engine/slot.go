@@ -60,8 +60,8 @@ type seq struct {
 	alpha     float64 // speculative decoding: the request's own acceptance rate
 	// Links of the decode admission queue (stHandoff only; -1: none).
 	qPrev, qNext int32
-	loadStart    int64 // start of its lower-tier load (stLoading)
-	loadEnd      int32 // blocks held once the load ends
+	loadStart    int64 // start of its lower-tier load (stLoading) or swap copy
+	loadEnd      int32 // blocks held once the load ends; swap-space blocks held when swapped
 	_            [slotPad]byte
 }
 
@@ -94,9 +94,12 @@ const (
 	stReady                  // KV arrived on the decode instance, waiting for the next batch
 	stLoading                // prefix being loaded from a lower KV tier into blocks it holds
 	stLoaded                 // prefix loaded; in the waiting queue holding its blocks
+	stSwapOut                // preempted by swap: KV being copied to host, holds its blocks
+	stSwapped                // KV in host swap space; in the waiting queue, no blocks
+	stSwapIn                 // KV being copied back into blocks it holds
 )
 
-var stateNames = [...]string{"free", "waiting", "running", "done", "prefilled", "pinned", "handoff-queued", "reserved", "ready", "loading", "loaded"}
+var stateNames = [...]string{"free", "waiting", "running", "done", "prefilled", "pinned", "handoff-queued", "reserved", "ready", "loading", "loaded", "swapping-out", "swapped", "swapping-in"}
 
 // String returns the state's name, as error messages print it.
 func (s state) String() string {

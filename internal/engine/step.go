@@ -108,10 +108,12 @@ func (e *Engine) Form(now int64) bool {
 	budget := e.form(now, formed)
 	hadZombies := len(e.zombies) > 0
 	e.releaseZombies()
-	if len(e.sched) == 0 && len(e.lane) == 0 && hadZombies && e.HasWork() {
+	if len(e.sched) == 0 && len(e.lane) == 0 && (hadZombies || formed < now) && e.HasWork() {
 		// Nothing could run without knowing the last step's results (its
-		// finished requests still held their slots): the engine processes
-		// those results and forms the batch again.
+		// finished requests still held their slots), or without what
+		// arrived since the batch was formed (a request whose prefix
+		// load ended during the last step): an idle engine schedules
+		// again at once, seeing both, and forms the batch again.
 		budget = e.form(now, now)
 	}
 	e.formBudget = budget

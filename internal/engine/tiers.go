@@ -24,6 +24,9 @@ type Tiers interface {
 	// Weight is what reusing a token held in tier saves relative to one
 	// on the GPU, in [0, 1].
 	Weight(inst, tier int) float64
+	// Swap starts copying blocks of the request in slot out to host swap
+	// space (out) or back in; the caller reports its end with SwapDone.
+	Swap(inst int, slot int32, blocks int, out bool, now int64)
 }
 
 // TieredPrefixTokens is how many of r's prompt tokens this instance could

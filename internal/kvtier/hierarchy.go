@@ -141,6 +141,8 @@ const (
 	opStore                 // GPU -> host
 	opSpill                 // host -> disk
 	opOffload               // handoff KV: GPU -> host
+	opSwapOut               // preempted request's KV: GPU -> host swap space
+	opSwapIn                // swapped KV: host swap space -> GPU
 )
 
 // op is one copy in flight.
@@ -158,14 +160,17 @@ type op struct {
 }
 
 // Done reports a finished copy the caller waits for: a prefix load (the
-// request in Slot of instance Inst has its prefix on the GPU), or, with
-// Offload, the copy of a handoff's pinned KV to host (Tag as given to
-// Offload).
+// request in Slot of instance Inst has its prefix on the GPU), with
+// Offload the copy of a handoff's pinned KV to host (Tag as given to
+// Offload), or with Swap a swap-out (Out) or swap-in of the preempted
+// request in Slot.
 type Done struct {
 	Inst    int
 	Slot    int32
 	Offload bool
 	Tag     int64
+	Swap    bool
+	Out     bool
 }
 
 // Stats are the counters of one tier summed over nodes.
@@ -201,7 +206,9 @@ type Hierarchy struct {
 	done       []link.Completion
 	loaded     []Done
 	handoff    []int64           // bytes of handoff KV offloaded to each node's host memory, held now
+	handoffMax []int64           // the most bytes of handoff KV each node held at once
 	bufDropped int64             // chunks not stored for want of write-buffer room
+	swapping   int               // swap copies in flight
 	from, to   []link.EndpointID // scratch
 	err        error
 }
@@ -236,6 +243,7 @@ func New(cfg Config) (*Hierarchy, error) {
 		h.nodes = append(h.nodes, nt)
 	}
 	h.handoff = make([]int64, len(cfg.Nodes))
+	h.handoffMax = make([]int64, len(cfg.Nodes))
 	for _, in := range cfg.Instances {
 		n := cfg.Nodes[in.Node]
 		eps := make([]link.EndpointID, in.GPUs)
@@ -473,6 +481,7 @@ func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) {
 	o := &h.ops[id]
 	o.kind, o.tier, o.inst, o.slot, o.node, o.start, o.bytes, o.tag = opOffload, Host, int32(inst), -1, int32(in.Node), now, bytes, tag
 	h.handoff[in.Node] += bytes
+	h.handoffMax[in.Node] = max(h.handoffMax[in.Node], h.handoff[in.Node])
 	h.from, h.to = h.from[:0], h.to[:0]
 	for _, ep := range h.pcie[inst] {
 		h.from = append(h.from, ep)
@@ -480,6 +489,40 @@ func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) {
 	}
 	h.net.StartParallel(now, h.from, h.to, ceilDiv(bytes, int64(in.GPUs)), int64(id))
 }
+
+// Swap starts copying blocks of the KV of the preempted request in slot
+// of instance inst between its GPUs and host memory, as vLLM v0's swap
+// preemption does: out, from each GPU's PCIe egress to the host's write
+// side (shared with stores and offloads); in, from the host's read side to
+// each GPU's PCIe ingress (shared with loads). The swap space is the
+// engine's own (package engine accounts its blocks); Advance reports the
+// end with Done.Swap.
+func (h *Hierarchy) Swap(inst int, slot int32, blocks int, out bool, now int64) {
+	in := h.cfg.Instances[inst]
+	nt := &h.nodes[in.Node]
+	id := h.newOp()
+	o := &h.ops[id]
+	o.kind, o.tier, o.inst, o.slot, o.node, o.start = opSwapIn, Host, int32(inst), slot, int32(in.Node), now
+	o.bytes = int64(blocks) * h.cfg.BlockBytes
+	h.swapping++
+	h.from, h.to = h.from[:0], h.to[:0]
+	for _, ep := range h.pcie[inst] {
+		if out {
+			h.from = append(h.from, ep)
+			h.to = append(h.to, nt.write[Host])
+		} else {
+			h.from = append(h.from, nt.read[Host])
+			h.to = append(h.to, ep)
+		}
+	}
+	if out {
+		o.kind = opSwapOut
+	}
+	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
+}
+
+// Swapping is the number of swap copies in flight.
+func (h *Hierarchy) Swapping() int { return h.swapping }
 
 // Release frees bytes of offloaded handoff KV in instance inst's node's
 // host memory (sent on, or no longer needed).
@@ -494,6 +537,13 @@ func (h *Hierarchy) Release(inst int, bytes int64) error {
 
 // HandoffBytes is the handoff KV held in node n's host memory.
 func (h *Hierarchy) HandoffBytes(n int) int64 { return h.handoff[n] }
+
+// Nodes is the number of nodes with tiers.
+func (h *Hierarchy) Nodes() int { return len(h.nodes) }
+
+// HandoffPeak is the most handoff KV node n's host memory held at once
+// (copies in flight included).
+func (h *Hierarchy) HandoffPeak(n int) int64 { return h.handoffMax[n] }
 
 // BlockBytes is the KV size of one block of one instance.
 func (h *Hierarchy) BlockBytes() int64 { return h.cfg.BlockBytes }
@@ -545,6 +595,9 @@ func (h *Hierarchy) Advance(now int64) []Done {
 			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: o.slot})
 		case opOffload:
 			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: -1, Offload: true, Tag: o.tag})
+		case opSwapOut, opSwapIn:
+			h.swapping--
+			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: o.slot, Swap: true, Out: o.kind == opSwapOut})
 		case opStore, opSpill:
 			if o.kind == opStore {
 				nt.buffered -= o.bytes
@@ -648,6 +701,15 @@ func (h *Hierarchy) Check() error {
 				}
 			}
 		}
+	}
+	swaps := 0
+	for i := range h.ops {
+		if o := &h.ops[i]; o.live && (o.kind == opSwapOut || o.kind == opSwapIn) {
+			swaps++
+		}
+	}
+	if swaps != h.swapping {
+		return fmt.Errorf("%d swap copies in flight but %d counted", swaps, h.swapping)
 	}
 	for t := Host; t <= Disk; t++ {
 		s := h.Stats(t)

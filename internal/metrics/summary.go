@@ -366,6 +366,16 @@ type Result struct {
 	// KVTiers is, per tier below the GPU (host, then disk), what the
 	// tiers held and moved (runs with kv_tiers only).
 	KVTiers []TierResult `json:"kv_tiers,omitempty"`
+	// OffloadDeferred is the number of pinned-KV offloads that waited for
+	// room under handoff.offload_pinned_max_gb.
+	OffloadDeferred int64 `json:"offload_deferred,omitempty"`
+	// OffloadPeakBytes is the most handoff KV one node's host memory held
+	// at once (handoff.offload_pinned_after_s; 0 when nothing was
+	// offloaded).
+	OffloadPeakBytes int64 `json:"offload_peak_bytes,omitempty"`
+	// Swap summarises swap preemption (engine.preemption_mode swap; nil
+	// when off).
+	Swap *SwapResult `json:"swap,omitempty"`
 	// Stopped explains why the run stopped early (the eager handoff
 	// policy when a decode instance was out of memory).
 	Stopped string `json:"stopped,omitempty"`
@@ -374,6 +384,26 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 	// Speculative summarises speculative decoding (nil when off).
 	Speculative *SpecResult `json:"speculative,omitempty"`
+}
+
+// SwapResult is what swap preemption (vLLM v0's legacy mode) did over a
+// run, summed over instances.
+type SwapResult struct {
+	// Swap-out and swap-in copies started, and preemptions that
+	// recomputed because the swap space was full.
+	SwapOuts  int64 `json:"swap_outs"`
+	SwapIns   int64 `json:"swap_ins"`
+	Fallbacks int64 `json:"recompute_fallbacks"`
+	// Bytes copied GPU -> host and host -> GPU.
+	BytesOut int64 `json:"bytes_out"`
+	BytesIn  int64 `json:"bytes_in"`
+	// Mean duration of one finished copy, ms (copies share PCIe links).
+	OutMeanMs float64 `json:"swap_out_mean_ms"`
+	InMeanMs  float64 `json:"swap_in_mean_ms"`
+	// Most swap-space blocks any instance held at once, and the swap
+	// space of the largest instance, blocks.
+	PeakBlocks     int `json:"peak_blocks"`
+	CapacityBlocks int `json:"capacity_blocks"`
 }
 
 // TierResult is what one KV tier below the GPU did over a run, summed

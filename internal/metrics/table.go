@@ -99,6 +99,12 @@ func (r Result) String() string {
 		for _, p := range r.PinnedKV {
 			fmt.Fprintf(&b, "  instance %-4d peak %10d   mean %12.1f\n", p.Instance, p.PeakBlocks, p.MeanBlocks)
 		}
+		if r.OffloadPeakBytes > 0 {
+			fmt.Fprintf(&b, "  offloaded to host memory: peak %.2f GB on one node\n", float64(r.OffloadPeakBytes)/1e9)
+		}
+		if r.OffloadDeferred > 0 {
+			fmt.Fprintf(&b, "  offloads that waited for room in host memory: %d\n", r.OffloadDeferred)
+		}
 	}
 	if len(r.KVTiers) > 0 {
 		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
@@ -107,6 +113,11 @@ func (r Result) String() string {
 			fmt.Fprintf(&b, "  %-8s %9d %13.3f %12d %10.2f %11.2f %11d/%-9d %8d %8d\n", t.Tier, t.Requests, t.LoadMeanMs, t.HitTokens,
 				float64(t.BytesRead)/1e9, float64(t.BytesWritten)/1e9, t.ChunksHeld, t.ChunksCapacity, t.ChunksEvicted, t.ChunksDropped)
 		}
+	}
+	if w := r.Swap; w != nil {
+		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+		fmt.Fprintf(&b, "Swap preemption (legacy, vLLM v0): %d out, %d in, %d recomputed (swap space full); %.2f GB out, %.2f GB in; mean copy %.3f ms out, %.3f ms in; peak %d of %d blocks\n",
+			w.SwapOuts, w.SwapIns, w.Fallbacks, float64(w.BytesOut)/1e9, float64(w.BytesIn)/1e9, w.OutMeanMs, w.InMeanMs, w.PeakBlocks, w.CapacityBlocks)
 	}
 	if r.Limit != "" {
 		b.WriteString(strings.Repeat("-", tableWidth) + "\n")

@@ -258,6 +258,23 @@ func summaryTable(runs []Run) tableView {
 		row("tokens per step (per sequence)", true, spec(func(s *metrics.SpecResult) string { return ftoa(s.TokensPerStep, 3) }))
 		row("draft share of step time (%)", true, spec(func(s *metrics.SpecResult) string { return ftoa(100*s.DraftShare, 2) }))
 	}
+	if slices.ContainsFunc(runs, func(r Run) bool { return r.Summary.Swap != nil }) {
+		swap := func(f func(*metrics.SwapResult) string) func(*metrics.Result) string {
+			return func(r *metrics.Result) string {
+				if r.Swap == nil {
+					return "-"
+				}
+				return f(r.Swap)
+			}
+		}
+		row("Swap preemption (legacy): swap-outs / recomputed", false, swap(func(w *metrics.SwapResult) string {
+			return itoa(w.SwapOuts) + " / " + itoa(w.Fallbacks)
+		}))
+		row("GB out / in", true, swap(func(w *metrics.SwapResult) string {
+			return ftoa(float64(w.BytesOut)/1e9, 2) + " / " + ftoa(float64(w.BytesIn)/1e9, 2)
+		}))
+		row("mean copy out / in (ms)", true, swap(func(w *metrics.SwapResult) string { return ftoa(w.OutMeanMs, 3) + " / " + ftoa(w.InMeanMs, 3) }))
+	}
 	for _, tier := range []string{"host", "disk"} {
 		find := func(r *metrics.Result) *metrics.TierResult {
 			for k := range r.KVTiers {

@@ -248,6 +248,13 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	res.CheckTargets(opts.Targets)
 	if tiers != nil {
 		res.KVTiers = tierResults(tiers, o.sum)
+		res.Swap = swapResult(sim.Engines(), tiers.BlockBytes())
+	}
+	res.OffloadDeferred = sim.OffloadDeferred()
+	if tiers != nil {
+		for n := range tiers.Nodes() {
+			res.OffloadPeakBytes = max(res.OffloadPeakBytes, tiers.HandoffPeak(n))
+		}
 	}
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
@@ -263,6 +270,43 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 func describe(b *assemble.Built, res *metrics.Result) {
 	d := b.Describe()
 	res.Scenario, res.Simulated = d, d.Lines()
+}
+
+// swapResult summarises swap preemption over the engines that swap (nil
+// when none does).
+func swapResult(engines []*engine.Engine, blockBytes int64) *metrics.SwapResult {
+	var r metrics.SwapResult
+	var outNs, inNs, outDone, inDone int64
+	on := false
+	for _, e := range engines {
+		c := e.Config().SwapBlocks
+		if c == 0 {
+			continue
+		}
+		on = true
+		st := e.SwapTotals()
+		r.SwapOuts += st.Outs
+		r.SwapIns += st.Ins
+		r.Fallbacks += st.Fallbacks
+		r.BytesOut += st.BlocksOut * blockBytes
+		r.BytesIn += st.BlocksIn * blockBytes
+		outNs += st.OutNs
+		inNs += st.InNs
+		outDone += st.OutsDone
+		inDone += st.InsDone
+		r.PeakBlocks = max(r.PeakBlocks, st.PeakUsedBlocks)
+		r.CapacityBlocks = max(r.CapacityBlocks, c)
+	}
+	if !on {
+		return nil
+	}
+	if outDone > 0 {
+		r.OutMeanMs = float64(outNs) / float64(outDone) / 1e6
+	}
+	if inDone > 0 {
+		r.InMeanMs = float64(inNs) / float64(inDone) / 1e6
+	}
+	return &r
 }
 
 // tierResults summarises the KV tiers of a run.

@@ -259,6 +259,24 @@ func Draw(t *rapid.T) Case {
 	if c := rapid.SampledFrom([]int{0, 0, 0, 1, 4}).Draw(t, "maxConcurrency"); c > 0 {
 		w.kv(1, "max_concurrency", c)
 	}
+	// Swap preemption (vLLM v0's legacy mode) needs the tiers' links;
+	// small swap spaces reach the recompute fallback. Drawn last so that
+	// the draws above keep their meaning; written into the engine block.
+	if tiers && rapid.Bool().Draw(t, "swap") {
+		gib := rapid.SampledFrom([]float64{0.001, 0.05, 4}).Draw(t, "swapSpaceGiB")
+		sc := strings.Replace(w.b.String(), "\nengine:\n", fmt.Sprintf("\nengine:\n  preemption_mode: swap\n  swap_space: %g\n", gib), 1)
+		w.b.Reset()
+		w.b.WriteString(sc)
+	}
+	// A bound on offloaded handoff KV per node, small enough to bind.
+	if sc := w.b.String(); strings.Contains(sc, "\n  offload_pinned_after_s: ") && rapid.Bool().Draw(t, "offloadCap") {
+		gb := rapid.SampledFrom([]float64{0.001, 0.05, 1}).Draw(t, "offloadMaxGB")
+		i := strings.Index(sc, "\n  offload_pinned_after_s: ") + 1
+		i += strings.IndexByte(sc[i:], '\n') + 1
+		sc = sc[:i] + fmt.Sprintf("  offload_pinned_max_gb: %g\n", gb) + sc[i:]
+		w.b.Reset()
+		w.b.WriteString(sc)
+	}
 	w.kv(0, "check_invariants", true)
 
 	trace, n := drawTrace(t)
