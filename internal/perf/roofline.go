@@ -443,12 +443,13 @@ func (r *Roofline) StepTime(b *Batch) int64 {
 		return 0
 	}
 	var s float64
+	k := countsOf(b)
 	for i, u := range r.ops {
 		if i == r.moeOp && b.MoENs > 0 {
 			s += float64(b.MoENs)
 			continue
 		}
-		s += u.Count * r.opNs(i, b)
+		s += u.Count * r.opNs(i, b, k)
 	}
 	return clampNs(s)
 }

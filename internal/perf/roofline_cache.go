@@ -79,18 +79,29 @@ func newOpCache(ops []OpUse) *opCache {
 	return c
 }
 
-// opNs is r.OpNs(r.ops[i].Op, b), from the cache when it holds it.
-func (r *Roofline) opNs(i int, b *Batch) float64 {
+// stepCounts are the counts a step's cached op times are keyed by,
+// computed once per step.
+type stepCounts struct {
+	padded, tokens, rows int
+}
+
+func countsOf(b *Batch) stepCounts {
+	return stepCounts{padded: paddedTokens(b), tokens: b.Tokens(), rows: b.Rows()}
+}
+
+// opNs is r.OpNs(r.ops[i].Op, b), from the cache when it holds it; k
+// holds b's counts.
+func (r *Roofline) opNs(i int, b *Batch, k stepCounts) float64 {
 	c := r.cache
 	var n, cols int
 	var tab []atomic.Uint64
 	switch c.key[i] {
 	case keyTokens:
-		n, cols, tab = paddedTokens(b), c.tokCols, c.byTokens
+		n, cols, tab = k.padded, c.tokCols, c.byTokens
 	case keyMoE:
-		n, cols, tab = b.Tokens(), c.tokCols, c.byTokens
+		n, cols, tab = k.tokens, c.tokCols, c.byTokens
 	case keySeqs:
-		n, cols, tab = b.Rows(), c.seqCols, c.bySeqs
+		n, cols, tab = k.rows, c.seqCols, c.bySeqs
 	default:
 		return r.OpNs(r.ops[i].Op, b)
 	}
