@@ -438,7 +438,8 @@ func TestRooflinePadsDenseOnly(t *testing.T) {
 }
 
 // TestRooflineUnderEngineTimePads: WithEngineTime pads 5 decodes to the
-// capture size 8, and the roofline beneath it prices the dense ops at 8.
+// capture size 8 (16 when a data-parallel peer has 13 tokens), and the
+// roofline beneath it prices the dense ops at the padded count.
 func TestRooflineUnderEngineTimePads(t *testing.T) {
 	r, err := NewRoofline(tinyModel, tinyHW, tinyEff, 1)
 	if err != nil {
@@ -450,6 +451,15 @@ func TestRooflineUnderEngineTimePads(t *testing.T) {
 	pb.PadTokens = 3
 	if got, want := WithEngineTime(r, e).StepTime(&b), r.StepTime(&pb); got != want || got <= r.StepTime(&b) {
 		t.Errorf("graph step %d ns, want the padded roofline's %d (unpadded %d)", got, want, r.StepTime(&b))
+	}
+	// A data-parallel rank in lockstep pads to the group's count: 5
+	// decodes padded to a peer's 13 tokens run as the capture size 16.
+	dp := b
+	dp.DPPadTo, dp.DPSynced, dp.DPMode = 13, true, RunFull
+	pad11 := b
+	pad11.PadTokens = 11
+	if got, want := WithEngineTime(r, e).StepTime(&dp), r.StepTime(&pad11); got != want || got <= r.StepTime(&pb) {
+		t.Errorf("DP-padded step %d ns, want the roofline at 16 rows, %d", got, want)
 	}
 	e.Mode = GraphsNone
 	if got, want := WithEngineTime(r, e).StepTime(&b), r.StepTime(&b); got != want {
