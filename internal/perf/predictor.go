@@ -32,8 +32,10 @@ type Batch struct {
 	DecodeKVMin int
 	// PadTokens is the number of padding tokens a CUDA graph adds to the
 	// step (see WithEngineTime): token-wise ops (dense layers, all-reduces)
-	// run on Tokens()+PadTokens rows; attention, lm_head and the sampler
-	// on the real requests only.
+	// run on Tokens()+PadTokens rows in both the profile and the roofline
+	// predictor; attention, lm_head and the sampler on the real requests
+	// only, and the predictors' own MoE lookup on the real tokens (a
+	// data-parallel group's MoENs counts the padding itself).
 	PadTokens int
 	// DPPadTo is, for a rank of a data-parallel group stepping in lockstep
 	// outside eager mode, the token count every rank of the group pads its

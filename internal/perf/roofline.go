@@ -439,16 +439,17 @@ func (r *Roofline) Ops() []OpUse { return r.ops }
 // A batch's MoENs (a data-parallel group's MoE time, every layer) replaces
 // the MoE op. It does not allocate.
 func (r *Roofline) StepTime(b *Batch) int64 {
-	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0) {
+	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.PadTokens <= 0) {
 		return 0
 	}
 	var s float64
+	k := countsOf(b)
 	for i, u := range r.ops {
 		if i == r.moeOp && b.MoENs > 0 {
 			s += float64(b.MoENs)
 			continue
 		}
-		s += u.Count * r.opNs(i, b)
+		s += u.Count * r.opNs(i, b, k)
 	}
 	return clampNs(s)
 }
@@ -478,14 +479,18 @@ func clampNs(v float64) int64 {
 
 // OpNs is the time in ns of ONE occurrence of op (one layer's worth for a
 // per-layer op) in the step b, on one tensor-parallel rank. Dense ops are
-// timed by the step's total tokens, lm_head and sampler by its sequences,
-// attention by its prefill chunks and decode contexts. Unknown ops and empty
+// timed by the step's total tokens plus its CUDA-graph padding
+// (Batch.PadTokens: a replayed graph runs its embedding, norms, rotary,
+// projections and activation on every row of the captured size), lm_head
+// and the sampler by its sequences, attention by its prefill chunks and
+// decode contexts (padding rows have no context), the MoE block by its
+// real tokens as the profile's moe.csv lookup is. Unknown ops and empty
 // steps take 0.
 func (r *Roofline) OpNs(op string, b *Batch) float64 {
 	if b == nil {
 		return 0
 	}
-	T := float64(max(b.Tokens(), 0))
+	T := float64(paddedTokens(b))
 	S := float64(max(b.Rows(), 0))
 	h, bb := r.h, r.b
 	switch op {
@@ -524,9 +529,15 @@ func (r *Roofline) OpNs(op string, b *Batch) float64 {
 	case OpAttention:
 		return r.attention(b)
 	case OpMoE:
-		return r.moe(T)
+		return r.moe(float64(max(b.Tokens(), 0)))
 	}
 	return 0
+}
+
+// paddedTokens is the row count of the step's token-wise ops: its real
+// tokens plus the CUDA-graph padding, never negative.
+func paddedTokens(b *Batch) int {
+	return max(b.Tokens(), 0) + max(b.PadTokens, 0)
 }
 
 // softMax blends two times: (a^p + b^p)^(1/p) with p = 1/invP.

@@ -11,8 +11,9 @@ import (
 const opCacheLimit = 4096
 
 // opCache memoises the op times that depend on a single count: every op
-// but attention depends only on the step's total tokens, except lm_head
-// and the sampler, which depend only on its sequences. A step's time is
+// but attention depends only on the step's tokens (padded ones, or real
+// ones for the MoE block), except lm_head and the sampler, which depend
+// only on its sequences. A step's time is
 // then one table row plus the attention model, instead of a dozen
 // math.Pow calls. Rows are filled lazily; entries are atomic (0 = not yet
 // computed) so the predictor stays safe for concurrent use, and every
@@ -51,7 +52,8 @@ type opKey uint8
 
 const (
 	keyBatch  opKey = iota // the whole batch (attention): not cached
-	keyTokens              // the step's total tokens
+	keyTokens              // the step's tokens with CUDA-graph padding
+	keyMoE                 // the step's real tokens (the MoE block)
 	keySeqs                // the step's sequences
 )
 
@@ -64,6 +66,9 @@ func newOpCache(ops []OpUse) *opCache {
 		case OpLMHead, OpSampler:
 			c.key[i], c.col[i] = keySeqs, c.seqCols
 			c.seqCols++
+		case OpMoE:
+			c.key[i], c.col[i] = keyMoE, c.tokCols
+			c.tokCols++
 		default:
 			c.key[i], c.col[i] = keyTokens, c.tokCols
 			c.tokCols++
@@ -74,16 +79,29 @@ func newOpCache(ops []OpUse) *opCache {
 	return c
 }
 
-// opNs is r.OpNs(r.ops[i].Op, b), from the cache when it holds it.
-func (r *Roofline) opNs(i int, b *Batch) float64 {
+// stepCounts are the counts a step's cached op times are keyed by,
+// computed once per step.
+type stepCounts struct {
+	padded, tokens, rows int
+}
+
+func countsOf(b *Batch) stepCounts {
+	return stepCounts{padded: paddedTokens(b), tokens: b.Tokens(), rows: b.Rows()}
+}
+
+// opNs is r.OpNs(r.ops[i].Op, b), from the cache when it holds it; k
+// holds b's counts.
+func (r *Roofline) opNs(i int, b *Batch, k stepCounts) float64 {
 	c := r.cache
 	var n, cols int
 	var tab []atomic.Uint64
 	switch c.key[i] {
 	case keyTokens:
-		n, cols, tab = b.Tokens(), c.tokCols, c.byTokens
+		n, cols, tab = k.padded, c.tokCols, c.byTokens
+	case keyMoE:
+		n, cols, tab = k.tokens, c.tokCols, c.byTokens
 	case keySeqs:
-		n, cols, tab = b.Rows(), c.seqCols, c.bySeqs
+		n, cols, tab = k.rows, c.seqCols, c.bySeqs
 	default:
 		return r.OpNs(r.ops[i].Op, b)
 	}

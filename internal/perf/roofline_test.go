@@ -374,3 +374,95 @@ func TestRooflinePackedGQAByHand(t *testing.T) {
 		nearNs(t, c.name, p.OpNs(OpAttention, &c.b), a.OpNs(OpAttention, &c.b))
 	}
 }
+
+// TestRooflinePadsDenseOnly: a CUDA graph padded from 5 decodes to 8 rows
+// runs the token-wise ops on 8 rows; attention, lm_head and the sampler
+// stay at the 5 real requests (padding rows have no context and no
+// logits), as the profile predictor prices them.
+func TestRooflinePadsDenseOnly(t *testing.T) {
+	r, err := NewRoofline(tinyModel, tinyHW, tinyEff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Batch{NumDecode: 5, DecodeKVSum: 5000, DecodeKVMax: 1000, DecodeKVMin: 1000}
+	pb := b
+	pb.PadTokens = 3
+	// qkv_proj at 8 rows: FLOPs 2*8*1024*1536 = 25165824 at 5e13 ->
+	// 503.31648 ns; bytes (1024*1536 + 8*1024 + 8*1536)*2 = 3186688 at
+	// 5e11 -> 6373.376 ns.
+	nearNs(t, "padded qkv_proj", r.OpNs(OpQKVProj, &pb), 1000+503.31648+6373.376)
+	// layernorm at 8 rows: 4*8*1024*2 = 65536 bytes -> 131.072 ns.
+	nearNs(t, "padded layernorm", r.OpNs(OpLayernorm, &pb), 1000+131.072)
+	// lm_head at the 5 real rows: FLOPs 2*5*1024*32000 = 327680000 ->
+	// 6553.6 ns; bytes (32768000 + 5*1024 + 5*32000)*2 = 65866240 ->
+	// 131732.48 ns.
+	nearNs(t, "padded lm_head", r.OpNs(OpLMHead, &pb), 1000+6553.6+131732.48)
+	// Attention of 5 requests of 1000 tokens: 10 units x (1000 x 0.65536
+	// + 100) = 7553.6 ns; 5000 x 1024 + 5 x 5120 = 5145600 B -> 10291.2 ns.
+	nearNs(t, "padded attention", r.OpNs(OpAttention, &pb), 2000+7553.6+10291.2)
+	nearNs(t, "padded sampler", r.OpNs(OpSampler, &pb), r.OpNs(OpSampler, &b))
+
+	// The step adds exactly the token-wise ops' difference between 8 and
+	// 5 rows, with their multiplicities.
+	eight := Batch{NumDecode: 8, DecodeKVSum: 8000, DecodeKVMax: 1000, DecodeKVMin: 1000}
+	var extra float64
+	for _, u := range r.Ops() {
+		switch u.Op {
+		case OpAttention, OpLMHead, OpSampler:
+		default:
+			extra += u.Count * (r.OpNs(u.Op, &eight) - r.OpNs(u.Op, &b))
+		}
+	}
+	if extra <= 0 {
+		t.Fatalf("no token-wise ops in the step: %v", r.Ops())
+	}
+	got, want := float64(r.StepTime(&pb)), float64(r.StepTime(&b))+extra
+	if math.Abs(got-want) > 1 {
+		t.Errorf("padded step %.0f ns, want %.0f (unpadded + %.1f)", got, want, extra)
+	}
+	if pb.PadTokens != 3 {
+		t.Errorf("StepTime changed PadTokens to %d", pb.PadTokens)
+	}
+
+	// The MoE block is read at the real tokens, like the profile's moe.csv.
+	m := tinyModel
+	m.Intermediate, m.Experts, m.ExpertsPerTok, m.MoEIntermediate = 0, 8, 2, 512
+	rm, err := NewRoofline(m, tinyHW, tinyEff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nearNs(t, "padded moe", rm.OpNs(OpMoE, &pb), rm.OpNs(OpMoE, &b))
+	if a, c := rm.StepTime(&pb), rm.StepTime(&b); a <= c {
+		t.Errorf("MoE model: padded step %d ns not above unpadded %d", a, c)
+	}
+}
+
+// TestRooflineUnderEngineTimePads: WithEngineTime pads 5 decodes to the
+// capture size 8 (16 when a data-parallel peer has 13 tokens), and the
+// roofline beneath it prices the dense ops at the padded count.
+func TestRooflineUnderEngineTimePads(t *testing.T) {
+	r, err := NewRoofline(tinyModel, tinyHW, tinyEff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := EngineTime{Mode: GraphsFullAndPiecewise, CaptureSizes: DefaultCaptureSizes(128, 2048), Async: true}
+	b := Batch{NumDecode: 5, DecodeKVSum: 5000, DecodeKVMax: 1000, DecodeKVMin: 1000}
+	pb := b
+	pb.PadTokens = 3
+	if got, want := WithEngineTime(r, e).StepTime(&b), r.StepTime(&pb); got != want || got <= r.StepTime(&b) {
+		t.Errorf("graph step %d ns, want the padded roofline's %d (unpadded %d)", got, want, r.StepTime(&b))
+	}
+	// A data-parallel rank in lockstep pads to the group's count: 5
+	// decodes padded to a peer's 13 tokens run as the capture size 16.
+	dp := b
+	dp.DPPadTo, dp.DPSynced, dp.DPMode = 13, true, RunFull
+	pad11 := b
+	pad11.PadTokens = 11
+	if got, want := WithEngineTime(r, e).StepTime(&dp), r.StepTime(&pad11); got != want || got <= r.StepTime(&pb) {
+		t.Errorf("DP-padded step %d ns, want the roofline at 16 rows, %d", got, want)
+	}
+	e.Mode = GraphsNone
+	if got, want := WithEngineTime(r, e).StepTime(&b), r.StepTime(&b); got != want {
+		t.Errorf("eager step %d ns, want the unpadded roofline's %d", got, want)
+	}
+}

@@ -16,13 +16,14 @@ func (p *Profile) LayerAttentionNs(b *Batch) float64 {
 // StepTimeWithout is StepTime without the occurrences of op (for a caller
 // that times that op otherwise), in unrounded nanoseconds.
 func (r *Roofline) StepTimeWithout(b *Batch, op string) float64 {
-	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0) {
+	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.PadTokens <= 0) {
 		return 0
 	}
 	var s float64
+	k := countsOf(b)
 	for i, u := range r.ops {
 		if u.Op != op {
-			s += u.Count * r.opNs(i, b)
+			s += u.Count * r.opNs(i, b, k)
 		}
 	}
 	return s

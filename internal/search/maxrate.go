@@ -271,7 +271,12 @@ func (iv *RateInterval) combine(v float64) {
 	if iv.Replicas > 0 {
 		lo, hi = iv.SeedLoRPS, iv.SeedHiRPS
 	}
-	if iv.Band != "" && v > 0 {
+	switch {
+	case iv.Band != "" && v > 0 && iv.Replicas == 0:
+		// v × min(1, a, b) written without the round trip through the
+		// ratios, so an end equals its search's rate exactly.
+		lo, hi = min(v, iv.FastRPS, iv.SlowRPS), max(v, iv.FastRPS, iv.SlowRPS)
+	case iv.Band != "" && v > 0:
 		a, b := iv.FastRPS/v, iv.SlowRPS/v
 		lo *= min(1, a, b)
 		hi *= max(1, a, b)
