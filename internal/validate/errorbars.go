@@ -112,7 +112,7 @@ func transferBand(file *calibrate.File, hwName string, noTables error) (*calibra
 		hwName = acc.Name
 	}
 	if _, own := file.Entry(hwName); own {
-		return nil, fmt.Errorf("error bars: the step model's residuals come from the measured tables of this deployment: %w (%s has a calibration of its own, so no transfer band applies; give --profiles with a bundle of this deployment)", noTables, hwName)
+		return nil, fmt.Errorf("error bars: the step model's residuals come from the measured tables of this deployment: %w (%s has a calibration of its own, so no transfer band applies)", noTables, hwName)
 	}
 	lender, ok := file.Fallback()
 	if !ok {
