@@ -339,7 +339,8 @@ func runTransfer(w io.Writer, refs []string, calFile, use string, tp int, tpSet 
 		}
 		for _, g := range groups {
 			if !inEmbedded[g.Accelerator] {
-				fmt.Fprintf(w, "  %s steps inside it: %.1f%% of %d\n", g.Accelerator, 100*eb.Inside(g.Residuals), len(g.Residuals))
+				below, above := eb.Outside(g.Residuals)
+				fmt.Fprintf(w, "  %s steps inside it: %.1f%% of %d (below %.1f%%, above %.1f%%)\n", g.Accelerator, 100*eb.Inside(g.Residuals), len(g.Residuals), 100*below, 100*above)
 			}
 		}
 	}
@@ -352,11 +353,22 @@ func runTransfer(w io.Writer, refs []string, calFile, use string, tp int, tpSet 
 		return badInput(err)
 	}
 	fmt.Fprintf(w, "leave-one-accelerator-out (90%% band from the others; held-out steps inside, nominal 90%%):\n")
-	fmt.Fprintf(w, "  %-10s %-24s %-18s %s\n", "held out", "band from", "band", "inside")
+	fmt.Fprintf(w, "  %-10s %-24s %-18s %s\n", "held out", "band from", "band", "inside (below, above)")
 	for _, r := range loao {
-		fmt.Fprintf(w, "  %-10s %-24s %+6.1f%% .. %+6.1f%%  %.1f%% of %d\n", r.HeldOut, strings.Join(r.From, ", "), 100*r.Band.Lo, 100*r.Band.Hi, 100*r.Covered, r.Steps)
+		below, above := r.Band.Outside(groups[indexOf(groups, r.HeldOut)].Residuals)
+		fmt.Fprintf(w, "  %-10s %-24s %+6.1f%% .. %+6.1f%%  %.1f%% of %d (%.1f%%, %.1f%%)\n", r.HeldOut, strings.Join(r.From, ", "), 100*r.Band.Lo, 100*r.Band.Hi, 100*r.Covered, r.Steps, 100*below, 100*above)
 	}
 	return nil
+}
+
+// indexOf is the index of accelerator acc's group.
+func indexOf(groups []calibrate.AcceleratorResiduals, acc string) int {
+	for i, g := range groups {
+		if g.Accelerator == acc {
+			return i
+		}
+	}
+	return -1
 }
 
 // openCalibration opens the calibration file calFile, or the embedded one

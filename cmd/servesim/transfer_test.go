@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,8 +130,12 @@ func TestCalibrateTransferCLI(t *testing.T) {
 	if len(loao) != 3 || loao[0].HeldOut != "RTX4090" || loao[1].HeldOut != "A6000" || loao[2].HeldOut != "RTX3090" {
 		t.Fatalf("held out %+v", loao)
 	}
-	for _, r := range loao {
-		want := fmt.Sprintf("  %-10s %-24s %+6.1f%% .. %+6.1f%%  %.1f%% of %d\n", r.HeldOut, strings.Join(r.From, ", "), 100*r.Band.Lo, 100*r.Band.Hi, 100*r.Covered, r.Steps)
+	for i, r := range loao {
+		below, above := r.Band.Outside(groups[i].Residuals)
+		if math.Abs(below+above+r.Covered-1) > 1e-12 {
+			t.Errorf("%s: below %v + inside %v + above %v != 1", r.HeldOut, below, r.Covered, above)
+		}
+		want := fmt.Sprintf("  %-10s %-24s %+6.1f%% .. %+6.1f%%  %.1f%% of %d (%.1f%%, %.1f%%)\n", r.HeldOut, strings.Join(r.From, ", "), 100*r.Band.Lo, 100*r.Band.Hi, 100*r.Covered, r.Steps, 100*below, 100*above)
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

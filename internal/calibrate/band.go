@@ -109,6 +109,24 @@ func (b Band) Inside(residuals []float64) float64 {
 	return float64(n) / float64(len(residuals))
 }
 
+// Outside is the share of residuals below the band (the model too fast:
+// e < Lo) and above it (too slow: e > Hi).
+func (b Band) Outside(residuals []float64) (below, above float64) {
+	if len(residuals) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	nb, na := 0, 0
+	for _, e := range residuals {
+		switch {
+		case e < b.Lo:
+			nb++
+		case e > b.Hi:
+			na++
+		}
+	}
+	return float64(nb) / float64(len(residuals)), float64(na) / float64(len(residuals))
+}
+
 func (b Band) String() string {
 	if b.Label != "" {
 		return fmt.Sprintf("%s: step error %+.1f%% .. %+.1f%% (%.0f%% nominal, %d residuals)", b.Label, 100*b.Lo, 100*b.Hi, 100*b.Coverage, b.Rows)
