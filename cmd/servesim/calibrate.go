@@ -27,6 +27,7 @@ func newCalibrateCmd() *cobra.Command {
 		use                string
 		tp                 int
 		noLeaveOneOut, ops bool
+		transfer           bool
 		measuredRuns       []string
 		benchConfig        string
 		benchOffsetMs      float64
@@ -56,6 +57,12 @@ calibration (--calibration FILE, default the embedded one) on BUNDLE's
 tables; --use NAME checks the calibration of accelerator NAME instead of
 the bundle's own (with the bundle's accelerator specs).
 
+--transfer checks the transfer band, the step band an accelerator without
+tables of its own gets from the calibration it borrows (or --use NAME's):
+the calibration's step residuals on the embedded bundles and any
+--profiles BUNDLE of other accelerators, grouped by accelerator, with each
+accelerator held out in turn from a band taken on the others.
+
 --measured RUN fits the engine-side terms (extra host time per step and,
 for tp > 1, the collective scale) to measured runs; a vllm bench serve
 result file holds no engine settings: they come from -c SCENARIO (the
@@ -68,6 +75,12 @@ file's model) and its client offset from --client-offset-ms.`,
 					return usageError{fmt.Errorf("--measured fits engine-side terms only; give it without --profiles and --check")}
 				}
 				return runMeasuredFit(cmd, measuredRuns, benchConfig, benchOffsetMs)
+			}
+			if transfer {
+				if check != "" {
+					return usageError{fmt.Errorf("give --transfer or --check BUNDLE, not both")}
+				}
+				return runTransfer(cmd.OutOrStdout(), bundles, cal, use, tp, cmd.Flags().Changed("tp"))
 			}
 			if check != "" {
 				if len(bundles) > 0 {
@@ -140,11 +153,12 @@ file's model) and its client offset from --client-offset-ms.`,
 	cmd.Flags().IntVar(&tp, "tp", 1, "tensor-parallel degree of the tables to fit or check")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "calibration YAML to write or update (default: stdout)")
 	cmd.Flags().StringVar(&check, "check", "", "check a calibration on this bundle's tables instead of fitting")
-	cmd.Flags().StringVar(&cal, "calibration", "", "with --check: calibration YAML to check (default: the embedded calibration)")
-	cmd.Flags().StringVar(&use, "use", "", "with --check: check accelerator NAME's calibration (default: the bundle's accelerator)")
+	cmd.Flags().StringVar(&cal, "calibration", "", "with --check or --transfer: calibration YAML to check (default: the embedded calibration)")
+	cmd.Flags().StringVar(&use, "use", "", "with --check: check accelerator NAME's calibration (default: the bundle's accelerator); with --transfer: lend NAME's (default: the one an uncalibrated accelerator borrows)")
 	cmd.Flags().StringArrayVar(&measuredRuns, "measured", nil, "fit the engine-side host time per step to a measured run (a run directory, builtin:NAME, or a vllm bench serve result file run against the default scenario); repeat for leave-one-out")
 	cmd.Flags().StringVarP(&benchConfig, "config", "c", "", "with --measured: scenario YAML describing the server the bench result files were measured on (default: the embedded default scenario with the file's model)")
 	cmd.Flags().Float64Var(&benchOffsetMs, "client-offset-ms", 0, "with --measured: client-side time inside each bench result's TTFT and E2E (see docs/validation.md)")
+	cmd.Flags().BoolVar(&transfer, "transfer", false, "check the transfer band of a lent calibration: leave one accelerator out of the embedded and --profiles tables of other accelerators")
 	cmd.Flags().BoolVar(&ops, "ops", false, "with --check: also print the error of every table and op")
 	cmd.Flags().BoolVar(&noLeaveOneOut, "no-leave-one-out", false, "skip the leave-one-out fits (one extra fit per bundle)")
 	return cmd
@@ -236,6 +250,144 @@ func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) er
 		fmt.Fprint(w, rep.String())
 	}
 	return nil
+}
+
+// runTransfer prints the transfer band of a lent calibration and its
+// leave-one-accelerator-out coverage on the embedded bundles of the other
+// accelerators and the bundles refs.
+func runTransfer(w io.Writer, refs []string, calFile, use string, tp int, tpSet bool) error {
+	file, name, err := openCalibration(calFile)
+	if err != nil {
+		return err
+	}
+	lender, how := use, ""
+	if lender == "" {
+		var ok bool
+		if lender, ok = file.Fallback(); !ok {
+			return badInput(fmt.Errorf("%s has no calibration that may be lent (all are PyTorch-derived); give --use NAME", name))
+		}
+		how = " (the one an uncalibrated accelerator borrows)"
+	}
+	en, ok := file.Entry(lender)
+	if !ok {
+		return badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
+	}
+	sub, err := fs.Sub(assets.FS(), "profiles")
+	if err != nil {
+		return err
+	}
+	ts, err := calibrate.EmbeddedTables(sub, lender)
+	if err != nil {
+		return err
+	}
+	embedded := len(ts)
+	for _, r := range refs {
+		t, err := loadTables(r, tp, tpSet)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, t)
+	}
+	groups, err := calibrate.GroupResiduals(en.Efficiency(), lender, ts)
+	if err != nil {
+		return badInput(err)
+	}
+	fmt.Fprintf(w, "calibration %s of %s%s", lender, name, how)
+	if l := en.Label(); l != "" {
+		fmt.Fprintf(w, " [%s]", l)
+	}
+	fmt.Fprintf(w, "\nstep residuals on the tables of other accelerators:\n")
+	for _, t := range ts {
+		if strings.EqualFold(t.Accelerator, lender) {
+			continue
+		}
+		res, err := calibrate.StepResiduals(en.Efficiency(), t)
+		if err != nil {
+			return badInput(err)
+		}
+		b, err := calibrate.NewBand(res, 0.9)
+		if err != nil {
+			return badInput(err)
+		}
+		fmt.Fprintf(w, "  %-10s %6d steps, own band %+6.1f%% .. %+6.1f%%  %s (%s)\n", t.Accelerator, len(res), 100*b.Lo, 100*b.Hi, t.Source, t.Format)
+	}
+	if len(groups) == 0 {
+		return badInput(fmt.Errorf("no tables of an accelerator other than %s: give --profiles BUNDLE of other accelerators", lender))
+	}
+	var all []float64
+	var accs []string
+	for _, g := range groups {
+		all = append(all, g.Residuals...)
+		accs = append(accs, g.Accelerator)
+	}
+	b, err := calibrate.NewBand(all, 0.9)
+	if err != nil {
+		return badInput(err)
+	}
+	fmt.Fprintf(w, "90%% band from all of them (%s): %s\n", strings.Join(accs, ", "), b)
+	if embedded > 0 && len(ts) > embedded {
+		// the band a run uses is taken from the embedded tables alone: its
+		// coverage on the accelerators only --profiles gave is independent
+		eb, err := calibrate.TransferBand(en.Efficiency(), lender, "an accelerator without tables", ts[:embedded])
+		if err != nil {
+			return badInput(err)
+		}
+		fmt.Fprintf(w, "the band a run uses (embedded tables only): %s\n", eb)
+		inEmbedded := map[string]bool{}
+		for _, t := range ts[:embedded] {
+			inEmbedded[t.Accelerator] = true
+		}
+		for _, g := range groups {
+			if !inEmbedded[g.Accelerator] {
+				below, above := eb.Outside(g.Residuals)
+				fmt.Fprintf(w, "  %s steps inside it: %.1f%% of %d (below %.1f%%, above %.1f%%)\n", g.Accelerator, 100*eb.Inside(g.Residuals), len(g.Residuals), 100*below, 100*above)
+			}
+		}
+	}
+	if len(groups) < 2 {
+		fmt.Fprintf(w, "leave-one-accelerator-out: needs the tables of two accelerators other than %s (have %s); give --profiles BUNDLE of another\n", lender, strings.Join(accs, ", "))
+		return nil
+	}
+	loao, err := calibrate.LeaveOneAccelerator(groups)
+	if err != nil {
+		return badInput(err)
+	}
+	fmt.Fprintf(w, "leave-one-accelerator-out (90%% band from the others; held-out steps inside, nominal 90%%):\n")
+	fmt.Fprintf(w, "  %-10s %-24s %-18s %s\n", "held out", "band from", "band", "inside (below, above)")
+	for _, r := range loao {
+		below, above := r.Band.Outside(groups[indexOf(groups, r.HeldOut)].Residuals)
+		fmt.Fprintf(w, "  %-10s %-24s %+6.1f%% .. %+6.1f%%  %.1f%% of %d (%.1f%%, %.1f%%)\n", r.HeldOut, strings.Join(r.From, ", "), 100*r.Band.Lo, 100*r.Band.Hi, 100*r.Covered, r.Steps, 100*below, 100*above)
+	}
+	return nil
+}
+
+// indexOf is the index of accelerator acc's group.
+func indexOf(groups []calibrate.AcceleratorResiduals, acc string) int {
+	for i, g := range groups {
+		if g.Accelerator == acc {
+			return i
+		}
+	}
+	return -1
+}
+
+// openCalibration opens the calibration file calFile, or the embedded one
+// when it is empty, and returns it with the name to print.
+func openCalibration(calFile string) (*calibrate.File, string, error) {
+	if calFile == "" {
+		f, err := calibrate.Builtin()
+		return f, "embedded calibration", err
+	}
+	f, err := os.Open(calFile)
+	if err != nil {
+		return nil, "", badInput(fmt.Errorf("--calibration: %w", err))
+	}
+	defer f.Close()
+	file, err := calibrate.Load(f, calFile)
+	if err != nil {
+		return nil, "", badInput(err)
+	}
+	return file, calFile, nil
 }
 
 // printBandCoverage prints the coverage, on t's steps, of the 90 % step

@@ -69,6 +69,9 @@ type Band struct {
 	Lo, Hi   float64 // quantiles of e
 	Coverage float64 // nominal coverage, e.g. 0.9
 	Rows     int     // residuals it was taken from
+	// Label says where the band comes from when it is not the deployment's
+	// own tables (a transfer band, TransferLabel); empty otherwise.
+	Label string
 }
 
 // NewBand takes the central coverage interval of residuals.
@@ -106,6 +109,27 @@ func (b Band) Inside(residuals []float64) float64 {
 	return float64(n) / float64(len(residuals))
 }
 
+// Outside is the share of residuals below the band (the model too fast:
+// e < Lo) and above it (too slow: e > Hi).
+func (b Band) Outside(residuals []float64) (below, above float64) {
+	if len(residuals) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	nb, na := 0, 0
+	for _, e := range residuals {
+		switch {
+		case e < b.Lo:
+			nb++
+		case e > b.Hi:
+			na++
+		}
+	}
+	return float64(nb) / float64(len(residuals)), float64(na) / float64(len(residuals))
+}
+
 func (b Band) String() string {
+	if b.Label != "" {
+		return fmt.Sprintf("%s: step error %+.1f%% .. %+.1f%% (%.0f%% nominal, %d residuals)", b.Label, 100*b.Lo, 100*b.Hi, 100*b.Coverage, b.Rows)
+	}
 	return fmt.Sprintf("step error %+.1f%% .. %+.1f%% (%.0f%% nominal, %d residuals)", 100*b.Lo, 100*b.Hi, 100*b.Coverage, b.Rows)
 }

@@ -24,6 +24,10 @@ func TestNewBandByHand(t *testing.T) {
 	if got := b.Inside(res); math.Abs(got-91.0/101) > 1e-12 { // 0.05..0.95 inclusive: 91 values
 		t.Fatalf("inside %v, want 91/101", got)
 	}
+	// 0.00 .. 0.04 lie below (5 of 101), 0.96 .. 1.00 above (5).
+	if below, above := b.Outside(res); math.Abs(below-5.0/101) > 1e-12 || math.Abs(above-5.0/101) > 1e-12 {
+		t.Fatalf("outside %v %v, want 5/101 each", below, above)
+	}
 	fast, slow := b.StepScales()
 	if math.Abs(fast-1/1.95) > 1e-12 || math.Abs(slow-1/1.05) > 1e-12 {
 		t.Fatalf("scales %v %v", fast, slow)

@@ -12,6 +12,7 @@ import (
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/runner"
@@ -29,8 +30,11 @@ import (
 
 // StepBand is the 90 % band of the step-latency model's relative error
 // for scenario s: the roofline's residuals on the measured tables of its
-// first instance group's deployment. It fails when s does not use the
-// roofline or no tables exist for the deployment.
+// first instance group's deployment or, when its accelerator has no tables
+// and borrows a calibration, the transfer band of that calibration on the
+// embedded tables of other accelerators (labelled; see
+// calibrate.TransferBand). It fails when s does not use the roofline or
+// neither band can be given.
 func StepBand(s *config.Scenario) (*calibrate.Band, error) {
 	return errorBand(true, s)
 }
@@ -61,9 +65,13 @@ func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
 		}
 		root = sub
 	}
+	file, err := calibrationFile(s.Predictor.Calibration)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := perf.FindBundle(root, hwName, s.Model, s.Dtype, tp)
 	if err != nil {
-		return nil, fmt.Errorf("error bars: the step model's residuals come from the measured tables of this deployment: %w", err)
+		return transferBand(file, hwName, err)
 	}
 	bundleDir := path.Dir(dir)
 	bundle, err := fs.Sub(root, bundleDir)
@@ -73,10 +81,6 @@ func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
 	t, err := calibrate.LoadTables(bundle, bundleDir, tp)
 	if err != nil {
 		return nil, fmt.Errorf("error bars: %w", err)
-	}
-	file, err := calibrationFile(s.Predictor.Calibration)
-	if err != nil {
-		return nil, err
 	}
 	en, ok := file.Entry(t.Accelerator)
 	if !ok {
@@ -93,6 +97,39 @@ func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
 	b, err := calibrate.NewBand(res, 0.9)
 	if err != nil {
 		return nil, err
+	}
+	return &b, nil
+}
+
+// transferBand is the band of a deployment on accelerator hwName without
+// measured tables of its own (noTables says why): when hwName borrows a
+// calibration, the lent calibration's band on the embedded tables of the
+// accelerators other than the lender and hwName (calibrate.TransferBand).
+// An accelerator with a calibration of its own but no tables for this
+// deployment has no band to give.
+func transferBand(file *calibrate.File, hwName string, noTables error) (*calibrate.Band, error) {
+	if acc, err := hw.Lookup(hwName); err == nil {
+		hwName = acc.Name
+	}
+	if _, own := file.Entry(hwName); own {
+		return nil, fmt.Errorf("error bars: the step model's residuals come from the measured tables of this deployment: %w (%s has a calibration of its own, so no transfer band applies)", noTables, hwName)
+	}
+	lender, ok := file.Fallback()
+	if !ok {
+		return nil, fmt.Errorf("error bars: %s is not calibrated and no calibration may be lent: no band", hwName)
+	}
+	en, _ := file.Entry(lender)
+	sub, err := fs.Sub(assets.FS(), "profiles")
+	if err != nil {
+		return nil, err
+	}
+	ts, err := calibrate.EmbeddedTables(sub, lender)
+	if err != nil {
+		return nil, fmt.Errorf("error bars: %w", err)
+	}
+	b, err := calibrate.TransferBand(en.Efficiency(), lender, hwName, ts)
+	if err != nil {
+		return nil, fmt.Errorf("error bars: %s has no measured tables of its own (%v) and %w", hwName, noTables, err)
 	}
 	return &b, nil
 }

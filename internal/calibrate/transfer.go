@@ -1,0 +1,172 @@
+package calibrate
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// Transfer bands. A deployment on an accelerator without measured tables
+// borrows another accelerator's calibration (File.Fallback). Its step band
+// cannot come from its own tables, and the lender's band, taken on the
+// lender's own tables, states the error of the roofline where it was
+// fitted, not where it is lent: it is far too narrow there. The transfer
+// band is taken instead from the lent calibration's step residuals on the
+// tables of accelerators other than the one it was fitted on: the error of
+// lending a calibration across GPUs, measured where it can be.
+//
+// LeaveOneAccelerator checks that band without fitting anything: each
+// accelerator in turn is held out, the band is taken from the others, and
+// the share of the held-out accelerator's steps inside it is its coverage.
+
+// TransferLabel names a transfer band: which calibration, lent to which
+// accelerator, with the band taken from which accelerators' tables.
+func TransferLabel(lender, target string, from []string) string {
+	return fmt.Sprintf("transfer band: calibration of %s lent to %s, band from tables of %s", lender, target, strings.Join(from, ", "))
+}
+
+// TransferBand is the 90 % band of efficiencies eff, the calibration of
+// accelerator lender, lent to accelerator target: pooled step residuals on
+// every table in ts whose accelerator is neither the lender nor the target.
+// The band is labelled (TransferLabel). It fails when no such table exists.
+func TransferBand(eff perf.Efficiency, lender, target string, ts []*Tables) (Band, error) {
+	var res []float64
+	var from []string
+	for _, t := range ts {
+		if strings.EqualFold(t.Accelerator, lender) || strings.EqualFold(t.Accelerator, target) {
+			continue
+		}
+		r, err := StepResiduals(eff, t)
+		if err != nil {
+			return Band{}, err
+		}
+		res = append(res, r...)
+		from = append(from, t.Accelerator)
+	}
+	if len(res) == 0 {
+		return Band{}, fmt.Errorf("transfer band for %s lent to %s: no measured tables of a third accelerator to take it from", lender, target)
+	}
+	b, err := NewBand(res, 0.9)
+	if err != nil {
+		return Band{}, err
+	}
+	b.Label = TransferLabel(lender, target, dedupe(from))
+	return b, nil
+}
+
+func dedupe(xs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// EmbeddedTables loads the tp-1 tables of every profile bundle under root
+// (laid out <hw>/<org>/<model>/<dtype>/meta.yaml, as the embedded
+// profiles), in path order, leaving out the bundles of accelerator skip
+// (case-insensitive; "" keeps all).
+func EmbeddedTables(root fs.FS, skip string) ([]*Tables, error) {
+	metas, err := fs.Glob(root, "*/*/*/*/meta.yaml")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(metas)
+	var out []*Tables
+	for _, m := range metas {
+		dir := path.Dir(m)
+		if skip != "" && strings.EqualFold(strings.SplitN(dir, "/", 2)[0], skip) {
+			continue
+		}
+		sub, err := fs.Sub(root, dir)
+		if err != nil {
+			return nil, err
+		}
+		t, err := LoadTables(sub, dir, 1)
+		if err != nil {
+			return nil, fmt.Errorf("embedded bundle %s: %w", dir, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// AcceleratorResiduals are the step residuals of one accelerator's tables.
+type AcceleratorResiduals struct {
+	Accelerator string
+	Residuals   []float64
+}
+
+// LOAOResult is one accelerator held out of a transfer band.
+type LOAOResult struct {
+	HeldOut string
+	// From are the accelerators the band was taken from.
+	From    []string
+	Band    Band
+	Covered float64 // share of HeldOut's Steps residuals inside Band
+	Steps   int
+}
+
+// LeaveOneAccelerator holds each accelerator of groups out in turn, takes
+// the 90 % band of the others' pooled residuals and reports the share of
+// the held-out accelerator's residuals inside it. It needs two accelerators
+// or more, each with residuals.
+func LeaveOneAccelerator(groups []AcceleratorResiduals) ([]LOAOResult, error) {
+	if len(groups) < 2 {
+		return nil, fmt.Errorf("leave-one-accelerator-out needs the tables of two accelerators or more besides the calibration's own (have %d)", len(groups))
+	}
+	out := make([]LOAOResult, 0, len(groups))
+	for i, g := range groups {
+		if len(g.Residuals) == 0 {
+			return nil, fmt.Errorf("leave-one-accelerator-out: %s has no step residuals", g.Accelerator)
+		}
+		var pool []float64
+		var from []string
+		for j, o := range groups {
+			if j != i {
+				pool = append(pool, o.Residuals...)
+				from = append(from, o.Accelerator)
+			}
+		}
+		b, err := NewBand(pool, 0.9)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, LOAOResult{HeldOut: g.Accelerator, From: from, Band: b, Covered: b.Inside(g.Residuals), Steps: len(g.Residuals)})
+	}
+	return out, nil
+}
+
+// GroupResiduals computes the step residuals of eff on each table and
+// pools them by accelerator (in order of first appearance), leaving out
+// the tables of accelerator lender: the input of LeaveOneAccelerator for
+// the calibration of lender.
+func GroupResiduals(eff perf.Efficiency, lender string, ts []*Tables) ([]AcceleratorResiduals, error) {
+	var out []AcceleratorResiduals
+	idx := map[string]int{}
+	for _, t := range ts {
+		if strings.EqualFold(t.Accelerator, lender) {
+			continue
+		}
+		r, err := StepResiduals(eff, t)
+		if err != nil {
+			return nil, err
+		}
+		i, ok := idx[t.Accelerator]
+		if !ok {
+			i = len(out)
+			idx[t.Accelerator] = i
+			out = append(out, AcceleratorResiduals{Accelerator: t.Accelerator})
+		}
+		out[i].Residuals = append(out[i].Residuals, r...)
+	}
+	return out, nil
+}

@@ -1,0 +1,154 @@
+package calibrate
+
+import (
+	"io/fs"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// Leave-one-accelerator-out by hand. A and B hold 0.00 .. 1.00 in steps of
+// 0.01 (101 residuals each), C 101 residuals of 2.
+//   - C held out: the pool A+B holds each value twice (202); the 5th
+//     percentile sits at position 0.05*201 = 10.05 between two 0.05s, the
+//     95th at 190.95 between two 0.95s: band [0.05, 0.95], no C inside.
+//   - A held out: the pool is B then 101 twos; position 10.05 lies between
+//     0.10 and 0.11 (0.1005), position 190.95 among the twos (2): A's
+//     0.11 .. 1.00 lie inside, 90 of 101.
+func TestLeaveOneAcceleratorByHand(t *testing.T) {
+	ramp := make([]float64, 101)
+	twos := make([]float64, 101)
+	for i := range ramp {
+		ramp[i], twos[i] = float64(i)/100, 2
+	}
+	got, err := LeaveOneAccelerator([]AcceleratorResiduals{{"A", ramp}, {"B", ramp}, {"C", twos}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		held, from string
+		lo, hi     float64
+		covered    float64
+	}{
+		{"A", "B, C", 0.1005, 2, 90.0 / 101},
+		{"B", "A, C", 0.1005, 2, 90.0 / 101},
+		{"C", "A, B", 0.05, 0.95, 0},
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.HeldOut != w.held || strings.Join(g.From, ", ") != w.from || g.Steps != 101 || g.Band.Rows != 202 {
+			t.Errorf("%d: %+v", i, g)
+		}
+		if math.Abs(g.Band.Lo-w.lo) > 1e-12 || math.Abs(g.Band.Hi-w.hi) > 1e-12 || math.Abs(g.Covered-w.covered) > 1e-12 {
+			t.Errorf("held out %s: band %.4f .. %.4f inside %.4f, want %.4f .. %.4f inside %.4f", w.held, g.Band.Lo, g.Band.Hi, g.Covered, w.lo, w.hi, w.covered)
+		}
+	}
+	for _, bad := range [][]AcceleratorResiduals{{{"A", ramp}}, {{"A", ramp}, {"B", nil}}} {
+		if _, err := LeaveOneAccelerator(bad); err == nil {
+			t.Errorf("%d groups: no error", len(bad))
+		}
+	}
+}
+
+// The transfer band pools the residuals of the tables of accelerators that
+// are neither the lender nor the target, and says so in its label.
+func TestTransferBandByHand(t *testing.T) {
+	m := perf.RooflineModel{Layers: 2, Hidden: 1024, Intermediate: 4096, Heads: 8, KVHeads: 8, Vocab: 1000}
+	h := perf.RooflineHW{PeakFLOPS: 100e12, MemBandwidth: 1e12}
+	eff := perf.DefaultEfficiency
+	r, err := perf.NewRoofline(m, h, eff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred := r.OpNs(perf.OpAttention, &perf.Batch{PrefillTokens: 64, PrefillSeqs: 1})
+	table := func(acc string, errs ...float64) *Tables {
+		tb := &Tables{Input: Input{Model: m, HW: h, TP: 1}, Accelerator: acc}
+		for _, e := range errs {
+			tb.Points = append(tb.Points, perf.Point{Category: perf.CategoryAttention, Op: perf.OpAttention, PC: 64, Ns: pred / (1 + e)})
+		}
+		return tb
+	}
+	// Z and W give -0.50 .. +0.50 in steps of 0.01 between them and a
+	// second Z table one more 0 (102 residuals, two zeros at positions 50
+	// and 51). The 5th percentile sits at position 0.05*101 = 5.05, between
+	// -0.45 and -0.44: -0.4495; the 95th at 95.95, between 0.44 and 0.45:
+	// +0.4495. The lender's and the target's tables (far off) stay out.
+	var z, w []float64
+	for i := -50; i <= 50; i++ {
+		if i%2 == 0 {
+			z = append(z, float64(i)/100)
+		} else {
+			w = append(w, float64(i)/100)
+		}
+	}
+	ts := []*Tables{table("X", 5, 5), table("Z", z...), table("Y", -0.9), table("W", w...), table("Z", 0)}
+	b, err := TransferBand(eff, "X", "Y", ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(b.Lo+0.4495) > 1e-9 || math.Abs(b.Hi-0.4495) > 1e-9 || b.Rows != 102 {
+		t.Fatalf("band %+v, want -0.4495 .. +0.4495 of 102 residuals", b)
+	}
+	if want := "transfer band: calibration of X lent to Y, band from tables of Z, W"; b.Label != want || !strings.HasPrefix(b.String(), want+": step error -44.9% .. +44.9% (90% nominal, 102 residuals)") {
+		t.Errorf("label %q / %q", b.Label, b.String())
+	}
+	if _, err := TransferBand(eff, "X", "Y", ts[:1]); err == nil || !strings.Contains(err.Error(), "no measured tables of a third accelerator") {
+		t.Errorf("error %v", err)
+	}
+	groups, err := GroupResiduals(eff, "X", ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 3 || groups[0].Accelerator != "Z" || len(groups[0].Residuals) != 52 || groups[1].Accelerator != "Y" || groups[2].Accelerator != "W" {
+		t.Errorf("groups %+v", groups)
+	}
+}
+
+// The embedded transfer band of the calibration an uncalibrated accelerator
+// borrows: the RTX PRO 6000 calibration on the RTX 4090's tables, the only
+// embedded tables of another accelerator. Recomputed from the bundle.
+func TestEmbeddedTransferBand(t *testing.T) {
+	root, err := fs.Sub(assets.FS(), "profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := EmbeddedTables(root, "RTXPRO6000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 1 || ts[0].Accelerator != "RTX4090" {
+		t.Fatalf("embedded tables of other accelerators: %d", len(ts))
+	}
+	file, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lender, ok := file.Fallback()
+	if !ok || lender != "RTXPRO6000" {
+		t.Fatalf("fallback %q", lender)
+	}
+	en, _ := file.Entry(lender)
+	b, err := TransferBand(en.Efficiency(), lender, "H100", ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := StepResiduals(en.Efficiency(), ts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := NewBand(res, 0.9)
+	if b.Lo != want.Lo || b.Hi != want.Hi || b.Rows != want.Rows {
+		t.Errorf("band %+v, want %+v", b, want)
+	}
+	if b.Label != "transfer band: calibration of RTXPRO6000 lent to H100, band from tables of RTX4090" {
+		t.Errorf("label %q", b.Label)
+	}
+	// It is far wider than the lender's band on its own tables (about
+	// -25 % .. +15 %), which held 33.6 % of these steps.
+	if !(b.Hi > 0.5 && b.Lo < -0.1) {
+		t.Errorf("transfer band %+v: expected the RTX 4090's slow-predicted attention to widen the high end", b)
+	}
+}
