@@ -16,9 +16,11 @@ import (
 //
 //	engine seqs=N budget=N blocks=N [bs=16] [lpt=N] [async] [nocache] [role=prefill|decode] [pp=N] [send=NS]
 //	       [spec=K accept=a1,...,aK]  speculative decoding, per-position rates
-//	add id=N in=N out=N [at=NS]      queue a request
+//	add id=N in=N out=N [at=NS]      queue a request (at= a later time: run
+//	                                 adds it while the step spanning it runs)
 //	step [n=N]                       form a batch, run it, print what happened
-//	run                              step until idle, printing one line per step
+//	run [times]                      step until idle, printing one line per step
+//	                                 (times: finished requests' record times)
 //	pipe [n=N]                       run batches overlapped as the cluster does
 //	                                 (pipeline parallelism), one line per batch
 //	                                 start and end, until idle or N lines
@@ -26,6 +28,7 @@ func TestScheduler(t *testing.T) {
 	datadriven.Walk(t, "testdata/scheduler", func(t *testing.T, path string) {
 		var e *Engine
 		now := int64(0)
+		var later []arrival // requests added with at= in the future, by time
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "engine":
@@ -101,7 +104,13 @@ func TestScheduler(t *testing.T) {
 				if why := e.Unfit(&r); why != "" {
 					return "unfit: " + why
 				}
-				e.Add(&r, max(at, now))
+				if at > now {
+					// Arrives later: delivered by run while the step
+					// spanning its time is in flight.
+					later = append(later, arrival{r: r, at: at})
+					return fmt.Sprintf("arrives at %d", at)
+				}
+				e.Add(&r, now)
 				return fmt.Sprintf("waiting %d", e.Waiting())
 			case "step":
 				n := 1
@@ -129,9 +138,15 @@ func TestScheduler(t *testing.T) {
 				}
 				return b.String()
 			case "run":
+				// run times: each finished request also shows its queued,
+				// scheduled and first-token times.
+				times := d.HasArg("times")
 				var b strings.Builder
-				for guard := 0; e.HasWork() && guard < 10000; guard++ {
-					b.WriteString(step(e, &now))
+				for guard := 0; (e.HasWork() || len(later) > 0) && guard < 10000; guard++ {
+					if !e.HasWork() {
+						now = max(now, later[0].at) // idle until the next arrival
+					}
+					b.WriteString(stepTimes(e, &now, times, &later))
 				}
 				return b.String()
 			}
@@ -140,12 +155,33 @@ func TestScheduler(t *testing.T) {
 	})
 }
 
+// arrival is a request that reaches the engine at a later time.
+type arrival struct {
+	r  workload.Request
+	at int64
+}
+
 // step runs one engine step and describes it on one line.
-func step(e *Engine, now *int64) string {
+func step(e *Engine, now *int64) string { return stepTimes(e, now, false, nil) }
+
+// stepTimes is step; with times, each finished request's record times
+// follow its id. Requests in later that arrive by the step's end are added
+// at their time: before the batch is formed if due by then, else while it
+// is in flight, as the cluster delivers them.
+func stepTimes(e *Engine, now *int64, times bool, later *[]arrival) string {
+	deliver := func(by int64) {
+		for later != nil && len(*later) > 0 && (*later)[0].at <= by {
+			a := (*later)[0]
+			*later = (*later)[1:]
+			e.Add(&a.r, a.at)
+		}
+	}
+	deliver(*now)
 	d, ok := begin(e, *now)
 	if !ok {
 		return fmt.Sprintf("t=%d idle\n", *now)
 	}
+	deliver(*now + d - 1)
 	// The batch just formed: its explicit requests and the decode lane's
 	// members (one token each), in admission order.
 	f := e.flights[len(e.flights)-1]
@@ -174,6 +210,11 @@ func step(e *Engine, now *int64) string {
 	}
 	var ev []string
 	for _, f := range r.Finished {
+		if times {
+			ev = append(ev, fmt.Sprintf("done %d (arrival=%d queued=%d scheduled=%d first=%d queue_delay=%d)",
+				f.ID, f.Arrival, f.Queued, f.Scheduled, f.FirstToken, f.QueueDelay()))
+			continue
+		}
 		ev = append(ev, fmt.Sprintf("done %d", f.ID))
 	}
 	for _, p := range r.Prefilled {

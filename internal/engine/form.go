@@ -99,7 +99,7 @@ func (e *Engine) form(now, formed int64) int32 {
 		if verify {
 			e.scheduleVerify(slot, n)
 		} else {
-			e.schedule(slot, n, now)
+			e.schedule(slot, n, formed)
 		}
 		budget -= n
 	}
@@ -134,7 +134,7 @@ func (e *Engine) form(now, formed int64) int32 {
 			s.order = e.nextOrder
 			e.nextOrder++
 			n := e.chunk(s.numTokens()-s.computed, budget)
-			e.schedule(slot, n, now)
+			e.schedule(slot, n, formed)
 			budget -= n
 		}
 		if e.swap.queue.len() > 0 {
@@ -166,7 +166,7 @@ func (e *Engine) form(now, formed int64) int32 {
 			// admit allocated the blocks of its chunk, or (a loaded
 			// prefix, memory short) kept it to the blocks it holds.
 			n := min(e.chunk(s.numTokens()-s.computed, budget), e.room(s))
-			e.schedule(slot, n, now)
+			e.schedule(slot, n, formed)
 			budget -= n
 		}
 	}
@@ -269,12 +269,17 @@ func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
 }
 
 // schedule puts n tokens of slot into the batch and accounts them for the
-// latency predictor. Blocks must already be allocated.
-func (e *Engine) schedule(slot, n int32, now int64) {
+// latency predictor. Blocks must already be allocated. formed is when the
+// scheduler formed the batch: a request's first one stamps its Scheduled
+// time, as vLLM stamps `scheduled_ts` inside `Scheduler.schedule()`. With
+// async scheduling that is the start of the step running while the batch
+// was formed, one step before the batch is launched; the request's tokens
+// still start at the launch, so only the queue delay moves.
+func (e *Engine) schedule(slot, n int32, formed int64) {
 	s := &e.slots[slot]
 	e.sched = append(e.sched, scheduled{slot: slot, tokens: n})
 	if s.rec.Scheduled < 0 {
-		s.rec.Scheduled = now
+		s.rec.Scheduled = formed
 		if e.cfg.Role == Prefill {
 			e.firstSched = append(e.firstSched, s.rec.ID)
 		}

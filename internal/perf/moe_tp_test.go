@@ -110,3 +110,78 @@ func TestMoETensorParallelPricing(t *testing.T) {
 		})
 	}
 }
+
+// TestMoEPricedAtPaddedTokens: vLLM 0.19 runs the MoE layer inside its CUDA
+// graphs, so a step of 1 decode padded to a graph of 4 rows runs the block
+// on 4 tokens (5 activated experts, the 4-token rows above); an eager step
+// (no padding) on its real token.
+func TestMoEPricedAtPaddedTokens(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		tp       int
+		tp2Table bool
+		pad      int
+		wantUs   float64 // one layer
+	}{
+		// tp1 table at 4 tokens, 5 experts: 160 + 3/6·260 = 290 µs.
+		{"tp1 padded 1 -> 4", 1, false, 3, 290},
+		// 1 token: the 2-expert row at 1 token.
+		{"tp1 eager", 1, false, 0, 100},
+		// tp2 without its table: half of tp1's.
+		{"tp2 scaled, padded 1 -> 4", 2, false, 3, 145},
+		{"tp2 scaled, eager", 2, false, 0, 50},
+		// tp2 table at 4 tokens, 5 experts: 100 + 3/6·130 = 165 µs.
+		{"tp2 table, padded 1 -> 4", 2, true, 3, 165},
+		{"tp2 table, eager", 2, true, 0, 70},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := tinyMoEFS(c.tp2Table)
+			cat, err := LoadCatalog(fsys, "tinymoe")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir, err := FindBundle(fsys, "HW", "org/moe", "bf16", c.tp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := LoadProfile(fsys, dir, Arch{ModelType: "tinymoe", NumLayers: 3, NumExperts: 8, ExpertsPerTok: 2}, cat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := Batch{NumDecode: 1, DecodeKVSum: 16, DecodeKVMin: 16, DecodeKVMax: 16, PadTokens: c.pad}
+			if got, want := p.Breakdown(&b).MoE, 3*c.wantUs*1000; !near(got, want) {
+				t.Errorf("MoE = %v ns want %v", got, want)
+			}
+		})
+	}
+
+	// Through the engine-time wrapper: 1 decode replays the full graph
+	// captured for 2 rows (capture sizes 2, 4), so the MoE block runs on 2
+	// tokens; eagerly (GraphsNone) on 1. tp1 at 2 tokens: 2-expert row 120,
+	// 8-expert row 340, round(8·(1−0.75²)) = 4 experts -> 120 + 2/6·220 =
+	// 193.33 µs a layer, against 100 µs at 1 token: 3 layers differ by
+	// 280 µs. Dense (5 µs), lm_head (10 µs) and attention are the same in
+	// both; the kernel gaps differ by the mode.
+	fsys := tinyMoEFS(false)
+	cat, err := LoadCatalog(fsys, "tinymoe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := FindBundle(fsys, "HW", "org/moe", "bf16", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadProfile(fsys, dir, Arch{ModelType: "tinymoe", NumLayers: 3, NumExperts: 8, ExpertsPerTok: 2}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph := WithEngineTime(p, EngineTime{Mode: GraphsFull, CaptureSizes: []int{2, 4}})
+	eager := WithEngineTime(p, EngineTime{Mode: GraphsNone, CaptureSizes: []int{2, 4}})
+	b := Batch{NumDecode: 1, DecodeKVSum: 16, DecodeKVMin: 16, DecodeKVMax: 16}
+	if got, want := graph.StepTime(&b)-eager.StepTime(&b), int64(280_000); got < want-1 || got > want+1 {
+		t.Errorf("graph - eager step = %d ns want %d (MoE at 2 padded tokens, 3 layers)", got, want)
+	}
+	if b.PadTokens != 0 {
+		t.Errorf("StepTime left PadTokens at %d", b.PadTokens)
+	}
+}

@@ -111,8 +111,13 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 	if b.MoENs > 0 && p.moe != nil {
 		s.MoE = float64(b.MoENs)
 	} else if p.moeTP != nil && tokens > 0 {
-		ae := ActivatedExperts(tokens, p.experts, p.topK)
-		s.MoE = p.moeCount * p.moeTPScale * math.Max(0, p.moeTP.at(float64(tokens), float64(ae)))
+		// vLLM 0.19 captures the MoE layer inside its CUDA graphs (the
+		// default piecewise splitting ops are the attention ops), so a
+		// graph-padded step routes its padding rows and runs their experts
+		// too: the block runs at the padded count (docs/moe.md).
+		t := tokens + max(b.PadTokens, 0)
+		ae := ActivatedExperts(t, p.experts, p.topK)
+		s.MoE = p.moeCount * p.moeTPScale * math.Max(0, p.moeTP.at(float64(t), float64(ae)))
 	}
 	return s
 }

@@ -483,9 +483,9 @@ func clampNs(v float64) int64 {
 // (Batch.PadTokens: a replayed graph runs its embedding, norms, rotary,
 // projections and activation on every row of the captured size), lm_head
 // and the sampler by its sequences, attention by its prefill chunks and
-// decode contexts (padding rows have no context), the MoE block by its
-// real tokens as the profile's moe.csv lookup is. Unknown ops and empty
-// steps take 0.
+// decode contexts (padding rows have no context), the MoE block, which
+// vLLM captures inside the graph, by its padded tokens as the profile's
+// moe.csv lookup is. Unknown ops and empty steps take 0.
 func (r *Roofline) OpNs(op string, b *Batch) float64 {
 	if b == nil {
 		return 0
@@ -529,7 +529,7 @@ func (r *Roofline) OpNs(op string, b *Batch) float64 {
 	case OpAttention:
 		return r.attention(b)
 	case OpMoE:
-		return r.moe(float64(max(b.Tokens(), 0)))
+		return r.moe(float64(paddedTokens(b)))
 	}
 	return 0
 }

@@ -376,9 +376,9 @@ func TestRooflinePackedGQAByHand(t *testing.T) {
 }
 
 // TestRooflinePadsDenseOnly: a CUDA graph padded from 5 decodes to 8 rows
-// runs the token-wise ops on 8 rows; attention, lm_head and the sampler
-// stay at the 5 real requests (padding rows have no context and no
-// logits), as the profile predictor prices them.
+// runs the token-wise ops (the MoE block included) on 8 rows; attention,
+// lm_head and the sampler stay at the 5 real requests (padding rows have
+// no context and no logits), as the profile predictor prices them.
 func TestRooflinePadsDenseOnly(t *testing.T) {
 	r, err := NewRoofline(tinyModel, tinyHW, tinyEff, 1)
 	if err != nil {
@@ -424,14 +424,22 @@ func TestRooflinePadsDenseOnly(t *testing.T) {
 		t.Errorf("StepTime changed PadTokens to %d", pb.PadTokens)
 	}
 
-	// The MoE block is read at the real tokens, like the profile's moe.csv.
+	// The MoE block runs inside the graph too (vLLM's default piecewise
+	// splitting ops are the attention ops only): it is read at the 8
+	// padded rows, like the profile's moe.csv. 8 tokens, top-2 of 8
+	// experts: round(8·(1−0.75^8)) = 7 activated. FLOPs 2·8·1024·8 (router)
+	// + 2·8·2·1024·3·512 = 50462720 at 5e13 -> 1009.2544 ns; bytes
+	// (7·3·1024·512 + 1024·8 + 2·8·2·1024 + 8·2·3·512)·2 = 22151168 at
+	// 5e11 -> 44302.336 ns; plus 4 launches. At the 5 real rows it would be
+	// 6 experts, 4000 + 630.784 + 37924.864 = 42555.648 ns.
 	m := tinyModel
 	m.Intermediate, m.Experts, m.ExpertsPerTok, m.MoEIntermediate = 0, 8, 2, 512
 	rm, err := NewRoofline(m, tinyHW, tinyEff, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nearNs(t, "padded moe", rm.OpNs(OpMoE, &pb), rm.OpNs(OpMoE, &b))
+	nearNs(t, "padded moe", rm.OpNs(OpMoE, &pb), 4000+1009.2544+44302.336)
+	nearNs(t, "unpadded moe", rm.OpNs(OpMoE, &b), 4000+630.784+37924.864)
 	if a, c := rm.StepTime(&pb), rm.StepTime(&b); a <= c {
 		t.Errorf("MoE model: padded step %d ns not above unpadded %d", a, c)
 	}
