@@ -28,6 +28,7 @@ func newCalibrateCmd() *cobra.Command {
 		tp                 int
 		noLeaveOneOut, ops bool
 		transfer           bool
+		crossModel         bool
 		measuredRuns       []string
 		benchConfig        string
 		benchOffsetMs      float64
@@ -63,6 +64,13 @@ the calibration's step residuals on the embedded bundles and any
 --profiles BUNDLE of other accelerators, grouped by accelerator, with each
 accelerator held out in turn from a band taken on the others.
 
+--cross-model checks the cross-model band, the step band a deployment on a
+calibrated accelerator without tables for its model or tp gets: the
+calibration of --use NAME (default: the one an uncalibrated accelerator
+borrows) on that accelerator's embedded bundles and any --profiles BUNDLE of
+it, grouped by model, with each model held out in turn from a band taken
+on the others.
+
 --measured RUN fits the engine-side terms (extra host time per step and,
 for tp > 1, the collective scale) to measured runs; a vllm bench serve
 result file holds no engine settings: they come from -c SCENARIO (the
@@ -75,6 +83,12 @@ file's model) and its client offset from --client-offset-ms.`,
 					return usageError{fmt.Errorf("--measured fits engine-side terms only; give it without --profiles and --check")}
 				}
 				return runMeasuredFit(cmd, measuredRuns, benchConfig, benchOffsetMs)
+			}
+			if crossModel {
+				if check != "" || transfer {
+					return usageError{fmt.Errorf("give --cross-model alone, not with --check or --transfer")}
+				}
+				return runCrossModel(cmd.OutOrStdout(), bundles, cal, use, tp, cmd.Flags().Changed("tp"))
 			}
 			if transfer {
 				if check != "" {
@@ -153,12 +167,13 @@ file's model) and its client offset from --client-offset-ms.`,
 	cmd.Flags().IntVar(&tp, "tp", 1, "tensor-parallel degree of the tables to fit or check")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "calibration YAML to write or update (default: stdout)")
 	cmd.Flags().StringVar(&check, "check", "", "check a calibration on this bundle's tables instead of fitting")
-	cmd.Flags().StringVar(&cal, "calibration", "", "with --check or --transfer: calibration YAML to check (default: the embedded calibration)")
-	cmd.Flags().StringVar(&use, "use", "", "with --check: check accelerator NAME's calibration (default: the bundle's accelerator); with --transfer: lend NAME's (default: the one an uncalibrated accelerator borrows)")
+	cmd.Flags().StringVar(&cal, "calibration", "", "with --check, --transfer or --cross-model: calibration YAML to check (default: the embedded calibration)")
+	cmd.Flags().StringVar(&use, "use", "", "with --check: check accelerator NAME's calibration (default: the bundle's accelerator); with --transfer: lend NAME's (default: the one an uncalibrated accelerator borrows); with --cross-model: check NAME's on NAME's tables (same default)")
 	cmd.Flags().StringArrayVar(&measuredRuns, "measured", nil, "fit the engine-side host time per step to a measured run (a run directory, builtin:NAME, or a vllm bench serve result file run against the default scenario); repeat for leave-one-out")
 	cmd.Flags().StringVarP(&benchConfig, "config", "c", "", "with --measured: scenario YAML describing the server the bench result files were measured on (default: the embedded default scenario with the file's model)")
 	cmd.Flags().Float64Var(&benchOffsetMs, "client-offset-ms", 0, "with --measured: client-side time inside each bench result's TTFT and E2E (see docs/validation.md)")
 	cmd.Flags().BoolVar(&transfer, "transfer", false, "check the transfer band of a lent calibration: leave one accelerator out of the embedded and --profiles tables of other accelerators")
+	cmd.Flags().BoolVar(&crossModel, "cross-model", false, "check the cross-model band of a calibration: leave one model out of the embedded and --profiles tables of its accelerator (--use NAME)")
 	cmd.Flags().BoolVar(&ops, "ops", false, "with --check: also print the error of every table and op")
 	cmd.Flags().BoolVar(&noLeaveOneOut, "no-leave-one-out", false, "skip the leave-one-out fits (one extra fit per bundle)")
 	return cmd
@@ -359,6 +374,102 @@ func runTransfer(w io.Writer, refs []string, calFile, use string, tp int, tpSet 
 		fmt.Fprintf(w, "  %-10s %-24s %+6.1f%% .. %+6.1f%%  %.1f%% of %d (%.1f%%, %.1f%%)\n", r.HeldOut, strings.Join(r.From, ", "), 100*r.Band.Lo, 100*r.Band.Hi, 100*r.Covered, r.Steps, 100*below, 100*above)
 	}
 	return nil
+}
+
+// runCrossModel prints the cross-model band of an accelerator's own
+// calibration and its leave-one-model-out coverage on the accelerator's
+// embedded bundles and the bundles refs.
+func runCrossModel(w io.Writer, refs []string, calFile, use string, tp int, tpSet bool) error {
+	file, name, err := openCalibration(calFile)
+	if err != nil {
+		return err
+	}
+	acc, how := use, ""
+	if acc == "" {
+		var ok bool
+		if acc, ok = file.Fallback(); !ok {
+			return badInput(fmt.Errorf("%s has no vLLM-fitted calibration to default to; give --use NAME", name))
+		}
+		how = " (the one an uncalibrated accelerator borrows; --use NAME for another)"
+	}
+	en, ok := file.Entry(acc)
+	if !ok {
+		return badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
+	}
+	acc = canonicalAccelerator(file, acc)
+	sub, err := fs.Sub(assets.FS(), "profiles")
+	if err != nil {
+		return err
+	}
+	ts, err := calibrate.AcceleratorTables(sub, acc)
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		t, err := loadTables(r, tp, tpSet)
+		if err != nil {
+			return err
+		}
+		if !strings.EqualFold(t.Accelerator, acc) {
+			return badInput(fmt.Errorf("--profiles %s: tables of %s, but --cross-model checks the calibration of %s on its own tables; give --use %s or bundles of %s", r, t.Accelerator, acc, t.Accelerator, acc))
+		}
+		ts = append(ts, t)
+	}
+	eff := en.Efficiency()
+	fmt.Fprintf(w, "calibration %s of %s%s", acc, name, how)
+	if l := en.Label(); l != "" {
+		fmt.Fprintf(w, " [%s]", l)
+	}
+	fmt.Fprintf(w, "\nstep residuals on the %s tables, by model:\n", acc)
+	for _, t := range ts {
+		res, err := calibrate.StepResiduals(eff, t)
+		if err != nil {
+			return badInput(err)
+		}
+		b, err := calibrate.NewBand(res, 0.9)
+		if err != nil {
+			return badInput(err)
+		}
+		fmt.Fprintf(w, "  %-36s %6d steps, own band %+6.1f%% .. %+6.1f%%  %s (%s)\n", t.ModelName, len(res), 100*b.Lo, 100*b.Hi, t.Source, t.Format)
+	}
+	if len(ts) == 0 {
+		return badInput(fmt.Errorf("no tables of %s: give --profiles BUNDLE of it", acc))
+	}
+	b, err := calibrate.CrossModelBand(eff, acc, "", ts)
+	if err != nil {
+		return badInput(err)
+	}
+	fmt.Fprintf(w, "band of a model without tables: %s\n", b)
+	groups, err := calibrate.GroupByModel(eff, acc, "", ts)
+	if err != nil {
+		return badInput(err)
+	}
+	if len(groups) < 2 {
+		fmt.Fprintf(w, "leave-one-model-out: needs the tables of two models of %s (have %s); give --profiles BUNDLE of another\n", acc, groups[0].Model)
+		return nil
+	}
+	lomo, err := calibrate.LeaveOneModel(groups)
+	if err != nil {
+		return badInput(err)
+	}
+	fmt.Fprintf(w, "leave-one-model-out (90%% band from the others; held-out steps inside, nominal 90%%):\n")
+	fmt.Fprintf(w, "  %-36s %-18s %s\n", "held out", "band", "inside (below, above)")
+	for i, r := range lomo {
+		below, above := r.Band.Outside(groups[i].Residuals)
+		fmt.Fprintf(w, "  %-36s %+6.1f%% .. %+6.1f%%  %.1f%% of %d (%.1f%%, %.1f%%)\n", r.HeldOut, 100*r.Band.Lo, 100*r.Band.Hi, 100*r.Covered, r.Steps, 100*below, 100*above)
+	}
+	return nil
+}
+
+// canonicalAccelerator is the catalog's spelling of accelerator acc when
+// file has an entry of that spelling, else acc.
+func canonicalAccelerator(file *calibrate.File, acc string) string {
+	for _, n := range file.Names() {
+		if strings.EqualFold(n, acc) {
+			return n
+		}
+	}
+	return acc
 }
 
 // indexOf is the index of accelerator acc's group.

@@ -67,7 +67,7 @@ func TestRunErrorBarsTransferBand(t *testing.T) {
 	}
 
 	code, _, stderr = run(t, "run", "-q", "--hardware", "A6000", "--predictor", "roofline", "--limit", "40", "--error-bars")
-	if code != 2 || !strings.Contains(stderr, "A6000 has a calibration of its own, so no transfer band applies") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+	if code != 2 || !strings.Contains(stderr, "A6000 has a calibration of its own, so its band would come from its tables of other models: cross-model band for meta-llama/Llama-3.1-8B on A6000: no measured A6000 tables of another model") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("A6000 without tables: exit %d: %q", code, stderr)
 	}
 }

@@ -26,4 +26,13 @@
 // Write and Load read and write a small YAML file holding one Entry per
 // accelerator (times in microseconds, caches in MB); File.Lookup returns
 // the perf.Efficiency to pass to perf.NewRoofline.
+//
+// # Error bands
+//
+// StepResiduals and NewBand give the 90 % band of the step model's error
+// on a deployment's own tables. Where it has none, TransferBand (a lent
+// calibration, on other accelerators' tables) and CrossModelBand (the
+// accelerator's own calibration, on its tables of other models) give a
+// labelled band instead; LeaveOneAccelerator and LeaveOneModel check
+// their coverage on what they were not taken from.
 package calibrate

@@ -31,8 +31,11 @@ const (
 type Tables struct {
 	Input
 	Accelerator string
-	Source      string
-	Format      string
+	// ModelName is the model the tables were measured on, as the model
+	// catalog names it (e.g. meta-llama/Llama-3.1-8B).
+	ModelName string
+	Source    string
+	Format    string
 }
 
 // LoadTables reads the tables at tensor-parallel degree tp of the folder
@@ -71,7 +74,7 @@ func LoadTables(fsys fs.FS, source string, tp int) (*Tables, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s/meta.yaml hardware: %w", source, err)
 	}
-	t := &Tables{Accelerator: acc.Name, Source: path.Join(source, tpDir), Format: FormatBundle}
+	t := &Tables{Accelerator: acc.Name, ModelName: meta.Model, Source: path.Join(source, tpDir), Format: FormatBundle}
 	if t.Input, err = inputFor(acc, meta.Model, meta.Variant, tp, source+"/meta.yaml"); err != nil {
 		return nil, err
 	}
@@ -97,7 +100,7 @@ func loadV0(fsys fs.FS, dir, source string, ref V0Ref) (*Tables, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: hardware folder %s: %w", source, ref.Hardware, err)
 	}
-	t := &Tables{Accelerator: acc.Name, Source: source, Format: FormatV0}
+	t := &Tables{Accelerator: acc.Name, ModelName: ref.Model, Source: source, Format: FormatV0}
 	if t.Input, err = inputFor(acc, ref.Model, "", ref.TP, source); err != nil {
 		return nil, err
 	}

@@ -75,7 +75,23 @@ func dedupe(xs []string) []string {
 // profiles), in path order, leaving out the bundles of accelerator skip
 // (case-insensitive; "" keeps all).
 func EmbeddedTables(root fs.FS, skip string) ([]*Tables, error) {
-	metas, err := fs.Glob(root, "*/*/*/*/meta.yaml")
+	return bundleTables(root, "*", skip)
+}
+
+// AcceleratorTables loads the tp-1 tables of the profile bundles of
+// accelerator acc under root (laid out as EmbeddedTables reads), in path
+// order; none is not an error.
+func AcceleratorTables(root fs.FS, acc string) ([]*Tables, error) {
+	if acc == "" || !fs.ValidPath(acc) || strings.Contains(acc, "/") {
+		return nil, fmt.Errorf("profile tables: invalid accelerator name %q", acc)
+	}
+	return bundleTables(root, acc, "")
+}
+
+// bundleTables loads the tp-1 tables of the bundles <hw>/*/*/*/meta.yaml
+// under root for the glob pattern hw, leaving out accelerator skip.
+func bundleTables(root fs.FS, hw, skip string) ([]*Tables, error) {
+	metas, err := fs.Glob(root, hw+"/*/*/*/meta.yaml")
 	if err != nil {
 		return nil, err
 	}
@@ -123,24 +139,35 @@ func LeaveOneAccelerator(groups []AcceleratorResiduals) ([]LOAOResult, error) {
 	if len(groups) < 2 {
 		return nil, fmt.Errorf("leave-one-accelerator-out needs the tables of two accelerators or more besides the calibration's own (have %d)", len(groups))
 	}
-	out := make([]LOAOResult, 0, len(groups))
+	names := make([]string, len(groups))
+	res := make([][]float64, len(groups))
 	for i, g := range groups {
 		if len(g.Residuals) == 0 {
 			return nil, fmt.Errorf("leave-one-accelerator-out: %s has no step residuals", g.Accelerator)
 		}
+		names[i], res[i] = g.Accelerator, g.Residuals
+	}
+	return holdEachOut(names, res)
+}
+
+// holdEachOut holds each group of residuals res (named names) out in turn
+// from a 90 % band pooled over the others; every group has residuals.
+func holdEachOut(names []string, res [][]float64) ([]LOAOResult, error) {
+	out := make([]LOAOResult, 0, len(names))
+	for i := range names {
 		var pool []float64
 		var from []string
-		for j, o := range groups {
+		for j := range names {
 			if j != i {
-				pool = append(pool, o.Residuals...)
-				from = append(from, o.Accelerator)
+				pool = append(pool, res[j]...)
+				from = append(from, names[j])
 			}
 		}
 		b, err := NewBand(pool, 0.9)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, LOAOResult{HeldOut: g.Accelerator, From: from, Band: b, Covered: b.Inside(g.Residuals), Steps: len(g.Residuals)})
+		out = append(out, LOAOResult{HeldOut: names[i], From: from, Band: b, Covered: b.Inside(res[i]), Steps: len(res[i])})
 	}
 	return out, nil
 }

@@ -30,11 +30,13 @@ import (
 
 // StepBand is the 90 % band of the step-latency model's relative error
 // for scenario s: the roofline's residuals on the measured tables of its
-// first instance group's deployment or, when its accelerator has no tables
-// and borrows a calibration, the transfer band of that calibration on the
-// embedded tables of other accelerators (labelled; see
-// calibrate.TransferBand). It fails when s does not use the roofline or
-// neither band can be given.
+// first instance group's deployment; when there are none, on an
+// accelerator that borrows a calibration, the transfer band of that
+// calibration on the embedded tables of other accelerators
+// (calibrate.TransferBand) and, on an accelerator with a calibration of its
+// own, the cross-model band of that calibration on the accelerator's
+// tables of other models (calibrate.CrossModelBand); both are labelled. It
+// fails when s does not use the roofline or no band can be given.
 func StepBand(s *config.Scenario) (*calibrate.Band, error) {
 	return errorBand(true, s)
 }
@@ -71,7 +73,7 @@ func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
 	}
 	dir, err := perf.FindBundle(root, hwName, s.Model, s.Dtype, tp)
 	if err != nil {
-		return transferBand(file, hwName, err)
+		return noTablesBand(file, root, hwName, s.Model, err)
 	}
 	bundleDir := path.Dir(dir)
 	bundle, err := fs.Sub(root, bundleDir)
@@ -101,18 +103,19 @@ func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
 	return &b, nil
 }
 
-// transferBand is the band of a deployment on accelerator hwName without
-// measured tables of its own (noTables says why): when hwName borrows a
-// calibration, the lent calibration's band on the embedded tables of the
-// accelerators other than the lender and hwName (calibrate.TransferBand).
-// An accelerator with a calibration of its own but no tables for this
-// deployment has no band to give.
-func transferBand(file *calibrate.File, hwName string, noTables error) (*calibrate.Band, error) {
+// noTablesBand is the band of a deployment of model on accelerator hwName
+// without measured tables of its own (noTables says why). An accelerator
+// with a calibration of its own gets the cross-model band: that
+// calibration's residuals on the accelerator's tables of other models under
+// root (the embedded or --profiles bundles). One that borrows a
+// calibration gets the transfer band: the lent calibration's band on the
+// embedded tables of the accelerators other than the lender and hwName.
+func noTablesBand(file *calibrate.File, root fs.FS, hwName, model string, noTables error) (*calibrate.Band, error) {
 	if acc, err := hw.Lookup(hwName); err == nil {
 		hwName = acc.Name
 	}
-	if _, own := file.Entry(hwName); own {
-		return nil, fmt.Errorf("error bars: the step model's residuals come from the measured tables of this deployment: %w (%s has a calibration of its own, so no transfer band applies)", noTables, hwName)
+	if en, own := file.Entry(hwName); own {
+		return crossModelBand(en, root, hwName, model, noTables)
 	}
 	lender, ok := file.Fallback()
 	if !ok {
@@ -130,6 +133,21 @@ func transferBand(file *calibrate.File, hwName string, noTables error) (*calibra
 	b, err := calibrate.TransferBand(en.Efficiency(), lender, hwName, ts)
 	if err != nil {
 		return nil, fmt.Errorf("error bars: %s has no measured tables of its own (%v) and %w", hwName, noTables, err)
+	}
+	return &b, nil
+}
+
+// crossModelBand is the cross-model band of accelerator acc's own
+// calibration en for a deployment of model without tables (noTables says
+// why): its residuals on acc's tp-1 tables of other models under root.
+func crossModelBand(en *calibrate.Entry, root fs.FS, acc, model string, noTables error) (*calibrate.Band, error) {
+	ts, err := calibrate.AcceleratorTables(root, acc)
+	if err != nil {
+		return nil, fmt.Errorf("error bars: %w", err)
+	}
+	b, err := calibrate.CrossModelBand(en.Efficiency(), acc, model, ts)
+	if err != nil {
+		return nil, fmt.Errorf("error bars: %v (%s has a calibration of its own, so its band would come from its tables of other models: %w)", noTables, acc, err)
 	}
 	return &b, nil
 }
