@@ -9,15 +9,16 @@ import (
 // attnSlice is the (kp, kvd) grid measured at one (pc, n) corner, stored
 // densely: t[i*len(kvd)+j] is the time (ns) at kp[i], kvd[j].
 type attnSlice struct {
-	kp, kvd []float64
-	t       []float64
+	kp, kvd   []float64
+	t         []float64
+	kpG, kvdG guide // of kp and kvd
 }
 
 // at interpolates bilinearly in (kp, kvd): clamped below each axis,
 // extrapolated from the top two samples above it.
 func (s *attnSlice) at(kp, kvd float64) float64 {
-	i0, i1, ti := bracket(s.kp, kp)
-	j0, j1, tj := bracket(s.kvd, kvd)
+	i0, i1, ti := s.kpG.bracket(s.kp, kp)
+	j0, j1, tj := s.kvdG.bracket(s.kvd, kvd)
 	v := s.rowAt(i0, j0, j1, tj)
 	if i1 != i0 {
 		v += ti * (s.rowAt(i1, j0, j1, tj) - v)
@@ -38,12 +39,13 @@ func (s *attnSlice) rowAt(i, j0, j1 int, tj float64) float64 {
 // attnPC holds every n corner measured at one prefill-chunk value.
 type attnPC struct {
 	n      []float64
+	nG     guide       // of n
 	slices []attnSlice // parallel to n
 }
 
 // at interpolates linearly in n between the two bracketing corners.
 func (e *attnPC) at(n, kp, kvd float64) float64 {
-	lo, hi, t := bracket(e.n, n)
+	lo, hi, t := e.nG.bracket(e.n, n)
 	v := e.slices[lo].at(kp, kvd)
 	if hi != lo {
 		v += t * (e.slices[hi].at(kp, kvd) - v)
@@ -62,8 +64,10 @@ func (e *attnPC) at(n, kp, kvd float64) float64 {
 // pure-decode (pc = 0) corners.
 type attnTable struct {
 	pcs     []float64
+	pcsG    guide // of pcs
 	byPC    []attnPC
 	pfPCs   []float64   // pc values with an n = 0 corner
+	pfPCsG  guide       // of pfPCs
 	prefill []attnSlice // parallel to pfPCs
 }
 
@@ -73,7 +77,7 @@ func (a *attnTable) at(pc, kp float64, n int, kvd float64) float64 {
 		if pc <= 0 || len(a.pfPCs) == 0 {
 			return 0
 		}
-		lo, hi, t := bracket(a.pfPCs, pc)
+		lo, hi, t := a.pfPCsG.bracket(a.pfPCs, pc)
 		v := a.prefill[lo].at(kp, 0)
 		if hi != lo {
 			v += t * (a.prefill[hi].at(kp, 0) - v)
@@ -81,7 +85,7 @@ func (a *attnTable) at(pc, kp float64, n int, kvd float64) float64 {
 		return v
 	}
 	nf := float64(n)
-	lo, hi, t := bracket(a.pcs, pc)
+	lo, hi, t := a.pcsG.bracket(a.pcs, pc)
 	v := a.byPC[lo].at(nf, kp, kvd)
 	if hi != lo {
 		v += t * (a.byPC[hi].at(nf, kp, kvd) - v)
@@ -148,7 +152,7 @@ func readAttentionCSV(name string, r io.Reader) (*attnTable, error) {
 	for _, pc := range pcs {
 		ns := nsByPC[pc]
 		sort.Float64s(ns)
-		e := attnPC{n: ns, slices: make([]attnSlice, len(ns))}
+		e := attnPC{n: ns, nG: newGuide(ns), slices: make([]attnSlice, len(ns))}
 		for i, n := range ns {
 			cells := raw[corner{pc, n}]
 			pts := make(map[[2]float64]float64, len(cells))
@@ -164,6 +168,7 @@ func readAttentionCSV(name string, r io.Reader) (*attnTable, error) {
 		a.pcs = append(a.pcs, pc)
 		a.byPC = append(a.byPC, e)
 	}
+	a.pcsG, a.pfPCsG = newGuide(a.pcs), newGuide(a.pfPCs)
 	return a, nil
 }
 
@@ -219,6 +224,7 @@ func denseSlice(pts map[[2]float64]float64) attnSlice {
 			s.t[i*len(s.kvd)+j] = row.at(kvd)
 		}
 	}
+	s.kpG, s.kvdG = newGuide(s.kp), newGuide(s.kvd)
 	return s
 }
 

@@ -1,0 +1,127 @@
+package perf
+
+import (
+	"math"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// sameBracket fails t unless the guided lookup returns bracket's result
+// bit for bit.
+func sameBracket(t interface{ Fatalf(string, ...any) }, g *guide, xs []float64, x float64) {
+	lo, hi, f := bracket(xs, x)
+	glo, ghi, gf := g.bracket(xs, x)
+	if glo != lo || ghi != hi || math.Float64bits(gf) != math.Float64bits(f) && !(math.IsNaN(f) && math.IsNaN(gf)) {
+		t.Fatalf("x=%v on %v: guide (%d,%d,%v), bracket (%d,%d,%v)", x, xs, glo, ghi, gf, lo, hi, f)
+	}
+}
+
+// TestGuideMatchesBracket: on increasing axes of every shape (geometric,
+// linear, mixed, starting at zero or not, tiny and huge values) and at
+// every kind of x (grid points, between them, integers, outside the axis,
+// NaN), the guided lookup is bracket's, bit for bit.
+func TestGuideMatchesBracket(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 300).Draw(rt, "n")
+		start := rapid.SampledFrom([]float64{0, 1, 16, 1e-300, 0.37, 1e6}).Draw(rt, "start")
+		xs := []float64{start}
+		for len(xs) < n {
+			prev := xs[len(xs)-1]
+			var next float64
+			switch rapid.IntRange(0, 3).Draw(rt, "step") {
+			case 0: // integer steps
+				next = prev + float64(rapid.IntRange(1, 64).Draw(rt, "d"))
+			case 1: // geometric
+				next = prev * rapid.Float64Range(1.0001, 3).Draw(rt, "r")
+			case 2: // the next float
+				next = math.Nextafter(prev, math.Inf(1))
+			default: // a jump
+				next = prev + rapid.Float64Range(1e-9, 1e9).Draw(rt, "j")
+			}
+			if !(next > prev) || math.IsInf(next, 0) {
+				break
+			}
+			xs = append(xs, next)
+		}
+		g := newGuide(xs)
+		probes := []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 0, xs[0], xs[len(xs)-1],
+			xs[len(xs)-1] * 2, math.Nextafter(xs[len(xs)-1], math.Inf(1))}
+		for i, x := range xs {
+			probes = append(probes, x, math.Nextafter(x, 0), math.Nextafter(x, math.Inf(1)), math.Round(x))
+			if i > 0 {
+				probes = append(probes, (x+xs[i-1])/2)
+			}
+		}
+		for range 50 {
+			probes = append(probes, rapid.Float64Range(0, xs[len(xs)-1]*1.5+1).Draw(rt, "x"),
+				float64(rapid.IntRange(0, 1<<20).Draw(rt, "k")))
+		}
+		for _, x := range probes {
+			sameBracket(rt, &g, xs, x)
+		}
+	})
+}
+
+// TestGuideUnusableAxes: axes the guide cannot serve get none, and the
+// lookup still answers as bracket does.
+func TestGuideUnusableAxes(t *testing.T) {
+	for _, xs := range [][]float64{
+		{-3, -1, 2},
+		{math.Copysign(0, -1), 1, 2},
+		{1, math.Inf(1)},
+		{5},
+	} {
+		g := newGuide(xs)
+		if g.first != nil {
+			t.Errorf("%v: got a guide of %d buckets, want none", xs, len(g.first))
+		}
+		for _, x := range []float64{-5, -1, 0, 0.5, 1, 1.5, 3, 1e301, math.NaN()} {
+			sameBracket(t, &g, xs, x)
+		}
+	}
+	// Spread over 2,000 octaves: a one-bucket-per-octave guide.
+	xs := []float64{0, 5e-324, 1e-300, 1, 1e300}
+	g := newGuide(xs)
+	for _, x := range []float64{0, 5e-324, 1e-310, 1e-300, 0.5, 1, 2, 1e299, 1e300, math.MaxFloat64} {
+		sameBracket(t, &g, xs, x)
+	}
+}
+
+// TestGuideOnBundleAxes: the embedded Llama bundle's axes all get a guide
+// with at most guideRun samples per bucket (one or two scan steps), so the
+// speed-up is in effect on the tables that are really looked up.
+func TestGuideOnBundleAxes(t *testing.T) {
+	p := loadLlama(t)
+	check := func(name string, xs []float64, g guide) {
+		t.Helper()
+		if len(xs) < 2 {
+			return
+		}
+		if g.first == nil {
+			t.Fatalf("%s (%d samples, %v..%v): no guide", name, len(xs), xs[0], xs[len(xs)-1])
+		}
+		run, prev, cur := 0, uint64(math.MaxUint64), 0
+		for _, x := range xs {
+			if b := g.bucket(x); b == prev {
+				cur++
+			} else {
+				prev, cur = b, 1
+			}
+			run = max(run, cur)
+		}
+		if run > guideRun {
+			t.Errorf("%s: %d samples share a bucket, want <= %d", name, run, guideRun)
+		}
+	}
+	check("dense", p.dense.xs, p.dense.g)
+	check("per-sequence", p.perSeq.xs, p.perSeq.g)
+	check("attention pc", p.attn.pcs, p.attn.pcsG)
+	for _, e := range p.attn.byPC {
+		check("attention n", e.n, e.nG)
+		for _, s := range e.slices {
+			check("attention kp", s.kp, s.kpG)
+			check("attention kvd", s.kvd, s.kvdG)
+		}
+	}
+}
