@@ -116,3 +116,30 @@ func (g *guide) bracket(xs []float64, x float64) (lo, hi int, t float64) {
 	lo, hi = i-1, i
 	return lo, hi, (x - xs[lo]) / (xs[hi] - xs[lo])
 }
+
+// pos is a position on an axis, as bracket returns it.
+type pos struct {
+	lo, hi int
+	t      float64
+}
+
+// at is the guided bracket as a pos.
+func (g *guide) at(xs []float64, x float64) pos {
+	lo, hi, t := g.bracket(xs, x)
+	return pos{lo, hi, t}
+}
+
+// find returns the index of the sample equal to x, or -1.
+func (g *guide) find(xs []float64, x float64) int {
+	if len(xs) == 0 {
+		return -1
+	}
+	lo, hi, _ := g.bracket(xs, x)
+	switch {
+	case xs[lo] == x:
+		return lo
+	case xs[hi] == x:
+		return hi
+	}
+	return -1
+}

@@ -125,3 +125,68 @@ func TestGuideOnBundleAxes(t *testing.T) {
 		}
 	}
 }
+
+// TestAttnAt2MatchesAt: the shared-position lookup of two decode contexts
+// returns, bit for bit, the two separate lookups (that is, the unshared
+// bilinear interpolation of each corner) on the embedded Llama table, and
+// equal corner axes were made one (so positions really are shared).
+func TestAttnAt2MatchesAt(t *testing.T) {
+	a := loadLlama(t).attn
+	shared := 0
+	for _, e := range a.byPC {
+		for j := 1; j < len(e.slices); j++ {
+			if sameAxis(e.slices[j].kvd, e.slices[j-1].kvd) {
+				shared++
+			}
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no corner shares its kvd axis with its neighbour")
+	}
+	// plain is attnTable.at without any sharing or guide.
+	plain := func(pc, kp float64, n int, kvd float64) float64 {
+		sl := func(s *attnSlice) float64 {
+			i0, i1, ti := bracket(s.kp, kp)
+			j0, j1, tj := bracket(s.kvd, kvd)
+			v := s.rowAt(i0, j0, j1, tj)
+			if i1 != i0 {
+				v += ti * (s.rowAt(i1, j0, j1, tj) - v)
+			}
+			return v
+		}
+		pcAt := func(e *attnPC) float64 {
+			lo, hi, f := bracket(e.n, float64(n))
+			v := sl(&e.slices[lo])
+			if hi != lo {
+				v += f * (sl(&e.slices[hi]) - v)
+			}
+			return v
+		}
+		lo, hi, f := bracket(a.pcs, pc)
+		v := pcAt(&a.byPC[lo])
+		if hi != lo {
+			v += f * (pcAt(&a.byPC[hi]) - v)
+		}
+		return v
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		pc := rapid.SampledFrom([]float64{0, 0, 16, 100, 512, 1000, 2048, 3000}).Draw(rt, "pc")
+		kp := float64(rapid.IntRange(0, 40000).Draw(rt, "kp"))
+		n := rapid.IntRange(1, 400).Draw(rt, "n")
+		kvd := [2]float64{float64(rapid.IntRange(0, 40000).Draw(rt, "mean")), float64(rapid.IntRange(0, 40000).Draw(rt, "max"))}
+		two := rapid.Bool().Draw(rt, "two")
+		got := a.at2(pc, kp, n, &kvd, two)
+		for k := range 2 {
+			if k == 1 && !two {
+				break
+			}
+			want := plain(pc, kp, n, kvd[k])
+			if math.Float64bits(got[k]) != math.Float64bits(want) {
+				rt.Fatalf("at2(%v, %v, %d, %v)[%d] = %v, want %v", pc, kp, n, kvd, k, got[k], want)
+			}
+			if one := a.at(pc, kp, n, kvd[k]); math.Float64bits(one) != math.Float64bits(want) {
+				rt.Fatalf("at(%v, %v, %d, %v) = %v, want %v", pc, kp, n, kvd[k], one, want)
+			}
+		}
+	})
+}

@@ -128,17 +128,16 @@ func (p *Profile) attention(b *Batch) float64 {
 		return p.attn.at(pc, kp, 0, 0)
 	}
 	mean := float64(max(b.DecodeKVSum, 0) / int64(n))
-	tMean := p.attn.at(pc, kp, n, mean)
 	kvMax := float64(b.DecodeKVMax)
-	if p.skew == nil || n <= 1 || kvMax <= mean {
-		return tMean
+	alpha := 0.0
+	if p.skew != nil && n > 1 && kvMax > mean {
+		alpha = p.skew.skewAlpha(pc, kp, n, mean, float64(max(b.DecodeKVMin, 0)), kvMax)
 	}
-	alpha := p.skew.skewAlpha(pc, kp, n, mean, float64(max(b.DecodeKVMin, 0)), kvMax)
-	if alpha == 0 {
-		return tMean
-	}
-	tMax := p.attn.at(pc, kp, n, kvMax)
-	if tMax <= tMean {
+	// Both lookups at once: they share every axis position but kvd's.
+	kvd := [2]float64{mean, kvMax}
+	t := p.attn.at2(pc, kp, n, &kvd, alpha != 0)
+	tMean, tMax := t[0], t[1]
+	if alpha == 0 || tMax <= tMean {
 		return tMean
 	}
 	return tMean + alpha*(tMax-tMean)
