@@ -97,7 +97,10 @@ func (g *guide) bucket(x float64) uint64 {
 // bracket is bracket(xs, x) for the axis xs the guide was built from.
 func (g *guide) bracket(xs []float64, x float64) (lo, hi int, t float64) {
 	n := len(xs)
-	if g.first == nil || n <= 1 || !(x > xs[0]) {
+	if n <= 1 || !(x > xs[0]) {
+		return 0, 0, 0 // clamped, as bracket does
+	}
+	if g.first == nil {
 		return bracket(xs, x)
 	}
 	if !(x <= xs[n-1]) {

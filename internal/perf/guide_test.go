@@ -2,6 +2,7 @@ package perf
 
 import (
 	"math"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -189,4 +190,24 @@ func TestAttnAt2MatchesAt(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestProfileMemoIsExact: the memoised dense and per-sequence sums equal
+// the interpolated ones bit for bit at every whole count, on first use and
+// on reuse, inside and beyond the memo.
+func TestProfileMemoIsExact(t *testing.T) {
+	p := loadLlama(t)
+	for rep := range 2 {
+		for n := -1; n <= opCacheLimit+10; n++ {
+			for _, c := range []struct {
+				name string
+				tab  []atomic.Uint64
+				f    *pwl
+			}{{"dense", p.denseMemo, &p.dense}, {"per-sequence", p.perSeqMemo, &p.perSeq}} {
+				if got, want := memoAt(c.tab, c.f, n), c.f.at(float64(n)); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("pass %d: %s at %d: memo %v, table %v", rep, c.name, n, got, want)
+				}
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"sync/atomic"
 
 	"github.com/goccy/go-yaml"
 )
@@ -48,18 +49,21 @@ type Profile struct {
 	// Hardware, Model and Variant identify the bundle (from meta.yaml).
 	Hardware, Model, Variant string
 
-	dense      pwl // all dense ops of a step summed, ns by total tokens
-	perSeq     pwl // all per-sequence ops summed, ns by sequences
-	attn       *attnTable
-	attnCount  float64   // attention kernels per step (NumLayers)
-	moe        *moeTable // per expert-parallel rank: all of its experts whole (tp1/moe.csv)
-	moeTP      *moeTable // tensor-parallel MoE (ep = 1): tp<N>/moe.csv, else moe scaled by moeTPScale
-	moeTPScale float64   // 1, or 1/tp when moeTP is the tp1 table (see docs/moe.md)
-	moeCount   float64   // MoE blocks per step (NumLayers)
-	skew       *skewTable
-	experts    int
-	topK       int
-	minOp      float64 // shortest dense op at one token, ns
+	dense  pwl // all dense ops of a step summed, ns by total tokens
+	perSeq pwl // all per-sequence ops summed, ns by sequences
+	// denseMemo and perSeqMemo hold dense and perSeq at whole-number
+	// counts (see memoAt).
+	denseMemo, perSeqMemo []atomic.Uint64
+	attn                  *attnTable
+	attnCount             float64   // attention kernels per step (NumLayers)
+	moe                   *moeTable // per expert-parallel rank: all of its experts whole (tp1/moe.csv)
+	moeTP                 *moeTable // tensor-parallel MoE (ep = 1): tp<N>/moe.csv, else moe scaled by moeTPScale
+	moeTPScale            float64   // 1, or 1/tp when moeTP is the tp1 table (see docs/moe.md)
+	moeCount              float64   // MoE blocks per step (NumLayers)
+	skew                  *skewTable
+	experts               int
+	topK                  int
+	minOp                 float64 // shortest dense op at one token, ns
 }
 
 // MinKernelNs is the shortest dense op of the tables at one token, in ns:
@@ -103,8 +107,8 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 	if tokens == 0 && seqs == 0 && b.PadTokens <= 0 {
 		return s
 	}
-	s.Dense = p.dense.at(float64(max(tokens+max(b.PadTokens, 0), 1)))
-	s.PerSequence = p.perSeq.at(float64(max(seqs+max(b.SpecTokens, 0), 1)))
+	s.Dense = memoAt(p.denseMemo, &p.dense, max(tokens+max(b.PadTokens, 0), 1))
+	s.PerSequence = memoAt(p.perSeqMemo, &p.perSeq, max(seqs+max(b.SpecTokens, 0), 1))
 	if p.attn != nil {
 		s.Attention = p.attnCount * math.Max(0, p.attention(b))
 	}
@@ -248,7 +252,27 @@ func (p *Profile) loadTables(fsys fs.FS, dir string, arch Arch, cat *Catalog) er
 		}
 	}
 	p.dense, p.perSeq = sumPWL(denseTerms), sumPWL(seqTerms)
+	p.denseMemo = make([]atomic.Uint64, opCacheLimit+1)
+	p.perSeqMemo = make([]atomic.Uint64, opCacheLimit+1)
 	return nil
+}
+
+// memoAt is f.at(float64(n)), memoised in tab for 0 <= n < len(tab). A
+// step's token and sequence counts are whole numbers that repeat, and the
+// memo holds the value f.at computes, bit for bit; entries are atomic (0 =
+// not yet computed, or a zero value, recomputed each time) so that the
+// Profile stays safe for concurrent use.
+func memoAt(tab []atomic.Uint64, f *pwl, n int) float64 {
+	if n < 0 || n >= len(tab) {
+		return f.at(float64(n))
+	}
+	e := &tab[n]
+	if v := e.Load(); v != 0 {
+		return math.Float64frombits(v)
+	}
+	v := f.at(float64(n))
+	e.Store(math.Float64bits(v))
+	return v
 }
 
 // loadMoE reads the per-EP-rank table (tp1/moe.csv, required) and the
