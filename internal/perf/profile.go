@@ -110,13 +110,13 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 	s.Dense = memoAt(p.denseMemo, &p.dense, max(tokens+max(b.PadTokens, 0), 1))
 	s.PerSequence = memoAt(p.perSeqMemo, &p.perSeq, max(seqs+max(b.SpecTokens, 0), 1))
 	if p.attn != nil {
-		s.Attention = p.attnCount * math.Max(0, p.attention(b))
+		s.Attention = p.attnCount * max(0, p.attention(b))
 	}
 	if b.MoENs > 0 && p.moe != nil {
 		s.MoE = float64(b.MoENs)
 	} else if p.moeTP != nil && tokens > 0 {
 		ae := ActivatedExperts(tokens, p.experts, p.topK)
-		s.MoE = p.moeCount * p.moeTPScale * math.Max(0, p.moeTP.at(float64(tokens), float64(ae)))
+		s.MoE = p.moeCount * p.moeTPScale * max(0, p.moeTP.at(float64(tokens), float64(ae)))
 	}
 	return s
 }
@@ -352,7 +352,7 @@ func (p *Profile) MoELayerNs(tokens, activated float64) float64 {
 	if p.moe == nil || tokens <= 0 {
 		return 0
 	}
-	return math.Max(0, p.moe.at(tokens, activated))
+	return max(0, p.moe.at(tokens, activated))
 }
 
 // MoETPScaled reports that tensor-parallel MoE (ep = 1) is priced from the

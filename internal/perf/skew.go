@@ -230,6 +230,6 @@ func (s *skewTable) skewAlpha(pc, kp float64, n int, kvMean, kvMin, kvMax float6
 	if gap := kvMax - kvMin; gap > 0 {
 		sr = (kvMean - kvMin) / gap
 	}
-	sr = math.Max(0, math.Min(1, sr))
+	sr = max(0, min(1, sr))
 	return s.lookup(pc, float64(n), sr, kvMax, kp)
 }
