@@ -1,7 +1,9 @@
 package perf
 
 import (
+	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -228,5 +230,42 @@ func TestBuiltinMinMaxMatchMath(t *testing.T) {
 				t.Errorf("c=%v x=%v: max %v/%v, min %v/%v", c, x, max(c, x), math.Max(c, x), min(c, x), math.Min(c, x))
 			}
 		}
+	}
+}
+
+// TestProfileConcurrent: goroutines sharing one profile fill and read its
+// memos at once and all get the values of a fresh, unshared profile (run
+// with -race).
+func TestProfileConcurrent(t *testing.T) {
+	shared, ref := loadLlama(t), loadLlama(t)
+	var batches []Batch
+	for n := 1; n <= 300; n += 7 {
+		batches = append(batches, Batch{NumDecode: n, DecodeKVSum: int64(n) * 700, DecodeKVMin: 20, DecodeKVMax: 3000},
+			Batch{PrefillTokens: 5 * n, PrefillSeqs: 1, PrefillKV: 100 * n, NumDecode: n, DecodeKVSum: int64(n) * 900, DecodeKVMin: 50, DecodeKVMax: 9000})
+	}
+	want := make([]int64, len(batches))
+	for i := range batches {
+		want[i] = ref.StepTime(&batches[i])
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range batches {
+				i := (k + g*len(batches)/4) % len(batches)
+				b := batches[i]
+				if got := shared.StepTime(&b); got != want[i] {
+					errs <- fmt.Sprintf("batch %d: shared %d ns, fresh %d ns", i, got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
