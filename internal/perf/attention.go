@@ -3,24 +3,31 @@ package perf
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 )
 
 // attnSlice is the (kp, kvd) grid measured at one (pc, n) corner, stored
 // densely: t[i*len(kvd)+j] is the time (ns) at kp[i], kvd[j].
 type attnSlice struct {
-	kp, kvd []float64
-	t       []float64
+	kp, kvd   []float64
+	t         []float64
+	kpG, kvdG guide // of kp and kvd
 }
 
 // at interpolates bilinearly in (kp, kvd): clamped below each axis,
 // extrapolated from the top two samples above it.
 func (s *attnSlice) at(kp, kvd float64) float64 {
-	i0, i1, ti := bracket(s.kp, kp)
-	j0, j1, tj := bracket(s.kvd, kvd)
-	v := s.rowAt(i0, j0, j1, tj)
-	if i1 != i0 {
-		v += ti * (s.rowAt(i1, j0, j1, tj) - v)
+	i := s.kpG.at(s.kp, kp)
+	j := s.kvdG.at(s.kvd, kvd)
+	return s.eval(i, j)
+}
+
+// eval interpolates at the axis positions i (on kp) and j (on kvd).
+func (s *attnSlice) eval(i, j pos) float64 {
+	v := s.rowAt(i.lo, j.lo, j.hi, j.t)
+	if i.hi != i.lo {
+		v += i.t * (s.rowAt(i.hi, j.lo, j.hi, j.t) - v)
 	}
 	return v
 }
@@ -38,17 +45,50 @@ func (s *attnSlice) rowAt(i, j0, j1 int, tj float64) float64 {
 // attnPC holds every n corner measured at one prefill-chunk value.
 type attnPC struct {
 	n      []float64
+	nG     guide       // of n
 	slices []attnSlice // parallel to n
 }
 
-// at interpolates linearly in n between the two bracketing corners.
-func (e *attnPC) at(n, kp, kvd float64) float64 {
-	lo, hi, t := bracket(e.n, n)
-	v := e.slices[lo].at(kp, kvd)
-	if hi != lo {
-		v += t * (e.slices[hi].at(kp, kvd) - v)
+// at2 interpolates linearly in n between the two bracketing corners, at
+// (kp, kvd[0]) and, when two is set, at (kp, kvd[1]). Axis positions are
+// located once and shared by the two points and, when two corners share
+// an axis (readAttentionCSV makes equal axes one slice), by the corners.
+// Every value is computed by the same expressions as a lookup of its own,
+// so it is bit for bit the same.
+func (e *attnPC) at2(n, kp float64, kvd *[2]float64, two bool) (v [2]float64) {
+	lo, hi, t := e.nG.bracket(e.n, n)
+	s := &e.slices[lo]
+	i := s.kpG.at(s.kp, kp)
+	j0 := s.kvdG.at(s.kvd, kvd[0])
+	var j1 pos
+	v[0] = s.eval(i, j0)
+	if two {
+		j1 = s.kvdG.at(s.kvd, kvd[1])
+		v[1] = s.eval(i, j1)
+	}
+	if hi == lo {
+		return v
+	}
+	h := &e.slices[hi]
+	if !sameAxis(h.kp, s.kp) {
+		i = h.kpG.at(h.kp, kp)
+	}
+	if !sameAxis(h.kvd, s.kvd) {
+		j0 = h.kvdG.at(h.kvd, kvd[0])
+		if two {
+			j1 = h.kvdG.at(h.kvd, kvd[1])
+		}
+	}
+	v[0] += t * (h.eval(i, j0) - v[0])
+	if two {
+		v[1] += t * (h.eval(i, j1) - v[1])
 	}
 	return v
+}
+
+// sameAxis reports that a and b are the same stored axis.
+func sameAxis(a, b []float64) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // attnTable is attention.csv: time of ONE layer's attention kernel by
@@ -62,8 +102,10 @@ func (e *attnPC) at(n, kp, kvd float64) float64 {
 // pure-decode (pc = 0) corners.
 type attnTable struct {
 	pcs     []float64
+	pcsG    guide // of pcs
 	byPC    []attnPC
 	pfPCs   []float64   // pc values with an n = 0 corner
+	pfPCsG  guide       // of pfPCs
 	prefill []attnSlice // parallel to pfPCs
 }
 
@@ -73,18 +115,29 @@ func (a *attnTable) at(pc, kp float64, n int, kvd float64) float64 {
 		if pc <= 0 || len(a.pfPCs) == 0 {
 			return 0
 		}
-		lo, hi, t := bracket(a.pfPCs, pc)
+		lo, hi, t := a.pfPCsG.bracket(a.pfPCs, pc)
 		v := a.prefill[lo].at(kp, 0)
 		if hi != lo {
 			v += t * (a.prefill[hi].at(kp, 0) - v)
 		}
 		return v
 	}
+	k := [2]float64{kvd}
+	return a.at2(pc, kp, n, &k, false)[0]
+}
+
+// at2 is [a.at(pc, kp, n, kvd[0]), a.at(pc, kp, n, kvd[1])] (the second
+// only when two is set) for n > 0, sharing the axis lookups of the two.
+func (a *attnTable) at2(pc, kp float64, n int, kvd *[2]float64, two bool) [2]float64 {
 	nf := float64(n)
-	lo, hi, t := bracket(a.pcs, pc)
-	v := a.byPC[lo].at(nf, kp, kvd)
+	lo, hi, t := a.pcsG.bracket(a.pcs, pc)
+	v := a.byPC[lo].at2(nf, kp, kvd, two)
 	if hi != lo {
-		v += t * (a.byPC[hi].at(nf, kp, kvd) - v)
+		w := a.byPC[hi].at2(nf, kp, kvd, two)
+		v[0] += t * (w[0] - v[0])
+		if two {
+			v[1] += t * (w[1] - v[1])
+		}
 	}
 	return v
 }
@@ -148,7 +201,7 @@ func readAttentionCSV(name string, r io.Reader) (*attnTable, error) {
 	for _, pc := range pcs {
 		ns := nsByPC[pc]
 		sort.Float64s(ns)
-		e := attnPC{n: ns, slices: make([]attnSlice, len(ns))}
+		e := attnPC{n: ns, nG: newGuide(ns), slices: make([]attnSlice, len(ns))}
 		for i, n := range ns {
 			cells := raw[corner{pc, n}]
 			pts := make(map[[2]float64]float64, len(cells))
@@ -164,7 +217,35 @@ func readAttentionCSV(name string, r io.Reader) (*attnTable, error) {
 		a.pcs = append(a.pcs, pc)
 		a.byPC = append(a.byPC, e)
 	}
+	a.pcsG, a.pfPCsG = newGuide(a.pcs), newGuide(a.pfPCs)
+	a.shareAxes()
 	return a, nil
+}
+
+// shareAxes makes equal kp and kvd axes of different corners one stored
+// slice (with one guide), so that a lookup blending two corners locates
+// the position on a shared axis once (sameAxis).
+func (a *attnTable) shareAxes() {
+	type stored struct {
+		xs []float64
+		g  guide
+	}
+	seen := map[string]stored{}
+	share := func(xs *[]float64, g *guide) {
+		key := fmt.Sprint(*xs)
+		if s, ok := seen[key]; ok && slices.Equal(s.xs, *xs) {
+			*xs, *g = s.xs, s.g
+			return
+		}
+		seen[key] = stored{*xs, *g}
+	}
+	for i := range a.byPC {
+		for j := range a.byPC[i].slices {
+			s := &a.byPC[i].slices[j]
+			share(&s.kp, &s.kpG)
+			share(&s.kvd, &s.kvdG)
+		}
+	}
 }
 
 // denseSlice turns the scattered (kp, kvd) samples of one corner into a full
@@ -219,6 +300,7 @@ func denseSlice(pts map[[2]float64]float64) attnSlice {
 			s.t[i*len(s.kvd)+j] = row.at(kvd)
 		}
 	}
+	s.kpG, s.kvdG = newGuide(s.kp), newGuide(s.kvd)
 	return s
 }
 

@@ -70,6 +70,13 @@
 // its last from the top two samples; interpolation is linear (not log) in
 // every axis, as in the reference simulator.
 //
+// Lookups are exact shortcuts of that definition, never approximations:
+// each axis has a guide (guide.go) that starts the search in the right
+// octave bucket instead of bisecting; the dense and per-sequence sums are
+// memoised by whole count; the skew correction's two attention lookups
+// share every axis position but kvd's (attnTable.at2). See
+// docs/performance.md, "Fifth round".
+//
 // Skew correction: decode contexts in one batch differ, and the kernel pays
 // for the longest more than the mean suggests. Per layer,
 //

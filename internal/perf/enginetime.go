@@ -107,7 +107,15 @@ const (
 // FULL; each pads to the smallest capture size holding the step; beyond
 // the largest capture size, or in NONE, the step runs eagerly.
 func (e *EngineTime) Dispatch(b *Batch) (Dispatch, int) {
-	d, padded := e.dispatch(b)
+	tokens := max(b.Tokens(), b.DPPadTo, 0)
+	i, _ := slices.BinarySearch(e.CaptureSizes, tokens)
+	return e.dispatchAt(b, tokens, i)
+}
+
+// dispatchAt is Dispatch given tokens = max(b.Tokens(), b.DPPadTo, 0) and
+// i, the index of the smallest capture size >= tokens (len when none).
+func (e *EngineTime) dispatchAt(b *Batch, tokens, i int) (Dispatch, int) {
+	d, padded := e.dispatch(tokens, i, b.PrefillTokens <= 0)
 	if b.DPSynced && b.DPMode < d {
 		d = b.DPMode
 		if d == RunEager {
@@ -117,14 +125,11 @@ func (e *EngineTime) Dispatch(b *Batch) (Dispatch, int) {
 	return d, padded
 }
 
-func (e *EngineTime) dispatch(b *Batch) (Dispatch, int) {
-	tokens := max(b.Tokens(), b.DPPadTo, 0)
-	i, _ := slices.BinarySearch(e.CaptureSizes, tokens)
+func (e *EngineTime) dispatch(tokens, i int, decode bool) (Dispatch, int) {
 	if i == len(e.CaptureSizes) || tokens == 0 {
 		return RunEager, tokens
 	}
 	padded := e.CaptureSizes[i]
-	decode := b.PrefillTokens <= 0
 	switch e.Mode {
 	case GraphsFull:
 		return RunFull, padded
@@ -189,12 +194,27 @@ func DefaultCaptureSizes(maxNumSeqs, maxBatchedTokens int) []int {
 func WithEngineTime(p Predictor, e EngineTime) Predictor {
 	e.CaptureSizes = slices.Clone(e.CaptureSizes)
 	slices.Sort(e.CaptureSizes)
-	return &engineTime{p, e}
+	t := &engineTime{inner: p, e: e}
+	if n := len(e.CaptureSizes); n > 0 && n <= math.MaxUint16 && e.CaptureSizes[n-1] <= captureIndexLimit {
+		t.capIdx = make([]uint16, max(e.CaptureSizes[n-1]+1, 0))
+		for tokens := range t.capIdx {
+			i, _ := slices.BinarySearch(e.CaptureSizes, tokens)
+			t.capIdx[tokens] = uint16(i)
+		}
+	}
+	return t
 }
+
+// captureIndexLimit bounds the capture sizes indexed by token count.
+const captureIndexLimit = 1 << 16
 
 type engineTime struct {
 	inner Predictor
 	e     EngineTime
+	// capIdx[tokens] is the index of the smallest capture size >= tokens
+	// (the binary search Dispatch does, done once per count up to the
+	// largest capture size); counts beyond it search.
+	capIdx []uint16
 }
 
 // StepTime implements Predictor.
@@ -202,7 +222,14 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0) {
 		return 0
 	}
-	d, padded := t.e.Dispatch(b)
+	tokens := max(b.Tokens(), b.DPPadTo, 0)
+	var i int
+	if tokens < len(t.capIdx) {
+		i = int(t.capIdx[tokens])
+	} else {
+		i, _ = slices.BinarySearch(t.e.CaptureSizes, tokens)
+	}
+	d, padded := t.e.dispatchAt(b, tokens, i)
 	// Set the padding on the caller's batch for the inner call and
 	// restore it (a copy would escape to the heap through the interface).
 	saved := b.PadTokens

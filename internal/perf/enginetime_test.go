@@ -3,6 +3,8 @@ package perf
 import (
 	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // vLLM 0.19's default capture list for max_num_seqs 128 and 256 (the
@@ -157,4 +159,36 @@ func TestProfilePadsDenseOnly(t *testing.T) {
 	if ps.Dense != p.dense.at(8) {
 		t.Fatalf("padded dense %g, want dense(8) = %g", ps.Dense, p.dense.at(8))
 	}
+}
+
+// TestCaptureIndexIsExact: the per-count capture index gives the same step
+// time as the binary search over the capture sizes (the engine time with
+// the index removed), for every mode, below, at and beyond the largest
+// size, with data-parallel padding and synchronised modes.
+func TestCaptureIndexIsExact(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		e := EngineTime{
+			Mode:         GraphMode(rapid.IntRange(0, int(GraphsNone)).Draw(rt, "mode")),
+			CaptureSizes: rapid.SliceOfN(rapid.IntRange(1, 600), 0, 40).Draw(rt, "sizes"),
+			Layers:       32, LayerKernels: 10, StepKernels: 24, Host: DefaultHostTime,
+			Async: rapid.Bool().Draw(rt, "async"),
+		}
+		fast := WithEngineTime(tokenCost{}, e).(*engineTime)
+		slow := *fast
+		slow.capIdx = nil
+		for range 30 {
+			b := Batch{NumDecode: rapid.IntRange(0, 700).Draw(rt, "n"), PrefillTokens: rapid.IntRange(0, 700).Draw(rt, "pc")}
+			if b.PrefillTokens > 0 {
+				b.PrefillSeqs = 1
+			}
+			if rapid.Bool().Draw(rt, "dp") {
+				b.DPPadTo = rapid.IntRange(0, 700).Draw(rt, "padTo")
+				b.DPSynced = rapid.Bool().Draw(rt, "synced")
+				b.DPMode = Dispatch(rapid.IntRange(0, int(RunFull)).Draw(rt, "dpMode"))
+			}
+			if got, want := fast.StepTime(&b), slow.StepTime(&b); got != want {
+				rt.Fatalf("indexed %d ns, searched %d ns for %+v with %+v", got, want, b, e)
+			}
+		}
+	})
 }

@@ -46,11 +46,12 @@ func bracket(xs []float64, x float64) (lo, hi int, t float64) {
 // linearly above the last one from the top two samples.
 type pwl struct {
 	xs, ys []float64
+	g      guide // of xs; set by newPWL and sumPWL, empty otherwise
 }
 
 // at evaluates the function at x without allocating.
 func (p *pwl) at(x float64) float64 {
-	lo, hi, t := bracket(p.xs, x)
+	lo, hi, t := p.g.bracket(p.xs, x)
 	if lo == hi {
 		return p.ys[lo]
 	}
@@ -80,6 +81,7 @@ func newPWL(file, what string, pts []point) (pwl, error) {
 		}
 		p.xs[i], p.ys[i] = s.x, s.y
 	}
+	p.g = newGuide(p.xs)
 	return p, nil
 }
 
@@ -116,5 +118,6 @@ func sumPWL(terms []weighted) pwl {
 			out.ys[i] += t.w * t.f.at(x)
 		}
 	}
+	out.g = newGuide(out.xs)
 	return out
 }

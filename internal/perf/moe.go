@@ -12,12 +12,13 @@ import (
 // bracketing the expert count, then linear between them. Both axes clamp
 // below their first sample and extrapolate above their last.
 type moeTable struct {
-	experts []float64
-	rows    []pwl // parallel to experts
+	experts  []float64
+	expertsG guide // of experts
+	rows     []pwl // parallel to experts
 }
 
 func (m *moeTable) at(tokens, experts float64) float64 {
-	lo, hi, t := bracket(m.experts, experts)
+	lo, hi, t := m.expertsG.bracket(m.experts, experts)
 	v := m.rows[lo].at(tokens)
 	if hi != lo {
 		v += t * (m.rows[hi].at(tokens) - v)
@@ -69,6 +70,7 @@ func readMoECSV(name string, r io.Reader) (*moeTable, error) {
 		set[ae] = true
 	}
 	m := &moeTable{experts: sortedKeys(set)}
+	m.expertsG = newGuide(m.experts)
 	for _, ae := range m.experts {
 		f, err := newPWL(name, fmt.Sprintf("tokens at activated_experts=%g", ae), raw[ae])
 		if err != nil {

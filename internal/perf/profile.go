@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"sync/atomic"
 
 	"github.com/goccy/go-yaml"
 )
@@ -48,18 +49,21 @@ type Profile struct {
 	// Hardware, Model and Variant identify the bundle (from meta.yaml).
 	Hardware, Model, Variant string
 
-	dense      pwl // all dense ops of a step summed, ns by total tokens
-	perSeq     pwl // all per-sequence ops summed, ns by sequences
-	attn       *attnTable
-	attnCount  float64   // attention kernels per step (NumLayers)
-	moe        *moeTable // per expert-parallel rank: all of its experts whole (tp1/moe.csv)
-	moeTP      *moeTable // tensor-parallel MoE (ep = 1): tp<N>/moe.csv, else moe scaled by moeTPScale
-	moeTPScale float64   // 1, or 1/tp when moeTP is the tp1 table (see docs/moe.md)
-	moeCount   float64   // MoE blocks per step (NumLayers)
-	skew       *skewTable
-	experts    int
-	topK       int
-	minOp      float64 // shortest dense op at one token, ns
+	dense  pwl // all dense ops of a step summed, ns by total tokens
+	perSeq pwl // all per-sequence ops summed, ns by sequences
+	// denseMemo and perSeqMemo hold dense and perSeq at whole-number
+	// counts (see memoAt).
+	denseMemo, perSeqMemo []atomic.Uint64
+	attn                  *attnTable
+	attnCount             float64   // attention kernels per step (NumLayers)
+	moe                   *moeTable // per expert-parallel rank: all of its experts whole (tp1/moe.csv)
+	moeTP                 *moeTable // tensor-parallel MoE (ep = 1): tp<N>/moe.csv, else moe scaled by moeTPScale
+	moeTPScale            float64   // 1, or 1/tp when moeTP is the tp1 table (see docs/moe.md)
+	moeCount              float64   // MoE blocks per step (NumLayers)
+	skew                  *skewTable
+	experts               int
+	topK                  int
+	minOp                 float64 // shortest dense op at one token, ns
 }
 
 // MinKernelNs is the shortest dense op of the tables at one token, in ns:
@@ -103,10 +107,10 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 	if tokens == 0 && seqs == 0 && b.PadTokens <= 0 {
 		return s
 	}
-	s.Dense = p.dense.at(float64(max(tokens+max(b.PadTokens, 0), 1)))
-	s.PerSequence = p.perSeq.at(float64(max(seqs+max(b.SpecTokens, 0), 1)))
+	s.Dense = memoAt(p.denseMemo, &p.dense, max(tokens+max(b.PadTokens, 0), 1))
+	s.PerSequence = memoAt(p.perSeqMemo, &p.perSeq, max(seqs+max(b.SpecTokens, 0), 1))
 	if p.attn != nil {
-		s.Attention = p.attnCount * math.Max(0, p.attention(b))
+		s.Attention = p.attnCount * max(0, p.attention(b))
 	}
 	if b.MoENs > 0 && p.moe != nil {
 		s.MoE = float64(b.MoENs)
@@ -117,7 +121,7 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 		// too: the block runs at the padded count (docs/moe.md).
 		t := tokens + max(b.PadTokens, 0)
 		ae := ActivatedExperts(t, p.experts, p.topK)
-		s.MoE = p.moeCount * p.moeTPScale * math.Max(0, p.moeTP.at(float64(t), float64(ae)))
+		s.MoE = p.moeCount * p.moeTPScale * max(0, p.moeTP.at(float64(t), float64(ae)))
 	}
 	return s
 }
@@ -133,17 +137,16 @@ func (p *Profile) attention(b *Batch) float64 {
 		return p.attn.at(pc, kp, 0, 0)
 	}
 	mean := float64(max(b.DecodeKVSum, 0) / int64(n))
-	tMean := p.attn.at(pc, kp, n, mean)
 	kvMax := float64(b.DecodeKVMax)
-	if p.skew == nil || n <= 1 || kvMax <= mean {
-		return tMean
+	alpha := 0.0
+	if p.skew != nil && n > 1 && kvMax > mean {
+		alpha = p.skew.skewAlpha(pc, kp, n, mean, float64(max(b.DecodeKVMin, 0)), kvMax)
 	}
-	alpha := p.skew.skewAlpha(pc, kp, n, mean, float64(max(b.DecodeKVMin, 0)), kvMax)
-	if alpha == 0 {
-		return tMean
-	}
-	tMax := p.attn.at(pc, kp, n, kvMax)
-	if tMax <= tMean {
+	// Both lookups at once: they share every axis position but kvd's.
+	kvd := [2]float64{mean, kvMax}
+	t := p.attn.at2(pc, kp, n, &kvd, alpha != 0)
+	tMean, tMax := t[0], t[1]
+	if alpha == 0 || tMax <= tMean {
 		return tMean
 	}
 	return tMean + alpha*(tMax-tMean)
@@ -254,7 +257,27 @@ func (p *Profile) loadTables(fsys fs.FS, dir string, arch Arch, cat *Catalog) er
 		}
 	}
 	p.dense, p.perSeq = sumPWL(denseTerms), sumPWL(seqTerms)
+	p.denseMemo = make([]atomic.Uint64, opCacheLimit+1)
+	p.perSeqMemo = make([]atomic.Uint64, opCacheLimit+1)
 	return nil
+}
+
+// memoAt is f.at(float64(n)), memoised in tab for 0 <= n < len(tab). A
+// step's token and sequence counts are whole numbers that repeat, and the
+// memo holds the value f.at computes, bit for bit; entries are atomic (0 =
+// not yet computed, or a zero value, recomputed each time) so that the
+// Profile stays safe for concurrent use.
+func memoAt(tab []atomic.Uint64, f *pwl, n int) float64 {
+	if n < 0 || n >= len(tab) {
+		return f.at(float64(n))
+	}
+	e := &tab[n]
+	if v := e.Load(); v != 0 {
+		return math.Float64frombits(v)
+	}
+	v := f.at(float64(n))
+	e.Store(math.Float64bits(v))
+	return v
 }
 
 // loadMoE reads the per-EP-rank table (tp1/moe.csv, required) and the
@@ -334,7 +357,7 @@ func (p *Profile) MoELayerNs(tokens, activated float64) float64 {
 	if p.moe == nil || tokens <= 0 {
 		return 0
 	}
-	return math.Max(0, p.moe.at(tokens, activated))
+	return max(0, p.moe.at(tokens, activated))
 }
 
 // MoETPScaled reports that tensor-parallel MoE (ep = 1) is priced from the

@@ -442,6 +442,9 @@ func (r *Roofline) StepTime(b *Batch) int64 {
 	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.PadTokens <= 0) {
 		return 0
 	}
+	if s, ok := r.stepNs(b); ok {
+		return clampNs(s)
+	}
 	var s float64
 	k := countsOf(b)
 	for i, u := range r.ops {

@@ -11,8 +11,9 @@ import (
 const opCacheLimit = 4096
 
 // opCache memoises the op times that depend on a single count: every op
-// but attention depends only on the step's tokens (padded ones, or real
-// ones for the MoE block), except lm_head and the sampler, which depend
+// but attention depends only on the step's padded tokens (the MoE block
+// too, unless a data-parallel step gives its time in MoENs), except
+// lm_head and the sampler, which depend
 // only on its sequences. A step's time is
 // then one table row plus the attention model, instead of a dozen
 // math.Pow calls. Rows are filled lazily; entries are atomic (0 = not yet
@@ -26,6 +27,17 @@ type opCache struct {
 	col      []int           // per op index: its column in its table
 	tokCols  int
 	seqCols  int
+	lead     int // the leading ops keyed by tokens (summed in prefix)
+	// Whole rows, for StepTime: a row is filled at its first use (every
+	// column at once, then its done flag), so that a step reads its op
+	// times without a per-op check. prefix[n] is the running sum of the
+	// leading token ops at n tokens (count × time, added in op order from
+	// 0, exactly as StepTime's loop adds them); rest is the program for the
+	// ops after them.
+	tokDone []atomic.Bool   // per token row
+	seqDone []atomic.Bool   // per sequence row
+	prefix  []atomic.Uint64 // per token row
+	rest    []stepOp
 	// splits memoises the split-KV heuristic (Roofline.splits) of
 	// pure-decode attention by its exact inputs; see cachedSplits.
 	splits [splitCacheSize]atomic.Uint64
@@ -53,7 +65,7 @@ type opKey uint8
 const (
 	keyBatch  opKey = iota // the whole batch (attention): not cached
 	keyTokens              // the step's tokens with CUDA-graph padding
-	keyMoE                 // the step's real tokens (the MoE block)
+	keyMoE                 // the step's padded tokens, unless the step carries MoENs (the MoE block)
 	keySeqs                // the step's sequences
 )
 
@@ -76,17 +88,104 @@ func newOpCache(ops []OpUse) *opCache {
 	}
 	c.byTokens = make([]atomic.Uint64, (opCacheLimit+1)*c.tokCols)
 	c.bySeqs = make([]atomic.Uint64, (opCacheLimit+1)*c.seqCols)
+	c.tokDone = make([]atomic.Bool, opCacheLimit+1)
+	c.seqDone = make([]atomic.Bool, opCacheLimit+1)
+	c.prefix = make([]atomic.Uint64, opCacheLimit+1)
+	lead := 0
+	for lead < len(ops) && c.key[lead] == keyTokens {
+		lead++
+	}
+	c.lead = lead
+	for i := lead; i < len(ops); i++ {
+		c.rest = append(c.rest, stepOp{count: ops[i].Count, key: c.key[i], col: c.col[i], idx: i})
+	}
 	return c
+}
+
+// stepOp is one op of StepTime's program after the leading token ops.
+type stepOp struct {
+	count float64 // occurrences per step
+	key   opKey
+	col   int // column in its table
+	idx   int // index in the op list
+}
+
+// fillTokens fills token row n (n = paddedTokens(b)) and its prefix sum.
+func (c *opCache) fillTokens(r *Roofline, b *Batch, n int) {
+	row := c.byTokens[n*c.tokCols : (n+1)*c.tokCols]
+	s := 0.0
+	for i, u := range r.ops {
+		if c.key[i] != keyTokens {
+			continue
+		}
+		t := r.OpNs(u.Op, b)
+		row[c.col[i]].Store(math.Float64bits(t))
+		if i < c.lead {
+			s += u.Count * t
+		}
+	}
+	c.prefix[n].Store(math.Float64bits(s))
+	c.tokDone[n].Store(true)
+}
+
+// fillSeqs fills sequence row n (n = b.Rows()).
+func (c *opCache) fillSeqs(r *Roofline, b *Batch, n int) {
+	row := c.bySeqs[n*c.seqCols : (n+1)*c.seqCols]
+	for i, u := range r.ops {
+		if c.key[i] == keySeqs {
+			row[c.col[i]].Store(math.Float64bits(r.OpNs(u.Op, b)))
+		}
+	}
+	c.seqDone[n].Store(true)
+}
+
+// stepNs is StepTime's unrounded sum from whole cached rows; ok is false
+// when a count is outside the cache (the caller then sums op by op).
+func (r *Roofline) stepNs(b *Batch) (s float64, ok bool) {
+	c := r.cache
+	k := countsOf(b)
+	if k.padded < 0 || k.padded > opCacheLimit || k.rows < 0 || k.rows > opCacheLimit {
+		return 0, false
+	}
+	if !c.tokDone[k.padded].Load() {
+		c.fillTokens(r, b, k.padded)
+	}
+	if !c.seqDone[k.rows].Load() {
+		c.fillSeqs(r, b, k.rows)
+	}
+	tok := c.byTokens[k.padded*c.tokCols : (k.padded+1)*c.tokCols]
+	seq := c.bySeqs[k.rows*c.seqCols : (k.rows+1)*c.seqCols]
+	s = math.Float64frombits(c.prefix[k.padded].Load())
+	for i := range c.rest {
+		p := &c.rest[i]
+		var t float64
+		switch p.key {
+		case keyTokens:
+			t = math.Float64frombits(tok[p.col].Load())
+		case keySeqs:
+			t = math.Float64frombits(seq[p.col].Load())
+		case keyBatch:
+			t = r.attention(b) // OpNs of OpAttention
+		default: // keyMoE
+			if b.MoENs > 0 {
+				s += float64(b.MoENs)
+				continue
+			}
+			t = r.opNs(p.idx, b, k)
+		}
+		s += p.count * t
+	}
+	return s, true
 }
 
 // stepCounts are the counts a step's cached op times are keyed by,
 // computed once per step.
 type stepCounts struct {
-	padded, tokens, rows int
+	padded, rows int
 }
 
 func countsOf(b *Batch) stepCounts {
-	return stepCounts{padded: paddedTokens(b), tokens: b.Tokens(), rows: b.Rows()}
+	return stepCounts{padded: paddedTokens(b), rows: b.Rows()}
 }
 
 // opNs is r.OpNs(r.ops[i].Op, b), from the cache when it holds it; k
@@ -99,7 +198,7 @@ func (r *Roofline) opNs(i int, b *Batch, k stepCounts) float64 {
 	case keyTokens:
 		n, cols, tab = k.padded, c.tokCols, c.byTokens
 	case keyMoE:
-		n, cols, tab = k.tokens, c.tokCols, c.byTokens
+		n, cols, tab = k.padded, c.tokCols, c.byTokens
 	case keySeqs:
 		n, cols, tab = k.rows, c.seqCols, c.bySeqs
 	default:

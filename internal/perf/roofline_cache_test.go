@@ -131,3 +131,68 @@ func TestSplitsCacheIsExact(t *testing.T) {
 		t.Errorf("out of range: %g, want %g", got, want)
 	}
 }
+
+// TestRooflineRowsAreExact: StepTime from whole cached rows (prefix sum of
+// the leading token ops, then op by op) equals the op-by-op sum of OpNs
+// bit for bit with CUDA-graph padding, speculative rows and a given MoE
+// time, on first use and reuse, and above the cache limit; and the op-wise
+// cache that StepTimeWithout reads agrees with it whichever fills first.
+func TestRooflineRowsAreExact(t *testing.T) {
+	moe := tinyModel
+	moe.Experts, moe.ExpertsPerTok, moe.MoEIntermediate = 8, 2, 1024
+	eff := tinyEff
+	eff.Sharpness, eff.AttnSharpness = 2.5, 3
+	rapid.Check(t, func(t *rapid.T) {
+		m := tinyModel
+		if rapid.Bool().Draw(t, "moe") {
+			m = moe
+		}
+		r, err := NewRoofline(m, tinyHW, eff, rapid.IntRange(1, 2).Draw(t, "tp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// reference: the op-by-op sum, MoENs replacing the MoE op.
+		ref := func(b *Batch) int64 {
+			if b.Tokens() <= 0 && b.Seqs() <= 0 && b.PadTokens <= 0 {
+				return 0
+			}
+			var s float64
+			for _, u := range r.Ops() {
+				if u.Op == OpMoE && b.MoENs > 0 {
+					s += float64(b.MoENs)
+					continue
+				}
+				s += u.Count * r.OpNs(u.Op, b)
+			}
+			return clampNs(s)
+		}
+		for range 20 {
+			b := Batch{
+				PrefillTokens: rapid.IntRange(0, opCacheLimit+100).Draw(t, "pc"),
+				NumDecode:     rapid.IntRange(0, 300).Draw(t, "n"),
+				PadTokens:     rapid.IntRange(0, 64).Draw(t, "pad"),
+			}
+			if b.PrefillTokens > 0 {
+				b.PrefillSeqs = rapid.IntRange(1, min(b.PrefillTokens, 8)).Draw(t, "ps")
+			}
+			if b.NumDecode > 0 {
+				b.SpecTokens = rapid.IntRange(0, 3).Draw(t, "spec") * b.NumDecode
+				b.DecodeKVMin = rapid.IntRange(1, 4000).Draw(t, "kvmin")
+				b.DecodeKVMax = b.DecodeKVMin + rapid.IntRange(0, 4000).Draw(t, "spread")
+				b.DecodeKVSum = int64(b.DecodeKVMin+b.DecodeKVMax) * int64(b.NumDecode) / 2
+			}
+			if m.Experts > 0 && rapid.Bool().Draw(t, "moeNs") {
+				b.MoENs = int64(rapid.IntRange(1, 1e6).Draw(t, "moens"))
+			}
+			want := ref(&b)
+			if rapid.Bool().Draw(t, "withoutFirst") {
+				r.StepTimeWithout(&b, OpAttention) // fills single entries first
+			}
+			for rep := range 2 {
+				if got := r.StepTime(&b); got != want {
+					t.Fatalf("call %d: StepTime %d ns, op by op %d ns for %+v", rep, got, want, b)
+				}
+			}
+		}
+	})
+}

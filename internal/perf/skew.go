@@ -95,6 +95,7 @@ type skewTable struct {
 	alphaDefault float64
 	axes         [numSkewAxes]skewAxis
 	pcs          []float64 // profiled pc values (the key is the exact raw pc)
+	pcsG         guide     // of pcs
 	stride       [numSkewAxes]int
 	alpha        []float64 // [pcIndex*stride0 + ...]; NaN = no fitted bucket
 }
@@ -102,8 +103,8 @@ type skewTable struct {
 // lookup returns alpha for a batch. pc must equal a profiled pc value to hit
 // a bucket; anything else uses alphaDefault, as the reference simulator does.
 func (s *skewTable) lookup(pc, n, skewRate, kvBig, kp float64) float64 {
-	p := sort.SearchFloat64s(s.pcs, pc)
-	if p >= len(s.pcs) || s.pcs[p] != pc {
+	p := s.pcsG.find(s.pcs, pc)
+	if p < 0 {
 		return s.alphaDefault
 	}
 	idx := p * s.stride[0] * len(s.axes[0].labels)
@@ -201,6 +202,7 @@ func (s *skewTable) readSkewFitCSV(name string, r io.Reader) error {
 		pcSet[rw.pc] = true
 	}
 	s.pcs = sortedKeys(pcSet)
+	s.pcsG = newGuide(s.pcs)
 	per := s.stride[0] * len(s.axes[0].labels)
 	s.alpha = make([]float64, len(s.pcs)*per)
 	lines := make([]int, len(s.alpha))
@@ -228,6 +230,6 @@ func (s *skewTable) skewAlpha(pc, kp float64, n int, kvMean, kvMin, kvMax float6
 	if gap := kvMax - kvMin; gap > 0 {
 		sr = (kvMean - kvMin) / gap
 	}
-	sr = math.Max(0, math.Min(1, sr))
+	sr = max(0, min(1, sr))
 	return s.lookup(pc, float64(n), sr, kvMax, kp)
 }

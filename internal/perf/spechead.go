@@ -1,7 +1,5 @@
 package perf
 
-import "math"
-
 // LayerAttentionNs is one layer's attention time for b from the measured
 // table, skew-corrected (0 when the bundle has no attention table). A
 // speculative head with the model's attention shapes uses it for its own
@@ -10,7 +8,7 @@ func (p *Profile) LayerAttentionNs(b *Batch) float64 {
 	if p.attn == nil || b == nil {
 		return 0
 	}
-	return math.Max(0, p.attention(b))
+	return max(0, p.attention(b))
 }
 
 // StepTimeWithout is StepTime without the occurrences of op (for a caller
