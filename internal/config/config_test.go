@@ -68,6 +68,9 @@ func TestParseErrors(t *testing.T) {
 		{"kv_tiers latency", "kv_tiers: {host: {latency_us: -1}}\n", []string{"kv_tiers.host.latency_us", ">= 0"}},
 		{"kv_tiers write buffer", "kv_tiers: {write_buffer_mb: -5}\n", []string{"s.yaml:1:", "kv_tiers.write_buffer_mb", ">= 0 MB"}},
 		{"kv_tiers without prefix caching", "engine: {enable_prefix_caching: false}\nkv_tiers: {}\n", []string{"kv_tiers", "enable_prefix_caching"}},
+		{"ep on a prefill group", "instances:\n  - {role: prefill, tp: 2, ep: 2}\n  - {role: decode}\n", []string{"instances[0].role", "expert-parallel", "role: mixed"}},
+		{"ep on a decode group", "instances:\n  - {role: prefill}\n  - {role: decode, tp: 2, ep: 2}\n", []string{"instances[1].role", "role: mixed"}},
+		{"ep with pp", "instances:\n  - {tp: 2, ep: 2, pp: 2}\n", []string{"instances[0].pp", "pp: 1"}},
 		{"bad format scaling", "predictor: {format_scaling: yes-please}\n", []string{"predictor.format_scaling", "roofline-ratio"}},
 	}
 	for _, tc := range tests {
