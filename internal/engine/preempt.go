@@ -1,7 +1,8 @@
 package engine
 
 // preempt frees a running request's blocks and puts it back at the front of
-// the waiting queue; it will recompute its prompt and outputs so far.
+// the waiting queue (behind loaded prefixes, see requeueFront); it will
+// recompute its prompt and outputs so far.
 func (e *Engine) preempt(slot int32) {
 	s := &e.slots[slot]
 	e.notePrivate(s)
@@ -11,7 +12,7 @@ func (e *Engine) preempt(slot int32) {
 	s.state = stWaiting
 	e.waitingTokens += int64(s.numTokens())
 	e.preempted++
-	e.waiting.pushFront(slot)
+	e.requeueFront(slot)
 }
 
 // release drops the request's references to its blocks.
