@@ -54,6 +54,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown flag", []string{"run", "--frobnicate"}, []string{"unknown flag"}},
 		{"measured dir missing", []string{"validate", "--measured", filepath.Join(dir, "none")}, []string{"--measured", "not a directory"}},
 		{"measured builtin unknown", []string{"validate", "--measured", "builtin:H100-none"}, []string{"--measured", "no embedded measured run", "RTXPRO6000-Llama-3.1-8B"}},
+		{"empty trace", []string{"run", "-q", "--workload", write(t, dir, "empty.jsonl", "\n\n")}, []string{"workload.trace", "empty.jsonl", "no requests"}},
 		// Output paths that cannot be written are refused before the run.
 		{"report is a directory", []string{"run", "-q", "--limit", "5", "--report", dir}, []string{"--report", "is a directory"}},
 		{"summary json is a directory", []string{"run", "-q", "--limit", "5", "--summary-json", dir}, []string{"--summary-json", "is a directory"}},

@@ -147,6 +147,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		}
 		return err
 	}
+	if res.RequestsTotal == 0 {
+		// Only a trace can be empty (generated workloads need at least one
+		// request): nothing was simulated, which is never what was meant.
+		return badInput(fmt.Errorf("workload.trace %s: the trace holds no requests (empty, or blank lines only); give one JSON request per line", s.Workload.Trace))
+	}
 	if _, err := io.WriteString(cmd.OutOrStdout(), res.String()); err != nil {
 		return err
 	}
