@@ -209,7 +209,9 @@ func Draw(t *rapid.T) Case {
 		// MoE: a mixed group may shard experts over its tp ranks and have
 		// data-parallel attention ranks (dp x tp GPUs on one node, pp 1;
 		// P/D with per-phase DP/EP is not modelled).
-		if isMoE && spec == "" && role == "mixed" && rapid.Bool().Draw(t, label+"EP") {
+		// (A profile scaled to a quantised format has no per-rank MoE
+		// table, which dp/ep need.)
+		if isMoE && spec == "" && role == "mixed" && (roofline || quant == "") && rapid.Bool().Draw(t, label+"EP") {
 			g.dp = rapid.SampledFrom([]int{1, 2, 4}).Draw(t, label+"DPRanks")
 			g.pp = 1
 			if g.dp*g.tp > 8 {
