@@ -107,7 +107,7 @@ file's model) and its client offset from --client-offset-ms.`,
 			}
 			var tables []*calibrate.Tables
 			for _, b := range bundles {
-				t, err := loadTables(b, tp, cmd.Flags().Changed("tp"))
+				t, err := loadTables("--profiles", b, tp, cmd.Flags().Changed("tp"))
 				if err != nil {
 					return err
 				}
@@ -179,11 +179,12 @@ file's model) and its client offset from --client-offset-ms.`,
 	return cmd
 }
 
-// loadTables opens one bundle reference and reads its tables at degree tp
-// (or the degree a trailing /tp<N> names).
-func loadTables(ref string, tp int, tpSet bool) (*calibrate.Tables, error) {
+// loadTables opens one bundle reference, given by flag (--profiles or
+// --check), and reads its tables at degree tp (or the degree a trailing
+// /tp<N> names).
+func loadTables(flag, ref string, tp int, tpSet bool) (*calibrate.Tables, error) {
 	b, refTP := calibrate.SplitTP(ref)
-	fsys, name, err := openBundle(b)
+	fsys, name, err := openBundle(flag, b)
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -195,7 +196,7 @@ func loadTables(ref string, tp int, tpSet bool) (*calibrate.Tables, error) {
 	}
 	if refTP > 0 && calibrate.IsV0Dir(fsys, fmt.Sprintf("tp%d", tp)) {
 		// a v0 tp<N> folder given by its own path
-		if fsys, name, err = openBundle(ref); err != nil {
+		if fsys, name, err = openBundle(flag, ref); err != nil {
 			return nil, badInput(err)
 		}
 		tp = 0
@@ -209,7 +210,7 @@ func loadTables(ref string, tp int, tpSet bool) (*calibrate.Tables, error) {
 
 // runCheck prints a calibration's accuracy on one bundle's tables.
 func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) error {
-	t, err := loadTables(ref, tp, tpSet)
+	t, err := loadTables("--check", ref, tp, tpSet)
 	if err != nil {
 		return err
 	}
@@ -297,7 +298,7 @@ func runTransfer(w io.Writer, refs []string, calFile, use string, tp int, tpSet 
 	}
 	embedded := len(ts)
 	for _, r := range refs {
-		t, err := loadTables(r, tp, tpSet)
+		t, err := loadTables("--profiles", r, tp, tpSet)
 		if err != nil {
 			return err
 		}
@@ -406,7 +407,7 @@ func runCrossModel(w io.Writer, refs []string, calFile, use string, tp int, tpSe
 		return err
 	}
 	for _, r := range refs {
-		t, err := loadTables(r, tp, tpSet)
+		t, err := loadTables("--profiles", r, tp, tpSet)
 		if err != nil {
 			return err
 		}
@@ -541,27 +542,27 @@ func printBandCoverage(w io.Writer, eff perf.Efficiency, acc string, t *calibrat
 	return nil
 }
 
-// openBundle opens a bundle folder on disk or among the embedded ones. The
-// name of a folder on disk is its absolute slash path, so that a v0
-// folder's accelerator and model can be read from it.
-func openBundle(b string) (fs.FS, string, error) {
+// openBundle opens a bundle folder on disk or among the embedded ones; flag
+// names it in errors. The name of a folder on disk is its absolute slash
+// path, so that a v0 folder's accelerator and model can be read from it.
+func openBundle(flag, b string) (fs.FS, string, error) {
 	if rest, ok := strings.CutPrefix(b, "builtin:"); ok {
 		sub, err := fs.Sub(assets.FS(), path.Join("profiles", rest))
 		if err != nil {
 			return nil, "", err
 		}
 		if _, err := fs.Stat(sub, "meta.yaml"); err != nil {
-			return nil, "", fmt.Errorf("--profiles: no embedded bundle %q (see servesim catalog)", rest)
+			return nil, "", fmt.Errorf("%s: no embedded bundle %q (see servesim catalog)", flag, rest)
 		}
 		return sub, b, nil
 	}
 	st, err := os.Stat(b)
 	if err != nil || !st.IsDir() {
-		return nil, "", fmt.Errorf("--profiles: %q is not a directory", b)
+		return nil, "", fmt.Errorf("%s: %q is not a directory", flag, b)
 	}
 	abs, err := filepath.Abs(b)
 	if err != nil {
-		return nil, "", fmt.Errorf("--profiles %s: %w", b, err)
+		return nil, "", fmt.Errorf("%s %s: %w", flag, b, err)
 	}
 	return os.DirFS(b), filepath.ToSlash(abs), nil
 }

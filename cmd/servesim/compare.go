@@ -158,6 +158,9 @@ func loadVariants(f *scenarioFlags, specs []string) ([]compare.Variant, error) {
 // them there), then prints the results as a table or JSON and writes the
 // HTML report.
 func runComparison(cmd *cobra.Command, title, what string, vs []compare.Variant, quiet, asJSON, errorBars bool, reportPath string) error {
+	if err := checkOutputFile("--report", reportPath); err != nil {
+		return err
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	prog := newCountProgress(cmd.ErrOrStderr(), quiet, len(vs), what)

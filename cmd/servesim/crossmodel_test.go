@@ -83,7 +83,7 @@ func TestCalibrateCrossModelCLI(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, r := range tc.refs {
-				tb, err := loadTables(r, 1, false)
+				tb, err := loadTables("--profiles", r, 1, false)
 				if err != nil {
 					t.Fatal(err)
 				}

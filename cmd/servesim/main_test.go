@@ -54,6 +54,16 @@ func TestBadInput(t *testing.T) {
 		{"unknown flag", []string{"run", "--frobnicate"}, []string{"unknown flag"}},
 		{"measured dir missing", []string{"validate", "--measured", filepath.Join(dir, "none")}, []string{"--measured", "not a directory"}},
 		{"measured builtin unknown", []string{"validate", "--measured", "builtin:H100-none"}, []string{"--measured", "no embedded measured run", "RTXPRO6000-Llama-3.1-8B"}},
+		{"check bundle missing", []string{"calibrate", "--check", filepath.Join(dir, "none", "tp1")}, []string{"--check: ", "not a directory"}},
+		{"check bundle not embedded", []string{"calibrate", "--check", "builtin:H100/meta-llama/Llama-3.1-8B/bf16/tp1"}, []string{"--check: ", "no embedded bundle"}},
+		{"profiles bundle missing", []string{"calibrate", "--profiles", filepath.Join(dir, "none")}, []string{"--profiles: ", "not a directory"}},
+		{"empty trace", []string{"run", "-q", "--workload", write(t, dir, "empty.jsonl", "\n\n")}, []string{"workload.trace", "empty.jsonl", "no requests"}},
+		// Output paths that cannot be written are refused before the run.
+		{"report is a directory", []string{"run", "-q", "--limit", "5", "--report", dir}, []string{"--report", "is a directory"}},
+		{"summary json is a directory", []string{"run", "-q", "--limit", "5", "--summary-json", dir}, []string{"--summary-json", "is a directory"}},
+		{"csv in a missing directory", []string{"run", "-q", "--limit", "5", "--requests-csv", filepath.Join(dir, "none", "r.csv")}, []string{"--requests-csv", "create the directory"}},
+		{"compare report is a directory", []string{"compare", "-q", "-c", "../../examples/pd-2p2d.yaml", "--limit", "5", "--report", dir}, []string{"--report", "is a directory"}},
+		{"sweep output is a directory", []string{"sweep", "-q", "-c", "../../examples/pd-2p2d.yaml", "--grid", "../../examples/grid-pd.yaml", "--limit", "5", "-o", dir}, []string{"-o", "is a directory"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -76,6 +76,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	for _, w := range built.Describe().Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "servesim: warning: "+w)
 	}
+	for _, o := range []struct{ flag, path string }{{"--requests-csv", f.csv}, {"--requests-jsonl", f.jsonl},
+		{"--timeseries", f.series}, {"--summary-json", f.summaryJSON}, {"--report", f.report}} {
+		if err := checkOutputFile(o.flag, o.path); err != nil {
+			return err
+		}
+	}
 	opts := runner.Options{RequestsCSV: f.csv, RequestsJSONL: f.jsonl, Series: f.series}
 	summaryPath := f.summaryJSON
 	if f.out != "" {
@@ -141,6 +147,11 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		}
 		return err
 	}
+	if res.RequestsTotal == 0 {
+		// Only a trace can be empty (generated workloads need at least one
+		// request): nothing was simulated, which is never what was meant.
+		return badInput(fmt.Errorf("workload.trace %s: the trace holds no requests (empty, or blank lines only); give one JSON request per line", s.Workload.Trace))
+	}
 	if _, err := io.WriteString(cmd.OutOrStdout(), res.String()); err != nil {
 		return err
 	}
@@ -161,7 +172,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 func writeReport(path, title string, runs []report.Run) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("--report: %w", err)
+		return badInput(fmt.Errorf("--report: %w", err))
 	}
 	if err := report.Write(f, title, runs); err != nil {
 		f.Close()

@@ -90,8 +90,12 @@ func (f *searchFlags) load() (*config.Scenario, config.Source, search.Options, e
 		return nil, src, o, badInput(fmt.Errorf("--margin: must be > 0 (got %g)", f.margin))
 	case f.tolerance <= 0 || f.tolerance >= f.margin:
 		return nil, src, o, badInput(fmt.Errorf("--tolerance: must be in (0, --margin %g) (got %g)", f.margin, f.tolerance))
-	case slo.TTFTMs < 0 || slo.TPOTMs < 0 || slo.E2EMs < 0:
-		return nil, src, o, badInput(fmt.Errorf("--ttft-ms, --tpot-ms, --e2e-ms: bounds must be >= 0 (got %s)", slo))
+	case slo.TTFTMs < 0:
+		return nil, src, o, badInput(fmt.Errorf("--ttft-ms: must be >= 0 (got %g; 0 drops the bound)", slo.TTFTMs))
+	case slo.TPOTMs < 0:
+		return nil, src, o, badInput(fmt.Errorf("--tpot-ms: must be >= 0 (got %g; 0 drops the bound)", slo.TPOTMs))
+	case slo.E2EMs < 0:
+		return nil, src, o, badInput(fmt.Errorf("--e2e-ms: must be >= 0 (got %g; 0 drops the bound)", slo.E2EMs))
 	case slo == search.SLO{} && !o.Percentiles:
 		return nil, src, o, badInput(fmt.Errorf("no SLO: set --ttft-ms, --tpot-ms or --e2e-ms"))
 	}

@@ -85,6 +85,8 @@ func TestSearchCLIBadInput(t *testing.T) {
 		{[]string{"search", "max-rate", "-c", pd, "--target", "90"}, "--target: must be in (0, 1]"},
 		{[]string{"search", "max-rate", "-c", pd, "--ttft-ms", "0", "--tpot-ms", "0"}, "no SLO"},
 		{[]string{"search", "max-rate", "-c", pd, "--tolerance", "0.1"}, "--tolerance"},
+		{[]string{"search", "max-rate", "-c", pd, "--ttft-ms", "-5"}, "--ttft-ms: must be >= 0 (got -5;"},
+		{[]string{"search", "max-rate", "-c", pd, "--e2e-ms", "-0.5"}, "--e2e-ms: must be >= 0 (got -0.5;"},
 		{[]string{"search", "pd-ratio", "-c", pd, "--gpus", "1"}, "--gpus: must be >= 2"},
 		{[]string{"search", "max-rate", "-c", pd, "--resample", "0"}, "--resample"},
 		{[]string{"search", "max-rate", "-c", pd, "-q", "--limit", "20"}, "the workload is too short to load this cluster"},

@@ -182,9 +182,12 @@ func openOutput(label, path string, stdout io.Writer) (w io.Writer, commit func(
 	if path == "" || path == "-" {
 		return stdout, func() error { return nil }, func() {}, nil
 	}
+	if err := checkOutputFile(label, path); err != nil {
+		return nil, nil, nil, err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %w", label, err)
+		return nil, nil, nil, badInput(fmt.Errorf("%s: %w", label, err))
 	}
 	done := false
 	commit = func() error {

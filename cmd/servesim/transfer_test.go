@@ -113,7 +113,7 @@ func TestCalibrateTransferCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range refs {
-		tb, err := loadTables(r, 1, false)
+		tb, err := loadTables("--profiles", r, 1, false)
 		if err != nil {
 			t.Fatal(err)
 		}

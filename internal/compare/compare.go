@@ -179,6 +179,14 @@ func Table(title string, rs []Result) string {
 	}
 	num := func(v int64) string { return fmt.Sprintf("%d", v) }
 	fl := func(v float64, p int) string { return fmt.Sprintf("%.*f", p, v) }
+	// A latency without samples (nothing finished, or no handoff in a
+	// colocated variant) has no value: "-", as in the run summary.
+	lat := func(s metrics.Stat, v float64, p int) string {
+		if s.Count == 0 {
+			return "-"
+		}
+		return fl(v, p)
+	}
 	row("finished", func(r *Result) string { return num(r.Summary.Finished) })
 	row("rejected", func(r *Result) string { return num(r.Summary.Rejected) })
 	row("failed", func(r *Result) string { return num(r.Summary.Failed) })
@@ -186,17 +194,17 @@ func Table(title string, rs []Result) string {
 	row("simulated time (s)", func(r *Result) string { return fl(r.Summary.SimTimeS, 1) })
 	row("throughput (req/s)", func(r *Result) string { return fl(r.Summary.ThroughputRPS, 3) })
 	row("output (tok/s)", func(r *Result) string { return fl(r.Summary.OutputTokS, 1) })
-	row("TTFT mean (ms)", func(r *Result) string { return fl(r.Summary.TTFT.Mean, 1) })
-	row("TTFT p99 (ms)", func(r *Result) string { return fl(r.Summary.TTFT.P99, 1) })
-	row("TPOT mean (ms)", func(r *Result) string { return fl(r.Summary.TPOT.Mean, 2) })
-	row("TPOT p99 (ms)", func(r *Result) string { return fl(r.Summary.TPOT.P99, 2) })
-	row("E2E mean (s)", func(r *Result) string { return fl(r.Summary.E2E.Mean/1e3, 2) })
-	row("E2E p99 (s)", func(r *Result) string { return fl(r.Summary.E2E.P99/1e3, 2) })
-	row("decode capacity wait mean (ms)", func(r *Result) string { return fl(r.Summary.CapacityWait.Mean, 1) })
-	row("decode capacity wait p99 (ms)", func(r *Result) string { return fl(r.Summary.CapacityWait.P99, 1) })
-	row("handoff wait mean (ms)", func(r *Result) string { return fl(r.Summary.HandoffWait.Mean, 1) })
-	row("handoff wait p99 (ms)", func(r *Result) string { return fl(r.Summary.HandoffWait.P99, 1) })
-	row("KV transfer mean (ms)", func(r *Result) string { return fl(r.Summary.Transfer.Mean, 2) })
+	row("TTFT mean (ms)", func(r *Result) string { return lat(r.Summary.TTFT, r.Summary.TTFT.Mean, 1) })
+	row("TTFT p99 (ms)", func(r *Result) string { return lat(r.Summary.TTFT, r.Summary.TTFT.P99, 1) })
+	row("TPOT mean (ms)", func(r *Result) string { return lat(r.Summary.TPOT, r.Summary.TPOT.Mean, 2) })
+	row("TPOT p99 (ms)", func(r *Result) string { return lat(r.Summary.TPOT, r.Summary.TPOT.P99, 2) })
+	row("E2E mean (s)", func(r *Result) string { return lat(r.Summary.E2E, r.Summary.E2E.Mean/1e3, 2) })
+	row("E2E p99 (s)", func(r *Result) string { return lat(r.Summary.E2E, r.Summary.E2E.P99/1e3, 2) })
+	row("decode capacity wait mean (ms)", func(r *Result) string { return lat(r.Summary.CapacityWait, r.Summary.CapacityWait.Mean, 1) })
+	row("decode capacity wait p99 (ms)", func(r *Result) string { return lat(r.Summary.CapacityWait, r.Summary.CapacityWait.P99, 1) })
+	row("handoff wait mean (ms)", func(r *Result) string { return lat(r.Summary.HandoffWait, r.Summary.HandoffWait.Mean, 1) })
+	row("handoff wait p99 (ms)", func(r *Result) string { return lat(r.Summary.HandoffWait, r.Summary.HandoffWait.P99, 1) })
+	row("KV transfer mean (ms)", func(r *Result) string { return lat(r.Summary.Transfer, r.Summary.Transfer.Mean, 2) })
 	row("pinned KV peak (blocks)", func(r *Result) string {
 		peak := 0
 		for _, p := range r.Summary.PinnedKV {

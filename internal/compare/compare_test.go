@@ -73,6 +73,25 @@ func TestTableStopped(t *testing.T) {
 	}
 }
 
+// TestTableNoSamples: a latency with no samples (nothing finished, or no
+// handoff in a colocated variant) reads "-", never 0.0 ms; one with
+// samples shows its value.
+func TestTableNoSamples(t *testing.T) {
+	rs := []Result{{Policy: "pull"}, {Policy: "reserve"}}
+	rs[0].Summary.Failed, rs[1].Summary.Finished = 3, 3
+	rs[1].Summary.TTFT.Count, rs[1].Summary.TTFT.Mean = 3, 12.5
+	got := Table("T", rs)
+	for _, want := range []string{
+		fmt.Sprintf("%-32s %13s %13s\n", "TTFT mean (ms)", "-", "12.5"),
+		fmt.Sprintf("%-32s %13s %13s\n", "E2E p99 (s)", "-", "-"),
+		fmt.Sprintf("%-32s %13s %13s\n", "KV transfer mean (ms)", "-", "-"),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}
+
 // TestBadVariantIsBuildError: a variant that cannot be assembled fails
 // the comparison with a BuildError naming the variant, after the others
 // ran; a scenario without P/D has no policies to compare.

@@ -75,6 +75,9 @@ func TestParseErrors(t *testing.T) {
 		{"swap_space without swap", "engine: {swap_space: 8}\nkv_tiers: {}\n", []string{"engine.swap_space", "preemption_mode: swap only"}},
 		{"swap_space negative", "engine: {preemption_mode: swap, swap_space: -1}\nkv_tiers: {}\n", []string{"engine.swap_space", "GiB"}},
 		{"group swap without tiers", "instances: [{count: 1, engine: {preemption_mode: swap}}]\n", []string{"instances[0].engine.preemption_mode", "kv_tiers"}},
+		{"ep on a prefill group", "instances:\n  - {role: prefill, tp: 2, ep: 2}\n  - {role: decode}\n", []string{"instances[0].role", "expert-parallel", "role: mixed"}},
+		{"ep on a decode group", "instances:\n  - {role: prefill}\n  - {role: decode, tp: 2, ep: 2}\n", []string{"instances[1].role", "role: mixed"}},
+		{"ep with pp", "instances:\n  - {tp: 2, ep: 2, pp: 2}\n", []string{"instances[0].pp", "pp: 1"}},
 		{"bad format scaling", "predictor: {format_scaling: yes-please}\n", []string{"predictor.format_scaling", "roofline-ratio"}},
 	}
 	for _, tc := range tests {

@@ -135,11 +135,13 @@ func (s *Scenario) validateParallel(g *Group, p string, bad func(field, format s
 	if dp > 1 && ep == 1 {
 		bad(p+".ep", "dp %d without expert parallelism shards every expert over the dp x tp ranks, which servesim does not model; set ep: %d", dp, dp*tp)
 	}
-	if dp > 1 && g.PP != nil && *g.PP > 1 {
-		bad(p+".pp", "pipeline parallelism inside data-parallel ranks is not modelled; use pp: 1 with dp %d", dp)
+	// An instance with dp > 1 or ep > 1 steps as a lockstep DP group
+	// (one rank when dp is 1), which serves mixed and has no pipeline.
+	if (dp > 1 || ep > 1) && g.PP != nil && *g.PP > 1 {
+		bad(p+".pp", "pipeline parallelism inside data- or expert-parallel ranks is not modelled; use pp: 1 with dp %d, ep %d", dp, ep)
 	}
-	if dp > 1 && g.Role != "mixed" {
-		bad(p+".role", "data-parallel groups serve mixed (P/D with per-phase DP/EP is not modelled yet); use role: mixed or dp: 1")
+	if (dp > 1 || ep > 1) && g.Role != "mixed" {
+		bad(p+".role", "data- and expert-parallel groups serve mixed (P/D with per-phase DP/EP is not modelled yet); use role: mixed, or dp: 1 and ep: 1")
 	}
 	if g.NodeGPUs < 0 || g.NodeGPUs > 1024 {
 		bad(p+".node_gpus", "must be in [1, 1024] (got %d)", g.NodeGPUs)

@@ -17,6 +17,9 @@ func TestFitLimitsAgreeWithUnfit(t *testing.T) {
 		if rapid.Bool().Draw(rt, "maxLen") {
 			cfg.MaxModelLen = rapid.IntRange(1, 4000).Draw(rt, "maxModelLen")
 		}
+		if k := rapid.IntRange(0, 5).Draw(rt, "specK"); k > 0 {
+			cfg.Spec = Speculative{K: k, Accept: Rates(IIDAcceptance(0.5, k)), Seed: 1}
+		}
 		e, err := New(0, cfg, fixedStep{base: 1})
 		if err != nil {
 			rt.Fatal(err)
@@ -37,15 +40,22 @@ func TestFitLimitsAgreeWithUnfit(t *testing.T) {
 
 // TestFitTokensByHand: 64 blocks of 16 tokens hold 1,024 tokens, unless
 // max_model_len is lower; 200 reserved decode tokens leave a 824-token
-// prompt.
+// prompt. With K = 4 speculative tokens the last verification step holds
+// the last token's position, its 4 proposals and 4 lookahead slots, so
+// prompt + output - 1 + 8 <= 1,024: 1,017 tokens.
 func TestFitTokensByHand(t *testing.T) {
-	for _, c := range []struct{ maxLen, reserved, fit, prompt int }{
-		{0, 0, 1024, 1024},
-		{1000, 0, 1000, 1024},
-		{2000, 200, 1024, 824},
+	for _, c := range []struct{ maxLen, reserved, k, fit, prompt int }{
+		{0, 0, 0, 1024, 1024},
+		{1000, 0, 0, 1000, 1024},
+		{2000, 200, 0, 1024, 824},
+		{0, 0, 4, 1017, 1024},
+		{1010, 0, 4, 1010, 1024},
 	} {
 		cfg := Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 4096, BlockSize: 16, NumBlocks: 64, ChunkedPrefill: true,
 			MaxModelLen: c.maxLen, ReservedDecodeTokens: c.reserved}
+		if c.k > 0 {
+			cfg.Spec = Speculative{K: c.k, Accept: Rates(IIDAcceptance(0.5, c.k)), Seed: 1}
+		}
 		e, err := New(0, cfg, fixedStep{base: 1})
 		if err != nil {
 			t.Fatal(err)

@@ -313,12 +313,9 @@ func (e *Engine) SlotState(slot int32) string {
 // HandoffFits reports whether HandoffUnfit(r) is "", without building the
 // reason: placement calls it for every candidate.
 func (e *Engine) HandoffFits(r *workload.Request) bool {
-	total := r.InputTokens + r.OutputTokens
-	if e.cfg.MaxModelLen > 0 && total > e.cfg.MaxModelLen {
-		return false
-	}
-	bs := e.cfg.BlockSize
-	return cdiv(total, bs) <= e.cfg.NumBlocks && cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, bs) <= e.cfg.NumBlocks
+	// FitTokens covers max_model_len, the pool and the speculative
+	// lookahead, exactly as Unfit does.
+	return r.InputTokens+r.OutputTokens <= e.FitTokens() && cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize) <= e.cfg.NumBlocks
 }
 
 // SeqSlotFree reports whether a reservation would find a sequence slot

@@ -18,11 +18,21 @@ func TestHandoffFitsAgreesWithUnfit(t *testing.T) {
 		if rapid.Bool().Draw(rt, "maxLen") {
 			cfg.MaxModelLen = rapid.IntRange(1, 4000).Draw(rt, "maxModelLen")
 		}
+		if k := rapid.IntRange(0, 5).Draw(rt, "specK"); k > 0 {
+			// The lookahead slots of the last verification count too.
+			cfg.Spec = Speculative{K: k, Accept: Rates(IIDAcceptance(0.5, k)), Seed: 1}
+		}
 		e, err := New(0, cfg, fixedStep{base: 1})
 		if err != nil {
 			rt.Fatal(err)
 		}
 		r := workload.Request{InputTokens: rapid.IntRange(1, 4000).Draw(rt, "in"), OutputTokens: rapid.IntRange(1, 2000).Draw(rt, "out")}
+		if rapid.Bool().Draw(rt, "nearCapacity") {
+			// Around the pool's size, where the lookahead decides.
+			room := cfg.NumBlocks * cfg.BlockSize
+			r.InputTokens = rapid.IntRange(1, max(1, room/2)).Draw(rt, "inNear")
+			r.OutputTokens = max(1, room-r.InputTokens+rapid.IntRange(-12, 2).Draw(rt, "outDelta"))
+		}
 		why := e.HandoffUnfit(&r)
 		if fits := e.HandoffFits(&r); fits != (why == "") {
 			rt.Fatalf("HandoffFits %v but HandoffUnfit %q", fits, why)

@@ -1,7 +1,8 @@
 package engine
 
 // preempt frees a running request's blocks and puts it back at the front of
-// the waiting queue; it will recompute its prompt and outputs so far. With
+// the waiting queue (behind loaded prefixes, see requeueFront); it will
+// recompute its prompt and outputs so far. With
 // a swap space (Config.SwapBlocks) it swaps the request's KV out instead
 // when the space can take it (swap.go).
 func (e *Engine) preempt(slot int32, now int64) {
@@ -19,26 +20,6 @@ func (e *Engine) preempt(slot int32, now int64) {
 	e.waitingTokens += int64(s.numTokens())
 	e.preempted++
 	e.requeueFront(slot)
-}
-
-// requeueFront puts a preempted request at the front of the waiting
-// queue, but behind the requests there whose prefix was loaded (stLoaded,
-// always at the front): they hold their blocks and never wait for
-// memory, whereas the preempted request may, and ahead of them it would
-// wait for blocks they hold while they wait behind it.
-func (e *Engine) requeueFront(slot int32) {
-	if e.waiting.len() == 0 || e.slots[e.waiting.front()].state != stLoaded {
-		e.waiting.pushFront(slot)
-		return
-	}
-	var loaded []int32
-	for e.waiting.len() > 0 && e.slots[e.waiting.front()].state == stLoaded {
-		loaded = append(loaded, e.waiting.popFront())
-	}
-	e.waiting.pushFront(slot)
-	for i := len(loaded) - 1; i >= 0; i-- {
-		e.waiting.pushFront(loaded[i])
-	}
 }
 
 // release drops the request's references to its blocks.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strconv"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -178,8 +179,18 @@ type TargetResult struct {
 	Metric     string  `json:"metric"`
 	Percentile int     `json:"percentile"`
 	MaxMs      float64 `json:"max_ms"`
-	ValueMs    float64 `json:"value_ms"`
-	Met        bool    `json:"met"`
+	// ValueMs is the run's percentile; nil (JSON null) when the metric
+	// has no samples (nothing finished), and then the target is missed.
+	ValueMs *float64 `json:"value_ms"`
+	Met     bool     `json:"met"`
+}
+
+// ValueString renders ValueMs with prec decimals, or "-" without samples.
+func (t TargetResult) ValueString(prec int) string {
+	if t.ValueMs == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*t.ValueMs, 'f', prec, 64)
 }
 
 // CheckTargets evaluates percentile targets against the run's latency
@@ -204,8 +215,12 @@ func (r *Result) CheckTargets(ts []Target) {
 		case "e2e":
 			st = r.E2E
 		}
-		v := map[int]float64{50: st.P50, 90: st.P90, 95: st.P95, 99: st.P99}[t.Percentile]
-		r.SLO.Targets = append(r.SLO.Targets, TargetResult{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs, ValueMs: v, Met: st.Count > 0 && v <= t.MaxMs})
+		tr := TargetResult{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs}
+		if st.Count > 0 {
+			v := map[int]float64{50: st.P50, 90: st.P90, 95: st.P95, 99: st.P99}[t.Percentile]
+			tr.ValueMs, tr.Met = &v, v <= t.MaxMs
+		}
+		r.SLO.Targets = append(r.SLO.Targets, tr)
 	}
 }
 

@@ -144,6 +144,31 @@ func TestPercentileTargetsAloneHaveNoAttainment(t *testing.T) {
 	}
 }
 
+// TestTargetWithoutSamples: when nothing finished a percentile target has
+// no value: it is missed, its value is null in JSON and "-" in the table,
+// never a 0.0 ms that reads as met-but-missed.
+func TestTargetWithoutSamples(t *testing.T) {
+	s := NewSummary()
+	rec := NewRecord(0, 0)
+	rec.Outcome, rec.InputTokens, rec.OutputTokens, rec.Reason = Failed, 10, 1, "unfit: too long"
+	s.Add(&rec)
+	r := s.Finish(1e9)
+	r.CheckTargets([]Target{{Metric: "ttft", Percentile: 99, MaxMs: 10}, {Metric: "e2e", Percentile: 50, MaxMs: 1000}})
+	for _, tg := range r.SLO.Targets {
+		if tg.Met || tg.ValueMs != nil {
+			t.Fatalf("target without samples: %+v", tg)
+		}
+	}
+	js, err := json.Marshal(r.SLO.Targets[0])
+	if err != nil || !strings.Contains(string(js), `"value_ms":null`) {
+		t.Fatalf("JSON %s (%v)", js, err)
+	}
+	text := r.String()
+	if !strings.Contains(text, "- MISSED (no samples)") || strings.Contains(text, "0.0 MISSED") {
+		t.Fatalf("summary:\n%s", text)
+	}
+}
+
 func mapsEqual(a, b map[string]int64) bool {
 	if len(a) != len(b) {
 		return false

@@ -65,7 +65,10 @@ func (r Result) String() string {
 			if !t.Met {
 				verdict = "MISSED"
 			}
-			kv(fmt.Sprintf("Target p%d %s <= %g ms:", t.Percentile, strings.ToUpper(t.Metric), t.MaxMs), fmt.Sprintf("%.1f %s", t.ValueMs, verdict))
+			if t.ValueMs == nil {
+				verdict = "MISSED (no samples)"
+			}
+			kv(fmt.Sprintf("Target p%d %s <= %g ms:", t.Percentile, strings.ToUpper(t.Metric), t.MaxMs), t.ValueString(1)+" "+verdict)
 		}
 	}
 

@@ -379,7 +379,10 @@ func sloTable(runs []Run) tableView {
 				if !v.Met {
 					verdict = "MISSED"
 				}
-				return ftoa(v.ValueMs, 1) + " " + verdict
+				if v.ValueMs == nil {
+					verdict = "MISSED (no samples)"
+				}
+				return v.ValueString(1) + " " + verdict
 			})
 		}
 		break

@@ -19,7 +19,9 @@ type Assignment struct {
 // order. It marshals base to a generic tree, sets each path, and decodes the
 // result strictly with config.Parse, so an unknown field, a wrong type or an
 // invalid value is an error exactly as in a scenario file. base is not
-// modified.
+// modified. Setting the top-level hardware also moves every instance group
+// on the previous scenario accelerator (groups inherit it; see
+// inheritHardware).
 func Apply(base *config.Scenario, sets ...Assignment) (*config.Scenario, error) {
 	root, err := toTree(base)
 	if err != nil {
@@ -33,8 +35,15 @@ func Apply(base *config.Scenario, sets ...Assignment) (*config.Scenario, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s: value %v cannot be encoded: %w", a.Path, a.Value, err)
 		}
+		var old any
+		if obj, ok := root.(map[string]any); ok {
+			old = obj["hardware"]
+		}
 		if root, err = set(root, a.Path, v); err != nil {
 			return nil, fmt.Errorf("%s: %w", a.Path, err)
+		}
+		if len(a.Path) == 1 && a.Path[0].Key == "hardware" {
+			inheritHardware(root, old)
 		}
 	}
 	data, err := json.Marshal(root)
@@ -46,6 +55,24 @@ func Apply(base *config.Scenario, sets ...Assignment) (*config.Scenario, error) 
 		return nil, stripParseName(err)
 	}
 	return s, nil
+}
+
+// inheritHardware moves the instance groups that were on the scenario's
+// previous accelerator old to its new one: the scenario fills a group's
+// hardware from its own when the group names none (config.FillGroups), so
+// in a filled scenario a group on the scenario's accelerator is taken to
+// inherit it. Groups on another accelerator keep theirs.
+func inheritHardware(root tree, old any) {
+	obj, ok := root.(map[string]any)
+	if !ok {
+		return
+	}
+	groups, _ := obj["instances"].([]any)
+	for _, g := range groups {
+		if gm, ok := g.(map[string]any); ok && old != nil && gm["hardware"] == old {
+			gm["hardware"] = obj["hardware"]
+		}
+	}
 }
 
 // parseName labels the generated document for config.Parse; its position

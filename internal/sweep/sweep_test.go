@@ -561,3 +561,43 @@ func FuzzParseGrid(f *testing.F) {
 		}
 	})
 }
+
+// TestApplyHardwareReachesInheritingGroups: every instance group gets the
+// scenario's accelerator when it names none, so a sweep axis or --set on
+// the top-level hardware must move those groups too (it was silently
+// ignored: a grid over three accelerators gave three identical rows). A
+// group on another accelerator keeps it.
+func TestApplyHardwareReachesInheritingGroups(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		sets       []Assignment
+		want       []string // each group's hardware
+	}{
+		{"one inheriting group", "predictor: {kind: roofline}\n",
+			[]Assignment{{Path{{Key: "hardware"}}, "H100"}}, []string{"H100"}},
+		{"heterogeneous cluster", "predictor: {kind: roofline}\nhardware: A100\ninstances:\n  - {name: a, role: prefill}\n  - {name: b, role: decode, hardware: L40S}\n",
+			[]Assignment{{Path{{Key: "hardware"}}, "H100"}}, []string{"H100", "L40S"}},
+		{"group set after the scenario", "predictor: {kind: roofline}\ninstances: [{name: a}, {name: b}]\n",
+			[]Assignment{{Path{{Key: "hardware"}}, "H100"}, {mustPath(t, "instances[1].hardware"), "A100"}}, []string{"H100", "A100"}},
+		{"group set before the scenario", "predictor: {kind: roofline}\ninstances: [{name: a}, {name: b}]\n",
+			[]Assignment{{mustPath(t, "instances[1].hardware"), "A100"}, {Path{{Key: "hardware"}}, "H100"}}, []string{"H100", "A100"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := config.Parse([]byte(tc.yaml), "s.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Apply(base, tc.sets...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var hw []string
+			for _, g := range got.Instances {
+				hw = append(hw, g.Hardware)
+			}
+			if strings.Join(hw, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("groups on %v, want %v", hw, tc.want)
+			}
+		})
+	}
+}

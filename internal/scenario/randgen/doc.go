@@ -10,8 +10,11 @@
 // reserved_decode_tokens headroom, skip-ahead, chunked prefill on and off,
 // conditional disaggregation (local_prefill_below), agentic sessions with
 // tool times, shared prompt prefixes given as token ids, the profile and the
-// roofline predictors with tensor and pipeline parallelism, and link
-// bandwidths and latencies.
+// roofline predictors with tensor and pipeline parallelism, link
+// bandwidths and latencies, KV tiers with pinned-KV offload, quantised
+// weights and KV cache, speculative decoding (every method, or n-gram on
+// decode only), MoE models with zipf routing and dp/ep mixed groups, and
+// bursts of arrivals at one instant.
 //
 // Draw returns a Case; Check (package randgen's property harness, see
 // check.go) builds it the way the CLI does (config.Load, assemble.Build,

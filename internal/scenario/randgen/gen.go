@@ -28,12 +28,14 @@ type Case struct {
 // Kinds of predictor set-up a draw chooses from. Profile bundles exist only
 // for these (hardware, model, tp) triples in the embedded assets.
 var (
-	profileModels  = []string{"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B"}
-	rooflineModels = []string{"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B", "mistralai/Mixtral-8x7B-v0.1", "meta-llama/Llama-3.1-70B"}
-	rooflineHW     = []string{"H100", "A100", "RTXPRO6000", "L40S"}
-	policies       = []string{"pull", "reserve", "reject", "push", "eager"}
-	placements     = []string{"round-robin", "least-loaded", "most-free-kv", "retry"}
-	routers        = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two"}
+	profileModels  = []string{"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B-Instruct-2507"}
+	rooflineModels = []string{"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B", "mistralai/Mixtral-8x7B-v0.1", "meta-llama/Llama-3.1-70B", "Qwen/Qwen3-30B-A3B-Instruct-2507"}
+	rooflineHW     = []string{"H100", "A100", "RTXPRO6000", "L40S", "B200"}
+	// moeModels are the mixture-of-experts models above (dp and ep apply).
+	moeModels  = map[string]bool{"mistralai/Mixtral-8x7B-v0.1": true, "Qwen/Qwen3-30B-A3B-Instruct-2507": true}
+	policies   = []string{"pull", "reserve", "reject", "push", "eager"}
+	placements = []string{"round-robin", "least-loaded", "most-free-kv", "retry"}
+	routers    = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two"}
 )
 
 // yamlWriter renders a small YAML document with explicit indentation.
@@ -69,6 +71,8 @@ type group struct {
 	blocks int     // num_gpu_blocks override (0: inherit)
 	seqs   int     // max_num_seqs override (0: inherit)
 	memGB  float64 // memory_gb override (0: the accelerator's)
+	dp, ep int     // data and expert parallelism (0: unset)
+	ngram  bool    // decode-only n-gram speculation (engine override)
 }
 
 // Draw draws a random valid-looking P/D scenario and its trace. Validity is
@@ -103,6 +107,35 @@ func Draw(t *rapid.T) Case {
 		w.kv(1, "kind", "profile")
 	}
 	w.kv(1, "step_overhead_us", float64(rapid.SampledFrom([]int{0, 50, 600, 2000}).Draw(t, "overheadUs")))
+	// Quantised weights and KV cache; a profile times them through the
+	// roofline's ratio (it refuses them otherwise).
+	quant := rapid.SampledFrom([]string{"", "", "", "fp8", "awq", "gptq", "modelopt_fp4"}).Draw(t, "quantization")
+	if quant == "modelopt_fp4" && hardware != "RTXPRO6000" && hardware != "B200" {
+		quant = "fp8" // NVFP4 needs Blackwell tensor cores
+	}
+	kvDtype := rapid.SampledFrom([]string{"", "", "fp8", "fp8_e5m2"}).Draw(t, "kvCacheDtype")
+	if !roofline && (quant != "" || kvDtype != "") {
+		w.kv(1, "format_scaling", "roofline-ratio")
+	}
+	if quant != "" {
+		w.kv(0, "quantization", quant)
+	}
+	if kvDtype != "" {
+		w.kv(0, "kv_cache_dtype", kvDtype)
+	}
+	isMoE := moeModels[model]
+	if isMoE && rapid.Bool().Draw(t, "moeRouting") {
+		w.open(0, "moe")
+		w.kv(1, "routing", "zipf")
+		w.kv(1, "skew", rapid.SampledFrom([]float64{0.5, 1.2, 3}).Draw(t, "moeSkew"))
+	}
+	// Speculative decoding for every group (method and draft must match
+	// across the handoff), or n-gram lookup on the decode groups only.
+	// Speculation excludes pipeline, data and expert parallelism.
+	spec := rapid.SampledFrom([]string{"", "", "", "all", "decode-ngram"}).Draw(t, "speculative")
+	if spec != "" {
+		pps = []int{1}
+	}
 
 	// Engine settings shared by every group.
 	budget := rapid.SampledFrom([]int{16, 64, 256, 512, 2048, 8192}).Draw(t, "budget")
@@ -115,6 +148,13 @@ func Draw(t *rapid.T) Case {
 	w.open(0, "engine")
 	w.kv(1, "max_num_seqs", seqs)
 	w.kv(1, "max_num_batched_tokens", budget)
+	if spec == "all" {
+		method := rapid.SampledFrom([]string{"eagle", "mtp", "ngram", "draft_model"}).Draw(t, "specMethod")
+		if method == "draft_model" && model != "meta-llama/Llama-3.1-70B" {
+			method = "eagle" // the only catalog pair with one vocabulary
+		}
+		writeSpec(t, &w, 1, method, "spec")
+	}
 	w.kv(1, "block_size", blockSize)
 	w.kv(1, "enable_chunked_prefill", chunked)
 	prefixCaching := rapid.IntRange(0, 3).Draw(t, "prefixCaching") != 0
@@ -166,6 +206,20 @@ func Draw(t *rapid.T) Case {
 		if memorySized {
 			g.memGB = float64(rapid.SampledFrom([]int{0, 0, 24, 48}).Draw(t, label+"MemGB"))
 		}
+		// MoE: a mixed group may shard experts over its tp ranks and have
+		// data-parallel attention ranks (dp x tp GPUs on one node, pp 1;
+		// P/D with per-phase DP/EP is not modelled).
+		// (A profile scaled to a quantised format has no per-rank MoE
+		// table, which dp/ep need.)
+		if isMoE && spec == "" && role == "mixed" && (roofline || quant == "") && rapid.Bool().Draw(t, label+"EP") {
+			g.dp = rapid.SampledFrom([]int{1, 2, 4}).Draw(t, label+"DPRanks")
+			g.pp = 1
+			if g.dp*g.tp > 8 {
+				g.tp = 8 / g.dp
+			}
+			g.ep = g.dp * g.tp
+		}
+		g.ngram = spec == "decode-ngram" && role == "decode"
 		return g
 	}
 	nPrefill := rapid.IntRange(0, 2).Draw(t, "prefillGroups")
@@ -193,13 +247,23 @@ func Draw(t *rapid.T) Case {
 		if g.memGB > 0 {
 			w.kv(2, "memory_gb", g.memGB)
 		}
-		if g.blocks > 0 || g.seqs > 0 {
+		if g.dp > 1 {
+			w.kv(2, "dp", g.dp)
+			w.kv(2, "dp_balance", rapid.SampledFrom([]string{"vllm", "router"}).Draw(t, "dpBalance"))
+		}
+		if g.ep > 1 {
+			w.kv(2, "ep", g.ep)
+		}
+		if g.blocks > 0 || g.seqs > 0 || g.ngram {
 			w.open(2, "engine")
 			if g.blocks > 0 {
 				w.kv(3, "num_gpu_blocks", g.blocks)
 			}
 			if g.seqs > 0 {
 				w.kv(3, "max_num_seqs", g.seqs)
+			}
+			if g.ngram {
+				writeSpec(t, &w, 3, "ngram", fmt.Sprintf("spec%d", i))
 			}
 		}
 	}
@@ -283,6 +347,30 @@ func Draw(t *rapid.T) Case {
 	return Case{Scenario: w.b.String(), Trace: trace, TraceFile: traceFile, Requests: n, Policy: policy}
 }
 
+// writeSpec writes an engine.speculative block at indent: k proposals and
+// either an i.i.d. acceptance rate (0 included: every proposal rejected)
+// or a non-increasing per-position vector.
+func writeSpec(t *rapid.T, w *yamlWriter, indent int, method, label string) {
+	w.open(indent, "speculative")
+	w.kv(indent+1, "method", method)
+	if method == "draft_model" {
+		w.kv(indent+1, "draft_model", "meta-llama/Llama-3.1-8B")
+	}
+	k := rapid.IntRange(1, 5).Draw(t, label+"K")
+	w.kv(indent+1, "num_speculative_tokens", k)
+	if rapid.Bool().Draw(t, label+"PerPosition") {
+		a := rapid.SampledFrom([]float64{1, 0.9, 0.6, 0.2}).Draw(t, label+"A1")
+		parts := make([]string, k)
+		for i := range parts {
+			parts[i] = strconv.FormatFloat(a, 'g', -1, 64)
+			a *= rapid.SampledFrom([]float64{1, 0.8, 0.5, 0}).Draw(t, label+"Decay")
+		}
+		fmt.Fprintf(&w.b, "%sacceptance_per_position: [%s]\n", strings.Repeat("  ", indent+1), strings.Join(parts, ", "))
+		return
+	}
+	w.kv(indent+1, "acceptance_rate", rapid.SampledFrom([]float64{0, 0.3, 0.7, 0.95}).Draw(t, label+"Alpha"))
+}
+
 // traceReq is one request line (or sub-request) of the JSONL trace.
 type traceReq struct {
 	InputToks   int     `json:"input_toks"`
@@ -343,11 +431,18 @@ func drawTrace(t *rapid.T) (string, int) {
 	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
+	// Most traces spread arrivals; a burst sends many at the same instant.
+	burst := rapid.IntRange(0, 5).Draw(t, "burst") == 0
 	n := rapid.IntRange(1, 24).Draw(t, "lines")
+	if burst {
+		n = rapid.IntRange(24, 80).Draw(t, "burstLines")
+	}
 	total := 0
 	at := int64(0)
 	for i := 0; i < n; i++ {
-		at += int64(rapid.SampledFrom([]int{0, 1, 10, 50, 200, 1000}).Draw(t, "gapMs")) * 1e6
+		if !burst {
+			at += int64(rapid.SampledFrom([]int{0, 1, 10, 50, 200, 1000}).Draw(t, "gapMs")) * 1e6
+		}
 		if rapid.IntRange(0, 4).Draw(t, "session") == 0 {
 			s := traceSession{SessionID: fmt.Sprintf("s%d", i), ArrivalNs: at}
 			k := rapid.IntRange(1, 4).Draw(t, "subRequests")

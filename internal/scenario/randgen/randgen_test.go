@@ -94,6 +94,11 @@ func (t *tally) unexplained(f *Failure, c Case, dir string) {
 	}
 }
 
+var (
+	skipPos = regexp.MustCompile(`\S+\.yaml:\d+:\d+: `)
+	digits  = regexp.MustCompile(`\d+`)
+)
+
 // add counts one case and reports whether it is the first of its failure
 // key.
 func (t *tally) add(res Result, policy string) bool {
@@ -105,10 +110,12 @@ func (t *tally) add(res Result, policy string) bool {
 		t.maxEvents = max(t.maxEvents, res.Events)
 	}
 	if skip != "" {
-		// The reason without its numbers, so alike reasons group.
-		key := skip
-		if i := strings.IndexAny(key, "0123456789"); i > 0 {
-			key = key[:i]
+		// The reason without its file position and numbers, so alike
+		// reasons group.
+		key := skipPos.ReplaceAllString(skip, "")
+		key = digits.ReplaceAllString(key, "N")
+		if len(key) > 160 {
+			key = key[:160]
 		}
 		t.skipped[key]++
 	}
