@@ -11,14 +11,17 @@ type Pool struct {
 	caching  bool
 
 	// hot holds the per-block fields that allocation, release and the
-	// free queue touch (8 bytes a block, eight blocks a cache line) and
-	// blocks the content hashes, read only to evict, match or commit
-	// content: with many pools the per-block state of a pool no longer
-	// fits in the CPU cache, and the operations done for every block of
-	// every request then miss once per eight blocks instead of once or
-	// twice per block.
-	hot    []hotBlock
-	blocks []block
+	// free queue touch (8 bytes a block, eight blocks a cache line),
+	// including the kind of content a block holds; hash the content
+	// hashes (8 bytes a block), read only to evict shared content, match
+	// or commit, and meaningful only while the block's kind is not
+	// kindNone (eviction changes the kind and leaves the stale hash).
+	// With many pools the per-block state of a pool no longer fits in the
+	// CPU cache, and the operations done for every block of every request
+	// then miss once per eight blocks instead of once or twice per block;
+	// allocation, which evicts, writes only the hot entry.
+	hot  []hotBlock
+	hash []uint64
 	// The free queue is a ring of entries in order of freeing, each a
 	// block id and the kind of content it holds. A block taken out of the
 	// middle (a prefix hit) leaves a hole, skipped when it reaches the
@@ -47,14 +50,6 @@ type hotBlock struct {
 	qpos int32
 }
 
-// block is the content of one block.
-type block struct {
-	hash uint64 // content hash of a committed (full) block; 0 = none
-	// priv marks private content (see CommitPrivate): it carries a hash
-	// but is not in the index.
-	priv bool
-}
-
 // NewPool returns a pool of capacity blocks, all free. With caching off,
 // Commit does nothing and Match never hits.
 func NewPool(capacity int, caching bool) (*Pool, error) {
@@ -68,7 +63,7 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 		capacity: capacity,
 		caching:  caching,
 		hot:      make([]hotBlock, capacity),
-		blocks:   make([]block, capacity),
+		hash:     make([]uint64, capacity),
 		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
 	}
@@ -156,20 +151,19 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	}
 	for i := 0; i < n; i++ {
 		b, kind := p.popFront()
-		blk := &p.blocks[b]
 		// The entry's kind says what to evict without reading the block:
-		// only shared content needs its hash (to leave the index).
+		// only shared content needs its hash (to leave the index), and
+		// the hot entry's new kind (none) is what makes the old hash
+		// meaningless, so the hash is not cleared.
 		switch kind {
 		case kindPrivate:
 			p.numPriv--
 			p.cachedFree--
-			blk.hash, blk.priv = 0, false
 		case kindShared:
 			// Commit never indexes a duplicate, so the entry is this
 			// block's.
-			p.index.del(blk.hash)
+			p.index.del(p.hash[b])
 			p.cachedFree--
-			blk.hash = 0
 		}
 		p.hot[b] = hotBlock{ref: 1} // kind none; qpos unused while held
 		table = append(table, b)
@@ -188,7 +182,7 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 	if _, dup := p.index.get(h); dup {
 		return
 	}
-	p.blocks[b].hash = h
+	p.hash[b] = h
 	p.setKind(b, kindShared)
 	p.index.put(h, b)
 	p.requeue(b)
@@ -217,8 +211,7 @@ func (p *Pool) CommitPrivate(b BlockID, h uint64) {
 	if !p.caching || h == 0 || p.kindOf(b) != kindNone {
 		return
 	}
-	p.blocks[b].hash = h
-	p.blocks[b].priv = true
+	p.hash[b] = h
 	p.setKind(b, kindPrivate)
 	p.numPriv++
 	p.requeue(b)
@@ -235,7 +228,15 @@ func (p *Pool) Lookup(h uint64) (BlockID, bool) {
 // Holds reports whether block b still holds content h (committed and not
 // evicted since). h 0 never matches.
 func (p *Pool) Holds(b BlockID, h uint64) bool {
-	return p.caching && h != 0 && b >= 0 && int(b) < p.capacity && p.blocks[b].hash == h
+	return p.caching && h != 0 && b >= 0 && int(b) < p.capacity && p.content(b) == h
+}
+
+// content is the content hash block b holds, 0 for none.
+func (p *Pool) content(b int32) uint64 {
+	if p.kindOf(b) == kindNone {
+		return 0
+	}
+	return p.hash[b]
 }
 
 // AcquireBlocks references the cached blocks ids (found with Lookup or
@@ -331,18 +332,6 @@ func (p *Pool) setKind(b int32, kind uint32) {
 	p.hot[b].qpos = p.hot[b].qpos&^3 | int32(kind)
 }
 
-// contentKind is the content kind of block b derived from its content
-// (what kindOf must agree with; see Check).
-func (p *Pool) contentKind(b int32) uint32 {
-	switch blk := &p.blocks[b]; {
-	case blk.hash == 0:
-		return kindNone
-	case blk.priv:
-		return kindPrivate
-	}
-	return kindShared
-}
-
 // pushBack appends block b to the free queue.
 func (p *Pool) pushBack(b int32) {
 	if p.qlen == len(p.ring) {
@@ -378,7 +367,7 @@ func (p *Pool) popFront() (int32, uint32) {
 // unlink takes free block b out of the middle of the queue (a prefix hit),
 // leaving a hole.
 func (p *Pool) unlink(b int32) {
-	if p.blocks[b].hash != 0 {
+	if p.kindOf(b) != kindNone {
 		p.cachedFree--
 	}
 	p.ring[p.hot[b].qpos>>2] = hole
@@ -430,8 +419,8 @@ func (p *Pool) Check() error {
 			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.hot[b].ref)
 		case int(p.hot[b].qpos>>2) != pos:
 			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.hot[b].qpos>>2)
-		case kind != p.contentKind(b):
-			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but holds kind %d", b, kind, p.contentKind(b))
+		case kind != p.kindOf(b):
+			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but records kind %d", b, kind, p.kindOf(b))
 		}
 		inQueue++
 		if kind != kindNone {
@@ -448,10 +437,22 @@ func (p *Pool) Check() error {
 	if inQueue != p.numFree {
 		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)
 	}
-	referenced, total := 0, int64(0)
-	for b := range p.blocks {
-		if k, c := p.kindOf(int32(b)), p.contentKind(int32(b)); k != c {
-			return fmt.Errorf("kv: block %d records content kind %d but holds kind %d", b, k, c)
+	referenced, total, priv, shared := 0, int64(0), 0, 0
+	for b := range p.hot {
+		switch p.kindOf(int32(b)) {
+		case kindPrivate:
+			priv++
+			if p.hash[b] == 0 {
+				return fmt.Errorf("kv: block %d is marked private but holds no content", b)
+			}
+		case kindShared:
+			shared++
+			if ib, ok := p.index.get(p.hash[b]); !ok || ib != int32(b) {
+				return fmt.Errorf("kv: block %d records shared content %x that the cache index does not map to it", b, p.hash[b])
+			}
+		case kindNone:
+		default:
+			return fmt.Errorf("kv: block %d records unknown content kind %d", b, p.kindOf(int32(b)))
 		}
 		r := p.hot[b].ref
 		total += int64(r)
@@ -471,8 +472,8 @@ func (p *Pool) Check() error {
 	indexed := 0
 	p.index.each(func(h uint64, b BlockID) bool {
 		indexed++
-		if p.blocks[b].hash != h || p.blocks[b].priv {
-			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x (private %t)", h, b, p.blocks[b].hash, p.blocks[b].priv)
+		if p.kindOf(b) != kindShared || p.hash[b] != h {
+			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x (content kind %d)", h, b, p.content(b), p.kindOf(b))
 			return false
 		}
 		return true
@@ -483,23 +484,11 @@ func (p *Pool) Check() error {
 	if indexed != p.index.len() {
 		return fmt.Errorf("kv: cache index holds %d entries but counts %d", indexed, p.index.len())
 	}
-	priv, hashed := 0, 0
-	for b := range p.blocks {
-		if p.blocks[b].priv {
-			priv++
-			if p.blocks[b].hash == 0 {
-				return fmt.Errorf("kv: block %d is marked private but holds no content", b)
-			}
-		}
-		if p.blocks[b].hash != 0 {
-			hashed++
-		}
-	}
 	if priv != p.numPriv {
 		return fmt.Errorf("kv: %d blocks hold private content but the count is %d", priv, p.numPriv)
 	}
-	if hashed != indexed+priv {
-		return fmt.Errorf("kv: %d blocks hold content but %d are indexed and %d private", hashed, indexed, priv)
+	if shared != indexed {
+		return fmt.Errorf("kv: %d blocks hold shared content but %d are indexed", shared, indexed)
 	}
 	return nil
 }
