@@ -355,7 +355,7 @@ func (d *driver) releaseAll() error {
 func poolRefs(p *Pool) []int32 {
 	out := make([]int32, len(p.hot))
 	for b := range p.hot {
-		out[b] = p.hot[b].ref
+		out[b] = p.Refs(int32(b))
 	}
 	return out
 }

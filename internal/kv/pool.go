@@ -10,17 +10,17 @@ type Pool struct {
 	capacity int
 	caching  bool
 
-	// hot holds the per-block fields that allocation, release and the
-	// free queue touch (8 bytes a block, eight blocks a cache line),
+	// hot holds the per-block word that allocation, release and the
+	// free queue touch (4 bytes a block, sixteen blocks a cache line),
 	// including the kind of content a block holds; hash the content
 	// hashes (8 bytes a block), read only to evict shared content, match
 	// or commit, and meaningful only while the block's kind is not
 	// kindNone (eviction changes the kind and leaves the stale hash).
 	// With many pools the per-block state of a pool no longer fits in the
 	// CPU cache, and the operations done for every block of every request
-	// then miss once per eight blocks instead of once or twice per block;
-	// allocation, which evicts, writes only the hot entry.
-	hot  []hotBlock
+	// then miss once per sixteen blocks instead of once or twice per
+	// block; allocation, which evicts, writes only the hot word.
+	hot  []uint32
 	hash []uint64
 	// The free queue is a ring of entries in order of freeing, each a
 	// block id and the kind of content it holds. A block taken out of the
@@ -41,14 +41,19 @@ type Pool struct {
 	cachedFree    int   // free blocks still holding indexed content
 }
 
-// hotBlock is the frequently touched state of one block.
-type hotBlock struct {
-	ref int32 // references
-	// qpos is the ring index of its free-queue entry (when free), shifted
-	// left by 2, with the content kind (kindNone, kindPrivate, kindShared)
-	// in the low 2 bits.
-	qpos int32
-}
+// A block's hot word holds, in its low 2 bits, the kind of content it
+// holds (kindNone, kindPrivate, kindShared); in bit 2 whether it is
+// referenced (heldBit); and above them (countShift) its reference count
+// when referenced, or the ring index of its free-queue entry when free.
+// A block needs one or the other, never both, so one 32-bit word serves:
+// ring indices are below 2^28 (maxCapacity) and reference counts are
+// limited to 2^29 - 1.
+const (
+	kindMask   = 3
+	heldBit    = 4
+	countShift = 3
+	oneRef     = 1 << countShift
+)
 
 // NewPool returns a pool of capacity blocks, all free. With caching off,
 // Commit does nothing and Match never hits.
@@ -62,7 +67,7 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 	p := &Pool{
 		capacity: capacity,
 		caching:  caching,
-		hot:      make([]hotBlock, capacity),
+		hot:      make([]uint32, capacity),
 		hash:     make([]uint64, capacity),
 		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
@@ -117,7 +122,7 @@ func (p *Pool) Match(hashes []uint64) int {
 func (p *Pool) EvictableHits(hashes []uint64, n int) int {
 	c := 0
 	for _, h := range hashes[:n] {
-		if b, ok := p.index.get(h); ok && p.hot[b].ref == 0 {
+		if b, ok := p.index.get(h); ok && p.hot[b]&heldBit == 0 {
 			c++
 		}
 	}
@@ -132,10 +137,7 @@ func (p *Pool) Acquire(table []BlockID, hashes []uint64, n int) []BlockID {
 	p.hits += int64(n)
 	for _, h := range hashes[:n] {
 		b, _ := p.index.get(h)
-		if p.hot[b].ref == 0 {
-			p.unlink(b)
-		}
-		p.hot[b].ref++
+		p.ref(b)
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -165,7 +167,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 			p.index.del(p.hash[b])
 			p.cachedFree--
 		}
-		p.hot[b] = hotBlock{ref: 1} // kind none; qpos unused while held
+		p.hot[b] = heldBit | oneRef // kind none
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -191,10 +193,10 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 // requeue refreshes the queue entry of block b after its content changed
 // while it is free (callers normally commit blocks they hold).
 func (p *Pool) requeue(b int32) {
-	if p.hot[b].ref != 0 {
+	if p.hot[b]&heldBit != 0 {
 		return
 	}
-	e := &p.ring[p.hot[b].qpos>>2]
+	e := &p.ring[p.hot[b]>>countShift]
 	if *e&3 == kindNone && p.kindOf(b) != kindNone {
 		p.cachedFree++
 	}
@@ -246,10 +248,7 @@ func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
 	p.queries += int64(queried)
 	p.hits += int64(len(ids))
 	for _, b := range ids {
-		if p.hot[b].ref == 0 {
-			p.unlink(b)
-		}
-		p.hot[b].ref++
+		p.ref(b)
 		table = append(table, b)
 	}
 	p.refs += int64(len(ids))
@@ -261,7 +260,7 @@ func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
 func (p *Pool) EvictableBlocks(ids []BlockID) int {
 	c := 0
 	for _, b := range ids {
-		if p.hot[b].ref == 0 {
+		if p.hot[b]&heldBit == 0 {
 			c++
 		}
 	}
@@ -274,14 +273,14 @@ func (p *Pool) EvictableBlocks(ids []BlockID) int {
 // cached content until evicted.
 func (p *Pool) Release(table []BlockID) error {
 	for _, b := range table {
-		if p.hot[b].ref <= 0 {
-			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.hot[b].ref)
+		if p.hot[b]&heldBit == 0 {
+			return fmt.Errorf("kv: block %d released with 0 references (double release)", b)
 		}
 	}
 	for i := len(table) - 1; i >= 0; i-- {
 		b := table[i]
-		p.hot[b].ref--
-		if p.hot[b].ref == 0 {
+		p.hot[b] -= oneRef
+		if p.hot[b]>>countShift == 0 {
 			p.pushBack(b)
 		}
 	}
@@ -294,7 +293,23 @@ func (p *Pool) Release(table []BlockID) error {
 func (p *Pool) TotalRefs() int64 { return p.refs }
 
 // Refs is the number of references to block b.
-func (p *Pool) Refs(b BlockID) int32 { return p.hot[b].ref }
+func (p *Pool) Refs(b BlockID) int32 {
+	if p.hot[b]&heldBit == 0 {
+		return 0
+	}
+	return int32(p.hot[b] >> countShift)
+}
+
+// ref adds a reference to block b, taking it out of the free queue if it
+// was free.
+func (p *Pool) ref(b int32) {
+	if p.hot[b]&heldBit != 0 {
+		p.hot[b] += oneRef
+		return
+	}
+	p.unlink(b)
+	p.hot[b] = p.hot[b]&kindMask | heldBit | oneRef
+}
 
 // CachedFree is the number of free blocks that still hold reusable
 // prefixes (evictable cached content).
@@ -309,8 +324,8 @@ const (
 )
 
 // maxCapacity bounds a pool so that a free-queue position (below the
-// ring size, at most 4 x capacity) shifted left by 2 fits an int32
-// (hotBlock.qpos).
+// ring size, at most 2 x capacity rounded up to a power of two) shifted
+// left by countShift fits a block's hot word.
 const maxCapacity = 1 << 27
 
 // ringSize is the ring's length for a pool of capacity blocks: a power of
@@ -325,11 +340,11 @@ func ringSize(capacity int) int {
 }
 
 // kindOf is the content kind of block b, as kept in its hot entry.
-func (p *Pool) kindOf(b int32) uint32 { return uint32(p.hot[b].qpos & 3) }
+func (p *Pool) kindOf(b int32) uint32 { return p.hot[b] & kindMask }
 
 // setKind records block b's content kind in its hot entry.
 func (p *Pool) setKind(b int32, kind uint32) {
-	p.hot[b].qpos = p.hot[b].qpos&^3 | int32(kind)
+	p.hot[b] = p.hot[b]&^kindMask | kind
 }
 
 // pushBack appends block b to the free queue.
@@ -343,7 +358,7 @@ func (p *Pool) pushBack(b int32) {
 	}
 	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
 	p.ring[pos] = uint32(b)<<2 | kind
-	p.hot[b].qpos = int32(pos)<<2 | int32(kind)
+	p.hot[b] = uint32(pos)<<countShift | kind
 	p.qlen++
 	p.numFree++
 }
@@ -370,7 +385,7 @@ func (p *Pool) unlink(b int32) {
 	if p.kindOf(b) != kindNone {
 		p.cachedFree--
 	}
-	p.ring[p.hot[b].qpos>>2] = hole
+	p.ring[p.hot[b]>>countShift] = hole
 	p.numFree--
 }
 
@@ -387,7 +402,7 @@ func (p *Pool) compact() {
 		}
 		pos := (p.qhead + n) & mask
 		p.ring[pos] = e
-		p.hot[e>>2].qpos = int32(pos)<<2 | int32(e&3)
+		p.hot[e>>2] = uint32(pos)<<countShift | e&3
 		n++
 	}
 	p.qlen = n
@@ -415,10 +430,10 @@ func (p *Pool) Check() error {
 		switch {
 		case b < 0 || int(b) >= p.capacity:
 			bad = fmt.Errorf("kv: free queue holds block %d outside the pool", b)
-		case p.hot[b].ref != 0:
-			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.hot[b].ref)
-		case int(p.hot[b].qpos>>2) != pos:
-			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.hot[b].qpos>>2)
+		case p.hot[b]&heldBit != 0:
+			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.Refs(b))
+		case int(p.hot[b]>>countShift) != pos:
+			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.hot[b]>>countShift)
 		case kind != p.kindOf(b):
 			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but records kind %d", b, kind, p.kindOf(b))
 		}
@@ -454,10 +469,10 @@ func (p *Pool) Check() error {
 		default:
 			return fmt.Errorf("kv: block %d records unknown content kind %d", b, p.kindOf(int32(b)))
 		}
-		r := p.hot[b].ref
+		r := p.Refs(int32(b))
 		total += int64(r)
-		if r < 0 {
-			return fmt.Errorf("kv: block %d has %d references", b, r)
+		if p.hot[b]&heldBit != 0 && r == 0 {
+			return fmt.Errorf("kv: block %d is held with 0 references", b)
 		}
 		if r > 0 {
 			referenced++
