@@ -12,14 +12,16 @@ type Pool struct {
 
 	// hot holds the per-block word that allocation, release and the
 	// free queue touch (4 bytes a block, sixteen blocks a cache line),
-	// including the kind of content a block holds; hash the content
-	// hashes (8 bytes a block), read only to evict shared content, match
-	// or commit, and meaningful only while the block's kind is not
-	// kindNone (eviction changes the kind and leaves the stale hash).
+	// including the kind of content a block holds; hash the hashes of
+	// shared content and the tags of tagged private content (8 bytes a
+	// block), read only to evict shared content, match, or commit or tag
+	// content, and meaningful only while the block's kind is kindShared or
+	// kindTagged (eviction changes the kind and leaves the stale hash).
 	// With many pools the per-block state of a pool no longer fits in the
 	// CPU cache, and the operations done for every block of every request
 	// then miss once per sixteen blocks instead of once or twice per
-	// block; allocation, which evicts, writes only the hot word.
+	// block; allocation, which evicts, and a private commit write only the
+	// hot word.
 	hot  []uint32
 	hash []uint64
 	// The free queue is a ring of entries in order of freeing, each a
@@ -158,7 +160,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		// the hot entry's new kind (none) is what makes the old hash
 		// meaningless, so the hash is not cleared.
 		switch kind {
-		case kindPrivate:
+		case kindPrivate, kindTagged:
 			p.numPriv--
 			p.cachedFree--
 		case kindShared:
@@ -203,19 +205,35 @@ func (p *Pool) requeue(b int32) {
 	*e = uint32(b)<<2 | p.kindOf(b)
 }
 
-// CommitPrivate records that block b is full with content h that only its
+// CommitPrivate records that block b is full with content that only its
 // owner can ever ask for again (content of a request whose token ids are
-// unknown, tagged by its identity: see Private). The block keeps h until it is
-// evicted, like a committed block, but h is not entered in the shared
-// index: the owner remembers b and finds it again with Holds. Hash 0 is
-// reserved and ignored; a block that already holds content is unchanged.
-func (p *Pool) CommitPrivate(b BlockID, h uint64) {
-	if !p.caching || h == 0 || p.kindOf(b) != kindNone {
+// unknown, tagged by its identity: see Private). The block keeps it until
+// it is evicted and counts as cached, like a committed block, but nothing
+// enters the shared index, and the pool does not even record the tag:
+// an owner that will look for the block again (a request being preempted)
+// tags it first with TagPrivate and finds it with Holds. Most private
+// blocks are never looked for (their request finishes), so their commit
+// writes only the block's hot word. A block that already holds content is
+// unchanged.
+func (p *Pool) CommitPrivate(b BlockID) {
+	if !p.caching || p.kindOf(b) != kindNone {
+		return
+	}
+	p.setKind(b, kindPrivate)
+	p.numPriv++
+	p.requeue(b)
+}
+
+// TagPrivate records h as the tag of the private content of block b
+// (committed with CommitPrivate and not evicted since), so that Holds(b, h)
+// reports it until it is evicted. It does nothing when b holds no private
+// content, already has a tag, or h is 0.
+func (p *Pool) TagPrivate(b BlockID, h uint64) {
+	if h == 0 || p.kindOf(b) != kindPrivate {
 		return
 	}
 	p.hash[b] = h
-	p.setKind(b, kindPrivate)
-	p.numPriv++
+	p.setKind(b, kindTagged)
 	p.requeue(b)
 }
 
@@ -227,15 +245,17 @@ func (p *Pool) Lookup(h uint64) (BlockID, bool) {
 	return p.index.get(h)
 }
 
-// Holds reports whether block b still holds content h (committed and not
-// evicted since). h 0 never matches.
+// Holds reports whether block b still holds content h (committed as shared
+// content, or private and tagged with TagPrivate, and not evicted since).
+// h 0 never matches.
 func (p *Pool) Holds(b BlockID, h uint64) bool {
 	return p.caching && h != 0 && b >= 0 && int(b) < p.capacity && p.content(b) == h
 }
 
-// content is the content hash block b holds, 0 for none.
+// content is the content hash or tag block b holds, 0 for none (or
+// untagged private content).
 func (p *Pool) content(b int32) uint64 {
-	if p.kindOf(b) == kindNone {
+	if k := p.kindOf(b); k != kindShared && k != kindTagged {
 		return 0
 	}
 	return p.hash[b]
@@ -315,11 +335,14 @@ func (p *Pool) ref(b int32) {
 // prefixes (evictable cached content).
 func (p *Pool) CachedFree() int { return p.cachedFree }
 
-// Free-queue entry kinds (low 2 bits of a ring entry; the block id above).
+// Content kinds (low 2 bits of a block's hot word and of its ring entry;
+// the block id above): none, private content without a tag, shared
+// content (hash in the index), private content with its tag in hash.
 const (
 	kindNone    = 0
 	kindPrivate = 1
 	kindShared  = 2
+	kindTagged  = 3
 	hole        = ^uint32(0)
 )
 
@@ -457,17 +480,16 @@ func (p *Pool) Check() error {
 		switch p.kindOf(int32(b)) {
 		case kindPrivate:
 			priv++
+		case kindTagged:
+			priv++
 			if p.hash[b] == 0 {
-				return fmt.Errorf("kv: block %d is marked private but holds no content", b)
+				return fmt.Errorf("kv: block %d is tagged private but holds no tag", b)
 			}
 		case kindShared:
 			shared++
 			if ib, ok := p.index.get(p.hash[b]); !ok || ib != int32(b) {
 				return fmt.Errorf("kv: block %d records shared content %x that the cache index does not map to it", b, p.hash[b])
 			}
-		case kindNone:
-		default:
-			return fmt.Errorf("kv: block %d records unknown content kind %d", b, p.kindOf(int32(b)))
 		}
 		r := p.Refs(int32(b))
 		total += int64(r)

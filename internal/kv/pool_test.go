@@ -68,7 +68,7 @@ func TestCheckDetectsCorruption(t *testing.T) {
 		{"misplaced entry", func(p *Pool) { p.hot[3] = 0 }, "free block 3 sits at queue position 3 but records 0"},
 		{"stale kind", func(p *Pool) { p.hash[3] = 9; p.setKind(3, kindPrivate) }, "free block 3 is queued with content kind 0 but records kind 1"},
 		{"shared kind not indexed", func(p *Pool) { p.hash[1] = 9; p.setKind(1, kindShared) }, "block 1 records shared content 9 that the cache index does not map to it"},
-		{"private without content", func(p *Pool) { p.setKind(1, kindPrivate); p.numPriv++ }, "block 1 is marked private but holds no content"},
+		{"tagged without a tag", func(p *Pool) { p.setKind(1, kindTagged); p.numPriv++ }, "block 1 is tagged private but holds no tag"},
 		{"private count off", func(p *Pool) { p.numPriv++ }, "0 blocks hold private content but the count is 1"},
 		{"held without references", func(p *Pool) { p.hot[0] = heldBit | kindShared }, "block 0 is held with 0 references"},
 		{"leaked block", func(p *Pool) { p.hot[1] = 0; p.refs-- }, "1 referenced + 2 free != capacity 4"},
