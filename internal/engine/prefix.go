@@ -29,10 +29,15 @@ func (e *Engine) commitBlocks(s *seq, now int64) {
 			e.pool.Commit(s.blocks[i], s.hashes[i])
 			continue
 		}
-		// Private content: as for a shared block, a copy still cached
-		// from before a preemption is kept rather than duplicated. The
-		// pool records no tag until the request is preempted (notePrivate).
-		if i < len(s.owned) && e.pool.Holds(s.owned[i], kv.Private(s.salt, i)) {
+		// Private content (this block and every later one): as for a
+		// shared block, a copy still cached from before a preemption is
+		// kept rather than duplicated. The pool records no tag until the
+		// request is preempted (notePrivate).
+		if i >= len(s.owned) {
+			e.pool.CommitPrivateBlocks(s.blocks[i:full])
+			break
+		}
+		if e.pool.Holds(s.owned[i], kv.Private(s.salt, i)) {
 			continue
 		}
 		e.pool.CommitPrivate(s.blocks[i])

@@ -237,6 +237,25 @@ func (p *Pool) TagPrivate(b BlockID, h uint64) {
 	p.requeue(b)
 }
 
+// CommitPrivateBlocks is CommitPrivate for each block of bs, in order.
+func (p *Pool) CommitPrivateBlocks(bs []BlockID) {
+	if !p.caching {
+		return
+	}
+	hot := p.hot
+	for _, b := range bs {
+		w := hot[b]
+		if w&kindMask != kindNone {
+			continue
+		}
+		hot[b] = w | kindPrivate
+		p.numPriv++
+		if w&heldBit == 0 {
+			p.requeue(b)
+		}
+	}
+}
+
 // Lookup returns the block holding shared content h, if any.
 func (p *Pool) Lookup(h uint64) (BlockID, bool) {
 	if !p.caching {
@@ -297,12 +316,28 @@ func (p *Pool) Release(table []BlockID) error {
 			return fmt.Errorf("kv: block %d released with 0 references (double release)", b)
 		}
 	}
+	hot, ring, mask := p.hot, p.ring, len(p.ring)-1
 	for i := len(table) - 1; i >= 0; i-- {
 		b := table[i]
-		p.hot[b] -= oneRef
-		if p.hot[b]>>countShift == 0 {
-			p.pushBack(b)
+		w := hot[b] - oneRef
+		if w>>countShift != 0 {
+			hot[b] = w
+			continue
 		}
+		if p.qlen == len(ring) {
+			p.pushBack(b) // compacts the ring first
+			continue
+		}
+		// pushBack, inline: block b joins the back of the free queue.
+		kind := w & kindMask
+		if kind != kindNone {
+			p.cachedFree++
+		}
+		pos := (p.qhead + p.qlen) & mask
+		ring[pos] = uint32(b)<<2 | kind
+		hot[b] = uint32(pos)<<countShift | kind
+		p.qlen++
+		p.numFree++
 	}
 	p.refs -= int64(len(table))
 	return nil

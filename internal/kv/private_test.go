@@ -201,3 +201,42 @@ func TestEvictedTagIsForgotten(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommitPrivateBlocks: committing a run of blocks at once leaves the
+// pool exactly as committing them one by one (held and free blocks, some
+// already holding content).
+func TestCommitPrivateBlocks(t *testing.T) {
+	build := func() (*Pool, []BlockID) {
+		p, _ := NewPool(8, true)
+		tb, _ := p.Allocate(nil, 6) // blocks 0..5 held; 6, 7 free
+		p.Commit(tb[1], 11)
+		p.CommitPrivate(tb[3])
+		if err := p.Release(tb[4:5]); err != nil { // block 4 free again
+			t.Fatal(err)
+		}
+		return p, []BlockID{0, 1, 2, 3, 4, 6}
+	}
+	one, ids := build()
+	for _, b := range ids {
+		one.CommitPrivate(b)
+	}
+	batch, _ := build()
+	batch.CommitPrivateBlocks(ids)
+	if err := batch.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if batch.Cached() != one.Cached() || batch.CachedFree() != one.CachedFree() || batch.Cached() != 6 || batch.CachedFree() != 2 {
+		t.Fatalf("batch: cached %d, cached free %d; one by one: %d, %d; want 6, 2",
+			batch.Cached(), batch.CachedFree(), one.Cached(), one.CachedFree())
+	}
+	for b := range one.hot {
+		if one.hot[b] != batch.hot[b] {
+			t.Fatalf("block %d: hot word %#x one by one, %#x in a batch", b, one.hot[b], batch.hot[b])
+		}
+	}
+	for i := range one.ring {
+		if one.ring[i] != batch.ring[i] {
+			t.Fatalf("ring entry %d: %#x one by one, %#x in a batch", i, one.ring[i], batch.ring[i])
+		}
+	}
+}
