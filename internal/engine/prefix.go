@@ -29,29 +29,35 @@ func (e *Engine) commitBlocks(s *seq, now int64) {
 			e.pool.Commit(s.blocks[i], s.hashes[i])
 			continue
 		}
-		// Private content: as for a shared block, a copy still cached
-		// from before a preemption is kept rather than duplicated.
-		tag := kv.Private(s.salt, i)
-		if i < len(s.owned) && e.pool.Holds(s.owned[i], tag) {
+		// Private content (this block and every later one): as for a
+		// shared block, a copy still cached from before a preemption is
+		// kept rather than duplicated. The pool records no tag until the
+		// request is preempted (notePrivate).
+		if i >= len(s.owned) {
+			e.pool.CommitPrivateBlocks(s.blocks[i:full])
+			break
+		}
+		if e.pool.Holds(s.owned[i], kv.Private(s.salt, i)) {
 			continue
 		}
-		e.pool.CommitPrivate(s.blocks[i], tag)
+		e.pool.CommitPrivate(s.blocks[i])
 	}
 	s.committed = int32(full)
 }
 
 // notePrivate records, before s releases its blocks for a preemption,
-// which block holds each of its committed private blocks, so that it can
-// find them again when it is re-admitted. A block already remembered
-// that still holds its content is the one the pool kept (the later copy
-// was not committed).
+// which block holds each of its committed private blocks, and tags them in
+// the pool, so that it can find them again when it is re-admitted. A block
+// already remembered that still holds its content is the one the pool kept
+// (the later copy was not committed).
 func (e *Engine) notePrivate(s *seq) {
 	for i := int(s.shared); i < int(s.committed) && i < len(s.blocks); i++ {
 		for len(s.owned) <= i {
 			s.owned = append(s.owned, -1)
 		}
-		if !e.pool.Holds(s.owned[i], kv.Private(s.salt, i)) {
+		if tag := kv.Private(s.salt, i); !e.pool.Holds(s.owned[i], tag) {
 			s.owned[i] = s.blocks[i]
+			e.pool.TagPrivate(s.blocks[i], tag)
 		}
 	}
 }

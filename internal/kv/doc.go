@@ -13,9 +13,11 @@
 //     block i-1, so equal hashes mean equal prefixes, not just equal blocks.
 //
 // Content that only its owner can ask for again (tagged by a request's
-// identity, see Private) is committed as private: the block holds the tag
-// until evicted, but the shared index never sees it, so the index holds
-// only shareable prefixes and stays small.
+// identity, see Private) is committed as private: the block counts as
+// cached until evicted, but the shared index never sees it, so the index
+// holds only shareable prefixes and stays small. The pool records a
+// private block's tag only when its owner asks it to (TagPrivate, when the
+// request is preempted and will look for its blocks again with Holds).
 //
 // Free blocks sit in one queue ordered by the time they were freed; an
 // allocation takes from the front (least recently freed), a released block

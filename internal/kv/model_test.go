@@ -353,17 +353,17 @@ func (d *driver) releaseAll() error {
 // poolRefs and poolHashes gather the pool's per-block reference counts
 // and hashes (white-box).
 func poolRefs(p *Pool) []int32 {
-	out := make([]int32, len(p.blocks))
-	for b := range p.blocks {
-		out[b] = p.hot[b].ref
+	out := make([]int32, len(p.hot))
+	for b := range p.hot {
+		out[b] = p.Refs(int32(b))
 	}
 	return out
 }
 
 func poolHashes(p *Pool) []uint64 {
-	out := make([]uint64, len(p.blocks))
-	for b := range p.blocks {
-		out[b] = p.blocks[b].hash
+	out := make([]uint64, len(p.hot))
+	for b := range p.hot {
+		out[b] = p.content(int32(b))
 	}
 	return out
 }

@@ -10,15 +10,20 @@ type Pool struct {
 	capacity int
 	caching  bool
 
-	// hot holds the per-block fields that allocation, release and the
-	// free queue touch (8 bytes a block, eight blocks a cache line) and
-	// blocks the content hashes, read only to evict, match or commit
-	// content: with many pools the per-block state of a pool no longer
-	// fits in the CPU cache, and the operations done for every block of
-	// every request then miss once per eight blocks instead of once or
-	// twice per block.
-	hot    []hotBlock
-	blocks []block
+	// hot holds the per-block word that allocation, release and the
+	// free queue touch (4 bytes a block, sixteen blocks a cache line),
+	// including the kind of content a block holds; hash the hashes of
+	// shared content and the tags of tagged private content (8 bytes a
+	// block), read only to evict shared content, match, or commit or tag
+	// content, and meaningful only while the block's kind is kindShared or
+	// kindTagged (eviction changes the kind and leaves the stale hash).
+	// With many pools the per-block state of a pool no longer fits in the
+	// CPU cache, and the operations done for every block of every request
+	// then miss once per sixteen blocks instead of once or twice per
+	// block; allocation, which evicts, and a private commit write only the
+	// hot word.
+	hot  []uint32
+	hash []uint64
 	// The free queue is a ring of entries in order of freeing, each a
 	// block id and the kind of content it holds. A block taken out of the
 	// middle (a prefix hit) leaves a hole, skipped when it reaches the
@@ -38,22 +43,19 @@ type Pool struct {
 	cachedFree    int   // free blocks still holding indexed content
 }
 
-// hotBlock is the frequently touched state of one block.
-type hotBlock struct {
-	ref int32 // references
-	// qpos is the ring index of its free-queue entry (when free), shifted
-	// left by 2, with the content kind (kindNone, kindPrivate, kindShared)
-	// in the low 2 bits.
-	qpos int32
-}
-
-// block is the content of one block.
-type block struct {
-	hash uint64 // content hash of a committed (full) block; 0 = none
-	// priv marks private content (see CommitPrivate): it carries a hash
-	// but is not in the index.
-	priv bool
-}
+// A block's hot word holds, in its low 2 bits, the kind of content it
+// holds (kindNone, kindPrivate, kindShared); in bit 2 whether it is
+// referenced (heldBit); and above them (countShift) its reference count
+// when referenced, or the ring index of its free-queue entry when free.
+// A block needs one or the other, never both, so one 32-bit word serves:
+// ring indices are below 2^28 (maxCapacity) and reference counts are
+// limited to 2^29 - 1.
+const (
+	kindMask   = 3
+	heldBit    = 4
+	countShift = 3
+	oneRef     = 1 << countShift
+)
 
 // NewPool returns a pool of capacity blocks, all free. With caching off,
 // Commit does nothing and Match never hits.
@@ -67,8 +69,8 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 	p := &Pool{
 		capacity: capacity,
 		caching:  caching,
-		hot:      make([]hotBlock, capacity),
-		blocks:   make([]block, capacity),
+		hot:      make([]uint32, capacity),
+		hash:     make([]uint64, capacity),
 		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
 	}
@@ -122,7 +124,7 @@ func (p *Pool) Match(hashes []uint64) int {
 func (p *Pool) EvictableHits(hashes []uint64, n int) int {
 	c := 0
 	for _, h := range hashes[:n] {
-		if b, ok := p.index.get(h); ok && p.hot[b].ref == 0 {
+		if b, ok := p.index.get(h); ok && p.hot[b]&heldBit == 0 {
 			c++
 		}
 	}
@@ -137,10 +139,7 @@ func (p *Pool) Acquire(table []BlockID, hashes []uint64, n int) []BlockID {
 	p.hits += int64(n)
 	for _, h := range hashes[:n] {
 		b, _ := p.index.get(h)
-		if p.hot[b].ref == 0 {
-			p.unlink(b)
-		}
-		p.hot[b].ref++
+		p.ref(b)
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -156,22 +155,21 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	}
 	for i := 0; i < n; i++ {
 		b, kind := p.popFront()
-		blk := &p.blocks[b]
 		// The entry's kind says what to evict without reading the block:
-		// only shared content needs its hash (to leave the index).
+		// only shared content needs its hash (to leave the index), and
+		// the hot entry's new kind (none) is what makes the old hash
+		// meaningless, so the hash is not cleared.
 		switch kind {
-		case kindPrivate:
+		case kindPrivate, kindTagged:
 			p.numPriv--
 			p.cachedFree--
-			blk.hash, blk.priv = 0, false
 		case kindShared:
 			// Commit never indexes a duplicate, so the entry is this
 			// block's.
-			p.index.del(blk.hash)
+			p.index.del(p.hash[b])
 			p.cachedFree--
-			blk.hash = 0
 		}
-		p.hot[b] = hotBlock{ref: 1} // kind none; qpos unused while held
+		p.hot[b] = heldBit | oneRef // kind none
 		table = append(table, b)
 	}
 	p.refs += int64(n)
@@ -188,7 +186,7 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 	if _, dup := p.index.get(h); dup {
 		return
 	}
-	p.blocks[b].hash = h
+	p.hash[b] = h
 	p.setKind(b, kindShared)
 	p.index.put(h, b)
 	p.requeue(b)
@@ -197,31 +195,65 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 // requeue refreshes the queue entry of block b after its content changed
 // while it is free (callers normally commit blocks they hold).
 func (p *Pool) requeue(b int32) {
-	if p.hot[b].ref != 0 {
+	if p.hot[b]&heldBit != 0 {
 		return
 	}
-	e := &p.ring[p.hot[b].qpos>>2]
+	e := &p.ring[p.hot[b]>>countShift]
 	if *e&3 == kindNone && p.kindOf(b) != kindNone {
 		p.cachedFree++
 	}
 	*e = uint32(b)<<2 | p.kindOf(b)
 }
 
-// CommitPrivate records that block b is full with content h that only its
+// CommitPrivate records that block b is full with content that only its
 // owner can ever ask for again (content of a request whose token ids are
-// unknown, tagged by its identity: see Private). The block keeps h until it is
-// evicted, like a committed block, but h is not entered in the shared
-// index: the owner remembers b and finds it again with Holds. Hash 0 is
-// reserved and ignored; a block that already holds content is unchanged.
-func (p *Pool) CommitPrivate(b BlockID, h uint64) {
-	if !p.caching || h == 0 || p.kindOf(b) != kindNone {
+// unknown, tagged by its identity: see Private). The block keeps it until
+// it is evicted and counts as cached, like a committed block, but nothing
+// enters the shared index, and the pool does not even record the tag:
+// an owner that will look for the block again (a request being preempted)
+// tags it first with TagPrivate and finds it with Holds. Most private
+// blocks are never looked for (their request finishes), so their commit
+// writes only the block's hot word. A block that already holds content is
+// unchanged.
+func (p *Pool) CommitPrivate(b BlockID) {
+	if !p.caching || p.kindOf(b) != kindNone {
 		return
 	}
-	p.blocks[b].hash = h
-	p.blocks[b].priv = true
 	p.setKind(b, kindPrivate)
 	p.numPriv++
 	p.requeue(b)
+}
+
+// TagPrivate records h as the tag of the private content of block b
+// (committed with CommitPrivate and not evicted since), so that Holds(b, h)
+// reports it until it is evicted. It does nothing when b holds no private
+// content, already has a tag, or h is 0.
+func (p *Pool) TagPrivate(b BlockID, h uint64) {
+	if h == 0 || p.kindOf(b) != kindPrivate {
+		return
+	}
+	p.hash[b] = h
+	p.setKind(b, kindTagged)
+	p.requeue(b)
+}
+
+// CommitPrivateBlocks is CommitPrivate for each block of bs, in order.
+func (p *Pool) CommitPrivateBlocks(bs []BlockID) {
+	if !p.caching {
+		return
+	}
+	hot := p.hot
+	for _, b := range bs {
+		w := hot[b]
+		if w&kindMask != kindNone {
+			continue
+		}
+		hot[b] = w | kindPrivate
+		p.numPriv++
+		if w&heldBit == 0 {
+			p.requeue(b)
+		}
+	}
 }
 
 // Lookup returns the block holding shared content h, if any.
@@ -232,10 +264,20 @@ func (p *Pool) Lookup(h uint64) (BlockID, bool) {
 	return p.index.get(h)
 }
 
-// Holds reports whether block b still holds content h (committed and not
-// evicted since). h 0 never matches.
+// Holds reports whether block b still holds content h (committed as shared
+// content, or private and tagged with TagPrivate, and not evicted since).
+// h 0 never matches.
 func (p *Pool) Holds(b BlockID, h uint64) bool {
-	return p.caching && h != 0 && b >= 0 && int(b) < p.capacity && p.blocks[b].hash == h
+	return p.caching && h != 0 && b >= 0 && int(b) < p.capacity && p.content(b) == h
+}
+
+// content is the content hash or tag block b holds, 0 for none (or
+// untagged private content).
+func (p *Pool) content(b int32) uint64 {
+	if k := p.kindOf(b); k != kindShared && k != kindTagged {
+		return 0
+	}
+	return p.hash[b]
 }
 
 // AcquireBlocks references the cached blocks ids (found with Lookup or
@@ -245,10 +287,7 @@ func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
 	p.queries += int64(queried)
 	p.hits += int64(len(ids))
 	for _, b := range ids {
-		if p.hot[b].ref == 0 {
-			p.unlink(b)
-		}
-		p.hot[b].ref++
+		p.ref(b)
 		table = append(table, b)
 	}
 	p.refs += int64(len(ids))
@@ -260,7 +299,7 @@ func (p *Pool) AcquireBlocks(table, ids []BlockID, queried int) []BlockID {
 func (p *Pool) EvictableBlocks(ids []BlockID) int {
 	c := 0
 	for _, b := range ids {
-		if p.hot[b].ref == 0 {
+		if p.hot[b]&heldBit == 0 {
 			c++
 		}
 	}
@@ -273,16 +312,32 @@ func (p *Pool) EvictableBlocks(ids []BlockID) int {
 // cached content until evicted.
 func (p *Pool) Release(table []BlockID) error {
 	for _, b := range table {
-		if p.hot[b].ref <= 0 {
-			return fmt.Errorf("kv: block %d released with %d references (double release)", b, p.hot[b].ref)
+		if p.hot[b]&heldBit == 0 {
+			return fmt.Errorf("kv: block %d released with 0 references (double release)", b)
 		}
 	}
+	hot, ring, mask := p.hot, p.ring, len(p.ring)-1
 	for i := len(table) - 1; i >= 0; i-- {
 		b := table[i]
-		p.hot[b].ref--
-		if p.hot[b].ref == 0 {
-			p.pushBack(b)
+		w := hot[b] - oneRef
+		if w>>countShift != 0 {
+			hot[b] = w
+			continue
 		}
+		if p.qlen == len(ring) {
+			p.pushBack(b) // compacts the ring first
+			continue
+		}
+		// pushBack, inline: block b joins the back of the free queue.
+		kind := w & kindMask
+		if kind != kindNone {
+			p.cachedFree++
+		}
+		pos := (p.qhead + p.qlen) & mask
+		ring[pos] = uint32(b)<<2 | kind
+		hot[b] = uint32(pos)<<countShift | kind
+		p.qlen++
+		p.numFree++
 	}
 	p.refs -= int64(len(table))
 	return nil
@@ -293,23 +348,42 @@ func (p *Pool) Release(table []BlockID) error {
 func (p *Pool) TotalRefs() int64 { return p.refs }
 
 // Refs is the number of references to block b.
-func (p *Pool) Refs(b BlockID) int32 { return p.hot[b].ref }
+func (p *Pool) Refs(b BlockID) int32 {
+	if p.hot[b]&heldBit == 0 {
+		return 0
+	}
+	return int32(p.hot[b] >> countShift)
+}
+
+// ref adds a reference to block b, taking it out of the free queue if it
+// was free.
+func (p *Pool) ref(b int32) {
+	if p.hot[b]&heldBit != 0 {
+		p.hot[b] += oneRef
+		return
+	}
+	p.unlink(b)
+	p.hot[b] = p.hot[b]&kindMask | heldBit | oneRef
+}
 
 // CachedFree is the number of free blocks that still hold reusable
 // prefixes (evictable cached content).
 func (p *Pool) CachedFree() int { return p.cachedFree }
 
-// Free-queue entry kinds (low 2 bits of a ring entry; the block id above).
+// Content kinds (low 2 bits of a block's hot word and of its ring entry;
+// the block id above): none, private content without a tag, shared
+// content (hash in the index), private content with its tag in hash.
 const (
 	kindNone    = 0
 	kindPrivate = 1
 	kindShared  = 2
+	kindTagged  = 3
 	hole        = ^uint32(0)
 )
 
 // maxCapacity bounds a pool so that a free-queue position (below the
-// ring size, at most 4 x capacity) shifted left by 2 fits an int32
-// (hotBlock.qpos).
+// ring size, at most 2 x capacity rounded up to a power of two) shifted
+// left by countShift fits a block's hot word.
 const maxCapacity = 1 << 27
 
 // ringSize is the ring's length for a pool of capacity blocks: a power of
@@ -324,23 +398,11 @@ func ringSize(capacity int) int {
 }
 
 // kindOf is the content kind of block b, as kept in its hot entry.
-func (p *Pool) kindOf(b int32) uint32 { return uint32(p.hot[b].qpos & 3) }
+func (p *Pool) kindOf(b int32) uint32 { return p.hot[b] & kindMask }
 
 // setKind records block b's content kind in its hot entry.
 func (p *Pool) setKind(b int32, kind uint32) {
-	p.hot[b].qpos = p.hot[b].qpos&^3 | int32(kind)
-}
-
-// contentKind is the content kind of block b derived from its content
-// (what kindOf must agree with; see Check).
-func (p *Pool) contentKind(b int32) uint32 {
-	switch blk := &p.blocks[b]; {
-	case blk.hash == 0:
-		return kindNone
-	case blk.priv:
-		return kindPrivate
-	}
-	return kindShared
+	p.hot[b] = p.hot[b]&^kindMask | kind
 }
 
 // pushBack appends block b to the free queue.
@@ -354,7 +416,7 @@ func (p *Pool) pushBack(b int32) {
 	}
 	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
 	p.ring[pos] = uint32(b)<<2 | kind
-	p.hot[b].qpos = int32(pos)<<2 | int32(kind)
+	p.hot[b] = uint32(pos)<<countShift | kind
 	p.qlen++
 	p.numFree++
 }
@@ -378,10 +440,10 @@ func (p *Pool) popFront() (int32, uint32) {
 // unlink takes free block b out of the middle of the queue (a prefix hit),
 // leaving a hole.
 func (p *Pool) unlink(b int32) {
-	if p.blocks[b].hash != 0 {
+	if p.kindOf(b) != kindNone {
 		p.cachedFree--
 	}
-	p.ring[p.hot[b].qpos>>2] = hole
+	p.ring[p.hot[b]>>countShift] = hole
 	p.numFree--
 }
 
@@ -398,7 +460,7 @@ func (p *Pool) compact() {
 		}
 		pos := (p.qhead + n) & mask
 		p.ring[pos] = e
-		p.hot[e>>2].qpos = int32(pos)<<2 | int32(e&3)
+		p.hot[e>>2] = uint32(pos)<<countShift | e&3
 		n++
 	}
 	p.qlen = n
@@ -426,12 +488,12 @@ func (p *Pool) Check() error {
 		switch {
 		case b < 0 || int(b) >= p.capacity:
 			bad = fmt.Errorf("kv: free queue holds block %d outside the pool", b)
-		case p.hot[b].ref != 0:
-			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.hot[b].ref)
-		case int(p.hot[b].qpos>>2) != pos:
-			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.hot[b].qpos>>2)
-		case kind != p.contentKind(b):
-			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but holds kind %d", b, kind, p.contentKind(b))
+		case p.hot[b]&heldBit != 0:
+			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.Refs(b))
+		case int(p.hot[b]>>countShift) != pos:
+			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.hot[b]>>countShift)
+		case kind != p.kindOf(b):
+			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but records kind %d", b, kind, p.kindOf(b))
 		}
 		inQueue++
 		if kind != kindNone {
@@ -448,15 +510,26 @@ func (p *Pool) Check() error {
 	if inQueue != p.numFree {
 		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)
 	}
-	referenced, total := 0, int64(0)
-	for b := range p.blocks {
-		if k, c := p.kindOf(int32(b)), p.contentKind(int32(b)); k != c {
-			return fmt.Errorf("kv: block %d records content kind %d but holds kind %d", b, k, c)
+	referenced, total, priv, shared := 0, int64(0), 0, 0
+	for b := range p.hot {
+		switch p.kindOf(int32(b)) {
+		case kindPrivate:
+			priv++
+		case kindTagged:
+			priv++
+			if p.hash[b] == 0 {
+				return fmt.Errorf("kv: block %d is tagged private but holds no tag", b)
+			}
+		case kindShared:
+			shared++
+			if ib, ok := p.index.get(p.hash[b]); !ok || ib != int32(b) {
+				return fmt.Errorf("kv: block %d records shared content %x that the cache index does not map to it", b, p.hash[b])
+			}
 		}
-		r := p.hot[b].ref
+		r := p.Refs(int32(b))
 		total += int64(r)
-		if r < 0 {
-			return fmt.Errorf("kv: block %d has %d references", b, r)
+		if p.hot[b]&heldBit != 0 && r == 0 {
+			return fmt.Errorf("kv: block %d is held with 0 references", b)
 		}
 		if r > 0 {
 			referenced++
@@ -471,8 +544,8 @@ func (p *Pool) Check() error {
 	indexed := 0
 	p.index.each(func(h uint64, b BlockID) bool {
 		indexed++
-		if p.blocks[b].hash != h || p.blocks[b].priv {
-			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x (private %t)", h, b, p.blocks[b].hash, p.blocks[b].priv)
+		if p.kindOf(b) != kindShared || p.hash[b] != h {
+			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x (content kind %d)", h, b, p.content(b), p.kindOf(b))
 			return false
 		}
 		return true
@@ -483,23 +556,11 @@ func (p *Pool) Check() error {
 	if indexed != p.index.len() {
 		return fmt.Errorf("kv: cache index holds %d entries but counts %d", indexed, p.index.len())
 	}
-	priv, hashed := 0, 0
-	for b := range p.blocks {
-		if p.blocks[b].priv {
-			priv++
-			if p.blocks[b].hash == 0 {
-				return fmt.Errorf("kv: block %d is marked private but holds no content", b)
-			}
-		}
-		if p.blocks[b].hash != 0 {
-			hashed++
-		}
-	}
 	if priv != p.numPriv {
 		return fmt.Errorf("kv: %d blocks hold private content but the count is %d", priv, p.numPriv)
 	}
-	if hashed != indexed+priv {
-		return fmt.Errorf("kv: %d blocks hold content but %d are indexed and %d private", hashed, indexed, priv)
+	if shared != indexed {
+		return fmt.Errorf("kv: %d blocks hold shared content but %d are indexed", shared, indexed)
 	}
 	return nil
 }

@@ -153,10 +153,10 @@ func (h *ddHarness) run(t *testing.T, d *datadriven.TestData) string {
 				d.Fatalf(t, "%s has %d blocks, no block %d", owner, len(table), i)
 			}
 			b, hv := table[i], hs[k]
-			prev := h.p.blocks[b].hash
+			prev := h.p.content(b)
 			h.p.Commit(b, hv)
 			switch {
-			case h.p.blocks[b].hash == hv && indexed(h.p, hv) == b && prev == 0:
+			case h.p.content(b) == hv && indexed(h.p, hv) == b && prev == 0:
 				fmt.Fprintf(&out, "block %d: indexed as %s\n", b, h.hashName(hv))
 			case prev != 0:
 				fmt.Fprintf(&out, "block %d: ignored, already holds %s\n", b, h.hashName(prev))
@@ -222,7 +222,7 @@ func blockList(bs []BlockID) string {
 
 // block renders a block id with its cached hash name, e.g. "3:h1".
 func (h *ddHarness) block(b BlockID) string {
-	if v := h.p.blocks[b].hash; v != 0 {
+	if v := h.p.content(b); v != 0 {
 		return fmt.Sprintf("%d:%s", b, h.hashName(v))
 	}
 	return strconv.Itoa(int(b))

@@ -63,15 +63,18 @@ func TestCheckDetectsCorruption(t *testing.T) {
 		corrupt func(p *Pool)
 		want    string
 	}{
-		{"referenced block in queue", func(p *Pool) { p.hot[2].ref = 1 }, "is in the free queue with 1 references"},
+		{"referenced block in queue", func(p *Pool) { p.hot[2] = heldBit | oneRef }, "is in the free queue with 1 references"},
 		{"free count off", func(p *Pool) { p.numFree++ }, "free queue holds 2 blocks but the free count is 3"},
-		{"misplaced entry", func(p *Pool) { p.hot[3].qpos = 0 << 2 }, "free block 3 sits at queue position 3 but records 0"},
-		{"stale kind", func(p *Pool) { p.blocks[3].hash, p.blocks[3].priv = 9, true }, "free block 3 is queued with content kind 0 but holds kind 1"},
-		{"stale recorded kind", func(p *Pool) { p.setKind(3, kindShared) }, "block 3 records content kind 2 but holds kind 0"},
-		{"negative refs", func(p *Pool) { p.hot[0].ref = -1 }, "block 0 has -1 references"},
-		{"leaked block", func(p *Pool) { p.hot[1].ref = 0; p.refs-- }, "1 referenced + 2 free != capacity 4"},
+		{"misplaced entry", func(p *Pool) { p.hot[3] = 0 }, "free block 3 sits at queue position 3 but records 0"},
+		{"stale kind", func(p *Pool) { p.hash[3] = 9; p.setKind(3, kindPrivate) }, "free block 3 is queued with content kind 0 but records kind 1"},
+		{"shared kind not indexed", func(p *Pool) { p.hash[1] = 9; p.setKind(1, kindShared) }, "block 1 records shared content 9 that the cache index does not map to it"},
+		{"tagged without a tag", func(p *Pool) { p.setKind(1, kindTagged); p.numPriv++ }, "block 1 is tagged private but holds no tag"},
+		{"private count off", func(p *Pool) { p.numPriv++ }, "0 blocks hold private content but the count is 1"},
+		{"held without references", func(p *Pool) { p.hot[0] = heldBit | kindShared }, "block 0 is held with 0 references"},
+		{"leaked block", func(p *Pool) { p.hot[1] = 0; p.refs-- }, "1 referenced + 2 free != capacity 4"},
 		{"reference total drift", func(p *Pool) { p.refs++ }, "blocks hold 2 references but the total is 3"},
-		{"stale index", func(p *Pool) { p.blocks[0].hash = 6 }, "cache index maps 5 to block 0 holding 6"},
+		{"stale index", func(p *Pool) { p.index.put(7, 1) }, "cache index maps 7 to block 1 holding 0 (content kind 0)"},
+		{"index mismatch", func(p *Pool) { p.hash[0] = 6 }, "block 0 records shared content 6 that the cache index does not map to it"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

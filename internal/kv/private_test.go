@@ -2,21 +2,30 @@ package kv
 
 import "testing"
 
-// TestPrivateContent: a block committed as private holds its content for
-// Holds and counts as cached, is never found through the shared index,
-// survives release like shared content, is forgotten when evicted, and the
-// pool's Check accounts for it.
+// TestPrivateContent: a block committed as private counts as cached and,
+// once tagged, holds its content for Holds; it is never found through the
+// shared index, survives release like shared content, is forgotten when
+// evicted, and the pool's Check accounts for it.
 func TestPrivateContent(t *testing.T) {
 	p, _ := NewPool(3, true)
 	tb, _ := p.Allocate(nil, 2) // blocks 0 and 1; queue: 2
-	p.CommitPrivate(tb[0], 7)
+	p.CommitPrivate(tb[0])
 	p.Commit(tb[1], 8)
+	if p.Holds(tb[0], 7) || p.Cached() != 2 {
+		t.Fatalf("untagged private block: holds %t, cached %d; want false, 2", p.Holds(tb[0], 7), p.Cached())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	p.TagPrivate(tb[0], 7)
+	p.TagPrivate(tb[1], 9) // shared content: no tag
 	steps := []struct {
 		name string
 		got  any
 		want any
 	}{
 		{"Holds private", p.Holds(tb[0], 7), true},
+		{"Holds shared", p.Holds(tb[1], 8), true},
 		{"Holds wrong hash", p.Holds(tb[0], 8), false},
 		{"Holds hash 0", p.Holds(tb[0], 0), false},
 		{"Holds no block", p.Holds(-1, 7), false},
@@ -29,11 +38,12 @@ func TestPrivateContent(t *testing.T) {
 			t.Errorf("%s = %v, want %v", s.name, s.got, s.want)
 		}
 	}
-	// A block that already holds content is left as it is.
-	p.CommitPrivate(tb[0], 9)
-	p.CommitPrivate(tb[1], 9)
+	// A block that already holds content, or a tag, is left as it is.
+	p.CommitPrivate(tb[0])
+	p.CommitPrivate(tb[1])
+	p.TagPrivate(tb[0], 9)
 	if !p.Holds(tb[0], 7) || !p.Holds(tb[1], 8) || p.Cached() != 2 {
-		t.Fatal("CommitPrivate overwrote committed content")
+		t.Fatal("CommitPrivate or TagPrivate overwrote committed content")
 	}
 	if err := p.Check(); err != nil {
 		t.Fatal(err)
@@ -86,7 +96,8 @@ func TestPrivateContent(t *testing.T) {
 func TestPrivateNeedsCaching(t *testing.T) {
 	p, _ := NewPool(2, false)
 	tb, _ := p.Allocate(nil, 1)
-	p.CommitPrivate(tb[0], 7)
+	p.CommitPrivate(tb[0])
+	p.TagPrivate(tb[0], 7)
 	if p.Holds(tb[0], 7) || p.Cached() != 0 {
 		t.Fatal("a pool without caching kept private content")
 	}
@@ -154,8 +165,9 @@ func TestFreeQueueCompaction(t *testing.T) {
 func TestCommitWhileFree(t *testing.T) {
 	p, _ := NewPool(2, true)
 	p.Commit(0, 7)
-	p.CommitPrivate(1, 8)
-	if p.CachedFree() != 2 || p.Cached() != 2 {
+	p.CommitPrivate(1)
+	p.TagPrivate(1, 8)
+	if p.CachedFree() != 2 || p.Cached() != 2 || !p.Holds(1, 8) {
 		t.Fatalf("cached free %d, cached %d", p.CachedFree(), p.Cached())
 	}
 	if err := p.Check(); err != nil {
@@ -166,5 +178,65 @@ func TestCommitWhileFree(t *testing.T) {
 	}
 	if err := p.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEvictedTagIsForgotten: a block whose tagged private content was
+// evicted keeps the stale tag in its hash slot; committed again as
+// another owner's untagged private content it must not match the old tag.
+func TestEvictedTagIsForgotten(t *testing.T) {
+	p, _ := NewPool(1, true)
+	tb, _ := p.Allocate(nil, 1)
+	p.CommitPrivate(tb[0])
+	p.TagPrivate(tb[0], 7)
+	if err := p.Release(tb); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := p.Allocate(nil, 1) // evicts the tagged content
+	p.CommitPrivate(again[0])
+	if p.Holds(again[0], 7) {
+		t.Fatal("a new owner's untagged block matches the evicted tag")
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCommitPrivateBlocks: committing a run of blocks at once leaves the
+// pool exactly as committing them one by one (held and free blocks, some
+// already holding content).
+func TestCommitPrivateBlocks(t *testing.T) {
+	build := func() (*Pool, []BlockID) {
+		p, _ := NewPool(8, true)
+		tb, _ := p.Allocate(nil, 6) // blocks 0..5 held; 6, 7 free
+		p.Commit(tb[1], 11)
+		p.CommitPrivate(tb[3])
+		if err := p.Release(tb[4:5]); err != nil { // block 4 free again
+			t.Fatal(err)
+		}
+		return p, []BlockID{0, 1, 2, 3, 4, 6}
+	}
+	one, ids := build()
+	for _, b := range ids {
+		one.CommitPrivate(b)
+	}
+	batch, _ := build()
+	batch.CommitPrivateBlocks(ids)
+	if err := batch.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if batch.Cached() != one.Cached() || batch.CachedFree() != one.CachedFree() || batch.Cached() != 6 || batch.CachedFree() != 2 {
+		t.Fatalf("batch: cached %d, cached free %d; one by one: %d, %d; want 6, 2",
+			batch.Cached(), batch.CachedFree(), one.Cached(), one.CachedFree())
+	}
+	for b := range one.hot {
+		if one.hot[b] != batch.hot[b] {
+			t.Fatalf("block %d: hot word %#x one by one, %#x in a batch", b, one.hot[b], batch.hot[b])
+		}
+	}
+	for i := range one.ring {
+		if one.ring[i] != batch.ring[i] {
+			t.Fatalf("ring entry %d: %#x one by one, %#x in a batch", i, one.ring[i], batch.ring[i])
+		}
 	}
 }
