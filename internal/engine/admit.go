@@ -41,7 +41,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.alpha = r.SpecAcceptance
 	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
 	s.enqueued, s.state = now, st
-	s.inFlight = false
+	s.inFlight, s.redo = false, false
 	s.blocks = s.blocks[:0]
 	s.hashes = s.hashes[:0]
 	s.shared, s.sharedDone = 0, false

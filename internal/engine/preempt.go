@@ -15,6 +15,7 @@ func (e *Engine) preempt(slot int32, now int64) {
 	e.notePrivate(s)
 	e.release(s)
 	s.computed, s.committed = 0, 0
+	s.redo = true
 	s.rec.Preemptions++
 	s.state = stWaiting
 	e.waitingTokens += int64(s.numTokens())
