@@ -124,3 +124,14 @@ func (e *Engine) Record(slot int32) *metrics.Record {
 	}
 	return s.syncRecord()
 }
+
+// EachRecord calls f with the live record of every request this instance
+// holds (in any state but ended), in slot order. A run cut off at a limit
+// reads them to keep each request's counters in its final record.
+func (e *Engine) EachRecord(f func(*metrics.Record)) {
+	for slot := range e.slots {
+		if st := e.slots[slot].state; st != stFree && st != stDone {
+			f(e.Record(int32(slot)))
+		}
+	}
+}
