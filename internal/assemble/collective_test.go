@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/perf"
 )
 
@@ -41,4 +43,31 @@ func abs(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+// A tensor-parallel group larger than a node (H100: 8 GPUs) all-reduces
+// across nodes: NCCL only, at the NIC-bound rate 0.75 × 50 GB/s =
+// 37.5 GB/s with 8 + 2 µs latency; a group inside one node keeps the
+// NVLink rate 0.80 × 450 GB/s = 360 GB/s and the custom kernel.
+func TestTPCommSpanningNodes(t *testing.T) {
+	acc, err := hw.Lookup("H100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &model.Config{NumLayers: 80, HiddenSize: 8192, VocabSize: 128256}
+	tests := []struct {
+		tp      int
+		custom  bool
+		busBW   float64
+		latency int64
+	}{
+		{8, true, 360e9, 8_000},
+		{16, false, 37.5e9, 10_000},
+	}
+	for _, tt := range tests {
+		c := tpComm(m, acc, tt.tp, 2, config.Links{TPLatencyUs: -1}, config.Engine{})
+		if c.AR.N != tt.tp || c.AR.Custom != tt.custom || c.AR.BusBW != tt.busBW || c.AR.NCCLLatencyNs != tt.latency {
+			t.Errorf("tp %d: all-reduce %+v, want custom %v busbw %g latency %d", tt.tp, c.AR, tt.custom, tt.busBW, tt.latency)
+		}
+	}
 }
