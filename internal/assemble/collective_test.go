@@ -71,3 +71,19 @@ func TestTPCommSpanningNodes(t *testing.T) {
 		}
 	}
 }
+
+// node_gpus sets the node size tpComm sees: a tp 16 group on 16-GPU nodes
+// stays inside one (NVLink rate, 0.80 x 450 GB/s), on the catalog's 8-GPU
+// nodes it spans two (NIC-bound, 37.5 GB/s). Both groups in one scenario
+// get their own predictor.
+func TestTPCommNodeGPUs(t *testing.T) {
+	b, err := buildYAML(t, "predictor: {kind: roofline}\nhardware: H100\ninstances: [{tp: 16}, {tp: 16, node_gpus: 16}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := &perf.Batch{PrefillTokens: 4096, PrefillSeqs: 1}
+	spans, inside := b.Instances[0].Predictor.StepTime(batch), b.Instances[1].Predictor.StepTime(batch)
+	if spans <= inside {
+		t.Errorf("tp 16 step: %d ns across two 8-GPU nodes, %d ns inside one 16-GPU node; want the first slower", spans, inside)
+	}
+}
