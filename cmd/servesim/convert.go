@@ -101,9 +101,17 @@ func runConvertLLMServingSim(cmd *cobra.Command, path string, f *convertFlags) e
 	for _, g := range s.Instances {
 		n += *g.Count
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %s on %s, %d instances in %d groups, predictor %s; %d notes in its header\n",
-		f.out, s.Model, s.Hardware, n, len(s.Instances), s.Predictor.Kind, len(res.Notes))
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %s on %s, %s in %s, predictor %s; %s in its header\n",
+		f.out, s.Model, s.Hardware, count(n, "instance"), count(len(s.Instances), "group"), s.Predictor.Kind, count(len(res.Notes), "note"))
 	return nil
+}
+
+// count is n followed by noun, in the plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // absPath makes a non-empty path absolute.

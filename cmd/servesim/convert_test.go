@@ -45,6 +45,12 @@ func TestConvertCommand(t *testing.T) {
 			output:     filepath.Join(dir, "pd.yaml"),
 		},
 		{
+			name:       "one instance: singular",
+			args:       []string{"llmservingsim", filepath.Join(convertTestdata, "single_node_single_instance.json"), "-o", filepath.Join(dir, "one.yaml")},
+			wantStderr: " on RTXPRO6000, 1 instance in 1 group, predictor ",
+			output:     filepath.Join(dir, "one.yaml"),
+		},
+		{
 			name:       "to stdout, forced predictor, builtin workload",
 			args:       []string{"llmservingsim", filepath.Join(convertTestdata, "single_node_pp_instance.json"), "--predictor", "roofline", "--workload", "builtin:example_trace"},
 			wantStdout: "# servesim scenario converted",

@@ -53,6 +53,7 @@ func TestUsageErrorsByType(t *testing.T) {
 		{"run", "--max-events", "many"},
 		{"convert", "llmservingsim"},
 		{"merge", "one.csv"},
+		{"merge", "-o", "one.csv"},
 	} {
 		code, _, stderr := run(t, args...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 {

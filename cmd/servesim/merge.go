@@ -9,22 +9,37 @@ import (
 )
 
 func newMergeCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "merge OUT SHARD... | merge OUT DIR | merge OUT 'shard-*.csv'",
+	var output string
+	cmd := &cobra.Command{
+		Use:   "merge -o OUT SHARD... | merge OUT SHARD... (also DIR or 'shard-*.csv' for SHARD...)",
 		Short: "Join the shard outputs of a sweep into the single-process output",
-		Long: `Join the outputs of "servesim sweep --shard i/n" (CSV or JSON) into OUT,
-byte for byte the output one process running every point would have
-written. A directory argument stands for the *.csv and *.json files in it, a
-quoted pattern for its matches; OUT itself is skipped, and "-" writes to
-stdout.
+		Long: `Join the outputs of "servesim sweep --shard i/n" (CSV or JSON) into OUT
+(-o/--output, as sweep names its output; or the first argument), byte for
+byte the output one process running every point would have written. A
+directory argument stands for the *.csv and *.json files in it, a quoted
+pattern for its matches; OUT itself is skipped, and "-" writes to stdout.
 
 It is an error, and OUT is not written, if the shards come from different
 sweeps (scenario, grid or flags differ), if two shards hold the same point,
 or if a point is missing (a shard failed or was not run).`,
-		Args: cobra.MinimumNArgs(2),
+		Args: func(_ *cobra.Command, args []string) error {
+			if output != "" {
+				if len(args) < 1 {
+					return fmt.Errorf("merge -o %s: no shard outputs given; name them (files, a directory or a quoted pattern)", output)
+				}
+				return nil
+			}
+			if len(args) < 2 {
+				return fmt.Errorf("merge: want OUT and at least one shard output (or -o OUT and the shards), got %d arguments", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := args[0]
-			names, err := sweep.ExpandInputs(args[1:], out)
+			out, shards := output, args
+			if out == "" {
+				out, shards = args[0], args[1:]
+			}
+			names, err := sweep.ExpandInputs(shards, out)
 			if err != nil {
 				return badInput(fmt.Errorf("merge: %w", err))
 			}
@@ -55,4 +70,6 @@ or if a point is missing (a shard failed or was not run).`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the merged output to FILE (\"-\": stdout); without it the first argument is OUT")
+	return cmd
 }

@@ -95,6 +95,14 @@ func TestSweepCLI(t *testing.T) {
 	if !bytes.Equal(readFile(t, merged), readFile(t, one)) {
 		t.Fatalf("merged shards differ from the single-process output")
 	}
+	// -o/--output names OUT as sweep does; every argument is a shard.
+	mergedO := filepath.Join(dir, "merged-o.csv")
+	if code, _, stderr := runCapacity(t, "merge", "-o", mergedO, shards); code != 0 {
+		t.Fatalf("merge -o: exit %d: %s", code, stderr)
+	}
+	if !bytes.Equal(readFile(t, mergedO), readFile(t, one)) {
+		t.Fatalf("merge -o differs from the single-process output")
+	}
 	// A missing shard is an error and writes nothing.
 	os.Remove(filepath.Join(shards, "shard-2.csv"))
 	bad := filepath.Join(dir, "bad.csv")

@@ -53,6 +53,10 @@ type Instance struct {
 	// Speculative describes the instance's speculative decoding (empty:
 	// off).
 	Speculative string
+	// TPNodes is the number of nodes its tensor-parallel group spans when
+	// tp exceeds the node size (its all-reduces then cross the NICs); 0
+	// when the group fits in one node.
+	TPNodes int
 	// Node is the node the instance's GPUs are placed on: instances fill
 	// nodes of their accelerator's node size in order, an instance never
 	// straddling two (when it fits in one).
@@ -62,6 +66,15 @@ type Instance struct {
 	kvPerToken  int64   // KV bytes of one token on one GPU
 	prefillRate float64 // tokens/s of a full prefill step (reject policy)
 	pushBuf     int     // push policy: receive-buffer blocks carved out of NumBlocks
+}
+
+// tpNodes is the number of nodes of nodeGPUs GPUs a tensor-parallel group
+// of tp spans, 0 when it fits in one (or the node size is unknown).
+func tpNodes(tp, nodeGPUs int) int {
+	if nodeGPUs <= 0 || tp <= nodeGPUs {
+		return 0
+	}
+	return (tp + nodeGPUs - 1) / nodeGPUs
 }
 
 // Built is a scenario assembled into runnable parts. It is immutable:
@@ -220,6 +233,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		nodeGPUs := acc.Node.GPUs
 		if g.NodeGPUs > 0 {
 			nodeGPUs = g.NodeGPUs
+			acc.Node.GPUs = nodeGPUs // the group's node size, for tpComm
 		}
 		if dp > 1 && nodeGPUs > 0 && dp*tp*pp > nodeGPUs {
 			return nil, fmt.Errorf("%s: dp %d x tp %d = %d GPUs exceed one node of %d %s GPUs; multi-node expert parallelism is not modelled: use fewer ranks, or set node_gpus if the node is larger", path, dp, tp, dp*tp*pp, nodeGPUs, acc.Name)
@@ -241,6 +255,9 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			return nil, fmt.Errorf("%s (hardware %s): %w", path, acc.Name, err)
 		}
 		key := fmt.Sprintf("%s/tp%d/%+v", acc.Name, tp, et)
+		if nodeGPUs > 0 && tp > nodeGPUs {
+			key += "/spans-nodes" // all-reduces over the NICs (tpComm)
+		}
 		pred, ok := predictors[key]
 		if !ok {
 			var base perf.Predictor
@@ -406,7 +423,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
 					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, Node: node, NumBlocks: blocks, PredictedBlocks: predicted, PredictErr: perr, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
 					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: rate, pushBuf: pushBuf,
-					Speculative: sb.desc})
+					Speculative: sb.desc, TPNodes: tpNodes(tp, nodeGPUs)})
 			}
 			if spec.ranks != nil {
 				b.groups = append(b.groups, spec)

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/perf"
 )
 
@@ -41,4 +43,47 @@ func abs(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+// A tensor-parallel group larger than a node (H100: 8 GPUs) all-reduces
+// across nodes: NCCL only, at the NIC-bound rate 0.75 × 50 GB/s =
+// 37.5 GB/s with 8 + 2 µs latency; a group inside one node keeps the
+// NVLink rate 0.80 × 450 GB/s = 360 GB/s and the custom kernel.
+func TestTPCommSpanningNodes(t *testing.T) {
+	acc, err := hw.Lookup("H100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &model.Config{NumLayers: 80, HiddenSize: 8192, VocabSize: 128256}
+	tests := []struct {
+		tp      int
+		custom  bool
+		busBW   float64
+		latency int64
+	}{
+		{8, true, 360e9, 8_000},
+		{16, false, 37.5e9, 10_000},
+	}
+	for _, tt := range tests {
+		c := tpComm(m, acc, tt.tp, 2, config.Links{TPLatencyUs: -1}, config.Engine{})
+		if c.AR.N != tt.tp || c.AR.Custom != tt.custom || c.AR.BusBW != tt.busBW || c.AR.NCCLLatencyNs != tt.latency {
+			t.Errorf("tp %d: all-reduce %+v, want custom %v busbw %g latency %d", tt.tp, c.AR, tt.custom, tt.busBW, tt.latency)
+		}
+	}
+}
+
+// node_gpus sets the node size tpComm sees: a tp 16 group on 16-GPU nodes
+// stays inside one (NVLink rate, 0.80 x 450 GB/s), on the catalog's 8-GPU
+// nodes it spans two (NIC-bound, 37.5 GB/s). Both groups in one scenario
+// get their own predictor.
+func TestTPCommNodeGPUs(t *testing.T) {
+	b, err := buildYAML(t, "predictor: {kind: roofline}\nhardware: H100\ninstances: [{tp: 16}, {tp: 16, node_gpus: 16}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := &perf.Batch{PrefillTokens: 4096, PrefillSeqs: 1}
+	spans, inside := b.Instances[0].Predictor.StepTime(batch), b.Instances[1].Predictor.StepTime(batch)
+	if spans <= inside {
+		t.Errorf("tp 16 step: %d ns across two 8-GPU nodes, %d ns inside one 16-GPU node; want the first slower", spans, inside)
+	}
 }

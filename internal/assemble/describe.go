@@ -55,6 +55,9 @@ type GroupDescription struct {
 	Latency string `json:"latency"`
 	// Speculative describes speculative decoding (omitted when off).
 	Speculative string `json:"speculative,omitempty"`
+	// TPNodes is the number of nodes a tensor-parallel group larger than
+	// a node spans (omitted when it fits in one).
+	TPNodes int `json:"tp_nodes,omitempty"`
 }
 
 // Describe returns what b simulates.
@@ -98,7 +101,7 @@ func (b *Built) Describe() Description {
 		g := GroupDescription{Name: in.Group, Count: count, Role: in.Role, Hardware: in.Hardware, TP: in.TP, PP: in.PP,
 			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens, MaxNumSeqsFrom: in.BatchOrigin.Seqs,
-			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative}
+			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes}
 		if in.DP > 1 || in.EP > 1 {
 			g.DP, g.EP = in.DP, in.EP
 		}
@@ -212,6 +215,9 @@ func (d Description) Lines() []string {
 				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize, per),
 			"  "+batchLine(g),
 			"  step latency: "+g.Latency)
+		if g.TPNodes > 1 {
+			lines = append(lines, fmt.Sprintf("  tp %d spans %d nodes: all-reduces over the NICs (docs/engine-time.md)", g.TP, g.TPNodes))
+		}
 		if g.Speculative != "" {
 			lines = append(lines, "  speculative decoding: "+g.Speculative)
 		}

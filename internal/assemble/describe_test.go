@@ -50,3 +50,29 @@ func TestDescribeSaysWhatIsSimulated(t *testing.T) {
 		}
 	}
 }
+
+// A tensor-parallel group larger than its node says so in the description
+// (tp 16 on 8-GPU H100 nodes: 2 nodes; tp 32: 4); one that fits, or
+// fits the group's node_gpus, does not.
+func TestDescribeTPSpansNodes(t *testing.T) {
+	tests := []struct {
+		instances string
+		nodes     int
+	}{
+		{"[{tp: 16}]", 2},
+		{"[{tp: 32}]", 4},
+		{"[{tp: 8}]", 0},
+		{"[{tp: 16, node_gpus: 16}]", 0},
+	}
+	for _, tt := range tests {
+		b, err := buildYAML(t, "predictor: {kind: roofline}\nhardware: H100\ninstances: "+tt.instances+"\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := b.Describe()
+		note := strings.Contains(strings.Join(d.Lines(), "\n"), "spans")
+		if d.Groups[0].TPNodes != tt.nodes || note != (tt.nodes > 0) {
+			t.Errorf("%s: tp_nodes %d (note %v), want %d", tt.instances, d.Groups[0].TPNodes, note, tt.nodes)
+		}
+	}
+}

@@ -118,10 +118,13 @@ func (s *Sim) cutOff(now int64, reason string) error {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	counts := s.liveCounts()
 	for _, id := range ids {
 		l := s.live[id]
 		rec := metrics.NewRecord(id, l.arrival)
 		rec.InputTokens, rec.OutputTokens = l.input, l.output
+		c := counts[id]
+		rec.Preemptions, rec.Reprefills, rec.Retries = c.preemptions, c.reprefills, c.retries
 		rec.Outcome, rec.Reason = metrics.Failed, reason
 		s.end(&rec, now)
 	}
@@ -150,6 +153,35 @@ func (s *Sim) cutOff(now int64, reason string) error {
 		}
 		s.next, s.hasNext = entry, true
 	}
+}
+
+// counts are the counters of a request in flight summed into the run's
+// totals (Summary: preemptions, re-prefills, retries).
+type counts struct{ preemptions, reprefills, retries int }
+
+// liveCounts gathers the counters of every request held by an instance or
+// a handoff. A request may have copies of its record in several places (a
+// prefill instance's pinned KV, a decode instance's queue, the handoff);
+// each copy is a snapshot of counts that only grow, so the largest is the
+// latest.
+func (s *Sim) liveCounts() map[int64]counts {
+	m := make(map[int64]counts, len(s.live))
+	add := func(r *metrics.Record) {
+		c := m[r.ID]
+		c.preemptions = max(c.preemptions, r.Preemptions)
+		c.reprefills = max(c.reprefills, r.Reprefills)
+		c.retries = max(c.retries, r.Retries)
+		m[r.ID] = c
+	}
+	for _, e := range s.engines {
+		e.EachRecord(add)
+	}
+	if s.pd != nil {
+		for _, h := range s.pd.hands {
+			add(&h.rec)
+		}
+	}
+	return m
 }
 
 // truncate ends a request that never arrived.

@@ -395,13 +395,16 @@ func (s *Sim) prefilled(f *engine.Prefilled, now int64) error {
 	return p.pol.prefilled(s, h, now)
 }
 
-// mergePrefill copies the prefill-side fields into the decode record.
+// mergePrefill copies the prefill-side fields into the decode record. The
+// decode side has preempted nothing yet (the request holds no running
+// slot there), so the prefill side's count is the request's whole count:
+// the decode record may already hold it (Enqueue copied h.rec).
 func (s *Sim) mergePrefill(r *metrics.Record, h *hand) {
 	r.PrefillInstance = h.rec.PrefillInstance
 	r.Scheduled = h.rec.Scheduled
 	r.Queued = h.rec.Queued
 	r.CachedTokens = h.rec.CachedTokens
-	r.Preemptions += h.rec.Preemptions
+	r.Preemptions = h.rec.Preemptions
 	r.PrefillEnd = h.rec.PrefillEnd
 	r.Reprefills = h.rec.Reprefills
 }

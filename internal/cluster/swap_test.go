@@ -197,10 +197,18 @@ func TestSwapProperty(t *testing.T) {
 		if len(c.recs) != len(reqs) || c.dup != 0 {
 			rt.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
 		}
+		var made, counted int64
 		for id, r := range c.recs {
 			if r.Outcome != metrics.Finished {
 				rt.Fatalf("request %d: %s %s", id, r.Outcome, r.Reason)
 			}
+			counted += int64(r.Preemptions)
+		}
+		for _, e := range engines {
+			made += e.Preemptions()
+		}
+		if made != counted {
+			rt.Fatalf("engines preempted %d times (swap or recompute); records count %d", made, counted)
 		}
 		var fallbacks int64
 		for _, e := range engines {

@@ -41,7 +41,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.alpha = r.SpecAcceptance
 	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
 	s.enqueued, s.state = now, st
-	s.inFlight = false
+	s.inFlight, s.redo = false, false
 	s.blocks = s.blocks[:0]
 	s.hashes = s.hashes[:0]
 	s.shared, s.sharedDone = 0, false
@@ -123,4 +123,15 @@ func (e *Engine) Record(slot int32) *metrics.Record {
 		return &s.rec
 	}
 	return s.syncRecord()
+}
+
+// EachRecord calls f with the live record of every request this instance
+// holds (in any state but ended), in slot order. A run cut off at a limit
+// reads them to keep each request's counters in its final record.
+func (e *Engine) EachRecord(f func(*metrics.Record)) {
+	for slot := range e.slots {
+		if st := e.slots[slot].state; st != stFree && st != stDone {
+			f(e.Record(int32(slot)))
+		}
+	}
 }

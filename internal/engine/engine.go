@@ -78,6 +78,9 @@ type Engine struct {
 	draftBatch perf.Batch // scratch of draftNs
 	formDraft  int64      // proposer time of the batch formed by Begin
 	specTotal  SpecStats
+	// preemptions counts every preemption (recompute or swap) on this
+	// instance, for the check that no request record loses one.
+	preemptions int64
 }
 
 // New returns an idle engine with an empty KV pool. id is the instance index

@@ -80,6 +80,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 		if sc.spec == 0 {
 			s.generated++
 			gen++
+			s.redo = false
 		}
 		if !s.started {
 			s.started = true

@@ -54,7 +54,7 @@ func (e *Engine) form(now, formed int64) int32 {
 			continue
 		}
 		n := e.chunk(s.numTokens()-s.computed, budget)
-		verify := spec && s.generated > 0 && s.computed+1 == s.numTokens()
+		verify := spec && s.generated > 0 && !s.redo && s.computed+1 == s.numTokens()
 		if verify {
 			n = e.verifyTokens(s, budget)
 		}

@@ -7,6 +7,7 @@ package engine
 // when the space can take it (swap.go).
 func (e *Engine) preempt(slot int32, now int64) {
 	s := &e.slots[slot]
+	e.preemptions++
 	if e.cfg.SwapBlocks > 0 && e.swapOut(slot, s, now) {
 		s.rec.Preemptions++
 		e.preempted++
@@ -15,6 +16,7 @@ func (e *Engine) preempt(slot int32, now int64) {
 	e.notePrivate(s)
 	e.release(s)
 	s.computed, s.committed = 0, 0
+	s.redo = true
 	s.rec.Preemptions++
 	s.state = stWaiting
 	e.waitingTokens += int64(s.numTokens())
@@ -29,3 +31,8 @@ func (e *Engine) release(s *seq) {
 	}
 	s.blocks = s.blocks[:0]
 }
+
+// Preemptions is the number of preemptions (recompute or swap) this
+// instance has made so far. Every one is counted in exactly one request's
+// final record (metrics.Record.Preemptions).
+func (e *Engine) Preemptions() int64 { return e.preemptions }

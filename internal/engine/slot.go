@@ -27,7 +27,12 @@ type seq struct {
 	// started, lastToken and maxITL are the record's FirstToken >= 0,
 	// LastToken and MaxITL, kept here while the request is on this
 	// instance; syncRecord copies them into rec before rec is shown.
-	started   bool
+	started bool
+	// redo: recomputing after a preemption, from then until the
+	// recompute emits a token. The drafter proposes only after a step
+	// that samples a token, so such a request holds no proposals and its
+	// step is never a verification (even one token short of the end).
+	redo      bool
 	lastToken int64
 	maxITL    int64
 	blocks    []kv.BlockID

@@ -38,6 +38,12 @@ const (
 	// CustomARMaxBytes is vLLM's custom all-reduce buffer (max_size, 8
 	// MiB): larger inputs go to NCCL.
 	CustomARMaxBytes = 8 << 20
+	// NCCLBusEffNet is the achieved all-reduce bus bandwidth of large
+	// messages over a GPU's inter-node NIC (GPUDirect RDMA) as a fraction
+	// of its line rate: the PCIe factor, as the NIC hangs off PCIe and
+	// NCCL rates its network path the same way. An assumption, not a
+	// measurement (docs/engine-time.md).
+	NCCLBusEffNet = 0.75
 )
 
 // AllReduce times the all-reduces of one tensor-parallel group the way
@@ -101,6 +107,31 @@ func NewAllReduce(n int, link Interconnect, disableCustom bool) AllReduce {
 	default:
 		a.OneShotMax = 256 << 10
 	}
+	return a
+}
+
+// NewSpanningAllReduce is NewAllReduce for a tensor-parallel group whose n
+// ranks span several nodes: intra is the GPU link inside a node, nicBW
+// (bytes/s per direction) and nicLatencyNs each GPU's inter-node NIC.
+//
+//   - vLLM's custom all-reduce needs every rank on one node (it disables
+//     itself for a group that spans nodes): NCCL only;
+//   - NCCL's ring crosses the node boundary on the NICs, one ring per NIC,
+//     and a ring runs at the rate of its slowest link (nccl-tests
+//     doc/PERFORMANCE.md: the bus bandwidth is bounded by the slowest
+//     link of the ring), so busbw = min(the intra-node busbw,
+//     NCCLBusEffNet × nicBW);
+//   - the small-message latency adds the NIC's to the intra-node one.
+//
+// NCCL's tree algorithm, which it may pick across nodes for some sizes, is
+// not modelled: the ring is the bandwidth-optimal bound at large sizes.
+func NewSpanningAllReduce(n int, intra Interconnect, nicBW float64, nicLatencyNs int64) AllReduce {
+	a := NewAllReduce(n, intra, true)
+	if net := NCCLBusEffNet * nicBW; net < a.BusBW {
+		a.BusBW = net
+	}
+	a.PeerBW = a.BusBW
+	a.NCCLLatencyNs += nicLatencyNs
 	return a
 }
 

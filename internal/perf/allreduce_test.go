@@ -103,3 +103,42 @@ func TestHostStagedBusBWWithinMeasured(t *testing.T) {
 		t.Fatalf("Ns(1 MiB) = %d, want 103768", got)
 	}
 }
+
+// A group spanning nodes runs NCCL's ring at its slowest link's rate, by
+// hand: H100 (NVLink 450 GB/s, 400 Gb/s = 50 GB/s NIC, 2 µs):
+// busbw = min(0.80 × 450, 0.75 × 50) = 37.5 GB/s, latency 8 + 2 = 10 µs;
+// 1 MiB at n = 16: 10000 + 2 × 15/16 × 1048576 / 37.5e9 s = 62428.8 ns.
+// With a NIC faster than the link the link bounds it.
+func TestSpanningAllReduce(t *testing.T) {
+	nvl := Interconnect{NVLink: true, P2P: true, LinkBW: 450e9}
+	tests := []struct {
+		name    string
+		n       int
+		intra   Interconnect
+		nicBW   float64
+		nicLat  int64
+		bytes   int64
+		busBW   float64
+		wantNs  int64
+		latency int64
+	}{
+		{"H100 tp16, NIC bound", 16, nvl, 50e9, 2000, 1 << 20, 37.5e9, 62429, 10_000},
+		{"small message, latency", 16, nvl, 50e9, 2000, 16, 37.5e9, 10_001, 10_000},
+		{"link bound (PCIe 31.5 GB/s, 100 GB/s NIC)", 4, Interconnect{P2P: true, LinkBW: 31.5e9}, 100e9, 2000, 1 << 20,
+			0.75 * 31.5e9, 78_576, 12_000}, // 12000 + 1.5 × 1048576 / 23.625e9 s
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := NewSpanningAllReduce(tt.n, tt.intra, tt.nicBW, tt.nicLat)
+			if a.Custom {
+				t.Errorf("custom all-reduce on a group spanning nodes")
+			}
+			if a.BusBW != tt.busBW || a.NCCLLatencyNs != tt.latency {
+				t.Errorf("busbw %g latency %d, want %g %d", a.BusBW, a.NCCLLatencyNs, tt.busBW, tt.latency)
+			}
+			if got := a.Ns(tt.bytes); got != tt.wantNs {
+				t.Errorf("Ns(%d) = %d, want %d", tt.bytes, got, tt.wantNs)
+			}
+		})
+	}
+}
