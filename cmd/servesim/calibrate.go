@@ -34,7 +34,7 @@ func newCalibrateCmd() *cobra.Command {
 		benchOffsetMs      float64
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --check BUNDLE [--calibration FILE]",
+		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --check BUNDLE | --transfer | --cross-model | --measured RUN [--measured RUN ...]",
 		Short: "Fit the roofline predictor's efficiencies for one accelerator from measured profile tables, or check a calibration on them",
 		Long: `Fit the roofline step-latency predictor's efficiency and overhead parameters
 for one accelerator by least squares over every dense, attention,
