@@ -57,15 +57,6 @@ func (h *Hierarchy) Check() error {
 			}
 		}
 	}
-	swaps := 0
-	for i := range h.ops {
-		if o := &h.ops[i]; o.live && (o.kind == opSwapOut || o.kind == opSwapIn) {
-			swaps++
-		}
-	}
-	if swaps != h.swapping {
-		return fmt.Errorf("%d swap copies in flight but %d counted", swaps, h.swapping)
-	}
 	for t := Host; t <= Disk; t++ {
 		s := h.Stats(t)
 		if s.BytesWritten != s.Stored*h.chunkBytes {

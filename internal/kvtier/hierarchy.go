@@ -92,7 +92,6 @@ type Hierarchy struct {
 	handoff    []int64           // bytes of handoff KV offloaded to each node's host memory, held now
 	handoffMax []int64           // the most bytes of handoff KV each node held at once
 	bufDropped int64             // chunks not stored for want of write-buffer room
-	swapping   int               // swap copies in flight
 	from, to   []link.EndpointID // scratch
 	err        error
 }
@@ -407,7 +406,6 @@ func (h *Hierarchy) Advance(now int64) []Done {
 		case opOffload:
 			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: -1, Offload: true, Tag: o.tag})
 		case opSwapOut, opSwapIn:
-			h.swapping--
 			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: o.slot, Swap: true, Out: o.kind == opSwapOut})
 		case opStore, opSpill:
 			if o.kind == opStore {

@@ -40,7 +40,6 @@ func (h *Hierarchy) Swap(inst int, slot int32, blocks int, out bool, now int64) 
 	o := &h.ops[id]
 	o.kind, o.tier, o.inst, o.slot, o.node, o.start = opSwapIn, Host, int32(inst), slot, int32(in.Node), now
 	o.bytes = int64(blocks) * h.cfg.BlockBytes
-	h.swapping++
 	h.from, h.to = h.from[:0], h.to[:0]
 	for _, ep := range h.pcie[inst] {
 		if out {
@@ -57,8 +56,17 @@ func (h *Hierarchy) Swap(inst int, slot int32, blocks int, out bool, now int64) 
 	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
 }
 
-// Swapping is the number of swap copies in flight.
-func (h *Hierarchy) Swapping() int { return h.swapping }
+// Swapping is the number of swap copies in flight (counted over the
+// copies in flight; the engines keep their own count).
+func (h *Hierarchy) Swapping() int {
+	n := 0
+	for i := range h.ops {
+		if o := &h.ops[i]; o.live && (o.kind == opSwapOut || o.kind == opSwapIn) {
+			n++
+		}
+	}
+	return n
+}
 
 // Release frees bytes of offloaded handoff KV in instance inst's node's
 // host memory (sent on, or no longer needed).
