@@ -34,7 +34,7 @@ func newCalibrateCmd() *cobra.Command {
 		benchOffsetMs      float64
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --check BUNDLE [--calibration FILE]",
+		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --check BUNDLE | --transfer | --cross-model | --measured RUN [--measured RUN ...]",
 		Short: "Fit the roofline predictor's efficiencies for one accelerator from measured profile tables, or check a calibration on them",
 		Long: `Fit the roofline step-latency predictor's efficiency and overhead parameters
 for one accelerator by least squares over every dense, attention,
@@ -214,21 +214,9 @@ func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) er
 	if err != nil {
 		return err
 	}
-	var file *calibrate.File
-	name := "embedded calibration"
-	if calFile == "" {
-		file, err = calibrate.Builtin()
-	} else {
-		name = calFile
-		var f *os.File
-		if f, err = os.Open(calFile); err != nil {
-			return badInput(fmt.Errorf("--calibration: %w", err))
-		}
-		defer f.Close()
-		file, err = calibrate.Load(f, calFile)
-	}
+	file, name, err := openCalibration(calFile)
 	if err != nil {
-		return badInput(err)
+		return err
 	}
 	acc := t.Accelerator
 	if use != "" {
@@ -254,10 +242,7 @@ func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) er
 	if err != nil {
 		return badInput(err)
 	}
-	fmt.Fprintf(w, "calibration %s of %s%s", acc, name, how)
-	if l := en.Label(); l != "" {
-		fmt.Fprintf(w, " [%s]", l)
-	}
+	printCalibrationHeader(w, acc, name, how, en)
 	fmt.Fprintf(w, "\nchecked on %s (%s, %s format)\n%s", t.Source, t.Accelerator, t.Format, rep.TableString())
 	if err := printBandCoverage(w, en.Efficiency(), acc, t); err != nil {
 		return err
@@ -272,21 +257,13 @@ func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) er
 // leave-one-accelerator-out coverage on the embedded bundles of the other
 // accelerators and the bundles refs.
 func runTransfer(w io.Writer, refs []string, calFile, use string, tp int, tpSet bool) error {
-	file, name, err := openCalibration(calFile)
+	_, name, lender, en, err := pickCalibration(calFile, use, "no calibration that may be lent (all are PyTorch-derived)")
 	if err != nil {
 		return err
 	}
-	lender, how := use, ""
-	if lender == "" {
-		var ok bool
-		if lender, ok = file.Fallback(); !ok {
-			return badInput(fmt.Errorf("%s has no calibration that may be lent (all are PyTorch-derived); give --use NAME", name))
-		}
+	how := ""
+	if use == "" {
 		how = " (the one an uncalibrated accelerator borrows)"
-	}
-	en, ok := file.Entry(lender)
-	if !ok {
-		return badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
 	}
 	sub, err := fs.Sub(assets.FS(), "profiles")
 	if err != nil {
@@ -308,24 +285,15 @@ func runTransfer(w io.Writer, refs []string, calFile, use string, tp int, tpSet 
 	if err != nil {
 		return badInput(err)
 	}
-	fmt.Fprintf(w, "calibration %s of %s%s", lender, name, how)
-	if l := en.Label(); l != "" {
-		fmt.Fprintf(w, " [%s]", l)
-	}
+	printCalibrationHeader(w, lender, name, how, en)
 	fmt.Fprintf(w, "\nstep residuals on the tables of other accelerators:\n")
 	for _, t := range ts {
 		if strings.EqualFold(t.Accelerator, lender) {
 			continue
 		}
-		res, err := calibrate.StepResiduals(en.Efficiency(), t)
-		if err != nil {
-			return badInput(err)
+		if err := printOwnBand(w, fmt.Sprintf("%-10s", t.Accelerator), en.Efficiency(), t); err != nil {
+			return err
 		}
-		b, err := calibrate.NewBand(res, 0.9)
-		if err != nil {
-			return badInput(err)
-		}
-		fmt.Fprintf(w, "  %-10s %6d steps, own band %+6.1f%% .. %+6.1f%%  %s (%s)\n", t.Accelerator, len(res), 100*b.Lo, 100*b.Hi, t.Source, t.Format)
 	}
 	if len(groups) == 0 {
 		return badInput(fmt.Errorf("no tables of an accelerator other than %s: give --profiles BUNDLE of other accelerators", lender))
@@ -381,21 +349,13 @@ func runTransfer(w io.Writer, refs []string, calFile, use string, tp int, tpSet 
 // calibration and its leave-one-model-out coverage on the accelerator's
 // embedded bundles and the bundles refs.
 func runCrossModel(w io.Writer, refs []string, calFile, use string, tp int, tpSet bool) error {
-	file, name, err := openCalibration(calFile)
+	file, name, acc, en, err := pickCalibration(calFile, use, "no vLLM-fitted calibration to default to")
 	if err != nil {
 		return err
 	}
-	acc, how := use, ""
-	if acc == "" {
-		var ok bool
-		if acc, ok = file.Fallback(); !ok {
-			return badInput(fmt.Errorf("%s has no vLLM-fitted calibration to default to; give --use NAME", name))
-		}
+	how := ""
+	if use == "" {
 		how = " (the one an uncalibrated accelerator borrows; --use NAME for another)"
-	}
-	en, ok := file.Entry(acc)
-	if !ok {
-		return badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
 	}
 	acc = canonicalAccelerator(file, acc)
 	sub, err := fs.Sub(assets.FS(), "profiles")
@@ -417,21 +377,12 @@ func runCrossModel(w io.Writer, refs []string, calFile, use string, tp int, tpSe
 		ts = append(ts, t)
 	}
 	eff := en.Efficiency()
-	fmt.Fprintf(w, "calibration %s of %s%s", acc, name, how)
-	if l := en.Label(); l != "" {
-		fmt.Fprintf(w, " [%s]", l)
-	}
+	printCalibrationHeader(w, acc, name, how, en)
 	fmt.Fprintf(w, "\nstep residuals on the %s tables, by model:\n", acc)
 	for _, t := range ts {
-		res, err := calibrate.StepResiduals(eff, t)
-		if err != nil {
-			return badInput(err)
+		if err := printOwnBand(w, fmt.Sprintf("%-36s", t.ModelName), eff, t); err != nil {
+			return err
 		}
-		b, err := calibrate.NewBand(res, 0.9)
-		if err != nil {
-			return badInput(err)
-		}
-		fmt.Fprintf(w, "  %-36s %6d steps, own band %+6.1f%% .. %+6.1f%%  %s (%s)\n", t.ModelName, len(res), 100*b.Lo, 100*b.Hi, t.Source, t.Format)
 	}
 	if len(ts) == 0 {
 		return badInput(fmt.Errorf("no tables of %s: give --profiles BUNDLE of it", acc))
@@ -459,6 +410,53 @@ func runCrossModel(w io.Writer, refs []string, calFile, use string, tp int, tpSe
 		below, above := r.Band.Outside(groups[i].Residuals)
 		fmt.Fprintf(w, "  %-36s %+6.1f%% .. %+6.1f%%  %.1f%% of %d (%.1f%%, %.1f%%)\n", r.HeldOut, 100*r.Band.Lo, 100*r.Band.Hi, 100*r.Covered, r.Steps, 100*below, 100*above)
 	}
+	return nil
+}
+
+// pickCalibration opens calibration file calFile (embedded when empty)
+// and picks the entry of accelerator use or, use empty, the one an
+// uncalibrated accelerator borrows; noLender says, after "NAME has", why a
+// file may have none.
+func pickCalibration(calFile, use, noLender string) (file *calibrate.File, name, acc string, en *calibrate.Entry, err error) {
+	if file, name, err = openCalibration(calFile); err != nil {
+		return nil, "", "", nil, err
+	}
+	acc = use
+	if acc == "" {
+		var ok bool
+		if acc, ok = file.Fallback(); !ok {
+			return nil, "", "", nil, badInput(fmt.Errorf("%s has %s; give --use NAME", name, noLender))
+		}
+	}
+	en, ok := file.Entry(acc)
+	if !ok {
+		return nil, "", "", nil, badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
+	}
+	return file, name, acc, en, nil
+}
+
+// printCalibrationHeader prints the first line of a report on the
+// calibration en of accelerator acc in file name, without its newline;
+// how says how it was picked.
+func printCalibrationHeader(w io.Writer, acc, name, how string, en *calibrate.Entry) {
+	fmt.Fprintf(w, "calibration %s of %s%s", acc, name, how)
+	if l := en.Label(); l != "" {
+		fmt.Fprintf(w, " [%s]", l)
+	}
+}
+
+// printOwnBand prints, after label, the number of t's steps and the 90 %
+// band of their residuals against efficiency eff.
+func printOwnBand(w io.Writer, label string, eff perf.Efficiency, t *calibrate.Tables) error {
+	res, err := calibrate.StepResiduals(eff, t)
+	if err != nil {
+		return badInput(err)
+	}
+	b, err := calibrate.NewBand(res, 0.9)
+	if err != nil {
+		return badInput(err)
+	}
+	fmt.Fprintf(w, "  %s %6d steps, own band %+6.1f%% .. %+6.1f%%  %s (%s)\n", label, len(res), 100*b.Lo, 100*b.Hi, t.Source, t.Format)
 	return nil
 }
 

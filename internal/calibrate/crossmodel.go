@@ -38,23 +38,15 @@ type ModelResiduals struct {
 // of first appearance, leaving out the tables of model skip ("" keeps
 // all). Tables of other accelerators are ignored.
 func GroupByModel(eff perf.Efficiency, acc, skip string, ts []*Tables) ([]ModelResiduals, error) {
-	var out []ModelResiduals
-	idx := map[string]int{}
-	for _, t := range ts {
-		if !strings.EqualFold(t.Accelerator, acc) || (skip != "" && strings.EqualFold(t.ModelName, skip)) {
-			continue
-		}
-		r, err := StepResiduals(eff, t)
-		if err != nil {
-			return nil, err
-		}
-		i, ok := idx[t.ModelName]
-		if !ok {
-			i = len(out)
-			idx[t.ModelName] = i
-			out = append(out, ModelResiduals{Model: t.ModelName})
-		}
-		out[i].Residuals = append(out[i].Residuals, r...)
+	keys, res, err := groupResiduals(eff, ts, func(t *Tables) (string, bool) {
+		return t.ModelName, strings.EqualFold(t.Accelerator, acc) && (skip == "" || !strings.EqualFold(t.ModelName, skip))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ModelResiduals, len(keys))
+	for i := range keys {
+		out[i] = ModelResiduals{Model: keys[i], Residuals: res[i]}
 	}
 	return out, nil
 }

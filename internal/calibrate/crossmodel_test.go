@@ -10,56 +10,6 @@ import (
 	"github.com/servesim/servesim/internal/perf"
 )
 
-// Leave-one-model-out by hand, on the residuals of
-// TestLeaveOneAcceleratorByHand: A and B hold 0.00 .. 1.00 in steps of
-// 0.01, C 101 twos. C held out: band [0.05, 0.95] from A+B, none of C
-// inside. A held out: the pool B+C puts the 5th percentile at position
-// 10.05 (0.10 .. 0.11: 0.1005) and the 95th among the twos; 0.11 .. 1.00
-// of A lie inside, 90 of 101.
-func TestLeaveOneModelByHand(t *testing.T) {
-	ramp := make([]float64, 101)
-	twos := make([]float64, 101)
-	for i := range ramp {
-		ramp[i], twos[i] = float64(i)/100, 2
-	}
-	got, err := LeaveOneModel([]ModelResiduals{{"o/A", ramp}, {"o/B", ramp}, {"o/C", twos}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []struct {
-		held, from string
-		lo, hi     float64
-		covered    float64
-	}{
-		{"o/A", "o/B, o/C", 0.1005, 2, 90.0 / 101},
-		{"o/B", "o/A, o/C", 0.1005, 2, 90.0 / 101},
-		{"o/C", "o/A, o/B", 0.05, 0.95, 0},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%d results", len(got))
-	}
-	for i, w := range want {
-		g := got[i]
-		if g.HeldOut != w.held || strings.Join(g.From, ", ") != w.from || g.Steps != 101 || g.Band.Rows != 202 {
-			t.Errorf("%d: %+v", i, g)
-		}
-		if math.Abs(g.Band.Lo-w.lo) > 1e-12 || math.Abs(g.Band.Hi-w.hi) > 1e-12 || math.Abs(g.Covered-w.covered) > 1e-12 {
-			t.Errorf("held out %s: band %.4f .. %.4f inside %.4f, want %.4f .. %.4f inside %.4f", w.held, g.Band.Lo, g.Band.Hi, g.Covered, w.lo, w.hi, w.covered)
-		}
-	}
-	for _, tc := range []struct {
-		groups []ModelResiduals
-		want   string
-	}{
-		{[]ModelResiduals{{"o/A", ramp}}, "needs the tables of two models or more (have 1)"},
-		{[]ModelResiduals{{"o/A", ramp}, {"o/B", nil}}, "o/B has no step residuals"},
-	} {
-		if _, err := LeaveOneModel(tc.groups); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%d groups: error %v, want %q", len(tc.groups), err, tc.want)
-		}
-	}
-}
-
 // The cross-model band pools the residuals of the accelerator's tables of
 // other models; the deployment's own model and other accelerators' tables
 // stay out, and the label names the models it was taken from.

@@ -34,18 +34,15 @@ func TransferLabel(lender, target string, from []string) string {
 // every table in ts whose accelerator is neither the lender nor the target.
 // The band is labelled (TransferLabel). It fails when no such table exists.
 func TransferBand(eff perf.Efficiency, lender, target string, ts []*Tables) (Band, error) {
+	from, groups, err := groupResiduals(eff, ts, func(t *Tables) (string, bool) {
+		return t.Accelerator, !strings.EqualFold(t.Accelerator, lender) && !strings.EqualFold(t.Accelerator, target)
+	})
+	if err != nil {
+		return Band{}, err
+	}
 	var res []float64
-	var from []string
-	for _, t := range ts {
-		if strings.EqualFold(t.Accelerator, lender) || strings.EqualFold(t.Accelerator, target) {
-			continue
-		}
-		r, err := StepResiduals(eff, t)
-		if err != nil {
-			return Band{}, err
-		}
+	for _, r := range groups {
 		res = append(res, r...)
-		from = append(from, t.Accelerator)
 	}
 	if len(res) == 0 {
 		return Band{}, fmt.Errorf("transfer band for %s lent to %s: no measured tables of a third accelerator to take it from", lender, target)
@@ -54,20 +51,34 @@ func TransferBand(eff perf.Efficiency, lender, target string, ts []*Tables) (Ban
 	if err != nil {
 		return Band{}, err
 	}
-	b.Label = TransferLabel(lender, target, dedupe(from))
+	b.Label = TransferLabel(lender, target, from)
 	return b, nil
 }
 
-func dedupe(xs []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range xs {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
+// groupResiduals computes the step residuals of eff on every table of ts
+// that key keeps and pools them by the table's key, in order of first
+// appearance: keys[i] names the pool res[i].
+func groupResiduals(eff perf.Efficiency, ts []*Tables, key func(*Tables) (string, bool)) (keys []string, res [][]float64, err error) {
+	idx := map[string]int{}
+	for _, t := range ts {
+		k, keep := key(t)
+		if !keep {
+			continue
 		}
+		r, err := StepResiduals(eff, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		i, ok := idx[k]
+		if !ok {
+			i = len(keys)
+			idx[k] = i
+			keys = append(keys, k)
+			res = append(res, nil)
+		}
+		res[i] = append(res[i], r...)
 	}
-	return out
+	return keys, res, nil
 }
 
 // EmbeddedTables loads the tp-1 tables of every profile bundle under root
@@ -177,23 +188,15 @@ func holdEachOut(names []string, res [][]float64) ([]LOAOResult, error) {
 // the tables of accelerator lender: the input of LeaveOneAccelerator for
 // the calibration of lender.
 func GroupResiduals(eff perf.Efficiency, lender string, ts []*Tables) ([]AcceleratorResiduals, error) {
-	var out []AcceleratorResiduals
-	idx := map[string]int{}
-	for _, t := range ts {
-		if strings.EqualFold(t.Accelerator, lender) {
-			continue
-		}
-		r, err := StepResiduals(eff, t)
-		if err != nil {
-			return nil, err
-		}
-		i, ok := idx[t.Accelerator]
-		if !ok {
-			i = len(out)
-			idx[t.Accelerator] = i
-			out = append(out, AcceleratorResiduals{Accelerator: t.Accelerator})
-		}
-		out[i].Residuals = append(out[i].Residuals, r...)
+	keys, res, err := groupResiduals(eff, ts, func(t *Tables) (string, bool) {
+		return t.Accelerator, !strings.EqualFold(t.Accelerator, lender)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]AcceleratorResiduals, len(keys))
+	for i := range keys {
+		out[i] = AcceleratorResiduals{Accelerator: keys[i], Residuals: res[i]}
 	}
 	return out, nil
 }

@@ -10,23 +10,20 @@ import (
 	"github.com/servesim/servesim/internal/perf"
 )
 
-// Leave-one-accelerator-out by hand. A and B hold 0.00 .. 1.00 in steps of
-// 0.01 (101 residuals each), C 101 residuals of 2.
+// Leave-one-out by hand, by accelerator and by model (both hold each group
+// out in turn). A and B hold 0.00 .. 1.00 in steps of 0.01 (101 residuals
+// each), C 101 residuals of 2.
 //   - C held out: the pool A+B holds each value twice (202); the 5th
 //     percentile sits at position 0.05*201 = 10.05 between two 0.05s, the
 //     95th at 190.95 between two 0.95s: band [0.05, 0.95], no C inside.
 //   - A held out: the pool is B then 101 twos; position 10.05 lies between
 //     0.10 and 0.11 (0.1005), position 190.95 among the twos (2): A's
 //     0.11 .. 1.00 lie inside, 90 of 101.
-func TestLeaveOneAcceleratorByHand(t *testing.T) {
+func TestLeaveOneOutByHand(t *testing.T) {
 	ramp := make([]float64, 101)
 	twos := make([]float64, 101)
 	for i := range ramp {
 		ramp[i], twos[i] = float64(i)/100, 2
-	}
-	got, err := LeaveOneAccelerator([]AcceleratorResiduals{{"A", ramp}, {"B", ramp}, {"C", twos}})
-	if err != nil {
-		t.Fatal(err)
 	}
 	want := []struct {
 		held, from string
@@ -37,18 +34,52 @@ func TestLeaveOneAcceleratorByHand(t *testing.T) {
 		{"B", "A, C", 0.1005, 2, 90.0 / 101},
 		{"C", "A, B", 0.05, 0.95, 0},
 	}
-	for i, w := range want {
-		g := got[i]
-		if g.HeldOut != w.held || strings.Join(g.From, ", ") != w.from || g.Steps != 101 || g.Band.Rows != 202 {
-			t.Errorf("%d: %+v", i, g)
-		}
-		if math.Abs(g.Band.Lo-w.lo) > 1e-12 || math.Abs(g.Band.Hi-w.hi) > 1e-12 || math.Abs(g.Covered-w.covered) > 1e-12 {
-			t.Errorf("held out %s: band %.4f .. %.4f inside %.4f, want %.4f .. %.4f inside %.4f", w.held, g.Band.Lo, g.Band.Hi, g.Covered, w.lo, w.hi, w.covered)
-		}
+	type group struct {
+		name string
+		res  []float64
 	}
-	for _, bad := range [][]AcceleratorResiduals{{{"A", ramp}}, {{"A", ramp}, {"B", nil}}} {
-		if _, err := LeaveOneAccelerator(bad); err == nil {
-			t.Errorf("%d groups: no error", len(bad))
+	for _, tc := range []struct {
+		by  string
+		run func([]group) ([]LOAOResult, error)
+		// the errors of one group, and of a group without residuals
+		one, empty string
+	}{
+		{"accelerator", func(gs []group) ([]LOAOResult, error) {
+			var in []AcceleratorResiduals
+			for _, g := range gs {
+				in = append(in, AcceleratorResiduals{g.name, g.res})
+			}
+			return LeaveOneAccelerator(in)
+		}, "needs the tables of two accelerators or more besides the calibration's own (have 1)", "leave-one-accelerator-out: B has no step residuals"},
+		{"model", func(gs []group) ([]LOAOResult, error) {
+			var in []ModelResiduals
+			for _, g := range gs {
+				in = append(in, ModelResiduals{g.name, g.res})
+			}
+			return LeaveOneModel(in)
+		}, "needs the tables of two models or more (have 1)", "leave-one-model-out: B has no step residuals"},
+	} {
+		got, err := tc.run([]group{{"A", ramp}, {"B", ramp}, {"C", twos}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("by %s: %d results", tc.by, len(got))
+		}
+		for i, w := range want {
+			g := got[i]
+			if g.HeldOut != w.held || strings.Join(g.From, ", ") != w.from || g.Steps != 101 || g.Band.Rows != 202 {
+				t.Errorf("by %s, %d: %+v", tc.by, i, g)
+			}
+			if math.Abs(g.Band.Lo-w.lo) > 1e-12 || math.Abs(g.Band.Hi-w.hi) > 1e-12 || math.Abs(g.Covered-w.covered) > 1e-12 {
+				t.Errorf("by %s, held out %s: band %.4f .. %.4f inside %.4f, want %.4f .. %.4f inside %.4f", tc.by, w.held, g.Band.Lo, g.Band.Hi, g.Covered, w.lo, w.hi, w.covered)
+			}
+		}
+		if _, err := tc.run([]group{{"A", ramp}}); err == nil || !strings.Contains(err.Error(), tc.one) {
+			t.Errorf("by %s, one group: error %v, want %q", tc.by, err, tc.one)
+		}
+		if _, err := tc.run([]group{{"A", ramp}, {"B", nil}}); err == nil || !strings.Contains(err.Error(), tc.empty) {
+			t.Errorf("by %s, a group without residuals: error %v, want %q", tc.by, err, tc.empty)
 		}
 	}
 }

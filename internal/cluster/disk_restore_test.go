@@ -28,32 +28,13 @@ func TestDiskHitStoredBackToHost(t *testing.T) {
 		// (a run ends with its last request, write-behind copies or not).
 		{ID: 3, Arrival: 3e9, InputTokens: 16, OutputTokens: 1},
 	}
-	e, err := engine.New(0, engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, BlockSize: 16, NumBlocks: 40,
-		ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true}, linear{base: 1e6, perTok: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 1e6,
-		Nodes: []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 32e6, ReadBW: 1e12, WriteBW: 1e12, LatencyNs: 1000},
-			Disk:   &kvtier.Spec{CapacityBytes: 1e9, ReadBW: 1e10, WriteBW: 1e10, LatencyNs: 100000},
-			PCIeBW: 1e9, PCIeLatencyNs: 10000}},
-		Instances: []kvtier.Instance{{Node: 0, GPUs: 1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	engines := colocated(t, 1, engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, BlockSize: 16, NumBlocks: 40,
+		ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true})
+	node := hostNode(32e6, 1e12)
+	node.Disk = &kvtier.Spec{CapacityBytes: 1e9, ReadBW: 1e10, WriteBW: 1e10, LatencyNs: 100000}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New([]*engine.Engine{e}, &sliceSrc{reqs: reqs}, nil, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim.CheckInvariants(true)
-	sim.EnableTiers(h)
-	if _, err := sim.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Check(); err != nil {
-		t.Fatal(err)
-	}
+	_, h := runTiered(t, engines, kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 1e6, Nodes: []kvtier.Node{node}},
+		&sliceSrc{reqs: reqs}, c, c)
 	if r := c.recs[2]; r.Outcome != metrics.Finished || r.PrefixTier != kvtier.Disk {
 		t.Fatalf("request 2: %s, prefix from tier %d, want a disk hit", r.Outcome, r.PrefixTier)
 	}

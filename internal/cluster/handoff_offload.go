@@ -44,12 +44,11 @@ func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
 		return nil
 	}
 	t := s.tiers
-	bytes := s.offloadBytes(h)
 	if s.pd.cfg.OffloadPinnedMax > 0 {
 		// Behind the offloads already waiting; started now if it fits.
 		node := t.h.NodeOf(h.p)
 		if t.deferred == nil {
-			t.deferred = make([][]deferredOffload, len(s.engines))
+			t.deferred = make([][]deferredOffload, t.h.Nodes())
 		}
 		t.deferred[node] = append(t.deferred[node], deferredOffload{id: id, gen: gen})
 		s.retryOffloads(node, now)
@@ -58,7 +57,7 @@ func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
 		}
 		return nil
 	}
-	s.startOffload(h, id, bytes, now)
+	s.startOffload(h, id, s.offloadBytes(h), now)
 	return nil
 }
 

@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/kvtier"
-	"github.com/servesim/servesim/internal/metrics"
-	"github.com/servesim/servesim/internal/workload"
 )
 
 // TestOffloadPinnedCap: the setting of TestOffloadPinnedKV (a decode
@@ -18,38 +16,10 @@ import (
 // offloading without a bound, every request still finishes once and
 // nothing is left in host memory. A bound smaller than one request's KV offloads nothing.
 func TestOffloadPinnedCap(t *testing.T) {
-	var reqs []workload.Request
-	for i := 0; i < 12; i++ {
-		reqs = append(reqs, workload.Request{ID: int64(i), Arrival: int64(i) * 1e6, InputTokens: 320, OutputTokens: 50})
-	}
+	reqs := offloadReqs()
 	run := func(after, capBytes int64) (mean float64, sim *Sim, h *kvtier.Hierarchy) {
-		ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 30, seqs: 8, budget: 2048,
-			cfg: PDConfig{Policy: Pull, Placement: RoundRobinPlacement, Heartbeat: true, MaxReprefills: 3,
-				OffloadPinnedAfter: after, OffloadPinnedMax: capBytes},
-			bw: 1e10, latency: 1000, kvPerToken: 1000, pred: linear{base: 1e6, perTok: 1000}}
-		sim, c := ps.build(t, reqs)
-		var err error
-		h, err = kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 16000,
-			Nodes:     []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 1e9, ReadBW: 1e11, WriteBW: 1e11, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}},
-			Instances: []kvtier.Instance{{Node: 0, GPUs: 1}, {Node: 0, GPUs: 1}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sim.EnableTiers(h)
-		if _, err := sim.Run(); err != nil {
-			t.Fatal(err)
-		}
-		if len(c.recs) != len(reqs) || c.dup != 0 {
-			t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
-		}
-		for id, r := range c.recs {
-			if r.Outcome != metrics.Finished {
-				t.Fatalf("request %d: %s %s", id, r.Outcome, r.Reason)
-			}
-		}
-		if b := h.HandoffBytes(0); b != 0 {
-			t.Errorf("host memory holds %d bytes of handoff KV after the run", b)
-		}
+		sim, _, h = offloadRun(t, reqs, PDConfig{Policy: Pull, Placement: RoundRobinPlacement, Heartbeat: true, MaxReprefills: 3,
+			OffloadPinnedAfter: after, OffloadPinnedMax: capBytes})
 		_, m := sim.PinnedStats()
 		return m[0], sim, h
 	}

@@ -22,45 +22,25 @@ func (c *prefillCount) StepDone(_ int, r *engine.StepResult) {
 	c.prefill += int64(r.Batch.PrefillTokens)
 }
 
+// smallTiers is the tier hierarchy of TestSwapProperty and the runs it
+// found stalled: 64-token chunks of 1e5-byte blocks in a 20 MB host tier
+// of 10 GB/s.
+func smallTiers() kvtier.Config {
+	return kvtier.Config{BlockSize: 16, ChunkTokens: 64, BlockBytes: 1e5, Nodes: []kvtier.Node{hostNode(2e7, 1e10)}}
+}
+
 // swapSim runs reqs on one single-GPU instance of blocks KV blocks (16
 // tokens, 1e6 bytes each) whose preemptions swap to a space of swapBlocks
 // blocks (0: recompute), with a host tier behind PCIe of 1 GB/s and
 // 10 us; steps take 1 ms + 1 us per token.
 func swapSim(t *testing.T, blocks, swapBlocks int, reqs []workload.Request) (*prefillCount, *engine.Engine) {
 	t.Helper()
-	e, err := engine.New(0, engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, BlockSize: 16, NumBlocks: blocks,
-		ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true, SwapBlocks: swapBlocks}, linear{base: 1e6, perTok: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 1e6,
-		Nodes:     []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 1e9, ReadBW: 1e12, WriteBW: 1e12, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}},
-		Instances: []kvtier.Instance{{Node: 0, GPUs: 1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := colocated(t, 1, engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, BlockSize: 16, NumBlocks: blocks,
+		ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true, SwapBlocks: swapBlocks})[0]
 	c := &prefillCount{collect: collect{recs: map[int64]metrics.Record{}}}
-	src := &sliceSrc{reqs: reqs}
-	sim, err := New([]*engine.Engine{e}, src, nil, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim.CheckInvariants(true)
-	sim.EnableTiers(h)
-	if _, err := sim.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Check(); err != nil {
-		t.Fatal(err)
-	}
-	if len(c.recs) != len(reqs) || c.dup != 0 {
-		t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
-	}
-	for id, r := range c.recs {
-		if r.Outcome != metrics.Finished {
-			t.Fatalf("request %d: %s %s", id, r.Outcome, r.Reason)
-		}
-	}
+	runTiered(t, []*engine.Engine{e}, kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 1e6, Nodes: []kvtier.Node{hostNode(1e9, 1e12)}},
+		&sliceSrc{reqs: reqs}, c, &c.collect)
+	allFinished(t, &c.collect, len(reqs))
 	if e.Swapping() != 0 || e.SwapUsed() != 0 {
 		t.Fatalf("after the run: %d swap copies in flight, %d swap-space blocks held", e.Swapping(), e.SwapUsed())
 	}
@@ -234,43 +214,12 @@ func TestSwapProperty(t *testing.T) {
 // held. Preempted requests now queue behind loaded ones.
 func TestPreemptedWaitsBehindLoaded(t *testing.T) {
 	d := []int{64, 274, 1, 64, 1, 1, 192, 2, 0, 1, 1, 0, 120, 106, 1, 1, 1, 0, 177, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 43, 0, 1, 1, 0, 104, 58, 1}
-	var reqs []workload.Request
-	for i := 0; i*3 < len(d); i++ {
-		r := workload.Request{ID: int64(i), InputTokens: d[3*i], OutputTokens: d[3*i+1]}
-		if d[3*i+2] == 1 {
-			r.InputIDs = ids(1000*(i%3), r.InputTokens)
-		}
-		reqs = append(reqs, r)
-	}
-	var engines []*engine.Engine
-	cfg := kvtier.Config{BlockSize: 16, ChunkTokens: 64, BlockBytes: 1e5,
-		Nodes: []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 2e7, ReadBW: 1e10, WriteBW: 1e10, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}}}
-	for i := 0; i < 2; i++ {
-		e, err := engine.New(i, engine.Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: 25,
-			ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true}, linear{base: 1e6, perTok: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		engines = append(engines, e)
-		cfg.Instances = append(cfg.Instances, kvtier.Instance{Node: 0, GPUs: 1})
-	}
-	h, err := kvtier.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reqs := packedRequests(d)
+	engines := colocated(t, 2, engine.Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: 25,
+		ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true})
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New(engines, &sliceSrc{reqs: reqs}, nil, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim.CheckInvariants(true)
-	sim.EnableTiers(h)
-	if _, err := sim.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if len(c.recs) != len(reqs) || c.dup != 0 {
-		t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
-	}
+	runTiered(t, engines, smallTiers(), &sliceSrc{reqs: reqs}, c, c)
+	endedOnce(t, c, len(reqs))
 }
 
 // TestLoadedRequestNotStranded is a run TestSwapProperty found stalled
@@ -281,36 +230,10 @@ func TestPreemptedWaitsBehindLoaded(t *testing.T) {
 // now forms again at once, seeing what it could not.
 func TestLoadedRequestNotStranded(t *testing.T) {
 	d := []int{1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 36, 494, 0, 1, 1, 0, 520, 234, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 520, 1, 0}
-	var reqs []workload.Request
-	for i := 0; i*3 < len(d); i++ {
-		r := workload.Request{ID: int64(i), InputTokens: d[3*i], OutputTokens: d[3*i+1]}
-		if d[3*i+2] == 1 {
-			r.InputIDs = ids(1000*(i%3), r.InputTokens)
-		}
-		reqs = append(reqs, r)
-	}
-	e, err := engine.New(0, engine.Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: 65,
-		ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: true, CheckInvariants: true}, linear{base: 1e6, perTok: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 64, BlockBytes: 1e5,
-		Nodes:     []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 2e7, ReadBW: 1e10, WriteBW: 1e10, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}},
-		Instances: []kvtier.Instance{{Node: 0, GPUs: 1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reqs := packedRequests(d)
+	engines := colocated(t, 1, engine.Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: 65,
+		ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: true, CheckInvariants: true})
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New([]*engine.Engine{e}, &sliceSrc{reqs: reqs}, nil, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim.CheckInvariants(true)
-	sim.EnableTiers(h)
-	if _, err := sim.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if len(c.recs) != len(reqs) || c.dup != 0 {
-		t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
-	}
+	runTiered(t, engines, smallTiers(), &sliceSrc{reqs: reqs}, c, c)
+	endedOnce(t, c, len(reqs))
 }

@@ -14,38 +14,11 @@ import (
 // 256 tokens, PCIe links of 1 GB/s and 10 us, host DRAM of 1 TB/s.
 func tierSim(t *testing.T, n int, blocks int, save bool, es []workload.Entry) (*collect, *kvtier.Hierarchy) {
 	t.Helper()
-	var engines []*engine.Engine
-	cfg := kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 1e6, SaveDecodeCache: save,
-		Nodes: []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 1e9, ReadBW: 1e12, WriteBW: 1e12, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}}}
-	for i := 0; i < n; i++ {
-		e, err := engine.New(i, engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, BlockSize: 16, NumBlocks: blocks,
-			ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true}, linear{base: 1e6, perTok: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		engines = append(engines, e)
-		cfg.Instances = append(cfg.Instances, kvtier.Instance{Node: 0, GPUs: 1})
-	}
-	h, err := kvtier.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	engines := colocated(t, n, engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 2048, BlockSize: 16, NumBlocks: blocks,
+		ChunkedPrefill: true, PrefixCaching: true, CheckInvariants: true})
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New(engines, &entrySrc{es: es}, nil, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim.CheckInvariants(true)
-	sim.EnableTiers(h)
-	if _, err := sim.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Check(); err != nil {
-		t.Fatal(err)
-	}
-	if c.dup != 0 {
-		t.Fatalf("%d duplicate terminal records", c.dup)
-	}
+	sim, h := runTiered(t, engines, kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 1e6, SaveDecodeCache: save,
+		Nodes: []kvtier.Node{hostNode(1e9, 1e12)}}, &entrySrc{es: es}, c, c)
 	if n := len(sim.ph.next); n != 0 {
 		t.Fatalf("%d sessions' prompt hashes kept after the run", n)
 	}
@@ -146,45 +119,19 @@ func TestPreemptedPrefixReloadsFromHost(t *testing.T) {
 // sooner, every request still ends once, and the host memory holds
 // nothing at the end (every offloaded byte was released once).
 func TestOffloadPinnedKV(t *testing.T) {
-	var reqs []workload.Request
-	for i := 0; i < 12; i++ {
-		reqs = append(reqs, workload.Request{ID: int64(i), Arrival: int64(i) * 1e6, InputTokens: 320, OutputTokens: 50})
-	}
-	run := func(after int64) (peak int, queue int64, h *kvtier.Hierarchy) {
-		ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 30, seqs: 8, budget: 2048,
-			cfg: PDConfig{Policy: Pull, Placement: RoundRobinPlacement, Heartbeat: true, MaxReprefills: 3, OffloadPinnedAfter: after},
-			bw:  1e10, latency: 1000, kvPerToken: 1000, pred: linear{base: 1e6, perTok: 1000}}
-		sim, c := ps.build(t, reqs)
-		var err error
-		h, err = kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 16000,
-			Nodes:     []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 1e9, ReadBW: 1e11, WriteBW: 1e11, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}},
-			Instances: []kvtier.Instance{{Node: 0, GPUs: 1}, {Node: 0, GPUs: 1}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sim.EnableTiers(h)
-		if _, err := sim.Run(); err != nil {
-			t.Fatal(err)
-		}
-		if len(c.recs) != len(reqs) || c.dup != 0 {
-			t.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
-		}
-		for id, r := range c.recs {
-			if r.Outcome != metrics.Finished {
-				t.Fatalf("request %d: %s %s", id, r.Outcome, r.Reason)
-			}
+	reqs := offloadReqs()
+	run := func(after int64) (peak int, queue int64) {
+		sim, c, _ := offloadRun(t, reqs, PDConfig{Policy: Pull, Placement: RoundRobinPlacement, Heartbeat: true, MaxReprefills: 3, OffloadPinnedAfter: after})
+		for _, r := range c.recs {
 			queue += r.Scheduled - r.Arrival
 		}
 		p, _ := sim.PinnedStats()
-		return p[0], queue, h
+		return p[0], queue
 	}
-	pinPeak, pinQueue, _ := run(0)
-	offPeak, offQueue, h := run(1e6)
+	pinPeak, pinQueue := run(0)
+	offPeak, offQueue := run(1e6)
 	if offPeak >= pinPeak || offQueue >= pinQueue {
 		t.Errorf("offload: peak pinned %d blocks, prefill queueing %d ns; kept pinned: %d, %d", offPeak, offQueue, pinPeak, pinQueue)
-	}
-	if b := h.HandoffBytes(0); b != 0 {
-		t.Errorf("host memory holds %d bytes of handoff KV after the run", b)
 	}
 	t.Logf("peak pinned %d -> %d blocks, prefill queueing %d -> %d ms", pinPeak, offPeak, pinQueue/1e6, offQueue/1e6)
 }

@@ -172,7 +172,7 @@ func (e *Engine) startSwapIn(slot int32, s *seq, now int64) bool {
 // blocks of the requests swapping or swapped, within [0, SwapBlocks]; the
 // GPU blocks awaiting a swap-out's end equal those its requests hold.
 func (e *Engine) checkSwap() error {
-	used, gpuOut, copying := 0, 0, 0
+	used, gpuOut, copying, swapped := 0, 0, 0, 0
 	for i := range e.slots {
 		s := &e.slots[i]
 		switch s.state {
@@ -185,19 +185,14 @@ func (e *Engine) checkSwap() error {
 			used += int(s.loadEnd)
 		case stSwapped:
 			used += int(s.loadEnd)
+			swapped++
 		}
 	}
 	if used != e.swap.used || used < 0 || used > e.cfg.SwapBlocks {
 		return fmt.Errorf("swapped requests hold %d swap-space blocks, counted %d, capacity %d", used, e.swap.used, e.cfg.SwapBlocks)
 	}
-	n := 0
-	for i := range e.slots {
-		if e.slots[i].state == stSwapped {
-			n++
-		}
-	}
-	if n != e.swap.queue.len() {
-		return fmt.Errorf("%d requests swapped out but the swapped queue holds %d", n, e.swap.queue.len())
+	if swapped != e.swap.queue.len() {
+		return fmt.Errorf("%d requests swapped out but the swapped queue holds %d", swapped, e.swap.queue.len())
 	}
 	if gpuOut != e.swap.gpuOut || copying != e.swap.copying {
 		return fmt.Errorf("swap-outs in flight hold %d GPU blocks (counted %d); %d swap copies (counted %d)", gpuOut, e.swap.gpuOut, copying, e.swap.copying)

@@ -44,8 +44,8 @@ type Pool struct {
 }
 
 // A block's hot word holds, in its low 2 bits, the kind of content it
-// holds (kindNone, kindPrivate, kindShared); in bit 2 whether it is
-// referenced (heldBit); and above them (countShift) its reference count
+// holds (kindNone, kindPrivate, kindShared, kindTagged); in bit 2 whether
+// it is referenced (heldBit); and above them (countShift) its reference count
 // when referenced, or the ring index of its free-queue entry when free.
 // A block needs one or the other, never both, so one 32-bit word serves:
 // ring indices are below 2^28 (maxCapacity) and reference counts are

@@ -7,122 +7,6 @@ import (
 	"github.com/servesim/servesim/internal/link"
 )
 
-// Tier indices, as Lookup returns them and metrics report them.
-const (
-	GPU  = 0 // the instance's own GPU pool (not managed here)
-	Host = 1 // the node's host DRAM
-	Disk = 2 // the node's local disk
-)
-
-// TierName returns the name of tier index t.
-func TierName(t int) string {
-	switch t {
-	case Host:
-		return "host"
-	case Disk:
-		return "disk"
-	}
-	return "gpu"
-}
-
-// LoadPolicy says when a prefix found in a lower tier is loaded.
-type LoadPolicy uint8
-
-// Load policies.
-const (
-	// Always loads every lower-tier hit (vLLM's offloading connector and
-	// LMCache).
-	Always LoadPolicy = iota
-	// CostBased loads a hit only when the load, on an idle path, takes no
-	// longer than prefilling those tokens would; otherwise it recomputes.
-	CostBased
-)
-
-// Spec is one tier of one node: capacity, bandwidths and per-operation
-// latency.
-type Spec struct {
-	CapacityBytes int64
-	ReadBW        float64 // bytes/s out of the tier
-	WriteBW       float64 // bytes/s into the tier
-	LatencyNs     int64   // per operation
-}
-
-// Node is one node's tiers and its GPUs' host links.
-type Node struct {
-	Host Spec
-	Disk *Spec // nil: no disk tier
-	// PCIeBW is the host<->device bandwidth of one GPU, per direction,
-	// bytes/s; PCIeLatencyNs the latency of one copy.
-	PCIeBW        float64
-	PCIeLatencyNs int64
-}
-
-// Instance is one serving instance as the tiers see it.
-type Instance struct {
-	Node int
-	GPUs int // its KV is split evenly over this many GPUs, each with its own PCIe link
-	// PrefillTokensPerSec is its prefill throughput, for CostBased.
-	PrefillTokensPerSec float64
-}
-
-// Config is the resolved configuration of the tier hierarchy.
-type Config struct {
-	BlockSize       int   // tokens per GPU block
-	ChunkTokens     int   // tokens per stored chunk (a multiple of BlockSize)
-	BlockBytes      int64 // KV bytes of one block of one instance (all GPUs)
-	SaveDecodeCache bool  // store blocks of output tokens too
-	// WriteBufferBytes bounds the bytes of stores to a node's host tier in
-	// flight at once (the pinned staging buffer the copies go through);
-	// chunks that do not fit are dropped (counted in Stats.Dropped).
-	// 0: unbounded.
-	WriteBufferBytes int64
-	LoadPolicy       LoadPolicy
-	Nodes            []Node
-	Instances        []Instance
-}
-
-// Validate reports the first invalid field.
-func (c *Config) Validate() error {
-	switch {
-	case c.BlockSize <= 0:
-		return fmt.Errorf("block_size must be > 0 (got %d)", c.BlockSize)
-	case c.ChunkTokens <= 0 || c.ChunkTokens%c.BlockSize != 0:
-		return fmt.Errorf("kv_tiers.chunk_tokens must be a positive multiple of block_size %d (got %d)", c.BlockSize, c.ChunkTokens)
-	case c.BlockBytes <= 0:
-		return fmt.Errorf("KV bytes per block must be > 0 (got %d)", c.BlockBytes)
-	case c.WriteBufferBytes < 0 || (c.WriteBufferBytes > 0 && c.WriteBufferBytes < c.BlockBytes*int64(c.ChunkTokens/c.BlockSize)):
-		return fmt.Errorf("kv_tiers.write_buffer_mb: %d bytes cannot hold one %d-byte chunk; set at least the chunk's size, or 0 for unbounded",
-			c.WriteBufferBytes, c.BlockBytes*int64(c.ChunkTokens/c.BlockSize))
-	}
-	for i, n := range c.Nodes {
-		if err := n.Host.validate(fmt.Sprintf("node %d host tier", i)); err != nil {
-			return err
-		}
-		if n.Disk != nil {
-			if err := n.Disk.validate(fmt.Sprintf("node %d disk tier", i)); err != nil {
-				return err
-			}
-		}
-		if !(n.PCIeBW > 0) || n.PCIeLatencyNs < 0 {
-			return fmt.Errorf("node %d: host link bandwidth must be > 0 and latency >= 0 (got %g B/s, %d ns)", i, n.PCIeBW, n.PCIeLatencyNs)
-		}
-	}
-	for i, in := range c.Instances {
-		if in.Node < 0 || in.Node >= len(c.Nodes) || in.GPUs <= 0 {
-			return fmt.Errorf("instance %d: node %d of %d, %d GPUs", i, in.Node, len(c.Nodes), in.GPUs)
-		}
-	}
-	return nil
-}
-
-func (s *Spec) validate(what string) error {
-	if s.CapacityBytes <= 0 || !(s.ReadBW > 0) || !(s.WriteBW > 0) || s.LatencyNs < 0 {
-		return fmt.Errorf("%s: capacity and bandwidths must be > 0 and latency >= 0 (got %d B, read %g B/s, write %g B/s, %d ns)",
-			what, s.CapacityBytes, s.ReadBW, s.WriteBW, s.LatencyNs)
-	}
-	return nil
-}
-
 // nodeTiers is the live state of one node's tiers.
 type nodeTiers struct {
 	tiers [3]*Tier // by tier index; [GPU] unused, [Disk] nil without a disk
@@ -208,7 +92,6 @@ type Hierarchy struct {
 	handoff    []int64           // bytes of handoff KV offloaded to each node's host memory, held now
 	handoffMax []int64           // the most bytes of handoff KV each node held at once
 	bufDropped int64             // chunks not stored for want of write-buffer room
-	swapping   int               // swap copies in flight
 	from, to   []link.EndpointID // scratch
 	err        error
 }
@@ -288,6 +171,12 @@ func (h *Hierarchy) Occupied(n, t int) int {
 	}
 	return 0
 }
+
+// Nodes is the number of nodes with tiers.
+func (h *Hierarchy) Nodes() int { return len(h.nodes) }
+
+// BlockBytes is the KV size of one block of one instance.
+func (h *Hierarchy) BlockBytes() int64 { return h.cfg.BlockBytes }
 
 // NodeOf returns the node of instance inst.
 func (h *Hierarchy) NodeOf(inst int) int { return h.cfg.Instances[inst].Node }
@@ -469,85 +358,6 @@ func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int,
 	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
 }
 
-// Offload starts copying bytes of a handoff's KV, pinned on instance
-// inst's GPUs, to its node's host memory over the GPUs' PCIe links
-// (sharing them with stores); Advance reports the end with tag. The
-// bytes are held in host memory outside the chunk tiers (a pinned
-// staging area: they are never evicted) until Release.
-func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) {
-	in := h.cfg.Instances[inst]
-	nt := &h.nodes[in.Node]
-	id := h.newOp()
-	o := &h.ops[id]
-	o.kind, o.tier, o.inst, o.slot, o.node, o.start, o.bytes, o.tag = opOffload, Host, int32(inst), -1, int32(in.Node), now, bytes, tag
-	h.handoff[in.Node] += bytes
-	h.handoffMax[in.Node] = max(h.handoffMax[in.Node], h.handoff[in.Node])
-	h.from, h.to = h.from[:0], h.to[:0]
-	for _, ep := range h.pcie[inst] {
-		h.from = append(h.from, ep)
-		h.to = append(h.to, nt.write[Host])
-	}
-	h.net.StartParallel(now, h.from, h.to, ceilDiv(bytes, int64(in.GPUs)), int64(id))
-}
-
-// Swap starts copying blocks of the KV of the preempted request in slot
-// of instance inst between its GPUs and host memory, as vLLM v0's swap
-// preemption does: out, from each GPU's PCIe egress to the host's write
-// side (shared with stores and offloads); in, from the host's read side to
-// each GPU's PCIe ingress (shared with loads). The swap space is the
-// engine's own (package engine accounts its blocks); Advance reports the
-// end with Done.Swap.
-func (h *Hierarchy) Swap(inst int, slot int32, blocks int, out bool, now int64) {
-	in := h.cfg.Instances[inst]
-	nt := &h.nodes[in.Node]
-	id := h.newOp()
-	o := &h.ops[id]
-	o.kind, o.tier, o.inst, o.slot, o.node, o.start = opSwapIn, Host, int32(inst), slot, int32(in.Node), now
-	o.bytes = int64(blocks) * h.cfg.BlockBytes
-	h.swapping++
-	h.from, h.to = h.from[:0], h.to[:0]
-	for _, ep := range h.pcie[inst] {
-		if out {
-			h.from = append(h.from, ep)
-			h.to = append(h.to, nt.write[Host])
-		} else {
-			h.from = append(h.from, nt.read[Host])
-			h.to = append(h.to, ep)
-		}
-	}
-	if out {
-		o.kind = opSwapOut
-	}
-	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
-}
-
-// Swapping is the number of swap copies in flight.
-func (h *Hierarchy) Swapping() int { return h.swapping }
-
-// Release frees bytes of offloaded handoff KV in instance inst's node's
-// host memory (sent on, or no longer needed).
-func (h *Hierarchy) Release(inst int, bytes int64) error {
-	n := h.cfg.Instances[inst].Node
-	if bytes > h.handoff[n] {
-		return fmt.Errorf("kvtier: node %d releases %d bytes of handoff KV but holds %d", n, bytes, h.handoff[n])
-	}
-	h.handoff[n] -= bytes
-	return nil
-}
-
-// HandoffBytes is the handoff KV held in node n's host memory.
-func (h *Hierarchy) HandoffBytes(n int) int64 { return h.handoff[n] }
-
-// Nodes is the number of nodes with tiers.
-func (h *Hierarchy) Nodes() int { return len(h.nodes) }
-
-// HandoffPeak is the most handoff KV node n's host memory held at once
-// (copies in flight included).
-func (h *Hierarchy) HandoffPeak(n int) int64 { return h.handoffMax[n] }
-
-// BlockBytes is the KV size of one block of one instance.
-func (h *Hierarchy) BlockBytes() int64 { return h.cfg.BlockBytes }
-
 // spill copies chunks just stored in node n's host tier on to its disk.
 func (h *Hierarchy) spill(n int32, hashes []uint64, now int64) {
 	nt := &h.nodes[n]
@@ -596,7 +406,6 @@ func (h *Hierarchy) Advance(now int64) []Done {
 		case opOffload:
 			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: -1, Offload: true, Tag: o.tag})
 		case opSwapOut, opSwapIn:
-			h.swapping--
 			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: o.slot, Swap: true, Out: o.kind == opSwapOut})
 		case opStore, opSpill:
 			if o.kind == opStore {
@@ -647,83 +456,6 @@ func (h *Hierarchy) freeOp(id int32) {
 	o.live = false
 	o.ids = o.ids[:0]
 	h.freeOps = append(h.freeOps, id)
-}
-
-// Check verifies every tier's invariants and that the copies in flight
-// account for exactly the chunks being written and read: a chunk is
-// Writing iff one store or spill in flight writes it, and a Reading
-// chunk's readers equal the loads in flight reading it. Bytes are
-// conserved: what each tier has had written is its chunks written times
-// the chunk size, and every chunk written is held or was evicted.
-func (h *Hierarchy) Check() error {
-	for n := range h.nodes {
-		for t := Host; t <= Disk; t++ {
-			tr := h.nodes[n].tiers[t]
-			if tr == nil {
-				continue
-			}
-			if err := tr.Check(); err != nil {
-				return fmt.Errorf("node %d %s tier: %w", n, TierName(t), err)
-			}
-			if t == Host {
-				var inFlight int64
-				for i := range h.ops {
-					if o := &h.ops[i]; o.live && o.kind == opStore && int(o.node) == n {
-						inFlight += o.bytes
-					}
-				}
-				if b := h.nodes[n].buffered; b != inFlight || (h.cfg.WriteBufferBytes > 0 && b > h.cfg.WriteBufferBytes) {
-					return fmt.Errorf("node %d: write buffer holds %d bytes, stores in flight %d, bound %d", n, b, inFlight, h.cfg.WriteBufferBytes)
-				}
-			}
-			writers := make(map[SlotID]int32)
-			readers := make(map[SlotID]int32)
-			for i := range h.ops {
-				o := &h.ops[i]
-				if !o.live || int(o.node) != n || int(o.tier) != t {
-					continue
-				}
-				for _, sid := range o.ids {
-					if o.kind == opLoad {
-						readers[sid]++
-					} else {
-						writers[sid]++
-					}
-				}
-			}
-			for i := range tr.slots {
-				sl := &tr.slots[i]
-				if w := writers[SlotID(i)]; (sl.state == Writing) != (w == 1) || w > 1 {
-					return fmt.Errorf("node %d %s tier: slot %d in state %s has %d writes in flight", n, TierName(t), i, sl.state, w)
-				}
-				if r := readers[SlotID(i)]; r != sl.readers {
-					return fmt.Errorf("node %d %s tier: slot %d has %d readers but %d loads in flight", n, TierName(t), i, sl.readers, r)
-				}
-			}
-		}
-	}
-	swaps := 0
-	for i := range h.ops {
-		if o := &h.ops[i]; o.live && (o.kind == opSwapOut || o.kind == opSwapIn) {
-			swaps++
-		}
-	}
-	if swaps != h.swapping {
-		return fmt.Errorf("%d swap copies in flight but %d counted", swaps, h.swapping)
-	}
-	for t := Host; t <= Disk; t++ {
-		s := h.Stats(t)
-		if s.BytesWritten != s.Stored*h.chunkBytes {
-			return fmt.Errorf("%s tier: %d bytes written for %d chunks of %d bytes", TierName(t), s.BytesWritten, s.Stored, h.chunkBytes)
-		}
-		// Every chunk written is still held (or being written) or was
-		// evicted: the bytes written are the bytes held plus the bytes
-		// evicted.
-		if s.Stored != s.Occupied+s.Evicted {
-			return fmt.Errorf("%s tier: %d chunks (%d bytes) written but %d held and %d evicted", TierName(t), s.Stored, s.BytesWritten, s.Occupied, s.Evicted)
-		}
-	}
-	return nil
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

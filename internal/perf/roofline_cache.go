@@ -13,11 +13,12 @@ const opCacheLimit = 4096
 // opCache memoises the op times that depend on a single count: every op
 // but attention depends only on the step's padded tokens (the MoE block
 // too, unless a data-parallel step gives its time in MoENs), except
-// lm_head and the sampler, which depend
-// only on its sequences. A step's time is
-// then one table row plus the attention model, instead of a dozen
-// math.Pow calls. Rows are filled lazily; entries are atomic (0 = not yet
-// computed) so the predictor stays safe for concurrent use, and every
+// lm_head and the sampler, which depend only on its sequences. A step's
+// time is then one table row plus the attention model, instead of a dozen
+// math.Pow calls. Rows are filled lazily (whole rows for StepTime, single
+// entries for opNs); entries are atomic (0 = not yet computed by opNs;
+// StepTime reads a row's done flag) so the predictor stays safe for
+// concurrent use, and every
 // writer stores the same deterministic value. The cached value is the one
 // OpNs returns, bit for bit, so step times are unchanged.
 type opCache struct {
