@@ -117,8 +117,9 @@ func (s *Sim) retryOffloads(node int, now int64) {
 	t.deferred[node] = q
 }
 
-// OffloadDeferred is the number of pinned-KV offloads that waited for
-// room under PDConfig.OffloadPinnedMax.
+// OffloadDeferred is the number of pinned-KV offloads that could not
+// start at once under PDConfig.OffloadPinnedMax: they waited for room or,
+// larger than the bound, never started (their KV stayed pinned).
 func (s *Sim) OffloadDeferred() int64 {
 	if s.tiers == nil {
 		return 0
