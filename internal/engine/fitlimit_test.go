@@ -11,19 +11,7 @@ import (
 // say exactly what Unfit and HandoffUnfit say, on the boundary too.
 func TestFitLimitsAgreeWithUnfit(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		cfg := Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 4096, BlockSize: rapid.SampledFrom([]int{1, 16, 32}).Draw(rt, "bs"),
-			NumBlocks: rapid.IntRange(1, 200).Draw(rt, "blocks"), ChunkedPrefill: true, Role: Decode,
-			ReservedDecodeTokens: rapid.IntRange(0, 1000).Draw(rt, "headroom")}
-		if rapid.Bool().Draw(rt, "maxLen") {
-			cfg.MaxModelLen = rapid.IntRange(1, 4000).Draw(rt, "maxModelLen")
-		}
-		if k := rapid.IntRange(0, 5).Draw(rt, "specK"); k > 0 {
-			cfg.Spec = Speculative{K: k, Accept: Rates(IIDAcceptance(0.5, k)), Seed: 1}
-		}
-		e, err := New(0, cfg, fixedStep{base: 1})
-		if err != nil {
-			rt.Fatal(err)
-		}
+		e := drawDecodeEngine(rt)
 		lim, plim := e.FitTokens(), e.HandoffPromptTokens()
 		// Draw around the bounds as often as anywhere else.
 		in := rapid.OneOf(rapid.IntRange(1, 8000), rapid.IntRange(max(1, plim-2), max(1, plim+2))).Draw(rt, "in")
@@ -67,4 +55,24 @@ func TestFitTokensByHand(t *testing.T) {
 			t.Errorf("reserved %d: HandoffPromptTokens %d, want %d", c.reserved, got, c.prompt)
 		}
 	}
+}
+
+// drawDecodeEngine draws a small decode engine for the fit tests: block
+// size, pool, decode headroom, an optional max_model_len and an optional
+// speculative lookahead (whose slots of the last verification count too).
+func drawDecodeEngine(rt *rapid.T) *Engine {
+	cfg := Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 4096, BlockSize: rapid.SampledFrom([]int{1, 16, 32}).Draw(rt, "bs"),
+		NumBlocks: rapid.IntRange(1, 200).Draw(rt, "blocks"), ChunkedPrefill: true, Role: Decode,
+		ReservedDecodeTokens: rapid.IntRange(0, 1000).Draw(rt, "headroom")}
+	if rapid.Bool().Draw(rt, "maxLen") {
+		cfg.MaxModelLen = rapid.IntRange(1, 4000).Draw(rt, "maxModelLen")
+	}
+	if k := rapid.IntRange(0, 5).Draw(rt, "specK"); k > 0 {
+		cfg.Spec = Speculative{K: k, Accept: Rates(IIDAcceptance(0.5, k)), Seed: 1}
+	}
+	e, err := New(0, cfg, fixedStep{base: 1})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	return e
 }

@@ -12,20 +12,8 @@ import (
 // headroom as Reserve does.
 func TestHandoffFitsAgreesWithUnfit(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		cfg := Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 4096, BlockSize: rapid.SampledFrom([]int{1, 16, 32}).Draw(rt, "bs"),
-			NumBlocks: rapid.IntRange(1, 200).Draw(rt, "blocks"), ChunkedPrefill: true, Role: Decode,
-			ReservedDecodeTokens: rapid.IntRange(0, 1000).Draw(rt, "headroom")}
-		if rapid.Bool().Draw(rt, "maxLen") {
-			cfg.MaxModelLen = rapid.IntRange(1, 4000).Draw(rt, "maxModelLen")
-		}
-		if k := rapid.IntRange(0, 5).Draw(rt, "specK"); k > 0 {
-			// The lookahead slots of the last verification count too.
-			cfg.Spec = Speculative{K: k, Accept: Rates(IIDAcceptance(0.5, k)), Seed: 1}
-		}
-		e, err := New(0, cfg, fixedStep{base: 1})
-		if err != nil {
-			rt.Fatal(err)
-		}
+		e := drawDecodeEngine(rt)
+		cfg := e.cfg
 		r := workload.Request{InputTokens: rapid.IntRange(1, 4000).Draw(rt, "in"), OutputTokens: rapid.IntRange(1, 2000).Draw(rt, "out")}
 		if rapid.Bool().Draw(rt, "nearCapacity") {
 			// Around the pool's size, where the lookahead decides.
