@@ -65,50 +65,25 @@ func (g *Group) Merged(base Engine) Engine {
 	}
 	o := *g.Engine
 	m := base
-	setInt := func(dst *int, v int) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setInt(&m.MaxNumSeqs, o.MaxNumSeqs)
-	setInt(&m.MaxNumBatchedTokens, o.MaxNumBatchedTokens)
-	setInt(&m.BlockSize, o.BlockSize)
-	setInt(&m.LongPrefillTokenThreshold, o.LongPrefillTokenThreshold)
-	setInt(&m.NumGPUBlocks, o.NumGPUBlocks)
-	setInt(&m.MaxModelLen, o.MaxModelLen)
-	if o.GPUMemoryUtilization != 0 {
-		m.GPUMemoryUtilization = o.GPUMemoryUtilization
-	}
-	if o.ChunkedPrefill != nil {
-		m.ChunkedPrefill = o.ChunkedPrefill
-	}
-	if o.PrefixCaching != nil {
-		m.PrefixCaching = o.PrefixCaching
-	}
-	if o.AsyncScheduling != nil {
-		m.AsyncScheduling = o.AsyncScheduling
-	}
-	if o.EnforceEager != nil {
-		m.EnforceEager = o.EnforceEager
-	}
-	if o.CUDAGraphMode != "" {
-		m.CUDAGraphMode = o.CUDAGraphMode
-	}
+	set(&m.MaxNumSeqs, o.MaxNumSeqs)
+	set(&m.MaxNumBatchedTokens, o.MaxNumBatchedTokens)
+	set(&m.BlockSize, o.BlockSize)
+	set(&m.LongPrefillTokenThreshold, o.LongPrefillTokenThreshold)
+	set(&m.NumGPUBlocks, o.NumGPUBlocks)
+	set(&m.MaxModelLen, o.MaxModelLen)
+	set(&m.GPUMemoryUtilization, o.GPUMemoryUtilization)
+	set(&m.ChunkedPrefill, o.ChunkedPrefill)
+	set(&m.PrefixCaching, o.PrefixCaching)
+	set(&m.AsyncScheduling, o.AsyncScheduling)
+	set(&m.EnforceEager, o.EnforceEager)
+	set(&m.CUDAGraphMode, o.CUDAGraphMode)
 	if o.CUDAGraphCaptureSizes != nil {
 		m.CUDAGraphCaptureSizes = o.CUDAGraphCaptureSizes
 	}
-	if o.DisableCustomAllReduce != nil {
-		m.DisableCustomAllReduce = o.DisableCustomAllReduce
-	}
-	if o.Speculative != nil {
-		m.Speculative = o.Speculative
-	}
-	if o.PreemptionMode != "" {
-		m.PreemptionMode = o.PreemptionMode
-	}
-	if o.SwapSpace != 0 {
-		m.SwapSpace = o.SwapSpace
-	}
+	set(&m.DisableCustomAllReduce, o.DisableCustomAllReduce)
+	set(&m.Speculative, o.Speculative)
+	set(&m.PreemptionMode, o.PreemptionMode)
+	set(&m.SwapSpace, o.SwapSpace)
 	return m
 }
 
@@ -163,4 +138,13 @@ func (g *Group) Parallel() (dp, ep int) {
 		ep = *g.EP
 	}
 	return dp, ep
+}
+
+// set overrides *dst with v when the group sets it (v is not the zero
+// value: an unset number, string or pointer).
+func set[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
 }
