@@ -61,3 +61,28 @@ func TestPathsFromTheWorkingDirectory(t *testing.T) {
 		t.Fatalf("re-run of the written scenario: exit %d\n%s%s", code, stdout, errOut)
 	}
 }
+
+// TestTPFlag: --tp sets every group's tp, over the file's, as --hardware
+// sets every group's accelerator; a degree below 1 is refused in one line.
+func TestTPFlag(t *testing.T) {
+	dir := t.TempDir()
+	sc := write(t, dir, "two.yaml", "workload: {limit: 10}\ninstances:\n  - {name: a, tp: 4}\n  - {name: b}\n")
+	code, out, errOut := run(t, "run", "-q", "-c", sc, "--tp", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Instances a: 1 x mixed on RTXPRO6000 tp 2", "b: 1 x mixed on RTXPRO6000 tp 2", "step latency: profile RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--tp 2: output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "tp 4") || strings.Contains(out, "tp 1") {
+		t.Errorf("--tp 2 left a group at another degree:\n%s", out)
+	}
+	for _, bad := range []string{"0", "-1"} {
+		code, _, errOut := run(t, "run", "-q", "-c", sc, "--tp", bad)
+		if code != 2 || errOut != "servesim: --tp: must be > 0 (got "+bad+")\n" {
+			t.Errorf("--tp %s: exit %d, %q", bad, code, errOut)
+		}
+	}
+}

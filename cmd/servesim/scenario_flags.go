@@ -19,6 +19,7 @@ type scenarioFlags struct {
 	model      string
 	models     string
 	hardware   string
+	tp         int
 	profiles   string
 	trace      string
 	format     string
@@ -57,6 +58,7 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "model id org/name (overrides model)")
 	fs.StringVar(&f.models, "models", "", "directory of extra HuggingFace configs <org>/<name>.json (overrides models)")
 	fs.StringVar(&f.hardware, "hardware", "", "accelerator name (overrides hardware and every group's hardware)")
+	fs.IntVar(&f.tp, "tp", 0, "tensor-parallel degree (overrides every group's tp)")
 	fs.StringVar(&f.profiles, "profiles", "", "root of profile bundles <hw>/<org>/<model>/<dtype>/tp<N> (overrides predictor.profiles)")
 	fs.StringVar(&f.trace, "workload", "", "JSONL trace file or builtin:NAME (overrides workload.trace)")
 	fs.StringVar(&f.format, "workload-format", "", "jsonl or vllm-requests (overrides workload.format)")
@@ -127,6 +129,16 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 		s.Hardware = f.hardware
 		for i := range s.Instances {
 			s.Instances[i].Hardware = f.hardware
+		}
+	}
+	if set("tp") {
+		if f.tp <= 0 {
+			return nil, src, badInput(errorf("--tp: must be > 0 (got %d)", f.tp))
+		}
+		s.FillGroups()
+		for i := range s.Instances {
+			tp := f.tp
+			s.Instances[i].TP = &tp
 		}
 	}
 	if set("profiles") {

@@ -34,7 +34,9 @@ func newValidateCmd() *cobra.Command {
 		Short: "Compare servesim with a measured vLLM run",
 		Long: `Rebuild the scenario of a measured vLLM run from its files, simulate it, and
 print vLLM vs servesim vs difference for TTFT, TPOT and E2E latency at mean,
-p50, p90, p95 and p99.
+p50, p90, p95 and p99, and below them the queue delay (scheduled - queued)
+at the same statistics, outside the max |diff| (diff % n/a where the
+measured value is below 1 ms; --bench results have no queue rows).
 
 DIR holds meta.json (engine settings, dataset_hash), requests.jsonl
 (per-request timestamps) and llmservingsim-cluster.json (hardware, memory).

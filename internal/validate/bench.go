@@ -153,7 +153,7 @@ func RunBench(b *Bench, o BenchOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, err := compare(&s, o.Source, b.Requests, newSrc, o.Name, o.RequestsCSV, o.ClientOffsetMs, band)
+	rep, err := compare(&s, o.Source, b.Requests, newSrc, o.Name, o.RequestsCSV, o.ClientOffsetMs, band, false)
 	if err != nil {
 		return nil, err
 	}

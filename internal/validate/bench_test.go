@@ -84,6 +84,10 @@ func TestRunBenchClientOffset(t *testing.T) {
 		return rep
 	}
 	r0, r3 := run(0), run(3)
+	// A client-side result records no scheduled time: no queue rows.
+	if len(r3.QueueDelay) != 0 || strings.Contains(r3.String(), "queue") {
+		t.Errorf("bench serve result compared queue delay: %+v", r3.QueueDelay)
+	}
 	t.Log("\n" + r3.String())
 	for i := range r0.Stats {
 		a, c := r0.Stats[i], r3.Stats[i]

@@ -122,13 +122,22 @@ func TestReplayOwnRecords(t *testing.T) {
 					}
 				}
 			}
-			rep, err := compare(&replay, config.Source{}, reqs, func() (workload.Source, error) { return workload.MeasuredSource(reqs, nil) }, "self", "", 0, nil)
+			rep, err := compare(&replay, config.Source{}, reqs, func() (workload.Source, error) { return workload.MeasuredSource(reqs, nil) }, "self", "", 0, nil, true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%d of %d requests differ\n%s", mismatched, len(reqs), rep)
 			if rep.MaxAbsDiffPct > c.maxPct {
 				t.Fatalf("max |diff| %.3f %%, want <= %g %%\n%s", rep.MaxAbsDiffPct, c.maxPct, rep)
+			}
+			// With async scheduling every scheduled time is reproduced
+			// too: the queue-delay rows agree to the rounding.
+			if c.async {
+				for _, q := range rep.QueueDelay {
+					if math.Abs(q.DiffMs) > 0.001 {
+						t.Errorf("queue %s: %.3f ms simulated, %.3f measured", q.Stat, q.Simulated, q.Measured)
+					}
+				}
 			}
 		})
 	}

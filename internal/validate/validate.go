@@ -107,6 +107,47 @@ type Report struct {
 	// e.g. an accelerator borrowing another's calibration.
 	Latency  string   `json:"latency"`
 	Warnings []string `json:"warnings,omitempty"`
+	// QueueDelay compares the queue delay (scheduled - queued: from the
+	// engine picking the request up to the scheduler step that first
+	// batched it) at the same five statistics. It is extra: the maximum
+	// |diff| is over Stats only. Empty for a client-side (bench serve) run,
+	// which records no scheduled time.
+	QueueDelay []QueueRow `json:"queue_delay,omitempty"`
+}
+
+// QueueNearZeroMs is the measured queue-delay statistic below which a
+// percent difference says nothing (a p50 of 0.0 ms is common on a
+// lightly loaded server): the difference is given in ms only.
+const QueueNearZeroMs = 1.0
+
+// QueueRow is one compared queue-delay statistic (milliseconds). DiffMs is
+// simulated - measured; DiffPct is nil when the measured value is below
+// QueueNearZeroMs.
+type QueueRow struct {
+	Stat      string   `json:"stat"`
+	Measured  float64  `json:"measured"`
+	Simulated float64  `json:"simulated"`
+	DiffMs    float64  `json:"diff_ms"`
+	DiffPct   *float64 `json:"diff_pct"`
+}
+
+// queueRows compares measured and simulated queue delays (ms).
+func queueRows(meas, sim []float64) []QueueRow {
+	ms, ss := metrics.Stats(meas), metrics.Stats(sim)
+	var rows []QueueRow
+	for _, st := range []struct {
+		name string
+		m, s float64
+	}{{"mean", ms.Mean, ss.Mean}, {"p50", ms.P50, ss.P50}, {"p90", ms.P90, ss.P90}, {"p95", ms.P95, ss.P95}, {"p99", ms.P99, ss.P99}} {
+		// + 0 turns a rounded -0 into 0.
+		r := QueueRow{Stat: st.name, Measured: round3(st.m), Simulated: round3(st.s), DiffMs: round3(st.s-st.m) + 0}
+		if st.m >= QueueNearZeroMs {
+			d := round3((st.s - st.m) / st.m * 100)
+			r.DiffPct = &d
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // meta is the part of meta.json validation reads.
@@ -445,14 +486,16 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compare(s, config.Source{}, reqs, newSrc, o.Name, o.RequestsCSV, 0, band)
+	return compare(s, config.Source{}, reqs, newSrc, o.Name, o.RequestsCSV, 0, band, true)
 }
 
 // compare simulates scenario s on the measured requests' workload (a
 // fresh source from newSrc per run) and compares the statistics; with a
 // band it adds the intervals (addIntervals). offsetMs is added to every simulated TTFT and
 // E2E: the client-side share of a client-measured run (see ReadBench).
-func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredRequest, newSrc func() (workload.Source, error), name, requestsCSV string, offsetMs float64, band *calibrate.Band) (*Report, error) {
+// With queue set the report also compares the queue delay (the measured
+// requests must carry engine-side scheduled times).
+func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredRequest, newSrc func() (workload.Source, error), name, requestsCSV string, offsetMs float64, band *calibrate.Band, queue bool) (*Report, error) {
 	src, err := newSrc()
 	if err != nil {
 		return nil, err
@@ -469,7 +512,7 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 		return nil, fmt.Errorf("predicting the KV capacity: %w", err)
 	}
 
-	var simTTFT, simTPOT, simE2E []float64
+	var simTTFT, simTPOT, simE2E, simQueue []float64
 	unfinished := 0
 	_, err = runner.Run(built, runner.Options{RequestsCSV: requestsCSV, OnRecord: func(r *metrics.Record) {
 		if r.Outcome != metrics.Finished {
@@ -479,6 +522,9 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 		// Engine-side definitions, as vLLM's queued_ts: from pickup.
 		simTTFT = append(simTTFT, float64(r.FirstToken-r.Queued)/1e6+offsetMs)
 		simE2E = append(simE2E, float64(r.LastToken-r.Queued)/1e6+offsetMs)
+		// The engine stamps Scheduled when its scheduler step runs, as
+		// vLLM's scheduled_ts.
+		simQueue = append(simQueue, float64(r.Scheduled-r.Queued)/1e6)
 		if r.Generated > 1 {
 			simTPOT = append(simTPOT, float64(r.LastToken-r.FirstToken)/float64(r.Generated-1)/1e6)
 		}
@@ -518,6 +564,13 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 			rep.MaxAbsDiffPct = math.Max(rep.MaxAbsDiffPct, math.Abs(round3(d)))
 		}
 	}
+	if queue {
+		mQueue := make([]float64, len(reqs))
+		for i, r := range reqs {
+			mQueue[i] = r.QueueDelay() * 1e3
+		}
+		rep.QueueDelay = queueRows(mQueue, simQueue)
+	}
 	if band != nil {
 		if err := addIntervals(rep, built, *band, newSrc, offsetMs); err != nil {
 			return nil, err
@@ -554,7 +607,18 @@ func (r *Report) String() string {
 		}
 		fmt.Fprintf(&b, "intervals from the %s; measured values inside: %.0f %%\n", r.Band, 100*r.Coverage)
 	}
-	fmt.Fprintf(&b, "max |diff| %.2f %%\n", r.MaxAbsDiffPct)
+	fmt.Fprintf(&b, "max |diff| %.2f %% (over the %d statistics above)\n", r.MaxAbsDiffPct, len(r.Stats))
+	if len(r.QueueDelay) > 0 {
+		fmt.Fprintf(&b, "queue delay (scheduled - queued), not in max |diff|; diff %% n/a below %.0f ms measured:\n", QueueNearZeroMs)
+		fmt.Fprintf(&b, "%-6s %-5s %14s %14s %9s %10s\n", "metric", "stat", "vLLM (ms)", "servesim (ms)", "diff %", "diff (ms)")
+		for _, row := range r.QueueDelay {
+			pct := "n/a"
+			if row.DiffPct != nil {
+				pct = fmt.Sprintf("%+.2f", *row.DiffPct)
+			}
+			fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %9s %+10.2f\n", "queue", row.Stat, row.Measured, row.Simulated, pct, row.DiffMs)
+		}
+	}
 	if r.ClientOffsetMs != 0 {
 		fmt.Fprintf(&b, "client-side: %.2f ms added to every simulated TTFT and E2E (client-to-engine offset)\n", r.ClientOffsetMs)
 	}

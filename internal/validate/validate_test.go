@@ -35,6 +35,7 @@ func TestLlamaMatchesVLLM(t *testing.T) {
 	if len(rep.Stats) != 15 {
 		t.Fatalf("%d statistics, want 15", len(rep.Stats))
 	}
+	checkQueueDelay(t, rep, "RTXPRO6000-Llama-3.1-8B")
 	worst := 0.0
 	for _, r := range rep.Stats {
 		if r.Measured <= 0 || r.Simulated <= 0 {
@@ -80,6 +81,13 @@ func TestQwenMoEMatchesVLLM(t *testing.T) {
 	t.Log("\n" + rep.String())
 	if len(rep.Stats) != 15 {
 		t.Fatalf("%d statistics, want 15", len(rep.Stats))
+	}
+	checkQueueDelay(t, rep, "RTXPRO6000-Qwen3-30B-A3B-Instruct-2507")
+	// Most requests of this run were scheduled in the step that picked
+	// them up: a measured queue-delay p50 of 0.004 ms, given as a ms
+	// difference only.
+	if q := rep.QueueDelay[1]; q.Stat != "p50" || q.Measured > 0.01 || q.DiffPct != nil || !strings.Contains(rep.String(), "queue  p50             0.00") {
+		t.Errorf("queue p50: %+v", q)
 	}
 	// What the model achieves (docs/moe.md, validation): TPOT and E2E
 	// within 1.2 %, TTFT -5.7 (mean), -5.0 (p50), -13.9 (p90), -8.0 (p95),

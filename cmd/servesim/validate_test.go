@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// validate --json carries the queue-delay rows beside the 15 statistics,
+// and max_abs_diff_pct is over the 15 only.
+func TestValidateJSONQueueDelay(t *testing.T) {
+	code, out, stderr := run(t, "validate", "--measured", "builtin:RTXPRO6000-Llama-3.1-8B", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Stats []struct {
+			DiffPct float64 `json:"diff_pct"`
+		} `json:"stats"`
+		MaxAbs float64 `json:"max_abs_diff_pct"`
+		Queue  []struct {
+			Stat      string   `json:"stat"`
+			Measured  float64  `json:"measured"`
+			Simulated float64  `json:"simulated"`
+			DiffMs    float64  `json:"diff_ms"`
+			DiffPct   *float64 `json:"diff_pct"`
+		} `json:"queue_delay"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	worst := 0.0
+	for _, s := range rep.Stats {
+		worst = math.Max(worst, math.Abs(s.DiffPct))
+	}
+	if len(rep.Stats) != 15 || rep.MaxAbs != worst {
+		t.Errorf("%d stats, max_abs_diff_pct %.3f, worst of the stats %.3f", len(rep.Stats), rep.MaxAbs, worst)
+	}
+	want := []string{"mean", "p50", "p90", "p95", "p99"}
+	if len(rep.Queue) != len(want) {
+		t.Fatalf("queue_delay has %d rows, want 5:\n%s", len(rep.Queue), out)
+	}
+	for i, q := range rep.Queue {
+		// The measured queue delay of this run is seconds at every
+		// statistic (it queues at 10 req/s), so every row has a percent.
+		if q.Stat != want[i] || q.Measured < 1000 || q.DiffPct == nil ||
+			math.Abs(*q.DiffPct-(q.Simulated-q.Measured)/q.Measured*100) > 0.01 || math.Abs(q.DiffMs-(q.Simulated-q.Measured)) > 0.002 {
+			t.Errorf("queue row %d: %+v", i, q)
+		}
+	}
+}
