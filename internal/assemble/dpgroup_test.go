@@ -129,7 +129,7 @@ func TestNodePlacement(t *testing.T) {
 func TestRoutingHistogram(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
-	b.WriteString("expert,count\n")
+	b.WriteString("# routed tokens by expert\nexpert,count\n")
 	for e := 0; e < 128; e++ {
 		c := 1
 		if e < 64 {
