@@ -505,25 +505,21 @@ func openCalibration(calFile string) (*calibrate.File, string, error) {
 // bundles (tp 1), t's own bundle left out: how often a step of tables the
 // band was not taken from lies inside it, against the nominal 90 %.
 func printBandCoverage(w io.Writer, eff perf.Efficiency, acc string, t *calibrate.Tables) error {
-	metas, err := fs.Glob(assets.FS(), path.Join("profiles", acc, "*", "*", "*", "meta.yaml"))
+	root, err := fs.Sub(assets.FS(), "profiles")
 	if err != nil {
+		return err
+	}
+	// A name that can be no folder of the tree has no tables (said below).
+	all, err := calibrate.AcceleratorTables(root, acc)
+	if err != nil && !errors.Is(err, calibrate.ErrAcceleratorName) {
 		return err
 	}
 	var train []*calibrate.Tables
 	var names []string
-	for _, m := range metas {
-		dir := path.Dir(m)
-		rel := strings.TrimPrefix(dir, "profiles/")
+	for _, bt := range all {
+		rel := path.Dir(bt.Source) // the bundle folder, above its tp1
 		if strings.Contains(t.Source+"/", rel+"/") {
 			continue // the checked bundle itself
-		}
-		sub, err := fs.Sub(assets.FS(), dir)
-		if err != nil {
-			return err
-		}
-		bt, err := calibrate.LoadTables(sub, rel, 1)
-		if err != nil {
-			return fmt.Errorf("embedded bundle %s: %w", rel, err)
 		}
 		train, names = append(train, bt), append(names, rel)
 	}

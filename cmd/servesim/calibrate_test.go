@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
@@ -128,5 +129,36 @@ func TestCalibrateMeasuredBenchSettings(t *testing.T) {
 	}
 	if code, _, stderr := run(t, "calibrate", "--measured", fixture, "-c", "no-such.yaml"); code != 2 || !strings.Contains(stderr, "no-such.yaml") {
 		t.Fatalf("missing scenario: exit %d: %s", code, stderr)
+	}
+}
+
+// The band of calibrate --check comes only from the embedded bundles of
+// the accelerator named, literally: a calibration entry whose name holds
+// glob metacharacters, a slash or is "." has no embedded tables, so the
+// band line says so (a name "RTX*" once took its band from the RTX 4090
+// and RTX PRO 6000 bundles, and "RTX[" failed with a pattern error).
+func TestCalibrateCheckOddAcceleratorName(t *testing.T) {
+	builtin, err := os.ReadFile("../../internal/calibrate/builtin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(builtin, []byte("\n  RTXPRO6000:\n")) {
+		t.Fatal("builtin.yaml has no RTXPRO6000 entry to rename")
+	}
+	for _, name := range []string{"RTX*", "RTX[", "RTXPRO600?", "a/b", "."} {
+		t.Run(name, func(t *testing.T) {
+			cal := filepath.Join(t.TempDir(), "cal.yaml")
+			renamed := bytes.Replace(builtin, []byte("\n  RTXPRO6000:\n"), []byte("\n  \""+name+"\":\n"), 1)
+			if err := os.WriteFile(cal, renamed, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := run(t, "calibrate", "--check", "builtin:RTXPRO6000/meta-llama/Llama-3.1-8B/bf16", "--calibration", cal, "--use", name)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if want := "  90% band: no other embedded " + name + " tables to take it from\n"; !strings.Contains(stdout, want) {
+				t.Errorf("output lacks %q:\n%s", want, stdout)
+			}
+		})
 	}
 }

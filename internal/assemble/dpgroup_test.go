@@ -129,7 +129,7 @@ func TestNodePlacement(t *testing.T) {
 func TestRoutingHistogram(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
-	b.WriteString("expert,count\n")
+	b.WriteString("# routed tokens by expert\nexpert,count\n")
 	for e := 0; e < 128; e++ {
 		c := 1
 		if e < 64 {
@@ -184,6 +184,13 @@ func TestRoutingHistogram(t *testing.T) {
 		{"expert,count\n200,1\n", "bad.csv:2: expert 200"},
 		{"expert,n\n", "bad.csv:1: header"},
 		{"expert,count\n0,-1\n", "bad.csv:2: count"},
+		{"expert,count\n0,1,2\n", "bad.csv:2: wrong number of fields: 3, want 2 (expert,count)"},
+		{"expert,count,extra\n", `bad.csv:1: header "expert,count,extra"`},
+		{"", "bad.csv: empty file"},
+		{"expert,count\n0,\"1\n", "bad.csv:2: extraneous or missing \" in quoted-field"},
+		{"expert,count\nx,1\n", `bad.csv:2: expert "x" is not an index >= 0`},
+		{"layer,expert,count\n-1,0,1\n", `bad.csv:2: layer "-1" is not an index >= 0`},
+		{"layer,expert,count\n0,0,1\n", "no row for layer 0 expert 1"},
 	} {
 		bad := filepath.Join(dir, "bad.csv")
 		if err := os.WriteFile(bad, []byte(c.body), 0o644); err != nil {

@@ -1,14 +1,16 @@
 package assemble
 
 import (
-	"encoding/csv"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/servesim/servesim/internal/csvtable"
 )
+
+// histogramHeaders names the two accepted headers, for messages.
+const histogramHeaders = "expert,count or layer,expert,count"
 
 // readHistogram reads a measured expert-routing histogram: a CSV with the
 // header "expert,count" (one row per expert, used for every MoE layer) or
@@ -20,22 +22,18 @@ func readHistogram(path string, experts, layers int) ([]float64, error) {
 		return nil, fmt.Errorf("moe.histogram: %w", err)
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
-	r.FieldsPerRecord = -1
-	header, err := r.Read()
+	t, err := csvtable.New(path, f)
 	if err != nil {
-		return nil, fmt.Errorf("%s:1: %w; want the header expert,count or layer,expert,count", path, err)
+		return nil, fmt.Errorf("%w; want the header %s", err, histogramHeaders)
 	}
-	for i := range header {
-		header[i] = strings.TrimSpace(header[i])
-	}
+	header := strings.Join(t.Header(), ",")
 	perLayer := false
-	switch strings.Join(header, ",") {
+	switch header {
 	case "expert,count":
 	case "layer,expert,count":
 		perLayer = true
 	default:
-		return nil, fmt.Errorf("%s:1: header %q; want expert,count or layer,expert,count", path, strings.Join(header, ","))
+		return nil, fmt.Errorf("%s:1: header %q; want %s", path, header, histogramHeaders)
 	}
 	n := experts
 	if perLayer {
@@ -43,41 +41,35 @@ func readHistogram(path string, experts, layers int) ([]float64, error) {
 	}
 	out := make([]float64, n)
 	seen := make([]bool, n)
-	for line := 2; ; line++ {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for err := range t.Rows() {
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+			return nil, err
 		}
-		if len(rec) != len(header) {
-			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", path, line, len(rec), len(header), strings.Join(header, ","))
-		}
-		ints := make([]int, len(rec)-1)
-		for i := range ints {
-			v, err := strconv.Atoi(strings.TrimSpace(rec[i]))
-			if err != nil || v < 0 {
-				return nil, fmt.Errorf("%s:%d: %s %q is not an index >= 0", path, line, header[i], rec[i])
+		layer := 0
+		if perLayer {
+			if layer, err = histogramIndex(t, "layer"); err != nil {
+				return nil, err
 			}
-			ints[i] = v
 		}
-		count, err := strconv.ParseFloat(strings.TrimSpace(rec[len(rec)-1]), 64)
+		idx, err := histogramIndex(t, "expert")
+		if err != nil {
+			return nil, err
+		}
+		count, err := strconv.ParseFloat(t.Str("count"), 64)
 		if err != nil || !(count >= 0) || count > 1e18 {
-			return nil, fmt.Errorf("%s:%d: count %q is not a number in [0, 1e18]", path, line, rec[len(rec)-1])
+			return nil, t.Errorf("count %q is not a number in [0, 1e18]", t.Str("count"))
 		}
-		idx := ints[len(ints)-1]
 		if idx >= experts {
-			return nil, fmt.Errorf("%s:%d: expert %d, but the model has %d experts (0-%d)", path, line, idx, experts, experts-1)
+			return nil, t.Errorf("expert %d, but the model has %d experts (0-%d)", idx, experts, experts-1)
 		}
 		if perLayer {
-			if ints[0] >= layers {
-				return nil, fmt.Errorf("%s:%d: layer %d, but the model has %d MoE layers (0-%d)", path, line, ints[0], layers, layers-1)
+			if layer >= layers {
+				return nil, t.Errorf("layer %d, but the model has %d MoE layers (0-%d)", layer, layers, layers-1)
 			}
-			idx += ints[0] * experts
+			idx += layer * experts
 		}
 		if seen[idx] {
-			return nil, fmt.Errorf("%s:%d: a second row for the same expert", path, line)
+			return nil, t.Errorf("a second row for the same expert")
 		}
 		seen[idx] = true
 		out[idx] = count
@@ -91,4 +83,13 @@ func readHistogram(path string, experts, layers int) ([]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// histogramIndex parses column c of the current row as an index >= 0.
+func histogramIndex(t *csvtable.Table, c string) (int, error) {
+	v, err := strconv.Atoi(t.Str(c))
+	if err != nil || v < 0 {
+		return 0, t.Errorf("%s %q is not an index >= 0", c, t.Str(c))
+	}
+	return v, nil
 }

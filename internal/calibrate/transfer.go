@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -89,14 +90,32 @@ func EmbeddedTables(root fs.FS, skip string) ([]*Tables, error) {
 	return bundleTables(root, "*", skip)
 }
 
+// ErrAcceleratorName is returned (wrapped) by AcceleratorTables for a name
+// that cannot be one folder of the profile tree.
+var ErrAcceleratorName = errors.New("invalid accelerator name")
+
 // AcceleratorTables loads the tp-1 tables of the profile bundles of
 // accelerator acc under root (laid out as EmbeddedTables reads), in path
-// order; none is not an error.
+// order; none is not an error. acc names one folder literally: glob
+// metacharacters in it match only themselves.
 func AcceleratorTables(root fs.FS, acc string) ([]*Tables, error) {
-	if acc == "" || !fs.ValidPath(acc) || strings.Contains(acc, "/") {
-		return nil, fmt.Errorf("profile tables: invalid accelerator name %q", acc)
+	if acc == "" || acc == "." || !fs.ValidPath(acc) || strings.Contains(acc, "/") {
+		return nil, fmt.Errorf("profile tables: %w %q", ErrAcceleratorName, acc)
 	}
-	return bundleTables(root, acc, "")
+	return bundleTables(root, globLiteral(acc), "")
+}
+
+// globLiteral escapes the metacharacters of path.Match in s, so that the
+// pattern it returns matches s only.
+func globLiteral(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\*?[]`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // bundleTables loads the tp-1 tables of the bundles <hw>/*/*/*/meta.yaml

@@ -1,10 +1,12 @@
 package calibrate
 
 import (
+	"errors"
 	"io/fs"
 	"math"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/perf"
@@ -181,5 +183,49 @@ func TestEmbeddedTransferBand(t *testing.T) {
 	// -25 % .. +15 %), which held 33.6 % of these steps.
 	if !(b.Hi > 0.5 && b.Lo < -0.1) {
 		t.Errorf("transfer band %+v: expected the RTX 4090's slow-predicted attention to widen the high end", b)
+	}
+}
+
+// AcceleratorTables takes the accelerator name literally: a name holding
+// glob metacharacters matches only a folder of that very name. Every
+// bundle here has an unreadable meta.yaml, so a match shows as an error
+// naming the bundle it reached, and no match as no tables and no error.
+func TestAcceleratorTablesLiteralName(t *testing.T) {
+	root := fstest.MapFS{}
+	for _, acc := range []string{"H100", "H200", "A*", `B\`, "[C]"} {
+		root[acc+"/org/model/bf16/meta.yaml"] = &fstest.MapFile{Data: []byte("not: [yaml")}
+	}
+	for _, c := range []struct {
+		acc     string
+		reached string // the bundle whose load fails; "" for none
+	}{
+		{"H100", "H100/org/model/bf16"},
+		{"H*", ""},
+		{"H?00", ""},
+		{"H[12]00", ""},
+		{"*", ""},
+		{"A*", "A*/org/model/bf16"},
+		{`B\`, `B\/org/model/bf16`},
+		{"[C]", "[C]/org/model/bf16"},
+		{"C", ""},
+		{"[", ""},
+	} {
+		t.Run(c.acc, func(t *testing.T) {
+			ts, err := AcceleratorTables(root, c.acc)
+			if c.reached == "" {
+				if err != nil || len(ts) != 0 {
+					t.Fatalf("%d tables, error %v; want none", len(ts), err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "embedded bundle "+c.reached+":") {
+				t.Fatalf("error %v, want one naming %s", err, c.reached)
+			}
+		})
+	}
+	for _, bad := range []string{"", "a/b", ".", ".."} {
+		if _, err := AcceleratorTables(root, bad); !errors.Is(err, ErrAcceleratorName) {
+			t.Errorf("%q: error %v, want ErrAcceleratorName", bad, err)
+		}
 	}
 }

@@ -144,44 +144,13 @@ func TestSwapProperty(t *testing.T) {
 			prompts += int64(in)
 			at += rapid.Int64Range(0, 5e6).Draw(rt, "gap")
 		}
-		var engines []*engine.Engine
-		cfg := kvtier.Config{BlockSize: 16, ChunkTokens: 64, BlockBytes: 1e5,
-			Nodes: []kvtier.Node{{Host: kvtier.Spec{CapacityBytes: 2e7, ReadBW: 1e10, WriteBW: 1e10, LatencyNs: 1000}, PCIeBW: 1e9, PCIeLatencyNs: 10000}}}
-		for i := 0; i < n; i++ {
-			e, err := engine.New(i, engine.Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: blocks,
-				ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: async, PipelineParallel: pp, CheckInvariants: true, SwapBlocks: swapBlocks},
-				linear{base: 1e6, perTok: 1000})
-			if err != nil {
-				rt.Fatal(err)
-			}
-			engines = append(engines, e)
-			cfg.Instances = append(cfg.Instances, kvtier.Instance{Node: 0, GPUs: 1})
-		}
-		h, err := kvtier.New(cfg)
-		if err != nil {
-			rt.Fatal(err)
-		}
+		engines := colocated(rt, n, engine.Config{MaxNumSeqs: 6, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: blocks,
+			ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: async, PipelineParallel: pp, CheckInvariants: true, SwapBlocks: swapBlocks})
 		c := &prefillCount{collect: collect{recs: map[int64]metrics.Record{}}}
-		sim, err := New(engines, &sliceSrc{reqs: reqs}, nil, c)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		sim.CheckInvariants(true)
-		sim.EnableTiers(h)
-		if _, err := sim.Run(); err != nil {
-			rt.Fatal(err)
-		}
-		if err := h.Check(); err != nil {
-			rt.Fatal(err)
-		}
-		if len(c.recs) != len(reqs) || c.dup != 0 {
-			rt.Fatalf("%d records, %d duplicates, want %d", len(c.recs), c.dup, len(reqs))
-		}
+		runTiered(rt, engines, smallTiers(), &sliceSrc{reqs: reqs}, c, &c.collect)
+		allFinished(rt, &c.collect, len(reqs))
 		var made, counted int64
-		for id, r := range c.recs {
-			if r.Outcome != metrics.Finished {
-				rt.Fatalf("request %d: %s %s", id, r.Outcome, r.Reason)
-			}
+		for _, r := range c.recs {
 			counted += int64(r.Preemptions)
 		}
 		for _, e := range engines {

@@ -26,11 +26,12 @@ const MaxCount = 1 << 40
 // trimmed, lines starting with '#' are comments, and a UTF-8 byte order
 // mark before the header is ignored.
 type Table struct {
-	name string
-	r    *csv.Reader
-	col  map[string]int
-	rec  []string
-	line int
+	name   string
+	r      *csv.Reader
+	col    map[string]int
+	header []string
+	rec    []string
+	line   int
 }
 
 // New reads the header of the CSV in r, named name in messages, and checks
@@ -48,13 +49,14 @@ func New(name string, r io.Reader, required ...string) (*Table, error) {
 	if err != nil {
 		return nil, wrap(name, err)
 	}
-	t := &Table{name: name, r: cr, col: make(map[string]int, len(header))}
+	t := &Table{name: name, r: cr, col: make(map[string]int, len(header)), header: make([]string, len(header))}
 	for i, h := range header {
 		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
 		if _, dup := t.col[h]; dup {
 			return nil, fmt.Errorf("%s:1: column %q appears twice in the header", name, h)
 		}
 		t.col[h] = i
+		t.header[i] = h
 	}
 	var missing []string
 	for _, c := range required {
@@ -75,6 +77,10 @@ func (t *Table) Next() (bool, error) {
 		return false, nil
 	}
 	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) && errors.Is(err, csv.ErrFieldCount) {
+			return false, fmt.Errorf("%s:%d: %w: %d, want %d (%s)", t.name, pe.Line, csv.ErrFieldCount, len(rec), len(t.header), strings.Join(t.header, ","))
+		}
 		return false, wrap(t.name, err)
 	}
 	t.rec = rec
@@ -121,6 +127,10 @@ func (t *Table) Name() string { return t.name }
 
 // Line is the line number of the current row.
 func (t *Table) Line() int { return t.line }
+
+// Header returns the column names of the header in file order, spaces
+// trimmed, for readers that accept only an exact set of columns.
+func (t *Table) Header() []string { return append([]string(nil), t.header...) }
 
 // Has reports whether the header has column c.
 func (t *Table) Has(c string) bool {

@@ -114,7 +114,7 @@ func TestFieldErrors(t *testing.T) {
 	if _, err := tb.Next(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tb.Next(); err == nil || !strings.Contains(err.Error(), "t.csv:3: wrong number of fields") {
+	if _, err := tb.Next(); err == nil || !strings.Contains(err.Error(), "t.csv:3: wrong number of fields: 1, want 2 (a,b)") {
 		t.Fatalf("short row: %v", err)
 	}
 }
@@ -187,7 +187,7 @@ func TestRowsStopsAtError(t *testing.T) {
 		}
 		got = append(got, tb.Str("a"))
 	}
-	want := []string{"1", "2", "t.csv:4: wrong number of fields"}
+	want := []string{"1", "2", "t.csv:4: wrong number of fields: 2, want 1 (a)"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("yielded %q, want %q", got, want)
 	}
