@@ -77,33 +77,11 @@ func TestStepResidualsByHand(t *testing.T) {
 // tables whose attention rows give residuals spread evenly, and a held-out
 // table with residuals known from the roofline's own prediction.
 func TestBandCoverageByHand(t *testing.T) {
-	m := perf.RooflineModel{Layers: 2, Hidden: 1024, Intermediate: 4096, Heads: 8, KVHeads: 8, Vocab: 1000}
-	h := perf.RooflineHW{PeakFLOPS: 100e12, MemBandwidth: 1e12}
 	eff := perf.DefaultEfficiency
-	r, err := perf.NewRoofline(m, h, eff, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pred := r.OpNs(perf.OpAttention, &perf.Batch{PrefillTokens: 64, PrefillSeqs: 1})
-	// A table of attention rows at pc 64 whose residuals are errs: the
-	// measured time is pred/(1+e).
-	table := func(errs ...float64) *Tables {
-		tb := &Tables{Input: Input{Model: m, HW: h, TP: 1}}
-		for _, e := range errs {
-			tb.Points = append(tb.Points, perf.Point{Category: perf.CategoryAttention, Op: perf.OpAttention, PC: 64, Ns: pred / (1 + e)})
-		}
-		return tb
-	}
+	table := func(errs ...float64) *Tables { return residualTable(t, "", "", errs...) }
 	// Training residuals -0.50 .. +0.50 in steps of 0.01 over two tables:
 	// the band is [-0.45, +0.45].
-	var a, b []float64
-	for i := -50; i <= 50; i++ {
-		if i%2 == 0 {
-			a = append(a, float64(i)/100)
-		} else {
-			b = append(b, float64(i)/100)
-		}
-	}
+	a, b := halves()
 	held := table(-0.6, -0.3, 0, 0.2, 0.44, 0.46, 0.9, 0.1)
 	band, covered, steps, err := BandCoverage(eff, []*Tables{table(a...), table(b...)}, held)
 	if err != nil {
@@ -115,4 +93,36 @@ func TestBandCoverageByHand(t *testing.T) {
 	if steps != 8 || covered != 5.0/8 { // -0.3, 0, 0.2, 0.44, 0.1 inside
 		t.Fatalf("covered %v of %d, want 5/8 of 8", covered, steps)
 	}
+}
+
+// residualTable is a table of attention rows at pc 64, on a small roofline
+// model and device with the default efficiency, whose step residuals are
+// errs: the measured time is pred/(1+e).
+func residualTable(t *testing.T, acc, model string, errs ...float64) *Tables {
+	t.Helper()
+	m := perf.RooflineModel{Layers: 2, Hidden: 1024, Intermediate: 4096, Heads: 8, KVHeads: 8, Vocab: 1000}
+	h := perf.RooflineHW{PeakFLOPS: 100e12, MemBandwidth: 1e12}
+	r, err := perf.NewRoofline(m, h, perf.DefaultEfficiency, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred := r.OpNs(perf.OpAttention, &perf.Batch{PrefillTokens: 64, PrefillSeqs: 1})
+	tb := &Tables{Input: Input{Model: m, HW: h, TP: 1}, Accelerator: acc, ModelName: model}
+	for _, e := range errs {
+		tb.Points = append(tb.Points, perf.Point{Category: perf.CategoryAttention, Op: perf.OpAttention, PC: 64, Ns: pred / (1 + e)})
+	}
+	return tb
+}
+
+// halves splits the residuals -0.50 .. +0.50 in steps of 0.01 between two
+// sets: the even hundredths and the odd ones.
+func halves() (even, odd []float64) {
+	for i := -50; i <= 50; i++ {
+		if i%2 == 0 {
+			even = append(even, float64(i)/100)
+		} else {
+			odd = append(odd, float64(i)/100)
+		}
+	}
+	return even, odd
 }

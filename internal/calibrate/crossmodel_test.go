@@ -14,32 +14,12 @@ import (
 // other models; the deployment's own model and other accelerators' tables
 // stay out, and the label names the models it was taken from.
 func TestCrossModelBandByHand(t *testing.T) {
-	m := perf.RooflineModel{Layers: 2, Hidden: 1024, Intermediate: 4096, Heads: 8, KVHeads: 8, Vocab: 1000}
-	h := perf.RooflineHW{PeakFLOPS: 100e12, MemBandwidth: 1e12}
 	eff := perf.DefaultEfficiency
-	r, err := perf.NewRoofline(m, h, eff, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pred := r.OpNs(perf.OpAttention, &perf.Batch{PrefillTokens: 64, PrefillSeqs: 1})
-	table := func(acc, model string, errs ...float64) *Tables {
-		tb := &Tables{Input: Input{Model: m, HW: h, TP: 1}, Accelerator: acc, ModelName: model}
-		for _, e := range errs {
-			tb.Points = append(tb.Points, perf.Point{Category: perf.CategoryAttention, Op: perf.OpAttention, PC: 64, Ns: pred / (1 + e)})
-		}
-		return tb
-	}
+	table := func(acc, model string, errs ...float64) *Tables { return residualTable(t, acc, model, errs...) }
 	// org/P and org/Q give -0.50 .. +0.50 in steps of 0.01 between them
 	// and a second org/P table one more 0: 102 residuals, 5th percentile at
 	// position 5.05 (-0.45 .. -0.44: -0.4495), 95th at 95.95 (+0.4495).
-	var p, q []float64
-	for i := -50; i <= 50; i++ {
-		if i%2 == 0 {
-			p = append(p, float64(i)/100)
-		} else {
-			q = append(q, float64(i)/100)
-		}
-	}
+	p, q := halves()
 	ts := []*Tables{
 		table("X", "org/D", 5, 5), // the deployment's model at another tp
 		table("x", "org/P", p...),

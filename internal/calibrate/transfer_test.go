@@ -89,34 +89,14 @@ func TestLeaveOneOutByHand(t *testing.T) {
 // The transfer band pools the residuals of the tables of accelerators that
 // are neither the lender nor the target, and says so in its label.
 func TestTransferBandByHand(t *testing.T) {
-	m := perf.RooflineModel{Layers: 2, Hidden: 1024, Intermediate: 4096, Heads: 8, KVHeads: 8, Vocab: 1000}
-	h := perf.RooflineHW{PeakFLOPS: 100e12, MemBandwidth: 1e12}
 	eff := perf.DefaultEfficiency
-	r, err := perf.NewRoofline(m, h, eff, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pred := r.OpNs(perf.OpAttention, &perf.Batch{PrefillTokens: 64, PrefillSeqs: 1})
-	table := func(acc string, errs ...float64) *Tables {
-		tb := &Tables{Input: Input{Model: m, HW: h, TP: 1}, Accelerator: acc}
-		for _, e := range errs {
-			tb.Points = append(tb.Points, perf.Point{Category: perf.CategoryAttention, Op: perf.OpAttention, PC: 64, Ns: pred / (1 + e)})
-		}
-		return tb
-	}
+	table := func(acc string, errs ...float64) *Tables { return residualTable(t, acc, "", errs...) }
 	// Z and W give -0.50 .. +0.50 in steps of 0.01 between them and a
 	// second Z table one more 0 (102 residuals, two zeros at positions 50
 	// and 51). The 5th percentile sits at position 0.05*101 = 5.05, between
 	// -0.45 and -0.44: -0.4495; the 95th at 95.95, between 0.44 and 0.45:
 	// +0.4495. The lender's and the target's tables (far off) stay out.
-	var z, w []float64
-	for i := -50; i <= 50; i++ {
-		if i%2 == 0 {
-			z = append(z, float64(i)/100)
-		} else {
-			w = append(w, float64(i)/100)
-		}
-	}
+	z, w := halves()
 	ts := []*Tables{table("X", 5, 5), table("Z", z...), table("Y", -0.9), table("W", w...), table("Z", 0)}
 	b, err := TransferBand(eff, "X", "Y", ts)
 	if err != nil {
