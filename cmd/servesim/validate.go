@@ -28,6 +28,7 @@ func newValidateCmd() *cobra.Command {
 		bmodel, bhw       string
 		btp, bseqs, btoks int
 		offsetMs          float64
+		placement         int
 	)
 	cmd := &cobra.Command{
 		Use:   "validate --measured DIR",
@@ -47,7 +48,13 @@ builtin:NAME names an embedded measured run (servesim catalog lists them),
 e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if placement < 0 {
+				return usageError{fmt.Errorf("--placement-replicas must be 0 or more (got %d)", placement)}
+			}
 			if bench != "" {
+				if placement > 0 {
+					return usageError{fmt.Errorf("--placement-replicas works with --measured DIR; a --bench result has no data-parallel ranks to place")}
+				}
 				if dir != "" {
 					return usageError{fmt.Errorf("give --measured DIR or --bench FILE, not both")}
 				}
@@ -67,7 +74,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 				return badInput(err)
 			}
 			o := validate.Options{Measured: measured, Name: name, Workload: wl, Profiles: profiles, CheckInvariants: invariant, RequestsCSV: csvOut,
-				Predictor: predictor, Calibration: calib, ErrorBars: errorBars}
+				Predictor: predictor, Calibration: calib, ErrorBars: errorBars, PlacementReplicas: placement}
 			if cmd.Flags().Changed("step-overhead-us") {
 				o.StepOverheadUs = &overhead
 			}
@@ -87,6 +94,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 	fs.IntVar(&bseqs, "max-num-seqs", 0, "with --bench: the server's max_num_seqs")
 	fs.IntVar(&btoks, "max-num-batched-tokens", 0, "with --bench: the server's max_num_batched_tokens")
 	fs.BoolVar(&errorBars, "error-bars", false, "add 90 % intervals from the step model's residuals on the accelerator's tables (two more simulations; needs --predictor roofline) and say whether each measured value lies inside")
+	fs.IntVar(&placement, "placement-replicas", 0, "with a data-parallel run: replay it N more times with the DP balancer's ties broken at random and print each statistic's spread (how much the placement of requests on the ranks alone moves it; docs/moe.md)")
 	fs.Float64Var(&offsetMs, "client-offset-ms", 0, "with --bench: client-side time inside each measured TTFT and E2E (HTTP, tokenisation, detokenisation), added to the simulated ones; see docs/validation.md")
 	fs.StringVar(&dir, "measured", "", "measured run directory (meta.json, requests.jsonl, llmservingsim-cluster.json), or builtin:NAME for an embedded one")
 	fs.StringVar(&wl, "workload", "", "the JSONL trace the run replayed (default: found by dataset_hash among the embedded workloads)")

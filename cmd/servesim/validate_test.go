@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +48,39 @@ func TestValidateJSONQueueDelay(t *testing.T) {
 			math.Abs(*q.DiffPct-(q.Simulated-q.Measured)/q.Measured*100) > 0.01 || math.Abs(q.DiffMs-(q.Simulated-q.Measured)) > 0.002 {
 			t.Errorf("queue row %d: %+v", i, q)
 		}
+	}
+}
+
+// --placement-replicas: bad uses exit 2 and name the flag; on the DP run
+// the JSON carries the spread.
+func TestValidatePlacementReplicasFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"--measured", "builtin:RTXPRO6000-Llama-3.1-8B", "--placement-replicas", "2"},
+		{"--measured", "builtin:RTXPRO6000-Qwen3-30B-A3B-Instruct-2507", "--placement-replicas", "-1"},
+		{"--bench", "x.json", "--placement-replicas", "2"},
+	} {
+		code, _, stderr := run(t, append([]string{"validate"}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "--placement-replicas") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming the flag", args, code, stderr)
+		}
+	}
+	code, out, stderr := run(t, "validate", "--measured", "builtin:RTXPRO6000-Qwen3-30B-A3B-Instruct-2507", "--placement-replicas", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Placement struct {
+			Replicas int `json:"replicas"`
+			Stats    []struct {
+				Min float64 `json:"min_diff_pct"`
+				Max float64 `json:"max_diff_pct"`
+			} `json:"stats"`
+		} `json:"placement_spread"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Placement.Replicas != 2 || len(rep.Placement.Stats) != 15 || rep.Placement.Stats[0].Min > rep.Placement.Stats[0].Max {
+		t.Errorf("placement spread %+v", rep.Placement)
 	}
 }

@@ -410,7 +410,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			}
 			graph := et
 			graph.CaptureSizes = slices.Sorted(slices.Values(et.CaptureSizes))
-			spec = groupSpec{pred: pred, timer: timer, graph: graph, balance: g.DPBalance != "router",
+			spec = groupSpec{pred: pred, timer: timer, graph: graph, balance: g.DPBalance != "router", seededTies: g.DPBalanceTies == "seeded",
 				hiddenBytes: m.HiddenSize * int64(bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9}
 		}
 		for c := 0; c < *g.Count; c++ {

@@ -17,6 +17,7 @@ type groupSpec struct {
 	timer          moe.LayerTimer
 	graph          perf.EngineTime
 	balance        bool
+	seededTies     bool
 	hiddenBytes    int64
 	link           hw.Link
 	linkBWOverride float64 // links.tp_bandwidth_gbps in bytes/s, 0: the catalog's
@@ -49,7 +50,8 @@ func (b *Built) dpGroups() ([]cluster.DPGroup, error) {
 		if err != nil {
 			return nil, fmt.Errorf("instance group %s: %w", in.Group, err)
 		}
-		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: g.pred, MoE: mm, Graph: g.graph.Dispatch, Balance: g.balance}
+		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: g.pred, MoE: mm, Graph: g.graph.Dispatch, Balance: g.balance,
+			SeededTies: g.seededTies, TieSeed: b.Scenario.Seed + uint64(gi)}
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/servesim/servesim/internal/des"
 	"github.com/servesim/servesim/internal/engine"
@@ -31,8 +32,15 @@ type DPGroup struct {
 	// Balance is true when vLLM's DP load balancer picks the rank of each
 	// request; false when the router addresses the ranks directly.
 	Balance bool
-	// PublishNs is the balancer's count-publishing period (vLLM: 100 ms).
-	PublishNs int64
+	// PublishNs is the least time between two publications of the ranks'
+	// counts to the balancer (vLLM: 100 ms); HeartbeatNs the time after
+	// which unchanged counts are published again (vLLM: 4 s).
+	PublishNs, HeartbeatNs int64
+	// SeededTies breaks the balancer's ties between ranks of equal score
+	// at random, from a stream seeded with TieSeed, instead of to the
+	// lowest rank (vLLM's rule).
+	SeededTies bool
+	TieSeed    uint64
 }
 
 // GroupStep is what one lockstep step of a DP group did, per rank, for
@@ -59,11 +67,7 @@ type dpGroup struct {
 	batches []perf.Batch
 	last    GroupStep
 	steps   int64
-	// balancer: published scores (4 × waiting + running) plus local
-	// increments, and when they were last published.
-	scores    []int
-	published int64
-	fresh     bool
+	bal     *dpBalancer
 }
 
 // SetDPGroups declares the data-parallel groups among the engines. An
@@ -81,6 +85,9 @@ func (s *Sim) SetDPGroups(groups []DPGroup) error {
 		if g.PublishNs <= 0 {
 			g.PublishNs = 100_000_000
 		}
+		if g.HeartbeatNs <= 0 {
+			g.HeartbeatNs = 4_000_000_000
+		}
 		for _, r := range g.Ranks {
 			if r < 0 || r >= len(s.engines) || s.groupOf[r] >= 0 {
 				return fmt.Errorf("cluster: DP group %d: engine %d is out of range or already in a group", gi, r)
@@ -94,10 +101,19 @@ func (s *Sim) SetDPGroups(groups []DPGroup) error {
 			s.groupOf[r] = int32(gi)
 		}
 		n := len(g.Ranks)
-		s.groups = append(s.groups, &dpGroup{DPGroup: g, formed: make([]bool, n), batches: make([]perf.Batch, n), scores: make([]int, n),
+		s.groups = append(s.groups, &dpGroup{DPGroup: g, formed: make([]bool, n), batches: make([]perf.Batch, n), bal: newDPBalancer(n, g.PublishNs, g.HeartbeatNs, ties(g)),
 			last: GroupStep{Tokens: make([]int, n), Dummy: make([]bool, n), RankNs: make([]int64, n)}})
 	}
 	return nil
+}
+
+// ties is the random stream that breaks group g's balancer ties, nil for
+// vLLM's lowest-rank rule.
+func ties(g DPGroup) *rand.Rand {
+	if !g.SeededTies {
+		return nil
+	}
+	return des.Stream(g.TieSeed, "dp-balance-ties")
 }
 
 // LastGroupStep returns the latest step of DP group g and how many steps
@@ -135,6 +151,9 @@ func (s *Sim) kickGroup(gi int, now int64) {
 		sync = min(sync, mode)
 		padTo = max(padTo, padded)
 		sum += b.Tokens()
+		if g.Balance {
+			g.bal.report(now, i, e.Waiting(), e.Running())
+		}
 	}
 	if !any {
 		return
@@ -171,27 +190,11 @@ func (s *Sim) kickGroup(gi int, now int64) {
 	}
 }
 
-// pickRank is vLLM's DP load balancer: the rank with the lowest
-// 4 × waiting + running, from counts published every PublishNs (taken at
-// the first request after each period boundary) plus one waiting request
-// added locally for each request sent since; the lowest rank wins ties.
+// pickRank is the rank vLLM's DP load balancer sends a request to at now
+// (dpBalancer).
 func (s *Sim) pickRank(gi int, now int64) int {
 	g := s.groups[gi]
-	if !g.fresh || now/g.PublishNs != g.published/g.PublishNs {
-		for i, r := range g.Ranks {
-			e := s.engines[r]
-			g.scores[i] = 4*e.Waiting() + e.Running()
-		}
-		g.published, g.fresh = now, true
-	}
-	best := 0
-	for i := range g.scores {
-		if g.scores[i] < g.scores[best] {
-			best = i
-		}
-	}
-	g.scores[best] += 4
-	return g.Ranks[best]
+	return g.Ranks[g.bal.pick(now)]
 }
 
 // balancedCandidates keeps, of each group whose ranks the load balancer

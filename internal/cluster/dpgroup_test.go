@@ -174,16 +174,19 @@ func TestGroupStepsInLockstep(t *testing.T) {
 	}
 }
 
-// TestDPBalancerHandBuiltSequence checks vLLM's balancer against a sequence
-// worked out by hand. Two ranks, rank 1 limited to one running request;
-// seven requests 10 ms apart from t=0, then three at 150, 160 and 170 ms.
-// In the first period the published scores are zero and every request sent
-// adds 4 (one waiting) locally: ranks 0, 1, 0, 1, 0, 1, 0 (ties to the
-// lower index). At 150 ms the counts are republished: rank 0 runs 4
-// (score 4), rank 1 runs 1 with 2 waiting (score 4·2 + 1 = 9): rank 0, whose
-// score becomes 8, rank 0 again (8 < 9, now 12), then rank 1. Counting
-// waiting like running (3 against 3) would have sent the 150 ms request to
-// rank 0 and the next to rank 1.
+// TestDPBalancerHandBuiltSequence checks vLLM's balancer inside a run
+// against a sequence worked out by hand. Two ranks, rank 1 limited to one
+// running request, steps of about 0.1 ms; seven requests 10 ms apart from
+// t=0, then three at 150, 160 and 170 ms. Request 0 goes to rank 0 (tie),
+// whose report is published at once: scores [1 0]. Rank 1's report of
+// request 1 arrives within 100 ms of that publication, so the next one is
+// due at 100 ms and requests 2 to 6 are placed on the front end's local
+// additions alone (+4 each): ranks 1, 0, 1, 0, 1, 0. The publication at
+// 100 ms carries rank 0 running 4 (score 4) and rank 1 running 1 with 2
+// waiting (4·2 + 1 = 9): rank 0 at 150 ms (8 < 9), rank 0 again at 160 ms
+// (its report of the 150 ms request is not published before 200 ms), then
+// rank 1 (12 > 9). Counting waiting like running (3 against 3) would have
+// sent the 150 ms request to rank 0 and the next to rank 1.
 func TestDPBalancerHandBuiltSequence(t *testing.T) {
 	ms := int64(1_000_000)
 	var reqs []workload.Request

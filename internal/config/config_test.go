@@ -78,6 +78,7 @@ func TestParseErrors(t *testing.T) {
 		{"ep on a prefill group", "instances:\n  - {role: prefill, tp: 2, ep: 2}\n  - {role: decode}\n", []string{"instances[0].role", "expert-parallel", "role: mixed"}},
 		{"ep on a decode group", "instances:\n  - {role: prefill}\n  - {role: decode, tp: 2, ep: 2}\n", []string{"instances[1].role", "role: mixed"}},
 		{"ep with pp", "instances:\n  - {tp: 2, ep: 2, pp: 2}\n", []string{"instances[0].pp", "pp: 1"}},
+		{"bad dp tie rule", "instances:\n  - {dp: 2, dp_balance_ties: random}\n", []string{"s.yaml:2:", "instances[0].dp_balance_ties", "lowest or seeded", `"random"`}},
 		{"bad format scaling", "predictor: {format_scaling: yes-please}\n", []string{"predictor.format_scaling", "roofline-ratio"}},
 	}
 	for _, tc := range tests {

@@ -31,6 +31,13 @@ type Group struct {
 	// running from counts published every 100 ms plus local increments)
 	// or router (the scenario's router addresses the ranks directly).
 	DPBalance string `yaml:"dp_balance,omitempty" json:"dp_balance,omitempty"`
+	// DPBalanceTies is how vLLM's balancer breaks a tie between ranks of
+	// equal score: lowest (default; vLLM's rule, the lowest rank) or
+	// seeded (a rank drawn from the scenario's seed, standing in for the
+	// timing noise of a real deployment, which decides near-ties; a
+	// study of how much the placement alone moves the results,
+	// docs/moe.md).
+	DPBalanceTies string `yaml:"dp_balance_ties,omitempty" json:"dp_balance_ties,omitempty"`
 	// NodeGPUs overrides the GPUs per node of the accelerator's catalog
 	// node description. The GPUs of one data-parallel instance must sit
 	// on one node (its expert-parallel collectives use the intra-node
@@ -125,6 +132,11 @@ func (s *Scenario) validateParallel(g *Group, p string, bad func(field, format s
 	case "", "vllm", "router":
 	default:
 		bad(p+".dp_balance", "must be vllm or router (got %q)", g.DPBalance)
+	}
+	switch g.DPBalanceTies {
+	case "", "lowest", "seeded":
+	default:
+		bad(p+".dp_balance_ties", "must be lowest or seeded (got %q)", g.DPBalanceTies)
 	}
 }
 

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/perf"
-	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/workload"
 )
 
@@ -174,29 +172,9 @@ func addIntervals(rep *Report, built *assemble.Built, band calibrate.Band, newSr
 		lo[i], hi[i] = r.Simulated, r.Simulated
 	}
 	for _, f := range []float64{fast, slow} {
-		scaled := built.Scaled(f)
-		src, err := newSrc()
+		ttft, tpot, e2e, err := simStats(built.Scaled(f), newSrc, offsetMs)
 		if err != nil {
-			return err
-		}
-		scaled.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
-		var ttft, tpot, e2e []float64
-		unfinished := 0
-		if _, err := runner.Run(scaled, runner.Options{OnRecord: func(r *metrics.Record) {
-			if r.Outcome != metrics.Finished {
-				unfinished++
-				return
-			}
-			ttft = append(ttft, float64(r.FirstToken-r.Queued)/1e6+offsetMs)
-			e2e = append(e2e, float64(r.LastToken-r.Queued)/1e6+offsetMs)
-			if r.Generated > 1 {
-				tpot = append(tpot, float64(r.LastToken-r.FirstToken)/float64(r.Generated-1)/1e6)
-			}
-		}}); err != nil {
 			return fmt.Errorf("error bars (steps x%.3f): %w", f, err)
-		}
-		if unfinished > 0 {
-			return fmt.Errorf("error bars (steps x%.3f): %d requests did not finish", f, unfinished)
 		}
 		stats := map[string]metrics.Stat{"TTFT": metrics.Stats(ttft), "TPOT": metrics.Stats(tpot), "E2E": metrics.Stats(e2e)}
 		for i, r := range rep.Stats {

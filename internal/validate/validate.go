@@ -59,6 +59,10 @@ type Options struct {
 	// ErrorBars adds 90 % intervals to the simulated statistics (two more
 	// simulations; see errorbars.go).
 	ErrorBars bool
+	// PlacementReplicas, when positive, replays a run with data-parallel
+	// ranks that many more times with the balancer's ties broken at random
+	// and reports the statistics' spread (placement.go).
+	PlacementReplicas int
 }
 
 // Row is one compared statistic.
@@ -113,6 +117,9 @@ type Report struct {
 	// |diff| is over Stats only. Empty for a client-side (bench serve) run,
 	// which records no scheduled time.
 	QueueDelay []QueueRow `json:"queue_delay,omitempty"`
+	// Placement is the spread over replays that differ only in the
+	// data-parallel placement (with PlacementReplicas only).
+	Placement *PlacementSpread `json:"placement_spread,omitempty"`
 }
 
 // QueueNearZeroMs is the measured queue-delay statistic below which a
@@ -468,6 +475,9 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.PlacementReplicas > 0 && !balancedGroups(s) {
+		return nil, errNoPlacement
+	}
 	wf, wname, err := findWorkload(o, m)
 	if err != nil {
 		return nil, err
@@ -486,7 +496,14 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compare(s, config.Source{}, reqs, newSrc, o.Name, o.RequestsCSV, 0, band, true)
+	rep, err := compare(s, config.Source{}, reqs, newSrc, o.Name, o.RequestsCSV, 0, band, true)
+	if err != nil || o.PlacementReplicas <= 0 {
+		return rep, err
+	}
+	if err := addPlacementSpread(rep, s, config.Source{}, newSrc, 0, o.PlacementReplicas); err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 // compare simulates scenario s on the measured requests' workload (a
@@ -618,6 +635,9 @@ func (r *Report) String() string {
 			}
 			fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %9s %+10.2f\n", "queue", row.Stat, row.Measured, row.Simulated, pct, row.DiffMs)
 		}
+	}
+	if r.Placement != nil {
+		r.Placement.write(&b)
 	}
 	if r.ClientOffsetMs != 0 {
 		fmt.Fprintf(&b, "client-side: %.2f ms added to every simulated TTFT and E2E (client-to-engine offset)\n", r.ClientOffsetMs)
