@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/internal/assemble"
-	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
 )
 
@@ -34,14 +32,7 @@ check_invariants: true
 // time series (header, then rows).
 func runSeries(t *testing.T, yaml string) (metrics.Result, map[int64]metrics.Record, [][]string) {
 	t.Helper()
-	s, err := config.Parse([]byte(yaml), "swap.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := assemble.Build(s, config.Source{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := buildYAML(t, "swap.yaml", yaml)
 	path := filepath.Join(t.TempDir(), "timeseries.csv")
 	recs := map[int64]metrics.Record{}
 	res, err := Run(b, Options{Series: path, OnRecord: func(r *metrics.Record) { recs[r.ID] = *r }})
