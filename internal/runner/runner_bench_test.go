@@ -66,6 +66,20 @@ func runAll(b *testing.B, built *assemble.Built) int64 {
 	return res.RequestsTotal
 }
 
+// benchRuns runs the scenario build returns b.N times, each to the end of
+// its n requests, and reports the simulated requests per wall-second and
+// the heap in use at the end.
+func benchRuns(b *testing.B, n int64, build func() *assemble.Built) {
+	var reqs int64
+	for i := 0; i < b.N; i++ {
+		if got := runAll(b, build()); got != n {
+			b.Fatalf("%d requests, want %d", got, n)
+		}
+		reqs += n
+	}
+	reportRate(b, reqs, true)
+}
+
 // reportRate reports the simulated requests per wall-second of b's
 // iterations, reqs in all, and with heap the heap in use at the end.
 func reportRate(b *testing.B, reqs int64, heap bool) {
@@ -82,14 +96,7 @@ func reportRate(b *testing.B, reqs int64, heap bool) {
 // end. Run: go test ./internal/runner -run '^$' -bench Simulate100k -benchtime 1x
 func BenchmarkSimulate100k(b *testing.B) {
 	const n = 100_000
-	var reqs int64
-	for i := 0; i < b.N; i++ {
-		reqs += runAll(b, shareGPTScenario(b, n, nil))
-	}
-	if reqs != int64(n)*int64(b.N) {
-		b.Fatalf("%d requests, want %d a run", reqs, n)
-	}
-	reportRate(b, reqs, true)
+	benchRuns(b, n, func() *assemble.Built { return shareGPTScenario(b, n, nil) })
 }
 
 // BenchmarkSimulatePD100k is examples/bench-pd-4p4d.yaml: 4 prefill + 4
@@ -97,15 +104,7 @@ func BenchmarkSimulate100k(b *testing.B) {
 // of the cluster's saturated 70 req/s), pull handoff.
 // Run: go test ./internal/runner -run '^$' -bench SimulatePD100k -benchtime 1x
 func BenchmarkSimulatePD100k(b *testing.B) {
-	const n = 100_000
-	var reqs int64
-	for i := 0; i < b.N; i++ {
-		reqs += runAll(b, exampleScenario(b, "bench-pd-4p4d", nil))
-	}
-	if reqs != int64(n)*int64(b.N) {
-		b.Fatalf("%d requests, want %d a run", reqs, n)
-	}
-	reportRate(b, reqs, true)
+	benchRuns(b, 100_000, func() *assemble.Built { return exampleScenario(b, "bench-pd-4p4d", nil) })
 }
 
 // BenchmarkSimulateScale runs the first 200,000 requests of the 1M-request
@@ -133,15 +132,7 @@ func BenchmarkSimulateScale(b *testing.B) {
 // requests at 8 req/s.
 // Run: go test ./internal/runner -run '^$' -bench SimulateMoE100k -benchtime 1x
 func BenchmarkSimulateMoE100k(b *testing.B) {
-	const n = 100_000
-	var reqs int64
-	for i := 0; i < b.N; i++ {
-		reqs += runAll(b, exampleScenario(b, "moe-dp2ep2", nil))
-	}
-	if reqs != int64(n)*int64(b.N) {
-		b.Fatalf("%d requests, want %d a run", reqs, n)
-	}
-	reportRate(b, reqs, true)
+	benchRuns(b, 100_000, func() *assemble.Built { return exampleScenario(b, "moe-dp2ep2", nil) })
 }
 
 // BenchmarkSimulateSpec100k is BenchmarkSimulate100k with speculative
