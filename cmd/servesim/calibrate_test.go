@@ -61,11 +61,7 @@ func TestCalibrateCheckBandCoverage(t *testing.T) {
 		}
 		return tb
 	}
-	file, err := calibrate.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	en, _ := file.Entry("RTXPRO6000")
+	en, _ := embeddedCalibration(t, "RTXPRO6000")
 	held := load("RTXPRO6000/meta-llama/Llama-3.1-8B/bf16")
 	train := []*calibrate.Tables{load("RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16"), load("RTXPRO6000/Qwen/Qwen3-32B/bf16")}
 	b, covered, steps, err := calibrate.BandCoverage(en.Efficiency(), train, held)
@@ -161,4 +157,34 @@ func TestCalibrateCheckOddAcceleratorName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// embeddedCalibration returns the embedded calibration of accelerator acc
+// and the root of the embedded profile bundles.
+func embeddedCalibration(t *testing.T, acc string) (*calibrate.Entry, fs.FS) {
+	t.Helper()
+	file, err := calibrate.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, _ := file.Entry(acc)
+	root, err := fs.Sub(assets.FS(), "profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return en, root
+}
+
+// withProfiles appends to ts the tables of each bundle or v0 folder in
+// refs, read as --profiles reads them.
+func withProfiles(t *testing.T, ts []*calibrate.Tables, refs []string) []*calibrate.Tables {
+	t.Helper()
+	for _, r := range refs {
+		tb, err := loadTables("--profiles", r, 1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tb)
+	}
+	return ts
 }

@@ -53,6 +53,7 @@ The runs are independent and use all cores; each is deterministic.`,
 				if err != nil {
 					return err
 				}
+				f.printNotes(cmd.ErrOrStderr())
 				seen := map[string]bool{}
 				for _, v := range vs {
 					if err := warnLatency(cmd.ErrOrStderr(), seen, v.Scenario, v.Source); err != nil {
@@ -72,6 +73,7 @@ The runs are independent and use all cores; each is deterministic.`,
 			if err != nil {
 				return err
 			}
+			f.printNotes(cmd.ErrOrStderr())
 			if err := warnLatency(cmd.ErrOrStderr(), nil, base, src); err != nil {
 				return err
 			}
@@ -141,6 +143,7 @@ func loadVariants(f *scenarioFlags, specs []string) ([]compare.Variant, error) {
 		if err != nil {
 			return nil, badInput(fmt.Errorf("--variant %s: %w", name, err))
 		}
+		f.noteSetHardware(s, as, "--variant "+name+": ")
 		s.Name = name
 		vs = append(vs, compare.Variant{Name: name, Scenario: s, Source: baseSrc})
 	}

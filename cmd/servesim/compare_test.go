@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,14 +69,7 @@ func TestCompareErrorBars(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, stderr)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "errorbars.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var one validate.RunBars
-	if err := json.Unmarshal(data, &one); err != nil {
-		t.Fatal(err)
-	}
+	one := readErrorBars(t, dir)
 	if a, b := one.Stats, rs[1].ErrorBars.Stats; len(a) != len(b) || a[2] != b[2] || a[len(a)-1] != b[len(b)-1] {
 		t.Errorf("reserve: run gives %+v, compare %+v", a, b)
 	}

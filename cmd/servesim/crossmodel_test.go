@@ -1,15 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
 )
 
@@ -27,17 +22,7 @@ func TestRunErrorBarsCrossModelBand(t *testing.T) {
 	if !strings.Contains(out, "Error bars (90 % nominal): "+crossModelLabel+": step error -24.8% .. +14.5% (90% nominal, 58548 residuals); no seed variance (a trace workload)") {
 		t.Errorf("summary lacks the labelled cross-model band:\n%s", out)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "errorbars.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bars struct {
-		Band string `json:"step_band"`
-	}
-	if err := json.Unmarshal(data, &bars); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(bars.Band, crossModelLabel+": ") {
+	if bars := readErrorBars(t, dir); !strings.HasPrefix(bars.Band, crossModelLabel+": ") {
 		t.Errorf("errorbars.json step_band %q", bars.Band)
 	}
 }
@@ -47,14 +32,6 @@ func TestRunErrorBarsCrossModelBand(t *testing.T) {
 // v0 excerpts in the calibrate testdata; bundles of another accelerator
 // are refused in one line.
 func TestCalibrateCrossModelCLI(t *testing.T) {
-	file, err := calibrate.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := fs.Sub(assets.FS(), "profiles")
-	if err != nil {
-		t.Fatal(err)
-	}
 	v0 := "../../internal/calibrate/testdata/v0/"
 	for _, tc := range []struct {
 		acc   string
@@ -77,18 +54,12 @@ func TestCalibrateCrossModelCLI(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			en, _ := file.Entry(tc.acc)
+			en, root := embeddedCalibration(t, tc.acc)
 			ts, err := calibrate.AcceleratorTables(root, tc.acc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range tc.refs {
-				tb, err := loadTables("--profiles", r, 1, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ts = append(ts, tb)
-			}
+			ts = withProfiles(t, ts, tc.refs)
 			b, err := calibrate.CrossModelBand(en.Efficiency(), tc.acc, "", ts)
 			if err != nil {
 				t.Fatal(err)

@@ -22,14 +22,7 @@ func TestRunErrorBarsGoodputCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "errorbars.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bars validate.RunBars
-	if err := json.Unmarshal(b, &bars); err != nil {
-		t.Fatal(err)
-	}
+	bars := readErrorBars(t, dir)
 	var g *validate.RunInterval
 	for i := range bars.Stats {
 		if bars.Stats[i].Metric == "goodput_rps" {
@@ -37,7 +30,7 @@ func TestRunErrorBarsGoodputCLI(t *testing.T) {
 		}
 	}
 	if g == nil || !(g.Lo <= g.Value && g.Value <= g.Hi) || g.Value <= 0 {
-		t.Fatalf("goodput interval %+v in %s", g, b)
+		t.Fatalf("goodput interval %+v in %+v", g, bars)
 	}
 	if !strings.Contains(out, "goodput_rps") {
 		t.Errorf("summary lacks goodput's interval:\n%s", out)
@@ -58,4 +51,19 @@ func TestRunErrorBarsGoodputCLI(t *testing.T) {
 	if !strings.Contains(out, "goodput_rps      n/a") {
 		t.Errorf("no n/a goodput:\n%s", out)
 	}
+}
+
+// readErrorBars reads the errorbars.json that run --error-bars --out dir
+// wrote.
+func readErrorBars(t *testing.T, dir string) validate.RunBars {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "errorbars.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bars validate.RunBars
+	if err := json.Unmarshal(data, &bars); err != nil {
+		t.Fatalf("errorbars.json: %v", err)
+	}
+	return bars
 }

@@ -17,6 +17,21 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// oneLineError checks that stderr is one error line without a stack
+// trace that mentions each string of want.
+func oneLineError(t *testing.T, stderr string, want ...string) {
+	t.Helper()
+	line := strings.TrimSuffix(stderr, "\n")
+	if strings.Contains(line, "\n") || strings.Contains(line, "goroutine") || strings.Contains(line, "panic") {
+		t.Fatalf("error must be one line without a stack trace, got:\n%s", stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(line, w) {
+			t.Errorf("error %q does not mention %q", line, w)
+		}
+	}
+}
+
 func write(t *testing.T, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -71,15 +86,7 @@ func TestBadInput(t *testing.T) {
 			if code != 2 {
 				t.Fatalf("exit code %d, want 2; stderr: %s", code, stderr)
 			}
-			line := strings.TrimSuffix(stderr, "\n")
-			if strings.Contains(line, "\n") || strings.Contains(line, "goroutine") || strings.Contains(line, "panic") {
-				t.Fatalf("error must be one line without a stack trace, got:\n%s", stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(line, w) {
-					t.Errorf("error %q does not mention %q", line, w)
-				}
-			}
+			oneLineError(t, stderr, tc.want...)
 		})
 	}
 }

@@ -80,15 +80,7 @@ func TestEagerStopsWithReport(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("exit %d, want 3; stderr %s", code, stderr)
 	}
-	line := strings.TrimSpace(stderr)
-	for _, w := range []string{"eager handoff stopped the run at t=", "request ", "needs ", "KV blocks on decode instance ", " free"} {
-		if !strings.Contains(line, w) {
-			t.Errorf("report %q lacks %q", line, w)
-		}
-	}
-	if strings.Contains(line, "\n") || strings.Contains(line, "goroutine") {
-		t.Errorf("report must be one line without a stack trace: %q", stderr)
-	}
+	oneLineError(t, stderr, "eager handoff stopped the run at t=", "request ", "needs ", "KV blocks on decode instance ", " free")
 	if !strings.Contains(stdout, "STOPPED:") {
 		t.Errorf("summary must say the run stopped:\n%s", stdout)
 	}

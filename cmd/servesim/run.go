@@ -66,6 +66,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
+	f.scenario.printNotes(cmd.ErrOrStderr())
 	built, err := assemble.Build(s, src)
 	if err != nil {
 		return badInput(err)
@@ -118,6 +119,9 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	opts.Progress, opts.ProgressEvery = prog.update, 64
 	res, err := runner.Run(built, opts)
 	prog.done(res.RequestsTotal)
+	for _, n := range f.scenario.notes {
+		res.Simulated = append(res.Simulated, "Note: "+n)
+	}
 	var bars *report.ErrorBars
 	writeRunReport := func() error {
 		if f.report == "" {

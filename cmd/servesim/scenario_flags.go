@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -45,6 +46,10 @@ type scenarioFlags struct {
 	multiFile bool
 	files     []string
 	fs        *pflag.FlagSet
+	// notes name the instance groups a flag moved off a value the
+	// scenario gave them alone, or left on it (overrideNotes); load
+	// appends, one per flag that met such a group.
+	notes []string
 }
 
 func (f *scenarioFlags) register(fs *pflag.FlagSet) {
@@ -57,8 +62,8 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (overrides seed)")
 	fs.StringVar(&f.model, "model", "", "model id org/name (overrides model)")
 	fs.StringVar(&f.models, "models", "", "directory of extra HuggingFace configs <org>/<name>.json (overrides models)")
-	fs.StringVar(&f.hardware, "hardware", "", "accelerator name (overrides hardware and every group's hardware)")
-	fs.IntVar(&f.tp, "tp", 0, "tensor-parallel degree (overrides every group's tp)")
+	fs.StringVar(&f.hardware, "hardware", "", "accelerator of the scenario and of every instance group, including groups that name their own (--set hardware=NAME moves only the groups that inherit it)")
+	fs.IntVar(&f.tp, "tp", 0, "tensor-parallel degree of every instance group, including groups that set their own (--set instances[I].tp=N sets one group's)")
 	fs.StringVar(&f.profiles, "profiles", "", "root of profile bundles <hw>/<org>/<model>/<dtype>/tp<N> (overrides predictor.profiles)")
 	fs.StringVar(&f.trace, "workload", "", "JSONL trace file or builtin:NAME (overrides workload.trace)")
 	fs.StringVar(&f.format, "workload-format", "", "jsonl or vllm-requests (overrides workload.format)")
@@ -79,7 +84,7 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.invariants, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
 	fs.StringVar(&f.predictor, "predictor", "", "step-latency predictor profile|roofline (overrides predictor.kind)")
 	fs.BoolVar(&f.caching, "prefix-caching", true, "prefix caching on or off, e.g. --prefix-caching=false (overrides engine.enable_prefix_caching)")
-	fs.StringArrayVar(&f.sets, "set", nil, "override any scenario field, PATH=VALUE with the sweep grid's paths, e.g. --set instances[1].count=3 (repeatable; applied after the other flags)")
+	fs.StringArrayVar(&f.sets, "set", nil, "override any scenario field, PATH=VALUE with the sweep grid's paths, e.g. --set instances[1].count=3 (repeatable; applied after the other flags; as in a scenario file, --set hardware=NAME moves only the groups that inherit the scenario's hardware)")
 }
 
 // cwdPath makes a path given on the command line absolute, so that it is
@@ -126,6 +131,7 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 		}
 	}
 	if set("hardware") {
+		f.noteHardwareFlag(s)
 		s.Hardware = f.hardware
 		for i := range s.Instances {
 			s.Instances[i].Hardware = f.hardware
@@ -136,6 +142,7 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 			return nil, src, badInput(errorf("--tp: must be > 0 (got %d)", f.tp))
 		}
 		s.FillGroups()
+		f.noteTPFlag(s)
 		for i := range s.Instances {
 			tp := f.tp
 			s.Instances[i].TP = &tp
@@ -223,8 +230,90 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 		if s, err = sweep.Apply(s, as...); err != nil {
 			return nil, src, badInput(fmt.Errorf("--set: %w", err))
 		}
+		f.noteSetHardware(s, as, "--set ")
 	}
 	return s, src, nil
+}
+
+// The flags and --set treat instance groups differently, and say so
+// whenever it matters. --hardware and --tp set every group, including a
+// group the scenario gives a hardware or tp of its own; --set
+// hardware=NAME changes the scenario's accelerator as editing the file
+// would, moving only the groups that inherit it (a filled group on the
+// scenario's accelerator). The notes below name the groups where the two
+// paths differ, so a group-level setting is never overridden, or kept,
+// silently: the commands print them on stderr and run adds them to its
+// summary.
+
+// noteHardwareFlag notes the groups --hardware moves off an accelerator of
+// their own (s is the scenario before the flag).
+func (f *scenarioFlags) noteHardwareFlag(s *config.Scenario) {
+	var own []string
+	for _, g := range s.Instances {
+		if g.Hardware != "" && g.Hardware != s.Hardware && g.Hardware != f.hardware {
+			own = append(own, fmt.Sprintf("%s (%s)", g.Name, g.Hardware))
+		}
+	}
+	if len(own) > 0 {
+		f.note("--hardware %s also moved the instance groups on an accelerator of their own: %s; --set hardware=%[1]s would keep them",
+			f.hardware, strings.Join(own, ", "))
+	}
+}
+
+// noteTPFlag notes, when the scenario's groups have different tp, the
+// groups --tp changes (s is the filled scenario before the flag).
+func (f *scenarioFlags) noteTPFlag(s *config.Scenario) {
+	var changed []string
+	differ := false
+	for _, g := range s.Instances {
+		differ = differ || *g.TP != *s.Instances[0].TP
+		if *g.TP != f.tp {
+			changed = append(changed, fmt.Sprintf("%s (tp %d)", g.Name, *g.TP))
+		}
+	}
+	if differ && len(changed) > 0 {
+		f.note("--tp %d replaced the different tp the scenario gives its instance groups: %s; --set instances[I].tp=N sets one group's",
+			f.tp, strings.Join(changed, ", "))
+	}
+}
+
+// noteSetHardware notes the groups that keep an accelerator of their own
+// after an assignment hardware=NAME among as (s is the scenario after
+// them), given by the flag how ("--set ", or "--variant NAME: ").
+func (f *scenarioFlags) noteSetHardware(s *config.Scenario, as []sweep.Assignment, how string) {
+	for _, a := range as {
+		if len(a.Path) != 1 || a.Path[0].Key != "hardware" {
+			continue
+		}
+		var kept []string
+		for _, g := range s.Instances {
+			if g.Hardware != s.Hardware {
+				kept = append(kept, fmt.Sprintf("%s (%s)", g.Name, g.Hardware))
+			}
+		}
+		if len(kept) > 0 {
+			f.note("%shardware=%s moved only the instance groups that inherit the scenario's accelerator; these keep their own: %s; --hardware %[2]s would move them too",
+				how, s.Hardware, strings.Join(kept, ", "))
+		}
+		return
+	}
+}
+
+// note records a note, naming the scenario file when a command loads
+// several.
+func (f *scenarioFlags) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if f.multiFile && len(f.files) > 1 {
+		msg = scenarioName(f.file) + ": " + msg
+	}
+	f.notes = append(f.notes, msg)
+}
+
+// printNotes writes the notes of the loads so far on w, one line each.
+func (f *scenarioFlags) printNotes(w io.Writer) {
+	for _, n := range f.notes {
+		fmt.Fprintln(w, "servesim: note: "+n)
+	}
 }
 
 // parseSet parses one --set PATH=VALUE; the value is read as YAML, so

@@ -159,6 +159,7 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 			if err != nil {
 				return err
 			}
+			f.scenario.printNotes(cmd.ErrOrStderr())
 			if err := warnLatency(cmd.ErrOrStderr(), nil, s, src); err != nil {
 				return err
 			}
@@ -306,6 +307,7 @@ group. Splits are searched in parallel (--workers, default all cores).`,
 			if err != nil {
 				return err
 			}
+			f.scenario.printNotes(cmd.ErrOrStderr())
 			if err := warnLatency(cmd.ErrOrStderr(), nil, s, src); err != nil {
 				return err
 			}

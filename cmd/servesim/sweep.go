@@ -100,6 +100,7 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	if err != nil {
 		return err
 	}
+	f.scenario.printNotes(cmd.ErrOrStderr())
 	if err := warnLatency(cmd.ErrOrStderr(), nil, base, src); err != nil {
 		return err
 	}

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
 )
 
@@ -31,20 +26,7 @@ func TestRunErrorBarsTransferBand(t *testing.T) {
 	if !strings.Contains(out, "Error bars (90 % nominal): "+transferLabel+": step error ") || !strings.Contains(out, "seed variance over 10 more seeds") {
 		t.Errorf("summary lacks the labelled transfer band:\n%s", out)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "errorbars.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bars struct {
-		Band  string `json:"step_band"`
-		Stats []struct {
-			Metric        string
-			Value, Lo, Hi float64
-		}
-	}
-	if err := json.Unmarshal(data, &bars); err != nil {
-		t.Fatal(err)
-	}
+	bars := readErrorBars(t, dir)
 	if !strings.HasPrefix(bars.Band, transferLabel) {
 		t.Errorf("errorbars.json step_band %q", bars.Band)
 	}
@@ -99,26 +81,12 @@ func TestCalibrateTransferCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	file, err := calibrate.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	en, _ := file.Entry("RTXPRO6000")
-	root, err := fs.Sub(assets.FS(), "profiles")
-	if err != nil {
-		t.Fatal(err)
-	}
+	en, root := embeddedCalibration(t, "RTXPRO6000")
 	ts, err := calibrate.EmbeddedTables(root, "RTXPRO6000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range refs {
-		tb, err := loadTables("--profiles", r, 1, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, tb)
-	}
+	ts = withProfiles(t, ts, refs)
 	groups, err := calibrate.GroupResiduals(en.Efficiency(), "RTXPRO6000", ts)
 	if err != nil {
 		t.Fatal(err)

@@ -17,25 +17,9 @@ func TestRooflineOnEveryAccelerator(t *testing.T) {
 	}
 	tpot := map[string]float64{}
 	for _, a := range cat.All() {
-		s, err := config.Parse([]byte("predictor: {kind: roofline}\nhardware: "+a.Name+"\nworkload: {limit: 40}\ncheck_invariants: true\n"), a.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := Build(s, config.Source{})
-		if err != nil {
-			t.Fatalf("%s: %v", a.Name, err)
-		}
-		sim, closer, err := b.NewSim(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := sim.Run(); err != nil {
-			t.Fatalf("%s: %v", a.Name, err)
-		}
-		closer.Close()
-		done, seen := sim.Progress()
-		if done != 40 || seen != 40 {
-			t.Fatalf("%s: %d of %d requests ended", a.Name, done, seen)
+		b := mustBuild(t, a.Name, "predictor: {kind: roofline}\nhardware: "+a.Name+"\nworkload: {limit: 40}\ncheck_invariants: true\n")
+		if done := runToEnd(t, a.Name, b); done != 40 {
+			t.Fatalf("%s: %d requests ended, want 40", a.Name, done)
 		}
 		// One decode step of 8 sequences at 1,000 tokens of context.
 		tpot[a.Name] = float64(b.Instances[0].Predictor.StepTime(&perf.Batch{NumDecode: 8, DecodeKVSum: 8000, DecodeKVMax: 1000, DecodeKVMin: 1000}))
@@ -56,29 +40,44 @@ func TestModelThatDoesNotFitNamesChoices(t *testing.T) {
 	}
 }
 
-func buildAndRun(t *testing.T, yaml string) (*Built, int64) {
+// mustBuild parses the scenario document y (named name in errors) and
+// builds it.
+func mustBuild(t *testing.T, name, y string) *Built {
 	t.Helper()
-	s, err := config.Parse([]byte(yaml), "pp.yaml")
+	s, err := config.Parse([]byte(y), name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, err := Build(s, config.Source{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
+	return b
+}
+
+// runToEnd simulates b (named name in errors), requires every request
+// seen to have ended, and returns how many did.
+func runToEnd(t *testing.T, name string, b *Built) int64 {
+	t.Helper()
 	sim, closer, err := b.NewSim(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closer.Close()
 	if _, err := sim.Run(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	done, seen := sim.Progress()
 	if done != seen {
-		t.Fatalf("%d of %d requests ended", done, seen)
+		t.Fatalf("%s: %d of %d requests ended", name, done, seen)
 	}
-	return b, done
+	return done
+}
+
+func buildAndRun(t *testing.T, yaml string) (*Built, int64) {
+	t.Helper()
+	b := mustBuild(t, "pp.yaml", yaml)
+	return b, runToEnd(t, "pp.yaml", b)
 }
 
 func TestPipelineParallelGroup(t *testing.T) {
@@ -125,14 +124,7 @@ func TestEveryRouterServesEveryRequest(t *testing.T) {
 			y := "router: " + router + "\n" + layout + "\nworkload: {limit: 60}\ncheck_invariants: true\n"
 			var first []int
 			for rep := 0; rep < 2; rep++ {
-				s, err := config.Parse([]byte(y), router)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := Build(s, config.Source{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				b := mustBuild(t, router, y)
 				sim, closer, err := b.NewSim(nil)
 				if err != nil {
 					t.Fatal(err)

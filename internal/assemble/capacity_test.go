@@ -7,6 +7,22 @@ import (
 	"github.com/servesim/servesim/internal/config"
 )
 
+// buildOneGroup builds s with its instance groups replaced by one
+// default group.
+func buildOneGroup(t *testing.T, s *config.Scenario) *Built {
+	t.Helper()
+	s.Instances = nil
+	s.FillGroups()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(s, config.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // Llama-3.1-8B on one RTX 4090 (its embedded profile bundle) at 0.9: the
 // KV capacity of docs/engine-time.md's worked example, 2,912 blocks at
 // max_num_seqs 128 and 2,787 at 256 (the sampler's profiling pass doubles).
@@ -17,15 +33,7 @@ func TestRTX4090Capacity(t *testing.T) {
 		s := config.Default()
 		s.Hardware = "RTX4090"
 		s.Engine.MaxNumSeqs = c.seqs
-		s.Instances = nil
-		s.FillGroups()
-		if err := s.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		b, err := Build(s, config.Source{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := buildOneGroup(t, s)
 		if got := b.Instances[0].NumBlocks; got != c.want {
 			t.Errorf("max_num_seqs %d: %d blocks, want %d", c.seqs, got, c.want)
 		}
@@ -47,15 +55,7 @@ func TestPinnedCapacityIsPredictedToo(t *testing.T) {
 		s.Predictor.Kind = "roofline"
 		s.Engine.MaxNumSeqs = 128
 		s.Engine.NumGPUBlocks = 1000
-		s.Instances = nil
-		s.FillGroups()
-		if err := s.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		b, err := Build(s, config.Source{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := buildOneGroup(t, s)
 		in := b.Instances[0]
 		if in.NumBlocks != 1000 || in.Engine.NumBlocks != 1000 || in.PredictedBlocks != c.predicted {
 			t.Errorf("%s: %d blocks (engine %d), predicted %d; want 1000 and %d", c.model, in.NumBlocks, in.Engine.NumBlocks, in.PredictedBlocks, c.predicted)

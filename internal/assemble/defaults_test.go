@@ -37,14 +37,7 @@ func TestBatchDefaultsFollowVLLM(t *testing.T) {
 		{"group override", "engine: {max_num_seqs: 64}\ninstances: [{engine: {max_num_batched_tokens: 4096}}]\n", 64, 4096, FromScenario, FromScenario},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := config.Parse([]byte(c.yaml), "d.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := Build(s, config.Source{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := mustBuild(t, "d.yaml", c.yaml)
 			g := b.Describe().Groups[0]
 			if g.MaxNumSeqs != c.seqs || g.MaxNumBatchedTokens != c.tokens {
 				t.Errorf("max_num_seqs %d, max_num_batched_tokens %d; want %d, %d", g.MaxNumSeqs, g.MaxNumBatchedTokens, c.seqs, c.tokens)
@@ -96,14 +89,7 @@ func TestDefaultScenarioStatesItsBatchLimits(t *testing.T) {
 // settings, and building it again gives the same engines, KV capacity and
 // origins "scenario" for what were defaults.
 func TestResolvedReplaysTheSameEngines(t *testing.T) {
-	s, err := config.Parse([]byte("instances: [{count: 2}, {hardware: RTX4090, engine: {max_num_seqs: 64}}]\nworkload: {limit: 5}\n"), "r.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Build(s, config.Source{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustBuild(t, "r.yaml", "instances: [{count: 2}, {hardware: RTX4090, engine: {max_num_seqs: 64}}]\nworkload: {limit: 5}\n")
 	r := b.Resolved()
 	g1 := r.Instances[1].Engine
 	// RTX4090 (23.65 GiB): the small defaults, max_num_seqs as set; the
@@ -116,14 +102,7 @@ func TestResolvedReplaysTheSameEngines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := config.Parse(y, "resolved.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2, err := Build(s2, config.Source{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b2 := mustBuild(t, "resolved.yaml", string(y))
 	for i := range b.Instances {
 		if b.Instances[i].Engine != b2.Instances[i].Engine {
 			t.Errorf("instance %d: engine %+v, replayed %+v", i, b.Instances[i].Engine, b2.Instances[i].Engine)

@@ -3,8 +3,6 @@ package assemble
 import (
 	"strings"
 	"testing"
-
-	"github.com/servesim/servesim/internal/config"
 )
 
 // TestDescribeSaysWhatIsSimulated: the description names the model, each
@@ -30,14 +28,7 @@ func TestDescribeSaysWhatIsSimulated(t *testing.T) {
 			[]string{"profile RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16/tp2", "tp1 table divided by tp"}, 1},
 		{"model: Qwen/Qwen3-30B-A3B-Instruct-2507\ninstances: [{dp: 2, ep: 2}]\n", []string{"dp 2 ep 2"}, 0},
 	} {
-		s, err := config.Parse([]byte(c.yaml), "d.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := Build(s, config.Source{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := mustBuild(t, "d.yaml", c.yaml)
 		d := b.Describe()
 		text := strings.Join(d.Lines(), "\n")
 		for _, w := range c.want {

@@ -33,11 +33,21 @@ type Snapshot struct {
 	// KV tiers (TierSeriesColumns): chunks held in the host and disk
 	// tiers of the instance's node, and requests loading a prefix.
 	HostChunks, DiskChunks, TierLoading int
+	// Swap preemption (SwapSeriesColumns): requests whose KV is in the
+	// instance's swap space (swapping out, swapped out or swapping in),
+	// and the bytes of swap space they hold.
+	Swapped       int
+	SwapUsedBytes int64
 }
 
 // TierSeriesColumns are the time series columns added after SeriesColumns
 // when KV tiers are on (WithTierColumns).
 var TierSeriesColumns = []string{"host_kv_chunks", "disk_kv_chunks", "tier_loading"}
+
+// SwapSeriesColumns are the time series columns added last when some
+// instance preempts by swapping (WithSwapColumns): Snapshot.Swapped and
+// Snapshot.SwapUsedBytes in GB (1e9 bytes).
+var SwapSeriesColumns = []string{"swapped_requests", "swap_used_gb"}
 
 // SnapshotFunc returns the current state of one instance. It must not
 // change state and should not allocate.
@@ -78,6 +88,7 @@ type SeriesWriter struct {
 	ivs    []*Interval
 	closed bool
 	tiers  bool // write TierSeriesColumns
+	swap   bool // write SwapSeriesColumns
 }
 
 // DefaultSeriesPeriod is the interval length used when none is given: one
@@ -91,7 +102,8 @@ func NewSeriesWriter(w io.Writer, period int64, opts ...Option) *SeriesWriter {
 	if period <= 0 {
 		period = DefaultSeriesPeriod
 	}
-	s := &SeriesWriter{bw: bufio.NewWriterSize(w, 64<<10), period: period, next: period, tiers: resolveOptions(opts).tiers}
+	o := resolveOptions(opts)
+	s := &SeriesWriter{bw: bufio.NewWriterSize(w, 64<<10), period: period, next: period, tiers: o.tiers, swap: o.swap}
 	s.buf = make([]byte, 0, 256)
 	for i, c := range SeriesColumns {
 		if i > 0 {
@@ -99,8 +111,14 @@ func NewSeriesWriter(w io.Writer, period int64, opts ...Option) *SeriesWriter {
 		}
 		s.buf = append(s.buf, c...)
 	}
-	if s.tiers {
-		for _, c := range TierSeriesColumns {
+	for _, extra := range [...]struct {
+		on   bool
+		cols []string
+	}{{s.tiers, TierSeriesColumns}, {s.swap, SwapSeriesColumns}} {
+		if !extra.on {
+			continue
+		}
+		for _, c := range extra.cols {
 			s.buf = append(s.buf, ',')
 			s.buf = append(s.buf, c...)
 		}
@@ -180,6 +198,12 @@ func (s *SeriesWriter) row(b []byte, iv *Interval) []byte {
 			b = append(b, ',')
 			b = strconv.AppendInt(b, int64(v), 10)
 		}
+	}
+	if s.swap {
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(sn.Swapped), 10)
+		b = append(b, ',')
+		b = strconv.AppendFloat(b, float64(sn.SwapUsedBytes)/1e9, 'f', 3, 64)
 	}
 	return append(b, '\n')
 }

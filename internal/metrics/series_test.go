@@ -110,3 +110,39 @@ func TestSeriesExtraColumnsAndNilSnapshot(t *testing.T) {
 		t.Errorf("got %q", lines[1:3])
 	}
 }
+
+// TestSeriesOptionalColumns: the tier and swap columns come after the
+// base columns, in that order, only when asked for; swap space is in GB
+// (1e9 bytes) with three decimals.
+func TestSeriesOptionalColumns(t *testing.T) {
+	const base = "1.0,0,0.0,0.0,1,0,10.00,0,10,0,0,0.000"
+	snap := func() Snapshot {
+		// 3 swapped requests holding 50 blocks of 2 MiB: 104,857,600 B.
+		return Snapshot{Running: 1, KVUsedBlocks: 10, KVTotalBlocks: 100, HostChunks: 4, DiskChunks: 5, TierLoading: 6,
+			Swapped: 3, SwapUsedBytes: 50 * 2 << 20}
+	}
+	for _, tt := range []struct {
+		name        string
+		opts        []Option
+		header, row string // after the base columns' header and row
+	}{
+		{"base", nil, "", ""},
+		{"tiers", []Option{WithTierColumns()}, ",host_kv_chunks,disk_kv_chunks,tier_loading", ",4,5,6"},
+		{"swap", []Option{WithSwapColumns()}, ",swapped_requests,swap_used_gb", ",3,0.105"},
+		{"tiers and swap", []Option{WithSwapColumns(), WithTierColumns()},
+			",host_kv_chunks,disk_kv_chunks,tier_loading,swapped_requests,swap_used_gb", ",4,5,6,3,0.105"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			sw := NewSeriesWriter(&buf, 1e9, tt.opts...)
+			sw.Add(0, snap)
+			if err := sw.Close(1); err != nil {
+				t.Fatal(err)
+			}
+			want := strings.TrimSuffix(seriesHeader, "\n") + tt.header + "\n" + base + tt.row + "\n"
+			if buf.String() != want {
+				t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+			}
+		})
+	}
+}

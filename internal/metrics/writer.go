@@ -28,11 +28,15 @@ var TierColumns = []string{"tier_load_ms", "prefix_tier"}
 // Option changes what a writer writes.
 type Option func(*options)
 
-type options struct{ tiers bool }
+type options struct{ tiers, swap bool }
 
 // WithTierColumns adds the KV-tier columns (TierColumns to request rows,
 // TierSeriesColumns to time series rows).
 func WithTierColumns() Option { return func(o *options) { o.tiers = true } }
+
+// WithSwapColumns adds the swap-preemption columns (SwapSeriesColumns) to
+// time series rows; request rows are unchanged.
+func WithSwapColumns() Option { return func(o *options) { o.swap = true } }
 
 func resolveOptions(opts []Option) options {
 	var o options

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 )
@@ -60,10 +61,18 @@ const wantCSV = `id,session,prefill_instance,decode_instance,input_tokens,output
 3,,1,1,10,1,1,0,0.000,,0.000,5.000,5.000,0.000,5.000,,,5.000,0,,,,,,,,0,0,finished,
 `
 
-func TestCSVWriter(t *testing.T) {
+// recordWriter is what the CSV and JSONL writers share.
+type recordWriter interface {
+	Write(*Record) error
+	Flush() error
+}
+
+// writeRecords writes recs with the writer newWriter makes and returns
+// what it wrote.
+func writeRecords(t *testing.T, recs []Record, newWriter func(io.Writer) recordWriter) string {
+	t.Helper()
 	var buf bytes.Buffer
-	w := NewCSVWriter(&buf)
-	recs := testRecords()
+	w := newWriter(&buf)
 	for i := range recs {
 		if err := w.Write(&recs[i]); err != nil {
 			t.Fatal(err)
@@ -72,10 +81,15 @@ func TestCSVWriter(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.String(); got != wantCSV {
-		t.Errorf("CSV mismatch\n got:\n%s\nwant:\n%s", got, wantCSV)
+	return buf.String()
+}
+
+func TestCSVWriter(t *testing.T) {
+	out := writeRecords(t, testRecords(), func(w io.Writer) recordWriter { return NewCSVWriter(w) })
+	if out != wantCSV {
+		t.Errorf("CSV mismatch\n got:\n%s\nwant:\n%s", out, wantCSV)
 	}
-	rows, err := csv.NewReader(strings.NewReader(buf.String())).ReadAll()
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,18 +109,9 @@ func TestCSVWriterEmpty(t *testing.T) {
 }
 
 func TestJSONLWriter(t *testing.T) {
-	var buf bytes.Buffer
-	w := NewJSONLWriter(&buf)
 	recs := testRecords()
-	for i := range recs {
-		if err := w.Write(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	out := writeRecords(t, recs, func(w io.Writer) recordWriter { return NewJSONLWriter(w) })
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(lines) != len(recs) {
 		t.Fatalf("got %d lines, want %d", len(lines), len(recs))
 	}

@@ -59,6 +59,26 @@ func tinyMoEFS(withTP2Table bool) fstest.MapFS {
 	return fsys
 }
 
+// tinyMoEProfile loads the tiny MoE bundle (3 layers, 8 experts, top-2)
+// at tensor-parallel degree tp, with or without its tp2 MoE table.
+func tinyMoEProfile(t *testing.T, tp int, withTP2Table bool) *Profile {
+	t.Helper()
+	fsys := tinyMoEFS(withTP2Table)
+	cat, err := LoadCatalog(fsys, "tinymoe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := FindBundle(fsys, "HW", "org/moe", "bf16", tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadProfile(fsys, dir, Arch{ModelType: "tinymoe", NumLayers: 3, NumExperts: 8, ExpertsPerTok: 2}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // Tensor-parallel MoE (ep = 1) at tp 2 uses the bundle's tp2 table when it
 // has one, else tp1's at half; an expert-parallel rank's block
 // (MoELayerNs, experts whole) is tp1's whatever the tp.
@@ -81,19 +101,7 @@ func TestMoETensorParallelPricing(t *testing.T) {
 		{"tp2 with its table, one token", 2, true, 1, 70},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fsys := tinyMoEFS(c.tp2Table)
-			cat, err := LoadCatalog(fsys, "tinymoe")
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir, err := FindBundle(fsys, "HW", "org/moe", "bf16", c.tp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := LoadProfile(fsys, dir, Arch{ModelType: "tinymoe", NumLayers: 3, NumExperts: 8, ExpertsPerTok: 2}, cat)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := tinyMoEProfile(t, c.tp, c.tp2Table)
 			b := Batch{NumDecode: c.tok, DecodeKVSum: int64(16 * c.tok), DecodeKVMin: 16, DecodeKVMax: 16}
 			if got, want := p.Breakdown(&b).MoE, 3*c.wantUs*1000; !near(got, want) {
 				t.Errorf("MoE = %v ns want %v", got, want)
@@ -135,19 +143,7 @@ func TestMoEPricedAtPaddedTokens(t *testing.T) {
 		{"tp2 table, eager", 2, true, 0, 70},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fsys := tinyMoEFS(c.tp2Table)
-			cat, err := LoadCatalog(fsys, "tinymoe")
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir, err := FindBundle(fsys, "HW", "org/moe", "bf16", c.tp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := LoadProfile(fsys, dir, Arch{ModelType: "tinymoe", NumLayers: 3, NumExperts: 8, ExpertsPerTok: 2}, cat)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := tinyMoEProfile(t, c.tp, c.tp2Table)
 			b := Batch{NumDecode: 1, DecodeKVSum: 16, DecodeKVMin: 16, DecodeKVMax: 16, PadTokens: c.pad}
 			if got, want := p.Breakdown(&b).MoE, 3*c.wantUs*1000; !near(got, want) {
 				t.Errorf("MoE = %v ns want %v", got, want)
@@ -162,19 +158,7 @@ func TestMoEPricedAtPaddedTokens(t *testing.T) {
 	// 193.33 µs a layer, against 100 µs at 1 token: 3 layers differ by
 	// 280 µs. Dense (5 µs), lm_head (10 µs) and attention are the same in
 	// both; the kernel gaps differ by the mode.
-	fsys := tinyMoEFS(false)
-	cat, err := LoadCatalog(fsys, "tinymoe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := FindBundle(fsys, "HW", "org/moe", "bf16", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadProfile(fsys, dir, Arch{ModelType: "tinymoe", NumLayers: 3, NumExperts: 8, ExpertsPerTok: 2}, cat)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := tinyMoEProfile(t, 1, false)
 	graph := WithEngineTime(p, EngineTime{Mode: GraphsFull, CaptureSizes: []int{2, 4}})
 	eager := WithEngineTime(p, EngineTime{Mode: GraphsNone, CaptureSizes: []int{2, 4}})
 	b := Batch{NumDecode: 1, DecodeKVSum: 16, DecodeKVMin: 16, DecodeKVMax: 16}

@@ -3,8 +3,6 @@ package runner
 import (
 	"testing"
 
-	"github.com/servesim/servesim/internal/assemble"
-	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
 )
 
@@ -34,14 +32,7 @@ check_invariants: true
 		{"true", []int{0, 144, 288}},
 		{"false", []int{0, 0, 0}},
 	} {
-		s, err := config.Parse([]byte(base+"engine: {enable_prefix_caching: "+c.caching+"}\n"), "chat.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := assemble.Build(s, config.Source{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := buildYAML(t, "chat.yaml", base+"engine: {enable_prefix_caching: "+c.caching+"}\n")
 		var got []int
 		if _, err := Run(b, Options{OnRecord: func(r *metrics.Record) {
 			if r.Outcome != metrics.Finished {

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/servesim/servesim/internal/assemble"
-	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
 )
 
@@ -28,14 +26,7 @@ workload:
     output: {kind: uniform, min: 20, max: 200}
 check_invariants: true
 `, c.n, c.requests)
-			s, err := config.Parse([]byte(y), "closed.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := assemble.Build(s, config.Source{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := buildYAML(t, "closed.yaml", y)
 			recs := map[int64]metrics.Record{}
 			if _, err := Run(b, Options{OnRecord: func(r *metrics.Record) { recs[r.ID] = *r }}); err != nil {
 				t.Fatal(err)

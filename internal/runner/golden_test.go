@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -12,9 +11,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/servesim/servesim/internal/assemble"
-	"github.com/servesim/servesim/internal/config"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden.digests from the current outputs")
@@ -109,40 +105,12 @@ func TestGoldenDigests(t *testing.T) {
 // each, keyed "scenario/file".
 func runDigests(t *testing.T, name, yaml string) map[string]string {
 	t.Helper()
-	s, err := config.Parse([]byte(yaml+"\ncheck_invariants: true\n"), name+".yaml")
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	b, err := assemble.Build(s, config.Source{})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	dir := t.TempDir()
-	opts := Options{
-		RequestsCSV:   filepath.Join(dir, "requests.csv"),
-		RequestsJSONL: filepath.Join(dir, "requests.jsonl"),
-		Series:        filepath.Join(dir, "timeseries.csv"),
-	}
-	res, err := Run(b, opts)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	res, files := runOutputs(t, buildYAML(t, name+".yaml", yaml+"\ncheck_invariants: true\n"))
 	if res.RequestsTotal == 0 || res.Finished+res.Rejected+res.Failed != res.RequestsTotal {
 		t.Fatalf("%s: %d requests, %d finished, %d rejected, %d failed", name, res.RequestsTotal, res.Finished, res.Rejected, res.Failed)
 	}
-	js, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{name + "/summary.json": digest(js)}
-	for _, f := range []string{"requests.csv", "requests.jsonl", "timeseries.csv"} {
-		data, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(data) == 0 {
-			t.Fatalf("%s: %s is empty", name, f)
-		}
+	out := map[string]string{}
+	for f, data := range files {
 		out[name+"/"+f] = digest(data)
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/assemble"
-	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
 )
 
 // TestBuiltRunsTwiceIdentically: one built scenario run twice gives
@@ -30,16 +30,9 @@ func TestBuiltRunsTwiceIdentically(t *testing.T) {
 	}
 	for name, y := range cases {
 		t.Run(name, func(t *testing.T) {
-			s, err := config.Parse([]byte(y), name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := assemble.Build(s, config.Source{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			first := runOutputs(t, b)
-			second := runOutputs(t, b)
+			b := buildYAML(t, name, y)
+			_, first := runOutputs(t, b)
+			_, second := runOutputs(t, b)
 			for k := range first {
 				if !bytes.Equal(first[k], second[k]) {
 					t.Errorf("%s differs between two runs of one built scenario", k)
@@ -49,21 +42,22 @@ func TestBuiltRunsTwiceIdentically(t *testing.T) {
 	}
 }
 
-// runOutputs runs b once and returns every output's bytes by name.
-func runOutputs(t *testing.T, b *assemble.Built) map[string][]byte {
+// runOutputs runs b once and returns its summary and every output's bytes
+// by file name (summary.json is the summary as indented JSON).
+func runOutputs(t *testing.T, b *assemble.Built) (metrics.Result, map[string][]byte) {
 	t.Helper()
 	dir := t.TempDir()
 	opts := Options{
 		RequestsCSV:   filepath.Join(dir, "requests.csv"),
 		RequestsJSONL: filepath.Join(dir, "requests.jsonl"),
-		Series:        filepath.Join(dir, "series.csv"),
+		Series:        filepath.Join(dir, "timeseries.csv"),
 	}
 	res, err := Run(b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string][]byte{}
-	if out["summary"], err = json.Marshal(res); err != nil {
+	if out["summary.json"], err = json.MarshalIndent(res, "", "  "); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{opts.RequestsCSV, opts.RequestsJSONL, opts.Series} {
@@ -76,5 +70,5 @@ func runOutputs(t *testing.T, b *assemble.Built) map[string][]byte {
 		}
 		out[filepath.Base(p)] = data
 	}
-	return out
+	return res, out
 }

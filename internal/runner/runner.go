@@ -170,6 +170,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	defer closer.Close()
 	tiers := sim.Tiers()
+	swaps := tiers != nil && swapping(sim.Engines()) // swap needs the tiers (validated)
 	snap := func(i int) metrics.SnapshotFunc {
 		return func() metrics.Snapshot {
 			st := sim.State(i)
@@ -181,6 +182,12 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 				sn.HostChunks, sn.DiskChunks = tiers.Occupied(n, kvtier.Host), tiers.Occupied(n, kvtier.Disk)
 				sn.TierLoading = sim.Engines()[i].Loading()
 			}
+			if swaps {
+				// Swap preemption needs KV tiers: its copies run on their links,
+				// sized in their blocks.
+				e := sim.Engines()[i]
+				sn.Swapped, sn.SwapUsedBytes = e.Swapping(), int64(e.SwapUsed())*tiers.BlockBytes()
+			}
 			return sn
 		}
 	}
@@ -189,7 +196,11 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		if err != nil {
 			return metrics.Result{}, err
 		}
-		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod, wopts...)
+		sopts := wopts
+		if swaps {
+			sopts = append(sopts[:len(sopts):len(sopts)], metrics.WithSwapColumns())
+		}
+		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod, sopts...)
 		for i := range b.Instances {
 			o.ivs = append(o.ivs, o.series.Add(i, snap(i)))
 		}
@@ -270,6 +281,17 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 func describe(b *assemble.Built, res *metrics.Result) {
 	d := b.Describe()
 	res.Scenario, res.Simulated = d, d.Lines()
+}
+
+// swapping reports whether some engine preempts by swapping (and the time
+// series has the swap columns).
+func swapping(engines []*engine.Engine) bool {
+	for _, e := range engines {
+		if e.Config().SwapBlocks > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // swapResult summarises swap preemption over the engines that swap (nil

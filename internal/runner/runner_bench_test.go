@@ -12,8 +12,9 @@ import (
 // shareGPTScenario is examples/bench-100k.yaml: one RTX PRO 6000 serving
 // Llama-3.1-8B, ShareGPT-like lognormal lengths (sigma 1.0, mean prompt
 // 1,000, mean output 250) with Poisson arrivals at 5.8 req/s, about 85 % of
-// the instance's capacity (6.8 req/s when saturated).
-func shareGPTScenario(b *testing.B, n int) *assemble.Built {
+// the instance's capacity (6.8 req/s when saturated). edit, when not nil,
+// changes the scenario before it is validated.
+func shareGPTScenario(b *testing.B, n int, edit func(*config.Scenario)) *assemble.Built {
 	s := config.Default()
 	syn := workload.ShareGPTLike(n, 5.8)
 	s.Workload.Trace, s.Workload.Synthetic = "", &syn
@@ -21,6 +22,9 @@ func shareGPTScenario(b *testing.B, n int) *assemble.Built {
 	// The example's batch limits (vLLM's defaults for this card are
 	// 1024 and 8192).
 	s.Engine.MaxNumSeqs, s.Engine.MaxNumBatchedTokens = 256, 2048
+	if edit != nil {
+		edit(s)
+	}
 	s.FillGroups()
 	if err := s.Validate(); err != nil {
 		b.Fatal(err)
@@ -32,25 +36,67 @@ func shareGPTScenario(b *testing.B, n int) *assemble.Built {
 	return built
 }
 
+// exampleScenario loads examples/NAME.yaml, lets edit (when not nil)
+// change it, and builds it.
+func exampleScenario(b *testing.B, name string, edit func(*config.Scenario)) *assemble.Built {
+	s, _, err := config.Load("../../examples/" + name + ".yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if edit != nil {
+		edit(s)
+	}
+	built, err := assemble.Build(s, config.Source{Dir: "../../examples"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return built
+}
+
+// runAll runs built and fails unless every request finished; it returns
+// the number of requests.
+func runAll(b *testing.B, built *assemble.Built) int64 {
+	res, err := Run(built, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Finished != res.RequestsTotal {
+		b.Fatalf("finished %d of %d", res.Finished, res.RequestsTotal)
+	}
+	return res.RequestsTotal
+}
+
+// benchRuns runs the scenario build returns b.N times, each to the end of
+// its n requests, and reports the simulated requests per wall-second and
+// the heap in use at the end.
+func benchRuns(b *testing.B, n int64, build func() *assemble.Built) {
+	var reqs int64
+	for i := 0; i < b.N; i++ {
+		if got := runAll(b, build()); got != n {
+			b.Fatalf("%d requests, want %d", got, n)
+		}
+		reqs += n
+	}
+	reportRate(b, reqs, true)
+}
+
+// reportRate reports the simulated requests per wall-second of b's
+// iterations, reqs in all, and with heap the heap in use at the end.
+func reportRate(b *testing.B, reqs int64, heap bool) {
+	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
+	if heap {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapInuse)/1e6, "heapMB")
+	}
+}
+
 // BenchmarkSimulate100k simulates 100,000 requests per iteration and
 // reports simulated requests per wall-second and the heap in use at the
 // end. Run: go test ./internal/runner -run '^$' -bench Simulate100k -benchtime 1x
 func BenchmarkSimulate100k(b *testing.B) {
 	const n = 100_000
-	for i := 0; i < b.N; i++ {
-		built := shareGPTScenario(b, n)
-		res, err := Run(built, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Finished != n {
-			b.Fatalf("finished %d of %d", res.Finished, n)
-		}
-	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.HeapInuse)/1e6, "heapMB")
+	benchRuns(b, n, func() *assemble.Built { return shareGPTScenario(b, n, nil) })
 }
 
 // BenchmarkSimulatePD100k is examples/bench-pd-4p4d.yaml: 4 prefill + 4
@@ -58,28 +104,7 @@ func BenchmarkSimulate100k(b *testing.B) {
 // of the cluster's saturated 70 req/s), pull handoff.
 // Run: go test ./internal/runner -run '^$' -bench SimulatePD100k -benchtime 1x
 func BenchmarkSimulatePD100k(b *testing.B) {
-	const n = 100_000
-	for i := 0; i < b.N; i++ {
-		s, _, err := config.Load("../../examples/bench-pd-4p4d.yaml")
-		if err != nil {
-			b.Fatal(err)
-		}
-		built, err := assemble.Build(s, config.Source{Dir: "../../examples"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := Run(built, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Finished != n {
-			b.Fatalf("finished %d of %d", res.Finished, n)
-		}
-	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.HeapInuse)/1e6, "heapMB")
+	benchRuns(b, 100_000, func() *assemble.Built { return exampleScenario(b, "bench-pd-4p4d", nil) })
 }
 
 // BenchmarkSimulateScale runs the first 200,000 requests of the 1M-request
@@ -92,21 +117,9 @@ func BenchmarkSimulateScale(b *testing.B) {
 	for _, name := range []string{"bench-1m-32mixed", "bench-1m-16p16d"} {
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				s, _, err := config.Load("../../examples/" + name + ".yaml")
-				if err != nil {
-					b.Fatal(err)
-				}
-				s.Workload.Synthetic.Requests = n
-				built, err := assemble.Build(s, config.Source{Dir: "../../examples"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				res, err := Run(built, Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res.Finished != n {
-					b.Fatalf("finished %d of %d", res.Finished, n)
+				built := exampleScenario(b, name, func(s *config.Scenario) { s.Workload.Synthetic.Requests = n })
+				if reqs := runAll(b, built); reqs != n {
+					b.Fatalf("%d requests, want %d", reqs, n)
 				}
 			}
 			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(n*b.N), "us/req")
@@ -119,28 +132,7 @@ func BenchmarkSimulateScale(b *testing.B) {
 // requests at 8 req/s.
 // Run: go test ./internal/runner -run '^$' -bench SimulateMoE100k -benchtime 1x
 func BenchmarkSimulateMoE100k(b *testing.B) {
-	const n = 100_000
-	for i := 0; i < b.N; i++ {
-		s, _, err := config.Load("../../examples/moe-dp2ep2.yaml")
-		if err != nil {
-			b.Fatal(err)
-		}
-		built, err := assemble.Build(s, config.Source{Dir: "../../examples"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := Run(built, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Finished != n {
-			b.Fatalf("finished %d of %d", res.Finished, n)
-		}
-	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.HeapInuse)/1e6, "heapMB")
+	benchRuns(b, 100_000, func() *assemble.Built { return exampleScenario(b, "moe-dp2ep2", nil) })
 }
 
 // BenchmarkSimulateSpec100k is BenchmarkSimulate100k with speculative
@@ -150,32 +142,19 @@ func BenchmarkSimulateMoE100k(b *testing.B) {
 // Run: go test ./internal/runner -run '^$' -bench 'Simulate(Spec)?100k$' -benchtime 1x
 func BenchmarkSimulateSpec100k(b *testing.B) {
 	const n = 100_000
+	var reqs int64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		s := config.Default()
-		syn := workload.ShareGPTLike(n, 5.8)
-		s.Workload.Trace, s.Workload.Synthetic = "", &syn
-		s.Seed = 7
-		s.Engine.MaxNumSeqs, s.Engine.MaxNumBatchedTokens = 256, 2048
-		s.Engine.Speculative = &config.Speculative{Method: "eagle", NumSpeculativeTokens: 3, AcceptancePerPosition: []float64{0.75, 0.55, 0.40}}
-		s.FillGroups()
-		if err := s.Validate(); err != nil {
-			b.Fatal(err)
-		}
-		built, err := assemble.Build(s, config.Source{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		built := shareGPTScenario(b, n, func(s *config.Scenario) {
+			s.Engine.Speculative = &config.Speculative{Method: "eagle", NumSpeculativeTokens: 3, AcceptancePerPosition: []float64{0.75, 0.55, 0.40}}
+		})
 		b.StartTimer()
-		res, err := Run(built, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Finished != n {
-			b.Fatalf("finished %d of %d", res.Finished, n)
-		}
+		reqs += runAll(b, built)
 	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	if reqs != int64(n)*int64(b.N) {
+		b.Fatalf("%d requests, want %d a run", reqs, n)
+	}
+	reportRate(b, reqs, false)
 }
 
 // BenchmarkSimulateChatTiers runs the multi-turn chat of
@@ -192,28 +171,14 @@ func BenchmarkSimulateChatTiers(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var reqs int64
 			for i := 0; i < b.N; i++ {
-				s, _, err := config.Load("../../examples/chat-tiers.yaml")
-				if err != nil {
-					b.Fatal(err)
-				}
-				s.Workload.Chat.Conversations = 4000
-				if !tiers {
-					s.KVTiers = nil
-				}
-				built, err := assemble.Build(s, config.Source{Dir: "../../examples"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				res, err := Run(built, Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res.Finished != res.RequestsTotal {
-					b.Fatalf("finished %d of %d", res.Finished, res.RequestsTotal)
-				}
-				reqs += res.RequestsTotal
+				reqs += runAll(b, exampleScenario(b, "chat-tiers", func(s *config.Scenario) {
+					s.Workload.Chat.Conversations = 4000
+					if !tiers {
+						s.KVTiers = nil
+					}
+				}))
 			}
-			b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
+			reportRate(b, reqs, false)
 		})
 	}
 }

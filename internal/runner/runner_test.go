@@ -37,3 +37,18 @@ func TestInterruptReachesTheEventLoop(t *testing.T) {
 		t.Fatalf("err %v, finished %d, %d checks; want nil, 300, 2 (2,705 events / 1,024)", err, res.Finished, calls)
 	}
 }
+
+// buildYAML parses the scenario document y (named name in errors) and
+// builds it.
+func buildYAML(t *testing.T, name, y string) *assemble.Built {
+	t.Helper()
+	s, err := config.Parse([]byte(y), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := assemble.Build(s, config.Source{})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return b
+}

@@ -5,8 +5,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/servesim/servesim/internal/assemble"
-	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
 )
 
@@ -37,15 +35,7 @@ func TestSpecRunDeterministic(t *testing.T) {
 	if !maps.Equal(a, b) {
 		t.Fatalf("same scenario and seed, different outputs:\n%v\n%v", a, b)
 	}
-	s, err := config.Parse([]byte(specPD), "spec-pd.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	built, err := assemble.Build(s, config.Source{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(built, Options{})
+	res, err := Run(buildYAML(t, "spec-pd.yaml", specPD), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,15 +71,7 @@ workload:
   synthetic: {requests: 64, arrival: {kind: burst}, input: {kind: fixed, mean: 500}, output: {kind: fixed, mean: 100}}
 `
 	run := func(extra string) metrics.Result {
-		s, err := config.Parse([]byte(base+extra), "s.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := assemble.Build(s, config.Source{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Run(b, Options{})
+		res, err := Run(buildYAML(t, "s.yaml", base+extra), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

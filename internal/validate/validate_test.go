@@ -20,6 +20,29 @@ func measured(t *testing.T, name string) fs.FS {
 	return sub
 }
 
+// measuredWithMeta is the measured RTXPRO6000-Llama-3.1-8B run with the
+// first old in its meta.json replaced by repl.
+func measuredWithMeta(t *testing.T, old, repl string) fstest.MapFS {
+	t.Helper()
+	src := measured(t, "RTXPRO6000-Llama-3.1-8B")
+	meta, err := fs.ReadFile(src, "meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(meta), old) {
+		t.Fatalf("meta.json has no %s to replace", old)
+	}
+	fsys := fstest.MapFS{"meta.json": {Data: []byte(strings.Replace(string(meta), old, repl, 1))}}
+	for _, f := range []string{"requests.jsonl", "llmservingsim-cluster.json"} {
+		b, err := fs.ReadFile(src, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys[f] = &fstest.MapFile{Data: b}
+	}
+	return fsys
+}
+
 // TestLlamaMatchesVLLM pins the accuracy of the default model (profile
 // tables + async scheduling + the engine-side time of docs/engine-time.md,
 // with no constant fitted to this run) against the measured vLLM 0.19.0
@@ -165,19 +188,7 @@ func (fstestEmpty) Open(name string) (fs.File, error) { return nil, fs.ErrNotExi
 // tp2 bundle plus vLLM's all-reduce over the catalog link and
 // simulated end to end (the comparison itself needs a measured tp=2 run).
 func TestTensorParallelRunBuilds(t *testing.T) {
-	src := measured(t, "RTXPRO6000-Llama-3.1-8B")
-	meta, err := fs.ReadFile(src, "meta.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp2 := fstest.MapFS{"meta.json": {Data: []byte(strings.Replace(string(meta), `"tensor_parallel_size": 1`, `"tensor_parallel_size": 2`, 1))}}
-	for _, f := range []string{"requests.jsonl", "llmservingsim-cluster.json"} {
-		b, err := fs.ReadFile(src, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp2[f] = &fstest.MapFile{Data: b}
-	}
+	tp2 := measuredWithMeta(t, `"tensor_parallel_size": 1`, `"tensor_parallel_size": 2`)
 	s, _, _, err := Scenario(Options{Measured: tp2, Name: "tp2"})
 	if err != nil {
 		t.Fatal(err)
@@ -199,22 +210,10 @@ func TestTensorParallelRunBuilds(t *testing.T) {
 // beside it (94.97 GiB at 0.9 for Llama-3.1-8B: 35,776 blocks, see
 // docs/engine-time.md).
 func TestRecordedCapacityIsPinnedAndPredictionPrinted(t *testing.T) {
-	src := measured(t, "RTXPRO6000-Llama-3.1-8B")
-	meta, err := fs.ReadFile(src, "meta.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	extra := `"kv_cache": {"num_gpu_blocks": 30000, "block_size": 16, "gpu_memory_utilization": 0.9},
   "hardware": {"device_count": 1, "device_total_memory_bytes": 101973261025},
   "tick_seconds"`
-	fsys := fstest.MapFS{"meta.json": {Data: []byte(strings.Replace(string(meta), `"tick_seconds"`, extra, 1))}}
-	for _, f := range []string{"requests.jsonl", "llmservingsim-cluster.json"} {
-		b, err := fs.ReadFile(src, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fsys[f] = &fstest.MapFile{Data: b}
-	}
+	fsys := measuredWithMeta(t, `"tick_seconds"`, extra)
 	rep, err := Run(Options{Measured: fsys, Name: "pinned"})
 	if err != nil {
 		t.Fatal(err)
@@ -230,25 +229,13 @@ func TestRecordedCapacityIsPinnedAndPredictionPrinted(t *testing.T) {
 // resolved_config fields take precedence: graph mode and capture sizes,
 // scheduler limits, async scheduling, custom all-reduce.
 func TestResolvedConfigIsRead(t *testing.T) {
-	src := measured(t, "RTXPRO6000-Llama-3.1-8B")
-	meta, err := fs.ReadFile(src, "meta.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	extra := `"resolved_config": {
     "compilation_config": {"cudagraph_capture_sizes": [1, 2, 4, 8], "cudagraph_mode": [2, 0]},
     "model_config": {"enforce_eager": false},
     "scheduler_config": {"max_num_seqs": 64, "max_num_batched_tokens": 1024, "async_scheduling": false, "long_prefill_token_threshold": 0},
     "parallel_config": {"disable_custom_all_reduce": true}},
   "tick_seconds"`
-	fsys := fstest.MapFS{"meta.json": {Data: []byte(strings.Replace(string(meta), `"tick_seconds"`, extra, 1))}}
-	for _, f := range []string{"requests.jsonl", "llmservingsim-cluster.json"} {
-		b, err := fs.ReadFile(src, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fsys[f] = &fstest.MapFile{Data: b}
-	}
+	fsys := measuredWithMeta(t, `"tick_seconds"`, extra)
 	s, _, _, err := Scenario(Options{Measured: fsys, Name: "resolved"})
 	if err != nil {
 		t.Fatal(err)
@@ -275,21 +262,9 @@ func TestGraphModeNames(t *testing.T) {
 // The recorded device name selects the catalog accelerator ("NVIDIA "
 // prefix and all), overriding the cluster file's hardware label.
 func TestDeviceNameSelectsAccelerator(t *testing.T) {
-	src := measured(t, "RTXPRO6000-Llama-3.1-8B")
-	meta, err := fs.ReadFile(src, "meta.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for name, want := range map[string]string{"NVIDIA GeForce RTX 4090": "RTX4090", "NVIDIA RTX PRO 6000 Blackwell Server Edition": "RTXPRO6000", "Unknown GPU": "RTXPRO6000"} {
 		extra := `"hardware": {"device_count": 1, "device_name": "` + name + `"}, "tick_seconds"`
-		fsys := fstest.MapFS{"meta.json": {Data: []byte(strings.Replace(string(meta), `"tick_seconds"`, extra, 1))}}
-		for _, f := range []string{"requests.jsonl", "llmservingsim-cluster.json"} {
-			b, err := fs.ReadFile(src, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fsys[f] = &fstest.MapFile{Data: b}
-		}
+		fsys := measuredWithMeta(t, `"tick_seconds"`, extra)
 		s, _, _, err := Scenario(Options{Measured: fsys, Name: "dev"})
 		if err != nil {
 			t.Fatal(err)

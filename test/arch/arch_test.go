@@ -1,5 +1,6 @@
 // Package arch holds tests of the project's structure: the packages'
-// dependency direction and the rules the simulation core keeps.
+// dependency direction, the rules the simulation core keeps, and that
+// the rapid failure files kept as regression cases are replayed.
 package arch
 
 import (
