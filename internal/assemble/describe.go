@@ -106,10 +106,30 @@ func (b *Built) Describe() Description {
 			g.DP, g.EP = in.DP, in.EP
 		}
 		g.Latency, warned = b.latencySource(in, warned, &d.Warnings)
+		if w := b.spanWarning(in); w != "" {
+			d.Warnings = append(d.Warnings, w)
+		}
 		d.Groups = append(d.Groups, g)
 		i += n
 	}
 	return d
+}
+
+// spanWarning is the warning of an instance whose tensor-parallel group
+// spans nodes of an accelerator whose catalog NIC is the PCIe path inside
+// one host: the all-reduces crossing nodes are priced on that path, which
+// no network between two hosts matches, unless links.tp_* set the rate.
+func (b *Built) spanWarning(in Instance) string {
+	l := b.Scenario.Links
+	if in.TPNodes < 2 || l.TPBandwidthGBps > 0 || l.TPLatencyUs >= 0 {
+		return ""
+	}
+	acc, err := hw.Lookup(in.Hardware)
+	if err != nil || !acc.NIC.HostPath {
+		return ""
+	}
+	return fmt.Sprintf("instance group %s: tp %d spans %d nodes of %s, whose catalog NIC is the PCIe path between GPUs of one host (no network card per GPU): the all-reduces that cross nodes are priced on it, faster than a network between hosts would be; set links.tp_bandwidth_gbps and links.tp_latency_us to your network's figures (docs/engine-time.md)",
+		in.Group, in.TP, in.TPNodes, acc.Name)
 }
 
 // latencySource names where an instance's step times come from, and adds

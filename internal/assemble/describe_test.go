@@ -67,3 +67,33 @@ func TestDescribeTPSpansNodes(t *testing.T) {
 		}
 	}
 }
+
+// A tp group spanning nodes of a workstation card, whose catalog NIC is the
+// PCIe path inside one host, warns that the cross-node all-reduces are
+// priced on it; a datacenter NIC or links.tp_* set by the user do not.
+func TestDescribeWarnsTPAcrossHostPath(t *testing.T) {
+	tests := []struct {
+		yaml string
+		warn bool
+	}{
+		{"hardware: RTXPRO6000\ninstances: [{tp: 16}]\n", true},
+		{"hardware: RTXPRO6000\ninstances: [{tp: 8}]\n", false},
+		{"hardware: RTXPRO6000\ninstances: [{tp: 16}]\nlinks: {tp_bandwidth_gbps: 12.5, tp_latency_us: 20}\n", false},
+		{"hardware: H100\ninstances: [{tp: 16}]\n", false},
+	}
+	for _, tt := range tests {
+		b, err := buildYAML(t, "predictor: {kind: roofline}\n"+tt.yaml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := false
+		for _, w := range b.Describe().Warnings {
+			if strings.Contains(w, "PCIe path between GPUs of one host") && strings.Contains(w, "links.tp_bandwidth_gbps") {
+				warned = true
+			}
+		}
+		if warned != tt.warn {
+			t.Errorf("%q: warned %v, want %v", tt.yaml, warned, tt.warn)
+		}
+	}
+}

@@ -57,6 +57,10 @@ type NIC struct {
 	Bandwidth float64
 	// LatencyNs is the per-transfer latency, ns.
 	LatencyNs int64
+	// HostPath marks a NIC entry that is really the PCIe path between
+	// GPUs of one host (workstation cards without a network card per
+	// GPU): nothing crosses nodes on it. YAML "host_path".
+	HostPath bool
 }
 
 // Node describes the server an accelerator sits in.

@@ -402,3 +402,17 @@ func TestPeakFLOPSFP4(t *testing.T) {
 		}
 	}
 }
+
+// The workstation cards' catalog NIC is the PCIe path inside one host; the
+// datacenter parts' is a network card.
+func TestNICHostPath(t *testing.T) {
+	for name, want := range map[string]bool{"RTXPRO6000": true, "RTX4090": true, "H100": false, "B200": false} {
+		a, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.NIC.HostPath != want {
+			t.Errorf("%s: nic host_path %v, want %v", name, a.NIC.HostPath, want)
+		}
+	}
+}

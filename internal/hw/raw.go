@@ -47,6 +47,7 @@ type rawLink struct {
 type rawNIC struct {
 	BWGbit    *float64 `yaml:"bw_gbit"`
 	LatencyNs *float64 `yaml:"latency_ns"`
+	HostPath  *bool    `yaml:"host_path"`
 }
 
 // Integer quantities are decoded as floats so that 1.5 is reported rather
@@ -163,6 +164,9 @@ func overlay(base, over rawAccel) rawAccel {
 		}
 		setF(&n.BWGbit, over.NIC.BWGbit)
 		setF(&n.LatencyNs, over.NIC.LatencyNs)
+		if over.NIC.HostPath != nil {
+			n.HostPath = over.NIC.HostPath
+		}
 		out.NIC = &n
 	}
 	if over.Node != nil {
@@ -277,6 +281,7 @@ func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, erro
 	if a.NIC.Bandwidth, err = positive("nic.bw_gbit", r.NIC.BWGbit, gbit); err != nil {
 		return a, err
 	}
+	a.NIC.HostPath = r.NIC.HostPath != nil && *r.NIC.HostPath
 	if a.NIC.LatencyNs, err = latency("nic.latency_ns", r.NIC.LatencyNs, fail); err != nil {
 		return a, err
 	}
