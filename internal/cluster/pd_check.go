@@ -90,10 +90,10 @@ const (
 // and the check runs once the debt covers the n - checkAlways handoffs
 // above checkAlways, then clears it: every event with up to checkAlways in
 // flight (unit tests, ordinary runs), every ceil((n-checkAlways)/
-// checkVisits) events with more, so the check costs about checkAlways +
-// checkVisits handoff visits per event instead of n: a run whose decode
-// instances queue thousands of handoffs no longer checks each of them
-// after every event. What it verifies persists until repaired (a leaked
+// checkVisits) events with more, so the check costs at most about
+// checkAlways + checkVisits handoff visits per event instead of n: a run
+// whose decode instances queue thousands of handoffs no longer checks
+// each of them after every event. What it verifies persists until repaired (a leaked
 // reservation, a counter that drifted, resources contradicting a state),
 // so a violation is reported at most that many events - 1 after the event
 // that caused it, and the state the run ends in is always checked
