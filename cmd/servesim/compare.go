@@ -54,11 +54,15 @@ The runs are independent and use all cores; each is deterministic.`,
 					return err
 				}
 				f.printNotes(cmd.ErrOrStderr())
+				// Each variant is built once: to describe it here, then
+				// to run it.
 				seen := map[string]bool{}
-				for _, v := range vs {
-					if err := warnLatency(cmd.ErrOrStderr(), seen, v.Scenario, v.Source); err != nil {
-						return err
+				for i := range vs {
+					b, err := buildWarn(cmd.ErrOrStderr(), seen, vs[i].Scenario, vs[i].Source)
+					if err != nil {
+						return badInput(err)
 					}
+					vs[i].Built = b
 				}
 				return runComparison(cmd, "Variants", "variants", vs, quiet, asJSON, errorBars, reportPath)
 			}
@@ -74,12 +78,24 @@ The runs are independent and use all cores; each is deterministic.`,
 				return err
 			}
 			f.printNotes(cmd.ErrOrStderr())
-			if err := warnLatency(cmd.ErrOrStderr(), nil, base, src); err != nil {
-				return err
-			}
 			vs, err := compare.Policies(base, src, names)
 			if err != nil {
 				return badInput(fmt.Errorf("%s: %w", scenarioName(f.file), err))
+			}
+			// Each policy's variant is built once, to describe it (the
+			// policies share their warnings, printed once) and to run it.
+			// The first failing build is the scenario's error; a later
+			// one, which only the policy can have caused, names it.
+			seen := map[string]bool{}
+			for i := range vs {
+				b, err := buildWarn(cmd.ErrOrStderr(), seen, vs[i].Scenario, vs[i].Source)
+				if err != nil && i > 0 {
+					err = fmt.Errorf("%s: %w", vs[i].Name, err)
+				}
+				if err != nil {
+					return badInput(err)
+				}
+				vs[i].Built = b
 			}
 			return runComparison(cmd, "Handoff policies on "+base.Name, "policies", vs, quiet, asJSON, errorBars, reportPath)
 		},

@@ -16,9 +16,19 @@ import (
 // compare, sweep): a calibration is never used silently. Lines already in
 // seen (when not nil) are not printed again.
 func warnLatency(w io.Writer, seen map[string]bool, s *config.Scenario, src config.Source) error {
+	if _, err := buildWarn(w, seen, s, src); err != nil {
+		return badInput(err)
+	}
+	return nil
+}
+
+// buildWarn builds scenario s, prints what warnLatency prints for it and
+// returns the built scenario, for a caller that runs it next (compare).
+// Its error is assembly's, for the caller to name and mark as bad input.
+func buildWarn(w io.Writer, seen map[string]bool, s *config.Scenario, src config.Source) (*assemble.Built, error) {
 	b, err := assemble.Build(s, src)
 	if err != nil {
-		return badInput(err)
+		return nil, err
 	}
 	d := b.Describe()
 	var lines []string
@@ -38,5 +48,5 @@ func warnLatency(w io.Writer, seen map[string]bool, s *config.Scenario, src conf
 			seen[l] = true
 		}
 	}
-	return nil
+	return b, nil
 }

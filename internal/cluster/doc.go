@@ -13,8 +13,9 @@
 // implementations, one per file; decode placement (placement.go) only
 // considers instances a request can ever be admitted on. Recovery paths
 // (lease expiry, retry, bounded re-prefills) are in pd_recovery.go, and
-// checkPD (pd_check.go), run after every event when invariant checks are
-// on, verifies each handoff's resources against its state and the engines'
+// checkPD (pd_check.go), run when invariant checks are on (after every
+// event, or amortised over events when many requests are in flight),
+// verifies each handoff's resources against its state and the engines'
 // queues and reservations against the handoffs.
 //
 // Data-parallel groups (dpgroup.go, SetDPGroups) are instances whose

@@ -23,7 +23,7 @@ import (
 //     push buffer shares plus free buffer equal the configured buffer.
 //
 // It costs O(in-flight requests + instances) and runs only with
-// CheckInvariants.
+// CheckInvariants, through checkPDDue.
 func (s *Sim) checkPD() error {
 	p := s.pd
 	n := len(s.engines)
@@ -75,6 +75,48 @@ func (s *Sim) checkPD() error {
 		}
 	}
 	return nil
+}
+
+// The P/D check (checkPDDue) runs after every event while at most
+// checkAlways handoffs are in flight; beyond, it costs checkVisits handoff
+// visits per event on average for each handoff above checkAlways.
+const (
+	checkAlways = 64
+	checkVisits = 16
+)
+
+// checkPDDue runs checkPD after an event when the checks owe it. With n >
+// checkAlways handoffs in flight, each event adds checkVisits to a debt
+// and the check runs once the debt covers the n - checkAlways handoffs
+// above checkAlways, then clears it: every event with up to checkAlways in
+// flight (unit tests, ordinary runs), every ceil((n-checkAlways)/
+// checkVisits) events with more, so the check costs at most about
+// checkAlways + checkVisits handoff visits per event instead of n: a run
+// whose decode instances queue thousands of handoffs no longer checks
+// each of them after every event. What it verifies persists until repaired (a leaked
+// reservation, a counter that drifted, resources contradicting a state),
+// so a violation is reported at most that many events - 1 after the event
+// that caused it, and the state the run ends in is always checked
+// (checkPDNow).
+func (s *Sim) checkPDDue() error {
+	if n := len(s.pd.hands); n > checkAlways {
+		s.checkDebt += checkVisits
+		if s.checkDebt < n-checkAlways {
+			return nil
+		}
+	}
+	s.checkDebt = 0
+	return s.checkPD()
+}
+
+// checkPDNow runs checkPD, if the checks are on, on the state the last
+// event left: the run ended or is about to be cut off at a limit.
+func (s *Sim) checkPDNow() error {
+	if s.pd == nil || !s.checks {
+		return nil
+	}
+	s.checkDebt = 0
+	return s.checkPD()
 }
 
 // checkHand checks one handoff's resources against its state.

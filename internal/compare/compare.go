@@ -24,6 +24,10 @@ type Variant struct {
 	Policy   bool
 	Scenario *config.Scenario
 	Source   config.Source
+	// Built is Scenario assembled, when the caller has built it already
+	// (for instance to describe it); nil: Run builds it. A built scenario
+	// makes fresh engines and a fresh workload source for every run.
+	Built *assemble.Built
 }
 
 // Result is one column's outcome.
@@ -91,9 +95,12 @@ func Run(ctx context.Context, vs []Variant, o Options) ([]Result, error) {
 }
 
 func runOne(ctx context.Context, v *Variant, withReport bool) (Result, error) {
-	built, err := assemble.Build(v.Scenario, v.Source)
-	if err != nil {
-		return Result{}, &BuildError{fmt.Errorf("%s: %w", v.Name, err)}
+	built := v.Built
+	if built == nil {
+		var err error
+		if built, err = assemble.Build(v.Scenario, v.Source); err != nil {
+			return Result{}, &BuildError{fmt.Errorf("%s: %w", v.Name, err)}
+		}
 	}
 	opts := runner.Options{Interrupt: workpool.Interrupt(ctx)}
 	var col *report.Collector

@@ -107,3 +107,41 @@ func TestBadVariantIsBuildError(t *testing.T) {
 		t.Error("policies of a colocated scenario were accepted")
 	}
 }
+
+// TestRunReusesBuilt: a variant that carries its built scenario is run
+// from it, not rebuilt (its Scenario, which would not assemble, is not
+// read), and gives the same summary as one Run builds itself, also when
+// run twice from the same build.
+func TestRunReusesBuilt(t *testing.T) {
+	base := parse(t, "workload: {limit: 30}\ninstances: [{role: prefill}, {role: decode, engine: {num_gpu_blocks: 3000}}]\n")
+	vs, err := Policies(base, config.Source{}, []string{"pull", "reserve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Run(context.Background(), vs, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := parse(t, "model: no-such/model\n")
+	if _, err := assemble.Build(broken, config.Source{}); err == nil {
+		t.Fatal("the broken scenario assembles")
+	}
+	reused := make([]Variant, 0, 2*len(vs))
+	for _, v := range vs {
+		b, err := assemble.Build(v.Scenario, v.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Scenario, v.Built = broken, b
+		reused = append(reused, v, v)
+	}
+	got, err := Run(context.Background(), reused, Options{Workers: 1})
+	if err != nil {
+		t.Fatalf("a variant with its build was rebuilt: %v", err)
+	}
+	for i := range got {
+		if w := want[i/2]; got[i].Name() != w.Name() || got[i].Summary.String() != w.Summary.String() {
+			t.Errorf("column %d (%s): summary differs from the one Run built itself", i, got[i].Name())
+		}
+	}
+}

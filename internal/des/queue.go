@@ -18,8 +18,26 @@ type Event struct {
 
 // Queue is a min-heap of events ordered by (At, Seq) with a monotone clock.
 // The zero value is ready to use.
+//
+// (At, Seq) is a total order (Seq is unique), so the order in which events
+// come out does not depend on the heap's shape, only on the keys. Two
+// things keep a pop cheap when many events are pending (one step end per
+// instance of a cluster):
+//
+//   - Pop leaves the root empty (a hole) instead of refilling it at once.
+//     An event loop nearly always schedules something while it handles
+//     the event it popped (an instance's next step end), and the next Push
+//     drops its event into the hole and sifts it down: one pass through
+//     the heap instead of a sift-down for the pop and a sift-up for the
+//     push. Peek or Pop refill a hole still open with the last event.
+//   - A hole is sifted down bottom-up: the smaller child moves up into it
+//     level by level to a leaf (one comparison per level), and the event
+//     to place climbs back from there. The event placed is usually late
+//     (the heap's last one, or a step end a whole step ahead), so it climbs
+//     little, where the top-down sift compared it at every level too.
 type Queue struct {
-	heap []Event
+	heap []Event // heap[0] is vacant while hole is set
+	hole bool
 	seq  int64
 	now  Time
 }
@@ -28,7 +46,12 @@ type Queue struct {
 func (q *Queue) Now() Time { return q.now }
 
 // Len is the number of pending events.
-func (q *Queue) Len() int { return len(q.heap) }
+func (q *Queue) Len() int {
+	if q.hole {
+		return len(q.heap) - 1
+	}
+	return len(q.heap)
+}
 
 // Push schedules e at e.At. Scheduling into the past is a programming error
 // and is reported as an error rather than silently reordering time.
@@ -38,6 +61,11 @@ func (q *Queue) Push(e Event) error {
 	}
 	q.seq++
 	e.Seq = q.seq
+	if q.hole {
+		q.hole = false
+		q.place(e)
+		return nil
+	}
 	q.heap = append(q.heap, e)
 	q.up(len(q.heap) - 1)
 	return nil
@@ -45,6 +73,9 @@ func (q *Queue) Push(e Event) error {
 
 // Peek returns the next event without removing it.
 func (q *Queue) Peek() (Event, bool) {
+	if q.hole {
+		q.fill()
+	}
 	if len(q.heap) == 0 {
 		return Event{}, false
 	}
@@ -53,18 +84,30 @@ func (q *Queue) Peek() (Event, bool) {
 
 // Pop removes and returns the next event and advances the clock to its time.
 func (q *Queue) Pop() (Event, bool) {
+	if q.hole {
+		q.fill()
+	}
 	n := len(q.heap)
 	if n == 0 {
 		return Event{}, false
 	}
 	e := q.heap[0]
-	q.heap[0] = q.heap[n-1]
-	q.heap = q.heap[:n-1]
-	if n > 1 {
-		q.down(0)
+	if n == 1 {
+		q.heap = q.heap[:0]
+	} else {
+		q.hole = true
 	}
 	q.now = e.At
 	return e, true
+}
+
+// fill closes the root hole with the last event.
+func (q *Queue) fill() {
+	q.hole = false
+	n := len(q.heap) - 1
+	last := q.heap[n]
+	q.heap = q.heap[:n]
+	q.place(last)
 }
 
 func less(a, b *Event) bool {
@@ -76,32 +119,50 @@ func less(a, b *Event) bool {
 
 func (q *Queue) up(i int) {
 	h := q.heap
+	e := h[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !less(&h[i], &h[p]) {
-			return
+		if !less(&e, &h[p]) {
+			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = e
 }
 
-func (q *Queue) down(i int) {
+// place puts e into the hole at the root of a non-empty heap (the hole's
+// slot counts in len(q.heap)): the smaller child moves up into the hole
+// down to a leaf, then e climbs back up to its place.
+func (q *Queue) place(e Event) {
 	h := q.heap
 	n := len(h)
+	i := 0
 	for {
-		l := 2*i + 1
-		if l >= n {
-			return
+		r := 2*i + 2
+		if r >= n {
+			if r == n { // an only child, the last event
+				h[i] = h[r-1]
+				i = r - 1
+			}
+			break
 		}
-		m := l
-		if r := l + 1; r < n && less(&h[r], &h[l]) {
-			m = r
+		c := &h[r-1]
+		if less(&h[r], c) {
+			c = &h[r]
+		} else {
+			r--
 		}
-		if !less(&h[m], &h[i]) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
+		h[i] = *c
+		i = r
 	}
+	for i > 0 {
+		p := (i - 1) / 2
+		if !less(&e, &h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = e
 }

@@ -123,3 +123,74 @@ func TestQueueMatchesSortedModel(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueHole walks the vacant-root states a pop leaves behind: a push
+// into the hole, a peek or pop that closes it with the last event, and a
+// pop of the only event (no hole).
+func TestQueueHole(t *testing.T) {
+	type op struct {
+		push bool
+		at   Time
+		want int64 // popped or peeked Arg (push: the Arg given)
+		peek bool
+		len  int // Len after the op
+	}
+	tests := []struct {
+		name string
+		ops  []op
+	}{
+		{"push into the hole goes first", []op{
+			{push: true, at: 5, want: 0, len: 1}, {push: true, at: 7, want: 1, len: 2}, {push: true, at: 9, want: 2, len: 3},
+			{want: 0, len: 2}, {push: true, at: 6, want: 3, len: 3},
+			{want: 3, len: 2}, {want: 1, len: 1}, {want: 2, len: 0},
+		}},
+		{"push into the hole goes last", []op{
+			{push: true, at: 5, want: 0, len: 1}, {push: true, at: 7, want: 1, len: 2}, {push: true, at: 9, want: 2, len: 3},
+			{want: 0, len: 2}, {push: true, at: 20, want: 3, len: 3},
+			{want: 1, len: 2}, {want: 2, len: 1}, {want: 3, len: 0},
+		}},
+		{"tie in the hole keeps scheduling order", []op{
+			{push: true, at: 5, want: 0, len: 1}, {push: true, at: 7, want: 1, len: 2},
+			{want: 0, len: 1}, {push: true, at: 7, want: 2, len: 2},
+			{want: 1, len: 1}, {want: 2, len: 0},
+		}},
+		{"peek closes the hole", []op{
+			{push: true, at: 5, want: 0, len: 1}, {push: true, at: 7, want: 1, len: 2}, {push: true, at: 6, want: 2, len: 3},
+			{want: 0, len: 2}, {peek: true, want: 2, len: 2}, {push: true, at: 6, want: 3, len: 3},
+			{want: 2, len: 2}, {want: 3, len: 1}, {want: 1, len: 0},
+		}},
+		{"the only event leaves no hole", []op{
+			{push: true, at: 5, want: 0, len: 1}, {want: 0, len: 0}, {push: true, at: 8, want: 1, len: 1}, {want: 1, len: 0},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var q Queue
+			for i, o := range tc.ops {
+				switch {
+				case o.push:
+					if err := q.Push(Event{At: o.at, Arg: o.want}); err != nil {
+						t.Fatal(err)
+					}
+				case o.peek:
+					if e, ok := q.Peek(); !ok || e.Arg != o.want {
+						t.Fatalf("op %d: peek %v %v, want arg %d", i, e, ok, o.want)
+					}
+				default:
+					if e, ok := q.Pop(); !ok || e.Arg != o.want {
+						t.Fatalf("op %d: pop %v %v, want arg %d", i, e, ok, o.want)
+					}
+				}
+				if q.Len() != o.len {
+					t.Fatalf("op %d: Len %d, want %d", i, q.Len(), o.len)
+				}
+			}
+			if _, ok := q.Pop(); ok {
+				t.Fatal("pop of an empty queue succeeded")
+			}
+			if _, ok := q.Peek(); ok {
+				t.Fatal("peek of an empty queue succeeded")
+			}
+		})
+	}
+}

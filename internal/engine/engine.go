@@ -71,7 +71,8 @@ type Engine struct {
 	tiers         Tiers  // KV tiers below the GPU; nil: none
 	loading       int    // requests in stLoading
 	swap          swapState
-	checks        int
+	checks        int // slot walks of the invariant check (invariants.go)
+	checkDebt     int // slot visits the invariant check owes
 
 	// Speculative decoding (spec.go).
 	specRand   *rand.Rand // acceptance draws, created on first use

@@ -2,6 +2,29 @@ package engine
 
 import "fmt"
 
+// The invariant check's slot walk (see check) runs at every call while
+// there are at most checkAlways slots; beyond, it costs checkVisits slot
+// visits per call on average for each slot above checkAlways.
+const (
+	checkAlways = 128
+	checkVisits = 16
+)
+
+// CheckNow runs the invariant check with its slot walk, whatever the
+// amortisation owes, when Config.CheckInvariants is on: a driver calls it
+// on the state a run ends in, which the last amortised checks may not have
+// walked. A violation is recorded as by a step (Err) and returned.
+func (e *Engine) CheckNow(now int64) error {
+	if !e.cfg.CheckInvariants || e.err != nil {
+		return e.err
+	}
+	e.checkDebt = len(e.slots) // covers any slot count
+	if err := e.check(0); err != nil {
+		e.fail(fmt.Errorf("at the end of the run, t=%d ns: %w", now, err))
+	}
+	return e.err
+}
+
 // check verifies the engine's accounting. It is called after every batch
 // formation and every step when Config.CheckInvariants is on:
 //   - the running set respects max_num_seqs and the step the token budget;
@@ -14,6 +37,20 @@ import "fmt"
 //   - the blocks referenced by requests equal the pool's used blocks (each
 //     block referenced once per holder), so blocks are conserved;
 //   - periodically, the pool's full structural check.
+//
+// The checks of the batch, the decode lane and the running list cost
+// O(max_num_seqs) and run every time. Those that walk every request slot
+// (all the rest) cost O(slots), and slots include every queued request, so
+// they are amortised: with n > checkAlways slots, each call adds
+// checkVisits to a debt and the walk runs once the debt covers the
+// n - checkAlways slots above checkAlways, then clears it. The walk thus
+// runs at every call with up to checkAlways slots (unit tests, ordinary
+// queues) and every ceil((n-checkAlways)/checkVisits) calls with more, at
+// most about checkAlways + checkVisits slot visits per call however long
+// the queues grow. What it verifies persists until repaired (a leaked
+// block reference, a counter that drifted), so a violation is reported at
+// most that many calls - 1 late, and CheckNow walks the final state. The
+// pool's full check runs every 256th walk.
 func (e *Engine) check(budgetLeft int32) error {
 	if e.numRunning()+len(e.zombies) > e.cfg.MaxNumSeqs {
 		return fmt.Errorf("%d running requests exceed max_num_seqs %d", e.numRunning()+len(e.zombies), e.cfg.MaxNumSeqs)
@@ -31,6 +68,34 @@ func (e *Engine) check(budgetLeft int32) error {
 	if total > e.cfg.MaxNumBatchedTokens {
 		return fmt.Errorf("batch of %d tokens exceeds max_num_batched_tokens %d", total, e.cfg.MaxNumBatchedTokens)
 	}
+	if len(e.flights) > e.pp() {
+		return fmt.Errorf("%d batches in flight exceed %d pipeline stages", len(e.flights), e.pp())
+	}
+	var offSum int64
+	for _, o := range e.laneOff {
+		offSum += o
+		if !e.laneStale && (o < e.laneLo || o > e.laneHi) {
+			return fmt.Errorf("decode-lane offset %d outside the kept range [%d, %d]", o, e.laneLo, e.laneHi)
+		}
+	}
+	if offSum != e.laneSum {
+		return fmt.Errorf("decode-lane offsets sum to %d but the kept sum is %d", offSum, e.laneSum)
+	}
+	for _, slot := range e.running {
+		if e.slots[slot].inLane() {
+			return fmt.Errorf("request %d is both in the running list and in the decode lane", e.slots[slot].rec.ID)
+		}
+	}
+	if e.numRunning()+e.reservedSeqs > e.cfg.MaxNumSeqs {
+		return fmt.Errorf("%d running and %d reserved exceed max_num_seqs %d", e.numRunning(), e.reservedSeqs, e.cfg.MaxNumSeqs)
+	}
+	if n := len(e.slots); n > checkAlways {
+		e.checkDebt += checkVisits
+		if e.checkDebt < n-checkAlways {
+			return nil
+		}
+	}
+	e.checkDebt = 0
 	e.checks++
 	full := e.checks%256 == 0
 	var held map[int32]int32
@@ -108,26 +173,8 @@ func (e *Engine) check(budgetLeft int32) error {
 		// Some request is in two batches in flight (or marked without one).
 		return fmt.Errorf("%d requests marked in flight but the %d batches in flight schedule %d", inFlight, len(e.flights), scheduled)
 	}
-	if len(e.flights) > e.pp() {
-		return fmt.Errorf("%d batches in flight exceed %d pipeline stages", len(e.flights), e.pp())
-	}
 	if running != e.numRunning() {
 		return fmt.Errorf("%d requests are running but the running list and the decode lane hold %d", running, e.numRunning())
-	}
-	var offSum int64
-	for _, o := range e.laneOff {
-		offSum += o
-		if !e.laneStale && (o < e.laneLo || o > e.laneHi) {
-			return fmt.Errorf("decode-lane offset %d outside the kept range [%d, %d]", o, e.laneLo, e.laneHi)
-		}
-	}
-	if offSum != e.laneSum {
-		return fmt.Errorf("decode-lane offsets sum to %d but the kept sum is %d", offSum, e.laneSum)
-	}
-	for _, slot := range e.running {
-		if e.slots[slot].inLane() {
-			return fmt.Errorf("request %d is both in the running list and in the decode lane", e.slots[slot].rec.ID)
-		}
 	}
 	if refs != e.pool.TotalRefs() {
 		return fmt.Errorf("requests hold %d block references but the pool counts %d", refs, e.pool.TotalRefs())
@@ -157,9 +204,6 @@ func (e *Engine) check(budgetLeft int32) error {
 	}
 	if reserved != e.reservedSeqs {
 		return fmt.Errorf("%d requests hold decode reservations but the count is %d", reserved, e.reservedSeqs)
-	}
-	if e.numRunning()+e.reservedSeqs > e.cfg.MaxNumSeqs {
-		return fmt.Errorf("%d running and %d reserved exceed max_num_seqs %d", e.numRunning(), e.reservedSeqs, e.cfg.MaxNumSeqs)
 	}
 	if !full {
 		return nil
