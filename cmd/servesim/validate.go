@@ -103,7 +103,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 	fs.StringVar(&predictor, "predictor", "profile", "step-latency predictor: profile (measured tables) or roofline (calibrated analytical model)")
 	fs.StringVar(&calib, "calibration", "", "roofline calibration YAML from servesim calibrate (default: the embedded calibration)")
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as one JSON object")
-	fs.BoolVar(&invariant, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step")
+	fs.BoolVar(&invariant, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step (walks over long queues are spread over several steps; docs/performance.md)")
 	fs.Float64Var(&overhead, "step-overhead-us", 0, "add a fixed cost per step on top of the modelled engine time (for studies; default 0, see docs/engine-time.md)")
 	return cmd
 }
