@@ -19,16 +19,11 @@ type scenarioFlags struct {
 	seed       uint64
 	model      string
 	models     string
-	hardware   string
-	tp         int
 	profiles   string
 	trace      string
 	format     string
 	limit      int
 	timeScale  float64
-	maxSeqs    int
-	maxTokens  int
-	numBlocks  int
 	overheadUs float64
 	invariants bool
 	handoff    string
@@ -36,8 +31,9 @@ type scenarioFlags struct {
 	maxSimTime float64
 	maxEvents  int64
 	predictor  string
-	caching    bool
-	sets       []string
+	// groups are the flags that set every instance group.
+	groups groupFlags
+	sets   []string
 	// handoffList makes --handoff a comma-separated list of policies
 	// (compare) instead of a scenario override.
 	handoffList bool
@@ -47,8 +43,8 @@ type scenarioFlags struct {
 	files     []string
 	fs        *pflag.FlagSet
 	// notes name the instance groups a flag moved off a value the
-	// scenario gave them alone, or left on it (overrideNotes); load
-	// appends, one per flag that met such a group.
+	// scenario gave them alone, or left on it; load appends, one per
+	// flag that met such a group.
 	notes []string
 }
 
@@ -62,16 +58,12 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (overrides seed)")
 	fs.StringVar(&f.model, "model", "", "model id org/name (overrides model)")
 	fs.StringVar(&f.models, "models", "", "directory of extra HuggingFace configs <org>/<name>.json (overrides models)")
-	fs.StringVar(&f.hardware, "hardware", "", "accelerator of the scenario and of every instance group, including groups that name their own (--set hardware=NAME moves only the groups that inherit it)")
-	fs.IntVar(&f.tp, "tp", 0, "tensor-parallel degree of every instance group, including groups that set their own (--set instances[I].tp=N sets one group's)")
+	f.groups.register(fs, "", true)
 	fs.StringVar(&f.profiles, "profiles", "", "root of profile bundles <hw>/<org>/<model>/<dtype>/tp<N> (overrides predictor.profiles)")
 	fs.StringVar(&f.trace, "workload", "", "JSONL trace file or builtin:NAME (overrides workload.trace)")
 	fs.StringVar(&f.format, "workload-format", "", "jsonl or vllm-requests (overrides workload.format)")
 	fs.IntVar(&f.limit, "limit", 0, "simulate only the first N requests (overrides workload.limit)")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "multiply arrival times (overrides workload.time_scale)")
-	fs.IntVar(&f.maxSeqs, "max-num-seqs", 0, "overrides engine.max_num_seqs")
-	fs.IntVar(&f.maxTokens, "max-num-batched-tokens", 0, "overrides engine.max_num_batched_tokens")
-	fs.IntVar(&f.numBlocks, "num-gpu-blocks", 0, "overrides engine.num_gpu_blocks (KV capacity per instance)")
 	fs.Float64Var(&f.overheadUs, "step-overhead-us", 0, "overrides predictor.step_overhead_us")
 	if f.handoffList {
 		fs.StringVar(&f.handoff, "handoff", "pull,reserve,reject,push,eager", "comma-separated handoff policies to compare")
@@ -83,7 +75,6 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.maxEvents, "max-events", 0, "stop after this many simulation events (overrides limits.max_events; 0: automatic budget)")
 	fs.BoolVar(&f.invariants, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step (walks over long queues are spread over several steps; docs/performance.md)")
 	fs.StringVar(&f.predictor, "predictor", "", "step-latency predictor profile|roofline (overrides predictor.kind)")
-	fs.BoolVar(&f.caching, "prefix-caching", true, "prefix caching on or off, e.g. --prefix-caching=false (overrides engine.enable_prefix_caching)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override any scenario field, PATH=VALUE with the sweep grid's paths, e.g. --set instances[1].count=3 (repeatable; applied after the other flags; as in a scenario file, --set hardware=NAME moves only the groups that inherit the scenario's hardware)")
 }
 
@@ -130,23 +121,8 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 			return nil, src, badInput(fmt.Errorf("--models: %w", err))
 		}
 	}
-	if set("hardware") {
-		f.noteHardwareFlag(s)
-		s.Hardware = f.hardware
-		for i := range s.Instances {
-			s.Instances[i].Hardware = f.hardware
-		}
-	}
-	if set("tp") {
-		if f.tp <= 0 {
-			return nil, src, badInput(errorf("--tp: must be > 0 (got %d)", f.tp))
-		}
-		s.FillGroups()
-		f.noteTPFlag(s)
-		for i := range s.Instances {
-			tp := f.tp
-			s.Instances[i].TP = &tp
-		}
+	if err := f.groups.apply(s, set, f.note); err != nil {
+		return nil, src, err
 	}
 	if set("profiles") {
 		if s.Predictor.Profiles, err = cwdPath(f.profiles); err != nil {
@@ -169,18 +145,6 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 	if set("time-scale") {
 		s.Workload.TimeScale = f.timeScale
 	}
-	if set("max-num-seqs") {
-		s.Engine.MaxNumSeqs = f.maxSeqs
-	}
-	if set("max-num-batched-tokens") {
-		s.Engine.MaxNumBatchedTokens = f.maxTokens
-	}
-	if set("num-gpu-blocks") {
-		s.Engine.NumGPUBlocks = f.numBlocks
-		if f.numBlocks <= 0 {
-			return nil, src, badInput(errorf("--num-gpu-blocks: must be > 0 (got %d)", f.numBlocks))
-		}
-	}
 	if set("step-overhead-us") {
 		s.Predictor.StepOverheadUs = f.overheadUs
 	}
@@ -197,14 +161,6 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 	}
 	if set("predictor") {
 		s.Predictor.Kind = f.predictor
-	}
-	if set("prefix-caching") {
-		s.Engine.PrefixCaching = &f.caching
-		for i := range s.Instances {
-			if e := s.Instances[i].Engine; e != nil {
-				e.PrefixCaching = nil
-			}
-		}
 	}
 	if set("max-sim-time") {
 		s.Limits.MaxSimTimeS = f.maxSimTime
@@ -236,46 +192,15 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 }
 
 // The flags and --set treat instance groups differently, and say so
-// whenever it matters. --hardware and --tp set every group, including a
-// group the scenario gives a hardware or tp of its own; --set
+// whenever it matters. --hardware, --tp and the engine flags set every
+// group, including a group the scenario gives a value of its own
+// (groupFlags.apply notes the groups whose value they replaced); --set
 // hardware=NAME changes the scenario's accelerator as editing the file
 // would, moving only the groups that inherit it (a filled group on the
-// scenario's accelerator). The notes below name the groups where the two
-// paths differ, so a group-level setting is never overridden, or kept,
-// silently: the commands print them on stderr and run adds them to its
-// summary.
-
-// noteHardwareFlag notes the groups --hardware moves off an accelerator of
-// their own (s is the scenario before the flag).
-func (f *scenarioFlags) noteHardwareFlag(s *config.Scenario) {
-	var own []string
-	for _, g := range s.Instances {
-		if g.Hardware != "" && g.Hardware != s.Hardware && g.Hardware != f.hardware {
-			own = append(own, fmt.Sprintf("%s (%s)", g.Name, g.Hardware))
-		}
-	}
-	if len(own) > 0 {
-		f.note("--hardware %s also moved the instance groups on an accelerator of their own: %s; --set hardware=%[1]s would keep them",
-			f.hardware, strings.Join(own, ", "))
-	}
-}
-
-// noteTPFlag notes, when the scenario's groups have different tp, the
-// groups --tp changes (s is the filled scenario before the flag).
-func (f *scenarioFlags) noteTPFlag(s *config.Scenario) {
-	var changed []string
-	differ := false
-	for _, g := range s.Instances {
-		differ = differ || *g.TP != *s.Instances[0].TP
-		if *g.TP != f.tp {
-			changed = append(changed, fmt.Sprintf("%s (tp %d)", g.Name, *g.TP))
-		}
-	}
-	if differ && len(changed) > 0 {
-		f.note("--tp %d replaced the different tp the scenario gives its instance groups: %s; --set instances[I].tp=N sets one group's",
-			f.tp, strings.Join(changed, ", "))
-	}
-}
+// scenario's accelerator), and noteSetHardware names the groups it left
+// on their own. So a group-level setting is never overridden, or kept,
+// silently: the commands print the notes on stderr and run adds them to
+// its summary.
 
 // noteSetHardware notes the groups that keep an accelerator of their own
 // after an assignment hardware=NAME among as (s is the scenario after

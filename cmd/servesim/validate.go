@@ -25,8 +25,8 @@ func newValidateCmd() *cobra.Command {
 		errorBars         bool
 		overhead          float64
 		bench, scen       string
-		bmodel, bhw       string
-		btp, bseqs, btoks int
+		bmodel            string
+		groups            groupFlags
 		offsetMs          float64
 		placement         int
 	)
@@ -58,8 +58,8 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 				if dir != "" {
 					return usageError{fmt.Errorf("give --measured DIR or --bench FILE, not both")}
 				}
-				rep, err := runBenchValidate(cmd, bench, benchOpts{config: scen, model: bmodel, hardware: bhw, tp: btp,
-					maxSeqs: bseqs, maxTokens: btoks, offsetMs: offsetMs, predictor: predictor, calibration: calib,
+				rep, err := runBenchValidate(cmd, bench, benchOpts{config: scen, model: bmodel, groups: &groups,
+					offsetMs: offsetMs, predictor: predictor, calibration: calib,
 					profiles: profiles, requestsCSV: csvOut, invariants: invariant, errorBars: errorBars})
 				if err != nil {
 					return err
@@ -89,10 +89,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 	fs.StringVar(&bench, "bench", "", "a vllm bench serve result (--save-result --save-detailed JSON) to validate instead of a run directory; engine settings from --config and the flags below")
 	fs.StringVarP(&scen, "config", "c", "", "with --bench: scenario YAML describing the measured server (default: the embedded default scenario)")
 	fs.StringVar(&bmodel, "model", "", "with --bench: model id org/name (default: the result's model_id, else the scenario's)")
-	fs.StringVar(&bhw, "hardware", "", "with --bench: accelerator name (overrides the scenario's)")
-	fs.IntVar(&btp, "tp", 0, "with --bench: tensor-parallel degree of the server (overrides the scenario's)")
-	fs.IntVar(&bseqs, "max-num-seqs", 0, "with --bench: the server's max_num_seqs")
-	fs.IntVar(&btoks, "max-num-batched-tokens", 0, "with --bench: the server's max_num_batched_tokens")
+	groups.register(fs, "with --bench: ", false, "hardware", "tp", "max-num-seqs", "max-num-batched-tokens")
 	fs.BoolVar(&errorBars, "error-bars", false, "add 90 % intervals from the step model's residuals on the accelerator's tables (two more simulations; needs --predictor roofline) and say whether each measured value lies inside")
 	fs.IntVar(&placement, "placement-replicas", 0, "with a data-parallel run: replay it N more times with the DP balancer's ties broken at random and print each statistic's spread (how much the placement of requests on the ranks alone moves it; docs/moe.md)")
 	fs.Float64Var(&offsetMs, "client-offset-ms", 0, "with --bench: client-side time inside each measured TTFT and E2E (HTTP, tokenisation, detokenisation), added to the simulated ones; see docs/validation.md")
@@ -154,12 +151,12 @@ func printReport(cmd *cobra.Command, rep *validate.Report, asJSON bool) error {
 }
 
 type benchOpts struct {
-	config, model, hardware string
-	tp, maxSeqs, maxTokens  int
-	offsetMs                float64
-	predictor, calibration  string
-	profiles, requestsCSV   string
-	invariants, errorBars   bool
+	config, model          string
+	groups                 *groupFlags
+	offsetMs               float64
+	predictor, calibration string
+	profiles, requestsCSV  string
+	invariants, errorBars  bool
 }
 
 // runBenchValidate validates a vllm bench serve result file against the
@@ -196,23 +193,11 @@ func runBenchValidate(cmd *cobra.Command, file string, o benchOpts) (*validate.R
 	case o.config == "" && b.Model != "":
 		s.Model = b.Model
 	}
-	if set("hardware") {
-		s.Hardware = o.hardware
-		for i := range s.Instances {
-			s.Instances[i].Hardware = o.hardware
-		}
+	note := func(format string, args ...any) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "servesim: note: "+format+"\n", args...)
 	}
-	if set("tp") {
-		for i := range s.Instances {
-			tp := o.tp
-			s.Instances[i].TP = &tp
-		}
-	}
-	if set("max-num-seqs") {
-		s.Engine.MaxNumSeqs = o.maxSeqs
-	}
-	if set("max-num-batched-tokens") {
-		s.Engine.MaxNumBatchedTokens = o.maxTokens
+	if err := o.groups.apply(s, set, note); err != nil {
+		return nil, err
 	}
 	if set("predictor") {
 		s.Predictor.Kind = o.predictor
