@@ -23,6 +23,9 @@ type groupFlags struct {
 	maxTokens int
 	numBlocks int
 	caching   bool
+	// withSet says the command takes --set, which the notes then name as
+	// the way to give one group a value; register sets it.
+	withSet bool
 }
 
 // groupFlagNames are the flags of groupFlags, in the order apply reads them.
@@ -32,6 +35,7 @@ var groupFlagNames = []string{"hardware", "tp", "max-num-seqs", "max-num-batched
 // their help prefixed by prefix; withSet adds how --set gives one group a
 // value of its own, for the commands that take --set.
 func (g *groupFlags) register(fs *pflag.FlagSet, prefix string, withSet bool, names ...string) {
+	g.withSet = withSet
 	if len(names) == 0 {
 		names = groupFlagNames
 	}
@@ -108,14 +112,14 @@ func (g *groupFlags) apply(s *config.Scenario, set func(name string) bool, note 
 			continue
 		}
 		*f.field(&s.Engine) = f.v
-		everyEngine(s, "--"+f.flag+" "+strconv.Itoa(f.v), f.key, strconv.Itoa(f.v), "N", note,
+		g.everyEngine(s, "--"+f.flag+" "+strconv.Itoa(f.v), f.key, strconv.Itoa(f.v), "N", note,
 			func(e *config.Engine) (string, bool) { v := *f.field(e); return strconv.Itoa(v), v != 0 },
 			func(e *config.Engine) { *f.field(e) = 0 })
 	}
 	if set("prefix-caching") {
 		on := g.caching
 		s.Engine.PrefixCaching = &on
-		everyEngine(s, "--prefix-caching="+strconv.FormatBool(on), "enable_prefix_caching", strconv.FormatBool(on), "true|false", note,
+		g.everyEngine(s, "--prefix-caching="+strconv.FormatBool(on), "enable_prefix_caching", strconv.FormatBool(on), "true|false", note,
 			func(e *config.Engine) (string, bool) {
 				if e.PrefixCaching == nil {
 					return "", false
@@ -133,7 +137,7 @@ func (g *groupFlags) apply(s *config.Scenario, set func(name string) bool, note 
 // text) and whether the group sets one. The groups whose own value
 // differed from v are noted, with how --set would give one group a value
 // (placeholder stands for it: N, true|false).
-func everyEngine(s *config.Scenario, flag, key, v, placeholder string, note func(string, ...any),
+func (g *groupFlags) everyEngine(s *config.Scenario, flag, key, v, placeholder string, note func(string, ...any),
 	own func(*config.Engine) (string, bool), clear func(*config.Engine)) {
 	var replaced []string
 	for i := range s.Instances {
@@ -147,8 +151,8 @@ func everyEngine(s *config.Scenario, flag, key, v, placeholder string, note func
 		clear(e)
 	}
 	if len(replaced) > 0 {
-		note("%s replaced the %s instance groups set on their own: %s; --set instances[I].engine.%[2]s=%[4]s sets one group's",
-			flag, key, strings.Join(replaced, ", "), placeholder)
+		note("%s replaced the %s instance groups set on their own: %s; %s",
+			flag, key, strings.Join(replaced, ", "), g.oneGroup("engine."+key, placeholder))
 	}
 }
 
@@ -171,8 +175,12 @@ func (g *groupFlags) noteHardware(s *config.Scenario, note func(string, ...any))
 		}
 	}
 	if len(own) > 0 {
-		note("--hardware %s also moved the instance groups on an accelerator of their own: %s; --set hardware=%[1]s would keep them",
-			g.hardware, strings.Join(own, ", "))
+		keep := "hardware: " + g.hardware + " in the scenario file would keep them"
+		if g.withSet {
+			keep = "--set hardware=" + g.hardware + " would keep them"
+		}
+		note("--hardware %s also moved the instance groups on an accelerator of their own: %s; %s",
+			g.hardware, strings.Join(own, ", "), keep)
 	}
 }
 
@@ -188,7 +196,17 @@ func (g *groupFlags) noteTP(s *config.Scenario, note func(string, ...any)) {
 		}
 	}
 	if differ && len(changed) > 0 {
-		note("--tp %d replaced the different tp the scenario gives its instance groups: %s; --set instances[I].tp=N sets one group's",
-			g.tp, strings.Join(changed, ", "))
+		note("--tp %d replaced the different tp the scenario gives its instance groups: %s; %s",
+			g.tp, strings.Join(changed, ", "), g.oneGroup("tp", "N"))
 	}
+}
+
+// oneGroup says how to give one instance group its own value of the
+// group field path (placeholder stands for the value): --set where the
+// command takes it, else the scenario file.
+func (g *groupFlags) oneGroup(path, placeholder string) string {
+	if g.withSet {
+		return "--set instances[I]." + path + "=" + placeholder + " sets one group's"
+	}
+	return "instances[I]." + path + " in the scenario file sets one group's"
 }
