@@ -98,62 +98,88 @@ func (g *groupFlags) apply(s *config.Scenario, set func(name string) bool, note 
 			s.Instances[i].TP = &tp
 		}
 	}
-	ints := []struct {
-		flag, key string
-		v         int
-		field     func(*config.Engine) *int
-	}{
-		{"max-num-seqs", "max_num_seqs", g.maxSeqs, func(e *config.Engine) *int { return &e.MaxNumSeqs }},
-		{"max-num-batched-tokens", "max_num_batched_tokens", g.maxTokens, func(e *config.Engine) *int { return &e.MaxNumBatchedTokens }},
-		{"num-gpu-blocks", "num_gpu_blocks", g.numBlocks, func(e *config.Engine) *int { return &e.NumGPUBlocks }},
-	}
-	for _, f := range ints {
+	for _, f := range engineFlags {
 		if !set(f.flag) {
 			continue
 		}
-		*f.field(&s.Engine) = f.v
-		g.everyEngine(s, "--"+f.flag+" "+strconv.Itoa(f.v), f.key, strconv.Itoa(f.v), "N", note,
-			func(e *config.Engine) (string, bool) { v := *f.field(e); return strconv.Itoa(v), v != 0 },
-			func(e *config.Engine) { *f.field(e) = 0 })
-	}
-	if set("prefix-caching") {
-		on := g.caching
-		s.Engine.PrefixCaching = &on
-		g.everyEngine(s, "--prefix-caching="+strconv.FormatBool(on), "enable_prefix_caching", strconv.FormatBool(on), "true|false", note,
-			func(e *config.Engine) (string, bool) {
-				if e.PrefixCaching == nil {
-					return "", false
-				}
-				return strconv.FormatBool(*e.PrefixCaching), true
-			},
-			func(e *config.Engine) { e.PrefixCaching = nil })
+		v := f.set(&s.Engine, g)
+		var replaced []string
+		for i := range s.Instances {
+			e := s.Instances[i].Engine
+			if e == nil {
+				continue
+			}
+			if o, ok := f.own(e); ok && o != v {
+				replaced = append(replaced, fmt.Sprintf("%s (%s)", groupName(s, i), o))
+			}
+			f.clear(e)
+		}
+		if len(replaced) > 0 {
+			note("%s replaced the %s instance groups set on their own: %s; %s",
+				f.typed(v), f.key, strings.Join(replaced, ", "), g.oneGroup("engine."+f.key, f.placeholder))
+		}
 	}
 	return nil
 }
 
-// everyEngine makes every instance group of s inherit the scenario's
-// engine field key, which the flag (as typed, e.g. "--max-num-seqs 64")
-// has set to v: clear drops a group's own value, and own reports it (as
-// text) and whether the group sets one. The groups whose own value
-// differed from v are noted, with how --set would give one group a value
-// (placeholder stands for it: N, true|false).
-func (g *groupFlags) everyEngine(s *config.Scenario, flag, key, v, placeholder string, note func(string, ...any),
-	own func(*config.Engine) (string, bool), clear func(*config.Engine)) {
-	var replaced []string
-	for i := range s.Instances {
-		e := s.Instances[i].Engine
-		if e == nil {
-			continue
-		}
-		if o, ok := own(e); ok && o != v {
-			replaced = append(replaced, fmt.Sprintf("%s (%s)", groupName(s, i), o))
-		}
-		clear(e)
+// engineFlag is an engine flag of groupFlags: it sets the engine field
+// key (the scenario's name) of the scenario and of every group.
+type engineFlag struct {
+	flag, key string
+	// placeholder stands for a value in the notes: N, true|false.
+	placeholder string
+	// set sets e's field to the flag's value in g and returns it as text.
+	set func(e *config.Engine, g *groupFlags) string
+	// own returns e's field as text and whether e sets it (a group's
+	// engine block sets the fields it gives a non-zero value).
+	own func(e *config.Engine) (string, bool)
+	// clear drops e's value, so that a group inherits the scenario's.
+	clear func(e *config.Engine)
+}
+
+// typed renders the flag with value v as it is typed.
+func (f engineFlag) typed(v string) string {
+	if f.placeholder == "true|false" {
+		return "--" + f.flag + "=" + v
 	}
-	if len(replaced) > 0 {
-		note("%s replaced the %s instance groups set on their own: %s; %s",
-			flag, key, strings.Join(replaced, ", "), g.oneGroup("engine."+key, placeholder))
+	return "--" + f.flag + " " + v
+}
+
+// intEngineFlag is an engine flag of an integer field.
+func intEngineFlag(flag, key string, field func(*config.Engine) *int, value func(*groupFlags) int) engineFlag {
+	return engineFlag{flag: flag, key: key, placeholder: "N",
+		set: func(e *config.Engine, g *groupFlags) string {
+			*field(e) = value(g)
+			return strconv.Itoa(value(g))
+		},
+		own:   func(e *config.Engine) (string, bool) { v := *field(e); return strconv.Itoa(v), v != 0 },
+		clear: func(e *config.Engine) { *field(e) = 0 },
 	}
+}
+
+// engineFlags are the engine flags of groupFlags, in the order apply
+// reads them.
+var engineFlags = []engineFlag{
+	intEngineFlag("max-num-seqs", "max_num_seqs",
+		func(e *config.Engine) *int { return &e.MaxNumSeqs }, func(g *groupFlags) int { return g.maxSeqs }),
+	intEngineFlag("max-num-batched-tokens", "max_num_batched_tokens",
+		func(e *config.Engine) *int { return &e.MaxNumBatchedTokens }, func(g *groupFlags) int { return g.maxTokens }),
+	intEngineFlag("num-gpu-blocks", "num_gpu_blocks",
+		func(e *config.Engine) *int { return &e.NumGPUBlocks }, func(g *groupFlags) int { return g.numBlocks }),
+	{flag: "prefix-caching", key: "enable_prefix_caching", placeholder: "true|false",
+		set: func(e *config.Engine, g *groupFlags) string {
+			on := g.caching
+			e.PrefixCaching = &on
+			return strconv.FormatBool(on)
+		},
+		own: func(e *config.Engine) (string, bool) {
+			if e.PrefixCaching == nil {
+				return "", false
+			}
+			return strconv.FormatBool(*e.PrefixCaching), true
+		},
+		clear: func(e *config.Engine) { e.PrefixCaching = nil },
+	},
 }
 
 // groupName is the name of group i of s, the default name when the
