@@ -160,6 +160,7 @@ func loadVariants(f *scenarioFlags, specs []string) ([]compare.Variant, error) {
 			return nil, badInput(fmt.Errorf("--variant %s: %w", name, err))
 		}
 		f.noteSetHardware(s, as, "--variant "+name+": ")
+		f.noteSetEngine(s, as, "--variant "+name+": ")
 		s.Name = name
 		vs = append(vs, compare.Variant{Name: name, Scenario: s, Source: baseSrc})
 	}

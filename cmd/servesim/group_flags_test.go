@@ -71,7 +71,8 @@ var (
 // flag's value, and one note, in the summary and on stderr, names the
 // groups whose own different value was replaced. A group already on the
 // flag's value is not named, and a scenario whose groups inherit the
-// engine section gets no note.
+// engine section gets no note. --set engine.KEY=VALUE sets the engine
+// section only, and names the groups that keep their own.
 func TestEngineFlagsSetEveryGroup(t *testing.T) {
 	dir := t.TempDir()
 	own := write(t, dir, "own.yaml", ownEngines)
@@ -114,6 +115,15 @@ func TestEngineFlagsSetEveryGroup(t *testing.T) {
 		{"groups off, --prefix-caching=true", []string{"-c", off, "--prefix-caching=true"},
 			[]string{preLine, decLine},
 			"768", "--prefix-caching=true replaced the enable_prefix_caching instance groups set on their own: pre (false), dec (false); --set instances[I].engine.enable_prefix_caching=true|false sets one group's"},
+		{"--set engine.max_num_seqs keeps the groups' own", []string{"-c", own, "--set", "engine.max_num_seqs=32"},
+			[]string{preLine, "max_num_seqs 32, max_num_batched_tokens 4096", decLine, "max_num_seqs 256, max_num_batched_tokens 8192"},
+			"768", "--set engine.max_num_seqs=32 set only the instance groups without a value of their own; these keep theirs: dec (256); --max-num-seqs 32 would set them too"},
+		{"--set engine.enable_prefix_caching keeps the groups' own", []string{"-c", off, "--set", "engine.enable_prefix_caching=true"},
+			[]string{preLine, decLine},
+			"0", "--set engine.enable_prefix_caching=true set only the instance groups without a value of their own; these keep theirs: pre (false), dec (false); --prefix-caching=true would set them too"},
+		{"--set one group's engine", []string{"-c", own, "--set", "instances[1].engine.max_num_seqs=64"},
+			[]string{preLine, "max_num_seqs 32, max_num_batched_tokens 4096", decLine, "max_num_seqs 64, max_num_batched_tokens 8192"},
+			"768", ""},
 		{"no group values, every flag", []string{"-c", flat, "--max-num-seqs", "48", "--max-num-batched-tokens", "1024", "--num-gpu-blocks", "2500", "--prefix-caching=true"},
 			[]string{preLine + "2500 KV blocks", "max_num_seqs 48, max_num_batched_tokens 1024", decLine + "2500 KV blocks", "max_num_seqs 48, max_num_batched_tokens 1024"},
 			"768", ""},
@@ -197,6 +207,8 @@ func TestEngineFlagNotesInEveryCommand(t *testing.T) {
 		{"compare", []string{"compare", "-q", "-c", own, "--handoff", "pull,reserve", "--max-num-seqs", "64"}, seqsNote},
 		{"compare files", []string{"compare", "-q", "-c", own, "-c", mixed, "--max-num-seqs", "64"},
 			"servesim: note: " + own + ": --max-num-seqs 64 replaced the max_num_seqs instance groups set on their own: pre (32), dec (256); --set instances[I].engine.max_num_seqs=N sets one group's\n"},
+		{"compare --variant", []string{"compare", "-q", "-c", own, "--variant", "a: engine.num_gpu_blocks=4000", "--variant", "b: engine.num_gpu_blocks=5000"},
+			"servesim: note: --variant a: engine.num_gpu_blocks=4000 set only the instance groups without a value of their own; these keep theirs: pre (3000), dec (5000); --num-gpu-blocks 4000 would set them too\n"},
 		{"sweep", []string{"sweep", "-q", "-c", own, "--grid", grid, "-o", dir + "/out.csv", "--max-num-seqs", "64"}, seqsNote},
 		{"search pd-ratio", []string{"search", "pd-ratio", "-q", "-c", own, "--gpus", "2", "--max-num-seqs", "64"}, seqsNote},
 		{"validate --bench", []string{"validate", "--bench", bench, "-c", mixed, "--max-num-seqs", "64"},

@@ -187,6 +187,7 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 			return nil, src, badInput(fmt.Errorf("--set: %w", err))
 		}
 		f.noteSetHardware(s, as, "--set ")
+		f.noteSetEngine(s, as, "--set ")
 	}
 	return s, src, nil
 }
@@ -197,8 +198,10 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 // (groupFlags.apply notes the groups whose value they replaced); --set
 // hardware=NAME changes the scenario's accelerator as editing the file
 // would, moving only the groups that inherit it (a filled group on the
-// scenario's accelerator), and noteSetHardware names the groups it left
-// on their own. So a group-level setting is never overridden, or kept,
+// scenario's accelerator), and --set engine.KEY=VALUE sets the engine
+// section, which only the groups without a value of their own inherit;
+// noteSetHardware and noteSetEngine name the groups they left on their
+// own. So a group-level setting is never overridden, or kept,
 // silently: the commands print the notes on stderr and run adds them to
 // its summary.
 
@@ -221,6 +224,39 @@ func (f *scenarioFlags) noteSetHardware(s *config.Scenario, as []sweep.Assignmen
 				how, s.Hardware, strings.Join(kept, ", "))
 		}
 		return
+	}
+}
+
+// noteSetEngine notes, for each assignment among as of an engine field
+// that a flag of groupFlags sets in every group, the groups that keep a
+// different value of their own (s is the scenario after them; how as in
+// noteSetHardware).
+func (f *scenarioFlags) noteSetEngine(s *config.Scenario, as []sweep.Assignment, how string) {
+	for _, a := range as {
+		if len(a.Path) != 2 || a.Path[0].Key != "engine" {
+			continue
+		}
+		for _, ef := range engineFlags {
+			if ef.key != a.Path[1].Key {
+				continue
+			}
+			v, ok := ef.own(&s.Engine)
+			if !ok {
+				break
+			}
+			var kept []string
+			for i := range s.Instances {
+				if e := s.Instances[i].Engine; e != nil {
+					if o, ok := ef.own(e); ok && o != v {
+						kept = append(kept, fmt.Sprintf("%s (%s)", groupName(s, i), o))
+					}
+				}
+			}
+			if len(kept) > 0 {
+				f.note("%sengine.%s=%s set only the instance groups without a value of their own; these keep theirs: %s; %s would set them too",
+					how, ef.key, v, strings.Join(kept, ", "), ef.typed(v))
+			}
+		}
 	}
 }
 
