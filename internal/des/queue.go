@@ -156,13 +156,6 @@ func (q *Queue) place(e Event) {
 		h[i] = *c
 		i = r
 	}
-	for i > 0 {
-		p := (i - 1) / 2
-		if !less(&e, &h[p]) {
-			break
-		}
-		h[i] = h[p]
-		i = p
-	}
 	h[i] = e
+	q.up(i)
 }
