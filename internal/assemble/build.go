@@ -54,8 +54,8 @@ type Instance struct {
 	// off).
 	Speculative string
 	// TPNodes is the number of nodes its tensor-parallel group spans when
-	// tp exceeds the node size (its all-reduces then cross the NICs); 0
-	// when the group fits in one node.
+	// tp exceeds the node size, or the NVLink domain where it is larger
+	// (its all-reduces then cross the NICs); 0 when the group fits.
 	TPNodes int
 	// Node is the node the instance's GPUs are placed on: instances fill
 	// nodes of their accelerator's node size in order, an instance never
@@ -233,10 +233,16 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		nodeGPUs := acc.Node.GPUs
 		if g.NodeGPUs > 0 {
 			nodeGPUs = g.NodeGPUs
+			if acc.Node.NVLinkDomain <= acc.Node.GPUs {
+				acc.Node.NVLinkDomain = nodeGPUs // the link reaches the node only
+			}
 			acc.Node.GPUs = nodeGPUs // the group's node size, for tpComm
 		}
-		if dp > 1 && nodeGPUs > 0 && dp*tp*pp > nodeGPUs {
-			return nil, fmt.Errorf("%s: dp %d x tp %d = %d GPUs exceed one node of %d %s GPUs; multi-node expert parallelism is not modelled: use fewer ranks, or set node_gpus if the node is larger", path, dp, tp, dp*tp*pp, nodeGPUs, acc.Name)
+		// GPUs whose collectives stay on the intra-node link: the node, or
+		// a larger NVLink Switch domain (GB200/GB300 NVL72).
+		linkGPUs := acc.Node.LinkDomain()
+		if dp > 1 && linkGPUs > 0 && dp*tp*pp > linkGPUs {
+			return nil, fmt.Errorf("%s: dp %d x tp %d = %d GPUs exceed one node (or NVLink domain) of %d %s GPUs; multi-node expert parallelism is not modelled: use fewer ranks, or set node_gpus if the node is larger", path, dp, tp, dp*tp*pp, linkGPUs, acc.Name)
 		}
 		if ep > 1 && m.NumExperts == 0 {
 			return nil, fmt.Errorf("%s.ep: %s is a dense model (no experts to shard); use ep: 1", path, m.Name)
@@ -255,7 +261,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			return nil, fmt.Errorf("%s (hardware %s): %w", path, acc.Name, err)
 		}
 		key := fmt.Sprintf("%s/tp%d/%+v", acc.Name, tp, et)
-		if nodeGPUs > 0 && tp > nodeGPUs {
+		if linkGPUs > 0 && tp > linkGPUs {
 			key += "/spans-nodes" // all-reduces over the NICs (tpComm)
 		}
 		pred, ok := predictors[key]
@@ -423,7 +429,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 				b.Instances = append(b.Instances, Instance{Index: len(b.Instances), Group: g.Name, Role: g.Role, Hardware: acc.Name,
 					TP: tp, PP: pp, DP: dp, EP: ep, Rank: r, Node: node, NumBlocks: blocks, PredictedBlocks: predicted, PredictErr: perr, BlockSize: eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: origin,
 					nics: repeatNIC(n, tp*pp), kvPerToken: kvPerTokenPerGPU(m, qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: rate, pushBuf: pushBuf,
-					Speculative: sb.desc, TPNodes: tpNodes(tp, nodeGPUs)})
+					Speculative: sb.desc, TPNodes: tpNodes(tp, linkGPUs)})
 			}
 			if spec.ranks != nil {
 				b.groups = append(b.groups, spec)

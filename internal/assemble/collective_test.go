@@ -87,3 +87,27 @@ func TestTPCommNodeGPUs(t *testing.T) {
 		t.Errorf("tp 16 step: %d ns across two 8-GPU nodes, %d ns inside one 16-GPU node; want the first slower", spans, inside)
 	}
 }
+
+// On GB200 a tp 8 group spans two 4-GPU compute trays but stays inside the
+// rack's NVLink domain (NVL72): its all-reduce runs on NVLink, as inside
+// one node. B300 (8-GPU nodes, no larger domain) at tp 16 crosses the NICs.
+func TestTPCommNVLinkDomain(t *testing.T) {
+	gb, err := hw.Lookup("GB200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b3, err := hw.Lookup("B300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &model.Config{NumLayers: 80, HiddenSize: 8192, VocabSize: 128256}
+	inside := tpComm(m, gb, 8, 2, config.Links{TPLatencyUs: -1}, config.Engine{})
+	want := tpComm(m, hw.Accelerator{Name: "one node", Link: gb.Link, Node: hw.Node{GPUs: 8}}, 8, 2, config.Links{TPLatencyUs: -1}, config.Engine{})
+	if inside.AR != want.AR {
+		t.Errorf("GB200 tp 8 all-reduce %+v, want the in-node one %+v", inside.AR, want.AR)
+	}
+	across := tpComm(m, b3, 16, 2, config.Links{TPLatencyUs: -1}, config.Engine{})
+	if across.AR == tpComm(m, hw.Accelerator{Link: b3.Link, Node: hw.Node{GPUs: 16}}, 16, 2, config.Links{TPLatencyUs: -1}, config.Engine{}).AR {
+		t.Errorf("B300 tp 16 all-reduce %+v: want the NIC-spanning one", across.AR)
+	}
+}

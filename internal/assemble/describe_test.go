@@ -44,26 +44,30 @@ func TestDescribeSaysWhatIsSimulated(t *testing.T) {
 
 // A tensor-parallel group larger than its node says so in the description
 // (tp 16 on 8-GPU H100 nodes: 2 nodes; tp 32: 4); one that fits, or
-// fits the group's node_gpus, does not.
+// fits the group's node_gpus, does not, nor does one spanning the 4-GPU
+// trays of one GB200 NVL72 NVLink domain (72 GPUs).
 func TestDescribeTPSpansNodes(t *testing.T) {
 	tests := []struct {
-		instances string
-		nodes     int
+		hardware, instances string
+		nodes               int
 	}{
-		{"[{tp: 16}]", 2},
-		{"[{tp: 32}]", 4},
-		{"[{tp: 8}]", 0},
-		{"[{tp: 16, node_gpus: 16}]", 0},
+		{"H100", "[{tp: 16}]", 2},
+		{"H100", "[{tp: 32}]", 4},
+		{"H100", "[{tp: 8}]", 0},
+		{"H100", "[{tp: 16, node_gpus: 16}]", 0},
+		{"GB200", "[{tp: 8}]", 0},
+		{"GB200", "[{tp: 32}]", 0},
+		{"B300", "[{tp: 16}]", 2},
 	}
 	for _, tt := range tests {
-		b, err := buildYAML(t, "predictor: {kind: roofline}\nhardware: H100\ninstances: "+tt.instances+"\n")
+		b, err := buildYAML(t, "predictor: {kind: roofline}\nhardware: "+tt.hardware+"\ninstances: "+tt.instances+"\n")
 		if err != nil {
 			t.Fatal(err)
 		}
 		d := b.Describe()
 		note := strings.Contains(strings.Join(d.Lines(), "\n"), "spans")
 		if d.Groups[0].TPNodes != tt.nodes || note != (tt.nodes > 0) {
-			t.Errorf("%s: tp_nodes %d (note %v), want %d", tt.instances, d.Groups[0].TPNodes, note, tt.nodes)
+			t.Errorf("%s %s: tp_nodes %d (note %v), want %d", tt.hardware, tt.instances, d.Groups[0].TPNodes, note, tt.nodes)
 		}
 	}
 }

@@ -163,8 +163,9 @@ func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links, en
 		// vLLM's choice of custom all-reduce or NCCL on the catalog link.
 		disable := eng.DisableCustomAllReduce != nil && *eng.DisableCustomAllReduce
 		intra := perf.Interconnect{NVLink: acc.Link.Kind == hw.LinkNVLink, P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
-		if g := acc.Node.GPUs; g > 0 && tp > g {
-			// The group spans nodes: its ring crosses them on the NICs.
+		if g := acc.Node.LinkDomain(); g > 0 && tp > g {
+			// The group spans nodes beyond one NVLink domain: its ring
+			// crosses them on the NICs.
 			c.AR = perf.NewSpanningAllReduce(tp, intra, acc.NIC.Bandwidth, acc.NIC.LatencyNs)
 		} else {
 			c.AR = perf.NewAllReduce(tp, intra, disable)

@@ -72,7 +72,18 @@ type Node struct {
 	// HostBandwidth is the host<->device (PCIe) bandwidth per GPU and per
 	// direction, bytes/s.
 	HostBandwidth float64
+	// NVLinkDomain is the number of GPUs that reach each other over the
+	// intra-node Link (an NVLink Switch domain), at least GPUs: 72 for a
+	// GB200 or GB300 NVL72 rack of 4-GPU compute trays, GPUs elsewhere. A
+	// tensor-parallel group inside it runs its collectives on the Link,
+	// not the NIC. YAML "nvlink_domain", default gpus.
+	NVLinkDomain int
 }
+
+// LinkDomain is the number of GPUs a tensor-parallel group can span with
+// its collectives on the intra-node link: the larger of NVLinkDomain and
+// GPUs (a scenario may override GPUs).
+func (n Node) LinkDomain() int { return max(n.GPUs, n.NVLinkDomain) }
 
 // Accelerator is one catalog entry, in SI units.
 type Accelerator struct {
@@ -101,6 +112,10 @@ type Accelerator struct {
 	// 0 when unknown. The serving engine picks its kernels by it (vLLM
 	// runs FlashAttention 3 on 9.x, FlashAttention 2 elsewhere).
 	ComputeCapability float64
+	// PerfDBSystem is the accelerator's system folder in NVIDIA
+	// AIConfigurator's per-op performance database (e.g. h100_sxm), ""
+	// when the database has none. YAML "perfdb_system".
+	PerfDBSystem string
 	// Link is the intra-node GPU-to-GPU link.
 	Link Link
 	// NIC is the inter-instance KV transfer path.

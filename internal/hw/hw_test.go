@@ -20,7 +20,7 @@ func mustDefault(t *testing.T) *Catalog {
 
 func TestEmbeddedCatalog(t *testing.T) {
 	c := mustDefault(t)
-	want := []string{"A100", "A6000", "B200", "H100", "H200", "L40S", "RTX3090", "RTX4090", "RTXPRO6000"}
+	want := []string{"A100", "A6000", "B200", "B300", "GB200", "GB300", "H100", "H200", "L40S", "RTX3090", "RTX4090", "RTXPRO6000"}
 	if got := c.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -76,6 +76,12 @@ func TestSpecValues(t *testing.T) {
 		// (FP32 accumulate) 154.8 dense; RTX 3090: 24 GB, 936 GB/s, 71 dense.
 		{"A6000", 48 << 30, 768e9, 154.8e12, 0, LinkPCIe, 31.5e9, 31.5e9, 2, 128e9, 31.5e9},
 		{"RTX3090", 24 << 30, 936e9, 71e12, 0, LinkPCIe, 31.5e9, 16e9, 2, 64e9, 31.5e9},
+		// AIConfigurator systems/*.yaml: nvidia-smi totals 275,040,
+		// 189,471 and 284,208 MiB, given as 268.59, 185.03 and 277.55 GiB;
+		// NICs 800, 400 and 800 Gb/s = 100, 50 and 100 GB/s.
+		{"B300", 288_396_316_508, 7750e9, 2250e12, 4500e12, LinkNVLink, 900e9, 100e9, 8, 2000e9, 63e9},
+		{"GB200", 198_674_449_694, 8000e9, 2500e12, 5000e12, LinkNVLink, 900e9, 50e9, 4, 960e9, 225e9},
+		{"GB300", 298_017_043_251, 8000e9, 2500e12, 5000e12, LinkNVLink, 900e9, 100e9, 4, 960e9, 225e9},
 	}
 	near := func(a, b float64) bool { return a == b || (b != 0 && (a-b)/b < 1e-12 && (b-a)/b < 1e-12) }
 	for _, tt := range tests {
@@ -94,6 +100,63 @@ func TestSpecValues(t *testing.T) {
 	}
 }
 
+// TestPerfDBSystemAndDomain checks the performance-database key of every
+// entry (the system folders of AIConfigurator's database), the FP4 peaks
+// and NVLink domains of the new Blackwell entries, and the link domain a
+// tensor-parallel group can span.
+func TestPerfDBSystemAndDomain(t *testing.T) {
+	tests := []struct {
+		name, system string
+		fp4          float64
+		gpus, domain int
+		cc           float64
+	}{
+		{"H100", "h100_sxm", 0, 8, 8, 9.0},
+		{"H200", "h200_sxm", 0, 8, 8, 9.0},
+		{"B200", "b200_sxm", 9000e12, 8, 8, 10.0},
+		{"B300", "b300_sxm", 14000e12, 8, 8, 10.3},
+		{"GB200", "gb200", 10000e12, 4, 72, 10.0},
+		{"GB300", "gb300", 15000e12, 4, 72, 10.3},
+		{"RTXPRO6000", "rtx_pro_6000_server", 2000e12, 8, 8, 12.0},
+		{"A100", "a100_sxm", 0, 8, 8, 8.0},
+		{"L40S", "l40s", 0, 8, 8, 8.9},
+		{"RTX4090", "", 0, 2, 2, 8.9},
+		{"A6000", "", 0, 2, 2, 8.6},
+		{"RTX3090", "", 0, 2, 2, 8.6},
+	}
+	if got, want := len(tests), len(mustDefault(t).All()); got != want {
+		t.Fatalf("table covers %d accelerators, the catalog has %d", got, want)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := Lookup(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.PerfDBSystem != tt.system || a.PeakFLOPSFP4 != tt.fp4 || a.Node.GPUs != tt.gpus ||
+				a.Node.NVLinkDomain != tt.domain || a.Node.LinkDomain() != tt.domain || a.ComputeCapability != tt.cc {
+				t.Errorf("got system %q fp4 %g gpus %d domain %d (link %d) cc %g, want %q %g %d %d %g", a.PerfDBSystem, a.PeakFLOPSFP4,
+					a.Node.GPUs, a.Node.NVLinkDomain, a.Node.LinkDomain(), a.ComputeCapability, tt.system, tt.fp4, tt.gpus, tt.domain, tt.cc)
+			}
+		})
+	}
+	// A scenario's larger node size widens the link domain.
+	if got := (Node{GPUs: 16, NVLinkDomain: 8}).LinkDomain(); got != 16 {
+		t.Errorf("LinkDomain of a 16-GPU node in an 8-GPU domain = %d, want 16", got)
+	}
+	// Overrides keep and replace the new fields.
+	c, err := mustDefault(t).Extend(strings.NewReader("accelerators:\n  - name: GB200\n    node: {gpus: 8}\n  - name: H100\n    perfdb_system: h100_pcie\n"), "user.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := c.Lookup("GB200"); g.Node.GPUs != 8 || g.Node.NVLinkDomain != 72 || g.PerfDBSystem != "gb200" {
+		t.Errorf("overridden GB200 = %+v", g)
+	}
+	if h, _ := c.Lookup("H100"); h.PerfDBSystem != "h100_pcie" {
+		t.Errorf("overridden H100 perfdb_system = %q", h.PerfDBSystem)
+	}
+}
+
 func TestLookup(t *testing.T) {
 	tests := []struct {
 		query, want, err string
@@ -107,7 +170,7 @@ func TestLookup(t *testing.T) {
 		{"geforce rtx 4090", "RTX4090", ""},
 		{"a100-sxm4-80gb", "A100", ""},
 		{"l40s", "L40S", ""},
-		{"H10", "", `unknown accelerator "H10"; closest: H100, A100, H200 (known: A100, A6000, B200, H100, H200, L40S, RTX3090, RTX4090, RTXPRO6000)`},
+		{"H10", "", `unknown accelerator "H10"; closest: H100, A100, H200 (known: A100, A6000, B200, B300, GB200, GB300, H100, H200, L40S, RTX3090, RTX4090, RTXPRO6000)`},
 		{"RTX5090", "", `unknown accelerator "RTX5090"; closest: RTX3090, RTX4090,`},
 		{"", "", `unknown accelerator ""; closest:`},
 		{"---", "", `unknown accelerator "---"`},
@@ -250,6 +313,10 @@ func TestExtendErrors(t *testing.T) {
 		{"unknown base", "accelerators:\n  - name: H100x\n    base: H101\n", `user.yaml:3:11: accelerator H100x: base: unknown accelerator "H101"; closest: H100, A100, H200`},
 		{"alias clash", "accelerators:\n  - name: H100-80\n    base: H100\n    aliases: [A100]\n", `user.yaml:4:14: accelerator H100-80: name or alias "A100" is already used by A100`},
 		{"override alias clash", "accelerators:\n  - name: H100\n    aliases: [h-200]\n", `accelerator H100: name or alias "h-200" is already used by H200`},
+		{"perfdb system", "accelerators:\n  - name: H100\n    perfdb_system: H100 SXM\n", `user.yaml:3:20: accelerator H100: perfdb_system: must be a performance-database system folder name`},
+		{"domain below node", "accelerators:\n  - name: H100\n    node: {nvlink_domain: 4}\n", `accelerator H100: node.nvlink_domain: 4 GPUs is smaller than the node (gpus: 8)`},
+		{"domain fraction", "accelerators:\n  - name: GB200\n    node: {nvlink_domain: 7.5}\n", `accelerator GB200: node.nvlink_domain: must be a whole number of GPUs >= 1, got 7.5`},
+		{"domain on pcie", "accelerators:\n  - name: L40S\n    node: {nvlink_domain: 16}\n", `accelerator L40S: node.nvlink_domain: 16 GPUs beyond the node's 8 needs an NVLink link (link.kind is pcie)`},
 		{"empty alias", "accelerators:\n  - name: H100\n    aliases: [\"--\"]\n", `accelerator H100: empty alias`},
 	}
 	base := mustDefault(t)

@@ -32,6 +32,7 @@ type rawAccel struct {
 	TFLOPSFP8  *float64 `yaml:"tflops_fp8"`
 	TFLOPSFP4  *float64 `yaml:"tflops_fp4"`
 	CC         *float64 `yaml:"compute_capability"`
+	PerfDB     *string  `yaml:"perfdb_system"`
 	Link       *rawLink `yaml:"link"`
 	NIC        *rawNIC  `yaml:"nic"`
 	Node       *rawNode `yaml:"node"`
@@ -56,6 +57,7 @@ type rawNode struct {
 	GPUs         *float64 `yaml:"gpus"`
 	HostMemoryGB *float64 `yaml:"host_memory_gb"`
 	HostBWGBps   *float64 `yaml:"host_bw_gbps"`
+	NVLinkDomain *float64 `yaml:"nvlink_domain"`
 }
 
 // decode parses data strictly: unknown fields, duplicate keys and type
@@ -142,6 +144,9 @@ func overlay(base, over rawAccel) rawAccel {
 	setF(&out.TFLOPSFP8, over.TFLOPSFP8)
 	setF(&out.TFLOPSFP4, over.TFLOPSFP4)
 	setF(&out.CC, over.CC)
+	if over.PerfDB != nil {
+		out.PerfDB = over.PerfDB
+	}
 	if over.Link != nil {
 		l := rawLink{}
 		if out.Link != nil {
@@ -177,6 +182,7 @@ func overlay(base, over rawAccel) rawAccel {
 		setF(&n.GPUs, over.Node.GPUs)
 		setF(&n.HostMemoryGB, over.Node.HostMemoryGB)
 		setF(&n.HostBWGBps, over.Node.HostBWGBps)
+		setF(&n.NVLinkDomain, over.Node.NVLinkDomain)
 		out.Node = &n
 	}
 	return out
@@ -255,6 +261,12 @@ func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, erro
 		}
 		a.ComputeCapability = *r.CC
 	}
+	if r.PerfDB != nil {
+		if !validSystemKey(*r.PerfDB) {
+			return a, fail("perfdb_system", "must be a performance-database system folder name of lower-case letters, digits and '_' (e.g. h100_sxm), or empty; got %q", *r.PerfDB)
+		}
+		a.PerfDBSystem = *r.PerfDB
+	}
 
 	if r.Link == nil {
 		return a, fail("link", "missing (required: kind, bw_gbps, latency_ns)")
@@ -306,7 +318,30 @@ func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, erro
 	if a.Node.HostBandwidth, err = positive("node.host_bw_gbps", r.Node.HostBWGBps, gb); err != nil {
 		return a, err
 	}
+	a.Node.NVLinkDomain = a.Node.GPUs
+	if d := r.Node.NVLinkDomain; d != nil {
+		switch {
+		case !(*d >= 1 && *d <= 1<<20) || *d != math.Trunc(*d):
+			return a, fail("node.nvlink_domain", "must be a whole number of GPUs >= 1, got %v", *d)
+		case int(*d) < a.Node.GPUs:
+			return a, fail("node.nvlink_domain", "%v GPUs is smaller than the node (gpus: %d); give at least the node's GPU count", *d, a.Node.GPUs)
+		case int(*d) > a.Node.GPUs && a.Link.Kind != LinkNVLink:
+			return a, fail("node.nvlink_domain", "%v GPUs beyond the node's %d needs an NVLink link (link.kind is %s)", *d, a.Node.GPUs, a.Link.Kind)
+		}
+		a.Node.NVLinkDomain = int(*d)
+	}
 	return a, nil
+}
+
+// validSystemKey reports whether s is "" or a system folder name of the
+// performance database: lower-case letters, digits and '_'.
+func validSystemKey(s string) bool {
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return len(s) <= 64
 }
 
 // latency validates a required latency in ns (0 allowed).
