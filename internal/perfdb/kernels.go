@@ -41,6 +41,7 @@ type MoEShape struct {
 //     is dense (every integer to 17, steps of 16 to 256, of 256 to 4352)
 //     and time is piecewise affine in m. An (n, k) or m outside the
 //     measured grid is not extrapolated.
+//
 //   - Context attention: the rows of the model's (heads, KV heads, head
 //     size, KV dtype, no window); log-log in the sequence length along
 //     each measured batch size (the causal work grows as s² for long
@@ -48,6 +49,7 @@ type MoEShape struct {
 //     grid points 1.33-2× apart), then linear in the batch. A chunk of q
 //     tokens after h tokens of history is read at s = q + h and scaled by
 //     the causal area it computes, (s² − h²)/s².
+//
 //   - Generation attention: linear in the context length along each
 //     measured batch size, then linear in the batch (memory-bound decode
 //     attention is affine in both, and in their product).
@@ -56,8 +58,10 @@ type MoEShape struct {
 //     shorter lengths. A batch row is extended beyond its last length
 //     from its top two points (log-log for context, linear for
 //     generation), never beyond the longest length any row measured.
+//
 //   - MoE: linear in tokens at the exact (dtype, distribution, hidden,
 //     inter, top-k, experts, tp, ep).
+//
 //   - All-reduce: linear in the message size between measured sizes (a
 //     collective is affine in its size between protocol switches, which
 //     the power-of-two grid brackets); below the smallest size, the
