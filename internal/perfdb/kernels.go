@@ -54,6 +54,12 @@ type MoEShape struct {
 //     measured batch size, then linear in the batch (memory-bound decode
 //     attention is affine in both, and in their product).
 //
+//     The table times one layer's kernel in a loop, so a KV cache that
+//     fits the L2 cache is read from it warm; in a model step every layer
+//     reads its own KV from device memory. A generation time is
+//     therefore never less than streaming the batch's KV at the system's
+//     peak memory bandwidth (a physical floor, no fitted factor).
+//
 //     Attention rows are ragged: large batches are measured only at
 //     shorter lengths. A batch row is extended beyond its last length
 //     from its top two points (log-log for context, linear for
@@ -71,6 +77,9 @@ type Kernels struct {
 	context        *grid2
 	generation     *grid2
 	moe            *curve
+	// kvNsPerToken is the time to stream one token's KV of one layer
+	// from device memory at the system's peak bandwidth, ns.
+	kvNsPerToken float64
 }
 
 // curve is a piecewise-linear function sampled at increasing x.
@@ -349,6 +358,13 @@ func (db *DB) Kernels(s Shape) (*Kernels, error) {
 	if s.GEMMDtype != "bfloat16" {
 		k.gemm = newGEMMIndex(db.GEMM, s.GEMMDtype)
 	}
+	kvb := 2.0
+	if s.KVDtype == "fp8" {
+		kvb = 1
+	}
+	if db.Spec.MemBW > 0 {
+		k.kvNsPerToken = 2 * float64(s.KVHeads*s.HeadDim) * kvb / db.Spec.MemBW * 1e9
+	}
 	k.context = newGrid2(db.Context, s, true)
 	k.generation = newGrid2(db.Generation, s, false)
 	if m := s.MoE; m != nil {
@@ -396,7 +412,8 @@ func (k *Kernels) GenerationAttention(n int, ctx float64) (float64, bool) {
 	if n < 1 || ctx < 0 {
 		return 0, false
 	}
-	return k.generation.at(float64(n), max(ctx, 1))
+	t, ok := k.generation.at(float64(n), max(ctx, 1))
+	return max(t, float64(n)*ctx*k.kvNsPerToken), ok
 }
 
 // MoE is one fused MoE block of tokens tokens on the rank.
