@@ -105,8 +105,10 @@ func TestMeasuredFallsBackOutsideTheTables(t *testing.T) {
 // all-gather at 3 µs.
 type fakeColl struct{}
 
-func (fakeColl) AllReduce(vllm bool, bytes int64) (float64, bool) { return 7000, vllm && bytes <= 1<<20 }
-func (fakeColl) AllGather(bytes int64) (float64, bool)          { return 3000, true }
+func (fakeColl) AllReduce(vllm bool, bytes int64) (float64, bool) {
+	return 7000, vllm && bytes <= 1<<20
+}
+func (fakeColl) AllGather(bytes int64) (float64, bool) { return 3000, true }
 
 // Measured collectives replace the modelled ones (2 per layer + 1, then
 // the logits gather); a size beyond the table is the model's and counted.
