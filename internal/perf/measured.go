@@ -36,6 +36,11 @@ const (
 	TableLMHead
 	TableContextAttention
 	TableGenerationAttention
+	// TableMixedAttention is the attention of a step with both prefill
+	// chunks and decodes. No table measures it (the database times the two
+	// kinds apart, while vLLM runs them as one varlen kernel in which every
+	// decode takes prefill-path work units): it is always the roofline's.
+	TableMixedAttention
 	TableMoE
 	TableAllReduce
 	TableAllGather
@@ -43,7 +48,7 @@ const (
 )
 
 var tableOpNames = [numTableOps]string{"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head",
-	"context_attention", "generation_attention", "moe", "all_reduce", "all_gather"}
+	"context_attention", "generation_attention", "mixed_attention", "moe", "all_reduce", "all_gather"}
 
 func (o TableOp) String() string {
 	if o < numTableOps {
@@ -239,14 +244,16 @@ func (m *Measured) moeOp(t int) (float64, uint16) {
 func (m *Measured) attention(b *Batch) (float64, uint16, uint16) {
 	pc := max(b.PrefillTokens, 0)
 	n := max(b.NumDecode, 0)
-	var present, fell uint16
-	if pc > 0 {
-		present |= 1 << TableContextAttention
-	}
-	if n > 0 {
-		present |= 1 << TableGenerationAttention
-	}
-	if present == 0 {
+	var present uint16
+	switch {
+	case pc > 0 && n > 0:
+		const mixed = 1 << TableMixedAttention
+		return m.layers * m.r.OpNs(OpAttention, b), mixed, mixed
+	case pc > 0:
+		present = 1 << TableContextAttention
+	case n > 0:
+		present = 1 << TableGenerationAttention
+	default:
 		return 0, 0, 0
 	}
 	if b.SpecTokens > 0 {
@@ -254,34 +261,34 @@ func (m *Measured) attention(b *Batch) (float64, uint16, uint16) {
 		// verification step's attention is the roofline's.
 		return m.layers * m.r.OpNs(OpAttention, b), present, present
 	}
-	var t float64
+	var ctx, gen float64
 	if pc > 0 {
 		ps := max(b.PrefillSeqs, 1)
-		ctx, ok := m.k.ContextAttention(ps, float64(pc)/float64(ps), float64(max(b.PrefillKV, 0))/float64(ps))
+		var ok bool
+		ctx, ok = m.k.ContextAttention(ps, float64(pc)/float64(ps), float64(max(b.PrefillKV, 0))/float64(ps))
 		if !ok {
 			return m.layers * m.r.OpNs(OpAttention, b), present, present
 		}
-		t += ctx
 	}
 	if n > 0 {
 		mean := float64(max(b.DecodeKVSum, 0)) / float64(n)
 		g, ok := m.k.GenerationAttention(n, mean)
-		if ok {
-			a := m.skew
-			if pc == 0 {
-				a = m.decodeSkew
-			}
-			if kvMax := float64(b.DecodeKVMax); a > 0 && n > 1 && kvMax > mean {
-				if gMax, okMax := m.k.GenerationAttention(n, kvMax); okMax && gMax > g {
-					g += a * (gMax - g)
-				}
-			}
-			t += g
-		} else {
+		if !ok {
 			return m.layers * m.r.OpNs(OpAttention, b), present, present
 		}
+		a := m.skew
+		if pc == 0 {
+			a = m.decodeSkew
+		}
+		if kvMax := float64(b.DecodeKVMax); a > 0 && n > 1 && kvMax > mean {
+			if gMax, okMax := m.k.GenerationAttention(n, kvMax); okMax && gMax > g {
+				g += a * (gMax - g)
+			}
+		}
+		gen = g
 	}
-	return m.layers * t, present, fell
+	t := ctx + gen
+	return m.layers * t, present, 0
 }
 
 // StepTime implements Predictor.

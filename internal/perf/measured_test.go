@@ -23,8 +23,8 @@ func (f fakeKernels) GenerationAttention(n int, c float64) (float64, bool) {
 func (f fakeKernels) MoE(t int) (float64, bool) { return 0, false }
 
 // TestMeasuredStepIsTheSumOfItsOps checks a step against a hand sum: the
-// four linear layers at 1,000 ns each per layer, attention from the
-// tables, the ops without a table (embedding, norms, rotary, activation,
+// four linear layers at 1,000 ns each per layer, the attention of this
+// mixed step from the roofline (no table measures a mixed batch), the ops without a table (embedding, norms, rotary, activation,
 // sampler) from the roofline, lm_head from the roofline when its width is
 // outside the table.
 func TestMeasuredStepIsTheSumOfItsOps(t *testing.T) {
@@ -39,7 +39,7 @@ func TestMeasuredStepIsTheSumOfItsOps(t *testing.T) {
 	}
 	b := Batch{PrefillTokens: 100, PrefillSeqs: 1, NumDecode: 10, DecodeKVSum: 5000, DecodeKVMax: 500, DecodeKVMin: 500}
 	L := float64(llama8B.Layers)
-	want := 4*L*1000 + L*(5000+3000) + r.OpNs(OpLMHead, &b)
+	want := 4*L*1000 + L*r.OpNs(OpAttention, &b) + r.OpNs(OpLMHead, &b)
 	for _, op := range []string{OpEmbedding, OpLayernorm, OpRotaryEmb, OpActFn, OpFinalLayernorm, OpSampler} {
 		n := 1.0
 		switch op {
@@ -56,14 +56,14 @@ func TestMeasuredStepIsTheSumOfItsOps(t *testing.T) {
 		t.Fatalf("step = %d ns, want %.0f", got, want)
 	}
 	if counts.Evals[TableQKVProj] != 1 || counts.Fallbacks[TableQKVProj] != 0 || counts.Evals[TableLMHead] != 1 || counts.Fallbacks[TableLMHead] != 1 ||
-		counts.Evals[TableContextAttention] != 1 || counts.Evals[TableGenerationAttention] != 1 {
-		t.Errorf("counts = %+v: want one evaluation of each op, lm_head (128,256 wide) fallen back", counts)
+		counts.Evals[TableMixedAttention] != 1 || counts.Fallbacks[TableMixedAttention] != 1 || counts.Evals[TableContextAttention] != 0 {
+		t.Errorf("counts = %+v: want one evaluation of each op, lm_head (128,256 wide) and the mixed attention on the roofline", counts)
 	}
 	// The shared predictor counts nothing; a second run counts apart.
 	m.StepTime(&b)
 	other := &TableCounts{}
 	ForRun(m, other).StepTime(&Batch{NumDecode: 1, DecodeKVSum: 10, DecodeKVMax: 10, DecodeKVMin: 10})
-	if counts.Evals[TableQKVProj] != 1 || other.Evals[TableQKVProj] != 1 || other.Evals[TableContextAttention] != 0 {
+	if counts.Evals[TableQKVProj] != 1 || other.Evals[TableQKVProj] != 1 || other.Evals[TableMixedAttention] != 0 || other.Evals[TableGenerationAttention] != 1 {
 		t.Errorf("runs share counts: first %+v, second %+v", counts.Evals, other.Evals)
 	}
 }
@@ -132,3 +132,39 @@ func TestMeasuredCollectives(t *testing.T) {
 		t.Errorf("counts %+v", counts)
 	}
 }
+
+// Pure steps read the attention tables: a prefill step the context
+// table, a decode step the generation table (with the skew correction
+// between the mean and the longest context).
+func TestMeasuredPureAttention(t *testing.T) {
+	r, err := NewRoofline(llama8B, RooflineHW{PeakFLOPS: 989.5e12, MemBandwidth: 3350e9}, Efficiency{AttnDecodeSkew: 0.5}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := ctxGen{}
+	m, err := NewMeasured(r, k, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	L := float64(llama8B.Layers)
+	pre := Batch{PrefillTokens: 1000, PrefillSeqs: 2, PrefillKV: 400}
+	if got, _, _ := m.attention(&pre); got != L*(2*1000+500+200) {
+		t.Errorf("prefill attention %g, want %g (seqs 2, chunk 500, history 200 per layer)", got, L*2700)
+	}
+	dec := Batch{NumDecode: 4, DecodeKVSum: 4 * 100, DecodeKVMax: 300, DecodeKVMin: 10}
+	// mean 100: 4×100 = 400; longest 300: 1200; halfway with skew 0.5.
+	if got, _, _ := m.attention(&dec); got != L*(400+0.5*(1200-400)) {
+		t.Errorf("decode attention %g, want %g", got, L*800)
+	}
+}
+
+// ctxGen times context attention as seqs·1000 + chunk + history and
+// generation as n·ctx.
+type ctxGen struct{}
+
+func (ctxGen) GEMM(q bool, m, n, k int) (float64, bool) { return 1, true }
+func (ctxGen) ContextAttention(s int, c, h float64) (float64, bool) {
+	return float64(s)*1000 + c + h, true
+}
+func (ctxGen) GenerationAttention(n int, c float64) (float64, bool) { return float64(n) * c, true }
+func (ctxGen) MoE(t int) (float64, bool)                            { return 0, false }
