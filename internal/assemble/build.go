@@ -450,6 +450,11 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 					return nil, fmt.Errorf("%s: %w", path, err)
 				}
 				timer, ok = t, true
+				if dbs != nil {
+					if timer, err = perfdbEPTimer(s, dbs, m, acc, ep, qf, t); err != nil {
+						return nil, fmt.Errorf("%s: %w", path, err)
+					}
+				}
 			}
 			if !ok {
 				return nil, fmt.Errorf("%s: dp/ep need a per-rank MoE time: the profile predictor's moe.csv measured in the scenario's weight format (format_scaling does not carry it), or predictor.kind: roofline", path)

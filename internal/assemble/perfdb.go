@@ -9,6 +9,7 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/perfdb"
 	"github.com/servesim/servesim/internal/quant"
@@ -103,34 +104,12 @@ func measuredPredictor(s *config.Scenario, src config.Source, dbs *perfdbs, m *m
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("predictor.kind perfdb: internal error: the roofline is a %T", base)
 	}
-	heads := int(m.NumHeads)
-	kvHeads := int(m.NumKVHeads)
-	if kvHeads == 0 {
-		kvHeads = heads
-	}
-	hd := int(m.HeadDim)
-	if hd == 0 && heads > 0 {
-		hd = int(m.HiddenSize) / heads
-	}
-	shape := perfdb.Shape{GEMMDtype: gemmDtype(qf, acc), Heads: heads / tp, KVHeads: max(1, kvHeads/tp), HeadDim: hd, KVDtype: "bfloat16"}
-	if qf.KVBytes() == 1 {
-		shape.KVDtype = "fp8"
+	shape, err := kernelShape(s, m, acc, tp, qf)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if m.NumExperts > 0 && ep == 1 {
-		dist := s.Predictor.MoEDistribution
-		if dist == "" {
-			dist = "balanced"
-		}
-		inter := int(m.MoEIntermediateSize)
-		if inter == 0 {
-			inter = int(m.IntermediateSize)
-		}
-		md := shape.GEMMDtype
-		if md == "" {
-			md = "unmeasured"
-		}
-		shape.MoE = &perfdb.MoEShape{Dtype: md, Distribution: dist, Hidden: int(m.HiddenSize), Inter: inter,
-			TopK: int(m.ExpertsPerTok), Experts: int(m.NumExperts), TP: tp, EP: 1}
+		shape.MoE = moeShape(s, m, shape.GEMMDtype, tp, 1)
 	}
 	k, err := db.Kernels(shape)
 	if err != nil {
@@ -141,6 +120,86 @@ func measuredPredictor(s *config.Scenario, src config.Source, dbs *perfdbs, m *m
 		return nil, nil, nil, err
 	}
 	return pred, r, db, nil
+}
+
+// epTimer times the MoE block of one expert-parallel rank from the
+// database's moe_perf rows at moe_ep_size ep (moe_tp_size 1): vLLM's
+// all-gather dispatch hands every rank the gathered tokens, and the rows
+// time one rank's fused MoE over num_tokens gathered tokens with its
+// local experts, routed by the row's distribution. The moe package asks
+// for the block at the gathered count its busiest rank's load
+// corresponds to, which is the row's num_tokens. Counts outside the
+// table use the roofline's rank timer.
+type epTimer struct {
+	k        *perfdb.Kernels
+	fallback moe.LayerTimer
+}
+
+// MoELayerNs implements moe.LayerTimer.
+func (t epTimer) MoELayerNs(tokens, activated float64) float64 {
+	if ns, ok := t.k.MoEAt(tokens); ok {
+		return ns
+	}
+	return t.fallback.MoELayerNs(tokens, activated)
+}
+
+// perfdbEPTimer is the expert-parallel MoE timer of model m on acc at ep
+// ranks, falling back to fallback outside the table (or when the table
+// lacks the model's MoE shape altogether).
+func perfdbEPTimer(s *config.Scenario, dbs *perfdbs, m *model.Config, acc hw.Accelerator, ep int, qf quant.Format, fallback moe.LayerTimer) (moe.LayerTimer, error) {
+	db, err := dbs.system(s, acc)
+	if err != nil {
+		return nil, err
+	}
+	shape, err := kernelShape(s, m, acc, 1, qf)
+	if err != nil {
+		return nil, err
+	}
+	shape.MoE = moeShape(s, m, shape.GEMMDtype, 1, ep)
+	k, err := db.Kernels(shape)
+	if err != nil {
+		return nil, fmt.Errorf("predictor.kind perfdb: %w", err)
+	}
+	return epTimer{k: k, fallback: fallback}, nil
+}
+
+// kernelShape is what a step of m at tp asks of the tables.
+func kernelShape(s *config.Scenario, m *model.Config, acc hw.Accelerator, tp int, qf quant.Format) (perfdb.Shape, error) {
+	heads := int(m.NumHeads)
+	kvHeads := int(m.NumKVHeads)
+	if kvHeads == 0 {
+		kvHeads = heads
+	}
+	hd := int(m.HeadDim)
+	if hd == 0 && heads > 0 {
+		hd = int(m.HiddenSize) / heads
+	}
+	if tp < 1 || heads%tp != 0 {
+		return perfdb.Shape{}, fmt.Errorf("predictor.kind perfdb: %d attention heads do not split over tp %d", heads, tp)
+	}
+	shape := perfdb.Shape{GEMMDtype: gemmDtype(qf, acc), Heads: heads / tp, KVHeads: max(1, kvHeads/tp), HeadDim: hd, KVDtype: "bfloat16"}
+	if qf.KVBytes() == 1 {
+		shape.KVDtype = "fp8"
+	}
+	return shape, nil
+}
+
+// moeShape selects the moe_perf rows of m's MoE block split over tp
+// tensor-parallel and ep expert-parallel ranks.
+func moeShape(s *config.Scenario, m *model.Config, gemm string, tp, ep int) *perfdb.MoEShape {
+	dist := s.Predictor.MoEDistribution
+	if dist == "" {
+		dist = "balanced"
+	}
+	inter := int(m.MoEIntermediateSize)
+	if inter == 0 {
+		inter = int(m.IntermediateSize)
+	}
+	if gemm == "" {
+		gemm = "unmeasured" // a format the tables lack: no rows match
+	}
+	return &perfdb.MoEShape{Dtype: gemm, Distribution: dist, Hidden: int(m.HiddenSize), Inter: inter,
+		TopK: int(m.ExpertsPerTok), Experts: int(m.NumExperts), TP: tp, EP: ep}
 }
 
 // describePerfDB says which tables time a run on db.

@@ -424,6 +424,15 @@ func (k *Kernels) MoE(tokens int) (float64, bool) {
 	return k.moe.at(float64(tokens), false)
 }
 
+// MoEAt is MoE at a fractional token count (an expert-parallel rank's
+// load expressed as gathered tokens).
+func (k *Kernels) MoEAt(tokens float64) (float64, bool) {
+	if k.moe == nil || !(tokens >= 1) {
+		return 0, false
+	}
+	return k.moe.at(tokens, false)
+}
+
 // Collectives times all-reduces and all-gathers of one tensor-parallel
 // group of gpus ranks from the tables.
 type Collectives struct {
