@@ -31,7 +31,8 @@ type MoEShape struct {
 // what was measured (the caller then falls back to a model). It is
 // immutable and safe for concurrent use.
 //
-// Interpolation, per table:
+// Every table's curve is first made non-decreasing in its size axis
+// (see buildCurve). Interpolation, per table:
 //
 //   - GEMM: linear in m between the measured m at each of the four
 //     measured (n, k) pairs bracketing the query, then bilinear in n and
@@ -48,7 +49,9 @@ type MoEShape struct {
 //     sequences and about as s for short ones, a local power law between
 //     grid points 1.33-2× apart), then linear in the batch. A chunk of q
 //     tokens after h tokens of history is read at s = q + h and scaled by
-//     the causal area it computes, (s² − h²)/s².
+//     the causal area it computes, (s² − h²)/s², and is never less than
+//     the generation table's time for the same sequences at context s:
+//     the chunk's kernel reads all s tokens' KV, as a decode does.
 //
 //   - Generation attention: linear in the context length along each
 //     measured batch size, then linear in the batch (memory-bound decode
@@ -109,7 +112,13 @@ func (c *curve) at(x float64, clampLow bool) (float64, bool) {
 	return c.y[i-1] + f*(c.y[i]-c.y[i-1]), true
 }
 
-// build sorts the points by x and averages repeated x.
+// buildCurve sorts the points by x, averages repeated x, and makes the
+// curve non-decreasing from the right: a time is lowered to the smallest
+// time measured at any larger size. Every table's x is a problem size
+// (GEMM rows, sequence length, context, tokens, message size) and a
+// kernel on a smaller problem never needs longer than one on a larger
+// problem that contains it (it could run padded); a measured point above
+// a later one is a kernel-selection or measurement outlier.
 func buildCurve(xs, ys []float64) *curve {
 	idx := make([]int, len(xs))
 	for i := range idx {
@@ -126,6 +135,9 @@ func buildCurve(xs, ys []float64) *curve {
 		c.x = append(c.x, xs[idx[i]])
 		c.y = append(c.y, sum/float64(j-i))
 		i = j
+	}
+	for i := len(c.y) - 2; i >= 0; i-- {
+		c.y[i] = min(c.y[i], c.y[i+1])
 	}
 	return c
 }
@@ -403,7 +415,16 @@ func (k *Kernels) ContextAttention(seqs int, chunk, history float64) (float64, b
 	if !ok {
 		return 0, false
 	}
-	return t * (s*s - history*history) / (s * s), true
+	t *= (s*s - history*history) / (s * s)
+	if history > 0 {
+		// The chunk's kernel reads every cached token's KV, which the
+		// causal-area scaling of a fresh prefill's time leaves out: it
+		// takes at least a decode of the same context.
+		if g, ok := k.GenerationAttention(seqs, s); ok {
+			t = max(t, g)
+		}
+	}
+	return t, true
 }
 
 // GenerationAttention is one layer's attention of n decoding sequences

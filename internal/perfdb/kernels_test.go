@@ -127,3 +127,38 @@ func TestCollectivesLookup(t *testing.T) {
 		t.Error("no rows at 4 GPUs")
 	}
 }
+
+// A point above a later one (a kernel-selection outlier) is lowered to
+// the smallest later time: a smaller problem never takes longer.
+func TestCurvesAreMonotone(t *testing.T) {
+	c := buildCurve([]float64{1, 2, 3, 4, 4}, []float64{5, 9, 7, 8, 10})
+	want := []float64{5, 7, 7, 9}
+	for i, y := range c.y {
+		if y != want[i] {
+			t.Fatalf("curve %v, want %v (repeated x averaged, then the suffix minimum)", c.y, want)
+		}
+	}
+}
+
+// A chunk after cached tokens reads their KV: never less than a decode
+// of the same context.
+func TestContextAfterHistoryFloor(t *testing.T) {
+	k, err := synthetic().Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 16 tokens after 1,000 at batch 1: the causal share of a fresh
+	// 1,016-token prefill, 1e-6·(1016² − 1000²) ms = 32.3 µs, exceeds a
+	// decode at 1,016 tokens (0.005 + 1e-7·1016 ms = 5.1 µs).
+	got, _ := k.ContextAttention(1, 16, 1000)
+	if want := 1e-6 * (1016*1016 - 1000*1000) * 1e6; !near(got, want) {
+		t.Errorf("16 after 1000: %g, want %g", got, want)
+	}
+	// 1 token after 1,000 at batch 2: the causal share, 1e-6·2·2001 ms =
+	// 4.0 µs, is below the decode of 2 × 1,001 tokens, 0.005 + 1e-7·2002
+	// ms = 5.2 µs: the floor binds.
+	got, _ = k.ContextAttention(2, 1, 1000)
+	if want := (0.005 + 1e-7*2*1001) * 1e6; !near(got, want) {
+		t.Errorf("1 after 1000 at batch 2: %g, want the decode floor %g", got, want)
+	}
+}
