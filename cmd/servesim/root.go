@@ -31,7 +31,7 @@ See docs/cli.md.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCmd(), newValidateCmd(), newCompareCmd(), newCalibrateCmd(), newConvertCmd(), newCatalogCmd())
-	root.AddCommand(newSweepCmd(), newMergeCmd(), newSearchCmd())
+	root.AddCommand(newSweepCmd(), newMergeCmd(), newSearchCmd(), newPerfDBCmd())
 	// An unknown command reaches the root as an argument.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {

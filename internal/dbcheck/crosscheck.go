@@ -1,0 +1,317 @@
+package dbcheck
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/perfdb"
+)
+
+// Bundle is one tensor-parallel degree of a profile bundle: its measured
+// rows (perf.ReadPoints, plus moe.csv rows of category perf.CategoryMoE
+// with X the tokens and N the activated experts) and the model and GPU
+// they were measured on.
+type Bundle struct {
+	// Source names the tables in reports (the tp<N> folder).
+	Source string
+	TP     int
+	Model  perf.RooflineModel
+	HW     perf.RooflineHW
+	Points []perf.Point
+}
+
+// Options tune a cross-check.
+type Options struct {
+	// MoEDistribution is the moe_perf routing distribution compared
+	// (default "balanced", the predictor's default): only moe.csv rows
+	// whose activated experts equal what that routing activates,
+	// min(experts, tokens × top-k), are compared.
+	MoEDistribution string
+}
+
+// OpAttention names the attention comparison: context attention for a
+// row's prefill chunk plus generation attention for its decodes.
+const OpAttention = "attention"
+
+// OpStats is the comparison of one op (or one bucket of its rows).
+type OpStats struct {
+	Op string `json:"op"`
+	// Compared counts rows timed by the database; Outside rows whose
+	// shape lies outside its tables (the predictor falls back to the
+	// roofline there).
+	Compared int `json:"compared"`
+	Outside  int `json:"outside"`
+	// Signed and Abs summarise database / profile − 1 and its absolute
+	// value over the compared rows, in percent (nil when none).
+	Signed *Dist `json:"signed_pct,omitempty"`
+	Abs    *Dist `json:"abs_pct,omitempty"`
+	// Buckets split the rows by regime: token count for GEMMs and MoE,
+	// prefill / decode / mixed for attention.
+	Buckets []OpStats `json:"buckets,omitempty"`
+}
+
+// Row is one compared (or outside) profile row. Coordinates unused by
+// the op are 0.
+type Row struct {
+	Op, Bucket string
+	// M, N, K: the GEMM (M the tokens or, for lm_head, sequences); for
+	// MoE M is the tokens and Experts the activated experts.
+	M, N, K, Experts int
+	// PC, KP, ND, KVD: an attention row's prefill chunk, prefill KV,
+	// decodes and decode context.
+	PC, KP, ND, KVD int
+	// ProfileNs and DBNs are the two times of one layer's op (DBNs 0 when
+	// Outside).
+	ProfileNs, DBNs float64
+	Outside         bool
+}
+
+// Diff is database / profile − 1 (NaN when outside the tables).
+func (r Row) Diff() float64 {
+	if r.Outside || !(r.ProfileNs > 0) {
+		return math.NaN()
+	}
+	return r.DBNs/r.ProfileNs - 1
+}
+
+// Report is the cross-check of one bundle at one tensor-parallel degree.
+type Report struct {
+	Bundle string `json:"bundle"`
+	TP     int    `json:"tp"`
+	// System and Version name the database tables compared with.
+	System  string `json:"system"`
+	Version string `json:"version"`
+	// Heads, KVHeads and HeadDim are the per-rank attention shape read.
+	Heads   int       `json:"heads"`
+	KVHeads int       `json:"kv_heads"`
+	HeadDim int       `json:"head_dim"`
+	Ops     []OpStats `json:"ops"`
+	// Skipped counts profile rows with no database counterpart: ops the
+	// tables do not hold (norms, activation, ...), MoE rows at another
+	// routing, rows with a zero time.
+	Skipped int   `json:"skipped_rows"`
+	Rows    []Row `json:"-"`
+}
+
+// linearOps are the GEMM ops compared, in report order.
+var linearOps = []string{perf.OpQKVProj, perf.OpOProj, perf.OpGateUpProj, perf.OpDownProj, perf.OpLMHead}
+
+// Crosscheck compares every row of b that the database times with the
+// database's time for it, composed as the measured-kernel predictor does:
+//
+//   - qkv_proj, o_proj, gate_up_proj, down_proj: a bf16 GEMM at m = the
+//     row's tokens with the roofline's per-rank (n, k);
+//   - lm_head: a bf16 GEMM at m = the row's sequences;
+//   - attention: a row's step (one prefill chunk of prefill_chunk tokens
+//     after kv_prefill cached ones, as the bundles were profiled, and
+//     n_decode decodes of kv_decode context each) timed as
+//     ContextAttention for the prefill plus GenerationAttention for the
+//     decodes (the rows' decodes share one context, so the predictor's
+//     skew term is zero);
+//   - moe: the fused MoE block at the row's tokens, for rows whose
+//     activated experts match the routing distribution compared.
+func Crosscheck(db *perfdb.DB, b Bundle, opt Options) (*Report, error) {
+	if db == nil {
+		return nil, fmt.Errorf("crosscheck %s: no database", b.Source)
+	}
+	r, err := perf.NewRoofline(b.Model, b.HW, perf.Efficiency{}, b.TP)
+	if err != nil {
+		return nil, fmt.Errorf("crosscheck %s: %w", b.Source, err)
+	}
+	m := r.Model()
+	if m.BytesPerElem != 2 || m.WeightBytes != 2 || m.KVBytesPerElem != 2 {
+		return nil, fmt.Errorf("crosscheck %s: the tables are not bf16 (bytes per weight %g, per KV element %d); the cross-check compares bf16 bundles with the bfloat16 tables", b.Source, m.WeightBytes, m.KVBytesPerElem)
+	}
+	heads, kvHeads, hd := r.AttentionShape()
+	shape := perfdb.Shape{GEMMDtype: "bfloat16", Heads: heads, KVHeads: kvHeads, HeadDim: hd, KVDtype: "bfloat16"}
+	dist := opt.MoEDistribution
+	if dist == "" {
+		dist = "balanced"
+	}
+	if m.Experts > 0 {
+		shape.MoE = &perfdb.MoEShape{Dtype: "bfloat16", Distribution: dist, Hidden: m.Hidden, Inter: m.MoEIntermediate,
+			TopK: m.ExpertsPerTok, Experts: m.Experts, TP: b.TP, EP: 1}
+	}
+	k, err := db.Kernels(shape)
+	if err != nil {
+		return nil, fmt.Errorf("crosscheck %s: %w", b.Source, err)
+	}
+	inModel := map[string]bool{}
+	for _, u := range r.Ops() {
+		inModel[u.Op] = true
+	}
+	rep := &Report{Bundle: b.Source, TP: b.TP, System: db.System, Version: db.Version, Heads: heads, KVHeads: kvHeads, HeadDim: hd}
+	for _, p := range b.Points {
+		row, ok := compareRow(r, k, m, p, inModel)
+		if !ok || !(p.Ns > 0) {
+			rep.Skipped++
+			continue
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	rep.Ops = summarise(rep.Rows, m.Experts > 0)
+	return rep, nil
+}
+
+// compareRow times one profile row from the tables; ok is false for a
+// row the database has no counterpart for.
+func compareRow(r *perf.Roofline, k *perfdb.Kernels, m perf.RooflineModel, p perf.Point, inModel map[string]bool) (Row, bool) {
+	row := Row{ProfileNs: p.Ns}
+	var ns float64
+	var in bool
+	switch p.Category {
+	case perf.CategoryDense, perf.CategoryPerSequence:
+		isLMHead := p.Op == perf.OpLMHead
+		if !inModel[p.Op] || (p.Category == perf.CategoryPerSequence) != isLMHead || !isLinear(p.Op) {
+			return row, false
+		}
+		n, kk := r.LinearShape(p.Op)
+		row.Op, row.M, row.N, row.K, row.Bucket = p.Op, p.X, n, kk, countBucket("m", p.X)
+		ns, in = k.GEMM(false, p.X, n, kk)
+	case perf.CategoryAttention:
+		b := p.Batch()
+		row.Op, row.PC, row.KP, row.ND, row.KVD = OpAttention, p.PC, p.KP, p.N, p.KVD
+		row.Bucket = attentionBucket(p)
+		ns, in = attention(k, &b)
+	case perf.CategoryMoE:
+		if m.Experts == 0 || p.N != min(m.Experts, p.X*m.ExpertsPerTok) {
+			return row, false
+		}
+		row.Op, row.M, row.Experts, row.Bucket = perf.OpMoE, p.X, p.N, countBucket("tokens", p.X)
+		ns, in = k.MoE(p.X)
+	default:
+		return row, false
+	}
+	if in {
+		row.DBNs = ns
+	} else {
+		row.Outside = true
+	}
+	return row, true
+}
+
+func isLinear(op string) bool {
+	for _, o := range linearOps {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// attention times one layer's attention of b as perf.Measured does: the
+// prefill part from the context table (per prefilling sequence: the mean
+// chunk after the mean history), the decode part from the generation
+// table at the mean context; false when either lies outside its table.
+func attention(k *perfdb.Kernels, b *perf.Batch) (float64, bool) {
+	var t float64
+	if pc := b.PrefillTokens; pc > 0 {
+		ps := max(b.PrefillSeqs, 1)
+		c, ok := k.ContextAttention(ps, float64(pc)/float64(ps), float64(max(b.PrefillKV, 0))/float64(ps))
+		if !ok {
+			return 0, false
+		}
+		t += c
+	}
+	if n := b.NumDecode; n > 0 {
+		g, ok := k.GenerationAttention(n, float64(max(b.DecodeKVSum, 0))/float64(n))
+		if !ok {
+			return 0, false
+		}
+		t += g
+	}
+	return t, true
+}
+
+// Buckets of rows by regime.
+const (
+	bucketSmall  = "1-16"
+	bucketMedium = "17-256"
+	bucketLarge  = "257+"
+
+	BucketPrefill        = "prefill"
+	BucketPrefillHistory = "prefill after history"
+	BucketDecode         = "decode"
+	BucketMixed          = "mixed"
+)
+
+// countBucket buckets a GEMM or MoE row by its row count: launch- and
+// weight-bound small batches, the middle, compute-bound large ones.
+func countBucket(axis string, x int) string {
+	switch {
+	case x <= 16:
+		return axis + " " + bucketSmall
+	case x <= 256:
+		return axis + " " + bucketMedium
+	}
+	return axis + " " + bucketLarge
+}
+
+func attentionBucket(p perf.Point) string {
+	switch {
+	case p.PC > 0 && p.N > 0:
+		return BucketMixed
+	case p.N > 0:
+		return BucketDecode
+	case p.KP > 0:
+		return BucketPrefillHistory
+	}
+	return BucketPrefill
+}
+
+// summarise groups rows by op (report order) and, inside an op, by bucket
+// (first-seen order sorted by the bucket list).
+func summarise(rows []Row, moe bool) []OpStats {
+	ops := append([]string{}, linearOps...)
+	ops = append(ops, OpAttention)
+	if moe {
+		ops = append(ops, perf.OpMoE)
+	}
+	bucketOrder := []string{"m " + bucketSmall, "m " + bucketMedium, "m " + bucketLarge,
+		"tokens " + bucketSmall, "tokens " + bucketMedium, "tokens " + bucketLarge,
+		BucketPrefill, BucketPrefillHistory, BucketDecode, BucketMixed}
+	var out []OpStats
+	for _, op := range ops {
+		var sel []Row
+		for _, r := range rows {
+			if r.Op == op {
+				sel = append(sel, r)
+			}
+		}
+		if len(sel) == 0 {
+			continue
+		}
+		s := statsOf(op, sel)
+		for _, bk := range bucketOrder {
+			var in []Row
+			for _, r := range sel {
+				if r.Bucket == bk {
+					in = append(in, r)
+				}
+			}
+			if len(in) > 0 {
+				s.Buckets = append(s.Buckets, statsOf(bk, in))
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func statsOf(name string, rows []Row) OpStats {
+	s := OpStats{Op: name}
+	var signed, abs []float64
+	for _, r := range rows {
+		if r.Outside {
+			s.Outside++
+			continue
+		}
+		d := r.Diff()
+		signed = append(signed, d)
+		abs = append(abs, math.Abs(d))
+		s.Compared++
+	}
+	s.Signed, s.Abs = distOf(signed), distOf(abs)
+	return s
+}
