@@ -54,44 +54,46 @@ func openPerfDB(dir string) (fs.FS, string, error) {
 	return os.DirFS(dir), filepath.ToSlash(dir), nil
 }
 
-// openSystem opens one system of the database at dir.
-func openSystem(dir, system, version string) (*perfdb.DB, string, error) {
+// openSystem opens one system of the database at dir; it returns the
+// database's file system too.
+func openSystem(dir, system, version string) (*perfdb.DB, fs.FS, error) {
 	fsys, where, err := openPerfDB(dir)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	names, err := perfdb.Systems(fsys)
 	if err != nil {
-		return nil, "", badInput(fmt.Errorf("--path %s: %w", where, err))
+		return nil, nil, badInput(fmt.Errorf("--path %s: %w", where, err))
 	}
 	if !slices.Contains(names, system) {
-		return nil, "", badInput(fmt.Errorf("--system %s: the %s database has no such system (it has %s)", system, where, strings.Join(names, ", ")))
+		return nil, nil, badInput(fmt.Errorf("--system %s: the %s database has no such system (it has %s)", system, where, strings.Join(names, ", ")))
 	}
 	db, err := perfdb.Open(fsys, system, "vllm", version)
 	if err != nil {
-		return nil, "", badInput(fmt.Errorf("%s database: %w", where, err))
+		return nil, nil, badInput(fmt.Errorf("%s database: %w", where, err))
 	}
-	return db, where, nil
+	return db, fsys, nil
 }
 
 func newPerfDBSystemsCmd() *cobra.Command {
-	var dir, version string
+	var dir, system, version string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "systems [--path DIR] [--version V] [--json]",
+		Use:   "systems [--path DIR] [--system NAME] [--version V] [--json]",
 		Short: "List the database's systems, the versions present and the tables a run reads, with row counts",
 		Long: `List every system of the database (embedded, or --path DIR: the folder
 holding <system>.yaml and data/), its GPU's specs, the version folders
 present per op, and the tables a run at --version (default ` + perfdb.DefaultVersion + `) reads:
 the version each was read at (the nearest measured one when --version has
-none) and its row count.`,
+none), its row count and the kernels its rows were measured with (the
+kernel_source column).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fsys, where, err := openPerfDB(dir)
 			if err != nil {
 				return err
 			}
-			systems, err := dbcheck.Inventory(fsys, version)
+			systems, err := dbcheck.Inventory(fsys, system, version)
 			if err != nil {
 				return badInput(fmt.Errorf("%s database: %w", where, err))
 			}
@@ -102,6 +104,7 @@ none) and its row count.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "path", "", "the database's systems folder (default: the embedded copy)")
+	cmd.Flags().StringVar(&system, "system", "", "list only this system")
 	cmd.Flags().StringVar(&version, "version", "", "vLLM version of the tables (default "+perfdb.DefaultVersion+")")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -152,7 +155,11 @@ catalog (servesim catalog).`,
 				}
 				tables = append(tables, ts...)
 			}
-			dbs := map[string]*perfdb.DB{}
+			type opened struct {
+				db      *perfdb.DB
+				kernels []string
+			}
+			dbs := map[string]*opened{}
 			var reps []*dbcheck.Report
 			for _, t := range tables {
 				sys := system
@@ -165,19 +172,25 @@ catalog (servesim catalog).`,
 						return badInput(fmt.Errorf("%s: accelerator %s has no perfdb_system in the catalog; give --system NAME (servesim perfdb systems lists them)", t.Source, acc.Name))
 					}
 				}
-				db := dbs[sys]
-				if db == nil {
-					var err error
-					if db, _, err = openSystem(dir, sys, version); err != nil {
+				o := dbs[sys]
+				if o == nil {
+					db, fsys, err := openSystem(dir, sys, version)
+					if err != nil {
 						return err
 					}
-					dbs[sys] = db
+					ks, err := dbcheck.AttentionKernels(fsys, db, "bfloat16")
+					if err != nil {
+						return badInput(err)
+					}
+					o = &opened{db, ks}
+					dbs[sys] = o
 				}
-				rep, err := dbcheck.Crosscheck(db, dbcheck.Bundle{Source: t.Source, TP: t.TP, Model: t.Model, HW: t.HW, Points: t.Points},
+				rep, err := dbcheck.Crosscheck(o.db, dbcheck.Bundle{Source: t.Source, TP: t.TP, Model: t.Model, HW: t.HW, Points: t.Points},
 					dbcheck.Options{MoEDistribution: dist})
 				if err != nil {
 					return badInput(err)
 				}
+				rep.AttentionKernels = o.kernels
 				reps = append(reps, rep)
 			}
 			if rows != "" {

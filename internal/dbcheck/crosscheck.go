@@ -2,7 +2,9 @@ package dbcheck
 
 import (
 	"fmt"
+	"io/fs"
 	"math"
+	"slices"
 
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/perfdb"
@@ -34,6 +36,14 @@ type Options struct {
 // row's prefill chunk plus generation attention for its decodes.
 const OpAttention = "attention"
 
+// OpAttentionParts names a check within the profile alone: each mixed
+// attention row (a prefill chunk and decodes in one step) against the
+// sum of the profile's own prefill-only row and decode-only row at the
+// same coordinates, i.e. what timing the two parts as separate kernels,
+// as the database (and the measured-kernel predictor) does, gives on the
+// profile's own measurements. Its difference is parts / mixed − 1.
+const OpAttentionParts = "attention parts"
+
 // OpStats is the comparison of one op (or one bucket of its rows).
 type OpStats struct {
 	Op string `json:"op"`
@@ -46,7 +56,8 @@ type OpStats struct {
 	// value over the compared rows, in percent (nil when none).
 	Signed *Dist `json:"signed_pct,omitempty"`
 	Abs    *Dist `json:"abs_pct,omitempty"`
-	// Buckets split the rows by regime: token count for GEMMs and MoE,
+	// Buckets split the rows by regime: token count for GEMMs and MoE
+	// (and, for GEMMs, m on or between the table's measured m values),
 	// prefill / decode / mixed for attention.
 	Buckets []OpStats `json:"buckets,omitempty"`
 }
@@ -55,6 +66,9 @@ type OpStats struct {
 // the op are 0.
 type Row struct {
 	Op, Bucket string
+	// Grid says, for a GEMM row, whether m is one of the table's measured
+	// m values (BucketOnGrid) or between two (BucketOffGrid); "" otherwise.
+	Grid string
 	// M, N, K: the GEMM (M the tokens or, for lm_head, sequences); for
 	// MoE M is the tokens and Experts the activated experts.
 	M, N, K, Experts int
@@ -90,8 +104,11 @@ type Report struct {
 	// Skipped counts profile rows with no database counterpart: ops the
 	// tables do not hold (norms, activation, ...), MoE rows at another
 	// routing, rows with a zero time.
-	Skipped int   `json:"skipped_rows"`
-	Rows    []Row `json:"-"`
+	Skipped int `json:"skipped_rows"`
+	// AttentionKernels are the kernels the database's bf16-KV attention
+	// rows were measured with (set by the caller: AttentionKernels).
+	AttentionKernels []string `json:"attention_kernels,omitempty"`
+	Rows             []Row    `json:"-"`
 }
 
 // linearOps are the GEMM ops compared, in report order.
@@ -141,6 +158,12 @@ func Crosscheck(db *perfdb.DB, b Bundle, opt Options) (*Report, error) {
 	for _, u := range r.Ops() {
 		inModel[u.Op] = true
 	}
+	gridM := map[int]bool{}
+	for _, g := range db.GEMM {
+		if g.Dtype == "bfloat16" {
+			gridM[g.M] = true
+		}
+	}
 	rep := &Report{Bundle: b.Source, TP: b.TP, System: db.System, Version: db.Version, Heads: heads, KVHeads: kvHeads, HeadDim: hd}
 	for _, p := range b.Points {
 		row, ok := compareRow(r, k, m, p, inModel)
@@ -148,10 +171,42 @@ func Crosscheck(db *perfdb.DB, b Bundle, opt Options) (*Report, error) {
 			rep.Skipped++
 			continue
 		}
+		if isLinear(row.Op) {
+			row.Grid = BucketOffGrid
+			if gridM[row.M] {
+				row.Grid = BucketOnGrid
+			}
+		}
 		rep.Rows = append(rep.Rows, row)
 	}
+	rep.Rows = append(rep.Rows, profileParts(b.Points)...)
 	rep.Ops = summarise(rep.Rows, m.Experts > 0)
 	return rep, nil
+}
+
+// profileParts pairs every mixed attention row of pts with the
+// prefill-only and decode-only rows at its coordinates (OpAttentionParts).
+func profileParts(pts []perf.Point) []Row {
+	type key struct{ pc, kp, n, kvd int }
+	at := map[key]float64{}
+	for _, p := range pts {
+		if p.Category == perf.CategoryAttention {
+			at[key{p.PC, p.KP, p.N, p.KVD}] = p.Ns
+		}
+	}
+	var out []Row
+	for _, p := range pts {
+		if p.Category != perf.CategoryAttention || p.PC == 0 || p.N == 0 || !(p.Ns > 0) {
+			continue
+		}
+		pre, ok1 := at[key{p.PC, p.KP, 0, 0}]
+		dec, ok2 := at[key{0, 0, p.N, p.KVD}]
+		if !ok1 || !ok2 {
+			continue
+		}
+		out = append(out, Row{Op: OpAttentionParts, Bucket: attentionBucket(p), PC: p.PC, KP: p.KP, ND: p.N, KVD: p.KVD, ProfileNs: p.Ns, DBNs: pre + dec})
+	}
+	return out
 }
 
 // compareRow times one profile row from the tables; ok is false for a
@@ -234,6 +289,9 @@ const (
 	BucketPrefillHistory = "prefill after history"
 	BucketDecode         = "decode"
 	BucketMixed          = "mixed"
+	BucketMixedHistory   = "mixed after history"
+	BucketOnGrid         = "m on the table's grid"
+	BucketOffGrid        = "m between grid points"
 )
 
 // countBucket buckets a GEMM or MoE row by its row count: launch- and
@@ -250,6 +308,8 @@ func countBucket(axis string, x int) string {
 
 func attentionBucket(p perf.Point) string {
 	switch {
+	case p.PC > 0 && p.N > 0 && p.KP > 0:
+		return BucketMixedHistory
 	case p.PC > 0 && p.N > 0:
 		return BucketMixed
 	case p.N > 0:
@@ -264,13 +324,13 @@ func attentionBucket(p perf.Point) string {
 // (first-seen order sorted by the bucket list).
 func summarise(rows []Row, moe bool) []OpStats {
 	ops := append([]string{}, linearOps...)
-	ops = append(ops, OpAttention)
+	ops = append(ops, OpAttention, OpAttentionParts)
 	if moe {
 		ops = append(ops, perf.OpMoE)
 	}
 	bucketOrder := []string{"m " + bucketSmall, "m " + bucketMedium, "m " + bucketLarge,
 		"tokens " + bucketSmall, "tokens " + bucketMedium, "tokens " + bucketLarge,
-		BucketPrefill, BucketPrefillHistory, BucketDecode, BucketMixed}
+		BucketOnGrid, BucketOffGrid, BucketPrefill, BucketPrefillHistory, BucketDecode, BucketMixed, BucketMixedHistory}
 	var out []OpStats
 	for _, op := range ops {
 		var sel []Row
@@ -286,7 +346,7 @@ func summarise(rows []Row, moe bool) []OpStats {
 		for _, bk := range bucketOrder {
 			var in []Row
 			for _, r := range sel {
-				if r.Bucket == bk {
+				if r.Bucket == bk || r.Grid == bk {
 					in = append(in, r)
 				}
 			}
@@ -314,4 +374,27 @@ func statsOf(name string, rows []Row) OpStats {
 	}
 	s.Signed, s.Abs = distOf(signed), distOf(abs)
 	return s
+}
+
+// AttentionKernels lists the kernels of db's attention rows with KV cache
+// dtype kvDtype (the kernel_source column of its context and generation
+// tables, read from fsys, the database db was opened from).
+func AttentionKernels(fsys fs.FS, db *perfdb.DB, kvDtype string) ([]string, error) {
+	var out []string
+	for _, t := range db.Tables {
+		if t.Name != "context_attention_perf" && t.Name != "generation_attention_perf" {
+			continue
+		}
+		ks, err := perfdb.KernelSources(fsys, t.Path, "kv_cache_dtype", kvDtype)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range ks {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -16,8 +16,13 @@ func WriteText(w io.Writer, reps []*Report, detail bool) error {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "%s (tp %d) vs %s, vllm %s tables (attention rows: %d heads, %d KV heads, head size %d per rank)\n",
-			r.Bundle, r.TP, r.System, r.Version, r.Heads, r.KVHeads, r.HeadDim)
+		fmt.Fprintf(&b, "%s (tp %d) vs %s, vllm %s tables\n", r.Bundle, r.TP, r.System, r.Version)
+		kernels := "-"
+		if len(r.AttentionKernels) > 0 {
+			kernels = strings.Join(r.AttentionKernels, ", ")
+		}
+		fmt.Fprintf(&b, "attention rows: %d heads, %d KV heads, head size %d per rank, bf16 KV, measured with %s\n",
+			r.Heads, r.KVHeads, r.HeadDim, kernels)
 		fmt.Fprintf(&b, "%-24s %6s %8s %9s %9s %9s %10s %9s\n", "op", "rows", "outside", "p10 %", "median %", "p90 %", "|median| %", "|p90| %")
 		for _, s := range r.Ops {
 			writeStats(&b, s, "")

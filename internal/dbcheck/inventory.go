@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/servesim/servesim/internal/perfdb"
@@ -22,14 +23,18 @@ type SystemInfo struct {
 	// version read (the nearest measured one when the requested version
 	// lacks the table) and rows.
 	Tables []perfdb.Table `json:"tables"`
+	// Sources lists, per table read, the kernels its rows were measured
+	// with (the kernel_source column).
+	Sources map[string][]string `json:"kernel_sources"`
 }
 
 // opFolders are the op folders whose versions Inventory lists.
 var opFolders = []string{"gemm/vllm", "attention/vllm", "comm/vllm", "moe/vllm", "comm/nccl"}
 
-// Inventory opens every system of fsys (perfdb.Systems) at framework vLLM
-// and version (perfdb.DefaultVersion when empty).
-func Inventory(fsys fs.FS, version string) ([]SystemInfo, error) {
+// Inventory opens the systems of fsys (perfdb.Systems; only the one named
+// when system is set) at framework vLLM and version (perfdb.DefaultVersion
+// when empty).
+func Inventory(fsys fs.FS, system, version string) ([]SystemInfo, error) {
 	names, err := perfdb.Systems(fsys)
 	if err != nil {
 		return nil, fmt.Errorf("perfdb: %w", err)
@@ -37,13 +42,24 @@ func Inventory(fsys fs.FS, version string) ([]SystemInfo, error) {
 	if len(names) == 0 {
 		return nil, errors.New("perfdb: no systems: the folder holds no <system>.yaml with a data/<system> folder beside it (give the database's systems folder)")
 	}
+	if system != "" {
+		if !slices.Contains(names, system) {
+			return nil, fmt.Errorf("perfdb: no system %s (the database has %s)", system, strings.Join(names, ", "))
+		}
+		names = []string{system}
+	}
 	var out []SystemInfo
 	for _, n := range names {
 		db, err := perfdb.Open(fsys, n, "vllm", version)
 		if err != nil {
 			return nil, err
 		}
-		si := SystemInfo{Name: n, Spec: db.Spec, Tables: db.Tables, Versions: map[string][]string{}}
+		si := SystemInfo{Name: n, Spec: db.Spec, Tables: db.Tables, Versions: map[string][]string{}, Sources: map[string][]string{}}
+		for _, t := range db.Tables {
+			if si.Sources[t.Name], err = perfdb.KernelSources(fsys, t.Path, "", ""); err != nil {
+				return nil, err
+			}
+		}
 		for _, op := range opFolders {
 			ents, err := fs.ReadDir(fsys, path.Join("data", n, op))
 			if errors.Is(err, fs.ErrNotExist) {
@@ -68,7 +84,7 @@ func Inventory(fsys fs.FS, version string) ([]SystemInfo, error) {
 func WriteInventory(w io.Writer, where string, systems []SystemInfo) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s database: %d systems\n", where, len(systems))
-	fmt.Fprintf(&b, "%-20s %-26s %-8s %8s  %s\n", "system", "table", "read", "rows", "versions present")
+	fmt.Fprintf(&b, "%-20s %-26s %-8s %8s  %-14s %s\n", "system", "table", "read", "rows", "versions", "kernels")
 	for _, s := range systems {
 		for i, t := range s.Tables {
 			name := ""
@@ -76,7 +92,7 @@ func WriteInventory(w io.Writer, where string, systems []SystemInfo) error {
 				name = s.Name
 			}
 			folder := opFolder(t.Path)
-			fmt.Fprintf(&b, "%-20s %-26s %-8s %8d  %s\n", name, t.Name, t.Version, t.Rows, strings.Join(s.Versions[folder], " "))
+			fmt.Fprintf(&b, "%-20s %-26s %-8s %8d  %-14s %s\n", name, t.Name, t.Version, t.Rows, strings.Join(s.Versions[folder], " "), strings.Join(s.Sources[t.Name], " "))
 		}
 		fmt.Fprintf(&b, "%-20s %.0f GB at %.0f GB/s, %.0f dense BF16 TFLOPS, %d GPUs per node\n", "",
 			s.Spec.MemCapacity/1e9, s.Spec.MemBW/1e9, s.Spec.BF16FLOPS/1e12, s.Spec.GPUsPerNode)
