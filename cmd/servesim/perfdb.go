@@ -116,6 +116,8 @@ func newPerfDBCrosscheckCmd() *cobra.Command {
 		dir, system, version string
 		dist, rows           string
 		asJSON, detail       bool
+		onlyOps              []string
+		onlyM                int
 	)
 	cmd := &cobra.Command{
 		Use:   "crosscheck --profile BUNDLE [--profile BUNDLE ...] [--system NAME] [--path DIR]",
@@ -138,7 +140,8 @@ For each op: rows compared, rows outside the tables (where a run falls back
 to the roofline), and the 10th, 50th and 90th percentiles of the signed
 difference database / profile - 1 and the median and p90 of its absolute
 value, in %. --detail splits every op by regime (token count; prefill,
-decode, mixed); --rows FILE writes every row as CSV.
+decode, mixed); --rows FILE writes every row as CSV (--rows - prints them
+instead of the summary); --op and --m select ops and a token count.
 
 --system defaults to the bundle's accelerator's perfdb_system in the
 catalog (servesim catalog).`,
@@ -191,7 +194,13 @@ catalog (servesim catalog).`,
 					return badInput(err)
 				}
 				rep.AttentionKernels = o.kernels
+				if len(onlyOps) > 0 || onlyM > 0 {
+					rep.Only(onlyOps, onlyM)
+				}
 				reps = append(reps, rep)
+			}
+			if rows == "-" {
+				return dbcheck.WriteRowsCSV(cmd.OutOrStdout(), reps)
 			}
 			if rows != "" {
 				if err := writeFileWith(rows, func(w io.Writer) error { return dbcheck.WriteRowsCSV(w, reps) }); err != nil {
@@ -210,7 +219,9 @@ catalog (servesim catalog).`,
 	cmd.Flags().StringVar(&version, "version", "", "vLLM version of the tables (default "+perfdb.DefaultVersion+")")
 	cmd.Flags().StringVar(&dist, "moe-distribution", "balanced", "moe_perf routing distribution compared with moe.csv")
 	cmd.Flags().BoolVar(&detail, "detail", false, "split every op by regime")
-	cmd.Flags().StringVar(&rows, "rows", "", "write every compared row as CSV to FILE")
+	cmd.Flags().StringVar(&rows, "rows", "", "write every compared row as CSV to FILE (- for stdout, instead of the summary)")
+	cmd.Flags().StringSliceVar(&onlyOps, "op", nil, "compare only these ops (qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, attention, attention parts, moe)")
+	cmd.Flags().IntVar(&onlyM, "m", 0, "compare only GEMM and MoE rows at this many tokens (lm_head: sequences)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

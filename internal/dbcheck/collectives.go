@@ -129,9 +129,21 @@ func (t *CollectiveTable) WriteText(w io.Writer, accName string) error {
 		}
 		return fmt.Sprintf("%.2f", model / *meas)
 	}
-	for _, r := range t.Rows {
+	var big *CollectiveRow
+	for i, r := range t.Rows {
 		fmt.Fprintf(&b, "%10s %11s %11s %11s %11.1f %11.1f %12s %12s\n", sizeLabel(r.Bytes), cell(r.VLLMGraphUs), cell(r.VLLMEagerUs), cell(r.NCCLUs),
 			r.ModelUs, r.ModelNCCLUs, ratio(r.ModelUs, r.VLLMGraphUs), ratio(r.ModelNCCLUs, r.NCCLUs))
+		if r.VLLMGraphUs != nil && r.NCCLUs != nil {
+			big = &t.Rows[i]
+		}
+	}
+	if big != nil {
+		// nccl-tests' bus bandwidth of an all-reduce: 2(n-1)/n × bytes / t.
+		bus := func(us float64) float64 {
+			return 2 * float64(t.GPUs-1) / float64(t.GPUs) * float64(big.Bytes) / (us * 1e3)
+		}
+		fmt.Fprintf(&b, "bus bandwidth at %s (2(n-1)/n x bytes / time): vllm graph %.1f GB/s, nccl %.1f GB/s, model %.1f GB/s, model nccl %.1f GB/s\n",
+			sizeLabel(big.Bytes), bus(*big.VLLMGraphUs), bus(*big.NCCLUs), bus(big.ModelUs), bus(big.ModelNCCLUs))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

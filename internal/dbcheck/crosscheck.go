@@ -398,3 +398,25 @@ func AttentionKernels(fsys fs.FS, db *perfdb.DB, kvDtype string) ([]string, erro
 	slices.Sort(out)
 	return out, nil
 }
+
+// Only keeps the rows of the named ops (all when ops is empty) whose row
+// count (GEMM m, MoE tokens) is m (any when m is 0; attention rows have
+// none and are dropped by m > 0), and summarises them again.
+func (r *Report) Only(ops []string, m int) {
+	var rows []Row
+	for _, row := range r.Rows {
+		if len(ops) > 0 && !slices.Contains(ops, row.Op) {
+			continue
+		}
+		if m > 0 && (row.M != m || row.Op == OpAttention || row.Op == OpAttentionParts) {
+			continue
+		}
+		rows = append(rows, row)
+	}
+	r.Rows = rows
+	moe := false
+	for _, s := range r.Ops {
+		moe = moe || s.Op == perf.OpMoE
+	}
+	r.Ops = summarise(rows, moe)
+}
