@@ -117,7 +117,7 @@ func newPerfDBCrosscheckCmd() *cobra.Command {
 		dist, rows           string
 		asJSON, detail       bool
 		onlyOps              []string
-		onlyM                int
+		onlyM                []int
 	)
 	cmd := &cobra.Command{
 		Use:   "crosscheck --profile BUNDLE [--profile BUNDLE ...] [--system NAME] [--path DIR]",
@@ -141,7 +141,7 @@ to the roofline), and the 10th, 50th and 90th percentiles of the signed
 difference database / profile - 1 and the median and p90 of its absolute
 value, in %. --detail splits every op by regime (token count; prefill,
 decode, mixed); --rows FILE writes every row as CSV (--rows - prints them
-instead of the summary); --op and --m select ops and a token count.
+instead of the summary); --op and --m select ops and token counts.
 
 --system defaults to the bundle's accelerator's perfdb_system in the
 catalog (servesim catalog).`,
@@ -194,7 +194,7 @@ catalog (servesim catalog).`,
 					return badInput(err)
 				}
 				rep.AttentionKernels = o.kernels
-				if len(onlyOps) > 0 || onlyM > 0 {
+				if len(onlyOps) > 0 || len(onlyM) > 0 {
 					rep.Only(onlyOps, onlyM)
 				}
 				reps = append(reps, rep)
@@ -221,7 +221,7 @@ catalog (servesim catalog).`,
 	cmd.Flags().BoolVar(&detail, "detail", false, "split every op by regime")
 	cmd.Flags().StringVar(&rows, "rows", "", "write every compared row as CSV to FILE (- for stdout, instead of the summary)")
 	cmd.Flags().StringSliceVar(&onlyOps, "op", nil, "compare only these ops (qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, attention, attention parts, moe)")
-	cmd.Flags().IntVar(&onlyM, "m", 0, "compare only GEMM and MoE rows at this many tokens (lm_head: sequences)")
+	cmd.Flags().IntSliceVar(&onlyM, "m", nil, "compare only GEMM and MoE rows at these token counts (lm_head: sequences)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -97,7 +97,10 @@ type Report struct {
 	System  string `json:"system"`
 	Version string `json:"version"`
 	// Heads, KVHeads and HeadDim are the per-rank attention shape read.
-	Heads   int       `json:"heads"`
+	// GEMMRange is the span of the bf16 GEMM rows: m, n and k, each
+	// [min, max].
+	GEMMRange [3][2]int `json:"gemm_range"`
+	Heads     int       `json:"heads"`
 	KVHeads int       `json:"kv_heads"`
 	HeadDim int       `json:"head_dim"`
 	Ops     []OpStats `json:"ops"`
@@ -158,13 +161,21 @@ func Crosscheck(db *perfdb.DB, b Bundle, opt Options) (*Report, error) {
 	for _, u := range r.Ops() {
 		inModel[u.Op] = true
 	}
+	rep := &Report{Bundle: b.Source, TP: b.TP, System: db.System, Version: db.Version, Heads: heads, KVHeads: kvHeads, HeadDim: hd}
 	gridM := map[int]bool{}
 	for _, g := range db.GEMM {
-		if g.Dtype == "bfloat16" {
-			gridM[g.M] = true
+		if g.Dtype != "bfloat16" {
+			continue
+		}
+		gridM[g.M] = true
+		for i, v := range [3]int{g.M, g.N, g.K} {
+			span := &rep.GEMMRange[i]
+			if span[0] == 0 || v < span[0] {
+				span[0] = v
+			}
+			span[1] = max(span[1], v)
 		}
 	}
-	rep := &Report{Bundle: b.Source, TP: b.TP, System: db.System, Version: db.Version, Heads: heads, KVHeads: kvHeads, HeadDim: hd}
 	for _, p := range b.Points {
 		row, ok := compareRow(r, k, m, p, inModel)
 		if !ok || !(p.Ns > 0) {
@@ -400,15 +411,16 @@ func AttentionKernels(fsys fs.FS, db *perfdb.DB, kvDtype string) ([]string, erro
 }
 
 // Only keeps the rows of the named ops (all when ops is empty) whose row
-// count (GEMM m, MoE tokens) is m (any when m is 0; attention rows have
-// none and are dropped by m > 0), and summarises them again.
-func (r *Report) Only(ops []string, m int) {
+// count (GEMM m, MoE tokens) is one of ms (any when ms is empty;
+// attention rows have none and are dropped by a non-empty ms), and
+// summarises them again.
+func (r *Report) Only(ops []string, ms []int) {
 	var rows []Row
 	for _, row := range r.Rows {
 		if len(ops) > 0 && !slices.Contains(ops, row.Op) {
 			continue
 		}
-		if m > 0 && (row.M != m || row.Op == OpAttention || row.Op == OpAttentionParts) {
+		if len(ms) > 0 && (!slices.Contains(ms, row.M) || row.Op == OpAttention || row.Op == OpAttentionParts) {
 			continue
 		}
 		rows = append(rows, row)
