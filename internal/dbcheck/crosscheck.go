@@ -101,9 +101,9 @@ type Report struct {
 	// [min, max].
 	GEMMRange [3][2]int `json:"gemm_range"`
 	Heads     int       `json:"heads"`
-	KVHeads int       `json:"kv_heads"`
-	HeadDim int       `json:"head_dim"`
-	Ops     []OpStats `json:"ops"`
+	KVHeads   int       `json:"kv_heads"`
+	HeadDim   int       `json:"head_dim"`
+	Ops       []OpStats `json:"ops"`
 	// Skipped counts profile rows with no database counterpart: ops the
 	// tables do not hold (norms, activation, ...), MoE rows at another
 	// routing, rows with a zero time.
