@@ -97,9 +97,8 @@ type Report struct {
 	System  string `json:"system"`
 	Version string `json:"version"`
 	// Heads, KVHeads and HeadDim are the per-rank attention shape read.
-	// GEMMRange is the span of the bf16 GEMM rows: m, n and k, each
-	// [min, max].
-	GEMMRange [3][2]int `json:"gemm_range"`
+	// GEMMRange is the span of the bf16 GEMM rows.
+	GEMMRange GEMMSpan  `json:"gemm_range"`
 	Heads     int       `json:"heads"`
 	KVHeads   int       `json:"kv_heads"`
 	HeadDim   int       `json:"head_dim"`
@@ -112,6 +111,13 @@ type Report struct {
 	// rows were measured with (set by the caller: AttentionKernels).
 	AttentionKernels []string `json:"attention_kernels,omitempty"`
 	Rows             []Row    `json:"-"`
+}
+
+// GEMMSpan is the [min, max] of a GEMM table's m, n and k.
+type GEMMSpan struct {
+	M [2]int `json:"m"`
+	N [2]int `json:"n"`
+	K [2]int `json:"k"`
 }
 
 // linearOps are the GEMM ops compared, in report order.
@@ -168,12 +174,14 @@ func Crosscheck(db *perfdb.DB, b Bundle, opt Options) (*Report, error) {
 			continue
 		}
 		gridM[g.M] = true
-		for i, v := range [3]int{g.M, g.N, g.K} {
-			span := &rep.GEMMRange[i]
-			if span[0] == 0 || v < span[0] {
-				span[0] = v
+		for _, d := range []struct {
+			span *[2]int
+			v    int
+		}{{&rep.GEMMRange.M, g.M}, {&rep.GEMMRange.N, g.N}, {&rep.GEMMRange.K, g.K}} {
+			if d.span[0] == 0 || d.v < d.span[0] {
+				d.span[0] = d.v
 			}
-			span[1] = max(span[1], v)
+			d.span[1] = max(d.span[1], d.v)
 		}
 	}
 	for _, p := range b.Points {

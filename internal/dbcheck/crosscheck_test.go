@@ -3,6 +3,7 @@ package dbcheck
 import (
 	"io/fs"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -245,5 +246,34 @@ func TestCrosscheckEmbedded(t *testing.T) {
 	}
 	if s := opStats(t, rep, perf.OpLMHead); s.Compared != 0 || s.Outside != 40 {
 		t.Errorf("lm_head: compared %d outside %d, want 0 and 40", s.Compared, s.Outside)
+	}
+}
+
+// TestOnly keeps the rows of the named ops and token counts and
+// summarises them again.
+func TestOnly(t *testing.T) {
+	pts := []perf.Point{dense(perf.OpQKVProj, 6, 25), dense(perf.OpQKVProj, 16, 40), dense(perf.OpOProj, 4, 10), attnPoint(16, 0, 0, 0, 4)}
+	for _, c := range []struct {
+		ops  []string
+		ms   []int
+		want string // op:compared, in order
+	}{
+		{nil, nil, "qkv_proj:2 o_proj:1 attention:1"},
+		{[]string{perf.OpQKVProj}, nil, "qkv_proj:2"},
+		{nil, []int{6, 4}, "qkv_proj:1 o_proj:1"},
+		{[]string{OpAttention}, []int{16}, ""},
+	} {
+		rep, err := Crosscheck(tinyDB(), Bundle{Source: "tiny/tp1", TP: 1, Model: tinyModel, HW: tinyHW, Points: pts}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Only(c.ops, c.ms)
+		var got []string
+		for _, s := range rep.Ops {
+			got = append(got, s.Op+":"+strconv.Itoa(s.Compared))
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("Only(%v, %v) = %q, want %q", c.ops, c.ms, strings.Join(got, " "), c.want)
+		}
 	}
 }

@@ -23,7 +23,7 @@ func WriteText(w io.Writer, reps []*Report, detail bool) error {
 		}
 		g := r.GEMMRange
 		fmt.Fprintf(&b, "bf16 GEMM rows: m %d-%d, n %d-%d, k %d-%d; attention rows: %d heads, %d KV heads, head size %d per rank, bf16 KV, measured with %s\n",
-			g[0][0], g[0][1], g[1][0], g[1][1], g[2][0], g[2][1], r.Heads, r.KVHeads, r.HeadDim, kernels)
+			g.M[0], g.M[1], g.N[0], g.N[1], g.K[0], g.K[1], r.Heads, r.KVHeads, r.HeadDim, kernels)
 		fmt.Fprintf(&b, "%-24s %6s %8s %9s %9s %9s %10s %9s\n", "op", "rows", "outside", "p10 %", "median %", "p90 %", "|median| %", "|p90| %")
 		for _, s := range r.Ops {
 			writeStats(&b, s, "")
