@@ -154,3 +154,67 @@ func TestPerfDBCollectivesCommand(t *testing.T) {
 	}
 	t.Errorf("no 1 MiB row in\n%s", out)
 }
+
+// copyTree copies the folder src of the embedded assets' source tree into
+// dst, skipping the folders named in skip.
+func copyTree(t *testing.T, src, dst string, skip ...string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		for _, s := range skip {
+			if rel == s {
+				return filepath.SkipDir
+			}
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPerfDBUserCopy: --path reads a user's copy of the database: a
+// system without MoE tables, whose GEMM table sits in an older version
+// folder, is read at that version and gives the embedded copy's times.
+func TestPerfDBUserCopy(t *testing.T) {
+	const root = "../../internal/assets/data/aiconfigurator/systems"
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(root, "data", "rtx_pro_6000_server"), filepath.Join(dir, "data", "rtx_pro_6000_server"), "moe")
+	yaml, err := os.ReadFile(filepath.Join(root, "rtx_pro_6000_server.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rtx_pro_6000_server.yaml"), yaml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gemm := filepath.Join(dir, "data", "rtx_pro_6000_server", "gemm", "vllm")
+	if err := os.Rename(filepath.Join(gemm, "0.19.0"), filepath.Join(gemm, "0.18.1")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, "perfdb", "systems", "--path", dir)
+	if code != 0 {
+		t.Fatalf("systems: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "1 systems") || !strings.Contains(out, "gemm_perf                  0.18.1     114576  0.18.1") || strings.Contains(out, "moe_perf") {
+		t.Errorf("systems --path: want one system, gemm_perf read at 0.18.1 and no moe_perf:\n%s", out)
+	}
+	llama := "builtin:RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp1"
+	_, embedded, _ := run(t, "perfdb", "crosscheck", "--profile", llama, "--op", "qkv_proj,attention")
+	code, copied, stderr := run(t, "perfdb", "crosscheck", "--profile", llama, "--op", "qkv_proj,attention", "--path", dir)
+	if code != 0 || copied != embedded || !strings.Contains(copied, "qkv_proj                    152") {
+		t.Errorf("crosscheck --path: exit %d (%s); output differs from the embedded copy's:\n%s\nvs\n%s", code, stderr, copied, embedded)
+	}
+}
