@@ -42,11 +42,19 @@ func TestCollectivesEmbedded(t *testing.T) {
 			if r.Bytes == 1<<20 {
 				mib = &tab.Rows[i]
 			}
-			// The graph rows are what the perfdb predictor reads.
+			// The graph rows are what the perfdb predictor reads, made
+			// non-decreasing in the size: each lowered to the smallest
+			// time at any larger size.
 			if r.VLLMGraphUs != nil {
+				want := *r.VLLMGraphUs
+				for _, later := range tab.Rows[i:] {
+					if later.VLLMGraphUs != nil {
+						want = min(want, *later.VLLMGraphUs)
+					}
+				}
 				ns, ok := coll.AllReduce(true, r.Bytes)
-				if !ok || math.Abs(ns/1e3-*r.VLLMGraphUs) > 1e-9 {
-					t.Errorf("%s: %d B: graph row %g µs, predictor lookup %g ns (%v)", c.name, r.Bytes, *r.VLLMGraphUs, ns, ok)
+				if !ok || math.Abs(ns/1e3-want) > 1e-9 {
+					t.Errorf("%s: %d B: graph rows' envelope %g µs, predictor lookup %g ns (%v)", c.name, r.Bytes, want, ns, ok)
 				}
 			}
 		}

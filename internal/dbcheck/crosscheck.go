@@ -130,11 +130,13 @@ var linearOps = []string{perf.OpQKVProj, perf.OpOProj, perf.OpGateUpProj, perf.O
 //     row's tokens with the roofline's per-rank (n, k);
 //   - lm_head: a bf16 GEMM at m = the row's sequences;
 //   - attention: a row's step (one prefill chunk of prefill_chunk tokens
-//     after kv_prefill cached ones, as the bundles were profiled, and
-//     n_decode decodes of kv_decode context each) timed as
-//     ContextAttention for the prefill plus GenerationAttention for the
-//     decodes (the rows' decodes share one context, so the predictor's
-//     skew term is zero);
+//     after kv_prefill cached ones, as the bundles were profiled, or
+//     n_decode decodes of kv_decode context each) timed by
+//     ContextAttention or GenerationAttention (the rows' decodes share one
+//     context, so the predictor's skew term is zero); a mixed row (both)
+//     and a chunk after cached tokens are outside the tables, which
+//     measure neither, as the predictor leaves those steps' attention to
+//     the roofline;
 //   - moe: the fused MoE block at the row's tokens, for rows whose
 //     activated experts match the routing distribution compared.
 func Crosscheck(db *perfdb.DB, b Bundle, opt Options) (*Report, error) {
@@ -274,15 +276,19 @@ func isLinear(op string) bool {
 	return false
 }
 
-// attention times one layer's attention of b as perf.Measured does: the
-// prefill part from the context table (per prefilling sequence: the mean
-// chunk after the mean history), the decode part from the generation
-// table at the mean context; false when either lies outside its table.
+// attention times one layer's attention of b as perf.Measured does: a
+// prefill from an empty cache from the context table (per prefilling
+// sequence: the mean chunk), a decode batch from the generation table at
+// the mean context; false when it lies outside its table, and for a
+// mixed batch or a chunk after cached tokens, which no table measures.
 func attention(k *perfdb.Kernels, b *perf.Batch) (float64, bool) {
+	if b.PrefillTokens > 0 && (b.NumDecode > 0 || b.PrefillKV > 0) {
+		return 0, false
+	}
 	var t float64
 	if pc := b.PrefillTokens; pc > 0 {
 		ps := max(b.PrefillSeqs, 1)
-		c, ok := k.ContextAttention(ps, float64(pc)/float64(ps), float64(max(b.PrefillKV, 0))/float64(ps))
+		c, ok := k.ContextAttention(ps, float64(pc)/float64(ps))
 		if !ok {
 			return 0, false
 		}

@@ -76,13 +76,13 @@ func TestCrosscheckSynthetic(t *testing.T) {
 		{Category: perf.CategoryPerSequence, Op: perf.OpSampler, X: 2, Ns: 1e3}, // skipped
 		// Prefill of 16 tokens: context row (1, 16) = 5 µs.
 		attnPoint(16, 0, 0, 0, 4), // +25 %
-		// 16 tokens after 16 cached: read at s = 32 (9 µs) scaled by the
-		// causal area (32² - 16²)/32² = 3/4: 6.75 µs.
-		attnPoint(16, 16, 0, 0, 6.75), // 0 %
+		// 16 tokens after 16 cached: no table measures it.
+		attnPoint(16, 16, 0, 0, 6.75), // outside
 		// One decode at 32 tokens of context: 3 + (32-16)/32·4 = 5 µs.
 		attnPoint(0, 0, 1, 32, 10), // -50 %
-		// Mixed: 5 + 5 = 10 µs.
-		attnPoint(16, 0, 1, 32, 8), // +25 %
+		// Mixed: no table measures it; its parts, 5 + 5 = 10 µs, go to the
+		// attention parts line.
+		attnPoint(16, 0, 1, 32, 8), // outside
 		// Two decodes: no batch-2 rows: outside.
 		attnPoint(0, 0, 2, 32, 1),
 	}
@@ -107,9 +107,10 @@ func TestCrosscheckSynthetic(t *testing.T) {
 		{perf.OpQKVProj, 3, 1, 0, 20, 20},
 		{perf.OpOProj, 1, 0, 100, 100, 100},
 		{perf.OpLMHead, 1, 0, -50, -50, 50},
-		// attention diffs +25, 0, -50, +25: sorted -50, 0, 25, 25: median
-		// 12.5, p90 25; |d| 0, 25, 25, 50: median 25.
-		{OpAttention, 4, 1, 12.5, 25, 25},
+		// attention diffs +25, -50 (the mixed row and the chunk after
+		// cached tokens are outside: no table times them): sorted -50, 25:
+		// median -12.5, p90 = -50 + 0.9·75 = 17.5; |d| 25, 50: median 37.5.
+		{OpAttention, 2, 3, -12.5, 17.5, 37.5},
 		// The mixed row's own parts: 4 + 10 = 14 µs against 8: +75 %.
 		{OpAttentionParts, 1, 0, 75, 75, 75},
 	} {
@@ -227,15 +228,22 @@ func TestCrosscheckEmbedded(t *testing.T) {
 	if q.N != 6144 || q.K != 4096 || math.Abs(q.DBNs-37159.111764695905) > 1e-6 || math.Abs(q.Diff()-(37.159111764695905/37.2263-1)) > 1e-12 {
 		t.Errorf("qkv_proj m 16: %+v, diff %g; want n 6144 k 4096, 37159.1 ns, %g", q, q.Diff(), 37.159111764695905/37.2263-1)
 	}
-	// attention.csv "16,0,1,16,7.936": context of one sequence of 16
-	// tokens (row batch 1 isl 16: 0.0067519998798767729 ms) plus one
-	// decode at 16 tokens of context, linear between the generation rows
-	// at 15 (0.0086346666018168126 ms) and 31 (0.0084586665034294128).
-	gen := 8.6346666018168126 + (16.0-15)/(31-15)*(8.4586665034294128-8.6346666018168126)
-	want := 6.7519998798767729 + gen
-	a := find(func(r Row) bool { return r.Op == OpAttention && r.PC == 16 && r.KP == 0 && r.ND == 1 && r.KVD == 16 })
-	if math.Abs(a.DBNs/1e3-want) > 1e-9 || math.Abs(a.ProfileNs-7936) > 1e-6 {
-		t.Errorf("attention (16, 0, 1, 16): db %g µs profile %g ns; want %g µs and 7936 ns", a.DBNs/1e3, a.ProfileNs, want)
+	// attention.csv "16,0,0,0,7.76533": the context row batch 1, isl 16
+	// (0.0067519998798767729 ms); "0,0,1,16,8.35233": one decode at 16
+	// tokens of context, linear between the generation rows at 15
+	// (0.0086346666018168126 ms) and 31 (0.0084586665034294128 ms) after
+	// the rows are made non-decreasing (the row at 15 is lowered to the
+	// one at 31), so 8.4586665034294128 µs.
+	pre := find(func(r Row) bool { return r.Op == OpAttention && r.PC == 16 && r.KP == 0 && r.ND == 0 })
+	if math.Abs(pre.DBNs/1e3-6.7519998798767729) > 1e-9 || math.Abs(pre.ProfileNs-7765.33) > 1e-6 {
+		t.Errorf("attention (16, 0, 0, 0): db %g µs profile %g ns; want 6.752 µs and 7765.33 ns", pre.DBNs/1e3, pre.ProfileNs)
+	}
+	dec := find(func(r Row) bool { return r.Op == OpAttention && r.PC == 0 && r.ND == 1 && r.KVD == 16 })
+	if math.Abs(dec.DBNs/1e3-8.4586665034294128) > 1e-9 || math.Abs(dec.ProfileNs-8352.33) > 1e-6 {
+		t.Errorf("attention (0, 0, 1, 16): db %g µs profile %g ns; want 8.4587 µs and 8352.33 ns", dec.DBNs/1e3, dec.ProfileNs)
+	}
+	if mixed := find(func(r Row) bool { return r.Op == OpAttention && r.PC == 16 && r.ND == 1 && r.KVD == 16 }); !mixed.Outside {
+		t.Errorf("attention (16, 0, 1, 16) is mixed: want it outside the tables, got %+v", mixed)
 	}
 	// Every op of the dense model is there; lm_head (vocab 128256 above the
 	// table's largest n, 65536) is entirely outside.

@@ -12,9 +12,9 @@ type KernelTimes interface {
 	// GEMM times an (m×k)·(k×n) product of a linear layer, in the
 	// quantised format when quantized, else in the compute dtype.
 	GEMM(quantized bool, m, n, k int) (float64, bool)
-	// ContextAttention times one layer's attention over seqs prefilling
-	// sequences of chunk query tokens after history cached tokens each.
-	ContextAttention(seqs int, chunk, history float64) (float64, bool)
+	// ContextAttention times one layer's attention over seqs sequences
+	// prefilling tokens tokens each from an empty KV cache.
+	ContextAttention(seqs int, tokens float64) (float64, bool)
 	// GenerationAttention times one layer's attention of n decodes with
 	// ctx tokens of context each.
 	GenerationAttention(n int, ctx float64) (float64, bool)
@@ -35,6 +35,11 @@ const (
 	TableDownProj
 	TableLMHead
 	TableContextAttention
+	// TableHistoryAttention is the attention of a prefill step whose
+	// chunks follow cached tokens (a later chunk of a long prompt, or a
+	// prefix-cache hit). The context table measures prefills from an
+	// empty cache only: it is always the roofline's.
+	TableHistoryAttention
 	TableGenerationAttention
 	// TableMixedAttention is the attention of a step with both prefill
 	// chunks and decodes. No table measures it (the database times the two
@@ -48,7 +53,7 @@ const (
 )
 
 var tableOpNames = [numTableOps]string{"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head",
-	"context_attention", "generation_attention", "mixed_attention", "moe", "all_reduce", "all_gather"}
+	"context_attention", "history_attention", "generation_attention", "mixed_attention", "moe", "all_reduce", "all_gather"}
 
 func (o TableOp) String() string {
 	if o < numTableOps {
@@ -249,6 +254,9 @@ func (m *Measured) attention(b *Batch) (float64, uint16, uint16) {
 	case pc > 0 && n > 0:
 		const mixed = 1 << TableMixedAttention
 		return m.layers * m.r.OpNs(OpAttention, b), mixed, mixed
+	case pc > 0 && b.PrefillKV > 0:
+		const history = 1 << TableHistoryAttention
+		return m.layers * m.r.OpNs(OpAttention, b), history, history
 	case pc > 0:
 		present = 1 << TableContextAttention
 	case n > 0:
@@ -265,7 +273,7 @@ func (m *Measured) attention(b *Batch) (float64, uint16, uint16) {
 	if pc > 0 {
 		ps := max(b.PrefillSeqs, 1)
 		var ok bool
-		ctx, ok = m.k.ContextAttention(ps, float64(pc)/float64(ps), float64(max(b.PrefillKV, 0))/float64(ps))
+		ctx, ok = m.k.ContextAttention(ps, float64(pc)/float64(ps))
 		if !ok {
 			return m.layers * m.r.OpNs(OpAttention, b), present, present
 		}

@@ -16,7 +16,7 @@ type fakeKernels struct {
 func (f fakeKernels) GEMM(q bool, m, n, k int) (float64, bool) {
 	return f.gemm, m <= f.maxM && n <= f.maxN
 }
-func (f fakeKernels) ContextAttention(s int, c, h float64) (float64, bool) { return f.ctx, true }
+func (f fakeKernels) ContextAttention(s int, c float64) (float64, bool) { return f.ctx, true }
 func (f fakeKernels) GenerationAttention(n int, c float64) (float64, bool) {
 	return f.gen, c <= f.maxCtx
 }
@@ -147,9 +147,14 @@ func TestMeasuredPureAttention(t *testing.T) {
 		t.Fatal(err)
 	}
 	L := float64(llama8B.Layers)
-	pre := Batch{PrefillTokens: 1000, PrefillSeqs: 2, PrefillKV: 400}
-	if got, _, _ := m.attention(&pre); got != L*(2*1000+500+200) {
-		t.Errorf("prefill attention %g, want %g (seqs 2, chunk 500, history 200 per layer)", got, L*2700)
+	pre := Batch{PrefillTokens: 1000, PrefillSeqs: 2}
+	if got, _, _ := m.attention(&pre); got != L*(2*1000+500) {
+		t.Errorf("prefill attention %g, want %g (seqs 2, chunk 500 per layer)", got, L*2500)
+	}
+	// After cached tokens: the roofline's, counted.
+	hist := Batch{PrefillTokens: 1000, PrefillSeqs: 2, PrefillKV: 400}
+	if got, present, fell := m.attention(&hist); got != L*r.OpNs(OpAttention, &hist) || present != 1<<TableHistoryAttention || fell != present {
+		t.Errorf("prefill after history: %g (present %b, fell %b), want the roofline's %g, counted", got, present, fell, L*r.OpNs(OpAttention, &hist))
 	}
 	dec := Batch{NumDecode: 4, DecodeKVSum: 4 * 100, DecodeKVMax: 300, DecodeKVMin: 10}
 	// mean 100: 4×100 = 400; longest 300: 1200; halfway with skew 0.5.
@@ -163,8 +168,8 @@ func TestMeasuredPureAttention(t *testing.T) {
 type ctxGen struct{}
 
 func (ctxGen) GEMM(q bool, m, n, k int) (float64, bool) { return 1, true }
-func (ctxGen) ContextAttention(s int, c, h float64) (float64, bool) {
-	return float64(s)*1000 + c + h, true
+func (ctxGen) ContextAttention(s int, c float64) (float64, bool) {
+	return float64(s)*1000 + c, true
 }
 func (ctxGen) GenerationAttention(n int, c float64) (float64, bool) { return float64(n) * c, true }
 func (ctxGen) MoE(t int) (float64, bool)                            { return 0, false }

@@ -47,11 +47,11 @@ type MoEShape struct {
 //     size, KV dtype, no window); log-log in the sequence length along
 //     each measured batch size (the causal work grows as s² for long
 //     sequences and about as s for short ones, a local power law between
-//     grid points 1.33-2× apart), then linear in the batch. A chunk of q
-//     tokens after h tokens of history is read at s = q + h and scaled by
-//     the causal area it computes, (s² − h²)/s², and is never less than
-//     the generation table's time for the same sequences at context s:
-//     the chunk's kernel reads all s tokens' KV, as a decode does.
+//     grid points 1.33-2× apart), then linear in the batch. The table
+//     measures prefills from an empty cache only: a chunk after cached
+//     tokens runs fewer, longer work units (its query tiles attend to the
+//     whole history) at an occupancy no row measured, so it is not read
+//     from the table.
 //
 //   - Generation attention: linear in the context length along each
 //     measured batch size, then linear in the batch (memory-bound decode
@@ -403,28 +403,14 @@ func (k *Kernels) GEMM(quantized bool, m, n, kk int) (float64, bool) {
 	return k.gemmBF16.at(m, n, kk)
 }
 
-// ContextAttention is one layer's attention over seqs prefilling
-// sequences, each computing chunk query tokens after history tokens
-// already in its KV cache.
-func (k *Kernels) ContextAttention(seqs int, chunk, history float64) (float64, bool) {
-	if seqs < 1 || !(chunk > 0) || history < 0 {
+// ContextAttention is one layer's attention over seqs sequences
+// prefilling tokens tokens each from an empty KV cache (the only
+// prefills the context table measures).
+func (k *Kernels) ContextAttention(seqs int, tokens float64) (float64, bool) {
+	if seqs < 1 || !(tokens > 0) {
 		return 0, false
 	}
-	s := chunk + history
-	t, ok := k.context.at(float64(seqs), s)
-	if !ok {
-		return 0, false
-	}
-	t *= (s*s - history*history) / (s * s)
-	if history > 0 {
-		// The chunk's kernel reads every cached token's KV, which the
-		// causal-area scaling of a fresh prefill's time leaves out: it
-		// takes at least a decode of the same context.
-		if g, ok := k.GenerationAttention(seqs, s); ok {
-			t = max(t, g)
-		}
-	}
-	return t, true
+	return k.context.at(float64(seqs), tokens)
 }
 
 // GenerationAttention is one layer's attention of n decoding sequences
