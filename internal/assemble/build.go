@@ -11,6 +11,7 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/des"
 	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/frontend"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/link"
@@ -133,6 +134,9 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 	}
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
 	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
+	if fe := b.Scenario.FrontEnd; fe != nil {
+		sim.SetFrontEnd(frontend.New(*fe, b.Scenario.Seed, len(engines)))
+	}
 	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
 	if len(b.groups) > 0 {
 		groups, err := b.dpGroups()

@@ -76,6 +76,9 @@ func (s *Scenario) Validate() error {
 	if t := s.KVTiers; t != nil {
 		t.validate(s, bad)
 	}
+	if f := s.FrontEnd; f != nil {
+		f.Validate(bad)
+	}
 	if m := s.MoE; m != nil {
 		switch m.Routing {
 		case "", "uniform", "zipf":
