@@ -134,6 +134,7 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 	}
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
 	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
+	sim.SetWarmup(int64(b.Scenario.Workload.WarmupRequests))
 	if fe := b.Scenario.FrontEnd; fe != nil {
 		sim.SetFrontEnd(frontend.New(*fe, b.Scenario.Seed, len(engines)))
 	}

@@ -199,6 +199,9 @@ func describeWorkload(w *config.Workload) string {
 	if w.MaxConcurrency > 0 {
 		parts = append(parts, fmt.Sprintf("max concurrency %d", w.MaxConcurrency))
 	}
+	if w.WarmupRequests > 0 {
+		parts = append(parts, fmt.Sprintf("%d warm-up requests", w.WarmupRequests))
+	}
 	return strings.Join(parts, ", ")
 }
 

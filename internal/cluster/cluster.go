@@ -136,6 +136,7 @@ type Sim struct {
 	maxConc  int
 	inflight int
 	blocked  bool
+	cl       closedLoop // warm-up and steady-state window (closedloop.go)
 
 	candidates []int
 	fit        fitBounds // admission's O(1) fit test (fit.go)
@@ -253,6 +254,9 @@ func (s *Sim) Run() (int64, error) {
 				s.blocked = true // sent when an entry in flight ends
 				break
 			}
+			if s.holdForWarmup() {
+				break // sent when the warm-up has ended
+			}
 			entry := s.next
 			s.hasNext = false
 			if err = s.pull(); err == nil {
@@ -352,7 +356,7 @@ func (s *Sim) pull() error {
 		return fmt.Errorf("cluster: workload entry without requests")
 	}
 	s.next, s.hasNext = entry, true
-	at := entry.Requests[0].Arrival
+	at := entry.Requests[0].Arrival + s.cl.shift
 	if at < s.q.Now() {
 		at = s.q.Now()
 	}
@@ -361,6 +365,7 @@ func (s *Sim) pull() error {
 
 func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	s.inflight++
+	s.clSent(now)
 	if entry.Session != "" {
 		for i := range entry.Requests {
 			entry.Requests[i].Session = entry.Session
@@ -503,6 +508,7 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	if err := e.Err(); err != nil {
 		return err
 	}
+	s.cl.gen += int64(r.GenTokens)
 	if s.fe != nil {
 		s.feStep(inst, r, now)
 	}
@@ -554,6 +560,7 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		return // ends when its client has the last chunk
 	}
 	s.terminal++
+	s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now)
 	delete(s.live, rec.ID)
 	s.ph.drop(rec.ID)
 	if s.obs != nil {
@@ -612,6 +619,9 @@ func (s *Sim) setErr(err error) {
 // request ended, and sends an arrival that waited for it.
 func (s *Sim) entryDone(now int64) {
 	s.inflight--
+	if !s.blocked {
+		s.clFreed(now)
+	}
 	if s.blocked {
 		s.blocked = false
 		// As an event, not inline: the caller may be in the middle of an

@@ -162,6 +162,12 @@ type Workload struct {
 	// or whole sessions) are in flight; one due while all are taken is
 	// sent as soon as one ends.
 	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
+	// WarmupRequests makes the first N requests (ids 0 to N-1) warm-up
+	// requests, as vllm bench serve --num-warmups: they run first, the
+	// measured requests are sent once they have all ended (their arrival
+	// schedule starts then), and they are left out of every count and
+	// statistic (docs/client.md). Default 0.
+	WarmupRequests int `yaml:"warmup_requests,omitempty" json:"warmup_requests,omitempty"`
 	// Chat generates multi-turn conversations with token ids.
 	Chat *workload.Chat `yaml:"chat,omitempty" json:"chat,omitempty"`
 	// SharedPrefix generates requests over shared contexts with token ids.

@@ -120,6 +120,9 @@ func (s *Scenario) Validate() error {
 	if w.Limit < 0 {
 		bad("workload.limit", "must be >= 0 (got %d)", w.Limit)
 	}
+	if w.WarmupRequests < 0 || w.WarmupRequests > MaxConcurrencyBound {
+		bad("workload.warmup_requests", "must be in [0, %d] (got %d)", MaxConcurrencyBound, w.WarmupRequests)
+	}
 	if w.MaxConcurrency < 0 || w.MaxConcurrency > MaxConcurrencyBound {
 		bad("workload.max_concurrency", "must be in [0, %d] (got %d; 0 means no limit)", MaxConcurrencyBound, w.MaxConcurrency)
 	}

@@ -40,11 +40,13 @@ type Config struct {
 	ChunkUs *float64 `yaml:"chunk_us" json:"chunk_us,omitempty"`
 	// NetworkUs is the one-way time between client and API server.
 	NetworkUs *float64 `yaml:"network_us" json:"network_us,omitempty"`
-	// JitterUs is the mean of the seeded exponential delay added to each
+	// JitterUs is the median of the seeded lognormal delay added to each
 	// request's way in and to its first and last chunk's way out (the
 	// drift that breaks the lockstep of fixed-length closed-loop clients);
 	// 0 switches drift off.
 	JitterUs *float64 `yaml:"jitter_us" json:"jitter_us,omitempty"`
+	// JitterSigma is the lognormal's sigma (the spread of ln delay).
+	JitterSigma *float64 `yaml:"jitter_sigma" json:"jitter_sigma,omitempty"`
 }
 
 // Defaults of vLLM 0.19's OpenAI API server; docs/client.md gives the
@@ -58,7 +60,8 @@ const (
 	DefaultOutputUs           = 15
 	DefaultChunkUs            = 25
 	DefaultNetworkUs          = 50
-	DefaultJitterUs           = 150
+	DefaultJitterUs           = 200
+	DefaultJitterSigma        = 1.5
 )
 
 // MaxAPIServers bounds api_server_count; MaxStreamInterval bounds
@@ -91,6 +94,7 @@ func (c Config) Resolved() Config {
 	def(&c.ChunkUs, DefaultChunkUs)
 	def(&c.NetworkUs, DefaultNetworkUs)
 	def(&c.JitterUs, DefaultJitterUs)
+	def(&c.JitterSigma, DefaultJitterSigma)
 	return c
 }
 
@@ -130,13 +134,14 @@ func (c *Config) fields() []costField {
 		{"chunk_us", "us", c.ChunkUs, MaxCostUs},
 		{"network_us", "us", c.NetworkUs, MaxCostUs},
 		{"jitter_us", "us", c.JitterUs, MaxCostUs},
+		{"jitter_sigma", "", c.JitterSigma, 4},
 	}
 }
 
 // Describe is a one-line summary of the resolved configuration.
 func (c Config) Describe() string {
 	r := c.Resolved()
-	drift := fmt.Sprintf("jitter mean %g us", *r.JitterUs)
+	drift := fmt.Sprintf("drift lognormal median %g us sigma %g", *r.JitterUs, *r.JitterSigma)
 	if *r.JitterUs == 0 {
 		drift = "no drift"
 	}

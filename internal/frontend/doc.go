@@ -20,6 +20,6 @@
 // Drift: a closed loop of fixed-length clients would stay in lockstep
 // forever in a model without noise. Real clients drift apart because
 // every message between client and server takes a slightly different
-// time; Config.JitterUs adds a seeded exponential delay to the request's
+// time; Config.JitterUs and JitterSigma add a seeded lognormal delay to the request's
 // way in and to its first and last chunk's way out (0 switches it off).
 package frontend

@@ -19,7 +19,8 @@ type Gap struct {
 type Model struct {
 	req, enq, hop, step, net int64   // ns
 	tokNs, outNs, chunkNs    float64 // ns per token, per request-step, per chunk
-	jitterMean               float64 // ns; 0: no drift
+	jitterMu, jitterSigma    float64 // ln of the median in ns, and sigma; no drift when off
+	jitterOn                 bool
 	si                       int
 	rng                      *rand.Rand
 
@@ -47,10 +48,13 @@ func New(c Config, seed uint64, instances int) *Model {
 	m := &Model{
 		req: us(c.RequestUs), enq: us(c.EnqueueUs), hop: us(c.HopUs), step: us(c.StepUs), net: us(c.NetworkUs),
 		tokNs: *c.TokenizeNsPerToken, outNs: *c.OutputUs * 1e3, chunkNs: *c.ChunkUs * 1e3,
-		jitterMean: *c.JitterUs * 1e3, si: c.StreamInterval,
+		jitterOn: *c.JitterUs > 0, jitterSigma: *c.JitterSigma, si: c.StreamInterval,
 		rng:  des.Stream(seed, "frontend-jitter"),
 		busy: make([]int64, a), done: make([]int64, a), carry: make([]float64, a),
 		counts: make([]int64, a), insts: make([]inst, instances),
+	}
+	if m.jitterOn {
+		m.jitterMu = math.Log(*c.JitterUs * 1e3)
 	}
 	for i := range m.insts {
 		m.insts[i].delay = make([]int64, a)
@@ -70,12 +74,16 @@ func (m *Model) Assign() int32 {
 	return int32(s)
 }
 
+// maxJitter caps one drift draw (a lognormal's far tail), ns.
+const maxJitter = int64(10e9)
+
 // Jitter draws one message's drift delay, ns (0 when drift is off).
 func (m *Model) Jitter() int64 {
-	if m.jitterMean <= 0 {
+	if !m.jitterOn {
 		return 0
 	}
-	return int64(math.Round(m.rng.ExpFloat64() * m.jitterMean))
+	v := math.Exp(m.jitterMu + m.jitterSigma*m.rng.NormFloat64())
+	return min(int64(math.Round(v)), maxJitter)
 }
 
 // SendDelay is the time from the client sending a request to the request

@@ -65,6 +65,9 @@ type observer struct {
 	now     int64
 	err     error
 	closers []io.Closer
+	// inWarmup reports whether warm-up requests still run: their gaps
+	// stay out of the ITL statistics.
+	inWarmup func() bool
 }
 
 func (o *observer) Advance(now int64) {
@@ -78,8 +81,10 @@ func (o *observer) Advance(now int64) {
 }
 
 func (o *observer) StepDone(inst int, r *engine.StepResult) {
-	for _, g := range r.ITL {
-		o.sum.AddITLs(g.NS, g.Count)
+	if o.inWarmup == nil || !o.inWarmup() {
+		for _, g := range r.ITL {
+			o.sum.AddITLs(g.NS, g.Count)
+		}
 	}
 	if sp := &r.Spec; sp.StepNs > 0 {
 		o.sum.AddSpec(sp.Drafts, sp.Proposed, sp.Accepted, sp.Emitted, sp.DraftNs, sp.StepNs)
@@ -141,6 +146,11 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		opts.Targets = append(opts.Targets, metrics.Target{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs})
 	}
 	o.sum.SetSLO(opts.SLO)
+	if b.Scenario.FrontEnd != nil {
+		o.sum.SetClientSide()
+	}
+	warm := int64(b.Scenario.Workload.WarmupRequests)
+	o.sum.SetWarmup(warm)
 	defer func() {
 		for _, c := range o.closers {
 			c.Close()
@@ -169,6 +179,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		return metrics.Result{}, err
 	}
 	defer closer.Close()
+	if warm > 0 {
+		o.inWarmup = sim.InWarmup
+	}
 	tiers := sim.Tiers()
 	swaps := tiers != nil && swapping(sim.Engines()) // swap needs the tiers (validated)
 	snap := func(i int) metrics.SnapshotFunc {
@@ -253,7 +266,15 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 	}
 	o.closers = nil
-	res := o.sum.Finish(end)
+	res := o.sum.Finish(end - max(sim.WarmupEnd(), 0))
+	if warm > 0 {
+		res.ThroughputBase = "run after the warm-up"
+	}
+	if w, ok := sim.SteadyWindow(); ok {
+		secs := float64(w.End-w.Start) / 1e9
+		res.Steady = &metrics.SteadyResult{Clients: b.Scenario.Workload.MaxConcurrency, StartS: float64(w.Start) / 1e9, EndS: float64(w.End) / 1e9,
+			Finished: w.Finished, OutputTokens: w.OutputTokens, ThroughputRPS: float64(w.Finished) / secs, OutputTokS: float64(w.OutputTokens) / secs}
+	}
 	describe(b, &res)
 	res.Limit = sim.LimitReached()
 	res.CheckTargets(opts.Targets)
