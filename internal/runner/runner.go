@@ -160,6 +160,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	if b.Scenario.KVTiers != nil {
 		wopts = append(wopts, metrics.WithTierColumns())
 	}
+	if b.Scenario.FrontEnd != nil {
+		wopts = append(wopts, metrics.WithFrontEndColumns())
+	}
 	if opts.RequestsCSV != "" {
 		w, err := create(opts.RequestsCSV, &o.closers)
 		if err != nil {
