@@ -285,8 +285,6 @@ func (s *Sim) Run() (int64, error) {
 			err = s.tierEvent(ev.At)
 		case evOffload:
 			err = s.offloadDue(ev.Arg, ev.Target, ev.At)
-		case evFEReach:
-			err = s.feReach(ev.Arg, ev.At)
 		case evFEIngested:
 			err = s.feIngested(ev.Arg, ev.At)
 		case evFEDelivered:

@@ -10,8 +10,7 @@ import (
 
 // Front-end events (a served endpoint, package frontend).
 const (
-	evFEReach     int32 = 40 + iota // Arg = slot in fe.way: the request reached its API server
-	evFEIngested                    // Arg = slot in fe.way: the request reached the engine core
+	evFEIngested  int32 = 40 + iota // Arg = slot in fe.way: the request reached the engine core
 	evFEDelivered                   // Arg = slot in fe.held: the client received the last chunk
 )
 
@@ -19,8 +18,9 @@ const (
 // requests on their way in, finished requests whose last chunk is on its
 // way out, and the client-side times of the requests in flight.
 type feState struct {
-	m    *frontend.Model
-	reqs map[int64]feReq // requests sent and not yet ended, by id
+	m      *frontend.Model
+	simple bool            // m.Simple()
+	reqs   map[int64]feReq // requests sent and not yet ended, by id
 
 	way     []workload.Request // requests between client and engine core
 	freeWay []int32
@@ -48,7 +48,7 @@ func (s *Sim) SetFrontEnd(m *frontend.Model) {
 		s.fe = nil
 		return
 	}
-	s.fe = &feState{m: m, reqs: map[int64]feReq{}}
+	s.fe = &feState{m: m, simple: m.Simple(), reqs: map[int64]feReq{}}
 }
 
 // send is a request leaving its client at now: straight to admission
@@ -70,15 +70,12 @@ func (s *Sim) send(req *workload.Request, now int64) error {
 		fe.way = append(fe.way, *req)
 		slot = int32(len(fe.way) - 1)
 	}
-	return s.schedule(des.Event{At: now + fe.m.SendDelay(), Kind: evFEReach, Arg: int64(slot)})
-}
-
-// feReach runs the ingest of the request in slot on its API server.
-func (s *Sim) feReach(slot int64, now int64) error {
-	fe := s.fe
-	req := &fe.way[slot]
-	at := fe.m.Ingest(fe.reqs[req.ID].srv, req.InputTokens, now)
-	return s.schedule(des.Event{At: at, Kind: evFEIngested, Arg: slot})
+	// The API server's CPU takes work in the order it is submitted (a
+	// request when its client sends it, a step's outputs when the step
+	// ends), so the ingest is timed now, starting when the request
+	// reaches the server (docs/client.md).
+	at := fe.m.Ingest(fe.reqs[req.ID].srv, req.InputTokens, now+fe.m.SendDelay())
+	return s.schedule(des.Event{At: at, Kind: evFEIngested, Arg: int64(slot)})
 }
 
 // feIngested hands the request in slot to the engines.
@@ -95,22 +92,36 @@ func (s *Sim) feIngested(slot int64, now int64) error {
 // and replaces the step's gaps by the client-side ones until feRestore.
 func (s *Sim) feStep(inst int, r *engine.StepResult, now int64) {
 	fe := s.fe
-	fe.gaps = fe.gaps[:0]
+	fe.saved = r.ITL
 	var cont int64
 	for _, g := range r.ITL {
-		fe.gaps = append(fe.gaps, frontend.Gap{NS: g.NS, Count: g.Count})
 		cont += g.Count
 	}
-	fe.saved = r.ITL
 	if len(r.First) == 0 && cont == 0 {
 		return
 	}
-	cg := fe.m.Step(inst, now, int64(len(r.First)), cont, int64(len(r.Finished)), fe.gaps)
-	fe.itl = fe.itl[:0]
-	for _, g := range cg {
-		fe.itl = append(fe.itl, engine.Gap{NS: g.NS, Count: g.Count})
+	if fe.simple {
+		// One API server, every token streamed: the client's gaps are the
+		// engine's shifted by the change of the delivery delay.
+		if d := fe.m.StepShift(inst, now, int64(len(r.First)), cont); d != 0 && cont > 0 {
+			fe.itl = append(fe.itl[:0], r.ITL...)
+			for k := range fe.itl {
+				fe.itl[k].NS = max(fe.itl[k].NS+d, 0)
+			}
+			r.ITL = fe.itl
+		}
+	} else {
+		fe.gaps = fe.gaps[:0]
+		for _, g := range r.ITL {
+			fe.gaps = append(fe.gaps, frontend.Gap{NS: g.NS, Count: g.Count})
+		}
+		cg := fe.m.Step(inst, now, int64(len(r.First)), cont, int64(len(r.Finished)), fe.gaps)
+		fe.itl = fe.itl[:0]
+		for _, g := range cg {
+			fe.itl = append(fe.itl, engine.Gap{NS: g.NS, Count: g.Count})
+		}
+		r.ITL = fe.itl
 	}
-	r.ITL = fe.itl
 	for _, id := range r.First {
 		if q, ok := fe.reqs[id]; ok {
 			q.first = fe.m.Delivered(q.srv) + fe.m.Jitter()
@@ -146,6 +157,14 @@ func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
 		last = rec.FirstToken // one chunk carried the first and the last token
 	}
 	rec.LastToken = max(last, rec.FirstToken)
+	if s.maxConc == 0 {
+		if _, ok := s.sessions[rec.ID]; !ok {
+			// Nothing waits for this client's last chunk (no closed loop,
+			// no session turn after it): the record ends now, with the
+			// client's times, rather than by an event.
+			return false
+		}
+	}
 	var slot int32
 	if n := len(fe.free); n > 0 {
 		slot = fe.free[n-1]

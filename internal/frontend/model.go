@@ -194,6 +194,34 @@ func (m *Model) clientGaps(s int, gaps []Gap, c, total int64, dd int64) {
 	}
 }
 
+// Simple reports whether the model has one API server and a stream
+// interval of 1: then StepShift does Step's work, and every client gap is
+// its engine gap plus the shift.
+func (m *Model) Simple() bool { return len(m.busy) == 1 && m.si == 1 }
+
+// StepShift is Step for a Simple model: it processes the step's outputs
+// and returns by how much the client's gaps to this step's chunks differ
+// from the engine's gaps (the change of the delivery delay since the
+// instance's previous step).
+func (m *Model) StepShift(i int, end int64, first, cont int64) int64 {
+	n := first + cont
+	if n == 0 {
+		m.done[0] = end + m.hop
+		return 0
+	}
+	start := max(end+m.hop, m.busy[0])
+	done := start + m.step + int64(math.Round((m.outNs+m.chunkNs)*float64(n)))
+	m.busy[0], m.done[0] = done, done
+	st := &m.insts[i]
+	d := done - end
+	prev := d
+	if st.seen {
+		prev = st.delay[0]
+	}
+	st.seen, st.delay[0] = true, d
+	return d - prev
+}
+
 // Delivered is when the clients of API server srv receive the chunks of
 // the last step passed to Step (without drift).
 func (m *Model) Delivered(srv int32) int64 { return m.done[srv] + m.net }

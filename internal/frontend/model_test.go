@@ -217,3 +217,31 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("describe: %s", d)
 	}
 }
+
+// TestStepShiftIsStep: the one-server, every-token path gives the same
+// delivery times and client gaps as the general one.
+func TestStepShiftIsStep(t *testing.T) {
+	a, b := New(Config{}, 3, 2), New(Config{}, 3, 2)
+	if !a.Simple() {
+		t.Fatal("the default model is not Simple")
+	}
+	end := int64(0)
+	for k := int64(1); k <= 200; k++ {
+		inst := int(k % 2)
+		end += 3_000_000 + (k%7)*1_000_000
+		first, cont := k%3, (k*37)%150
+		gaps := []Gap{{NS: 20_000_000, Count: cont}}
+		if k%11 == 0 {
+			b.Ingest(0, int(k*13), end-500_000)
+			a.Ingest(0, int(k*13), end-500_000)
+		}
+		d := a.StepShift(inst, end, first, cont)
+		got := b.Step(inst, end, first, cont, k%2, gaps)
+		if a.Delivered(0) != b.Delivered(0) {
+			t.Fatalf("step %d: delivered %d vs %d", k, a.Delivered(0), b.Delivered(0))
+		}
+		if cont > 0 && (len(got) != 1 || got[0].NS != max(20_000_000+d, 0) || got[0].Count != cont) {
+			t.Fatalf("step %d: gaps %v, shift %d", k, got, d)
+		}
+	}
+}
