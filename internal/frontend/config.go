@@ -19,8 +19,8 @@ type Config struct {
 	// RequestUs is the API server CPU time to accept one request: HTTP
 	// parse, request validation, prompt rendering, output collector.
 	RequestUs *float64 `yaml:"request_us" json:"request_us,omitempty"`
-	// TokenizeNsPerToken is the API server CPU time to tokenise one
-	// prompt token.
+	// TokenizeNsPerToken is the time to tokenise one prompt token (off
+	// the API server's event loop: it delays the request only).
 	TokenizeNsPerToken *float64 `yaml:"tokenize_ns_per_token" json:"tokenize_ns_per_token,omitempty"`
 	// EnqueueUs is the API server CPU time to build the engine-core
 	// request, encode it (msgpack) and send it (ZMQ).

@@ -1,8 +1,9 @@
 // Package frontend times what happens between a benchmark client and the
 // engine cores of a served vLLM 0.19 endpoint (`vllm serve`, the OpenAI
 // API server): the request's ingest on an API server process (HTTP parse
-// and validation, tokenisation per prompt token, building and sending the
-// engine-core request), the hop to the engine-core process and back, and
+// and validation, building and sending the engine-core request on the
+// event loop; tokenisation per prompt token beside it), the hop to the
+// engine-core process and back, and
 // the per-step output path (receiving the engine's outputs, incremental
 // detokenisation per request, one server-sent-events chunk per request
 // and stream_interval tokens). Each API server process is one CPU that

@@ -90,21 +90,25 @@ func (m *Model) Jitter() int64 {
 // reaching its API server: the network plus one drift draw.
 func (m *Model) SendDelay() int64 { return m.net + m.Jitter() }
 
-// IngestWork is the API server CPU time to accept a request of
-// inputTokens prompt tokens, ns: request handling, tokenisation and
-// sending it to the engine core.
-func (m *Model) IngestWork(inputTokens int) int64 {
-	return m.req + int64(math.Round(m.tokNs*float64(inputTokens))) + m.enq
+// IngestWork is the API server event loop's time to accept a request,
+// ns: request handling and sending it to the engine core.
+func (m *Model) IngestWork() int64 { return m.req + m.enq }
+
+// TokenizeTime is the time to tokenise inputTokens prompt tokens, ns. vLLM
+// tokenises raw prompts off the event loop (the Rust tokenizer releases
+// Python's lock), so it delays the request without taking the loop's CPU.
+func (m *Model) TokenizeTime(inputTokens int) int64 {
+	return int64(math.Round(m.tokNs * float64(inputTokens)))
 }
 
 // Ingest runs the ingest of a request that reached API server srv at now
-// and returns when the request reaches the engine core: the ingest waits
-// for the server's CPU (first come, first served), then the engine-core
-// hop.
+// and returns when the request reaches the engine core: its handling
+// waits for the server's event loop (first come, first served), the
+// tokenisation runs beside the loop, then the engine-core hop.
 func (m *Model) Ingest(srv int32, inputTokens int, now int64) int64 {
 	start := max(now, m.busy[srv])
-	m.busy[srv] = start + m.IngestWork(inputTokens)
-	return m.busy[srv] + m.hop
+	m.busy[srv] = start + m.IngestWork()
+	return m.busy[srv] + m.TokenizeTime(inputTokens) + m.hop
 }
 
 // StepWork is the API server CPU time to process one step's outputs of

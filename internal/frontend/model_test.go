@@ -44,17 +44,18 @@ func TestIngestTerms(t *testing.T) {
 }
 
 // TestIngestSerialises: requests reaching one API server together are
-// ingested one after the other; with two servers, in parallel.
+// handled by its event loop one after the other (the tokenisation beside
+// it); with two servers, in parallel.
 func TestIngestSerialises(t *testing.T) {
-	work := int64(300_000 + 1_100_000 + 50_000) // 1000 tokens
+	work, tok := int64(300_000+50_000), int64(1_100_000) // 1000 tokens
 	m := New(quiet(), 1, 1)
 	for k := int64(1); k <= 3; k++ {
-		if got, want := m.Ingest(0, 1000, 0), k*work+50_000; got != want {
+		if got, want := m.Ingest(0, 1000, 0), k*work+tok+50_000; got != want {
 			t.Fatalf("request %d reaches the engine at %d ns, want %d", k, got, want)
 		}
 	}
 	// Reaching after the server is idle again: no wait.
-	if got, want := m.Ingest(0, 1000, 10*work), 11*work+50_000; got != want {
+	if got, want := m.Ingest(0, 1000, 10*work), 11*work+tok+50_000; got != want {
 		t.Fatalf("late request reaches the engine at %d, want %d", got, want)
 	}
 	cfg := quiet()
@@ -110,8 +111,8 @@ func TestOutputDelaysIngest(t *testing.T) {
 	const end = int64(1e9)
 	m.Step(0, end, 0, 100, 0, []Gap{{NS: 1e7, Count: 100}})
 	busy := end + 50_000 + 100_000 + 40_000*100 // output work ends
-	ingest := int64(300_000 + 1_100_000*1 + 50_000)
-	if got, want := m.Ingest(0, 1000, end+60_000), busy+ingest+50_000; got != want {
+	ingest := int64(300_000 + 50_000)           // on the loop; tokenising 1.1 ms beside it
+	if got, want := m.Ingest(0, 1000, end+60_000), busy+ingest+1_100_000+50_000; got != want {
 		t.Fatalf("ingest behind the output work reaches the engine at %d, want %d", got, want)
 	}
 	// A step ending now waits for the ingest before its own outputs.
