@@ -450,7 +450,8 @@ type Result struct {
 
 // SteadyResult is a closed-loop run's steady state: the window from the
 // moment all Clients were first busy to the first moment one of them had
-// nothing left to send, and the rates over it.
+// nothing left to send (seconds from the start of the run, or of the
+// measured run after a warm-up), and the rates over it.
 type SteadyResult struct {
 	Clients       int     `json:"clients"`
 	StartS        float64 `json:"start_s"`

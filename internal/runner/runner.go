@@ -269,13 +269,14 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 	}
 	o.closers = nil
-	res := o.sum.Finish(end - max(sim.WarmupEnd(), 0))
+	origin := max(sim.WarmupEnd(), 0) // the measured run starts after the warm-up
+	res := o.sum.Finish(end - origin)
 	if warm > 0 {
 		res.ThroughputBase = "run after the warm-up"
 	}
 	if w, ok := sim.SteadyWindow(); ok {
 		secs := float64(w.End-w.Start) / 1e9
-		res.Steady = &metrics.SteadyResult{Clients: b.Scenario.Workload.MaxConcurrency, StartS: float64(w.Start) / 1e9, EndS: float64(w.End) / 1e9,
+		res.Steady = &metrics.SteadyResult{Clients: b.Scenario.Workload.MaxConcurrency, StartS: float64(w.Start-origin) / 1e9, EndS: float64(w.End-origin) / 1e9,
 			Finished: w.Finished, OutputTokens: w.OutputTokens, ThroughputRPS: float64(w.Finished) / secs, OutputTokS: float64(w.OutputTokens) / secs}
 	}
 	describe(b, &res)
