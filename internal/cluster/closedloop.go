@@ -119,10 +119,12 @@ func (s *Sim) clSent(now int64) {
 	}
 }
 
-// clFreed notes a client left idle (no request waiting to be sent): the
-// window closes.
+// clFreed notes that a client's request ended while none waited to be
+// sent: unless the next entry is already due (its arrival event pending
+// at now, e.g. two requests ended in one step), the client is left idle
+// and the window closes.
 func (s *Sim) clFreed(now int64) {
-	if !s.cl.open {
+	if !s.cl.open || s.hasNext && s.next.Requests[0].Arrival+s.cl.shift <= now {
 		return
 	}
 	s.cl.open = false
