@@ -444,7 +444,8 @@ type Result struct {
 	// never opened).
 	Steady *SteadyResult `json:"steady_state,omitempty"`
 	// WarmupRequests counts the warm-up requests left out of every other
-	// count and statistic (workload.warmup_requests).
+	// count and statistic (workload.warmup_requests); SimTimeS is then the
+	// time from the end of the warm-up.
 	WarmupRequests int64 `json:"warmup_requests,omitempty"`
 }
 

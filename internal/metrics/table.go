@@ -36,8 +36,10 @@ func (r Result) String() string {
 	}
 	if r.WarmupRequests > 0 {
 		kv("Warm-up requests (not counted):", i(r.WarmupRequests))
+		kv("Simulated time after warm-up (s):", f(r.SimTimeS, 3))
+	} else {
+		kv("Simulated time (s):", f(r.SimTimeS, 3))
 	}
-	kv("Simulated time (s):", f(r.SimTimeS, 3))
 	kv("Request throughput (req/s, whole run):", f(r.ThroughputRPS, 3))
 	kv("Input tokens:", i(r.InputTokens))
 	kv("  from prefix cache:", i(r.CachedTokens))
