@@ -11,6 +11,7 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/des"
 	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/frontend"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/link"
@@ -151,6 +152,10 @@ func (b *Built) newSim(obs cluster.Observer, counts *perf.TableCounts) (*cluster
 	}
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
 	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
+	sim.SetWarmup(int64(b.Scenario.Workload.WarmupRequests))
+	if fe := b.Scenario.FrontEnd; fe != nil {
+		sim.SetFrontEnd(frontend.New(*fe, b.Scenario.Seed, len(engines)))
+	}
 	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
 	if len(b.groups) > 0 {
 		groups, err := b.dpGroups(counts)

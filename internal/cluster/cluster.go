@@ -121,6 +121,8 @@ type Sim struct {
 
 	tiers *tierState // KV tiers below the GPUs (tiers.go); nil: none
 
+	fe *feState // the served endpoint's front end (frontend.go); nil: none
+
 	ph promptHashes // prompt hashes of the request being placed (prefixhash.go)
 
 	// Data-parallel groups (dpgroup.go): groupOf[i] is engine i's group,
@@ -134,6 +136,7 @@ type Sim struct {
 	maxConc  int
 	inflight int
 	blocked  bool
+	cl       closedLoop // warm-up and steady-state window (closedloop.go)
 
 	candidates []int
 	fit        fitBounds // admission's O(1) fit test (fit.go)
@@ -251,6 +254,9 @@ func (s *Sim) Run() (int64, error) {
 				s.blocked = true // sent when an entry in flight ends
 				break
 			}
+			if s.holdForWarmup() {
+				break // sent when the warm-up has ended
+			}
 			entry := s.next
 			s.hasNext = false
 			if err = s.pull(); err == nil {
@@ -266,7 +272,7 @@ func (s *Sim) Run() (int64, error) {
 			s.pending[slot] = workload.Request{}
 			s.freePend = append(s.freePend, slot)
 			req.Arrival = ev.At
-			err = s.admit(&req, ev.At)
+			err = s.send(&req, ev.At)
 		case evNet:
 			err = s.netEvent(ev.Arg, ev.At)
 		case evLease:
@@ -279,6 +285,10 @@ func (s *Sim) Run() (int64, error) {
 			err = s.tierEvent(ev.At)
 		case evOffload:
 			err = s.offloadDue(ev.Arg, ev.Target, ev.At)
+		case evFEIngested:
+			err = s.feIngested(ev.Arg, ev.At)
+		case evFEDelivered:
+			s.feDelivered(ev.Arg, ev.At)
 		}
 		if err == nil {
 			err = s.err
@@ -344,7 +354,7 @@ func (s *Sim) pull() error {
 		return fmt.Errorf("cluster: workload entry without requests")
 	}
 	s.next, s.hasNext = entry, true
-	at := entry.Requests[0].Arrival
+	at := entry.Requests[0].Arrival + s.cl.shift
 	if at < s.q.Now() {
 		at = s.q.Now()
 	}
@@ -353,6 +363,7 @@ func (s *Sim) pull() error {
 
 func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	s.inflight++
+	s.clSent(now)
 	if entry.Session != "" {
 		for i := range entry.Requests {
 			entry.Requests[i].Session = entry.Session
@@ -364,9 +375,9 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	first.Arrival = now
 	if len(entry.Requests) > 1 {
 		s.sessions[first.ID] = entry.Requests[1:]
-		return s.admit(first, now)
+		return s.send(first, now)
 	}
-	err := s.admit(first, now)
+	err := s.send(first, now)
 	if s.rel != nil && entry.Session == "" {
 		// Admission copies what it keeps of a request (the engine's slot,
 		// the handoff's copy, the limits' entry), so a plain entry can go
@@ -410,6 +421,11 @@ func (s *Sim) schedule(ev des.Event) error {
 func (s *Sim) admit(req *workload.Request, now int64) error {
 	s.total++
 	s.track(req, now)
+	return s.place(req, now)
+}
+
+// place routes a counted request to an instance (see admit).
+func (s *Sim) place(req *workload.Request, now int64) error {
 	if s.pd != nil {
 		return s.pdArrive(req, now)
 	}
@@ -490,8 +506,15 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	if err := e.Err(); err != nil {
 		return err
 	}
+	s.cl.gen += int64(r.GenTokens)
+	if s.fe != nil {
+		s.feStep(inst, r, now)
+	}
 	if s.obs != nil {
 		s.obs.StepDone(inst, r)
+	}
+	if s.fe != nil {
+		s.feRestore(r)
 	}
 	for i := range r.Finished {
 		s.end(&r.Finished[i], now)
@@ -531,7 +554,11 @@ func (s *Sim) CheckInvariants(on bool) { s.checks = on }
 
 // end records a terminal request and releases its session successor.
 func (s *Sim) end(rec *metrics.Record, now int64) {
+	if s.fe != nil && !rec.FrontEnd && s.feHold(rec, now) {
+		return // ends when its client has the last chunk
+	}
 	s.terminal++
+	s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now)
 	delete(s.live, rec.ID)
 	s.ph.drop(rec.ID)
 	if s.obs != nil {
@@ -590,6 +617,9 @@ func (s *Sim) setErr(err error) {
 // request ended, and sends an arrival that waited for it.
 func (s *Sim) entryDone(now int64) {
 	s.inflight--
+	if !s.blocked {
+		s.clFreed(now)
+	}
 	if s.blocked {
 		s.blocked = false
 		// As an event, not inline: the caller may be in the middle of an
