@@ -61,7 +61,7 @@ func TestAbortsReleaseKV(t *testing.T) {
 		pd := rapid.Bool().Draw(rt, "pd")
 		if pd {
 			ps := pdSetup{prefill: 2, decode: 2, pBlocks: 300, dBlocks: 300, seqs: 16, budget: 512, bw: 1e9, kvPerToken: 4096,
-				cfg: PDConfig{Policy: PolicyName(rapid.IntRange(0, 3).Draw(rt, "policy")), Placement: LeastLoadedPlacement, MaxReprefills: 3},
+				cfg:  PDConfig{Policy: PolicyName(rapid.IntRange(0, 3).Draw(rt, "policy")), Placement: LeastLoadedPlacement, MaxReprefills: 3},
 				pred: linear{base: 1e6, perTok: 2000, perKV: 5}}
 			sim, c = ps.build(rt, reqs)
 		} else {
