@@ -113,23 +113,40 @@ type Built struct {
 // a fresh router and a fresh workload source. The closer must be closed
 // after the run.
 func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
+	src, closer, err := b.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	sim, err := b.NewSimFrom(src, obs, nil)
+	if err != nil {
+		closer.Close()
+		return nil, nil, err
+	}
+	return sim, closer, nil
+}
+
+// Router returns a fresh instance of the scenario's arrival router.
+func (b *Built) Router() cluster.Router { return newRouter(b.Scenario) }
+
+// NewSimFrom is NewSim with the workload source and the arrival router
+// given (nil router: the scenario's), as a driver that feeds requests in
+// real time needs (servesim serve).
+func (b *Built) NewSimFrom(src workload.Source, obs cluster.Observer, router cluster.Router) (*cluster.Sim, error) {
 	engines := make([]*engine.Engine, len(b.Instances))
 	for i := range b.Instances {
 		in := &b.Instances[i]
 		e, err := engine.New(i, in.Engine, in.Predictor)
 		if err != nil {
-			return nil, nil, fmt.Errorf("instance %d (group %s): %w", i, in.Group, err)
+			return nil, fmt.Errorf("instance %d (group %s): %w", i, in.Group, err)
 		}
 		engines[i] = e
 	}
-	src, closer, err := b.Open()
-	if err != nil {
-		return nil, nil, err
+	if router == nil {
+		router = newRouter(b.Scenario)
 	}
-	sim, err := cluster.New(engines, src, newRouter(b.Scenario), obs)
+	sim, err := cluster.New(engines, src, router, obs)
 	if err != nil {
-		closer.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
 	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
@@ -140,15 +157,13 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 			err = sim.SetDPGroups(groups)
 		}
 		if err != nil {
-			closer.Close()
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if b.tiers != nil {
 		h, err := kvtier.New(*b.tiers)
 		if err != nil {
-			closer.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		sim.EnableTiers(h)
 	}
@@ -165,11 +180,10 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 			nodes[i].PrefillTokensPerSec = in.prefillRate
 		}
 		if err := sim.EnablePD(*b.PD, nodes, net); err != nil {
-			closer.Close()
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return sim, closer, nil
+	return sim, nil
 }
 
 // Build resolves a validated scenario: it loads the model and hardware,
