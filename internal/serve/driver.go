@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -191,6 +192,10 @@ func (d *Driver) Lag() LagStats {
 	return LagStats{Samples: h.TotalCount(), P50: h.ValueAtQuantile(50), P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max()}
 }
 
+// spinWindow is how long before an event's wall-clock time the driver
+// stops sleeping and waits awake (a timer wakes 0.1 to 1 ms late).
+const spinWindow = time.Millisecond
+
 // simTime is the simulated time of wall-clock moment w.
 func (d *Driver) simTime(w time.Time) int64 {
 	return int64(float64(w.Sub(d.start)) * d.cfg.Speed)
@@ -213,18 +218,23 @@ func (d *Driver) loop() {
 		if at, ok := d.sim.NextEvent(); ok {
 			wait = time.Until(d.wallTime(at))
 		}
-		if wait <= 0 {
-			// Already due: take what handlers sent, without sleeping.
+		if wait <= spinWindow {
+			// Due now or very soon: timers wake a fraction of a
+			// millisecond late, so the last stretch is waited out
+			// awake, taking what handlers send meanwhile.
 			select {
 			case m := <-d.in:
 				d.handle(m)
 			case <-d.quit:
 				return
 			default:
+				if wait > 0 {
+					runtime.Gosched()
+				}
 			}
 			continue
 		}
-		timer.Reset(wait)
+		timer.Reset(wait - spinWindow)
 		select {
 		case m := <-d.in:
 			d.handle(m)

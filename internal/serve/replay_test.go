@@ -1,0 +1,180 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/runner"
+)
+
+// clientResult is one request as its client measured it.
+type clientResult struct {
+	id         int64
+	ttft, tpot time.Duration // tpot: -1 with one token
+}
+
+// load runs clients concurrent streaming clients against base, each
+// sending perClient requests one after another (seeded prompt and output
+// lengths), and returns what they measured.
+func load(t testing.TB, base string, clients, perClient int, seed uint64) []clientResult {
+	t.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: 0}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
+	var mu sync.Mutex
+	var out []clientResult
+	var wg, ready sync.WaitGroup
+	ready.Add(clients)
+	errs := make(chan error, clients)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(c)))
+			// Open the connection first (a request refused before the
+			// simulation): connection set-up is the network's time.
+			resp, err := client.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"max_tokens": 0}`))
+			if err != nil {
+				errs <- err
+				return
+			}
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				errs <- err
+				return
+			}
+			resp.Body.Close()
+			ready.Done()
+			ready.Wait()
+			for range perClient {
+				prompt := strings.Repeat("word ", 10+rng.IntN(400))
+				body := fmt.Sprintf(`{"prompt": %q, "max_tokens": %d, "stream": true}`, prompt, 8+rng.IntN(56))
+				s, err := stream(context.Background(), client, base+"/v1/completions", body)
+				if err != nil {
+					errs <- err
+					return
+				}
+				id, err := strconv.ParseInt(strings.TrimPrefix(s.id, "cmpl-"), 10, 64)
+				if err != nil || len(s.times) == 0 {
+					errs <- fmt.Errorf("stream %q with %d tokens", s.id, len(s.times))
+					return
+				}
+				r := clientResult{id: id, ttft: s.times[0].Sub(s.sent), tpot: -1}
+				if n := len(s.times); n > 1 {
+					r.tpot = s.times[n-1].Sub(s.times[0]) / time.Duration(n-1)
+				}
+				mu.Lock()
+				out = append(out, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestClientLatencyMatchesReplay: clients measure TTFT and TPOT at 1, 16
+// and 256 concurrent streaming clients; the recorded arrivals replayed by
+// `servesim run` (runner.Run on the recording as the scenario's trace)
+// predict them: the medians are within 5 % plus the network's own time (the round trip of
+// a request refused before the simulation, measured, and the driver's
+// median lag behind the wall clock). The served run is at --speed 1: at
+// a higher speed the clients' own work (the test's clients share the
+// machine's two cores with the server) becomes the bottleneck.
+func TestClientLatencyMatchesReplay(t *testing.T) {
+	for _, c := range []struct{ clients, perClient int }{{1, 12}, {16, 4}, {256, 2}} {
+		t.Run(fmt.Sprintf("clients=%d", c.clients), func(t *testing.T) {
+			speed := 1.0
+			path := filepath.Join(t.TempDir(), "arrivals.jsonl")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, base := start(t, build(t, smallScenario), Options{Config: Config{Speed: speed, Recorder: NewRecorder(f, f)}})
+			net := roundTrip(t, base)
+			got := load(t, base, c.clients, c.perClient, 7)
+			if err := srv.Driver.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			lag := srv.Driver.Lag()
+			recs := map[int64]metrics.Record{}
+			res, err := runner.Run(build(t, smallScenario+"workload:\n  trace: "+path+"\n"), runner.Options{OnRecord: func(r *metrics.Record) { recs[r.ID] = *r }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Finished != int64(len(got)) || len(recs) != len(got) {
+				t.Fatalf("replay finished %d of %d requests served", res.Finished, len(got))
+			}
+			var cT, pT, cP, pP []float64 // client, replay
+			for _, r := range got {
+				rec := recs[r.id]
+				cT = append(cT, float64(r.ttft))
+				pT = append(pT, float64(rec.TTFT())/speed)
+				if r.tpot >= 0 {
+					cP = append(cP, float64(r.tpot))
+					pP = append(pP, float64(rec.TPOT())/speed)
+				}
+			}
+			allow := float64(net) + float64(lag.P50)*1e3
+			t.Logf("%d requests, speed %g: TTFT client p50 %.2f ms mean %.2f ms, replay p50 %.2f ms mean %.2f ms; TPOT client p50 %.3f ms mean %.3f ms, replay p50 %.3f ms mean %.3f ms; network %.3f ms; driver lag p50 %d µs p99 %d µs max %d µs",
+				len(got), speed, median(cT)/1e6, mean(cT)/1e6, median(pT)/1e6, mean(pT)/1e6, median(cP)/1e6, mean(cP)/1e6, median(pP)/1e6, mean(pP)/1e6,
+				float64(net)/1e6, lag.P50, lag.P99, lag.Max)
+			for _, m := range []struct {
+				name           string
+				client, replay float64
+			}{{"TTFT", median(cT), median(pT)}, {"TPOT", median(cP), median(pP)}} {
+				if d := m.client - m.replay; d < -0.05*m.replay-allow || d > 0.05*m.replay+allow {
+					t.Errorf("median %s: client %.3f ms, replay %.3f ms: off by more than 5 %% plus %.3f ms", m.name, m.client/1e6, m.replay/1e6, allow/1e6)
+				}
+			}
+		})
+	}
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func mean(v []float64) float64 {
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
+}
+
+// roundTrip is the network's own time: the median round trip of a
+// completion request the server refuses (it takes the same path as a
+// request up to the simulation, and back).
+func roundTrip(t testing.TB, base string) time.Duration {
+	t.Helper()
+	var ds []time.Duration
+	for range 21 {
+		t0 := time.Now()
+		resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "word word", "max_tokens": 0, "stream": true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		ds = append(ds, time.Since(t0))
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
