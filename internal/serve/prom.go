@@ -206,6 +206,7 @@ func (f instanceGatherer) Gather() ([]*dto.MetricFamily, error) {
 	if err != nil {
 		return nil, err
 	}
+	out := fams[:0]
 	for _, fam := range fams {
 		kept := fam.Metric[:0]
 		for _, mt := range fam.Metric {
@@ -220,6 +221,9 @@ func (f instanceGatherer) Gather() ([]*dto.MetricFamily, error) {
 			}
 		}
 		fam.Metric = kept
+		if len(kept) > 0 { // an empty family is an exposition error
+			out = append(out, fam)
+		}
 	}
-	return fams, nil
+	return out, nil
 }
