@@ -26,9 +26,10 @@ type clientResult struct {
 }
 
 // load runs clients concurrent streaming clients against base, each
-// sending perClient requests one after another (seeded prompt and output
-// lengths), and returns what they measured.
-func load(t testing.TB, base string, clients, perClient int, seed uint64) []clientResult {
+// sending perClient requests one after another (seeded prompts of words
+// words or more, up to 400 more, and 8 to 40 output tokens), and returns
+// what they measured.
+func load(t testing.TB, base string, clients, perClient, words int, seed uint64) []clientResult {
 	t.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: 0}
 	defer tr.CloseIdleConnections()
@@ -58,8 +59,12 @@ func load(t testing.TB, base string, clients, perClient int, seed uint64) []clie
 			ready.Done()
 			ready.Wait()
 			for range perClient {
-				prompt := strings.Repeat("word ", 10+rng.IntN(400))
-				body := fmt.Sprintf(`{"prompt": %q, "max_tokens": %d, "stream": true}`, prompt, 8+rng.IntN(56))
+				var b strings.Builder
+				for range words + rng.IntN(400) {
+					fmt.Fprintf(&b, "w%03d ", rng.IntN(1000)) // 5 bytes: distinct prompts, few prefix-cache hits
+				}
+				prompt := b.String()
+				body := fmt.Sprintf(`{"prompt": %q, "max_tokens": %d, "stream": true}`, prompt, 8+rng.IntN(33))
 				s, err := stream(context.Background(), client, base+"/v1/completions", body)
 				if err != nil {
 					errs <- err
@@ -97,7 +102,10 @@ func load(t testing.TB, base string, clients, perClient int, seed uint64) []clie
 // a higher speed the clients' own work (the test's clients share the
 // machine's two cores with the server) becomes the bottleneck.
 func TestClientLatencyMatchesReplay(t *testing.T) {
-	for _, c := range []struct{ clients, perClient int }{{1, 12}, {16, 4}, {256, 2}} {
+	// One client sends longer prompts (1,000 to 1,400 words, 1,250 to
+	// 1,750 tokens), so that TTFT is tens of milliseconds, as under real
+	// prompts, rather than one short step.
+	for _, c := range []struct{ clients, perClient, words int }{{1, 16, 1000}, {16, 4, 10}, {256, 2, 10}} {
 		t.Run(fmt.Sprintf("clients=%d", c.clients), func(t *testing.T) {
 			speed := 1.0
 			path := filepath.Join(t.TempDir(), "arrivals.jsonl")
@@ -107,7 +115,7 @@ func TestClientLatencyMatchesReplay(t *testing.T) {
 			}
 			srv, base := start(t, build(t, smallScenario), Options{Config: Config{Speed: speed, Recorder: NewRecorder(f, f)}})
 			net := roundTrip(t, base)
-			got := load(t, base, c.clients, c.perClient, 7)
+			got := load(t, base, c.clients, c.perClient, c.words, 7)
 			if err := srv.Driver.Stop(); err != nil {
 				t.Fatal(err)
 			}
