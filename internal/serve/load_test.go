@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func TestLoad1000Clients(t *testing.T) {
 	client := &http.Client{Transport: tr}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second)
 	defer cancel()
+	cpu0 := cpuTime(t)
 	var done, tokens, failed atomic.Int64
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -82,16 +84,26 @@ func TestLoad1000Clients(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	cpu := cpuTime(t) - cpu0
 	lag := srv.Driver.Lag()
 	fams := scrape(t, base)
 	model := []string{"model_name", s.Model, "engine", "0"}
 	gen := value(t, fams, "vllm:generation_tokens_total", model...)
-	t.Logf("%d clients for %d s: %d requests completed, %d failed, %.0f tokens generated (%.0f tokens/s); driver lag over %d due events: p50 %d µs, p99 %d µs, p99.9 %d µs, max %d µs",
-		clients, secs, done.Load(), failed.Load(), gen, gen/float64(secs), lag.Samples, lag.P50, lag.P99, lag.P999, lag.Max)
+	t.Logf("%d clients for %d s: %d requests completed, %d failed, %.0f tokens generated (%.0f tokens/s); CPU (server and clients) %.1f s = %.2f cores; driver lag over %d due events: p50 %d µs, p99 %d µs, p99.9 %d µs, max %d µs",
+		clients, secs, done.Load(), failed.Load(), gen, gen/float64(secs), cpu.Seconds(), cpu.Seconds()/float64(secs), lag.Samples, lag.P50, lag.P99, lag.P999, lag.Max)
 	if failed.Load() > 0 {
 		t.Errorf("%d requests failed", failed.Load())
 	}
 	if lag.P99 > 50_000 {
 		t.Errorf("the driver fell behind real time: p99 lag %d µs", lag.P99)
 	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(t testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
