@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -89,10 +90,11 @@ type Driver struct {
 	pins  *pinRouter
 	start time.Time
 
-	in   chan msg
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
+	in      chan msg
+	quit    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	started atomic.Bool
 
 	// Owned by the loop goroutine.
 	streams     map[int64]*Stream
@@ -124,16 +126,24 @@ func NewDriver(b *assemble.Built, cfg Config) (*Driver, error) {
 	return d, nil
 }
 
-// Start starts the driver's goroutine; simulated time 0 is now.
+// Start starts the driver's goroutine; simulated time 0 is now. Call it
+// once.
 func (d *Driver) Start() {
 	d.start = time.Now()
+	d.started.Store(true)
 	go d.loop()
 }
 
-// Stop stops the driver (requests in flight fail with "server stopped")
-// and returns the simulation's error, if it stopped on one.
+// Stop stops the driver (requests in flight fail with "server stopped"),
+// closes the recorder and returns the simulation's error, if it stopped
+// on one. A driver never started just closes its recorder.
 func (d *Driver) Stop() error {
-	d.once.Do(func() { close(d.quit) })
+	d.once.Do(func() {
+		close(d.quit)
+		if !d.started.Load() {
+			d.shutdown()
+		}
+	})
 	<-d.done
 	return d.err
 }
@@ -225,6 +235,9 @@ func (d *Driver) loop() {
 			select {
 			case m := <-d.in:
 				d.handle(m)
+				if d.err != nil {
+					return
+				}
 			case <-d.quit:
 				return
 			default:
@@ -245,6 +258,9 @@ func (d *Driver) loop() {
 		case <-d.quit:
 			return
 		}
+		if d.err != nil {
+			return
+		}
 	}
 }
 
@@ -255,9 +271,11 @@ func (d *Driver) advance() bool {
 	if at, ok := d.sim.NextEvent(); ok && at <= target {
 		lagUs := int64(float64(target-at)/d.cfg.Speed) / 1000
 		d.lagMu.Lock()
-		if err := d.lag.RecordValue(max(lagUs, 1)); err != nil {
+		// Clamped to the histogram's range (a machine that slept for
+		// more than ten minutes): RecordValue cannot fail then.
+		if err := d.lag.RecordValue(min(max(lagUs, 1), d.lag.HighestTrackableValue())); err != nil {
 			d.lagMu.Unlock()
-			d.err = fmt.Errorf("serve: lag of %d µs out of range: %w", lagUs, err)
+			d.err = fmt.Errorf("serve: lag of %d µs: %w", lagUs, err)
 			return false
 		}
 		d.lagMu.Unlock()
