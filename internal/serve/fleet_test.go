@@ -111,3 +111,33 @@ handoff:
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRejectIsServiceUnavailable: a P/D scenario whose reject policy
+// refuses a request at arrival answers 503 in vLLM's shape, streamed or
+// not (the stream's headers wait for the first token), and keeps serving.
+func TestRejectIsServiceUnavailable(t *testing.T) {
+	b := build(t, smallScenario+`instances:
+  - name: prefill
+    count: 1
+    role: prefill
+  - name: decode
+    count: 1
+    role: decode
+handoff:
+  policy: reject
+  max_decode_kv_fraction: 0.001
+`)
+	_, base := start(t, b, Options{Config: Config{Speed: 1}})
+	// 0.1 % of the decode pool is a few dozen blocks: a 2,000-token prompt
+	// is refused, a short one served.
+	long := `"` + strings.Repeat("abcd", 2000) + `"`
+	for _, stream := range []string{"false", "true"} {
+		code, body := post(t, base+"/v1/completions", `{"prompt": `+long+`, "max_tokens": 4, "stream": `+stream+`}`)
+		if code != 503 || !strings.Contains(string(body), `"type":"ServiceUnavailableError"`) || !strings.Contains(string(body), `"code":503`) {
+			t.Fatalf("stream %s: %d %s", stream, code, body)
+		}
+	}
+	if code, body := post(t, base+"/v1/completions", `{"prompt": "short", "max_tokens": 2}`); code != 200 {
+		t.Fatalf("a short request after the refusals: %d %s", code, body)
+	}
+}
