@@ -150,12 +150,16 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	case serveErr = <-errc:
 	case <-srv.Driver.Done():
 	}
+	// The driver first: the streams still open end (their handlers
+	// return), so that the servers' shutdown finds idle connections.
+	simErr := srv.Driver.Stop()
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, hs := range servers {
-		hs.Shutdown(shut) // streams still open are cut when the driver stops
+		if err := hs.Shutdown(shut); err != nil && serveErr == nil {
+			serveErr = err
+		}
 	}
-	simErr := srv.Driver.Stop()
 	lag := srv.Driver.Lag()
 	fmt.Fprintf(cmd.ErrOrStderr(), "servesim: stopped; driver lag over %d due events: p50 %d µs, p99 %d µs, p99.9 %d µs, max %d µs\n",
 		lag.Samples, lag.P50, lag.P99, lag.P999, lag.Max)
