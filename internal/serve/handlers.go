@@ -68,6 +68,9 @@ func NewServer(b *assemble.Built, opts Options) (*Server, error) {
 		return nil, errors.New("serve: no instance decodes: the scenario needs a mixed or decode instance")
 	}
 	m := NewMetrics(opts.ModelName, len(b.Instances), lim.maxModelLen)
+	for i, in := range b.Instances {
+		m.CacheConfig(i, in.BlockSize, in.NumBlocks, in.Engine.PrefixCaching)
+	}
 	opts.Metrics = m
 	d, err := NewDriver(b, opts.Config)
 	if err != nil {

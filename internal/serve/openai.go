@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"net/http"
 	"strings"
 )
@@ -63,19 +62,22 @@ func textTokens(ids []int32, text string) []int32 {
 		return ids
 	}
 	for i := 0; i < len(text); i += bytesPerToken {
-		h := fnv.New32a()
-		h.Write([]byte(text[i:min(i+bytesPerToken, len(text))]))
-		ids = append(ids, int32(h.Sum32()%vocab))
+		ids = append(ids, int32(fnv32a(text[i:min(i+bytesPerToken, len(text))])%vocab))
 	}
 	return ids
 }
 
-// roleToken is the id of a chat role's header token (above the text ids).
-func roleToken(role string) int32 {
-	h := fnv.New32a()
-	h.Write([]byte(role))
-	return vocab + int32(h.Sum32()%1000)
+// fnv32a is the 32-bit FNV-1a hash of s.
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
 }
+
+// roleToken is the id of a chat role's header token (above the text ids).
+func roleToken(role string) int32 { return vocab + int32(fnv32a(role)%1000) }
 
 // common are the fields of both completion endpoints that servesim reads.
 type common struct {

@@ -52,6 +52,13 @@ type Metrics struct {
 	prefill, decode, inference      *prometheus.HistogramVec
 	promptHist, genHist, maxTokHist *prometheus.HistogramVec
 	lag                             prometheus.Histogram
+	cacheInfo                       *prometheus.GaugeVec
+}
+
+// CacheConfig sets instance i's vllm:cache_config_info series (value 1, the
+// configuration in its labels), as vLLM exposes its cache configuration.
+func (m *Metrics) CacheConfig(i, blockSize, blocks int, prefixCaching bool) {
+	m.cacheInfo.WithLabelValues(m.engines[i], strconv.Itoa(blockSize), strconv.Itoa(blocks), strconv.FormatBool(prefixCaching)).Set(1)
 }
 
 // NewMetrics registers the metrics of instances instances serving model,
@@ -103,6 +110,9 @@ func NewMetrics(model string, instances, maxModelLen int) *Metrics {
 		Help:    "Wall-clock delay between an event's due time and its processing by the real-time driver.",
 		Buckets: []float64{0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1}})
 	reg.MustRegister(m.lag)
+	m.cacheInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig"},
+		[]string{"engine", "block_size", "num_gpu_blocks", "enable_prefix_caching"})
+	reg.MustRegister(m.cacheInfo)
 	// Every series exists from the start, as in vLLM.
 	for _, e := range m.engines {
 		for _, v := range []*prometheus.CounterVec{m.prefixQueries, m.prefixHits, m.preemptions, m.promptTok, m.genTok} {

@@ -299,6 +299,7 @@ func TestAPI(t *testing.T) {
 		{"vllm:e2e_request_latency_seconds", model, 5},
 		{"vllm:inter_token_latency_seconds", model, 25 - 5},
 		{"vllm:num_requests_running", model, 0},
+		{"vllm:cache_config_info", []string{"engine", "0", "block_size", "16", "num_gpu_blocks", "35776", "enable_prefix_caching", "true"}, 1},
 	} {
 		if got := value(t, fams, c.name, c.labels...); got != c.want {
 			t.Errorf("%s = %g, want %g", c.name, got, c.want)
