@@ -70,6 +70,9 @@ type Config struct {
 	Recorder *Recorder
 	// Metrics, if set, is kept up to date from the simulation.
 	Metrics *Metrics
+	// OnRecord, if set, sees every request's terminal record, on the
+	// driver's goroutine (it must not block nor keep the pointer).
+	OnRecord func(*metrics.Record)
 }
 
 // msg is what a handler asks of the driver.
@@ -396,6 +399,9 @@ func (d *Driver) Terminal(rec *metrics.Record) {
 	}
 	if r := d.cfg.Recorder; r != nil {
 		r.ended(rec.ID)
+	}
+	if d.cfg.OnRecord != nil {
+		d.cfg.OnRecord(rec)
 	}
 	delete(d.pins.pins, rec.ID)
 	s := d.streams[rec.ID]

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -220,5 +221,103 @@ func roundTrip(base string, stop <-chan struct{}) time.Duration {
 			return ds[len(ds)/2]
 		case <-tick.C:
 		}
+	}
+}
+
+// TestRecordingReplaysExactly: the records of a served session (streamed
+// and whole requests, shared prompt prefixes, clients that disconnect
+// mid-stream) equal, field for field, those `servesim run` computes from
+// its recording.
+func TestRecordingReplaysExactly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "arrivals.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	served := map[int64]metrics.Record{}
+	onRecord := func(r *metrics.Record) {
+		mu.Lock()
+		served[r.ID] = *r
+		mu.Unlock()
+	}
+	srv, base := start(t, build(t, smallScenario), Options{Config: Config{Speed: 4, Recorder: NewRecorder(f, f), OnRecord: onRecord}})
+	var wg sync.WaitGroup
+	for c := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prompt := strings.Repeat("a shared system prompt ", 20) + fmt.Sprintf("question %d", c)
+			switch c % 3 {
+			case 0: // whole
+				resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(fmt.Sprintf(`{"prompt": %q, "max_tokens": %d}`, prompt, 5+c)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					t.Error(err)
+				}
+				resp.Body.Close()
+			case 1: // streamed
+				if _, err := stream(context.Background(), http.DefaultClient, base+"/v1/completions", fmt.Sprintf(`{"prompt": %q, "max_tokens": %d, "stream": true}`, prompt, 5+c)); err != nil {
+					t.Error(err)
+				}
+			case 2: // disconnects after two tokens
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(fmt.Sprintf(`{"prompt": %q, "max_tokens": 400, "stream": true}`, prompt)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				sc := bufio.NewScanner(resp.Body)
+				for n := 0; n < 2 && sc.Scan(); {
+					if strings.HasPrefix(sc.Text(), "data: ") {
+						n++
+					}
+				}
+				cancel()
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	// The disconnected requests end in the simulation shortly after.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(served)
+		mu.Unlock()
+		if n == 24 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 24 requests ended", n)
+		}
+	}
+	if err := srv.Driver.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	replayed := map[int64]metrics.Record{}
+	if _, err := runner.Run(build(t, smallScenario+"workload:\n  trace: "+path+"\n"), runner.Options{OnRecord: func(r *metrics.Record) { replayed[r.ID] = *r }}); err != nil {
+		t.Fatal(err)
+	}
+	aborted, cached := 0, 0
+	for id, s := range served {
+		if s.Reason == "aborted by the client" {
+			aborted++
+		}
+		cached += s.CachedTokens
+		if r := replayed[id]; r != s {
+			t.Errorf("request %d:\nserved   %+v\nreplayed %+v", id, s, r)
+		}
+	}
+	if len(replayed) != len(served) || aborted != 8 || cached == 0 {
+		t.Fatalf("%d replayed of %d served, %d aborted (want 8), %d prompt tokens from the prefix cache (want > 0)", len(replayed), len(served), aborted, cached)
 	}
 }
