@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/servesim/servesim/internal/assemble"
+	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/serve"
 	"github.com/spf13/cobra"
 )
@@ -20,6 +21,7 @@ type serveFlags struct {
 	addr        string
 	speed       float64
 	record      string
+	jsonl       string
 	perInstance bool
 	modelName   string
 	maxTokens   int
@@ -47,6 +49,7 @@ the arrivals (and client disconnects) are written as a trace that
 	fs.StringVar(&f.addr, "addr", ":8000", "listen address HOST:PORT; with --per-instance, instance i listens on PORT+i")
 	fs.Float64Var(&f.speed, "speed", 1, "simulated seconds per wall-clock second (> 0)")
 	fs.StringVar(&f.record, "record", "", "write the arrivals as a JSONL trace to FILE, for 'servesim run --workload FILE'")
+	fs.StringVar(&f.jsonl, "requests-jsonl", "", "write each served request's record (as 'servesim run --requests-jsonl') to FILE")
 	fs.BoolVar(&f.perInstance, "per-instance", false, "one port per instance (a fleet behind your own router) instead of one port behind the scenario's router")
 	fs.StringVar(&f.modelName, "served-model-name", "", "model name of the API (default: the scenario's model)")
 	fs.IntVar(&f.maxTokens, "default-max-tokens", 0, "output length of requests without max_tokens (0: max_model_len minus the prompt, as vLLM)")
@@ -90,6 +93,21 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 			return badInput(fmt.Errorf("--record: %w", err))
 		}
 		opts.Recorder = serve.NewRecorder(file, file)
+	}
+	var jsonl *metrics.JSONLWriter
+	var jsonlErr error
+	if f.jsonl != "" {
+		file, err := os.Create(f.jsonl)
+		if err != nil {
+			return badInput(fmt.Errorf("--requests-jsonl: %w", err))
+		}
+		defer file.Close()
+		jsonl = metrics.NewJSONLWriter(file)
+		opts.OnRecord = func(r *metrics.Record) {
+			if jsonlErr == nil {
+				jsonlErr = jsonl.Write(r)
+			}
+		}
 	}
 	srv, err := serve.NewServer(built, opts)
 	if err != nil {
@@ -163,9 +181,14 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	lag := srv.Driver.Lag()
 	fmt.Fprintf(cmd.ErrOrStderr(), "servesim: stopped; driver lag over %d due events: p50 %d µs, p99 %d µs, p99.9 %d µs, max %d µs\n",
 		lag.Samples, lag.P50, lag.P99, lag.P999, lag.Max)
+	if jsonl != nil && jsonlErr == nil { // the driver has stopped: no more records
+		jsonlErr = jsonl.Flush()
+	}
 	switch {
 	case simErr != nil:
 		return simErr
+	case jsonlErr != nil:
+		return fmt.Errorf("--requests-jsonl: %w", jsonlErr)
 	case serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed):
 		return serveErr
 	}

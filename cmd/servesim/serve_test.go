@@ -33,15 +33,17 @@ func (s *syncBuffer) String() string {
 
 // TestServeCommand: servesim serve on a free loopback port answers a
 // completion, stops by itself after --duration, and its --record file
-// replays with servesim run.
+// replayed by servesim run gives the records it wrote with
+// --requests-jsonl, byte for byte.
 func TestServeCommand(t *testing.T) {
 	dir := t.TempDir()
 	scen := write(t, dir, "s.yaml", "model: meta-llama/Llama-3.1-8B\nhardware: RTXPRO6000\nengine:\n  max_num_seqs: 128\n  max_num_batched_tokens: 2048\n")
 	rec := filepath.Join(dir, "arrivals.jsonl")
+	served := filepath.Join(dir, "served.jsonl")
 	var stdout, stderr syncBuffer
 	exit := make(chan int, 1)
 	go func() {
-		exit <- execute([]string{"serve", "-c", scen, "--addr", "127.0.0.1:0", "--speed", "2", "--duration", "3s", "--record", rec}, &stdout, &stderr)
+		exit <- execute([]string{"serve", "-c", scen, "--addr", "127.0.0.1:0", "--speed", "2", "--duration", "3s", "--record", rec, "--requests-jsonl", served}, &stdout, &stderr)
 	}()
 	addr := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+) `)
 	var base string
@@ -81,9 +83,15 @@ func TestServeCommand(t *testing.T) {
 	if err != nil || strings.Count(string(data), "\n") != 2 {
 		t.Fatalf("recording: %q (%v)", data, err)
 	}
-	code, out, errs := run(t, "run", "-c", scen, "--workload", rec, "-q")
+	replayed := filepath.Join(dir, "replayed.jsonl")
+	code, out, errs := run(t, "run", "-c", scen, "--workload", rec, "-q", "--requests-jsonl", replayed)
 	if code != 0 || !regexp.MustCompile(`finished:\s+2\b`).MatchString(out) {
 		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
+	}
+	a, errA := os.ReadFile(served)
+	b, errB := os.ReadFile(replayed)
+	if errA != nil || errB != nil || len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatalf("served records differ from the replay's:\n%s\n%s (%v, %v)", a, b, errA, errB)
 	}
 }
 
