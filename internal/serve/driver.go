@@ -224,7 +224,14 @@ func (d *Driver) loop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		if !d.advance() {
+		// What handlers sent first: each message is stamped with the
+		// moment it was sent, so it must be injected before the clock
+		// moves past that moment (else a request stamped before a step
+		// boundary would miss the batch formed there).
+		for n := len(d.in); n > 0; n-- {
+			d.handle(<-d.in)
+		}
+		if d.err != nil || !d.advance() {
 			return
 		}
 		wait := time.Hour
@@ -238,9 +245,6 @@ func (d *Driver) loop() {
 			select {
 			case m := <-d.in:
 				d.handle(m)
-				if d.err != nil {
-					return
-				}
 			case <-d.quit:
 				return
 			default:
@@ -254,14 +258,8 @@ func (d *Driver) loop() {
 		select {
 		case m := <-d.in:
 			d.handle(m)
-			for n := len(d.in); n > 0; n-- {
-				d.handle(<-d.in)
-			}
 		case <-timer.C:
 		case <-d.quit:
-			return
-		}
-		if d.err != nil {
 			return
 		}
 	}

@@ -46,13 +46,23 @@ func build(t testing.TB, y string) *assemble.Built {
 // instance) and stops everything when the test ends.
 func start(t testing.TB, b *assemble.Built, opts Options) (*Server, string) {
 	t.Helper()
+	return startWith(t, b, opts, nil)
+}
+
+// startWith is start with the handler wrapped by wrap (nil: none).
+func startWith(t testing.TB, b *assemble.Built, opts Options, wrap func(http.Handler) http.Handler) (*Server, string) {
+	t.Helper()
 	opts.Version = "test"
 	srv, err := NewServer(b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Start()
-	hs := httptest.NewServer(srv.Handler(-1))
+	h := srv.Handler(-1)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
