@@ -179,8 +179,12 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		}
 	}
 	lag := srv.Driver.Lag()
-	fmt.Fprintf(cmd.ErrOrStderr(), "servesim: stopped; driver lag over %d due events: p50 %d µs, p99 %d µs, p99.9 %d µs, max %d µs\n",
-		lag.Samples, lag.P50, lag.P99, lag.P999, lag.Max)
+	busy := 0.0
+	if lag.Elapsed > 0 {
+		busy = 100 * lag.Busy.Seconds() / lag.Elapsed.Seconds()
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "servesim: stopped; driver busy %.1f %% of the time; driver lag over %d due events: p50 %d µs, p99 %d µs, p99.9 %d µs, max %d µs\n",
+		busy, lag.Samples, lag.P50, lag.P99, lag.P999, lag.Max)
 	if jsonl != nil && jsonlErr == nil { // the driver has stopped: no more records
 		jsonlErr = jsonl.Flush()
 	}

@@ -107,6 +107,7 @@ type Driver struct {
 
 	lagMu sync.Mutex
 	lag   *hdrhistogram.Histogram // µs
+	busy  time.Duration           // see LagStats
 }
 
 // NewDriver prepares a real-time simulation of b; Start runs it.
@@ -192,9 +193,15 @@ func (d *Driver) Abort(s *Stream) {
 // LagStats summarises how late the driver processed simulation events
 // behind the wall clock (times the speed): the distribution over the
 // moments an event was due, in wall-clock microseconds.
+// Busy is the wall-clock time the driver spent simulating and taking
+// requests (not sleeping, nor waiting out the last stretch before an
+// event), and Elapsed the time since Start: a driver keeps up with real
+// time while Busy is well below Elapsed, whatever stalls the machine
+// imposes on it now and then (they show in the lag's tail).
 type LagStats struct {
 	Samples             int64
 	P50, P99, P999, Max int64 // µs
+	Busy, Elapsed       time.Duration
 }
 
 // Lag returns the lag distribution so far.
@@ -202,7 +209,8 @@ func (d *Driver) Lag() LagStats {
 	d.lagMu.Lock()
 	defer d.lagMu.Unlock()
 	h := d.lag
-	return LagStats{Samples: h.TotalCount(), P50: h.ValueAtQuantile(50), P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max()}
+	return LagStats{Samples: h.TotalCount(), P50: h.ValueAtQuantile(50), P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max(),
+		Busy: d.busy, Elapsed: time.Since(d.start)}
 }
 
 // spinWindow is how long before an event's wall-clock time the driver
@@ -228,10 +236,15 @@ func (d *Driver) loop() {
 		// moment it was sent, so it must be injected before the clock
 		// moves past that moment (else a request stamped before a step
 		// boundary would miss the batch formed there).
+		t0 := time.Now()
 		for n := len(d.in); n > 0; n-- {
 			d.handle(<-d.in)
 		}
-		if d.err != nil || !d.advance() {
+		ok := d.err == nil && d.advance()
+		d.lagMu.Lock()
+		d.busy += time.Since(t0)
+		d.lagMu.Unlock()
+		if !ok {
 			return
 		}
 		wait := time.Hour

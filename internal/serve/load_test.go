@@ -23,8 +23,9 @@ import (
 // clients on the default scenario at --speed 1, each sending requests
 // back to back (prompts of 50 to 500 words, 32 to 256 output tokens). It
 // reports the driver's lag behind the wall clock (the delay between an
-// event's due time and its processing) and fails if the driver fell
-// behind real time: a p99 lag above 50 ms.
+// event's due time and its processing) and how busy the driver was, and
+// fails if the driver fell behind real time: busy more than half the
+// time, or a median lag above 1 ms.
 func TestLoad1000Clients(t *testing.T) {
 	if os.Getenv("SERVESIM_SERVE_LOAD") == "" {
 		t.Skip("set SERVESIM_SERVE_LOAD=1 to run the 1,000-client load check")
@@ -89,13 +90,17 @@ func TestLoad1000Clients(t *testing.T) {
 	fams := scrape(t, base)
 	model := []string{"model_name", s.Model, "engine", "0"}
 	gen := value(t, fams, "vllm:generation_tokens_total", model...)
-	t.Logf("%d clients for %d s: %d requests completed, %d failed, %.0f tokens generated (%.0f tokens/s); CPU (server and clients) %.1f s = %.2f cores; driver lag over %d due events: p50 %d µs, p99 %d µs, p99.9 %d µs, max %d µs",
-		clients, secs, done.Load(), failed.Load(), gen, gen/float64(secs), cpu.Seconds(), cpu.Seconds()/float64(secs), lag.Samples, lag.P50, lag.P99, lag.P999, lag.Max)
+	busy := lag.Busy.Seconds() / lag.Elapsed.Seconds()
+	t.Logf("%d clients for %d s: %d requests completed, %d failed, %.0f tokens generated (%.0f tokens/s); CPU (server and clients) %.1f s = %.2f cores; driver busy %.1f %% of the time; driver lag over %d due events: p50 %d µs, p99 %d µs, p99.9 %d µs, max %d µs (load average %s)",
+		clients, secs, done.Load(), failed.Load(), gen, gen/float64(secs), cpu.Seconds(), cpu.Seconds()/float64(secs), 100*busy, lag.Samples, lag.P50, lag.P99, lag.P999, lag.Max, loadAverage())
 	if failed.Load() > 0 {
 		t.Errorf("%d requests failed", failed.Load())
 	}
-	if lag.P99 > 50_000 {
-		t.Errorf("the driver fell behind real time: p99 lag %d µs", lag.P99)
+	// Falling behind real time is a driver whose work takes more than the
+	// time it simulates (busy near 100 %), or late on most events; the
+	// tail of the lag is the machine's stalls and is reported.
+	if busy > 0.5 || lag.P50 > 1000 {
+		t.Errorf("the driver fell behind real time: busy %.1f %% of the time, median lag %d µs", 100*busy, lag.P50)
 	}
 }
 
