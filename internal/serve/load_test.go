@@ -21,8 +21,8 @@ import (
 // TestLoad1000Clients (set SERVESIM_SERVE_LOAD=1; it takes about
 // SERVESIM_SERVE_LOAD_S seconds, default 30): 1,000 concurrent streaming
 // clients on the default scenario at --speed 1, each sending requests
-// back to back (prompts of 50 to 500 words, 32 to 256 output tokens). It
-// reports the driver's lag behind the wall clock (the delay between an
+// back to back (prompts of 50 to 500 random words, 32 to 256 output
+// tokens). It reports the driver's lag behind the wall clock (the delay between an
 // event's due time and its processing) and how busy the driver was, and
 // fails if the driver fell behind real time: busy more than half the
 // time, or a median lag above 1 ms.
@@ -60,7 +60,11 @@ func TestLoad1000Clients(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(1, uint64(c)))
 			for ctx.Err() == nil {
-				body := fmt.Sprintf(`{"prompt": %q, "max_tokens": %d, "stream": true}`, strings.Repeat("word ", 50+rng.IntN(450)), 32+rng.IntN(224))
+				var prompt strings.Builder
+				for range 50 + rng.IntN(450) {
+					fmt.Fprintf(&prompt, "w%03d ", rng.IntN(1000)) // distinct prompts: few prefix-cache hits
+				}
+				body := fmt.Sprintf(`{"prompt": %q, "max_tokens": %d, "stream": true}`, prompt.String(), 32+rng.IntN(224))
 				req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(body))
 				if err != nil {
 					failed.Add(1)
