@@ -175,8 +175,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool, ins
 		}
 		tokens, done, rec, err := st.State()
 		if err != nil {
-			if !out.started {
-				writeError(w, &apiError{Status: http.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: err.Error()})
+			e := &apiError{Status: http.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: err.Error()}
+			if out.started {
+				out.streamError(e)
+			} else {
+				writeError(w, e)
 			}
 			return
 		}
@@ -250,7 +253,11 @@ func (o *writer) whole(rec *metrics.Record) {
 // cannot be written to.
 func (o *writer) stream(tokens int, done bool, rec *metrics.Record) bool {
 	if done && rec.Outcome != metrics.Finished {
-		if !o.started && rec.Reason != cluster.AbortedReason {
+		switch {
+		case rec.Reason == cluster.AbortedReason: // the client is gone
+		case o.started:
+			o.streamError(failure(rec))
+		default:
 			writeError(o.w, failure(rec))
 		}
 		return true
@@ -297,6 +304,23 @@ func (o *writer) stream(tokens int, done bool, rec *metrics.Record) bool {
 		f.Flush()
 	}
 	return true
+}
+
+// streamError ends a stream that has started with an error event and
+// [DONE], as vLLM ends a stream whose request failed.
+func (o *writer) streamError(e *apiError) {
+	b, err := json.Marshal(e.body())
+	if err != nil {
+		return // an errorBody always marshals
+	}
+	o.bw.WriteString("data: ")
+	o.bw.Write(b)
+	o.bw.WriteString("\n\ndata: [DONE]\n\n")
+	if o.bw.Flush() == nil {
+		if f, ok := o.w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
 }
 
 // chunk writes one SSE event holding choice (nil: none, the usage chunk).

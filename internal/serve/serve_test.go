@@ -426,3 +426,35 @@ func TestRecordingIsJSONL(t *testing.T) {
 		t.Fatalf("recording:\n%s", buf.String())
 	}
 }
+
+// TestStreamEndsWithErrorWhenStopped: a stream cut by the server's stop
+// ends with vLLM's error event and [DONE]; requests after it get a 503.
+func TestStreamEndsWithErrorWhenStopped(t *testing.T) {
+	srv, base := start(t, build(t, smallScenario), Options{Config: Config{Speed: 1}})
+	resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "stop me", "max_tokens": 5000, "stream": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for n := 0; n < 2 && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			n++
+		}
+	}
+	if err := srv.Driver.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var last []string
+	for sc.Scan() {
+		if l := sc.Text(); l != "" {
+			last = append(last, l)
+		}
+	}
+	if n := len(last); n < 2 || last[n-1] != "data: [DONE]" || !strings.HasPrefix(last[n-2], `data: {"error":`) || !strings.Contains(last[n-2], `"code":503`) {
+		t.Fatalf("end of the stream: %q", last[max(0, len(last)-2):])
+	}
+	if code, body := post(t, base+"/v1/completions", `{"prompt": "x", "max_tokens": 1}`); code != 503 || !strings.Contains(string(body), "ServiceUnavailableError") {
+		t.Fatalf("after the stop: %d %s", code, body)
+	}
+}
