@@ -298,10 +298,12 @@ func (d *Driver) advance() bool {
 		}
 	}
 	stopped, err := d.sim.RunUntil(target)
-	d.publish()
+	// The gauges first: a client that has its last token may scrape
+	// /metrics at once.
 	if m := d.cfg.Metrics; m != nil {
 		m.sample(d.sim)
 	}
+	d.publish()
 	switch {
 	case err != nil:
 		d.err = fmt.Errorf("serve: simulation: %w", err)
@@ -314,10 +316,16 @@ func (d *Driver) advance() bool {
 }
 
 // handle turns a handler's message into an arrival or an abort at the
-// simulated time of its wall-clock moment (never before the simulation's
-// clock or the previous arrival).
+// simulated time of its wall-clock moment, or, when the simulation has
+// already processed an event at or after that moment, 1 ns after it: a
+// replay of the recording schedules the same event earlier (with a
+// smaller sequence number), and an event tied with one already processed
+// would then come first there and last here.
 func (d *Driver) handle(m msg) {
-	at := max(d.simTime(m.wall), d.sim.Now())
+	at := d.simTime(m.wall)
+	if now := d.sim.Now(); at <= now {
+		at = now + 1
+	}
 	if m.abort != nil {
 		if _, live := d.streams[m.abort.ID]; !live {
 			return // ended already
