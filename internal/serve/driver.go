@@ -37,7 +37,8 @@ type Stream struct {
 	final  metrics.Record // the terminal record
 	failed string         // the driver stopped before the request ended
 
-	sent int // driver only: tokens published so far
+	sent    int   // driver only: tokens published so far
+	arrival int64 // driver only: simulated arrival time
 }
 
 // Ready is signalled (coalescing) whenever the stream's state changes.
@@ -344,7 +345,7 @@ func (d *Driver) handle(m msg) {
 	req := m.req
 	req.Arrival = at
 	id := d.live.Add(req)
-	s := &Stream{ID: id, Prompt: req.InputTokens, MaxTokens: req.OutputTokens, ready: make(chan struct{}, 1)}
+	s := &Stream{ID: id, Prompt: req.InputTokens, MaxTokens: req.OutputTokens, ready: make(chan struct{}, 1), arrival: at}
 	d.streams[id] = s
 	if m.pin >= 0 {
 		d.pins.pins[id] = m.pin
@@ -402,6 +403,11 @@ func (d *Driver) StepDone(inst int, r *engine.StepResult) {
 		s := d.streams[id]
 		if s == nil || generated <= s.sent {
 			return
+		}
+		if s.sent == 0 {
+			if m := d.cfg.Metrics; m != nil {
+				m.firstToken(inst, r.End-s.arrival) // as vLLM, when it is emitted
+			}
 		}
 		s.sent = generated
 		s.mu.Lock()

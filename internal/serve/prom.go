@@ -164,6 +164,11 @@ func (m *Metrics) step(inst int, r *engine.StepResult) {
 	}
 }
 
+// firstToken observes a TTFT on instance inst when the token is emitted.
+func (m *Metrics) firstToken(inst int, ns int64) {
+	m.ttft.WithLabelValues(m.model, m.engines[inst]).Observe(float64(ns) / 1e9)
+}
+
 // terminal accounts for a request's end on the instance that produced its
 // output (or computed its prompt, or instance 0 if none).
 func (m *Metrics) terminal(rec *metrics.Record) {
@@ -184,7 +189,11 @@ func (m *Metrics) terminal(rec *metrics.Record) {
 	m.maxTokHist.WithLabelValues(m.model, e).Observe(float64(rec.OutputTokens))
 	sec := func(ns int64) float64 { return float64(ns) / 1e9 }
 	if rec.FirstToken >= 0 {
-		m.ttft.WithLabelValues(m.model, e).Observe(sec(rec.TTFT()))
+		if rec.Generated == 1 && rec.Outcome == metrics.Finished {
+			// A one-token request ends in the step of its first token,
+			// before any step shows it running: its TTFT is observed here.
+			m.ttft.WithLabelValues(m.model, e).Observe(sec(rec.TTFT()))
+		}
 		if rec.Scheduled >= 0 {
 			m.prefill.WithLabelValues(m.model, e).Observe(sec(rec.FirstToken - rec.Scheduled))
 			m.decode.WithLabelValues(m.model, e).Observe(sec(rec.LastToken - rec.FirstToken))

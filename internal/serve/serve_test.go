@@ -315,6 +315,14 @@ func TestAPI(t *testing.T) {
 			t.Errorf("%s = %g, want %g", c.name, got, c.want)
 		}
 	}
+	// TTFT is observed when the first token is emitted; a one-token
+	// request, which is never seen running, when it ends.
+	if code, body := post(t, base+"/v1/completions", `{"prompt": "one", "max_tokens": 1}`); code != 200 {
+		t.Fatalf("one-token request: %d %s", code, body)
+	}
+	if got := value(t, scrape(t, base), "vllm:time_to_first_token_seconds", model...); got != 6 {
+		t.Errorf("TTFT observations after a one-token request: %g, want 6", got)
+	}
 }
 
 // TestBadRequests: each malformed request gets vLLM's error shape with its
