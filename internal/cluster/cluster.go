@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/servesim/servesim/internal/des"
@@ -156,9 +157,12 @@ type Sim struct {
 	limits     Limits
 	interrupt  func() bool
 	limited    string // which limit ended the run
+	cut        bool   // a limit ended the run
 	events     int64  // events processed
 	tokensSeen int64  // prompt and output tokens of the requests admitted
 	live       map[int64]liveReq
+
+	aborting []int64 // aborts waiting for their request to leave a batch or a handoff (abort.go)
 }
 
 // New returns a simulation of engines serving src. Engines are indexed by
@@ -217,10 +221,40 @@ func (s *Sim) Run() (int64, error) {
 	if err := s.pull(); err != nil {
 		return 0, err
 	}
+	if _, err := s.RunUntil(math.MaxInt64); err != nil {
+		return s.lastEvent, err
+	}
+	return s.lastEvent, s.Finish()
+}
+
+// Pull reads the next workload entry, if none is pending, and schedules its
+// arrival (at its arrival time, or now if that has passed). Run does it
+// itself; a driver that feeds a source in real time (whose Next returns
+// workload.ErrNotYet until it has an entry) calls Pull after each entry it
+// adds, then RunUntil.
+func (s *Sim) Pull() error { return s.pull() }
+
+// NextEvent returns the time of the next pending event (false when none is
+// pending: the simulation is idle until Pull schedules an arrival). The
+// event may turn out to be a moot timer that RunUntil skips.
+func (s *Sim) NextEvent() (int64, bool) {
+	next, ok := s.q.Peek()
+	return next.At, ok
+}
+
+// RunUntil processes every event due at or before t, in order, and
+// returns. It reports true when a run limit ended the run (every request
+// then has its outcome). Run is RunUntil(∞) then Finish; a real-time
+// driver calls it with the simulated time its clock has reached, so the
+// simulation is the same whatever the slices it is advanced in.
+func (s *Sim) RunUntil(t int64) (bool, error) {
+	if s.cut {
+		return true, nil
+	}
 	for {
 		next, ok := s.q.Peek()
-		if !ok {
-			break
+		if !ok || next.At > t {
+			return false, nil
 		}
 		if s.stale(next) {
 			// A timer made moot (lease, retry, superseded network wake-up):
@@ -231,16 +265,17 @@ func (s *Sim) Run() (int64, error) {
 		}
 		if s.overLimit(next.At) {
 			if err := s.checkPDNow(); err != nil {
-				return s.lastEvent, err
+				return false, err
 			}
 			if err := s.cutOff(s.lastEvent, "limit"); err != nil { // the summary says which limit
-				return s.lastEvent, err
+				return true, err
 			}
-			break
+			s.cut = true // nothing more happens
+			return true, nil
 		}
 		s.events++
 		if s.interrupt != nil && s.events%interruptEvery == 0 && s.interrupt() {
-			return s.lastEvent, ErrInterrupted
+			return false, ErrInterrupted
 		}
 		ev, _ := s.q.Pop()
 		s.lastEvent = ev.At
@@ -289,6 +324,8 @@ func (s *Sim) Run() (int64, error) {
 			err = s.feIngested(ev.Arg, ev.At)
 		case evFEDelivered:
 			s.feDelivered(ev.Arg, ev.At)
+		case evAbort:
+			err = s.abort(ev.Arg, ev.At)
 		}
 		if err == nil {
 			err = s.err
@@ -306,35 +343,40 @@ func (s *Sim) Run() (int64, error) {
 				// and what never arrived is truncated, so every request
 				// still has one outcome.
 				if cerr := s.cutOff(s.lastEvent, StoppedReason); cerr != nil {
-					return s.lastEvent, cerr
+					return false, cerr
 				}
 			}
-			return s.lastEvent, err
+			return false, err
 		}
 		if s.engFailed {
 			if err := s.engineErr(); err != nil {
-				return s.lastEvent, err
+				return false, err
 			}
 		}
 	}
+}
+
+// Finish checks the state a run ends in: the invariants (when on) and that
+// every request seen has ended. Run calls it after the last event.
+func (s *Sim) Finish() error {
 	if err := s.checkPDNow(); err != nil {
-		return s.lastEvent, err
+		return err
 	}
 	for _, e := range s.engines {
 		// The engines amortise their checks too: walk the final state.
 		if err := e.CheckNow(s.lastEvent); err != nil {
-			return s.lastEvent, err
+			return err
 		}
 	}
 	if s.tiers != nil && s.checks {
 		if err := s.tiers.h.Check(); err != nil {
-			return s.lastEvent, fmt.Errorf("kv tiers: invariant violated at the end of the run: %w", err)
+			return fmt.Errorf("kv tiers: invariant violated at the end of the run: %w", err)
 		}
 	}
 	if s.terminal != s.total {
-		return s.lastEvent, fmt.Errorf("cluster: invariant violated: %d requests seen but %d ended (%s)", s.total, s.terminal, s.describe())
+		return fmt.Errorf("cluster: invariant violated: %d requests seen but %d ended (%s)", s.total, s.terminal, s.describe())
 	}
-	return s.lastEvent, nil
+	return nil
 }
 
 // pull reads the next workload entry and schedules its arrival.
@@ -346,6 +388,9 @@ func (s *Sim) pull() error {
 	if errors.Is(err, io.EOF) {
 		s.srcDone = true
 		return nil
+	}
+	if errors.Is(err, workload.ErrNotYet) {
+		return nil // a real-time source: Pull again once it has an entry
 	}
 	if err != nil {
 		return err
@@ -373,6 +418,11 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	// ones), so the first is admitted in place rather than copied.
 	first := &entry.Requests[0]
 	first.Arrival = now
+	if first.AbortAt > 0 && entry.Session == "" {
+		if err := s.AbortAt(first.ID, first.AbortAt); err != nil {
+			return err
+		}
+	}
 	if len(entry.Requests) > 1 {
 		s.sessions[first.ID] = entry.Requests[1:]
 		return s.send(first, now)
@@ -523,6 +573,9 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		if err := s.pdStepEnd(r, now); err != nil {
 			return err
 		}
+	}
+	if len(s.aborting) > 0 {
+		s.retryAborts(now)
 	}
 	s.kick(inst, now)
 	if s.pd != nil && e.Config().Role == engine.Decode {

@@ -28,7 +28,7 @@ var layers = map[string]int{
 	"internal/engine":   3, "internal/calibrate": 3, "internal/config": 3, "internal/report": 3, "internal/dbcheck": 3,
 	"internal/cluster":  4,
 	"internal/assemble": 5,
-	"internal/runner":   6, "internal/convert": 6,
+	"internal/runner":   6, "internal/convert": 6, "internal/serve": 6,
 	"internal/validate": 7, "internal/sweep": 7, "internal/compare": 7,
 	"internal/search": 8, "internal/scenario/randgen": 8,
 	"cmd/servesim": 9,
