@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -101,5 +103,59 @@ func TestLimitsBadInput(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "limits.") {
 			t.Errorf("%v: exit %d, %s", args, code, stderr)
 		}
+	}
+}
+
+// TestLimitsCutOffRecords: a request in flight at a limit keeps in its
+// record everything it reached. Two sessions of one 100-token prompt and
+// 2,000 output tokens arrive at t=0 on one instance and are cut off after
+// 1 s of decoding: each keeps its session label, its instance, queued and
+// scheduled at 0, a first token, and its generated tokens, which add up to
+// the summary's output tokens and to the ITL count plus one first token
+// each.
+func TestLimitsCutOffRecords(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "t.jsonl",
+		`{"session_id": "a", "arrival_time_ns": 0, "sub_requests": [{"input_toks": 100, "output_toks": 2000}, {"input_toks": 100, "output_toks": 5}]}`+"\n"+
+			`{"session_id": "b", "arrival_time_ns": 0, "sub_requests": [{"input_toks": 100, "output_toks": 2000}]}`+"\n")
+	tests := []struct{ name, scenario string }{
+		{"colocated", "workload: {trace: t.jsonl}\n"},
+		{"pd", "instances: [{name: p, role: prefill}, {name: d, role: decode}]\nhandoff: {policy: pull}\nworkload: {trace: t.jsonl}\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := write(t, dir, tc.name+".yaml", tc.scenario)
+			res, raw := runLimited(t, dir, sc, "--max-sim-time", "1")
+			if res.RequestsTotal != 3 || res.Failed != 2 || res.Truncated != 1 {
+				t.Fatalf("got %+v", res)
+			}
+			rows, err := csv.NewReader(bytes.NewReader(raw)).ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			col := map[string]int{}
+			for i, h := range rows[0] {
+				col[h] = i
+			}
+			var generated int64
+			for _, r := range rows[1:] {
+				get := func(name string) string { return r[col[name]] }
+				if get("outcome") != "failed" {
+					continue
+				}
+				if get("session") == "" || get("decode_instance") == "" || get("prefill_instance") == "" ||
+					get("queued_ms") != "0.000" || get("scheduled_ms") != "0.000" || get("first_token_ms") == "" || get("reason") != "limit" {
+					t.Errorf("cut-off record lost fields: %v", r)
+				}
+				g, err := strconv.ParseInt(get("generated"), 10, 64)
+				if err != nil || g < 10 || g >= 2000 {
+					t.Errorf("generated %q, want some but not all of 2000 tokens", get("generated"))
+				}
+				generated += g
+			}
+			if res.OutputTokens != generated || res.ITL.Count != generated-2 {
+				t.Errorf("output tokens %d, ITL count %d; the records generated %d (so %d gaps)", res.OutputTokens, res.ITL.Count, generated, generated-2)
+			}
+		})
 	}
 }
