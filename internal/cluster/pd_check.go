@@ -19,6 +19,7 @@ import (
 //     engine phase (queued, reserved, ready), and every decode instance's
 //     admission queue and reservation count equal the handoffs there, so a
 //     reservation with no handoff behind it (a leak) is caught;
+//   - no prefill instance pins more KV blocks than it uses;
 //   - the queued-block and demand counters equal their recomputation, and
 //     push buffer shares plus free buffer equal the configured buffer.
 //
@@ -70,8 +71,14 @@ func (s *Sim) checkPD() error {
 		}
 	}
 	for _, i := range p.prefill {
-		if e := s.engines[i]; e.Config().Role == engine.Mixed && e.Reserved() != 0 {
+		e := s.engines[i]
+		if e.Config().Role == engine.Mixed && e.Reserved() != 0 {
 			return fmt.Errorf("cluster: invariant violated: mixed instance %d holds %d decode reservations", i, e.Reserved())
+		}
+		if pin, used := e.PinnedBlocks(), e.Pool().Used(); pin > used {
+			// Pinned blocks are distinct blocks in use (a shared prefix
+			// block counts once).
+			return fmt.Errorf("cluster: invariant violated: prefill instance %d pins %d KV blocks but uses only %d", i, pin, used)
 		}
 	}
 	return nil
