@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servesim/servesim/internal/metrics"
 )
@@ -36,7 +37,9 @@ func runLimited(t *testing.T, dir, scenario string, flags ...string) (metrics.Re
 // TestLimits: at a limit the run ends with every request in one outcome.
 // Constant arrivals every 100 ms: with max_sim_time 1.05 s exactly the 11
 // requests arriving at 0, 0.1, ..., 1.0 s arrive; the other 39 are
-// truncated; the arrived ones finished or failed with reason limit.
+// truncated; the arrived ones finished or failed with reason limit. Of the
+// truncated requests of this generated workload only the one read ahead
+// has a row in requests.csv; the rest are counted, not generated.
 func TestLimits(t *testing.T) {
 	dir := t.TempDir()
 	sc := write(t, dir, "sc.yaml", "workload: {synthetic: {requests: 50, arrival: {kind: constant, rate: 10}, input: {kind: fixed, mean: 500}, output: {kind: fixed, mean: 400}}}\n")
@@ -45,10 +48,11 @@ func TestLimits(t *testing.T) {
 		flags              []string
 		truncated, arrived int64
 		limit              string
+		rows               int64 // truncated rows in requests.csv
 	}{
-		{"sim time", []string{"--max-sim-time", "1.05"}, 39, 11, "max_sim_time_s 1.05 reached"},
-		{"one event", []string{"--max-events", "1"}, 49, 1, "max_events 1 reached"},
-		{"no limit reached", []string{"--max-sim-time", "1000"}, 0, 50, ""},
+		{"sim time", []string{"--max-sim-time", "1.05"}, 39, 11, "max_sim_time_s 1.05 reached", 1},
+		{"one event", []string{"--max-events", "1"}, 49, 1, "max_events 1 reached", 1},
+		{"no limit reached", []string{"--max-sim-time", "1000"}, 0, 50, "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,8 +61,8 @@ func TestLimits(t *testing.T) {
 				t.Fatalf("total %d finished %d failed %d truncated %d limit %q; want truncated %d, arrived %d, limit %q",
 					res.RequestsTotal, res.Finished, res.Failed, res.Truncated, res.Limit, tc.truncated, tc.arrived, tc.limit)
 			}
-			if got := int64(bytes.Count(csv, []byte(",truncated,limit: never arrived\n"))); got != tc.truncated {
-				t.Errorf("%d truncated rows in requests.csv, want %d", got, tc.truncated)
+			if got := int64(bytes.Count(csv, []byte(",truncated,limit: never arrived\n"))); got != tc.rows {
+				t.Errorf("%d truncated rows in requests.csv, want %d", got, tc.rows)
 			}
 			if tc.limit != "" && res.Failed > 0 && res.FailureReasons["limit"] != res.Failed {
 				t.Errorf("failure reasons %v, want all %d under limit", res.FailureReasons, res.Failed)
@@ -157,5 +161,26 @@ func TestLimitsCutOffRecords(t *testing.T) {
 				t.Errorf("output tokens %d, ITL count %d; the records generated %d (so %d gaps)", res.OutputTokens, res.ITL.Count, generated, generated-2)
 			}
 		})
+	}
+}
+
+// TestLimitsHugeWorkload: a limit bounds a run over a generated workload
+// of any size: 9e18 requests with max_events 10 end at once, the ones
+// never generated counted as truncated.
+func TestLimitsHugeWorkload(t *testing.T) {
+	dir := t.TempDir()
+	sc := write(t, dir, "sc.yaml", "workload: {synthetic: {requests: 9e18, arrival: {kind: poisson, rate: 10}, input: {kind: fixed, mean: 100}, output: {kind: fixed, mean: 10}}}\nlimits: {max_events: 10}\n")
+	done := make(chan metrics.Result, 1)
+	go func() {
+		res, _ := runLimited(t, dir, sc)
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.RequestsTotal != 9e18 || res.Truncated < 9e18-10 || res.Limit != "max_events 10 reached" {
+			t.Errorf("total %d, truncated %d, limit %q", res.RequestsTotal, res.Truncated, res.Limit)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no end within 20 s of wall time")
 	}
 }

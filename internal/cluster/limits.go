@@ -40,6 +40,17 @@ var ErrInterrupted = errors.New("cluster: run interrupted")
 // interruptEvery is how many events pass between interrupt checks.
 const interruptEvery = 1024
 
+// UnreadObserver is implemented by observers that take the number of
+// requests a run cut off at a limit never read from its workload, as a
+// count: they end truncated without a record each (a generated workload
+// counts them without generating them, workload.Counter). With an
+// observer that does not implement it, those requests are generated and
+// reported one by one (Terminal).
+type UnreadObserver interface {
+	Observer
+	TruncatedUnread(n int64)
+}
+
 // liveReq is what a request in flight needs for its record at a limit.
 type liveReq struct {
 	arrival       int64
@@ -135,8 +146,11 @@ func (s *Sim) cutOff(now int64, reason string) error {
 	for i := range notArrived {
 		s.truncate(&notArrived[i], now)
 	}
-	// The rest of the workload never arrived.
-	for {
+	// The rest of the workload never arrived: counted at once when the
+	// source can count it and the observer take a count, else read entry
+	// by entry (a trace), with the interrupt check polled meanwhile.
+	bulk, _ := s.obs.(UnreadObserver)
+	for read := 1; ; read++ {
 		if s.hasNext {
 			for i := range s.next.Requests {
 				s.truncate(&s.next.Requests[i], now)
@@ -145,6 +159,18 @@ func (s *Sim) cutOff(now int64, reason string) error {
 		}
 		if s.srcDone {
 			return nil
+		}
+		if bulk != nil {
+			if n, ok := workload.Remaining(s.src); ok {
+				s.srcDone = true
+				s.total += n
+				s.terminal += n
+				bulk.TruncatedUnread(n)
+				return nil
+			}
+		}
+		if s.interrupt != nil && read%interruptEvery == 0 && s.interrupt() {
+			return ErrInterrupted
 		}
 		entry, err := s.src.Next()
 		if errors.Is(err, io.EOF) {

@@ -327,6 +327,13 @@ func (s *Summary) Add(r *Record) {
 	}
 }
 
+// AddTruncated accounts for n requests that never arrived and have no
+// record (the unread rest of a generated workload at a run limit).
+func (s *Summary) AddTruncated(n int64) {
+	s.total += n
+	s.truncated += n
+}
+
 // AddITL records one inter-token latency (gap between consecutive output
 // tokens of a request, ns) as measured by the engine.
 func (s *Summary) AddITL(ns int64) { s.itl.add(ns) }
