@@ -355,3 +355,23 @@ func TestPDSpecMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestContentlessFileIsEmpty: a scenario file holding only comments,
+// document markers or null sets nothing: it gives the defaults, as an empty
+// file does, instead of a zero scenario failing validation field by field.
+func TestContentlessFileIsEmpty(t *testing.T) {
+	want, err := Parse(nil, "empty.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{"# only a comment\n", "---\n", "# a\n---\n# b\n", "---\n---\n", "~\n", "null\n", "  \n# indented\n"} {
+		got, err := Parse([]byte(data), "s.yaml")
+		if err != nil {
+			t.Errorf("%q: %v", data, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: scenario differs from an empty file's", data)
+		}
+	}
+}

@@ -29,6 +29,9 @@ type fileCheck struct {
 	// doc is the file's tree with the entries at fault removed, so the
 	// rest can be decoded and validated; nil when that is not possible.
 	doc ast.Node
+	// empty: the file sets nothing (only comments, document markers or
+	// null), so it stands for the defaults, as an empty file does.
+	empty bool
 }
 
 // checkFile walks the file against Scenario and reports, in file order,
@@ -41,6 +44,15 @@ func checkFile(data []byte) (*fileCheck, error) {
 		return nil, err
 	}
 	fc := &fileCheck{pos: map[string][2]int{}}
+	fc.empty = true
+	for _, d := range f.Docs {
+		if d.Body != nil && d.Body.Type() != ast.NullType {
+			fc.empty = false
+		}
+	}
+	if fc.empty {
+		return fc, nil
+	}
 	if len(f.Docs) != 1 {
 		return fc, nil // left to the decoder
 	}

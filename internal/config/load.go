@@ -55,6 +55,8 @@ func Parse(data []byte, name string) (*Scenario, error) {
 		}
 		errs, pos = fc.errs, fc.pos
 		switch {
+		case fc.empty:
+			// Only comments or document markers: the defaults.
 		case len(errs) == 0:
 			if err := decode(data, s); err != nil {
 				return nil, yamlError(name, err)
