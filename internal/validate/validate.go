@@ -29,6 +29,7 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/quant"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -169,6 +170,7 @@ type meta struct {
 		MaxNumBatchedTokens  int     `json:"max_num_batched_tokens"`
 		MaxModelLen          *int    `json:"max_model_len"`
 		Dtype                string  `json:"dtype"`
+		KVCacheDtype         string  `json:"kv_cache_dtype"`
 		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 	} `json:"engine_kwargs"`
 	DatasetHash string          `json:"dataset_hash"`
@@ -306,6 +308,13 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 		s.Dtype = "fp16"
 	default:
 		return nil, nil, nil, fmt.Errorf("%s: engine_kwargs.dtype %q is not supported (bf16 or fp16)", filepath.Join(o.Name, "meta.json"), ek.Dtype)
+	}
+	// The KV-cache element type sets the KV blocks and the attention
+	// cost: taken from the run as vLLM's kv_cache_dtype, refused when
+	// unknown rather than simulated as the default.
+	s.KVCacheDtype = ek.KVCacheDtype
+	if _, err := quant.Parse(quant.Spec{Dtype: s.Dtype, KVCacheDtype: s.KVCacheDtype}); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: engine_kwargs.kv_cache_dtype %q is not supported (%s)", filepath.Join(o.Name, "meta.json"), ek.KVCacheDtype, quant.KVDtypes)
 	}
 	if o.Profiles != "" {
 		s.Predictor.Profiles = o.Profiles

@@ -274,3 +274,27 @@ func TestDeviceNameSelectsAccelerator(t *testing.T) {
 		}
 	}
 }
+
+// TestKVCacheDtypeOfTheRun: the measured run's engine_kwargs.kv_cache_dtype
+// is the simulated scenario's, and an unknown value is refused naming the
+// field, not simulated as the default.
+func TestKVCacheDtypeOfTheRun(t *testing.T) {
+	auto, _, _, err := Scenario(Options{Measured: measured(t, "RTXPRO6000-Llama-3.1-8B"), Name: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auto.KVCacheDtype != "auto" {
+		t.Errorf("kv_cache_dtype %q, want the run's auto", auto.KVCacheDtype)
+	}
+	fp8, _, _, err := Scenario(Options{Measured: measuredWithMeta(t, `"kv_cache_dtype": "auto"`, `"kv_cache_dtype": "fp8"`), Name: "fp8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp8.KVCacheDtype != "fp8" {
+		t.Errorf("kv_cache_dtype %q, want fp8", fp8.KVCacheDtype)
+	}
+	_, _, _, err = Scenario(Options{Measured: measuredWithMeta(t, `"kv_cache_dtype": "auto"`, `"kv_cache_dtype": "int4_nonsense"`), Name: "bad"})
+	if err == nil || !strings.Contains(err.Error(), "meta.json: engine_kwargs.kv_cache_dtype \"int4_nonsense\"") {
+		t.Fatalf("unknown kv_cache_dtype: got %v", err)
+	}
+}
