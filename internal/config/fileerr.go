@@ -82,6 +82,11 @@ func checkFile(data []byte) (*fileCheck, error) {
 				drop = append(drop, n)
 				return false
 			}
+			if msg := checkFloat(n, t, path); msg != "" {
+				add(n, msg)
+				drop = append(drop, n)
+				return false
+			}
 			return true
 		},
 		unknown: func(mv *ast.MappingValueNode, parent reflect.Type, path string) {
