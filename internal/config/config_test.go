@@ -415,3 +415,23 @@ func TestNonFiniteAndOutOfRangeNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondDocument: a scenario file holds one YAML document. A second
+// one with content is an error at its line (the decoder would ignore it);
+// empty documents beside the one with content change nothing, even
+// before it (the decoder would take the empty first one).
+func TestSecondDocument(t *testing.T) {
+	_, err := Parse([]byte("seed: 3\n---\nseed: 4\n"), "s.yaml")
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:3:") || !strings.Contains(err.Error(), "a second YAML document") {
+		t.Errorf("two documents: %v", err)
+	}
+	for _, data := range []string{"~\n---\nseed: 5\n", "seed: 5\n---\n", "# c\n---\nseed: 5\n---\n# d\n"} {
+		s, err := Parse([]byte(data), "s.yaml")
+		if err != nil || s.Seed != 5 {
+			t.Errorf("%q: %v, want seed 5", data, err)
+		}
+	}
+	if _, err := Parse([]byte("~\n---\nbogus: 1\n"), "s.yaml"); err == nil || !strings.Contains(err.Error(), "s.yaml:3:1: bogus: unknown field") {
+		t.Errorf("an unknown field after an empty document: %v", err)
+	}
+}

@@ -57,7 +57,7 @@ func Parse(data []byte, name string) (*Scenario, error) {
 		switch {
 		case fc.empty:
 			// Only comments or document markers: the defaults.
-		case len(errs) == 0:
+		case len(errs) == 0 && !fc.several:
 			if err := decode(data, s); err != nil {
 				return nil, yamlError(name, err)
 			}
