@@ -430,9 +430,20 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			}
 		}
 	}
-	if r := s.MoE; r != nil && r.Routing == "histogram" && len(b.groups) > 0 {
-		if b.routing, err = readHistogram(resolve(src, r.Histogram), int(m.NumExperts), m.NumMoELayers()); err != nil {
-			return nil, err
+	if r := s.MoE; r != nil {
+		// Checked whatever the groups, so that a section no group uses
+		// yet (ep 1) or can use (a dense model) is not silently ignored.
+		if m.NumExperts == 0 {
+			return nil, fmt.Errorf("moe: %s is a dense model (no experts); the moe section applies to mixture-of-experts models: remove it", m.Name)
+		}
+		if r.Routing == "histogram" {
+			routing, err := readHistogram(resolve(src, r.Histogram), int(m.NumExperts), m.NumMoELayers())
+			if err != nil {
+				return nil, err
+			}
+			if len(b.groups) > 0 {
+				b.routing = routing
+			}
 		}
 	}
 	b.layers = int(m.NumLayers)
