@@ -298,3 +298,26 @@ func TestKVCacheDtypeOfTheRun(t *testing.T) {
 		t.Fatalf("unknown kv_cache_dtype: got %v", err)
 	}
 }
+
+// TestMeasuredSettingsChecked: engine settings vLLM would refuse are bad
+// input naming the meta.json field, not taken for absent (tp 0 used to
+// run at tp 1), and a value of the wrong type is named by its line,
+// column and field, in JSON's terms rather than Go's type names.
+func TestMeasuredSettingsChecked(t *testing.T) {
+	for _, tc := range []struct{ old, repl, want string }{
+		{`"tensor_parallel_size": 1`, `"tensor_parallel_size": 0`, "meta.json: engine_kwargs.tensor_parallel_size must be a whole number >= 1 (got 0)"},
+		{`"data_parallel_size": 1`, `"data_parallel_size": -3`, "engine_kwargs.data_parallel_size must be a whole number >= 1 (got -3)"},
+		{`"max_num_seqs": 128`, `"max_num_seqs": 0`, "engine_kwargs.max_num_seqs must be a whole number >= 1 (got 0)"},
+		{`"max_num_seqs": 128`, `"max_num_seqs": 1.5`, "line 10, column 24: engine_kwargs.max_num_seqs: want an integer, got a JSON number 1.5"},
+		{`"engine_kwargs": {`, `"kv_cache": {"num_gpu_blocks": -5}, "engine_kwargs": {`, "kv_cache.num_gpu_blocks must be a whole number >= 1 (got -5)"},
+		{`"max_num_seqs": 128`, `"max_num_seqs": "many"`, "engine_kwargs.max_num_seqs: want an integer, got a JSON string"},
+	} {
+		_, _, _, err := Scenario(Options{Measured: measuredWithMeta(t, tc.old, tc.repl), Name: "run"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.repl, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "Go struct") {
+			t.Errorf("%s: Go type names in %v", tc.repl, err)
+		}
+	}
+}
