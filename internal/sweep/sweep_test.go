@@ -409,6 +409,15 @@ func TestExpandInputs(t *testing.T) {
 	if _, err := ExpandInputs([]string{filepath.Join(dir, "nope-*.csv")}, ""); err == nil || !strings.Contains(err.Error(), "matches no file") {
 		t.Fatalf("empty pattern: %v", err)
 	}
+	// The output named on its own as an input would be overwritten.
+	out := filepath.Join(dir, "shard-0.csv")
+	if _, err := ExpandInputs([]string{out, filepath.Join(dir, "shard-1.csv")}, out); err == nil || !strings.Contains(err.Error(), "both as the output and as a shard output") {
+		t.Fatalf("output among the inputs: %v", err)
+	}
+	// Through a pattern it is skipped.
+	if got, err := ExpandInputs([]string{filepath.Join(dir, "shard-*.csv")}, out); err != nil || len(got) != 1 {
+		t.Fatalf("output matched by a pattern: %v %v", got, err)
+	}
 }
 
 // TestCheckReportsThePoint: a point that is not a valid scenario is an
