@@ -39,6 +39,12 @@ func TestExitCodes(t *testing.T) {
 		if got := exitCode(tc.err); got != tc.want {
 			t.Errorf("%s: exit code %d, want %d", tc.name, got, tc.want)
 		}
+		// An interrupt's line says so, whatever the command wrote.
+		if tc.err != nil && tc.want == 130 {
+			if line, code := errorLine(tc.err); code != 130 || !strings.Contains(line, "interrupted") {
+				t.Errorf("%s: printed %q (exit %d)", tc.name, line, code)
+			}
+		}
 	}
 }
 
