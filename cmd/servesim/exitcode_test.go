@@ -32,6 +32,8 @@ func TestExitCodes(t *testing.T) {
 		{"trace line", wrap(&workload.LineError{Name: "t.jsonl", Line: 3, Msg: "bad"}), 2},
 		{"workload setting", wrap(&workload.InputError{Err: errors.New("arrival overflows")}), 2},
 		{"eager stop", wrap(&cluster.StopReport{Request: 1}), 3},
+		{"disk full", fmt.Errorf("output: %w", &os.PathError{Op: "write", Path: "r.csv", Err: syscall.ENOSPC}), 2},
+		{"read-only output", fmt.Errorf("output: %w", &os.PathError{Op: "open", Path: "r.csv", Err: syscall.EROFS}), 2},
 		{"interrupted (context)", wrap(context.Canceled), 130},
 		{"interrupted (simulation)", wrap(cluster.ErrInterrupted), 130},
 	}
