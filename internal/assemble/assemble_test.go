@@ -149,3 +149,23 @@ func TestEveryRouterServesEveryRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownRouterIsAnError: a scenario whose router is none of
+// config.Routers (built in code, past Validate) is refused by Build, not
+// served round-robin; every listed router builds and runs.
+func TestUnknownRouterIsAnError(t *testing.T) {
+	s, err := config.Parse([]byte("workload: {limit: 5}\n"), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Router = "fastest"
+	if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), `router: unknown router "fastest"`) {
+		t.Fatalf("unknown router: %v", err)
+	}
+	for _, r := range config.Routers {
+		b := mustBuild(t, r+".yaml", "workload: {limit: 5}\ninstances: [{count: 2}]\nrouter: "+r+"\n")
+		if done := runToEnd(t, r, b); done != 5 {
+			t.Errorf("%s: %d requests ended, want 5", r, done)
+		}
+	}
+}

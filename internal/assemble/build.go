@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/cluster"
@@ -126,7 +127,12 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	sim, err := cluster.New(engines, src, newRouter(b.Scenario), obs)
+	router, err := newRouter(b.Scenario)
+	if err != nil {
+		closer.Close()
+		return nil, nil, err
+	}
+	sim, err := cluster.New(engines, src, router, obs)
 	if err != nil {
 		closer.Close()
 		return nil, nil, err
@@ -176,6 +182,9 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 // sizes every instance's KV cache, loads the latency predictor and prepares
 // the workload. Errors name the field at fault and what would fix it.
 func Build(s *config.Scenario, src config.Source) (*Built, error) {
+	if _, err := newRouter(s); err != nil {
+		return nil, err
+	}
 	m, err := loadModel(s, src)
 	if err != nil {
 		return nil, err
@@ -567,22 +576,26 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 
 // newRouter builds the scenario's arrival router; random choices come from
 // the seed's "routing" stream.
-func newRouter(s *config.Scenario) cluster.Router {
+func newRouter(s *config.Scenario) (cluster.Router, error) {
 	switch s.Router {
+	case "round-robin":
+		return &cluster.RoundRobin{}, nil
 	case "random":
-		return cluster.Random{Rand: des.Stream(s.Seed, "routing")}
+		return cluster.Random{Rand: des.Stream(s.Seed, "routing")}, nil
 	case "least-loaded":
-		return cluster.LeastLoaded{}
+		return cluster.LeastLoaded{}, nil
 	case "least-kv":
-		return cluster.LeastKV{}
+		return cluster.LeastKV{}, nil
 	case "prefix-affinity":
-		return cluster.PrefixAffinity{}
+		return cluster.PrefixAffinity{}, nil
 	case "kv-aware":
-		return cluster.KVAware{}
+		return cluster.KVAware{}, nil
 	case "power-of-two":
-		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}
+		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}, nil
 	}
-	return &cluster.RoundRobin{}
+	// Validate refuses it; a scenario built in code must not fall back
+	// to round-robin silently.
+	return nil, fmt.Errorf("router: unknown router %q (valid: %s)", s.Router, strings.Join(config.Routers, ", "))
 }
 
 // enginePath names where group gi's engine settings come from: its own

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servesim/servesim/internal/config"
 	"pgregory.net/rapid"
 )
 
@@ -35,7 +36,7 @@ var (
 	moeModels  = map[string]bool{"mistralai/Mixtral-8x7B-v0.1": true, "Qwen/Qwen3-30B-A3B-Instruct-2507": true}
 	policies   = []string{"pull", "reserve", "reject", "push", "eager"}
 	placements = []string{"round-robin", "least-loaded", "most-free-kv", "retry"}
-	routers    = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two"}
+	routers    = config.Routers
 )
 
 // yamlWriter renders a small YAML document with explicit indentation.
