@@ -169,3 +169,22 @@ func TestUnknownRouterIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestTierErrorsNameTheField: the KV tiers' errors found while building
+// start with the scenario field at fault, once.
+func TestTierErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"kv_tiers: {write_buffer_mb: 0.001}\n", "kv_tiers.write_buffer_mb: 1000 bytes cannot hold one"},
+		{"kv_tiers: {host: {capacity_gb: 0.000001}}\n", "kv_tiers.host: node 0's host tier of 1000 bytes holds no chunk"},
+		{"kv_tiers: {disk: {capacity_gb: 0.000001}}\n", "kv_tiers.disk.capacity_gb: node 0's disk tier"},
+	} {
+		s, err := config.Parse([]byte(tc.yaml+"workload: {limit: 3}\n"), "k.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Build(s, config.Source{})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want it to start with %q", tc.yaml, err, tc.want)
+		}
+	}
+}
