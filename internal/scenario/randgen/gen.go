@@ -345,6 +345,16 @@ func Draw(t *rapid.T) Case {
 	w.kv(0, "check_invariants", true)
 
 	trace, n := drawTrace(t)
+	// Run limits, drawn last: one case in four stops at an event count
+	// or a simulated time, cutting requests off wherever they are.
+	switch rapid.IntRange(0, 7).Draw(t, "limit") {
+	case 0:
+		w.open(0, "limits")
+		w.kv(1, "max_events", rapid.SampledFrom([]int{1, 10, 200, 5000}).Draw(t, "maxEvents"))
+	case 1:
+		w.open(0, "limits")
+		w.kv(1, "max_sim_time_s", rapid.SampledFrom([]float64{0.001, 0.5, 5}).Draw(t, "maxSimTimeS"))
+	}
 	return Case{Scenario: w.b.String(), Trace: trace, TraceFile: traceFile, Requests: n, Policy: policy}
 }
 
