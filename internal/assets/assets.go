@@ -6,7 +6,9 @@
 // Everything is exposed as a read-only fs.FS rooted at the data folder, so the
 // same loaders read embedded files and user directories (os.DirFS) alike.
 // The files come from the LLMServingSim project under the MIT licence; see
-// data/LICENSE.LLMServingSim.
+// data/LICENSE.LLMServingSim. The per-op performance database under
+// data/aiconfigurator comes from NVIDIA AIConfigurator under the Apache
+// License 2.0; see data/aiconfigurator/LICENSE.
 package assets
 
 import (

@@ -1,0 +1,164 @@
+package perfdb
+
+import (
+	"bytes"
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// TestEmbeddedSystems opens every embedded system and checks that its
+// tables are there, non-empty and physically plausible.
+func TestEmbeddedSystems(t *testing.T) {
+	want := []string{"a100_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "h100_sxm", "h200_sxm", "l40s", "rtx_pro_6000_server"}
+	got := EmbeddedSystems()
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("embedded systems = %v, want %v", got, want)
+	}
+	for _, sys := range got {
+		db, err := Open(Embedded(), sys, "vllm", "")
+		if err != nil {
+			t.Fatalf("%s: %v", sys, err)
+		}
+		if len(db.GEMM) == 0 || len(db.Context) == 0 || len(db.Generation) == 0 || len(db.CustomAR) == 0 || len(db.NCCL) == 0 {
+			t.Errorf("%s: empty table: gemm %d context %d generation %d custom AR %d nccl %d",
+				sys, len(db.GEMM), len(db.Context), len(db.Generation), len(db.CustomAR), len(db.NCCL))
+		}
+		// A large bf16 GEMM cannot beat the spec sheet's peak rate.
+		for _, g := range db.GEMM {
+			if g.Dtype != "bfloat16" || g.M < 4096 {
+				continue
+			}
+			rate := 2 * float64(g.M) * float64(g.N) * float64(g.K) / (g.Ms / 1e3)
+			if rate > 1.05*db.Spec.BF16FLOPS {
+				t.Errorf("%s: gemm %dx%dx%d runs at %.3g FLOP/s, above the peak %.3g", sys, g.M, g.N, g.K, rate, db.Spec.BF16FLOPS)
+				break
+			}
+		}
+		ver := map[string]string{}
+		for _, tb := range db.Tables {
+			ver[tb.Name] = tb.Version
+		}
+		wantVer := "0.19.0"
+		if sys == "a100_sxm" || sys == "l40s" {
+			wantVer = "0.14.0"
+		}
+		if ver["gemm_perf"] != wantVer {
+			t.Errorf("%s: gemm_perf read at version %q, want %s", sys, ver["gemm_perf"], wantVer)
+		}
+	}
+}
+
+func TestNearestVersions(t *testing.T) {
+	for _, c := range []struct {
+		vers []string
+		want string
+		out  string
+	}{
+		{[]string{"0.14.0", "0.19.0", "0.22.0"}, "0.19.0", "0.19.0,0.14.0,0.22.0"},
+		{[]string{"0.14.0", "0.22.0", "0.24.0"}, "0.19.0", "0.14.0,0.22.0,0.24.0"},
+		{[]string{"0.22.0", "0.24.0"}, "0.19.0", "0.22.0,0.24.0"},
+		{[]string{"0.9.2", "0.10.1", "0.1.dev19262"}, "0.10.0", "0.9.2,0.1.dev19262,0.10.1"},
+	} {
+		if got := strings.Join(nearest(c.vers, c.want), ","); got != c.out {
+			t.Errorf("nearest(%v, %s) = %s, want %s", c.vers, c.want, got, c.out)
+		}
+	}
+}
+
+// gemmFile writes a small gemm_perf table; drop removes a column.
+func gemmFile(t *testing.T, drop string, latency float64) []byte {
+	t.Helper()
+	type full struct {
+		GemmDtype string  `parquet:"gemm_dtype"`
+		M         int64   `parquet:"m"`
+		N         int64   `parquet:"n"`
+		K         int64   `parquet:"k"`
+		Latency   float64 `parquet:"latency"`
+	}
+	type noK struct {
+		GemmDtype string  `parquet:"gemm_dtype"`
+		M         int64   `parquet:"m"`
+		N         int64   `parquet:"n"`
+		Latency   float64 `parquet:"latency"`
+	}
+	var buf bytes.Buffer
+	var err error
+	if drop == "k" {
+		err = parquet.Write(&buf, []noK{{"bfloat16", 1, 2, latency}})
+	} else {
+		err = parquet.Write(&buf, []full{{"bfloat16", 1, 2, 3, latency}, {"fp8", 4, 5, 6, latency}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func tinyDB(t *testing.T, gemm []byte) fstest.MapFS {
+	t.Helper()
+	attn, err := fs.ReadFile(Embedded(), "data/h100_sxm/attention/vllm/0.19.0/context_attention_perf.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := fs.ReadFile(Embedded(), "data/h100_sxm/attention/vllm/0.19.0/generation_attention_perf.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fstest.MapFS{
+		"x.yaml":                             {Data: []byte("gpu:\n  mem_bw: 1e12\n  mem_capacity: 8e10\n  bfloat16_tc_flops: 1e15\nnode:\n  num_gpus_per_node: 8\n")},
+		"data/x/gemm/vllm/0.22.0/reuse.yaml": {Data: []byte("reuse:\n- table: gemm_perf\n  from_version: 0.24.0\n")},
+		"data/x/gemm/vllm/0.24.0/gemm_perf.parquet":                      {Data: gemm},
+		"data/x/attention/vllm/0.19.0/context_attention_perf.parquet":    {Data: attn},
+		"data/x/attention/vllm/0.19.0/generation_attention_perf.parquet": {Data: gen},
+	}
+}
+
+func TestOpenSmallDatabase(t *testing.T) {
+	db, err := Open(tinyDB(t, gemmFile(t, "", 0.5)), "x", "vllm", "0.22.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(db.GEMM) != 2 || db.GEMM[1] != (GEMMRow{Dtype: "fp8", M: 4, N: 5, K: 6, Ms: 0.5}) {
+		t.Fatalf("gemm rows = %+v", db.GEMM)
+	}
+	if db.Tables[0].Version != "0.24.0" || db.Tables[0].Path != "data/x/gemm/vllm/0.24.0/gemm_perf.parquet" {
+		t.Errorf("gemm table from %+v, want version 0.24.0 through reuse.yaml", db.Tables[0])
+	}
+	if db.Spec.GPUsPerNode != 8 || db.Spec.MemBW != 1e12 {
+		t.Errorf("spec = %+v", db.Spec)
+	}
+	if len(db.MoE) != 0 || len(db.CustomAR) != 0 || len(db.NCCL) != 0 {
+		t.Errorf("optional tables should be absent")
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		fsys fstest.MapFS
+		sys  string
+		want string
+	}{
+		{"missing column", tinyDB(t, gemmFile(t, "k", 1)), "x", `data/x/gemm/vllm/0.24.0/gemm_perf.parquet: missing column "k"`},
+		{"bad latency", tinyDB(t, gemmFile(t, "", -1)), "x", `gemm_perf.parquet: row 1: column "latency" is -1, want > 0`},
+		{"not parquet", tinyDB(t, []byte("m,n,k\n")), "x", "gemm_perf.parquet: not a readable parquet file"},
+		{"unknown system", tinyDB(t, gemmFile(t, "", 1)), "y", "perfdb: system y"},
+		{"bad name", tinyDB(t, gemmFile(t, "", 1)), "../x", "not a folder name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Open(c.fsys, c.sys, "vllm", "0.22.0")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+	bad := tinyDB(t, gemmFile(t, "", 1))
+	bad["x.yaml"] = &fstest.MapFile{Data: []byte("gpu:\n  mem_bw: 0\n")}
+	if _, err := Open(bad, "x", "vllm", ""); err == nil || !strings.Contains(err.Error(), "x.yaml: gpu.mem_bw is 0") {
+		t.Fatalf("error = %v, want the yaml field named", err)
+	}
+}
