@@ -435,6 +435,30 @@ func subsample(s []sample, n int) []sample {
 type sample struct {
 	in *Input
 	p  perf.Point
+	// b, when set, is the step the row was measured on, in place of
+	// p.Batch() (performance-database attention rows: several sequences).
+	b *perf.Batch
+	// mkn is a GEMM row's M, K and N (p.Op is OpGEMM).
+	mkn [3]int
+}
+
+// batch is the step the sample was measured on.
+func (s *sample) batch() perf.Batch {
+	if s.b != nil {
+		return *s.b
+	}
+	return s.p.Batch()
+}
+
+// predict is the roofline's time of sample s measured on step b.
+func (s *sample) predict(r *perf.Roofline, b *perf.Batch) float64 {
+	switch {
+	case s.p.Op == OpGEMM:
+		return r.LinearNs(s.mkn[0], s.mkn[1], s.mkn[2])
+	case s.p.Category == perf.CategoryMoE:
+		return predictOp(r, &s.p)
+	}
+	return r.OpNs(s.p.Op, b)
 }
 
 // fitGroup minimises the weighted squared log error of samples over params
@@ -459,8 +483,8 @@ func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPer
 		w[i] = weight[groupOf(s.p)]
 	}
 	batches := make([]perf.Batch, len(samples))
-	for i, s := range samples {
-		batches[i] = s.p.Batch()
+	for i := range samples {
+		batches[i] = samples[i].batch()
 	}
 	decode := func(x []float64) perf.Efficiency {
 		e := start
@@ -495,12 +519,7 @@ func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPer
 		var c float64
 		for i := range samples {
 			s := &samples[i]
-			var pred float64
-			if s.p.Category == perf.CategoryMoE {
-				pred = predictOp(rs[idx[i]], &s.p)
-			} else {
-				pred = rs[idx[i]].OpNs(s.p.Op, &batches[i])
-			}
+			pred := s.predict(rs[idx[i]], &batches[i])
 			if !(pred > 0) {
 				return math.Inf(1)
 			}
@@ -537,6 +556,9 @@ func (r *Report) TableString() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %-19s %7s %8s %8s %8s\n", "table", "rows", "median", "p90", "bias")
 	cats := []string{perf.CategoryDense, perf.CategoryAttention, perf.CategoryPerSequence, perf.CategoryMoE}
+	if _, ok := r.Tables[TableGEMM]; ok {
+		cats = PerfDBTables
+	}
 	if _, ok := r.Tables[CategoryV0Decode]; ok {
 		cats = append(cats, CategoryV0Decode)
 	}
