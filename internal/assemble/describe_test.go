@@ -3,6 +3,8 @@ package assemble
 import (
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/internal/hw"
 )
 
 // TestDescribeSaysWhatIsSimulated: the description names the model, each
@@ -101,5 +103,33 @@ func TestDescribeWarnsTPAcrossHostPath(t *testing.T) {
 		if warned != tt.warn {
 			t.Errorf("%q: warned %v, want %v", tt.yaml, warned, tt.warn)
 		}
+	}
+}
+
+// Every accelerator the per-op performance database covers runs the
+// roofline on its own embedded calibration: no borrowing, no warning.
+func TestPerfDBAcceleratorsRunOnOwnCalibration(t *testing.T) {
+	cat, err := hw.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range cat.All() {
+		if a.PerfDBSystem == "" {
+			continue
+		}
+		n++
+		b, err := buildYAML(t, "predictor: {kind: roofline}\nhardware: "+a.Name+"\n")
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		d := b.Describe()
+		text := strings.Join(d.Lines(), "\n")
+		if want := "roofline, " + a.Name + " calibrated (embedded calibration)"; !strings.Contains(text, want) || len(d.Warnings) != 0 {
+			t.Errorf("%s: description lacks %q or warns %v:\n%s", a.Name, want, d.Warnings, text)
+		}
+	}
+	if n != 9 {
+		t.Errorf("%d accelerators with a perfdb_system, want 9", n)
 	}
 }
