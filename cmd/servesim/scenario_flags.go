@@ -74,7 +74,7 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.maxSimTime, "max-sim-time", 0, "stop at this simulated time, seconds (overrides limits.max_sim_time_s; 0: no bound)")
 	fs.Int64Var(&f.maxEvents, "max-events", 0, "stop after this many simulation events (overrides limits.max_events; 0: automatic budget)")
 	fs.BoolVar(&f.invariants, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step (walks over long queues are spread over several steps; docs/performance.md)")
-	fs.StringVar(&f.predictor, "predictor", "", "step-latency predictor profile|roofline (overrides predictor.kind)")
+	fs.StringVar(&f.predictor, "predictor", "", "step-latency predictor profile|roofline|perfdb (overrides predictor.kind)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override any scenario field, PATH=VALUE with the sweep grid's paths, e.g. --set instances[1].count=3 (repeatable; applied after the other flags; as in a scenario file, --set hardware=NAME moves only the groups that inherit the scenario's hardware)")
 }
 

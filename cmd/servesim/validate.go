@@ -97,7 +97,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 	fs.StringVar(&wl, "workload", "", "the JSONL trace the run replayed (default: found by dataset_hash among the embedded workloads)")
 	fs.StringVar(&profiles, "profiles", "", "root of profile bundles (default: the embedded bundles)")
 	fs.StringVar(&csvOut, "requests-csv", "", "also write the simulated per-request records as CSV to FILE")
-	fs.StringVar(&predictor, "predictor", "profile", "step-latency predictor: profile (measured tables) or roofline (calibrated analytical model)")
+	fs.StringVar(&predictor, "predictor", "profile", "step-latency predictor: profile (measured tables), roofline (calibrated analytical model) or perfdb (per-op kernel database, docs/perfdb.md)")
 	fs.StringVar(&calib, "calibration", "", "roofline calibration YAML from servesim calibrate (default: the embedded calibration)")
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as one JSON object")
 	fs.BoolVar(&invariant, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step (walks over long queues are spread over several steps; docs/performance.md)")

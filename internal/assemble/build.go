@@ -17,6 +17,7 @@ import (
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/perfdb"
 	"github.com/servesim/servesim/internal/workload"
 )
 
@@ -104,6 +105,9 @@ type Built struct {
 	// moeTPScaled reports that some instance prices tensor-parallel MoE
 	// (tp > 1, ep = 1) from the tp1 moe.csv divided by tp.
 	moeTPScaled bool
+	// perfdb describes, per accelerator, the database tables that time
+	// its steps (predictor.kind perfdb; nil otherwise).
+	perfdb map[string]string
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -113,10 +117,24 @@ type Built struct {
 // a fresh router and a fresh workload source. The closer must be closed
 // after the run.
 func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
+	sim, _, closer, err := b.NewRun(obs)
+	return sim, closer, err
+}
+
+// NewRun is NewSim that also returns the run's table counts: how many
+// op evaluations the measured-kernel predictors (predictor.kind perfdb)
+// timed from their tables and how many fell back to the roofline.
+func (b *Built) NewRun(obs cluster.Observer) (*cluster.Sim, *perf.TableCounts, io.Closer, error) {
+	counts := &perf.TableCounts{}
+	sim, closer, err := b.newSim(obs, counts)
+	return sim, counts, closer, err
+}
+
+func (b *Built) newSim(obs cluster.Observer, counts *perf.TableCounts) (*cluster.Sim, io.Closer, error) {
 	engines := make([]*engine.Engine, len(b.Instances))
 	for i := range b.Instances {
 		in := &b.Instances[i]
-		e, err := engine.New(i, in.Engine, in.Predictor)
+		e, err := engine.New(i, in.Engine, perf.ForRun(in.Predictor, counts))
 		if err != nil {
 			return nil, nil, fmt.Errorf("instance %d (group %s): %w", i, in.Group, err)
 		}
@@ -135,7 +153,7 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
 	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
 	if len(b.groups) > 0 {
-		groups, err := b.dpGroups()
+		groups, err := b.dpGroups(counts)
 		if err == nil {
 			err = sim.SetDPGroups(groups)
 		}
@@ -207,6 +225,13 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	timers := map[string]moe.LayerTimer{}
 	scaledMoE := map[string]bool{}
 	rooflines := map[string]*perf.Roofline{}
+	var dbs *perfdbs
+	if s.Predictor.Kind == "perfdb" {
+		if dbs, err = newPerfDBs(s, src); err != nil {
+			return nil, err
+		}
+		b.perfdb = map[string]string{}
+	}
 	for gi := range s.Instances {
 		g := &s.Instances[gi]
 		path := fmt.Sprintf("instances[%d]", gi)
@@ -267,7 +292,16 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 		pred, ok := predictors[key]
 		if !ok {
 			var base perf.Predictor
-			if s.Predictor.Kind == "roofline" {
+			var db *perfdb.DB
+			if s.Predictor.Kind == "perfdb" {
+				var rl *perf.Roofline
+				base, rl, db, err = measuredPredictor(s, src, dbs, m, acc, tp, ep, qf)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", path, err)
+				}
+				rooflines[key] = rl
+				b.perfdb[acc.Name] = describePerfDB(db, dbs.name)
+			} else if s.Predictor.Kind == "roofline" {
 				base, err = roofline(s, src, m, acc, tp, qf)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", path, err)
@@ -299,6 +333,12 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			}
 			tc := tpComm(m, acc, tp, bpe, s.Links, eng)
 			tc.Scale = s.Predictor.CollectiveScale
+			if db != nil && tp > 1 && tc.AR.N > 1 && (linkGPUs == 0 || tp <= linkGPUs) {
+				// Measured all-reduces inside one node or NVLink domain;
+				// vLLM's own dispatch unless custom all-reduce is off.
+				tc.Measured = db.Collectives(tp)
+				tc.MeasuredVLLM = eng.DisableCustomAllReduce == nil || !*eng.DisableCustomAllReduce
+			}
 			base = perf.WithCollectives(base, tc)
 			base = perf.WithEngineTime(base, et)
 			pred = perf.WithOverhead(base, overheadNs)
@@ -410,6 +450,11 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 					return nil, fmt.Errorf("%s: %w", path, err)
 				}
 				timer, ok = t, true
+				if dbs != nil {
+					if timer, err = perfdbEPTimer(s, dbs, m, acc, ep, qf, t); err != nil {
+						return nil, fmt.Errorf("%s: %w", path, err)
+					}
+				}
 			}
 			if !ok {
 				return nil, fmt.Errorf("%s: dp/ep need a per-rank MoE time: the profile predictor's moe.csv measured in the scenario's weight format (format_scaling does not carry it), or predictor.kind: roofline", path)

@@ -136,6 +136,22 @@ func (b *Built) spanWarning(in Instance) string {
 // a warning (once per accelerator) when it borrows a calibration.
 func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]string) (string, map[string]bool) {
 	s := b.Scenario
+	if s.Predictor.Kind == "perfdb" {
+		src := b.perfdb[in.Hardware]
+		acc, err := hw.Lookup(in.Hardware)
+		if err != nil {
+			return src, warned
+		}
+		_, desc, err := calibrationFor(s, b.src, acc)
+		if err != nil {
+			return src, warned
+		}
+		if strings.Contains(desc, "not calibrated") && !warned[acc.Name] {
+			warned[acc.Name] = true
+			*warnings = append(*warnings, "perfdb fallback roofline: "+desc)
+		}
+		return src + "; outside the tables: roofline, " + desc, warned
+	}
 	if s.Predictor.Kind != "roofline" {
 		variant := s.Dtype
 		if qf, err := s.Format(); err == nil && !qf.Off() {

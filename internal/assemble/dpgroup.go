@@ -24,8 +24,9 @@ type groupSpec struct {
 }
 
 // dpGroups makes the run-time DP groups, each with a fresh MoE model (its
-// own seeded load stream).
-func (b *Built) dpGroups() ([]cluster.DPGroup, error) {
+// own seeded load stream) and its predictor's per-run copy counting into
+// counts.
+func (b *Built) dpGroups(counts *perf.TableCounts) ([]cluster.DPGroup, error) {
 	m := b.Model
 	routing := moe.Routing{}
 	if r := b.Scenario.MoE; r != nil {
@@ -50,7 +51,7 @@ func (b *Built) dpGroups() ([]cluster.DPGroup, error) {
 		if err != nil {
 			return nil, fmt.Errorf("instance group %s: %w", in.Group, err)
 		}
-		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: g.pred, MoE: mm, Graph: g.graph.Dispatch, Balance: g.balance,
+		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: perf.ForRun(g.pred, counts), MoE: mm, Graph: g.graph.Dispatch, Balance: g.balance,
 			SeededTies: g.seededTies, TieSeed: b.Scenario.Seed + uint64(gi)}
 	}
 	return out, nil

@@ -154,7 +154,7 @@ func TestRoutingHistogram(t *testing.T) {
 			t.Fatal(err)
 		}
 		if m != nil && m.Routing == "histogram" {
-			groups, err := built.dpGroups()
+			groups, err := built.dpGroups(&perf.TableCounts{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -80,6 +80,10 @@ func TestParseErrors(t *testing.T) {
 		{"ep with pp", "instances:\n  - {tp: 2, ep: 2, pp: 2}\n", []string{"instances[0].pp", "pp: 1"}},
 		{"bad dp tie rule", "instances:\n  - {dp: 2, dp_balance_ties: random}\n", []string{"s.yaml:2:", "instances[0].dp_balance_ties", "lowest or seeded", `"random"`}},
 		{"bad format scaling", "predictor: {format_scaling: yes-please}\n", []string{"predictor.format_scaling", "roofline-ratio"}},
+		{"bad predictor kind", "predictor: {kind: tables}\n", []string{"predictor.kind", "profile, roofline or perfdb"}},
+		{"perfdb field on a profile", "predictor: {path: db}\n", []string{"predictor.path", "kind perfdb only"}},
+		{"perfdb system on the roofline", "predictor: {kind: roofline, system: h100_sxm}\n", []string{"predictor.system", "kind perfdb only"}},
+		{"bad moe distribution", "predictor: {kind: perfdb, moe_distribution: zipf}\n", []string{"predictor.moe_distribution", "power_law_1.01"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

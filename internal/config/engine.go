@@ -8,9 +8,27 @@ import (
 // Predictor configures step-latency prediction.
 type Predictor struct {
 	// Kind is "profile" (default: tables measured on the accelerator for
-	// the model, see profiles) or "roofline" (any model on any catalog
-	// accelerator, from FLOPs and bytes with calibrated efficiencies).
+	// the model, see profiles), "roofline" (any model on any catalog
+	// accelerator, from FLOPs and bytes with calibrated efficiencies) or
+	// "perfdb" (the roofline's ops timed from a per-op kernel database
+	// measured on the accelerator, see path; docs/perfdb.md).
 	Kind string `yaml:"kind" json:"kind"`
+	// Path is, for kind perfdb, the database's systems folder (the
+	// layout of NVIDIA AIConfigurator's aic-core/.../systems), relative
+	// to the scenario file. Empty: the copy embedded in servesim.
+	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	// System is, for kind perfdb, the database system to read (e.g.
+	// h100_sxm). Empty: the accelerator catalog's perfdb_system of each
+	// instance group's hardware.
+	System string `yaml:"system,omitempty" json:"system,omitempty"`
+	// Version is, for kind perfdb, the framework version whose tables
+	// are read (empty: 0.19.0, the vLLM release servesim models); a table
+	// not measured at it is read from the nearest measured version.
+	Version string `yaml:"version,omitempty" json:"version,omitempty"`
+	// MoEDistribution is, for kind perfdb, the token routing of the MoE
+	// rows read (moe_perf's distribution: balanced, power_law_1.01,
+	// power_law_1.2). Empty: balanced.
+	MoEDistribution string `yaml:"moe_distribution,omitempty" json:"moe_distribution,omitempty"`
 	// Calibration is a calibration YAML written by `servesim calibrate`
 	// (relative to the scenario file); empty: the embedded calibration.
 	// Accelerators it lacks use generic efficiencies.

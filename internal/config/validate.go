@@ -22,8 +22,21 @@ func (s *Scenario) Validate() error {
 	default:
 		bad("predictor.format_scaling", "must be empty (refuse formats the profile was not measured with) or %s (got %q)", FormatScalingRooflineRatio, s.Predictor.FormatScaling)
 	}
-	if s.Predictor.Kind != "profile" && s.Predictor.Kind != "roofline" {
-		bad("predictor.kind", "must be profile or roofline (got %q)", s.Predictor.Kind)
+	switch s.Predictor.Kind {
+	case "profile", "roofline":
+		for _, f := range []struct{ name, v string }{{"path", s.Predictor.Path}, {"system", s.Predictor.System}, {"version", s.Predictor.Version}, {"moe_distribution", s.Predictor.MoEDistribution}} {
+			if f.v != "" {
+				bad("predictor."+f.name, "applies to predictor.kind perfdb only (kind is %s); remove it or set kind: perfdb", s.Predictor.Kind)
+			}
+		}
+	case "perfdb":
+		switch s.Predictor.MoEDistribution {
+		case "", "balanced", "power_law_1.01", "power_law_1.2":
+		default:
+			bad("predictor.moe_distribution", "must be balanced, power_law_1.01 or power_law_1.2 (got %q)", s.Predictor.MoEDistribution)
+		}
+	default:
+		bad("predictor.kind", "must be profile, roofline or perfdb (got %q)", s.Predictor.Kind)
 	}
 	s.Engine.validate("engine", bad)
 	for _, f := range []struct {

@@ -399,6 +399,20 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 	// Speculative summarises speculative decoding (nil when off).
 	Speculative *SpecResult `json:"speculative,omitempty"`
+	// KernelTables says, per op a per-op kernel database times
+	// (predictor.kind perfdb), how many step evaluations read its table
+	// and how many fell back to the roofline (empty for other predictors).
+	KernelTables []TableUse `json:"kernel_tables,omitempty"`
+}
+
+// TableUse is one op's use of the measured kernel tables over a run.
+type TableUse struct {
+	Op string `json:"op"`
+	// Evals counts the steps (and collectives) in which the op ran;
+	// Fallbacks those timed by the roofline because the shape lies
+	// outside the op's table.
+	Evals     int64 `json:"evaluations"`
+	Fallbacks int64 `json:"fallbacks"`
 }
 
 // SwapResult is what swap preemption (vLLM v0's legacy mode) did over a

@@ -122,6 +122,13 @@ func (r Result) String() string {
 		fmt.Fprintf(&b, "Swap preemption (legacy, vLLM v0): %d out, %d in, %d recomputed (swap space full); %.2f GB out, %.2f GB in; mean copy %.3f ms out, %.3f ms in; peak %d of %d blocks\n",
 			w.SwapOuts, w.SwapIns, w.Fallbacks, float64(w.BytesOut)/1e9, float64(w.BytesIn)/1e9, w.OutMeanMs, w.InMeanMs, w.PeakBlocks, w.CapacityBlocks)
 	}
+	if len(r.KernelTables) > 0 {
+		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+		fmt.Fprintf(&b, "%-40s %18s %18s %14s\n", "Kernel tables (perfdb)", "evaluations", "roofline fallbacks", "fallback %")
+		for _, t := range r.KernelTables {
+			fmt.Fprintf(&b, "  %-38s %18d %18d %14.2f\n", t.Op, t.Evals, t.Fallbacks, 100*float64(t.Fallbacks)/float64(max(t.Evals, 1)))
+		}
+	}
 	if r.Limit != "" {
 		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
 		b.WriteString("LIMIT: " + r.Limit + "\n")

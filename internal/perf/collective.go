@@ -58,6 +58,20 @@ type TPComm struct {
 	// efficiency factor, fitted to measured tp > 1 runs or set by hand
 	// (predictor.collective_scale).
 	Scale float64
+	// Measured, when set, times the all-reduces and the logits all-gather
+	// from measured tables (vLLM's own all-reduce dispatch when
+	// MeasuredVLLM, else NCCL's); a size outside the tables falls back to
+	// AR (or the ring) and is counted.
+	Measured     CollectiveTimes
+	MeasuredVLLM bool
+}
+
+// CollectiveTimes times collectives of one tensor-parallel group from
+// measurements (package perfdb's Collectives); ns, and false outside the
+// measured sizes.
+type CollectiveTimes interface {
+	AllReduce(vllm bool, bytes int64) (float64, bool)
+	AllGather(bytes int64) (float64, bool)
 }
 
 // WithCollectives adds tensor-parallel communication to a per-rank
@@ -78,12 +92,18 @@ func WithCollectives(p Predictor, cfg TPComm) Predictor {
 	if cfg.BytesPerElem == 0 {
 		cfg.BytesPerElem = 2
 	}
-	return tpComm{p, cfg}
+	return tpComm{Predictor: p, cfg: cfg}
 }
 
 type tpComm struct {
 	Predictor
-	cfg TPComm
+	cfg    TPComm
+	counts *TableCounts // per run, with measured collectives
+}
+
+// ForRun implements RunScoped.
+func (c tpComm) ForRun(counts *TableCounts) Predictor {
+	return tpComm{ForRun(c.Predictor, counts), c.cfg, counts}
 }
 
 // StepTime implements Predictor.
@@ -111,6 +131,26 @@ func (c tpComm) CommNs(b *Batch) int64 {
 	} else {
 		ar = AllReduceNs(msg, cfg.TP, cfg.LinkBW, cfg.LinkLatencyNs)
 		gather = AllGatherNs(logits, cfg.TP, cfg.LinkBW, cfg.LinkLatencyNs)
+	}
+	if cfg.Measured != nil {
+		var fell uint16
+		if ns, ok := cfg.Measured.AllReduce(cfg.MeasuredVLLM, msg); ok {
+			ar = clampNs(ns)
+		} else {
+			fell |= 1 << TableAllReduce
+		}
+		present := uint16(1 << TableAllReduce)
+		if cfg.Vocab > 0 && logits > 0 {
+			present |= 1 << TableAllGather
+			if ns, ok := cfg.Measured.AllGather(logits); ok {
+				gather = clampNs(ns)
+			} else {
+				fell |= 1 << TableAllGather
+			}
+		}
+		if c.counts != nil {
+			c.counts.add(present, fell)
+		}
 	}
 	t := satMul(ar, int64(2*cfg.Layers+1))
 	if cfg.Vocab > 0 {

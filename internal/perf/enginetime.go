@@ -280,3 +280,10 @@ func SpecCaptureSizes(maxNumSeqs, maxBatchedTokens, k int, sizes []int) []int {
 	}
 	return out
 }
+
+// ForRun implements RunScoped.
+func (t *engineTime) ForRun(c *TableCounts) Predictor {
+	cp := *t
+	cp.inner = ForRun(t.inner, c)
+	return &cp
+}

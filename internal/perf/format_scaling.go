@@ -38,3 +38,8 @@ func (f formatScaled) MinKernelNs() float64 {
 	}
 	return 0
 }
+
+// ForRun implements RunScoped.
+func (f formatScaled) ForRun(c *TableCounts) Predictor {
+	return formatScaled{ForRun(f.measured, c), f.ref, f.target}
+}

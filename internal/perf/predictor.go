@@ -88,3 +88,8 @@ type overhead struct {
 }
 
 func (o overhead) StepTime(b *Batch) int64 { return o.Predictor.StepTime(b) + o.ns }
+
+// ForRun implements RunScoped.
+func (o overhead) ForRun(c *TableCounts) Predictor {
+	return overhead{ForRun(o.Predictor, c), o.ns}
+}

@@ -17,3 +17,8 @@ type scaledPredictor struct {
 func (s scaledPredictor) StepTime(b *Batch) int64 {
 	return int64(math.Round(float64(s.p.StepTime(b)) * s.f))
 }
+
+// ForRun implements RunScoped.
+func (s scaledPredictor) ForRun(c *TableCounts) Predictor {
+	return scaledPredictor{ForRun(s.p, c), s.f}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
 )
 
 // Options selects the outputs of a run. Empty paths are not written.
@@ -164,7 +165,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 		o.jsonl = metrics.NewJSONLWriter(w, wopts...)
 	}
-	sim, closer, err := b.NewSim(o)
+	sim, tables, closer, err := b.NewRun(o)
 	if err != nil {
 		return metrics.Result{}, err
 	}
@@ -255,6 +256,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	o.closers = nil
 	res := o.sum.Finish(end)
 	describe(b, &res)
+	res.KernelTables = tableUses(tables)
 	res.Limit = sim.LimitReached()
 	res.CheckTargets(opts.Targets)
 	if tiers != nil {
@@ -275,6 +277,15 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// tableUses lists the measured kernel tables' use over a run.
+func tableUses(c *perf.TableCounts) []metrics.TableUse {
+	var out []metrics.TableUse
+	for _, op := range c.Ops() {
+		out = append(out, metrics.TableUse{Op: op.String(), Evals: c.Evals[op], Fallbacks: c.Fallbacks[op]})
+	}
+	return out
 }
 
 // describe attaches what was simulated to a run's result.

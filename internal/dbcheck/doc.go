@@ -1,0 +1,19 @@
+// Package dbcheck sets a per-op GPU performance database (package perfdb)
+// beside servesim's other knowledge of the same GPU:
+//
+//   - Crosscheck compares the database with a profile bundle's step tables
+//     (package perf), op by op: the linear layers' GEMMs, lm_head,
+//     attention and the MoE block, each database time composed exactly as
+//     the measured-kernel predictor (perf.Measured) composes it, with the
+//     shapes the roofline derives for the model (perf.Roofline's
+//     LinearShape and AttentionShape).
+//   - Collectives lists a tensor-parallel all-reduce by message size:
+//     the database's measured vLLM custom all-reduce and NCCL rows beside
+//     servesim's modelled perf.AllReduce on a catalog link.
+//   - Inventory lists the systems of a database, the versions present and
+//     the tables a run reads, with their row counts.
+//
+// Differences are database / profile − 1 per row; a row whose shape lies
+// outside the database's tables (where the predictor falls back to the
+// roofline) is counted, not compared.
+package dbcheck

@@ -1,0 +1,138 @@
+package perfdb
+
+import (
+	"math"
+	"testing"
+)
+
+// gemmMs is the synthetic GEMM time: affine in each of m, n and k.
+func gemmMs(m, n, k float64) float64 { return 1e-12*m*n*k + 1e-9*n*k + 0.01 }
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// synthetic builds a database whose times follow closed forms, so that
+// every lookup can be checked against a hand computation.
+func synthetic() *DB {
+	db := &DB{System: "syn", Spec: SystemSpec{MemBW: 1e12}}
+	// GEMM: gemmMs, affine in each of m, n and k, measured at m in {1, 16, 64}, n and k in {1024, 4096}.
+	for _, m := range []int{1, 16, 64} {
+		for _, n := range []int{1024, 4096} {
+			for _, k := range []int{1024, 4096} {
+				ms := gemmMs(float64(m), float64(n), float64(k))
+				db.GEMM = append(db.GEMM, GEMMRow{Dtype: "bfloat16", M: m, N: n, K: k, Ms: ms})
+			}
+		}
+	}
+	// Context: t(ms) = 1e-6·b·s², batch 1 and 2 up to s = 4096, batch 4
+	// only up to s = 1024 (a ragged row).
+	for _, b := range []int{1, 2, 4} {
+		for _, s := range []int{256, 1024, 4096} {
+			if b == 4 && s > 1024 {
+				continue
+			}
+			db.Context = append(db.Context, AttnRow{Batch: b, Seq: s, Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "bfloat16", Ms: 1e-6 * float64(b*s*s)})
+		}
+	}
+	// Generation: t(ms) = 0.005 + 1e-7·b·c (above the bandwidth floor).
+	for _, b := range []int{1, 8} {
+		for _, c := range []int{127, 1023} {
+			db.Generation = append(db.Generation, AttnRow{Batch: b, Seq: c, Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "bfloat16", Ms: 0.005 + 1e-7*float64(b*c)})
+		}
+	}
+	for _, s := range []int64{1024, 4096} {
+		db.CustomAR = append(db.CustomAR, CommRow{Op: "all_reduce", Backend: "vllm_graph", Dtype: "bfloat16", GPUs: 2, Size: s, Ms: 0.001 * float64(s) / 1024})
+	}
+	return db
+}
+
+func TestKernelsAgainstHandComputation(t *testing.T) {
+	k, err := synthetic().Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gemm := func(m, n, kk float64) float64 { return gemmMs(m, n, kk) * 1e3 } // us; ×1e3 below for ns
+	tests := []struct {
+		name string
+		got  func() (float64, bool)
+		want float64
+		ok   bool
+	}{
+		{"gemm on the grid", func() (float64, bool) { return k.GEMM(false, 16, 4096, 1024) }, gemm(16, 4096, 1024) * 1e3, true},
+		{"gemm between m", func() (float64, bool) { return k.GEMM(false, 40, 1024, 1024) }, gemm(40, 1024, 1024) * 1e3, true},
+		// bilinear in n and k reproduces a function affine in each, and
+		// the m·n·k term is bilinear too: exact.
+		{"gemm between n and k", func() (float64, bool) { return k.GEMM(false, 16, 2048, 3000) }, gemm(16, 2048, 3000) * 1e3, true},
+		{"gemm m beyond the table", func() (float64, bool) { return k.GEMM(false, 65, 1024, 1024) }, 0, false},
+		{"gemm n beyond the table", func() (float64, bool) { return k.GEMM(false, 16, 8192, 1024) }, 0, false},
+		{"gemm in a missing dtype", func() (float64, bool) { return k.GEMM(true, 16, 1024, 1024) }, gemm(16, 1024, 1024) * 1e3, true},
+		// log-log in s reproduces the power law s² exactly.
+		{"context between lengths", func() (float64, bool) { return k.ContextAttention(1, 2000) }, 1e-6 * 2000 * 2000 * 1e6, true},
+		{"context between batches", func() (float64, bool) { return k.ContextAttention(3, 512) }, 1e-6 * 3 * 512 * 512 * 1e6, true},
+		// batch 4 measured up to 1024: its row extends as the power law
+		// of its top two points, to 2048.
+		{"context on a ragged row", func() (float64, bool) { return k.ContextAttention(4, 2048) }, 1e-6 * 4 * 2048 * 2048 * 1e6, true},
+		{"context beyond every row", func() (float64, bool) { return k.ContextAttention(1, 5000) }, 0, false},
+		{"generation bilinear", func() (float64, bool) { return k.GenerationAttention(4, 500) }, (0.005 + 1e-7*4*500) * 1e6, true},
+		{"generation beyond the batches", func() (float64, bool) { return k.GenerationAttention(9, 500) }, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := tt.got()
+		if ok != tt.ok || (ok && !near(got, tt.want)) {
+			t.Errorf("%s: got %.6g, %v; want %.6g, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// The generation table times one layer's kernel in a loop (its KV warm
+// in L2); a step cannot read the KV faster than the peak bandwidth.
+func TestGenerationBandwidthFloor(t *testing.T) {
+	db := synthetic()
+	db.Spec.MemBW = 1e9 // 1 GB/s: the floor dominates
+	k, err := db.Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := k.GenerationAttention(8, 1000)
+	// 8 × 1000 tokens × 2 (K, V) × 2 heads × 64 × 2 bytes at 1 GB/s.
+	want := 8 * 1000 * 2 * 2 * 64 * 2.0
+	if !ok || !near(got, want) {
+		t.Fatalf("floor: got %g ns, want %g", got, want)
+	}
+}
+
+func TestCollectivesLookup(t *testing.T) {
+	c := synthetic().Collectives(2)
+	for _, tt := range []struct {
+		bytes int64
+		want  float64
+		ok    bool
+	}{
+		{2048, 1000, true},       // 1024 elements: 0.001 ms
+		{5120, 1000 * 2.5, true}, // between 1024 and 4096 elements
+		{100, 1000, true},        // below the smallest size: its latency
+		{16384, 0, false},        // beyond the table
+	} {
+		got, ok := c.AllReduce(true, tt.bytes)
+		if ok != tt.ok || (ok && !near(got, tt.want)) {
+			t.Errorf("all-reduce of %d B: got %g, %v; want %g, %v", tt.bytes, got, ok, tt.want, tt.ok)
+		}
+	}
+	if _, ok := c.AllReduce(false, 2048); ok {
+		t.Error("no NCCL rows: the NCCL all-reduce must report false")
+	}
+	if c := synthetic().Collectives(4); c.custom != nil {
+		t.Error("no rows at 4 GPUs")
+	}
+}
+
+// A point above a later one (a kernel-selection outlier) is lowered to
+// the smallest later time: a smaller problem never takes longer.
+func TestCurvesAreMonotone(t *testing.T) {
+	c := buildCurve([]float64{1, 2, 3, 4, 4}, []float64{5, 9, 7, 8, 10})
+	want := []float64{5, 7, 7, 9}
+	for i, y := range c.y {
+		if y != want[i] {
+			t.Fatalf("curve %v, want %v (repeated x averaged, then the suffix minimum)", c.y, want)
+		}
+	}
+}
