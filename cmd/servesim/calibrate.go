@@ -667,10 +667,10 @@ func runMeasuredFit(cmd *cobra.Command, runs []string, benchConfig string, offse
 	return err
 }
 
-// openPerfDB opens system's tables in the performance database dir
+// openPerfDBInput opens system's tables in the performance database dir
 // (builtin: the embedded copy) and selects the rows of the accelerator
 // whose perfdb_system it is.
-func openPerfDB(flag, dir, system, version string) (*calibrate.PerfDBInput, error) {
+func openPerfDBInput(flag, dir, system, version string) (*calibrate.PerfDBInput, error) {
 	var fsys fs.FS
 	switch dir {
 	case "", "builtin":
@@ -701,7 +701,7 @@ func openPerfDB(flag, dir, system, version string) (*calibrate.PerfDBInput, erro
 // database tables and writes it (to out, keeping its other entries, or to
 // stdout).
 func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string) error {
-	in, err := openPerfDB("--system", dir, system, version)
+	in, err := openPerfDBInput("--system", dir, system, version)
 	if err != nil {
 		return err
 	}
@@ -753,7 +753,7 @@ func runPerfDBCheck(w io.Writer, dir, system, version, calFile, use string, ops 
 	if system == "" {
 		return usageError{fmt.Errorf("--check perfdb:NAME needs a system name (e.g. perfdb:h100_sxm)")}
 	}
-	in, err := openPerfDB("--check perfdb:"+system, dir, system, version)
+	in, err := openPerfDBInput("--check perfdb:"+system, dir, system, version)
 	if err != nil {
 		return err
 	}
