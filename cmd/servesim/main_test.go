@@ -73,6 +73,8 @@ func TestBadInput(t *testing.T) {
 		{"check bundle not embedded", []string{"calibrate", "--check", "builtin:H100/meta-llama/Llama-3.1-8B/bf16/tp1"}, []string{"--check: ", "no embedded bundle"}},
 		{"profiles bundle missing", []string{"calibrate", "--profiles", filepath.Join(dir, "none")}, []string{"--profiles: ", "not a directory"}},
 		{"empty trace", []string{"run", "-q", "--workload", write(t, dir, "empty.jsonl", "\n\n")}, []string{"workload.trace", "empty.jsonl", "no requests"}},
+		{"timeline of no request", []string{"run", "-q", "--limit", "5", "--timeline", "7"}, []string{"--timeline 7", "ids run from 0 to 4"}},
+		{"front end negative cost", []string{"run", "-q", "-c", scenario("fe.yaml", "frontend:\n  output_us: -1\n")}, []string{"frontend.output_us", "must be in [0,"}},
 		// Output paths that cannot be written are refused before the run.
 		{"report is a directory", []string{"run", "-q", "--limit", "5", "--report", dir}, []string{"--report", "is a directory"}},
 		{"summary json is a directory", []string{"run", "-q", "--limit", "5", "--summary-json", dir}, []string{"--summary-json", "is a directory"}},

@@ -37,8 +37,8 @@ func writeBundle(t *testing.T, denseCSV string) string {
 }
 
 // TestPerfDBCrosscheckSmallBundle: a synthetic bundle's rows are compared
-// with the embedded tables; the mixed attention row is checked by hand
-// (context 6.752 µs + generation 8.6237 µs against 7.936 µs).
+// with the embedded tables; the attention rows are checked by hand (the
+// mixed row is outside the tables).
 func TestPerfDBCrosscheckSmallBundle(t *testing.T) {
 	dir := writeBundle(t, "layer,tokens,time_us\nqkv_proj,16,37.2263\nqkv_proj,8,35.851\nlayernorm,16,3\n")
 	code, out, stderr := run(t, "perfdb", "crosscheck", "--profile", dir, "--json")
@@ -67,20 +67,20 @@ func TestPerfDBCrosscheckSmallBundle(t *testing.T) {
 	for _, o := range reps[0].Ops {
 		got[o.Op] = o.Compared*100 + o.Outside
 	}
-	// qkv_proj 2 compared; lm_head 1 outside; attention 3 compared; the
-	// mixed row's profile parts 1.
-	want := map[string]int{"qkv_proj": 200, "lm_head": 1, "attention": 300, "attention parts": 100}
+	// qkv_proj 2 compared; lm_head 1 outside; attention 2 compared and
+	// the mixed row outside; the mixed row's profile parts 1.
+	want := map[string]int{"qkv_proj": 200, "lm_head": 1, "attention": 201, "attention parts": 100}
 	for op, w := range want {
 		if got[op] != w {
 			t.Errorf("%s: compared*100+outside = %d, want %d (all %v)", op, got[op], w, got)
 		}
 	}
-	// The mixed row alone: (6.752 + 8.6237) / 7.936 - 1 = +93.75 %; the
-	// prefill (6.752/7.76533 - 1 = -13.05 %) and decode (8.6237/8.35233
-	// - 1 = +3.25 %) rows put the median at the decode's.
+	// The prefill (6.752/7.76533 - 1 = -13.05 %) and decode (8.4587/
+	// 8.35233 - 1 = +1.27 %: the generation rows at 15 and 31 tokens, the
+	// first lowered to the second) rows: median -5.89 %.
 	for _, o := range reps[0].Ops {
-		if o.Op == "attention" && (o.Signed.Median < 3.2 || o.Signed.Median > 3.3) {
-			t.Errorf("attention median %g %%, want +3.25 %%", o.Signed.Median)
+		if o.Op == "attention" && (o.Signed.Median < -5.95 || o.Signed.Median > -5.85) {
+			t.Errorf("attention median %g %%, want -5.89 %%", o.Signed.Median)
 		}
 	}
 }

@@ -22,6 +22,7 @@ from measured step-latency profiles, in seconds on a laptop.
   servesim sweep / search / merge     capacity planning
   servesim calibrate / catalog        roofline calibration, known hardware and models
   servesim perfdb                     the per-op kernel database: systems, cross-checks, collectives
+  servesim serve -c scenario.yaml     the cluster in real time behind an OpenAI-compatible API
 
 Exit codes: 0 success; 1 internal error (a bug); 2 usage error or bad input;
 3 stopped by the eager handoff policy; 130 interrupted (SIGINT/SIGTERM).
@@ -32,7 +33,7 @@ See docs/cli.md.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCmd(), newValidateCmd(), newCompareCmd(), newCalibrateCmd(), newConvertCmd(), newCatalogCmd())
-	root.AddCommand(newSweepCmd(), newMergeCmd(), newSearchCmd(), newPerfDBCmd())
+	root.AddCommand(newSweepCmd(), newMergeCmd(), newSearchCmd(), newPerfDBCmd(), newServeCmd())
 	// An unknown command reaches the root as an argument.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {

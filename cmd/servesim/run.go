@@ -13,6 +13,7 @@ import (
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/compare"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/report"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/workload"
@@ -32,6 +33,7 @@ type runFlags struct {
 	printConfig bool
 	quiet       bool
 	errorBars   bool
+	timeline    int64
 }
 
 func newRunCmd() *cobra.Command {
@@ -57,6 +59,7 @@ of the measured vLLM run (max_num_seqs 128, max_num_batched_tokens 2048).`,
 	fs.StringVar(&f.report, "report", "", "write a self-contained HTML report (summary, outcomes, latency CDFs, per-instance time series) to FILE")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the fully resolved scenario as YAML and exit")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress indicator")
+	fs.Int64Var(&f.timeline, "timeline", -1, "after the summary, chart the life of request ID: front end, queue, prefill, decode and output path, with client-side times when a front end is simulated (docs/client.md)")
 	fs.BoolVar(&f.errorBars, "error-bars", false, "add 90 % intervals (step-model residuals for the roofline, seed variance for synthetic workloads; costs extra simulations) after the summary, and errorbars.json with --out")
 	return cmd
 }
@@ -115,6 +118,19 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		col = report.NewCollector()
 		opts.OnRecord, opts.Sampler = col.Record, col
 	}
+	var traced *metrics.Record
+	if f.timeline >= 0 {
+		prev := opts.OnRecord
+		opts.OnRecord = func(r *metrics.Record) {
+			if r.ID == f.timeline {
+				c := *r
+				traced = &c
+			}
+			if prev != nil {
+				prev(r)
+			}
+		}
+	}
 	prog := newProgress(cmd.ErrOrStderr(), f.quiet, func() int64 { return workloadRequests(built) })
 	opts.Progress, opts.ProgressEvery = prog.update, 64
 	res, err := runner.Run(built, opts)
@@ -158,6 +174,14 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 	}
 	if _, err := io.WriteString(cmd.OutOrStdout(), res.String()); err != nil {
 		return err
+	}
+	if f.timeline >= 0 {
+		if traced == nil {
+			return badInput(fmt.Errorf("--timeline %d: no request with that id in the run (ids run from 0 to %d)", f.timeline, res.RequestsTotal+res.WarmupRequests-1))
+		}
+		if _, err := io.WriteString(cmd.OutOrStdout(), metrics.Timeline(traced)); err != nil {
+			return err
+		}
 	}
 	if f.errorBars {
 		if bars, err = printErrorBars(cmd.OutOrStdout(), s, src, &res, f.out); err != nil {

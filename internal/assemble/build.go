@@ -11,6 +11,7 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/des"
 	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/frontend"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/link"
@@ -125,32 +126,52 @@ func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
 // op evaluations the measured-kernel predictors (predictor.kind perfdb)
 // timed from their tables and how many fell back to the roofline.
 func (b *Built) NewRun(obs cluster.Observer) (*cluster.Sim, *perf.TableCounts, io.Closer, error) {
+	src, closer, err := b.Open()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	counts := &perf.TableCounts{}
-	sim, closer, err := b.newSim(obs, counts)
-	return sim, counts, closer, err
+	sim, err := b.newSim(src, obs, nil, counts)
+	if err != nil {
+		closer.Close()
+		return nil, nil, nil, err
+	}
+	return sim, counts, closer, nil
 }
 
-func (b *Built) newSim(obs cluster.Observer, counts *perf.TableCounts) (*cluster.Sim, io.Closer, error) {
+// Router returns a fresh instance of the scenario's arrival router.
+func (b *Built) Router() cluster.Router { return newRouter(b.Scenario) }
+
+// NewSimFrom is NewSim with the workload source and the arrival router
+// given (nil router: the scenario's), as a driver that feeds requests in
+// real time needs (servesim serve).
+func (b *Built) NewSimFrom(src workload.Source, obs cluster.Observer, router cluster.Router) (*cluster.Sim, error) {
+	return b.newSim(src, obs, router, &perf.TableCounts{})
+}
+
+func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster.Router, counts *perf.TableCounts) (*cluster.Sim, error) {
 	engines := make([]*engine.Engine, len(b.Instances))
 	for i := range b.Instances {
 		in := &b.Instances[i]
 		e, err := engine.New(i, in.Engine, perf.ForRun(in.Predictor, counts))
 		if err != nil {
-			return nil, nil, fmt.Errorf("instance %d (group %s): %w", i, in.Group, err)
+			return nil, fmt.Errorf("instance %d (group %s): %w", i, in.Group, err)
 		}
 		engines[i] = e
 	}
-	src, closer, err := b.Open()
-	if err != nil {
-		return nil, nil, err
+	if router == nil {
+		router = newRouter(b.Scenario)
 	}
-	sim, err := cluster.New(engines, src, newRouter(b.Scenario), obs)
+	sim, err := cluster.New(engines, src, router, obs)
 	if err != nil {
-		closer.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	sim.CheckInvariants(b.Scenario.CheckInvariants)
 	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
+	sim.SetWarmup(int64(b.Scenario.Workload.WarmupRequests))
+	if fe := b.Scenario.FrontEnd; fe != nil {
+		sim.SetFrontEnd(frontend.New(*fe, b.Scenario.Seed, len(engines)))
+	}
 	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
 	if len(b.groups) > 0 {
 		groups, err := b.dpGroups(counts)
@@ -158,15 +179,13 @@ func (b *Built) newSim(obs cluster.Observer, counts *perf.TableCounts) (*cluster
 			err = sim.SetDPGroups(groups)
 		}
 		if err != nil {
-			closer.Close()
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if b.tiers != nil {
 		h, err := kvtier.New(*b.tiers)
 		if err != nil {
-			closer.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		sim.EnableTiers(h)
 	}
@@ -183,11 +202,10 @@ func (b *Built) newSim(obs cluster.Observer, counts *perf.TableCounts) (*cluster
 			nodes[i].PrefillTokensPerSec = in.prefillRate
 		}
 		if err := sim.EnablePD(*b.PD, nodes, net); err != nil {
-			closer.Close()
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return sim, closer, nil
+	return sim, nil
 }
 
 // Build resolves a validated scenario: it loads the model and hardware,

@@ -88,6 +88,10 @@ func (b *Built) Resolved() *config.Scenario {
 		e.CUDAGraphCaptureSizes = slices.Clone(e.CUDAGraphCaptureSizes)
 		s.Instances[i].Engine = &e
 	}
+	if fe := s.FrontEnd; fe != nil {
+		r := fe.Resolved() // the front end's terms as they run
+		s.FrontEnd = &r
+	}
 	return &s
 }
 

@@ -21,6 +21,9 @@ type Description struct {
 	Predictor string             `json:"predictor"`
 	Workload  string             `json:"workload"`
 	Handoff   string             `json:"handoff,omitempty"`
+	// FrontEnd describes the served endpoint's front end (omitted when
+	// none is simulated: every latency is then engine-side).
+	FrontEnd string `json:"front_end,omitempty"`
 	// Warnings are approximations the user should know of, e.g. an
 	// accelerator that borrows another's calibration.
 	Warnings []string `json:"warnings,omitempty"`
@@ -83,6 +86,9 @@ func (b *Built) Describe() Description {
 	}
 	if b.moeTPScaled {
 		d.Warnings = append(d.Warnings, "profile: the bundle has no moe.csv at the instance's tp: tensor-parallel MoE is the tp1 table divided by tp (approximate, see docs/moe.md)")
+	}
+	if fe := s.FrontEnd; fe != nil {
+		d.FrontEnd = fe.Describe()
 	}
 	if b.PD != nil {
 		d.Handoff = fmt.Sprintf("policy %s, placement %s", s.Handoff.Policy, s.Handoff.Placement)
@@ -209,6 +215,9 @@ func describeWorkload(w *config.Workload) string {
 	if w.MaxConcurrency > 0 {
 		parts = append(parts, fmt.Sprintf("max concurrency %d", w.MaxConcurrency))
 	}
+	if w.WarmupRequests > 0 {
+		parts = append(parts, fmt.Sprintf("%d warm-up requests", w.WarmupRequests))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -262,6 +271,9 @@ func (d Description) Lines() []string {
 		lines = append(lines, "Handoff: "+d.Handoff)
 	}
 	lines = append(lines, "Workload: "+d.Workload)
+	if d.FrontEnd != "" {
+		lines = append(lines, "Front end: "+strings.TrimPrefix(d.FrontEnd, "front end: "))
+	}
 	for _, w := range d.Warnings {
 		lines = append(lines, "Warning: "+w)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/servesim/servesim/internal/des"
@@ -121,6 +122,8 @@ type Sim struct {
 
 	tiers *tierState // KV tiers below the GPUs (tiers.go); nil: none
 
+	fe *feState // the served endpoint's front end (frontend.go); nil: none
+
 	ph promptHashes // prompt hashes of the request being placed (prefixhash.go)
 
 	// Data-parallel groups (dpgroup.go): groupOf[i] is engine i's group,
@@ -134,6 +137,7 @@ type Sim struct {
 	maxConc  int
 	inflight int
 	blocked  bool
+	cl       closedLoop // warm-up and steady-state window (closedloop.go)
 
 	candidates []int
 	fit        fitBounds // admission's O(1) fit test (fit.go)
@@ -153,9 +157,12 @@ type Sim struct {
 	limits     Limits
 	interrupt  func() bool
 	limited    string // which limit ended the run
+	cut        bool   // a limit ended the run
 	events     int64  // events processed
 	tokensSeen int64  // prompt and output tokens of the requests admitted
 	live       map[int64]liveReq
+
+	aborting []int64 // aborts waiting for their request to leave a batch or a handoff (abort.go)
 }
 
 // New returns a simulation of engines serving src. Engines are indexed by
@@ -214,10 +221,40 @@ func (s *Sim) Run() (int64, error) {
 	if err := s.pull(); err != nil {
 		return 0, err
 	}
+	if _, err := s.RunUntil(math.MaxInt64); err != nil {
+		return s.lastEvent, err
+	}
+	return s.lastEvent, s.Finish()
+}
+
+// Pull reads the next workload entry, if none is pending, and schedules its
+// arrival (at its arrival time, or now if that has passed). Run does it
+// itself; a driver that feeds a source in real time (whose Next returns
+// workload.ErrNotYet until it has an entry) calls Pull after each entry it
+// adds, then RunUntil.
+func (s *Sim) Pull() error { return s.pull() }
+
+// NextEvent returns the time of the next pending event (false when none is
+// pending: the simulation is idle until Pull schedules an arrival). The
+// event may turn out to be a moot timer that RunUntil skips.
+func (s *Sim) NextEvent() (int64, bool) {
+	next, ok := s.q.Peek()
+	return next.At, ok
+}
+
+// RunUntil processes every event due at or before t, in order, and
+// returns. It reports true when a run limit ended the run (every request
+// then has its outcome). Run is RunUntil(∞) then Finish; a real-time
+// driver calls it with the simulated time its clock has reached, so the
+// simulation is the same whatever the slices it is advanced in.
+func (s *Sim) RunUntil(t int64) (bool, error) {
+	if s.cut {
+		return true, nil
+	}
 	for {
 		next, ok := s.q.Peek()
-		if !ok {
-			break
+		if !ok || next.At > t {
+			return false, nil
 		}
 		if s.stale(next) {
 			// A timer made moot (lease, retry, superseded network wake-up):
@@ -228,16 +265,17 @@ func (s *Sim) Run() (int64, error) {
 		}
 		if s.overLimit(next.At) {
 			if err := s.checkPDNow(); err != nil {
-				return s.lastEvent, err
+				return false, err
 			}
 			if err := s.cutOff(s.lastEvent, "limit"); err != nil { // the summary says which limit
-				return s.lastEvent, err
+				return true, err
 			}
-			break
+			s.cut = true // nothing more happens
+			return true, nil
 		}
 		s.events++
 		if s.interrupt != nil && s.events%interruptEvery == 0 && s.interrupt() {
-			return s.lastEvent, ErrInterrupted
+			return false, ErrInterrupted
 		}
 		ev, _ := s.q.Pop()
 		s.lastEvent = ev.At
@@ -250,6 +288,9 @@ func (s *Sim) Run() (int64, error) {
 			if s.maxConc > 0 && s.inflight >= s.maxConc {
 				s.blocked = true // sent when an entry in flight ends
 				break
+			}
+			if s.holdForWarmup() {
+				break // sent when the warm-up has ended
 			}
 			entry := s.next
 			s.hasNext = false
@@ -266,7 +307,7 @@ func (s *Sim) Run() (int64, error) {
 			s.pending[slot] = workload.Request{}
 			s.freePend = append(s.freePend, slot)
 			req.Arrival = ev.At
-			err = s.admit(&req, ev.At)
+			err = s.send(&req, ev.At)
 		case evNet:
 			err = s.netEvent(ev.Arg, ev.At)
 		case evLease:
@@ -279,6 +320,12 @@ func (s *Sim) Run() (int64, error) {
 			err = s.tierEvent(ev.At)
 		case evOffload:
 			err = s.offloadDue(ev.Arg, ev.Target, ev.At)
+		case evFEIngested:
+			err = s.feIngested(ev.Arg, ev.At)
+		case evFEDelivered:
+			s.feDelivered(ev.Arg, ev.At)
+		case evAbort:
+			err = s.abort(ev.Arg, ev.At)
 		}
 		if err == nil {
 			err = s.err
@@ -296,35 +343,40 @@ func (s *Sim) Run() (int64, error) {
 				// and what never arrived is truncated, so every request
 				// still has one outcome.
 				if cerr := s.cutOff(s.lastEvent, StoppedReason); cerr != nil {
-					return s.lastEvent, cerr
+					return false, cerr
 				}
 			}
-			return s.lastEvent, err
+			return false, err
 		}
 		if s.engFailed {
 			if err := s.engineErr(); err != nil {
-				return s.lastEvent, err
+				return false, err
 			}
 		}
 	}
+}
+
+// Finish checks the state a run ends in: the invariants (when on) and that
+// every request seen has ended. Run calls it after the last event.
+func (s *Sim) Finish() error {
 	if err := s.checkPDNow(); err != nil {
-		return s.lastEvent, err
+		return err
 	}
 	for _, e := range s.engines {
 		// The engines amortise their checks too: walk the final state.
 		if err := e.CheckNow(s.lastEvent); err != nil {
-			return s.lastEvent, err
+			return err
 		}
 	}
 	if s.tiers != nil && s.checks {
 		if err := s.tiers.h.Check(); err != nil {
-			return s.lastEvent, fmt.Errorf("kv tiers: invariant violated at the end of the run: %w", err)
+			return fmt.Errorf("kv tiers: invariant violated at the end of the run: %w", err)
 		}
 	}
 	if s.terminal != s.total {
-		return s.lastEvent, fmt.Errorf("cluster: invariant violated: %d requests seen but %d ended (%s)", s.total, s.terminal, s.describe())
+		return fmt.Errorf("cluster: invariant violated: %d requests seen but %d ended (%s)", s.total, s.terminal, s.describe())
 	}
-	return s.lastEvent, nil
+	return nil
 }
 
 // pull reads the next workload entry and schedules its arrival.
@@ -337,6 +389,9 @@ func (s *Sim) pull() error {
 		s.srcDone = true
 		return nil
 	}
+	if errors.Is(err, workload.ErrNotYet) {
+		return nil // a real-time source: Pull again once it has an entry
+	}
 	if err != nil {
 		return err
 	}
@@ -344,7 +399,7 @@ func (s *Sim) pull() error {
 		return fmt.Errorf("cluster: workload entry without requests")
 	}
 	s.next, s.hasNext = entry, true
-	at := entry.Requests[0].Arrival
+	at := entry.Requests[0].Arrival + s.cl.shift
 	if at < s.q.Now() {
 		at = s.q.Now()
 	}
@@ -353,6 +408,7 @@ func (s *Sim) pull() error {
 
 func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	s.inflight++
+	s.clSent(now)
 	if entry.Session != "" {
 		for i := range entry.Requests {
 			entry.Requests[i].Session = entry.Session
@@ -362,11 +418,16 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 	// ones), so the first is admitted in place rather than copied.
 	first := &entry.Requests[0]
 	first.Arrival = now
+	if first.AbortAt > 0 && entry.Session == "" {
+		if err := s.AbortAt(first.ID, first.AbortAt); err != nil {
+			return err
+		}
+	}
 	if len(entry.Requests) > 1 {
 		s.sessions[first.ID] = entry.Requests[1:]
-		return s.admit(first, now)
+		return s.send(first, now)
 	}
-	err := s.admit(first, now)
+	err := s.send(first, now)
 	if s.rel != nil && entry.Session == "" {
 		// Admission copies what it keeps of a request (the engine's slot,
 		// the handoff's copy, the limits' entry), so a plain entry can go
@@ -410,6 +471,11 @@ func (s *Sim) schedule(ev des.Event) error {
 func (s *Sim) admit(req *workload.Request, now int64) error {
 	s.total++
 	s.track(req, now)
+	return s.place(req, now)
+}
+
+// place routes a counted request to an instance (see admit).
+func (s *Sim) place(req *workload.Request, now int64) error {
 	if s.pd != nil {
 		return s.pdArrive(req, now)
 	}
@@ -490,8 +556,15 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	if err := e.Err(); err != nil {
 		return err
 	}
+	s.cl.gen += int64(r.GenTokens)
+	if s.fe != nil {
+		s.feStep(inst, r, now)
+	}
 	if s.obs != nil {
 		s.obs.StepDone(inst, r)
+	}
+	if s.fe != nil {
+		s.feRestore(r)
 	}
 	for i := range r.Finished {
 		s.end(&r.Finished[i], now)
@@ -500,6 +573,9 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		if err := s.pdStepEnd(r, now); err != nil {
 			return err
 		}
+	}
+	if len(s.aborting) > 0 {
+		s.retryAborts(now)
 	}
 	s.kick(inst, now)
 	if s.pd != nil && e.Config().Role == engine.Decode {
@@ -531,7 +607,11 @@ func (s *Sim) CheckInvariants(on bool) { s.checks = on }
 
 // end records a terminal request and releases its session successor.
 func (s *Sim) end(rec *metrics.Record, now int64) {
+	if s.fe != nil && !rec.FrontEnd && s.feHold(rec, now) {
+		return // ends when its client has the last chunk
+	}
 	s.terminal++
+	s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now)
 	delete(s.live, rec.ID)
 	s.ph.drop(rec.ID)
 	if s.obs != nil {
@@ -590,6 +670,9 @@ func (s *Sim) setErr(err error) {
 // request ended, and sends an arrival that waited for it.
 func (s *Sim) entryDone(now int64) {
 	s.inflight--
+	if !s.blocked {
+		s.clFreed(now)
+	}
 	if s.blocked {
 		s.blocked = false
 		// As an event, not inline: the caller may be in the middle of an

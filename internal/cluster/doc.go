@@ -34,6 +34,15 @@
 // No error is discarded: scheduling errors end the run (or, for a session
 // tool time that overflows the clock, fail the sub-request with the reason).
 //
+// Run drives a run to its end. A real-time driver (servesim serve) drives
+// it in slices instead: Pull schedules the next entry of a source that may
+// have none yet (workload.ErrNotYet), RunUntil processes the events due up
+// to a time, NextEvent says when the next one is due, and Finish checks
+// the final state; the events, and so the results, do not depend on the
+// slices. AbortAt (abort.go) ends a request whose client went away, as a
+// trace's abort_time_ns does: between its instance's steps, releasing its
+// KV; it ends failed with AbortedReason.
+//
 // Limits (SetLimits) bound a run by simulated time and by events; by
 // default an automatic event budget proportional to the tokens seen stops a
 // run that loops without progress. At a limit, requests in flight end

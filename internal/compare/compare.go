@@ -199,8 +199,14 @@ func Table(title string, rs []Result) string {
 	row("failed", func(r *Result) string { return num(r.Summary.Failed) })
 	row("truncated", func(r *Result) string { return num(r.Summary.Truncated) })
 	row("simulated time (s)", func(r *Result) string { return fl(r.Summary.SimTimeS, 1) })
-	row("throughput (req/s)", func(r *Result) string { return fl(r.Summary.ThroughputRPS, 3) })
-	row("output (tok/s)", func(r *Result) string { return fl(r.Summary.OutputTokS, 1) })
+	row("throughput (req/s, whole run)", func(r *Result) string { return fl(r.Summary.ThroughputRPS, 3) })
+	row("output (tok/s, whole run)", func(r *Result) string { return fl(r.Summary.OutputTokS, 1) })
+	row("latencies measured", func(r *Result) string {
+		if r.Summary.LatencySide == "" {
+			return "engine-side"
+		}
+		return r.Summary.LatencySide + "-side"
+	})
 	row("TTFT mean (ms)", func(r *Result) string { return lat(r.Summary.TTFT, r.Summary.TTFT.Mean, 1) })
 	row("TTFT p99 (ms)", func(r *Result) string { return lat(r.Summary.TTFT, r.Summary.TTFT.P99, 1) })
 	row("TPOT mean (ms)", func(r *Result) string { return lat(r.Summary.TPOT, r.Summary.TPOT.Mean, 2) })

@@ -64,7 +64,7 @@ func TestTableStopped(t *testing.T) {
 	got := Table("T", rs)
 	for _, want := range []string{
 		fmt.Sprintf("%-32s %13s %13s\n", "finished", "40", "7"),
-		fmt.Sprintf("%-32s %13s %13s\n", "throughput (req/s)", "2.500", "stopped"),
+		fmt.Sprintf("%-32s %13s %13s\n", "throughput (req/s, whole run)", "2.500", "stopped"),
 		"\neager: decode instance 1 out of KV memory\n",
 	} {
 		if !strings.Contains(got, want) {

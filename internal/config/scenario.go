@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 
+	"github.com/servesim/servesim/internal/frontend"
 	"github.com/servesim/servesim/internal/quant"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -69,6 +70,13 @@ type Scenario struct {
 	// KVTiers adds host-DRAM and local-disk KV tiers below the GPUs
 	// (docs/kv-tiers.md); absent: GPU only.
 	KVTiers *KVTiers `yaml:"kv_tiers,omitempty" json:"kv_tiers,omitempty"`
+	// FrontEnd models a served endpoint: vLLM's OpenAI API server between
+	// the clients and the engines (docs/client.md). A scenario that has
+	// the section (even empty: `frontend: {}`) gets vLLM 0.19's front end
+	// and client-side latencies; absent, requests reach the engines at
+	// their arrival times and every latency is engine-side (the replay of
+	// a measured run).
+	FrontEnd *frontend.Config `yaml:"frontend,omitempty" json:"frontend,omitempty"`
 	// CheckInvariants verifies KV-block conservation and scheduler limits
 	// after every step (slower; on in tests).
 	CheckInvariants bool `yaml:"check_invariants" json:"check_invariants"`
@@ -154,6 +162,12 @@ type Workload struct {
 	// or whole sessions) are in flight; one due while all are taken is
 	// sent as soon as one ends.
 	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
+	// WarmupRequests makes the first N requests (ids 0 to N-1) warm-up
+	// requests, as vllm bench serve --num-warmups: they run first, the
+	// measured requests are sent once they have all ended (their arrival
+	// schedule starts then), and they are left out of every count and
+	// statistic (docs/client.md). Default 0.
+	WarmupRequests int `yaml:"warmup_requests,omitempty" json:"warmup_requests,omitempty"`
 	// Chat generates multi-turn conversations with token ids.
 	Chat *workload.Chat `yaml:"chat,omitempty" json:"chat,omitempty"`
 	// SharedPrefix generates requests over shared contexts with token ids.

@@ -89,6 +89,9 @@ func (s *Scenario) Validate() error {
 	if t := s.KVTiers; t != nil {
 		t.validate(s, bad)
 	}
+	if f := s.FrontEnd; f != nil {
+		f.Validate(bad)
+	}
 	if m := s.MoE; m != nil {
 		switch m.Routing {
 		case "", "uniform", "zipf":
@@ -129,6 +132,9 @@ func (s *Scenario) Validate() error {
 	}
 	if w.Limit < 0 {
 		bad("workload.limit", "must be >= 0 (got %d)", w.Limit)
+	}
+	if w.WarmupRequests < 0 || w.WarmupRequests > MaxConcurrencyBound {
+		bad("workload.warmup_requests", "must be in [0, %d] (got %d)", MaxConcurrencyBound, w.WarmupRequests)
 	}
 	if w.MaxConcurrency < 0 || w.MaxConcurrency > MaxConcurrencyBound {
 		bad("workload.max_concurrency", "must be in [0, %d] (got %d; 0 means no limit)", MaxConcurrencyBound, w.MaxConcurrency)

@@ -46,3 +46,19 @@ func (d *deque) popFront() int32 {
 	d.n--
 	return v
 }
+
+// remove deletes v from the deque, keeping the order of the rest, and
+// reports whether it was there. It costs O(len).
+func (d *deque) remove(v int32) bool {
+	for i := 0; i < d.n; i++ {
+		if d.buf[(d.head+i)%len(d.buf)] != v {
+			continue
+		}
+		for j := i; j < d.n-1; j++ {
+			d.buf[(d.head+j)%len(d.buf)] = d.buf[(d.head+j+1)%len(d.buf)]
+		}
+		d.n--
+		return true
+	}
+	return false
+}

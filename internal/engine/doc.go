@@ -67,5 +67,6 @@
 // preempt.go preemption; finish.go applying a finished batch; lane.go the
 // decode lane; prefix.go prefix-cache matching and commits; tiers.go
 // offloaded KV loads; swap.go swap preemption; handoff.go the P/D handoff; spec.go speculative
-// decoding; invariants.go the checks.
+// decoding; abort.go client aborts (Abort) and the running requests' output
+// counts for streaming (EachRunning); invariants.go the checks.
 package engine

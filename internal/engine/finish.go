@@ -19,7 +19,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	}
 	if i == len(e.flights) {
 		e.fail(fmt.Errorf("batch %d finished at t=%d ns is not in flight", id, end))
-		*r = StepResult{Start: end, End: end, ITL: r.ITL[:0], Finished: r.Finished[:0], Prefilled: r.Prefilled[:0]}
+		*r = StepResult{Start: end, End: end, ITL: r.ITL[:0], Finished: r.Finished[:0], First: r.First[:0], Prefilled: r.Prefilled[:0]}
 		return r
 	}
 	f := e.flights[i]
@@ -30,6 +30,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, f.preempted
 	r.ITL = r.ITL[:0]
 	r.Finished = r.Finished[:0]
+	r.First = r.First[:0]
 	r.Prefilled = r.Prefilled[:0]
 	r.Spec = SpecStats{}
 	e.justEnded = true
@@ -86,6 +87,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			s.started = true
 			s.rec.FirstToken = end
 			r.PromptTokens += int(s.prompt)
+			r.First = append(r.First, s.rec.ID)
 		} else {
 			gap := end - s.lastToken
 			if gap != gapNS || gapCount == 0 {

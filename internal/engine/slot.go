@@ -73,7 +73,7 @@ type seq struct {
 // slotPad rounds the slot up to a multiple of 64 bytes, so that slots in
 // their (large, page-aligned) array keep their hot fields in one cache
 // line. TestSlotLayout checks it.
-const slotPad = 40
+const slotPad = 8
 
 // syncRecord copies the record's fields kept in the hot part of the slot
 // into rec; call it before rec leaves the engine or is shown.

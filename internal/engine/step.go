@@ -46,6 +46,7 @@ type StepResult struct {
 	Preempted    int              // requests preempted while forming the batch
 	ITL          []Gap            // gaps between consecutive tokens emitted this step, run-length encoded
 	Finished     []metrics.Record // requests that produced their last token
+	First        []int64          // ids of the requests that emitted their first output token
 	Prefilled    []Prefilled      // prefill role: prompts computed, KV pinned
 	Spec         SpecStats        // speculative decoding's counts (zero when off)
 }

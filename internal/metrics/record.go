@@ -65,6 +65,46 @@ type Record struct {
 	Retries       int
 	Outcome       Outcome
 	Reason        string // why it was rejected or failed ("" when finished)
+	// Front end (a served endpoint, docs/client.md): with it, Arrival is
+	// when the client sent the request and FirstToken / LastToken are
+	// when the client received the first and last streamed chunk; these
+	// keep the engine-side times: when the request reached the engine
+	// core (vLLM's arrival at the engine, before queued_ts) and when the
+	// engine emitted its first and last token. -1 without a front end.
+	// FrontEnd is set when they apply.
+	FrontEnd         bool
+	EngineArrival    int64
+	EngineFirstToken int64
+	EngineLastToken  int64
+}
+
+// ClientSide reports whether the record's Arrival, FirstToken and
+// LastToken are client-side times (a front end was simulated).
+func (r *Record) ClientSide() bool { return r.FrontEnd }
+
+// EngineTTFT is the engine-side time to first token in ns: from the
+// request reaching the engine to its first token leaving it (TTFT without
+// a front end; -1 if no token was produced).
+func (r *Record) EngineTTFT() int64 {
+	if !r.ClientSide() {
+		return r.TTFT()
+	}
+	if r.EngineFirstToken < 0 {
+		return -1
+	}
+	return r.EngineFirstToken - r.EngineArrival
+}
+
+// EngineTPOT is TPOT from the engine's token times (TPOT without a front
+// end).
+func (r *Record) EngineTPOT() int64 {
+	if !r.ClientSide() {
+		return r.TPOT()
+	}
+	if r.Generated < 2 || r.EngineFirstToken < 0 {
+		return -1
+	}
+	return (r.EngineLastToken - r.EngineFirstToken) / int64(r.Generated-1)
 }
 
 // TTFT is time to first token in ns (-1 if no token was produced).
@@ -92,10 +132,14 @@ func (r *Record) E2E() int64 {
 	return r.LastToken - r.Arrival
 }
 
-// QueueDelay is the time from arrival to first scheduling (-1 if never).
+// QueueDelay is the time from arrival at the engine to first scheduling
+// (-1 if never).
 func (r *Record) QueueDelay() int64 {
 	if r.Scheduled < 0 {
 		return -1
+	}
+	if r.FrontEnd {
+		return r.Scheduled - r.EngineArrival
 	}
 	return r.Scheduled - r.Arrival
 }
@@ -104,7 +148,7 @@ func (r *Record) QueueDelay() int64 {
 // every time, instance and P/D duration set to -1 ("never"), counters zero.
 // Engines should start from it so that untouched fields read as absent.
 func NewRecord(id, arrival int64) Record {
-	return Record{
+	r := Record{
 		ID:              id,
 		PrefillInstance: -1,
 		DecodeInstance:  -1,
@@ -121,6 +165,8 @@ func NewRecord(id, arrival int64) Record {
 		HandoffWait:     -1,
 		CapacityWait:    -1,
 	}
+	r.EngineArrival, r.EngineFirstToken, r.EngineLastToken = -1, -1, -1
+	return r
 }
 
 // TransferTime is the KV transfer duration in ns (-1 if no transfer both

@@ -251,12 +251,30 @@ type Summary struct {
 	spec                                 SpecResult
 	specEmitted, specDraftNs, specStepNs int64
 	specOn                               bool
+	// Client-side latencies (SetClientSide): the engine-side TTFT and
+	// TPOT kept beside them.
+	client             bool
+	engTTFT, engTPOT   dist
+	warmup, warmupSeen int64 // SetWarmup: ids below warmup are excluded
 }
+
+// SetClientSide says that the records' times are client-side (a front
+// end is simulated): TTFT, TPOT, ITL and E2E are then the client's, and
+// the engine-side TTFT and TPOT are summarised too. Call before Add.
+func (s *Summary) SetClientSide() {
+	s.client = true
+	s.engTTFT, s.engTPOT = newDist(), newDist()
+}
+
+// SetWarmup excludes the requests with ids below n (the benchmark
+// client's warm-up requests) from every count and statistic; Result
+// counts them in WarmupRequests. Call before Add.
+func (s *Summary) SetWarmup(n int64) { s.warmup = n }
 
 // Err returns the first value a latency histogram could not record (nil
 // in any correct run: values are clamped to the histogram's range).
 func (s *Summary) Err() error {
-	for _, d := range []*dist{&s.ttft, &s.tpot, &s.itl, &s.e2e, &s.queue, &s.handoff, &s.capacity, &s.transfer} {
+	for _, d := range []*dist{&s.ttft, &s.tpot, &s.itl, &s.e2e, &s.queue, &s.handoff, &s.capacity, &s.transfer, &s.engTTFT, &s.engTPOT} {
 		if d.err != nil {
 			return d.err
 		}
@@ -281,6 +299,10 @@ func (s *Summary) SetSLO(slo SLO) { s.slo = slo }
 
 // Add accounts for one request's final record. It does not keep r.
 func (s *Summary) Add(r *Record) {
+	if r.ID < s.warmup {
+		s.warmupSeen++
+		return
+	}
 	s.total++
 	s.preemptions += int64(r.Preemptions)
 	s.reprefills += int64(r.Reprefills)
@@ -313,6 +335,10 @@ func (s *Summary) Add(r *Record) {
 	}
 	s.ttft.add(r.TTFT())
 	s.tpot.add(r.TPOT())
+	if s.client {
+		s.engTTFT.add(r.EngineTTFT())
+		s.engTPOT.add(r.EngineTPOT())
+	}
 	s.e2e.add(r.E2E())
 	s.queue.add(r.QueueDelay())
 	if r.Handoff() {
@@ -399,10 +425,46 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 	// Speculative summarises speculative decoding (nil when off).
 	Speculative *SpecResult `json:"speculative,omitempty"`
+	// LatencySide says where TTFT, TPOT, ITL and E2E are measured:
+	// "client" (a front end was simulated: from the client's send to the
+	// chunks it received) or "engine" (from the request reaching the
+	// engine to the tokens leaving it).
+	LatencySide string `json:"latency_side"`
+	// EngineTTFT and EngineTPOT are the engine-side statistics of a run
+	// with client-side latencies (nil otherwise: TTFT and TPOT are then
+	// engine-side themselves).
+	EngineTTFT *Stat `json:"engine_ttft_ms,omitempty"`
+	EngineTPOT *Stat `json:"engine_tpot_ms,omitempty"`
+	// ThroughputBase says what the throughputs are divided by: the whole
+	// run from its start (or the end of the warm-up) to the last
+	// completion, drain included, as vLLM's benchmark does.
+	ThroughputBase string `json:"throughput_time_base"`
+	// Steady is the steady-state window of a closed-loop run, where all
+	// its clients are busy (nil for an open-loop run or when the window
+	// never opened).
+	Steady *SteadyResult `json:"steady_state,omitempty"`
+	// WarmupRequests counts the warm-up requests left out of every other
+	// count and statistic (workload.warmup_requests); SimTimeS is then the
+	// time from the end of the warm-up.
+	WarmupRequests int64 `json:"warmup_requests,omitempty"`
 	// KernelTables says, per op a per-op kernel database times
 	// (predictor.kind perfdb), how many step evaluations read its table
 	// and how many fell back to the roofline (empty for other predictors).
 	KernelTables []TableUse `json:"kernel_tables,omitempty"`
+}
+
+// SteadyResult is a closed-loop run's steady state: the window from the
+// moment all Clients were first busy to the first moment one of them had
+// nothing left to send (seconds from the start of the run, or of the
+// measured run after a warm-up), and the rates over it.
+type SteadyResult struct {
+	Clients       int     `json:"clients"`
+	StartS        float64 `json:"start_s"`
+	EndS          float64 `json:"end_s"`
+	Finished      int64   `json:"finished"`
+	OutputTokens  int64   `json:"output_tokens"`
+	ThroughputRPS float64 `json:"throughput_rps"`
+	OutputTokS    float64 `json:"output_tok_s"`
 }
 
 // TableUse is one op's use of the measured kernel tables over a run.
@@ -517,6 +579,14 @@ func (s *Summary) Finish(simTimeNs int64) Result {
 		FailureExamples:   s.failReasons.examples(),
 		RejectionExamples: s.rejectReasons.examples(),
 		Speculative:       s.specResult(),
+		LatencySide:       "engine",
+		ThroughputBase:    "run",
+		WarmupRequests:    s.warmupSeen,
+	}
+	if s.client {
+		res.LatencySide = "client"
+		et, ep := s.engTTFT.stat(), s.engTPOT.stat()
+		res.EngineTTFT, res.EngineTPOT = &et, &ep
 	}
 	if s.slo.set() {
 		met, goodput, attainment := s.sloMet, rate(s.sloMet), 0.0

@@ -34,13 +34,23 @@ func (r Result) String() string {
 	if r.Truncated > 0 || r.Limit != "" {
 		kv("  truncated (never arrived):", i(r.Truncated))
 	}
-	kv("Simulated time (s):", f(r.SimTimeS, 3))
-	kv("Request throughput (req/s):", f(r.ThroughputRPS, 3))
+	if r.WarmupRequests > 0 {
+		kv("Warm-up requests (not counted):", i(r.WarmupRequests))
+		kv("Simulated time after warm-up (s):", f(r.SimTimeS, 3))
+	} else {
+		kv("Simulated time (s):", f(r.SimTimeS, 3))
+	}
+	kv("Request throughput (req/s, whole run):", f(r.ThroughputRPS, 3))
 	kv("Input tokens:", i(r.InputTokens))
 	kv("  from prefix cache:", i(r.CachedTokens))
 	kv("Output tokens:", i(r.OutputTokens))
-	kv("Input throughput (tok/s):", f(r.InputTokS, 2))
-	kv("Output throughput (tok/s):", f(r.OutputTokS, 2))
+	kv("Input throughput (tok/s, whole run):", f(r.InputTokS, 2))
+	kv("Output throughput (tok/s, whole run):", f(r.OutputTokS, 2))
+	if st := r.Steady; st != nil {
+		kv(fmt.Sprintf("Steady state, all %d clients busy (s):", st.Clients), fmt.Sprintf("%.3f-%.3f", st.StartS, st.EndS))
+		kv("  request throughput (req/s):", f(st.ThroughputRPS, 3))
+		kv("  output throughput (tok/s):", f(st.OutputTokS, 2))
+	}
 	kv("Preemptions:", i(r.Preemptions))
 	kv("Re-prefills:", i(r.Reprefills))
 	kv("Retries:", i(r.Retries))
@@ -73,6 +83,10 @@ func (r Result) String() string {
 	}
 
 	b.WriteString(strings.Repeat("-", tableWidth) + "\n")
+	side := r.LatencySide
+	if side == "" {
+		side = "engine"
+	}
 	fmt.Fprintf(&b, "%-20s %8s", "Latency (ms)", "count")
 	for _, h := range []string{"mean", "p50", "p90", "p95", "p99", "max"} {
 		fmt.Fprintf(&b, " %10s", h)
@@ -82,10 +96,21 @@ func (r Result) String() string {
 		name string
 		s    Stat
 	}{
-		{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E},
+		{"TTFT (" + side + ")", r.TTFT}, {"TPOT (" + side + ")", r.TPOT}, {"ITL (" + side + ")", r.ITL}, {"E2E (" + side + ")", r.E2E},
+	}
+	if r.EngineTTFT != nil && r.EngineTPOT != nil {
+		rows = append(rows, []struct {
+			name string
+			s    Stat
+		}{{"TTFT (engine)", *r.EngineTTFT}, {"TPOT (engine)", *r.EngineTPOT}}...)
+	}
+	rows = append(rows, []struct {
+		name string
+		s    Stat
+	}{
 		{"Queue delay", r.QueueDelay}, {"Handoff wait", r.HandoffWait},
 		{"Decode capacity wait", r.CapacityWait}, {"KV transfer", r.Transfer},
-	}
+	}...)
 	for _, row := range rows {
 		fmt.Fprintf(&b, "%-20s %8d", row.name, row.s.Count)
 		for _, v := range []float64{row.s.Mean, row.s.P50, row.s.P90, row.s.P95, row.s.P99, row.s.Max} {

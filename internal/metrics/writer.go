@@ -25,10 +25,30 @@ var Columns = []string{
 // none was loaded).
 var TierColumns = []string{"tier_load_ms", "prefix_tier"}
 
+// FrontEndColumns are the per-request columns added last when a front end
+// is simulated (WithFrontEndColumns): the engine-side times beside the
+// client-side ones of Columns.
+var FrontEndColumns = []string{"engine_arrival_ms", "engine_first_token_ms", "engine_last_token_ms", "engine_ttft_ms"}
+
 // Option changes what a writer writes.
 type Option func(*options)
 
-type options struct{ tiers, swap bool }
+type options struct{ tiers, swap, frontEnd bool }
+
+// WithFrontEndColumns adds FrontEndColumns to request rows.
+func WithFrontEndColumns() Option { return func(o *options) { o.frontEnd = true } }
+
+// columns are the request-row columns of o, in order.
+func (o options) columns() []string {
+	cols := Columns
+	if o.tiers {
+		cols = append(cols[:len(cols):len(cols)], TierColumns...)
+	}
+	if o.frontEnd {
+		cols = append(cols[:len(cols):len(cols)], FrontEndColumns...)
+	}
+	return cols
+}
 
 // WithTierColumns adds the KV-tier columns (TierColumns to request rows,
 // TierSeriesColumns to time series rows).
@@ -52,10 +72,12 @@ var tierNames = [...]string{"gpu", "host", "disk"}
 // rowEncoder appends one record's fields in Columns order, either as a CSV
 // row or as a JSON object. col counts fields written so far.
 type rowEncoder struct {
-	b     []byte
-	json  bool
-	col   int
-	tiers bool // append TierColumns
+	b        []byte
+	json     bool
+	col      int
+	tiers    bool     // append TierColumns
+	frontEnd bool     // append FrontEndColumns
+	names    []string // the columns, in order
 }
 
 // key writes the separator and, for JSON, the quoted key of the next field.
@@ -65,11 +87,7 @@ func (e *rowEncoder) key() {
 	}
 	if e.json {
 		e.b = append(e.b, '"')
-		if e.col < len(Columns) {
-			e.b = append(e.b, Columns[e.col]...)
-		} else {
-			e.b = append(e.b, TierColumns[e.col-len(Columns)]...)
-		}
+		e.b = append(e.b, e.names[e.col]...)
 		e.b = append(e.b, '"', ':')
 	}
 	e.col++
@@ -165,6 +183,12 @@ func (e *rowEncoder) record(r *Record) {
 		}
 		e.str(tierNames[t])
 	}
+	if e.frontEnd {
+		e.ms(r.EngineArrival)
+		e.ms(r.EngineFirstToken)
+		e.ms(r.EngineLastToken)
+		e.ms(r.EngineTTFT())
+	}
 	if e.json {
 		e.b = append(e.b, '}')
 	}
@@ -184,18 +208,13 @@ type CSVWriter struct {
 func NewCSVWriter(w io.Writer, opts ...Option) *CSVWriter {
 	c := &CSVWriter{bw: bufio.NewWriterSize(w, 64<<10)}
 	c.enc.b = make([]byte, 0, 512)
-	c.enc.tiers = resolveOptions(opts).tiers
-	for i, name := range Columns {
+	o := resolveOptions(opts)
+	c.enc.tiers, c.enc.frontEnd, c.enc.names = o.tiers, o.frontEnd, o.columns()
+	for i, name := range c.enc.names {
 		if i > 0 {
 			c.enc.b = append(c.enc.b, ',')
 		}
 		c.enc.b = append(c.enc.b, name...)
-	}
-	if c.enc.tiers {
-		for _, name := range TierColumns {
-			c.enc.b = append(c.enc.b, ',')
-			c.enc.b = append(c.enc.b, name...)
-		}
 	}
 	c.enc.b = append(c.enc.b, '\n')
 	c.bw.Write(c.enc.b) // a write error is sticky and reported by Write/Flush
@@ -226,7 +245,8 @@ type JSONLWriter struct {
 func NewJSONLWriter(w io.Writer, opts ...Option) *JSONLWriter {
 	j := &JSONLWriter{bw: bufio.NewWriterSize(w, 64<<10)}
 	j.enc.json = true
-	j.enc.tiers = resolveOptions(opts).tiers
+	o := resolveOptions(opts)
+	j.enc.tiers, j.enc.frontEnd, j.enc.names = o.tiers, o.frontEnd, o.columns()
 	j.enc.b = make([]byte, 0, 1024)
 	return j
 }

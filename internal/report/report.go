@@ -226,12 +226,12 @@ func summaryTable(runs []Run) tableView {
 	row("failed", true, func(r *metrics.Result) string { return itoa(r.Failed) })
 	row("truncated", true, func(r *metrics.Result) string { return itoa(r.Truncated) })
 	row("Simulated time (s)", false, func(r *metrics.Result) string { return ftoa(r.SimTimeS, 3) })
-	row("Request throughput (req/s)", false, func(r *metrics.Result) string { return ftoa(r.ThroughputRPS, 3) })
+	row("Request throughput (req/s, whole run)", false, func(r *metrics.Result) string { return ftoa(r.ThroughputRPS, 3) })
 	row("Input tokens", false, func(r *metrics.Result) string { return itoa(r.InputTokens) })
 	row("from prefix cache", true, func(r *metrics.Result) string { return itoa(r.CachedTokens) })
 	row("Output tokens", false, func(r *metrics.Result) string { return itoa(r.OutputTokens) })
-	row("Input throughput (tok/s)", false, func(r *metrics.Result) string { return ftoa(r.InputTokS, 2) })
-	row("Output throughput (tok/s)", false, func(r *metrics.Result) string { return ftoa(r.OutputTokS, 2) })
+	row("Input throughput (tok/s, whole run)", false, func(r *metrics.Result) string { return ftoa(r.InputTokS, 2) })
+	row("Output throughput (tok/s, whole run)", false, func(r *metrics.Result) string { return ftoa(r.OutputTokS, 2) })
 	row("Preemptions", false, func(r *metrics.Result) string { return itoa(r.Preemptions) })
 	row("Re-prefills", false, func(r *metrics.Result) string { return itoa(r.Reprefills) })
 	row("Retries", false, func(r *metrics.Result) string { return itoa(r.Retries) })
@@ -402,24 +402,45 @@ func metricLabel(m string) string {
 	return m
 }
 
-// latencyRows lists the latency metrics of a Result in table order.
-func latencyRows(r *metrics.Result) []struct {
+// latencyRows lists the latency metrics of a Result in table order; side
+// labels the first four with where they are measured ("" for no label).
+func latencyRows(r *metrics.Result, side string) []struct {
 	name string
 	s    metrics.Stat
 } {
-	return []struct {
+	if side != "" {
+		side = " (" + side + ")"
+	}
+	rows := []struct {
 		name string
 		s    metrics.Stat
 	}{
-		{"TTFT", r.TTFT}, {"TPOT", r.TPOT}, {"ITL", r.ITL}, {"E2E", r.E2E},
+		{"TTFT" + side, r.TTFT}, {"TPOT" + side, r.TPOT}, {"ITL" + side, r.ITL}, {"E2E" + side, r.E2E},
+	}
+	return append(rows, []struct {
+		name string
+		s    metrics.Stat
+	}{
 		{"Queue delay", r.QueueDelay}, {"Handoff wait", r.HandoffWait},
 		{"Decode capacity wait", r.CapacityWait}, {"KV transfer", r.Transfer},
-	}
+	}...)
 }
 
 func latencyTable(r *metrics.Result) tableView {
 	t := tableView{Caption: "Latency (ms), finished requests", Head: []string{"", "count", "mean", "p50", "p90", "p95", "p99", "max"}}
-	for _, m := range latencyRows(r) {
+	side := r.LatencySide
+	if side == "" {
+		side = "engine"
+	}
+	rows := latencyRows(r, side)
+	if r.EngineTTFT != nil && r.EngineTPOT != nil {
+		// A front-end run: the engine-side TTFT and TPOT beside the client's.
+		rows = append(rows[:4:4], append([]struct {
+			name string
+			s    metrics.Stat
+		}{{"TTFT (engine)", *r.EngineTTFT}, {"TPOT (engine)", *r.EngineTPOT}}, rows[4:]...)...)
+	}
+	for _, m := range rows {
 		rv := rowView{Label: m.name, Cells: []string{itoa(m.s.Count)}}
 		for _, v := range []float64{m.s.Mean, m.s.P50, m.s.P90, m.s.P95, m.s.P99, m.s.Max} {
 			rv.Cells = append(rv.Cells, ms(v, m.s.Count))
@@ -443,14 +464,25 @@ func latencyCompare(runs []Run) tableView {
 		{"p90", func(s metrics.Stat) float64 { return s.P90 }},
 		{"p99", func(s metrics.Stat) float64 { return s.P99 }},
 	}
-	for k, m := range latencyRows(&runs[0].Summary) {
+	// Runs may differ in where latencies are measured: label the rows only
+	// when they agree.
+	side := runs[0].Summary.LatencySide
+	if side == "" {
+		side = "engine"
+	}
+	for i := range runs {
+		if s := runs[i].Summary.LatencySide; s != side && !(s == "" && side == "engine") {
+			side = ""
+		}
+	}
+	for k, m := range latencyRows(&runs[0].Summary, side) {
 		for j, st := range stats {
 			rv := rowView{Label: m.name + " " + st.name, Sub: j > 0}
 			if j > 0 {
 				rv.Label = st.name
 			}
 			for i := range runs {
-				s := latencyRows(&runs[i].Summary)[k].s
+				s := latencyRows(&runs[i].Summary, side)[k].s
 				rv.Cells = append(rv.Cells, ms(st.f(s), s.Count))
 			}
 			t.Rows = append(t.Rows, rv)

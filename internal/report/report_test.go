@@ -173,7 +173,7 @@ func TestWriteOneRun(t *testing.T) {
 		"<td>Requests total</td><td>5000</td>",
 		"rejected: admission: queue full", "failed: prompt of N tokens exceeds KV capacity (e.g. prompt of 1000 tokens exceeds KV capacity)",
 		"#2 decode", "mean of 4 consecutive samples", // 4500 samples -> width 4 (1125 points)
-		"<td>TTFT</td><td>" + fmt.Sprint(r.Summary.TTFT.Count) + "</td>",
+		"<td>TTFT (engine)</td><td>" + fmt.Sprint(r.Summary.TTFT.Count) + "</td>",
 		// What was simulated, as the text summary's header says it.
 		"<pre class=\"setup\">Model: meta-llama/Llama-3.1-8B (bf16)\n  step latency: roofline, A6000 calibrated (embedded calibration); PyTorch-derived: &lt;eager&gt;\n</pre>",
 	} {

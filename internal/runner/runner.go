@@ -66,6 +66,9 @@ type observer struct {
 	now     int64
 	err     error
 	closers []io.Closer
+	// inWarmup reports whether warm-up requests still run: their gaps
+	// stay out of the ITL statistics.
+	inWarmup func() bool
 }
 
 func (o *observer) Advance(now int64) {
@@ -79,8 +82,10 @@ func (o *observer) Advance(now int64) {
 }
 
 func (o *observer) StepDone(inst int, r *engine.StepResult) {
-	for _, g := range r.ITL {
-		o.sum.AddITLs(g.NS, g.Count)
+	if o.inWarmup == nil || !o.inWarmup() {
+		for _, g := range r.ITL {
+			o.sum.AddITLs(g.NS, g.Count)
+		}
 	}
 	if sp := &r.Spec; sp.StepNs > 0 {
 		o.sum.AddSpec(sp.Drafts, sp.Proposed, sp.Accepted, sp.Emitted, sp.DraftNs, sp.StepNs)
@@ -142,6 +147,11 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		opts.Targets = append(opts.Targets, metrics.Target{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs})
 	}
 	o.sum.SetSLO(opts.SLO)
+	if b.Scenario.FrontEnd != nil {
+		o.sum.SetClientSide()
+	}
+	warm := int64(b.Scenario.Workload.WarmupRequests)
+	o.sum.SetWarmup(warm)
 	defer func() {
 		for _, c := range o.closers {
 			c.Close()
@@ -150,6 +160,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	var wopts []metrics.Option
 	if b.Scenario.KVTiers != nil {
 		wopts = append(wopts, metrics.WithTierColumns())
+	}
+	if b.Scenario.FrontEnd != nil {
+		wopts = append(wopts, metrics.WithFrontEndColumns())
 	}
 	if opts.RequestsCSV != "" {
 		w, err := create(opts.RequestsCSV, &o.closers)
@@ -170,6 +183,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		return metrics.Result{}, err
 	}
 	defer closer.Close()
+	if warm > 0 {
+		o.inWarmup = sim.InWarmup
+	}
 	tiers := sim.Tiers()
 	swaps := tiers != nil && swapping(sim.Engines()) // swap needs the tiers (validated)
 	snap := func(i int) metrics.SnapshotFunc {
@@ -254,7 +270,16 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 	}
 	o.closers = nil
-	res := o.sum.Finish(end)
+	origin := max(sim.WarmupEnd(), 0) // the measured run starts after the warm-up
+	res := o.sum.Finish(end - origin)
+	if warm > 0 {
+		res.ThroughputBase = "run after the warm-up"
+	}
+	if w, ok := sim.SteadyWindow(); ok {
+		secs := float64(w.End-w.Start) / 1e9
+		res.Steady = &metrics.SteadyResult{Clients: b.Scenario.Workload.MaxConcurrency, StartS: float64(w.Start-origin) / 1e9, EndS: float64(w.End-origin) / 1e9,
+			Finished: w.Finished, OutputTokens: w.OutputTokens, ThroughputRPS: float64(w.Finished) / secs, OutputTokS: float64(w.OutputTokens) / secs}
+	}
 	describe(b, &res)
 	res.KernelTables = tableUses(tables)
 	res.Limit = sim.LimitReached()

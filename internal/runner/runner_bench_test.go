@@ -6,6 +6,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/frontend"
 	"github.com/servesim/servesim/internal/workload"
 )
 
@@ -97,6 +98,17 @@ func reportRate(b *testing.B, reqs int64, heap bool) {
 func BenchmarkSimulate100k(b *testing.B) {
 	const n = 100_000
 	benchRuns(b, n, func() *assemble.Built { return shareGPTScenario(b, n, nil) })
+}
+
+// BenchmarkSimulateFrontEnd100k is BenchmarkSimulate100k with the served
+// endpoint's front end (frontend: {}), for the front end's cost (see
+// docs/client.md).
+// Run: go test ./internal/runner -run '^$' -bench 'Simulate(FrontEnd)?100k$' -benchtime 1x
+func BenchmarkSimulateFrontEnd100k(b *testing.B) {
+	const n = 100_000
+	benchRuns(b, n, func() *assemble.Built {
+		return shareGPTScenario(b, n, func(s *config.Scenario) { s.FrontEnd = &frontend.Config{} })
+	})
 }
 
 // BenchmarkSimulatePD100k is examples/bench-pd-4p4d.yaml: 4 prefill + 4

@@ -111,6 +111,9 @@ type Report struct {
 	// e.g. an accelerator borrowing another's calibration.
 	Latency  string   `json:"latency"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Side says where the compared latencies are measured on each side
+	// (docs/client.md).
+	Side string `json:"latency_side"`
 	// QueueDelay compares the queue delay (scheduled - queued: from the
 	// engine picking the request up to the scheduler step that first
 	// batched it) at the same five statistics. It is extra: the maximum
@@ -563,7 +566,11 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 	desc := built.Describe()
 	rep := &Report{Run: name, ClientOffsetMs: offsetMs, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
 		KVBlocks: built.Instances[0].NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted,
-		Latency: desc.Groups[0].Latency, Warnings: desc.Warnings}
+		Latency: desc.Groups[0].Latency, Warnings: desc.Warnings,
+		Side: "engine-side on both sides (from queued_ts; servesim from the engine's arrival)"}
+	if !queue {
+		rep.Side = "vLLM client-side (from the client's send); servesim engine-side plus the client offset"
+	}
 	for _, mm := range []struct {
 		name      string
 		meas, sim []float64
@@ -604,6 +611,9 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "Validation of %s (%s on %s, %d requests)\n", r.Run, r.Model, r.Hardware, r.Requests)
 	if r.Latency != "" {
 		fmt.Fprintf(&b, "step latency: %s\n", r.Latency)
+	}
+	if r.Side != "" {
+		fmt.Fprintf(&b, "latencies: %s\n", r.Side)
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", w)

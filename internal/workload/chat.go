@@ -90,6 +90,9 @@ func (c Chat) Validate() error {
 		bad("conversations", "must be > 0 (got %d)", c.Conversations)
 	}
 	errs = append(errs, c.Arrival.validate(ChatPath+".arrival")...)
+	if c.Arrival.RampUp != nil {
+		errs = append(errs, fmt.Errorf("%s.arrival.ramp_up: is only supported by workload.synthetic; remove it", ChatPath))
+	}
 	errs = append(errs, c.Turns.validate(ChatPath+".turns")...)
 	errs = append(errs, c.ThinkMs.validate(ChatPath+".think_ms")...)
 	errs = append(errs, c.Message.validate(ChatPath+".message")...)
@@ -127,6 +130,9 @@ func (c SharedPrefix) Validate() error {
 		bad("zipf_s", "must be in [0, 10] (got %v; 0 is uniform)", c.ZipfS)
 	}
 	errs = append(errs, c.Arrival.validate(SharedPrefixPath+".arrival")...)
+	if c.Arrival.RampUp != nil {
+		errs = append(errs, fmt.Errorf("%s.arrival.ramp_up: is only supported by workload.synthetic; remove it", SharedPrefixPath))
+	}
 	errs = append(errs, c.Prefix.validate(SharedPrefixPath+".prefix")...)
 	errs = append(errs, c.Question.validate(SharedPrefixPath+".question")...)
 	errs = append(errs, c.Output.validate(SharedPrefixPath+".output")...)

@@ -24,6 +24,8 @@
 //   - NewSynthetic generates requests from a Synthetic config (Poisson,
 //     gamma or constant arrivals; fixed, uniform, normal, lognormal or
 //     empirical lengths) with one seeded des.Stream per purpose.
+//   - Live is fed while a simulation runs (servesim serve): its Next
+//     returns ErrNotYet until the driver adds a request.
 //   - Scale stretches or compresses arrivals, Take truncates, Collect reads
 //     everything (small inputs only).
 //

@@ -39,12 +39,20 @@ func NewSynthetic(cfg Synthetic, seed uint64) (Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("workload: invalid synthetic config: %w", err)
 	}
-	return &synthetic{
+	s := &synthetic{
 		left: cfg.Requests,
 		gap:  gapSampler(cfg.Arrival, des.Stream(seed, purposeArrivals)),
 		in:   lengthSampler(cfg.Input, des.Stream(seed, purposeInput)),
 		out:  lengthSampler(cfg.Output, des.Stream(seed, purposeOutput)),
-	}, nil
+	}
+	if r := cfg.Arrival.RampUp; r != nil {
+		// A gap at rate 1 scaled to the ramp's rate after this request.
+		unit := cfg.Arrival
+		unit.Rate = 1
+		draw := gapSampler(unit, des.Stream(seed, purposeArrivals))
+		s.gap = func() float64 { return draw() / r.rate(s.id-1, cfg.Requests) }
+	}
+	return s, nil
 }
 
 // Next implements Source.

@@ -27,6 +27,11 @@ type Request struct {
 	// acceptance from the trace (0 when the trace gives none: the reader
 	// then requires it, see RequireSpecAcceptance).
 	SpecAcceptance float64
+	// AbortAt is, for a plain request, when its client goes away, ns since
+	// the start of the run (a trace's abort_time_ns; 0: never): the request
+	// ends failed with the reason "aborted by the client" unless it ended
+	// before.
+	AbortAt int64
 }
 
 // Entry is one unit read from a source: a single request, or an agentic

@@ -69,6 +69,28 @@ type ArrivalProcess struct {
 	// inter-arrival times (> 0): the gamma shape is 1/cv^2. Leave it 0 for
 	// the other kinds.
 	CV float64 `yaml:"cv,omitempty" json:"cv,omitempty"`
+	// RampUp, when set, replaces Rate by a rate that moves from StartRPS
+	// to EndRPS over the requests, as vllm bench serve's --ramp-up-*
+	// options do; Rate is then left 0.
+	RampUp *RampUp `yaml:"ramp_up,omitempty" json:"ramp_up,omitempty"`
+}
+
+// RampUp is vllm bench serve's ramp-up of the request rate: the gap after
+// request i (of n) is drawn at the rate start + (end - start) * p
+// (linear) or start * (end/start)^p (exponential), p = i / (n - 1).
+type RampUp struct {
+	Strategy string  `yaml:"strategy" json:"strategy"` // linear or exponential
+	StartRPS float64 `yaml:"start_rps" json:"start_rps"`
+	EndRPS   float64 `yaml:"end_rps" json:"end_rps"`
+}
+
+// rate is the request rate for the gap after request i of n.
+func (r *RampUp) rate(i int64, n int) float64 {
+	p := float64(i) / float64(max(n-1, 1))
+	if r.Strategy == "exponential" {
+		return r.StartRPS * math.Pow(r.EndRPS/r.StartRPS, p)
+	}
+	return r.StartRPS + (r.EndRPS-r.StartRPS)*p
 }
 
 // LengthDist configures a token-length distribution. Samples are rounded to
@@ -157,7 +179,23 @@ func (a ArrivalProcess) validate(path string) []error {
 	default:
 		bad("kind", "unknown kind %q; use poisson, gamma, constant or burst", a.Kind)
 	}
-	if a.Kind != Burst && (!(a.Rate > 0) || math.IsInf(a.Rate, 0)) {
+	if r := a.RampUp; r != nil {
+		if a.Kind == Burst {
+			bad("ramp_up", "is not used with kind burst; remove it")
+		}
+		if a.Rate != 0 {
+			bad("rate", "is replaced by ramp_up's rates; remove it")
+		}
+		if r.Strategy != "linear" && r.Strategy != "exponential" {
+			bad("ramp_up.strategy", "must be linear or exponential (got %q)", r.Strategy)
+		}
+		if !(r.StartRPS > 0) || math.IsInf(r.StartRPS, 0) {
+			bad("ramp_up.start_rps", "must be > 0 and finite (got %v)", r.StartRPS)
+		}
+		if !(r.EndRPS > 0) || math.IsInf(r.EndRPS, 0) {
+			bad("ramp_up.end_rps", "must be > 0 and finite (got %v)", r.EndRPS)
+		}
+	} else if a.Kind != Burst && (!(a.Rate > 0) || math.IsInf(a.Rate, 0)) {
 		bad("rate", "must be > 0 and finite (got %v)", a.Rate)
 	}
 	if a.Kind == Gamma {

@@ -10,7 +10,7 @@ import (
 // int32 token position everywhere downstream.
 const maxTokens = math.MaxInt32
 
-const traceFields = `input_toks, output_toks, arrival_time_ns, input_tok_ids, output_tok_ids, spec_acceptance_rate ` +
+const traceFields = `input_toks, output_toks, arrival_time_ns, input_tok_ids, output_tok_ids, spec_acceptance_rate, abort_time_ns ` +
 	`(plain line) or session_id, arrival_time_ns, sub_requests (session line; ` +
 	`sub-requests take input_toks, output_toks, tool_duration_ns, input_tok_ids, output_tok_ids, spec_acceptance_rate)`
 
@@ -23,6 +23,7 @@ type traceLine struct {
 	InputTokIDs   []int32  `json:"input_tok_ids"`
 	OutputTokIDs  []int32  `json:"output_tok_ids"`
 	SpecAccept    *float64 `json:"spec_acceptance_rate"`
+	AbortTimeNs   *int64   `json:"abort_time_ns"`
 
 	SessionID   *string       `json:"session_id"`
 	SubRequests *[]traceSubRq `json:"sub_requests"`
@@ -77,6 +78,10 @@ func RequireSpecAcceptance(src Source) bool {
 //	{"session_id": "s1", "arrival_time_ns": 0, "sub_requests": [
 //	  {"input_toks": 1472, "output_toks": 133, "tool_duration_ns": 127348767},
 //	  {"input_toks": 1582, "output_toks": 125, "tool_duration_ns": 0}]}
+//
+// A plain line may add "abort_time_ns": the time its client went away (at
+// or after its arrival; the request then ends aborted unless it finished
+// first); servesim serve --record writes it for disconnected clients.
 //
 // Sub-request k's tool_duration_ns is the tool time after sub-request k
 // finishes, so it becomes Requests[k+1].Delay; the last sub-request's value
@@ -184,6 +189,12 @@ func (t *traceReader) plain(tl *traceLine) (Entry, error) {
 	}
 	r.ID = t.nextID
 	r.Arrival = arr
+	if a := tl.AbortTimeNs; a != nil {
+		if *a < arr || *a <= 0 || *a > MaxTimeNs {
+			return Entry{}, t.lines.errorf(nil, "abort_time_ns %d must be > 0, at or after arrival_time_ns %d and at most %d; it is when the client went away, ns since the start of the run", *a, arr, int64(MaxTimeNs))
+		}
+		r.AbortAt = *a
+	}
 	return t.one.entry(r), nil
 }
 
@@ -198,6 +209,7 @@ func (t *traceReader) session(tl *traceLine) (Entry, error) {
 		{"input_tok_ids", tl.InputTokIDs != nil},
 		{"output_tok_ids", tl.OutputTokIDs != nil},
 		{"spec_acceptance_rate", tl.SpecAccept != nil},
+		{"abort_time_ns", tl.AbortTimeNs != nil},
 	} {
 		if f.present {
 			return Entry{}, t.lines.errorf(nil, "%s is not allowed at the top of a session line; move it into the sub_requests objects", f.name)

@@ -24,17 +24,18 @@ var layers = map[string]int{
 	"internal/assets":   1, "internal/nearest": 1, "internal/des": 1, "internal/kv": 1,
 	"internal/link": 1, "internal/metrics": 1, "internal/perf": 1, "internal/workpool": 1, "internal/quant": 1,
 	"internal/hw": 2, "internal/perfdb": 2, "internal/kvtier": 2, "internal/model": 2, "internal/workload": 2, "internal/moe": 2,
-	"internal/engine": 3, "internal/calibrate": 3, "internal/config": 3, "internal/report": 3, "internal/dbcheck": 3,
+	"internal/frontend": 2,
+	"internal/engine":   3, "internal/calibrate": 3, "internal/config": 3, "internal/report": 3, "internal/dbcheck": 3,
 	"internal/cluster":  4,
 	"internal/assemble": 5,
-	"internal/runner":   6, "internal/convert": 6,
+	"internal/runner":   6, "internal/convert": 6, "internal/serve": 6,
 	"internal/validate": 7, "internal/sweep": 7, "internal/compare": 7,
 	"internal/search": 8, "internal/scenario/randgen": 8,
 	"cmd/servesim": 9,
 }
 
 // core is the simulation core: pure, single-threaded, deterministic.
-var core = []string{"internal/des", "internal/kv", "internal/kvtier", "internal/link", "internal/moe", "internal/engine", "internal/cluster"}
+var core = []string{"internal/des", "internal/kv", "internal/kvtier", "internal/link", "internal/moe", "internal/frontend", "internal/engine", "internal/cluster"}
 
 // forbiddenInCore are imports that would bring files, the wall clock,
 // threads or global randomness into the core.

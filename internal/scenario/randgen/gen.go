@@ -341,6 +341,14 @@ func Draw(t *rapid.T) Case {
 		w.b.Reset()
 		w.b.WriteString(sc)
 	}
+	// A served endpoint's front end (client-side times), drawn after the
+	// rest so that the draws above keep their meaning.
+	switch rapid.IntRange(0, 7).Draw(t, "frontEnd") {
+	case 0:
+		w.b.WriteString("frontend: {}\n")
+	case 1:
+		w.b.WriteString("frontend: {api_server_count: 2, stream_interval: 3, jitter_us: 0}\n")
+	}
 	w.kv(0, "check_invariants", true)
 
 	trace, n := drawTrace(t)

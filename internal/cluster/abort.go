@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"github.com/servesim/servesim/internal/des"
+	"github.com/servesim/servesim/internal/engine"
+)
+
+// evAbort: the client of request Arg goes away. (Event kinds: engine
+// steps and arrivals below 10, the KV network from 10, tiers 30, the
+// front end from 40, aborts 50.)
+const evAbort int32 = 50
+
+// AbortedReason is the failure reason of a request whose client went away
+// (a disconnect, or a trace's abort_time_ns).
+const AbortedReason = "aborted by the client"
+
+// AbortAt schedules the abort of request id at time at (now if at has
+// passed), as a client that disconnects does. A request's abort is
+// handled as vLLM's engine core handles it, between steps: a request
+// waiting leaves the queue at once, one in a batch in flight leaves after
+// that batch (its tokens of the batch are emitted), and one in the middle
+// of a KV copy or a handoff leaves once it is running on its decode
+// instance. It ends with Outcome Failed and AbortedReason, and its KV
+// blocks are released. An abort of a request that has already ended (or
+// ends first) does nothing.
+func (s *Sim) AbortAt(id, at int64) error {
+	return s.schedule(des.Event{At: max(at, s.q.Now()), Kind: evAbort, Arg: id})
+}
+
+// abort handles an abort event: the request ends now if its instance lets
+// it leave, else it is tried again after each step.
+func (s *Sim) abort(id, now int64) error {
+	if !s.tryAbort(id, now) {
+		s.aborting = append(s.aborting, id)
+	}
+	return s.err
+}
+
+// retryAborts tries the pending aborts again (after a step ended).
+func (s *Sim) retryAborts(now int64) {
+	kept := s.aborting[:0]
+	for _, id := range s.aborting {
+		if !s.tryAbort(id, now) {
+			kept = append(kept, id)
+		}
+	}
+	s.aborting = kept
+}
+
+// tryAbort ends request id now if it can leave its instance, and reports
+// whether it is gone (ended now, or earlier).
+func (s *Sim) tryAbort(id, now int64) bool {
+	if _, ok := s.live[id]; !ok {
+		return true
+	}
+	inst, slot := -1, int32(-1)
+	var h *hand
+	if s.pd != nil {
+		if h = s.pd.hands[id]; h != nil {
+			if h.st != hDecoding {
+				return false // prefilling, queued or on the wire: later
+			}
+			inst, slot = h.d, h.dSlot
+		}
+	}
+	if inst < 0 {
+		for i, e := range s.engines {
+			if sl, ok := e.SlotOf(id); ok {
+				inst, slot = i, sl
+				break
+			}
+		}
+		if inst < 0 {
+			return false // loading, swapping or just finishing: later
+		}
+	}
+	rec, ok := s.engines[inst].Abort(slot, AbortedReason)
+	if !ok {
+		return false
+	}
+	if h != nil {
+		if err := s.transition(h, hDone, h.d, now); err != nil {
+			s.setErr(err)
+			return true
+		}
+		delete(s.pd.hands, id)
+		s.pd.freeHand(h)
+	}
+	s.end(&rec, now)
+	// The blocks released may let waiting requests (or, on a decode
+	// instance, handoffs) in.
+	s.kick(inst, now)
+	if s.pd != nil && s.engines[inst].Config().Role == engine.Decode {
+		if err := s.reserve(inst, now); err != nil {
+			s.setErr(err)
+			return true
+		}
+		s.kick(inst, now)
+	}
+	return true
+}
