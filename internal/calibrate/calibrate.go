@@ -327,6 +327,12 @@ func FitBundle(fsys fs.FS, tpDir string, m perf.RooflineModel, hw perf.RooflineH
 // tile and wave width on a subsample with a short simplex run, two finer
 // passes around the best width, then the full fit there.
 func fitAttention(eff perf.Efficiency, attn []sample, opt Options) (perf.Efficiency, error) {
+	return fitAttentionParams(eff, attnParams, attn, opt)
+}
+
+// fitAttentionParams is fitAttention over the attention parameters params
+// (the others keep eff's values).
+func fitAttentionParams(eff perf.Efficiency, params []param, attn []sample, opt Options) (perf.Efficiency, error) {
 	tiles, units := opt.TileQ, opt.Units
 	if len(tiles) == 0 {
 		tiles = []int{64, 128}
@@ -338,7 +344,7 @@ func fitAttention(eff perf.Efficiency, attn []sample, opt Options) (perf.Efficie
 	}
 	best, bestCost := eff, math.Inf(1)
 	try := func(e perf.Efficiency, pts []sample, evals int) error {
-		e, c, err := fitGroupN(e, attnParams, pts, evals, 1)
+		e, c, err := fitGroupN(e, params, pts, evals, 1)
 		if err == nil && c < bestCost {
 			best, bestCost = e, c
 		}
@@ -368,7 +374,7 @@ func fitAttention(eff perf.Efficiency, attn []sample, opt Options) (perf.Efficie
 			}
 		}
 	}
-	out, _, err := fitGroup(best, attnParams, subsample(attn, 6000))
+	out, _, err := fitGroup(best, params, subsample(attn, 6000))
 	return out, err
 }
 

