@@ -48,6 +48,8 @@ combine. Flags such as --limit apply to every variant.
 The runs are independent and use all cores; each is deterministic.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			stop := interruptible(cmd)
+			defer stop()
 			if len(f.files) > 1 || len(variants) > 0 {
 				vs, err := loadVariants(&f, variants)
 				if err != nil {
@@ -181,8 +183,7 @@ func runComparison(cmd *cobra.Command, title, what string, vs []compare.Variant,
 	if err := checkOutputFile("--report", reportPath); err != nil {
 		return err
 	}
-	ctx, stop := signalContext()
-	defer stop()
+	ctx := cmd.Context() // interruptible (the RunE's first lines)
 	prog := newCountProgress(cmd.ErrOrStderr(), quiet, len(vs), what)
 	results, err := compare.Run(ctx, vs, compare.Options{WithReport: reportPath != "", OnDone: prog.add})
 	prog.done()

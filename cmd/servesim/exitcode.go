@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"syscall"
 
 	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/workload"
@@ -55,6 +56,10 @@ func exitCode(err error) int {
 	case errors.Is(err, context.Canceled), errors.Is(err, cluster.ErrInterrupted):
 		return exitInterrupted
 	case errors.As(err, &usage), errors.As(err, &input), errors.As(err, &line), errors.As(err, &wl):
+		return exitBadInput
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EROFS):
+		// An output that cannot be written (disk full, quota, read-only
+		// file system) is the environment's, not a bug.
 		return exitBadInput
 	}
 	return exitInternal

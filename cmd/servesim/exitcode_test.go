@@ -32,12 +32,20 @@ func TestExitCodes(t *testing.T) {
 		{"trace line", wrap(&workload.LineError{Name: "t.jsonl", Line: 3, Msg: "bad"}), 2},
 		{"workload setting", wrap(&workload.InputError{Err: errors.New("arrival overflows")}), 2},
 		{"eager stop", wrap(&cluster.StopReport{Request: 1}), 3},
+		{"disk full", fmt.Errorf("output: %w", &os.PathError{Op: "write", Path: "r.csv", Err: syscall.ENOSPC}), 2},
+		{"read-only output", fmt.Errorf("output: %w", &os.PathError{Op: "open", Path: "r.csv", Err: syscall.EROFS}), 2},
 		{"interrupted (context)", wrap(context.Canceled), 130},
 		{"interrupted (simulation)", wrap(cluster.ErrInterrupted), 130},
 	}
 	for _, tc := range tests {
 		if got := exitCode(tc.err); got != tc.want {
 			t.Errorf("%s: exit code %d, want %d", tc.name, got, tc.want)
+		}
+		// An interrupt's line says so, whatever the command wrote.
+		if tc.err != nil && tc.want == 130 {
+			if line, code := errorLine(tc.err); code != 130 || !strings.Contains(line, "interrupted") {
+				t.Errorf("%s: printed %q (exit %d)", tc.name, line, code)
+			}
 		}
 	}
 }

@@ -41,8 +41,20 @@ func execute(args []string, stdout, stderr io.Writer) (code int) {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(stderr, "servesim: "+oneLine(err.Error()))
-	return exitCode(err)
+	line, code := errorLine(err)
+	fmt.Fprintln(stderr, line)
+	return code
+}
+
+// errorLine is the one line printed for a command's error, and its exit
+// code. An interrupt says "interrupted", as docs/cli.md promises, even
+// where the command's own message only says "context canceled".
+func errorLine(err error) (string, int) {
+	msg, code := oneLine(err.Error()), exitCode(err)
+	if code == exitInterrupted && !strings.Contains(msg, "interrupted") {
+		msg = "interrupted: " + msg
+	}
+	return "servesim: " + msg, code
 }
 
 // oneLine joins a multi-part error (errors.Join puts each on its own line)

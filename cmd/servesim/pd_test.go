@@ -133,3 +133,25 @@ func TestDecodeCongestionInTimeSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoffWithoutPDIsNoted: a handoff section in a scenario without
+// prefill or decode instances does nothing; run says so instead of
+// ignoring it silently, and says nothing when the scenario is P/D.
+func TestHandoffWithoutPDIsNoted(t *testing.T) {
+	dir := t.TempDir()
+	const note = "note: handoff: the scenario sets a handoff section, but no instance group has role prefill or decode"
+	for _, tc := range []struct {
+		yaml  string
+		noted bool
+	}{
+		{"handoff: {policy: push}\nworkload: {limit: 3}\n", true},
+		{"instances: [{role: prefill}, {role: decode}]\nhandoff: {policy: push}\nworkload: {limit: 3}\n", false},
+		{"workload: {limit: 3}\n", false},
+	} {
+		sc := write(t, dir, "s.yaml", tc.yaml)
+		code, _, stderr := run(t, "run", "-q", "-c", sc)
+		if code != 0 || strings.Contains(stderr, note) != tc.noted {
+			t.Errorf("%q: exit %d, stderr %q; want the note: %v", tc.yaml, code, stderr, tc.noted)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -189,7 +190,31 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 		f.noteSetHardware(s, as, "--set ")
 		f.noteSetEngine(s, as, "--set ")
 	}
+	if !s.PD() && f.file != "" {
+		sets, err := setsTopKey(f.file, "handoff")
+		if err != nil {
+			return nil, src, err
+		}
+		if sets {
+			f.note("handoff: the scenario sets a handoff section, but no instance group has role prefill or decode: it applies to disaggregated serving only and is ignored")
+		}
+	}
 	return s, src, nil
+}
+
+// setsTopKey reports whether the scenario file (already parsed) sets the
+// top-level field key.
+func setsTopKey(file, key string) (bool, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return false, fmt.Errorf("read scenario: %w", err)
+	}
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return false, badInput(fmt.Errorf("%s: %w", file, err))
+	}
+	_, ok := top[key]
+	return ok, nil
 }
 
 // The flags and --set treat instance groups differently, and say so

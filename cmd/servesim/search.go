@@ -133,6 +133,17 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
+// interruptible makes SIGINT and SIGTERM cancel cmd.Context() from now on
+// and returns the function that stops that. The commands that catch
+// signals call it first thing, before loading anything, so that a signal
+// during the load ends them with exit code 130 (not 143, killed by the
+// signal) once the load is done; their runs poll the context.
+func interruptible(cmd *cobra.Command) context.CancelFunc {
+	ctx, stop := signalContext()
+	cmd.SetContext(ctx)
+	return stop
+}
+
 func newMaxRateCmd() *cobra.Command {
 	var (
 		f            searchFlags
@@ -155,6 +166,8 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 2000 ms and TPOT 100 ms.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			stop := interruptible(cmd)
+			defer stop()
 			s, src, o, err := f.load()
 			if err != nil {
 				return err
@@ -169,8 +182,7 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 					fmt.Fprintf(stderr, "  rate %9.4g req/s (x%.4g): attainment %5.1f %%\n", p.RateRPS, p.Multiplier, 100*p.Attainment)
 				}
 			}
-			ctx, stop := signalContext()
-			defer stop()
+			ctx := cmd.Context() // interruptible (its RunE's first lines)
 			// Error bars: the step-model band when the deployment has one,
 			// seed variance when the workload is generated; at least one.
 			var band *calibrate.Band
@@ -297,6 +309,8 @@ decode groups (hardware, tp, memory, engine overrides), or of its one mixed
 group. Splits are searched in parallel (--workers, default all cores).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			stop := interruptible(cmd)
+			defer stop()
 			if gpus < 2 {
 				return badInput(fmt.Errorf("--gpus: must be >= 2 (got %d)", gpus))
 			}
@@ -316,8 +330,7 @@ group. Splits are searched in parallel (--workers, default all cores).`,
 				return badInput(fmt.Errorf("pd-ratio: %s: %w", scenarioName(f.scenario.file), err))
 			}
 			bar := newSweepBar(cmd.ErrOrStderr(), f.quiet, len(search.Splits(gpus, *pre.TP, *dec.TP)))
-			ctx, stop := signalContext()
-			defer stop()
+			ctx := cmd.Context() // interruptible (its RunE's first lines)
 			var band *calibrate.Band
 			seeds := 0
 			if errorBars {

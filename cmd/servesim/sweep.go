@@ -96,6 +96,11 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 			return badInput(fmt.Errorf("--shard: %w", err))
 		}
 	}
+	// Signals are caught from here on, before the output exists (so an
+	// interrupt always removes the temporary file) and before the grid is
+	// checked (which polls them too).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	base, src, err := f.scenario.load()
 	if err != nil {
 		return err
@@ -108,17 +113,16 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	if err != nil {
 		return badInput(err)
 	}
-	plan, err := sweep.NewPlan(base, src, grid)
+	plan, err := sweep.NewPlan(ctx, base, src, grid)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("sweep: interrupted, no results written: %w", err)
+	}
 	if err != nil {
 		return badInput(err)
 	}
 	if f.list {
 		return listPoints(cmd.OutOrStdout(), plan, sh)
 	}
-	// Signals are caught before the output exists, so an interrupt always
-	// removes the temporary file.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	asJSON := f.asJSON || strings.HasSuffix(strings.ToLower(f.out), ".json")
 	out, commit, abort, err := openOutput("-o", f.out, cmd.OutOrStdout())
 	if err != nil {

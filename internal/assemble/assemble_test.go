@@ -149,3 +149,42 @@ func TestEveryRouterServesEveryRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownRouterIsAnError: a scenario whose router is none of
+// config.Routers (built in code, past Validate) is refused by Build, not
+// served round-robin; every listed router builds and runs.
+func TestUnknownRouterIsAnError(t *testing.T) {
+	s, err := config.Parse([]byte("workload: {limit: 5}\n"), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Router = "fastest"
+	if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), `router: unknown router "fastest"`) {
+		t.Fatalf("unknown router: %v", err)
+	}
+	for _, r := range config.Routers {
+		b := mustBuild(t, r+".yaml", "workload: {limit: 5}\ninstances: [{count: 2}]\nrouter: "+r+"\n")
+		if done := runToEnd(t, r, b); done != 5 {
+			t.Errorf("%s: %d requests ended, want 5", r, done)
+		}
+	}
+}
+
+// TestTierErrorsNameTheField: the KV tiers' errors found while building
+// start with the scenario field at fault, once.
+func TestTierErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"kv_tiers: {write_buffer_mb: 0.001}\n", "kv_tiers.write_buffer_mb: 1000 bytes cannot hold one"},
+		{"kv_tiers: {host: {capacity_gb: 0.000001}}\n", "kv_tiers.host: node 0's host tier of 1000 bytes holds no chunk"},
+		{"kv_tiers: {disk: {capacity_gb: 0.000001}}\n", "kv_tiers.disk.capacity_gb: node 0's disk tier"},
+	} {
+		s, err := config.Parse([]byte(tc.yaml+"workload: {limit: 3}\n"), "k.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Build(s, config.Source{})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want it to start with %q", tc.yaml, err, tc.want)
+		}
+	}
+}

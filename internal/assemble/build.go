@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/cluster"
@@ -140,7 +141,7 @@ func (b *Built) NewRun(obs cluster.Observer) (*cluster.Sim, *perf.TableCounts, i
 }
 
 // Router returns a fresh instance of the scenario's arrival router.
-func (b *Built) Router() cluster.Router { return newRouter(b.Scenario) }
+func (b *Built) Router() (cluster.Router, error) { return newRouter(b.Scenario) }
 
 // NewSimFrom is NewSim with the workload source and the arrival router
 // given (nil router: the scenario's), as a driver that feeds requests in
@@ -160,7 +161,10 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 		engines[i] = e
 	}
 	if router == nil {
-		router = newRouter(b.Scenario)
+		var err error
+		if router, err = newRouter(b.Scenario); err != nil {
+			return nil, err
+		}
 	}
 	sim, err := cluster.New(engines, src, router, obs)
 	if err != nil {
@@ -212,6 +216,9 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 // sizes every instance's KV cache, loads the latency predictor and prepares
 // the workload. Errors name the field at fault and what would fix it.
 func Build(s *config.Scenario, src config.Source) (*Built, error) {
+	if _, err := newRouter(s); err != nil {
+		return nil, err
+	}
 	m, err := loadModel(s, src)
 	if err != nil {
 		return nil, err
@@ -499,9 +506,20 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 			}
 		}
 	}
-	if r := s.MoE; r != nil && r.Routing == "histogram" && len(b.groups) > 0 {
-		if b.routing, err = readHistogram(resolve(src, r.Histogram), int(m.NumExperts), m.NumMoELayers()); err != nil {
-			return nil, err
+	if r := s.MoE; r != nil {
+		// Checked whatever the groups, so that a section no group uses
+		// yet (ep 1) or can use (a dense model) is not silently ignored.
+		if m.NumExperts == 0 {
+			return nil, fmt.Errorf("moe: %s is a dense model (no experts); the moe section applies to mixture-of-experts models: remove it", m.Name)
+		}
+		if r.Routing == "histogram" {
+			routing, err := readHistogram(resolve(src, r.Histogram), int(m.NumExperts), m.NumMoELayers())
+			if err != nil {
+				return nil, err
+			}
+			if len(b.groups) > 0 {
+				b.routing = routing
+			}
 		}
 	}
 	b.layers = int(m.NumLayers)
@@ -625,22 +643,26 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 
 // newRouter builds the scenario's arrival router; random choices come from
 // the seed's "routing" stream.
-func newRouter(s *config.Scenario) cluster.Router {
+func newRouter(s *config.Scenario) (cluster.Router, error) {
 	switch s.Router {
+	case "round-robin":
+		return &cluster.RoundRobin{}, nil
 	case "random":
-		return cluster.Random{Rand: des.Stream(s.Seed, "routing")}
+		return cluster.Random{Rand: des.Stream(s.Seed, "routing")}, nil
 	case "least-loaded":
-		return cluster.LeastLoaded{}
+		return cluster.LeastLoaded{}, nil
 	case "least-kv":
-		return cluster.LeastKV{}
+		return cluster.LeastKV{}, nil
 	case "prefix-affinity":
-		return cluster.PrefixAffinity{}
+		return cluster.PrefixAffinity{}, nil
 	case "kv-aware":
-		return cluster.KVAware{}
+		return cluster.KVAware{}, nil
 	case "power-of-two":
-		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}
+		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}, nil
 	}
-	return &cluster.RoundRobin{}
+	// Validate refuses it; a scenario built in code must not fall back
+	// to round-robin silently.
+	return nil, fmt.Errorf("router: unknown router %q (valid: %s)", s.Router, strings.Join(config.Routers, ", "))
 }
 
 // enginePath names where group gi's engine settings come from: its own

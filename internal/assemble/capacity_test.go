@@ -65,3 +65,29 @@ func TestPinnedCapacityIsPredictedToo(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeInstanceBlocks: a valid vLLM configuration with far more than
+// 2^22 KV blocks per instance (Qwen3-30B-A3B at tp 4 x pp 2 on B200 with
+// block_size 1: about 13 million) builds and runs; its blocks are those of
+// block_size 16 times 16, to the block (each is the free KV memory divided
+// by the bytes of one block, rounded down). Beyond the KV pool's own bound
+// the error names the bound.
+func TestLargeInstanceBlocks(t *testing.T) {
+	const base = "predictor: {kind: roofline}\nmodel: Qwen/Qwen3-30B-A3B-Instruct-2507\nhardware: B200\nworkload: {limit: 5}\ninstances: [{tp: 4, pp: 2}]\n"
+	one := mustBuild(t, "bs1.yaml", base+"engine: {block_size: 1}\n")
+	sixteen := mustBuild(t, "bs16.yaml", base+"engine: {block_size: 16}\n")
+	b1, b16 := one.Instances[0].NumBlocks, sixteen.Instances[0].NumBlocks
+	if b1 <= 1<<22 || b1/16 != b16 {
+		t.Fatalf("block_size 1: %d blocks, block_size 16: %d; want over %d and %d = %d / 16", b1, b16, 1<<22, b16, b1)
+	}
+	if done := runToEnd(t, "bs1.yaml", one); done != 5 {
+		t.Fatalf("%d requests ended, want 5", done)
+	}
+	s, err := config.Parse([]byte(base+"engine: {block_size: 1, num_gpu_blocks: 134217729}\n"), "huge.yaml")
+	if err == nil {
+		_, err = Build(s, config.Source{})
+	}
+	if err == nil || !strings.Contains(err.Error(), "134217728") {
+		t.Fatalf("num_gpu_blocks 2^27 + 1: got %v, want an error naming the bound 2^27", err)
+	}
+}

@@ -240,3 +240,30 @@ func TestDPGroupRoofline(t *testing.T) {
 		t.Error("the group never stepped")
 	}
 }
+
+// TestMoESectionChecked: the moe section is checked even where no group
+// uses it: on a dense model it is an error, and at ep 1 its histogram is
+// still read and checked against the model; at ep 2 a good one builds.
+func TestMoESectionChecked(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short.csv")
+	if err := os.WriteFile(short, []byte("expert,count\n0,1\n1,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dense := config.Default()
+	dense.MoE = &config.MoE{Routing: "zipf", Skew: 1}
+	if _, err := Build(dense, config.Source{}); err == nil || !strings.Contains(err.Error(), "moe: meta-llama/Llama-3.1-8B is a dense model") {
+		t.Errorf("moe on a dense model: %v", err)
+	}
+	for _, ep := range []int{1, 2} {
+		s := qwenMoE(t, ep, ep)
+		s.MoE = &config.MoE{Routing: "histogram", Histogram: short}
+		if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), "short.csv") {
+			t.Errorf("ep %d, a histogram of 2 of the 128 experts: %v", ep, err)
+		}
+		s.MoE = &config.MoE{Routing: "zipf", Skew: 1}
+		if _, err := Build(s, config.Source{}); err != nil {
+			t.Errorf("ep %d, zipf routing: %v", ep, err)
+		}
+	}
+}

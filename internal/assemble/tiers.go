@@ -62,7 +62,7 @@ func tierConfig(s *config.Scenario, b *Built) (*kvtier.Config, error) {
 		return nil, fmt.Errorf("kv_tiers.chunk_tokens: must be a multiple of block_size %d (got %d)", cfg.BlockSize, t.ChunkTokens)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("kv_tiers: %w", err)
+		return nil, err // named by its field path
 	}
 	for i, n := range cfg.Nodes {
 		chunk := int64(t.ChunkTokens/cfg.BlockSize) * cfg.BlockBytes

@@ -99,6 +99,11 @@ type hand struct {
 	offloaded  bool  // pull: KV in p's host memory (no longer pinned)
 	hostBytes  int64 // offloaded: bytes held in p's host memory
 	offloadTag int64 // offloading: the copy's tag
+	// offWait: pull, its offload waits for room in its node's deferred
+	// queue, at the entry holding offTicket (a retry keeps the place;
+	// leaving the decode queues drops it).
+	offWait    bool
+	offTicket  int64
 	streaming  bool  // reserve: the KV stream is on the link
 	streamDone bool  // reserve: the KV stream has arrived
 	bytes      int64 // transfer bytes per stream
@@ -138,6 +143,9 @@ func (s *Sim) transition(h *hand, to hstate, d int, now int64) error {
 	p.demand -= h.demand
 	h.demand = 0
 	h.st, h.d, h.since = to, d, now
+	if to != hQueued {
+		h.offWait = false // the waiting offload's entry is now stale
+	}
 	switch to {
 	case hQueued, hAwaitReserve:
 		h.qBlocks = s.promptBlocks(h, d)

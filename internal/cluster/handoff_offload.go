@@ -31,8 +31,8 @@ type pendingOffload struct {
 // armOffload schedules the offload of h's pinned KV, when configured.
 func (s *Sim) armOffload(h *hand, now int64) error {
 	p := s.pd
-	if p.cfg.OffloadPinnedAfter <= 0 || s.tiers == nil || !h.pinned || h.offloading {
-		return nil
+	if p.cfg.OffloadPinnedAfter <= 0 || s.tiers == nil || !h.pinned || h.offloading || h.offWait {
+		return nil // none, or already under way or waiting in its place
 	}
 	return s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.OffloadPinnedAfter)), Kind: evOffload, Arg: h.req.ID, Target: h.gen})
 }
@@ -40,17 +40,21 @@ func (s *Sim) armOffload(h *hand, now int64) error {
 // offloadDue starts copying h's pinned KV to host memory.
 func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
 	h := s.pd.hands[id]
-	if h == nil || h.gen != gen || h.st != hQueued || !h.pinned || h.offloading {
+	if h == nil || h.gen != gen || h.st != hQueued || !h.pinned || h.offloading || h.offWait {
 		return nil
 	}
 	t := s.tiers
 	if s.pd.cfg.OffloadPinnedMax > 0 {
-		// Behind the offloads already waiting; started now if it fits.
+		// Behind the offloads already waiting; started now if it fits. It
+		// keeps this place while it waits, moved between decode queues
+		// (retry) or not.
 		node := t.h.NodeOf(h.p)
 		if t.deferred == nil {
 			t.deferred = make([][]deferredOffload, t.h.Nodes())
 		}
-		t.deferred[node] = append(t.deferred[node], deferredOffload{id: id, gen: gen})
+		t.nextTicket++
+		h.offWait, h.offTicket = true, t.nextTicket
+		t.deferred[node] = append(t.deferred[node], deferredOffload{id: id, ticket: t.nextTicket})
 		s.retryOffloads(node, now)
 		if !h.offloading {
 			t.offloadDeferred++
@@ -66,10 +70,12 @@ func (s *Sim) offloadBytes(h *hand) int64 {
 	return int64(cdiv(h.req.InputTokens, s.engines[h.p].Config().BlockSize)) * s.tiers.h.BlockBytes()
 }
 
-// deferredOffload is an offload waiting for room in host memory.
+// deferredOffload is an offload waiting for room in host memory. ticket
+// matches the request's hand.offTicket while this entry is its place in
+// the queue.
 type deferredOffload struct {
-	id  int64
-	gen int32
+	id     int64
+	ticket int64
 }
 
 // startOffload starts the copy of h's pinned KV (bytes) to host memory.
@@ -82,6 +88,9 @@ func (s *Sim) startOffload(h *hand, id, bytes, now int64) {
 	t.offloads[t.nextOffload] = pendingOffload{id: id, inst: h.p, bytes: bytes}
 	h.offloading, h.offloadTag = true, t.nextOffload
 	t.h.Offload(h.p, t.nextOffload, bytes, now)
+	if t.onOffloadStart != nil {
+		t.onOffloadStart(id)
+	}
 }
 
 // retryOffloads starts the deferred offloads of node, in order, while they
@@ -96,19 +105,21 @@ func (s *Sim) retryOffloads(node int, now int64) {
 	for len(q) > 0 {
 		d := q[0]
 		h := s.pd.hands[d.id]
-		if h == nil || h.gen != d.gen || h.st != hQueued || !h.pinned || h.offloading || h.offloaded {
-			q = q[1:]
+		if h == nil || !h.offWait || h.offTicket != d.ticket {
+			q = q[1:] // the request moved on
 			continue
 		}
 		bytes := s.offloadBytes(h)
 		if bytes > s.pd.cfg.OffloadPinnedMax {
 			q = q[1:] // larger than the bound: it stays pinned
+			h.offWait = false
 			continue
 		}
 		if t.h.HandoffBytes(node)+bytes > s.pd.cfg.OffloadPinnedMax {
 			break
 		}
 		q = q[1:]
+		h.offWait = false
 		s.startOffload(h, d.id, bytes, now)
 	}
 	if len(q) == 0 {

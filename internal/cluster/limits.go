@@ -40,10 +40,22 @@ var ErrInterrupted = errors.New("cluster: run interrupted")
 // interruptEvery is how many events pass between interrupt checks.
 const interruptEvery = 1024
 
+// UnreadObserver is implemented by observers that take the number of
+// requests a run cut off at a limit never read from its workload, as a
+// count: they end truncated without a record each (a generated workload
+// counts them without generating them, workload.Counter). With an
+// observer that does not implement it, those requests are generated and
+// reported one by one (Terminal).
+type UnreadObserver interface {
+	Observer
+	TruncatedUnread(n int64)
+}
+
 // liveReq is what a request in flight needs for its record at a limit.
 type liveReq struct {
 	arrival       int64
 	input, output int
+	session       string
 }
 
 // SetLimits sets the run's limits; call before Run.
@@ -83,7 +95,7 @@ func (s *Sim) track(req *workload.Request, now int64) {
 	if s.live == nil {
 		s.live = map[int64]liveReq{}
 	}
-	s.live[req.ID] = liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens}
+	s.live[req.ID] = liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session}
 	s.tokensSeen += int64(req.InputTokens) + int64(req.OutputTokens)
 }
 
@@ -118,13 +130,15 @@ func (s *Sim) cutOff(now int64, reason string) error {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	counts := s.liveCounts()
+	recs := s.liveRecords()
 	for _, id := range ids {
-		l := s.live[id]
-		rec := metrics.NewRecord(id, l.arrival)
-		rec.InputTokens, rec.OutputTokens = l.input, l.output
-		c := counts[id]
-		rec.Preemptions, rec.Reprefills, rec.Retries = c.preemptions, c.reprefills, c.retries
+		rec, ok := recs[id]
+		if !ok {
+			// Not yet on any instance: only what the cluster knows.
+			l := s.live[id]
+			rec = metrics.NewRecord(id, l.arrival)
+			rec.Session, rec.InputTokens, rec.OutputTokens = l.session, l.input, l.output
+		}
 		rec.Outcome, rec.Reason = metrics.Failed, reason
 		s.end(&rec, now)
 	}
@@ -132,8 +146,11 @@ func (s *Sim) cutOff(now int64, reason string) error {
 	for i := range notArrived {
 		s.truncate(&notArrived[i], now)
 	}
-	// The rest of the workload never arrived.
-	for {
+	// The rest of the workload never arrived: counted at once when the
+	// source can count it and the observer take a count, else read entry
+	// by entry (a trace), with the interrupt check polled meanwhile.
+	bulk, _ := s.obs.(UnreadObserver)
+	for read := 1; ; read++ {
 		if s.hasNext {
 			for i := range s.next.Requests {
 				s.truncate(&s.next.Requests[i], now)
@@ -142,6 +159,18 @@ func (s *Sim) cutOff(now int64, reason string) error {
 		}
 		if s.srcDone {
 			return nil
+		}
+		if bulk != nil {
+			if n, ok := workload.Remaining(s.src); ok {
+				s.srcDone = true
+				s.total += n
+				s.terminal += n
+				bulk.TruncatedUnread(n)
+				return nil
+			}
+		}
+		if s.interrupt != nil && read%interruptEvery == 0 && s.interrupt() {
+			return ErrInterrupted
 		}
 		entry, err := s.src.Next()
 		if errors.Is(err, io.EOF) {
@@ -155,23 +184,26 @@ func (s *Sim) cutOff(now int64, reason string) error {
 	}
 }
 
-// counts are the counters of a request in flight summed into the run's
-// totals (Summary: preemptions, re-prefills, retries).
-type counts struct{ preemptions, reprefills, retries int }
-
-// liveCounts gathers the counters of every request held by an instance or
-// a handoff. A request may have copies of its record in several places (a
-// prefill instance's pinned KV, a decode instance's queue, the handoff);
-// each copy is a snapshot of counts that only grow, so the largest is the
-// latest.
-func (s *Sim) liveCounts() map[int64]counts {
-	m := make(map[int64]counts, len(s.live))
+// liveRecords gathers the record of every request held by an instance or
+// a handoff, as far as it got. A request may have copies of its record in
+// several places (a prefill instance's pinned KV, a decode instance's
+// queue, the handoff); each copy is a snapshot taken from the one before,
+// whose times are set once or only grow, and whose counters only grow, so
+// the request's record is the field-wise latest of its copies.
+func (s *Sim) liveRecords() map[int64]metrics.Record {
+	m := make(map[int64]metrics.Record, len(s.live))
 	add := func(r *metrics.Record) {
-		c := m[r.ID]
-		c.preemptions = max(c.preemptions, r.Preemptions)
-		c.reprefills = max(c.reprefills, r.Reprefills)
-		c.retries = max(c.retries, r.Retries)
-		m[r.ID] = c
+		l, ok := s.live[r.ID]
+		if !ok {
+			return
+		}
+		if c, ok := m[r.ID]; ok {
+			m[r.ID] = latest(c, *r)
+			return
+		}
+		rec := *r
+		rec.Arrival = l.arrival // the arrival at the cluster
+		m[r.ID] = rec
 	}
 	for _, e := range s.engines {
 		e.EachRecord(add)
@@ -182,6 +214,32 @@ func (s *Sim) liveCounts() map[int64]counts {
 		}
 	}
 	return m
+}
+
+// latest merges two copies of one request's record: every time, instance
+// and counter the later of the two (-1, "never", is earliest).
+func latest(a, b metrics.Record) metrics.Record {
+	if a.Session == "" {
+		a.Session = b.Session
+	}
+	for _, p := range [...][2]*int64{
+		{&a.Queued, &b.Queued}, {&a.Scheduled, &b.Scheduled}, {&a.FirstToken, &b.FirstToken},
+		{&a.LastToken, &b.LastToken}, {&a.MaxITL, &b.MaxITL}, {&a.TierLoadNs, &b.TierLoadNs},
+		{&a.PrefillEnd, &b.PrefillEnd}, {&a.Reserved, &b.Reserved}, {&a.TransferStart, &b.TransferStart},
+		{&a.TransferEnd, &b.TransferEnd}, {&a.HandoffWait, &b.HandoffWait}, {&a.CapacityWait, &b.CapacityWait},
+	} {
+		*p[0] = max(*p[0], *p[1])
+	}
+	for _, p := range [...][2]*int{
+		{&a.Generated, &b.Generated}, {&a.CachedTokens, &b.CachedTokens}, {&a.Preemptions, &b.Preemptions},
+		{&a.Reprefills, &b.Reprefills}, {&a.Retries, &b.Retries},
+	} {
+		*p[0] = max(*p[0], *p[1])
+	}
+	a.PrefillInstance = max(a.PrefillInstance, b.PrefillInstance)
+	a.DecodeInstance = max(a.DecodeInstance, b.DecodeInstance)
+	a.PrefixTier = max(a.PrefixTier, b.PrefixTier)
+	return a
 }
 
 // truncate ends a request that never arrived.

@@ -46,3 +46,49 @@ func TestOffloadPinnedCap(t *testing.T) {
 	t.Logf("mean pinned blocks: kept %.1f, bounded %.1f, unbounded %.1f; peak offloaded bytes bounded %d, unbounded %d; deferred %d",
 		pinMean, capMean, freeMean, capH.HandoffPeak(0), freeH.HandoffPeak(0), capSim.OffloadDeferred())
 }
+
+// TestOffloadDeferredRetry: under the retry placement a request whose
+// offload waits for room is moved between decode queues every retry_after,
+// yet it waits once, in its place: offload_deferred counts each request's
+// pinned KV at most once, and the deferred offloads start in the order
+// they became due (by request, as the prompts are prefilled in order),
+// not with the retried ones sent to the back of the node's queue.
+func TestOffloadDeferredRetry(t *testing.T) {
+	reqs := offloadReqs()
+	const one = 20 * 16000
+	ps := pdSetup{prefill: 1, decode: 2, pBlocks: 300, dBlocks: 30, seqs: 8, budget: 2048,
+		cfg: PDConfig{Policy: Pull, Placement: RetryPlacement, RetryAfter: 2e5, Heartbeat: true, MaxReprefills: 3,
+			OffloadPinnedAfter: 1e6, OffloadPinnedMax: one},
+		bw: 1e10, latency: 1000, kvPerToken: 1000, pred: linear{base: 1e6, perTok: 1000}}
+	sim, c := ps.build(t, reqs)
+	h, err := kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 16000,
+		Nodes:     []kvtier.Node{hostNode(1e9, 1e11)},
+		Instances: []kvtier.Instance{{Node: 0, GPUs: 1}, {Node: 0, GPUs: 1}, {Node: 0, GPUs: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.EnableTiers(h)
+	var started []int64
+	sim.tiers.onOffloadStart = func(id int64) { started = append(started, id) }
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	allFinished(t, c, len(reqs))
+	var retries int
+	for _, r := range c.recs {
+		retries += r.Retries
+	}
+	if retries == 0 || sim.OffloadDeferred() == 0 || len(started) < 2 {
+		t.Fatalf("%d retries, %d offloads deferred, %d started: the setting does not exercise retries of deferred offloads", retries, sim.OffloadDeferred(), len(started))
+	}
+	if d := sim.OffloadDeferred(); d > int64(len(reqs)) {
+		t.Errorf("%d offloads deferred for %d requests (%d retries)", d, len(reqs), retries)
+	}
+	for i := 1; i < len(started); i++ {
+		if started[i] < started[i-1] {
+			t.Errorf("offloads started in order %v, not first come first served", started)
+			break
+		}
+	}
+	t.Logf("%d retries, %d deferred, offloads started %v", retries, sim.OffloadDeferred(), started)
+}

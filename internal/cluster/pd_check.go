@@ -19,6 +19,9 @@ import (
 //     engine phase (queued, reserved, ready), and every decode instance's
 //     admission queue and reservation count equal the handoffs there, so a
 //     reservation with no handoff behind it (a leak) is caught;
+//   - no prefill instance pins more KV blocks than it uses;
+//   - every handoff whose offload waits for host memory has one place in
+//     its node's deferred queue;
 //   - the queued-block and demand counters equal their recomputation, and
 //     push buffer shares plus free buffer equal the configured buffer.
 //
@@ -51,6 +54,9 @@ func (s *Sim) checkPD() error {
 			buf[h.d] += h.bufBlocks
 		}
 	}
+	if err := s.checkDeferred(); err != nil {
+		return err
+	}
 	if demand != p.demand {
 		return fmt.Errorf("cluster: invariant violated: decode demand counter is %d blocks but the handoffs add up to %d", p.demand, demand)
 	}
@@ -70,8 +76,14 @@ func (s *Sim) checkPD() error {
 		}
 	}
 	for _, i := range p.prefill {
-		if e := s.engines[i]; e.Config().Role == engine.Mixed && e.Reserved() != 0 {
+		e := s.engines[i]
+		if e.Config().Role == engine.Mixed && e.Reserved() != 0 {
 			return fmt.Errorf("cluster: invariant violated: mixed instance %d holds %d decode reservations", i, e.Reserved())
+		}
+		if pin, used := e.PinnedBlocks(), e.Pool().Used(); pin > used {
+			// Pinned blocks are distinct blocks in use (a shared prefix
+			// block counts once).
+			return fmt.Errorf("cluster: invariant violated: prefill instance %d pins %d KV blocks but uses only %d", i, pin, used)
 		}
 	}
 	return nil
@@ -119,6 +131,39 @@ func (s *Sim) checkPDNow() error {
 	return s.checkPD()
 }
 
+// checkDeferred checks the deferred offload queues: each handoff whose
+// offload waits holds exactly one live entry (its place), in the queue of
+// its prefill instance's node.
+func (s *Sim) checkDeferred() error {
+	t := s.tiers
+	if t == nil {
+		return nil
+	}
+	live := 0
+	for node, q := range t.deferred {
+		for _, d := range q {
+			h := s.pd.hands[d.id]
+			if h == nil || !h.offWait || h.offTicket != d.ticket {
+				continue
+			}
+			live++
+			if got := t.h.NodeOf(h.p); got != node {
+				return fmt.Errorf("cluster: invariant violated: request %d's offload waits on node %d, but its prefill instance %d is on node %d", d.id, node, h.p, got)
+			}
+		}
+	}
+	waiting := 0
+	for _, h := range s.pd.hands {
+		if h.offWait {
+			waiting++
+		}
+	}
+	if live != waiting {
+		return fmt.Errorf("cluster: invariant violated: %d handoffs wait to offload but the deferred queues hold %d live entries", waiting, live)
+	}
+	return nil
+}
+
 // checkHand checks one handoff's resources against its state.
 func (s *Sim) checkHand(id int64, h *hand) error {
 	if h.req.ID != id {
@@ -129,6 +174,9 @@ func (s *Sim) checkHand(id int64, h *hand) error {
 	buffered := h.bufBlocks > 0 || away
 	if h.bufBlocks > 0 && h.spilled || h.spilled && h.offloaded {
 		return fmt.Errorf("KV in two places: buffered (%d blocks), spilled %v, offloaded %v", h.bufBlocks, h.spilled, h.offloaded)
+	}
+	if h.offWait && (h.st != hQueued || !h.pinned || h.offloading || h.offloaded) {
+		return fmt.Errorf("offload waiting for host memory while pinned %v, offloading %v, offloaded %v", h.pinned, h.offloading, h.offloaded)
 	}
 	if h.offloading && !h.pinned {
 		return fmt.Errorf("KV being offloaded to host but not pinned")

@@ -22,10 +22,15 @@ type tierState struct {
 	offloads    map[int64]pendingOffload
 	nextOffload int64
 	// Offloads waiting for room under PDConfig.OffloadPinnedMax, per
-	// node, FIFO; entries whose request moved on are skipped.
-	deferred [][]deferredOffload
+	// node, FIFO; entries whose request moved on are skipped. nextTicket
+	// numbers the entries.
+	deferred   [][]deferredOffload
+	nextTicket int64
 	// offloadDeferred counts the offloads that had to wait.
 	offloadDeferred int64
+	// onOffloadStart, if set, sees the request of every offload started
+	// (tests trace the order).
+	onOffloadStart func(id int64)
 }
 
 // EnableTiers connects every prefix-caching engine, and every engine that

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"math"
+
+	"github.com/servesim/servesim/internal/kv"
 )
 
 // Fixed bounds on the simulator's own state and on the times a scenario
@@ -16,10 +18,16 @@ const (
 	// model's number of layers).
 	MaxParallel = 1024
 	// MaxBlocksPerInstance bounds one instance's KV blocks (given as
-	// num_gpu_blocks or computed from memory).
-	MaxBlocksPerInstance = 1 << 22
-	// MaxTotalBlocks bounds the KV blocks of the whole cluster.
-	MaxTotalBlocks = 1 << 26
+	// num_gpu_blocks or computed from memory): the KV pool's own bound
+	// (2^27), above what vLLM gives one instance of the catalog's models
+	// on its largest GPUs even with block_size 1 (Qwen3-30B-A3B at tp 4 x
+	// pp 2 on a B200: 13,298,498 blocks). A block costs the pool at most 28 bytes
+	// (its state word, hash and up to four free-queue entries), so the
+	// largest pool takes under 4 GB.
+	MaxBlocksPerInstance = kv.MaxCapacity
+	// MaxTotalBlocks bounds the KV blocks of the whole cluster (2^28, at
+	// most 7.5 GB of pool state).
+	MaxTotalBlocks = 1 << 28
 	// MaxNumSeqs bounds max_num_seqs.
 	MaxNumSeqs = 1 << 20
 	// MaxTokens bounds token-count settings: max_num_batched_tokens,

@@ -363,3 +363,83 @@ func TestPDSpecMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestContentlessFileIsEmpty: a scenario file holding only comments,
+// document markers or null sets nothing: it gives the defaults, as an empty
+// file does, instead of a zero scenario failing validation field by field.
+func TestContentlessFileIsEmpty(t *testing.T) {
+	want, err := Parse(nil, "empty.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{"# only a comment\n", "---\n", "# a\n---\n# b\n", "---\n---\n", "~\n", "null\n", "  \n# indented\n"} {
+		got, err := Parse([]byte(data), "s.yaml")
+		if err != nil {
+			t.Errorf("%q: %v", data, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: scenario differs from an empty file's", data)
+		}
+	}
+}
+
+// TestNonFiniteAndOutOfRangeNumbers: NaN and the infinities are refused in
+// every float field of a file, named by file:line:col and field path (the
+// handoff offload and kv_tiers fields used to take them), and so are
+// whole numbers beyond an integer field's range, which used to wrap (a
+// seed of 2^64 + 1 ran with another seed). Validate refuses NaN in those
+// fields when they are set other than by a file.
+func TestNonFiniteAndOutOfRangeNumbers(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"handoff: {offload_pinned_after_s: .nan}\n", "s.yaml:1:35: handoff.offload_pinned_after_s: must be a finite number"},
+		{"handoff: {offload_pinned_after_s: .inf}\n", "s.yaml:1:35: handoff.offload_pinned_after_s: must be a finite number"},
+		{"handoff: {offload_pinned_max_gb: .nan}\n", "s.yaml:1:34: handoff.offload_pinned_max_gb: must be a finite number"},
+		{"kv_tiers: {pcie_gbps: .inf}\n", "s.yaml:1:23: kv_tiers.pcie_gbps: must be a finite number"},
+		{"kv_tiers: {host: {read_gbps: -.inf}}\n", "s.yaml:1:30: kv_tiers.host.read_gbps: must be a finite number"},
+		{"kv_tiers: {disk: {capacity_gb: 10, latency_us: .nan}}\n", "s.yaml:1:48: kv_tiers.disk.latency_us: must be a finite number"},
+		{"seed: 18446744073709551617\n", "s.yaml:1:7: seed: 18446744073709551617 is out of range (at most 18446744073709551615)"},
+		{"engine: {max_num_seqs: -9.3e18}\n", "engine.max_num_seqs: -9.3e18 is out of range"},
+	} {
+		_, err := Parse([]byte(tc.yaml), "s.yaml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+	if s, err := Parse([]byte("seed: 18446744073709551615\n"), "s.yaml"); err != nil || s.Seed != math.MaxUint64 {
+		t.Errorf("the largest seed: %v", err)
+	}
+	s, err := Parse([]byte("instances: [{role: prefill}, {role: decode}]\nhandoff: {policy: pull}\nkv_tiers: {}\n"), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lat := math.NaN()
+	s.Handoff.OffloadPinnedAfterS, s.Handoff.OffloadPinnedMaxGB = math.NaN(), math.NaN()
+	s.KVTiers.PCIeGBps, s.KVTiers.PCIeLatencyUs, s.KVTiers.Host.ReadGBps = math.NaN(), &lat, math.Inf(1)
+	err = s.Validate()
+	for _, f := range []string{"handoff.offload_pinned_after_s", "handoff.offload_pinned_max_gb", "kv_tiers.pcie_gbps", "kv_tiers.pcie_latency_us", "kv_tiers.host.read_gbps"} {
+		if err == nil || !strings.Contains(err.Error(), f+":") {
+			t.Errorf("Validate with NaN in %s: %v", f, err)
+		}
+	}
+}
+
+// TestSecondDocument: a scenario file holds one YAML document. A second
+// one with content is an error at its line (the decoder would ignore it);
+// empty documents beside the one with content change nothing, even
+// before it (the decoder would take the empty first one).
+func TestSecondDocument(t *testing.T) {
+	_, err := Parse([]byte("seed: 3\n---\nseed: 4\n"), "s.yaml")
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:3:") || !strings.Contains(err.Error(), "a second YAML document") {
+		t.Errorf("two documents: %v", err)
+	}
+	for _, data := range []string{"~\n---\nseed: 5\n", "seed: 5\n---\n", "# c\n---\nseed: 5\n---\n# d\n"} {
+		s, err := Parse([]byte(data), "s.yaml")
+		if err != nil || s.Seed != 5 {
+			t.Errorf("%q: %v, want seed 5", data, err)
+		}
+	}
+	if _, err := Parse([]byte("~\n---\nbogus: 1\n"), "s.yaml"); err == nil || !strings.Contains(err.Error(), "s.yaml:3:1: bogus: unknown field") {
+		t.Errorf("an unknown field after an empty document: %v", err)
+	}
+}

@@ -29,6 +29,12 @@ type fileCheck struct {
 	// doc is the file's tree with the entries at fault removed, so the
 	// rest can be decoded and validated; nil when that is not possible.
 	doc ast.Node
+	// empty: the file sets nothing (only comments, document markers or
+	// null), so it stands for the defaults, as an empty file does.
+	empty bool
+	// several: the file has empty documents beside the one with content,
+	// so it is decoded from doc (the decoder would take the first).
+	several bool
 }
 
 // checkFile walks the file against Scenario and reports, in file order,
@@ -41,16 +47,33 @@ func checkFile(data []byte) (*fileCheck, error) {
 		return nil, err
 	}
 	fc := &fileCheck{pos: map[string][2]int{}}
-	if len(f.Docs) != 1 {
-		return fc, nil // left to the decoder
+	// The documents with content: none stands for the defaults; a second
+	// one would be ignored by the decoder, so it is an error.
+	var body ast.Node
+	for _, d := range f.Docs {
+		if d.Body == nil || d.Body.Type() == ast.NullType {
+			continue
+		}
+		if body != nil {
+			tok := d.Body.GetToken()
+			fc.errs = append(fc.errs, fileError{line: tok.Position.Line, col: tok.Position.Column,
+				msg: "a second YAML document: a scenario file holds one; remove the --- and what follows it, or put it in a file of its own"})
+			return fc, nil
+		}
+		body = d.Body
 	}
+	if body == nil {
+		fc.empty = true
+		return fc, nil
+	}
+	fc.several = len(f.Docs) > 1
 	removable := true
 	var drop []ast.Node
 	add := func(n ast.Node, msg string) {
 		tok := n.GetToken()
 		fc.errs = append(fc.errs, fileError{line: tok.Position.Line, col: tok.Position.Column, msg: msg})
 	}
-	walkSchema(f.Docs[0].Body, reflect.TypeFor[Scenario](), "", schemaVisitor{
+	walkSchema(body, reflect.TypeFor[Scenario](), "", schemaVisitor{
 		entry: func(mv *ast.MappingValueNode, path string) {
 			if mv.Value == nil {
 				return
@@ -70,6 +93,11 @@ func checkFile(data []byte) (*fileCheck, error) {
 				drop = append(drop, n)
 				return false
 			}
+			if msg := checkFloat(n, t, path); msg != "" {
+				add(n, msg)
+				drop = append(drop, n)
+				return false
+			}
 			return true
 		},
 		unknown: func(mv *ast.MappingValueNode, parent reflect.Type, path string) {
@@ -84,12 +112,12 @@ func checkFile(data []byte) (*fileCheck, error) {
 		},
 	})
 	for _, n := range drop {
-		if !dropEntry(f.Docs[0].Body, n) {
+		if !dropEntry(body, n) {
 			removable = false
 		}
 	}
 	if removable {
-		fc.doc = f.Docs[0].Body
+		fc.doc = body
 	}
 	slices.SortStableFunc(fc.errs, byPosition)
 	return fc, nil

@@ -103,12 +103,12 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	if h.ReservedDecodeTokens < 0 {
 		bad("handoff.reserved_decode_tokens", "must be >= 0 (got %d)", h.ReservedDecodeTokens)
 	}
-	if h.OffloadPinnedAfterS < 0 {
-		bad("handoff.offload_pinned_after_s", "must be >= 0 seconds (got %g)", h.OffloadPinnedAfterS)
+	if !(h.OffloadPinnedAfterS >= 0) || h.OffloadPinnedAfterS > MaxDurationS {
+		bad("handoff.offload_pinned_after_s", "must be a finite number in [0, %g] seconds (got %g)", float64(MaxDurationS), h.OffloadPinnedAfterS)
 	} else if h.OffloadPinnedAfterS > 0 && (h.Policy != "pull" || s.KVTiers == nil) {
 		bad("handoff.offload_pinned_after_s", "needs handoff.policy pull and a kv_tiers section (the host tier receives the KV); got policy %s, kv_tiers set: %t", h.Policy, s.KVTiers != nil)
 	}
-	if h.OffloadPinnedMaxGB < 0 || h.OffloadPinnedMaxGB > maxPlausibleTierCapacity {
+	if !(h.OffloadPinnedMaxGB >= 0) || h.OffloadPinnedMaxGB > maxPlausibleTierCapacity {
 		bad("handoff.offload_pinned_max_gb", "must be in (0, %g] GB per node, or 0 for unbounded (got %g)", float64(maxPlausibleTierCapacity), h.OffloadPinnedMaxGB)
 	} else if h.OffloadPinnedMaxGB > 0 && h.OffloadPinnedAfterS == 0 {
 		bad("handoff.offload_pinned_max_gb", "bounds offloaded handoff KV: set handoff.offload_pinned_after_s too, or remove it")

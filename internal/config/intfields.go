@@ -39,6 +39,52 @@ func checkInteger(n ast.Node, t reflect.Type, path string) string {
 	if x != math.Trunc(x) || math.IsInf(x, 0) {
 		return fmt.Sprintf("%s: must be a whole number (got %s); integer fields are never rounded", path, n.GetToken().Value)
 	}
+	// A whole number beyond the field's range would wrap when decoded
+	// (seed: 18446744073709551617 ran with another seed).
+	lo, hi := intRange(t)
+	if x < lo || x >= hi {
+		return fmt.Sprintf("%s: %s is out of range (%s)", path, n.GetToken().Value, intRangeText(t))
+	}
+	return ""
+}
+
+// intRange is the range [lo, hi) of an integer kind, as floats (hi is a
+// power of two, exact).
+func intRange(t reflect.Type) (lo, hi float64) {
+	bits := float64(t.Bits())
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return 0, math.Exp2(bits)
+	}
+	return -math.Exp2(bits - 1), math.Exp2(bits - 1)
+}
+
+// intRangeText describes the range of an integer kind exactly.
+func intRangeText(t reflect.Type) string {
+	bits := t.Bits()
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "at most " + strconv.FormatUint(^uint64(0)>>(64-bits), 10)
+	}
+	return fmt.Sprintf("from %d to %d", int64(-1)<<(bits-1), int64(^uint64(0)>>(65-bits)))
+}
+
+// checkFloat refuses NaN and the infinities for a float field: every
+// float of a scenario must be finite, whatever the field's own check. It
+// returns what is wrong, or "".
+func checkFloat(n ast.Node, t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Float32 && t.Kind() != reflect.Float64 {
+		return ""
+	}
+	switch x := n.(type) {
+	case *ast.NanNode:
+		return fmt.Sprintf("%s: must be a finite number (got %v)", path, math.NaN())
+	case *ast.InfinityNode:
+		return fmt.Sprintf("%s: must be a finite number (got %v)", path, x.Value)
+	}
 	return ""
 }
 

@@ -124,14 +124,14 @@ func (t *KVTiers) validate(s *Scenario, bad func(field, format string, args ...a
 	default:
 		bad(p+".load_policy", "must be %s or %s (got %q)", LoadPolicyAlways, LoadPolicyCostBased, t.LoadPolicy)
 	}
-	if t.PCIeGBps < 0 || t.PCIeGBps > maxPlausibleTierGBps {
+	if !(t.PCIeGBps >= 0) || t.PCIeGBps > maxPlausibleTierGBps {
 		bad(p+".pcie_gbps", "must be in (0, %d] GB/s, or 0 for the catalog's node host_bw_gbps (got %g)", maxPlausibleTierGBps, t.PCIeGBps)
 	}
-	if t.WriteBufferMB < 0 || t.WriteBufferMB > maxPlausibleTierCapacity*1000 {
+	if !(t.WriteBufferMB >= 0) || t.WriteBufferMB > maxPlausibleTierCapacity*1000 {
 		bad(p+".write_buffer_mb", "must be >= 0 MB (0: unbounded), at most %g (got %g)", maxPlausibleTierCapacity*1000, t.WriteBufferMB)
 	}
-	if t.PCIeLatencyUs != nil && *t.PCIeLatencyUs < 0 {
-		bad(p+".pcie_latency_us", "must be >= 0 (got %g)", *t.PCIeLatencyUs)
+	if t.PCIeLatencyUs != nil && (!(*t.PCIeLatencyUs >= 0) || *t.PCIeLatencyUs > MaxMicroseconds) {
+		bad(p+".pcie_latency_us", "must be >= 0 and at most %g us (got %g)", float64(MaxMicroseconds), *t.PCIeLatencyUs)
 	}
 	t.Host.validate(p+".host", true, bad)
 	if t.Disk != nil {
@@ -146,23 +146,23 @@ func (t *KVTiers) validate(s *Scenario, bad func(field, format string, args ...a
 }
 
 func (s *TierSpec) validate(p string, host bool, bad func(field, format string, args ...any)) {
-	if s.CapacityGB < 0 || s.CapacityGB > maxPlausibleTierCapacity {
+	if !(s.CapacityGB >= 0) || s.CapacityGB > maxPlausibleTierCapacity {
 		bad(p+".capacity_gb", "must be in (0, %g] GB (got %g)", float64(maxPlausibleTierCapacity), s.CapacityGB)
 	}
-	if s.MemoryFraction != 0 && (!host || s.MemoryFraction < 0 || s.MemoryFraction > 1) {
+	if s.MemoryFraction != 0 && (!host || !(s.MemoryFraction > 0) || s.MemoryFraction > 1) {
 		if !host {
 			bad(p+".memory_fraction", "applies to the host tier only; set capacity_gb")
 		} else {
 			bad(p+".memory_fraction", "must be in (0, 1] (got %g)", s.MemoryFraction)
 		}
 	}
-	if s.ReadGBps < 0 || s.ReadGBps > maxPlausibleTierGBps {
+	if !(s.ReadGBps >= 0) || s.ReadGBps > maxPlausibleTierGBps {
 		bad(p+".read_gbps", "must be in (0, %d] GB/s, or 0 for the default (got %g)", maxPlausibleTierGBps, s.ReadGBps)
 	}
-	if s.WriteGBps < 0 || s.WriteGBps > maxPlausibleTierGBps {
+	if !(s.WriteGBps >= 0) || s.WriteGBps > maxPlausibleTierGBps {
 		bad(p+".write_gbps", "must be in (0, %d] GB/s, or 0 for the default (got %g)", maxPlausibleTierGBps, s.WriteGBps)
 	}
-	if s.LatencyUs != nil && *s.LatencyUs < 0 {
-		bad(p+".latency_us", "must be >= 0 (got %g)", *s.LatencyUs)
+	if s.LatencyUs != nil && (!(*s.LatencyUs >= 0) || *s.LatencyUs > MaxMicroseconds) {
+		bad(p+".latency_us", "must be >= 0 and at most %g us (got %g)", float64(MaxMicroseconds), *s.LatencyUs)
 	}
 }

@@ -55,7 +55,9 @@ func Parse(data []byte, name string) (*Scenario, error) {
 		}
 		errs, pos = fc.errs, fc.pos
 		switch {
-		case len(errs) == 0:
+		case fc.empty:
+			// Only comments or document markers: the defaults.
+		case len(errs) == 0 && !fc.several:
 			if err := decode(data, s); err != nil {
 				return nil, yamlError(name, err)
 			}

@@ -52,7 +52,7 @@ type Scenario struct {
 	// least loaded), kv-aware (fewest prompt tokens to compute before this
 	// request, docs/kv-tiers.md) or power-of-two (the less loaded of two
 	// random picks).
-	Router string `yaml:"router" json:"router"`
+	Router string `yaml:"router" json:"router"` // one of Routers
 	// Handoff configures prefill/decode disaggregation; it applies when
 	// some instance group has role prefill or decode.
 	Handoff Handoff `yaml:"handoff" json:"handoff"`
@@ -201,3 +201,7 @@ func (s *Scenario) PD() bool {
 	}
 	return false
 }
+
+// Routers are the valid values of Scenario.Router, the one list that
+// validation, the assembly and the random scenarios use.
+var Routers = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two"}

@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Validate checks a defaulted scenario and returns every problem, each
@@ -78,10 +80,8 @@ func (s *Scenario) Validate() error {
 			g.Engine.validate(p+".engine", bad)
 		}
 	}
-	switch s.Router {
-	case "round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two":
-	default:
-		bad("router", "must be round-robin, random, least-loaded, least-kv, prefix-affinity, kv-aware or power-of-two (got %q)", s.Router)
+	if !slices.Contains(Routers, s.Router) {
+		bad("router", "must be %s or %s (got %q)", strings.Join(Routers[:len(Routers)-1], ", "), Routers[len(Routers)-1], s.Router)
 	}
 	s.validateHandoff(bad)
 	s.validateSwap(bad)

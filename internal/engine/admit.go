@@ -114,14 +114,17 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 // compute (prompts, and prompts plus outputs of preempted requests).
 func (e *Engine) WaitingTokens() int64 { return e.waitingTokens }
 
-// Record returns the live record of the request in slot; it is valid until
-// the request ends or leaves this instance.
+// Record returns the live record of the request in slot, its output
+// tokens produced so far included; it is valid until the request ends or
+// leaves this instance.
 func (e *Engine) Record(slot int32) *metrics.Record {
 	s := &e.slots[slot]
 	if s.inLane() {
 		e.laneRecord(s)
+		s.rec.Generated = int(s.generated) + int(e.tick-s.joinTick)
 		return &s.rec
 	}
+	s.rec.Generated = int(s.generated)
 	return s.syncRecord()
 }
 

@@ -39,7 +39,14 @@ type Engine struct {
 	hqLen          int
 	ready          deque // transferred requests waiting for the next batch
 	reservedSeqs   int   // requests holding a decode reservation (reserved or ready)
-	pinned         int   // blocks pinned by prefilled requests
+	pinned         int   // distinct blocks pinned by prefilled requests
+	// pinRefs[b] is how many prefilled requests pin block b (a shared
+	// prefix block is pinned by each of them but counted once in pinned).
+	pinRefs []int32
+	// Scratch of the invariant check's distinct-block recount: block b was
+	// seen in the current walk when checkMark[b] == checkGen.
+	checkMark []uint32
+	checkGen  uint32
 
 	// Decode lane (lane.go).
 	lane    []int32 // slots of the members

@@ -73,7 +73,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			// produces the first output token).
 			s.rec.PrefillEnd = end
 			s.state = stPrefilled
-			e.pinned += len(s.blocks)
+			e.pin(s)
 			e.zombies = append(e.zombies, sc.slot)
 			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: *s.syncRecord(), Blocks: len(s.blocks)})
 			continue

@@ -18,9 +18,33 @@ import (
 // the next batch, which computes its last prompt token and samples the first
 // output token.
 
-// PinnedBlocks is the number of KV blocks held by prefilled requests
-// awaiting their handoff.
+// PinnedBlocks is the number of distinct KV blocks held by prefilled
+// requests awaiting their handoff: a prefix block shared by several of
+// them counts once.
 func (e *Engine) PinnedBlocks() int { return e.pinned }
+
+// pin counts the blocks of the just prefilled s as pinned.
+func (e *Engine) pin(s *seq) {
+	if e.pinRefs == nil {
+		e.pinRefs = make([]int32, e.pool.Capacity())
+	}
+	for _, b := range s.blocks {
+		if e.pinRefs[b] == 0 {
+			e.pinned++
+		}
+		e.pinRefs[b]++
+	}
+}
+
+// unpin undoes pin for s, whose pinned blocks are being released.
+func (e *Engine) unpin(s *seq) {
+	for _, b := range s.blocks {
+		e.pinRefs[b]--
+		if e.pinRefs[b] == 0 {
+			e.pinned--
+		}
+	}
+}
 
 // HandoffQueue is the number of requests in the decode admission queue.
 func (e *Engine) HandoffQueue() int { return e.hqLen }
@@ -67,7 +91,7 @@ func (e *Engine) ReleasePinned(slot int32) {
 		e.fail(fmt.Errorf("request %d: release of pinned KV in state %s (released twice?)", s.rec.ID, s.state))
 		return
 	}
-	e.pinned -= len(s.blocks)
+	e.unpin(s)
 	if s.state == stPinned {
 		e.release(s)
 		e.freeSlot(slot)

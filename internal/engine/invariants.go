@@ -33,7 +33,8 @@ func (e *Engine) CheckNow(now int64) error {
 //     entries are consistent;
 //   - every request holds at least the blocks its computed tokens need, and
 //     queued ones (waiting, in the handoff queue) hold none;
-//   - pinned blocks and decode reservations match their counters;
+//   - the distinct blocks held by pinned requests, recounted from their
+//     block lists, and decode reservations match their counters;
 //   - the blocks referenced by requests equal the pool's used blocks (each
 //     block referenced once per holder), so blocks are conserved;
 //   - periodically, the pool's full structural check.
@@ -103,6 +104,14 @@ func (e *Engine) check(budgetLeft int32) error {
 		held = make(map[int32]int32, 64)
 	}
 	pinned, reserved, inFlight, queued, running := 0, 0, 0, 0, 0
+	if len(e.checkMark) != e.pool.Capacity() {
+		e.checkMark = make([]uint32, e.pool.Capacity())
+	}
+	e.checkGen++
+	if e.checkGen == 0 { // wrapped: old marks could read as current
+		clear(e.checkMark)
+		e.checkGen = 1
+	}
 	var refs int64
 	for slot := range e.slots {
 		s := &e.slots[slot]
@@ -123,11 +132,16 @@ func (e *Engine) check(budgetLeft int32) error {
 			if need := cdiv(int(computed), e.cfg.BlockSize); len(s.blocks) < need {
 				return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, len(s.blocks), computed, need)
 			}
-		case stPinned:
-			pinned += len(s.blocks)
 		}
-		if s.state == stPrefilled {
-			pinned += len(s.blocks)
+		if s.state == stPinned || s.state == stPrefilled {
+			// Distinct blocks: a shared prefix block pinned by several
+			// requests counts once.
+			for _, b := range s.blocks {
+				if e.checkMark[b] != e.checkGen {
+					e.checkMark[b] = e.checkGen
+					pinned++
+				}
+			}
 		}
 		if s.state == stRunning {
 			running++
@@ -180,7 +194,7 @@ func (e *Engine) check(budgetLeft int32) error {
 		return fmt.Errorf("requests hold %d block references but the pool counts %d", refs, e.pool.TotalRefs())
 	}
 	if pinned != e.pinned {
-		return fmt.Errorf("pinned requests hold %d blocks but the pinned count is %d", pinned, e.pinned)
+		return fmt.Errorf("pinned requests hold %d distinct blocks but the pinned count is %d", pinned, e.pinned)
 	}
 	if queued != e.hqLen {
 		return fmt.Errorf("%d requests are in state %s but the admission queue holds %d", queued, stHandoff, e.hqLen)

@@ -48,7 +48,7 @@ type Pool struct {
 // it is referenced (heldBit); and above them (countShift) its reference count
 // when referenced, or the ring index of its free-queue entry when free.
 // A block needs one or the other, never both, so one 32-bit word serves:
-// ring indices are below 2^28 (maxCapacity) and reference counts are
+// ring indices are below 2^28 (MaxCapacity) and reference counts are
 // limited to 2^29 - 1.
 const (
 	kindMask   = 3
@@ -63,8 +63,8 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 	if capacity <= 0 {
 		return nil, fmt.Errorf("kv: pool capacity must be > 0 blocks (got %d)", capacity)
 	}
-	if capacity > maxCapacity {
-		return nil, fmt.Errorf("kv: pool capacity must be at most %d blocks (got %d); use larger blocks", maxCapacity, capacity)
+	if capacity > MaxCapacity {
+		return nil, fmt.Errorf("kv: pool capacity must be at most %d blocks (got %d); use larger blocks", MaxCapacity, capacity)
 	}
 	p := &Pool{
 		capacity: capacity,
@@ -381,10 +381,11 @@ const (
 	hole        = ^uint32(0)
 )
 
-// maxCapacity bounds a pool so that a free-queue position (below the
+// MaxCapacity bounds a pool so that a free-queue position (below the
 // ring size, at most 2 x capacity rounded up to a power of two) shifted
-// left by countShift fits a block's hot word.
-const maxCapacity = 1 << 27
+// left by countShift fits a block's hot word, and a block id shifted left
+// by 2 fits a free-queue entry.
+const MaxCapacity = 1 << 27
 
 // ringSize is the ring's length for a pool of capacity blocks: a power of
 // two at least twice the capacity, so that a full ring is at least half

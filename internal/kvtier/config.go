@@ -82,9 +82,9 @@ type Config struct {
 func (c *Config) Validate() error {
 	switch {
 	case c.BlockSize <= 0:
-		return fmt.Errorf("block_size must be > 0 (got %d)", c.BlockSize)
+		return fmt.Errorf("engine.block_size: must be > 0 (got %d)", c.BlockSize)
 	case c.ChunkTokens <= 0 || c.ChunkTokens%c.BlockSize != 0:
-		return fmt.Errorf("kv_tiers.chunk_tokens must be a positive multiple of block_size %d (got %d)", c.BlockSize, c.ChunkTokens)
+		return fmt.Errorf("kv_tiers.chunk_tokens: must be a positive multiple of block_size %d (got %d)", c.BlockSize, c.ChunkTokens)
 	case c.BlockBytes <= 0:
 		return fmt.Errorf("KV bytes per block must be > 0 (got %d)", c.BlockBytes)
 	case c.WriteBufferBytes < 0 || (c.WriteBufferBytes > 0 && c.WriteBufferBytes < c.BlockBytes*int64(c.ChunkTokens/c.BlockSize)):
@@ -92,16 +92,16 @@ func (c *Config) Validate() error {
 			c.WriteBufferBytes, c.BlockBytes*int64(c.ChunkTokens/c.BlockSize))
 	}
 	for i, n := range c.Nodes {
-		if err := n.Host.validate(fmt.Sprintf("node %d host tier", i)); err != nil {
+		if err := n.Host.validate(fmt.Sprintf("kv_tiers.host: node %d", i)); err != nil {
 			return err
 		}
 		if n.Disk != nil {
-			if err := n.Disk.validate(fmt.Sprintf("node %d disk tier", i)); err != nil {
+			if err := n.Disk.validate(fmt.Sprintf("kv_tiers.disk: node %d", i)); err != nil {
 				return err
 			}
 		}
 		if !(n.PCIeBW > 0) || n.PCIeLatencyNs < 0 {
-			return fmt.Errorf("node %d: host link bandwidth must be > 0 and latency >= 0 (got %g B/s, %d ns)", i, n.PCIeBW, n.PCIeLatencyNs)
+			return fmt.Errorf("kv_tiers.pcie_gbps: node %d: host link bandwidth must be > 0 and latency (pcie_latency_us) >= 0 (got %g B/s, %d ns)", i, n.PCIeBW, n.PCIeLatencyNs)
 		}
 	}
 	for i, in := range c.Instances {

@@ -113,6 +113,14 @@ func (o *observer) Terminal(rec *metrics.Record) {
 	}
 }
 
+// TruncatedUnread implements cluster.UnreadObserver: the requests of the
+// workload a limited run never read are counted in the summary, without a
+// per-request row.
+func (o *observer) TruncatedUnread(n int64) {
+	o.sum.AddTruncated(n)
+	o.done += n
+}
+
 func create(path string, closers *[]io.Closer) (*bufio.Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {

@@ -118,7 +118,11 @@ func NewDriver(b *assemble.Built, cfg Config) (*Driver, error) {
 	}
 	d := &Driver{b: b, cfg: cfg, live: &workload.Live{}, in: make(chan msg, 1024), quit: make(chan struct{}), done: make(chan struct{}),
 		streams: map[int64]*Stream{}, lag: hdrhistogram.New(1, 600_000_000, 3)}
-	d.pins = &pinRouter{inner: b.Router(), pins: map[int64]int{}}
+	inner, err := b.Router()
+	if err != nil {
+		return nil, err
+	}
+	d.pins = &pinRouter{inner: inner, pins: map[int64]int{}}
 	sim, err := b.NewSimFrom(d.live, d, d.pins)
 	if err != nil {
 		return nil, err

@@ -207,7 +207,8 @@ func equal(a, b []string) bool {
 // ExpandInputs turns merge arguments into files: a directory stands for the
 // *.csv and *.json files in it, a pattern with * ? or [ for its matches
 // (for shells that did not expand it), anything else for itself. exclude
-// (the output file) is left out. The result is sorted and free of
+// (the output file) is left out of directories and patterns, and is an
+// error when named on its own. The result is sorted and free of
 // duplicates; a directory or pattern that matches nothing is an error.
 func ExpandInputs(args []string, exclude string) ([]string, error) {
 	ex := ""
@@ -271,6 +272,14 @@ func ExpandInputs(args []string, exclude string) ([]string, error) {
 				return nil, err
 			}
 			continue
+		}
+		if ex != "" {
+			// Named on its own (not through a directory or a pattern,
+			// where the output is skipped): it would be read and
+			// overwritten.
+			if abs, err := filepath.Abs(a); err == nil && abs == ex {
+				return nil, fmt.Errorf("%s is named both as the output and as a shard output to merge; write the merged output to another file", a)
+			}
 		}
 		if err := add(a); err != nil {
 			return nil, err

@@ -34,10 +34,14 @@ type Plan struct {
 // NewPlan checks every grid value on its own against base (as a scenario
 // file would be checked: strict types, then validation) and returns the
 // plan. Errors name the grid file, line and column of the value at fault.
-// Combinations of values are checked by Check.
-func NewPlan(base *config.Scenario, src config.Source, g *Grid) (*Plan, error) {
+// Combinations of values are checked by Check. It polls ctx at every value
+// and returns its error when it is done.
+func NewPlan(ctx context.Context, base *config.Scenario, src config.Source, g *Grid) (*Plan, error) {
 	for _, a := range g.Axes {
 		for k, v := range a.Values {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if _, err := Apply(base, Assignment{Path: a.Path, Value: v}); err != nil {
 				pos := a.ValuePos[k]
 				return nil, fmt.Errorf("%s:%d:%d: %s = %s: %w", g.File, pos.Line, pos.Col, a.Path, FormatValue(v), err)
@@ -93,9 +97,14 @@ func (e *InvalidPointError) Unwrap() error { return e.Err }
 
 // Check validates the scenario of every point of the shard, so that a bad
 // combination of values is reported before any simulation runs. The error
-// is an *InvalidPointError naming the grid file, the point and its values.
-func (p *Plan) Check(sh Shard) error {
+// is an *InvalidPointError naming the grid file, the point and its values,
+// or ctx's error when ctx is done first (it is polled at every point, so
+// a grid of a million points stops at once on an interrupt).
+func (p *Plan) Check(ctx context.Context, sh Shard) error {
 	for i := range sh.Points(p.Len()) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if _, err := p.Scenario(i); err != nil {
 			return &InvalidPointError{err}
 		}
@@ -233,7 +242,7 @@ type Options struct {
 // of emit, or when ctx is done: running simulations stop within a few
 // thousand events and Run returns ctx.Err().
 func (p *Plan) Run(ctx context.Context, opts Options, emit func(Row) error) error {
-	if err := p.Check(opts.Shard); err != nil {
+	if err := p.Check(ctx, opts.Shard); err != nil {
 		return err
 	}
 	total := opts.Shard.Size(p.Len())

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
@@ -19,7 +20,7 @@ func TestRaceParallelWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(base, config.Source{}, g)
+	p, err := NewPlan(context.Background(), base, config.Source{}, g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"slices"
 	"strconv"
@@ -34,7 +35,7 @@ workload:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(base, config.Source{}, g)
+	p, err := NewPlan(context.Background(), base, config.Source{}, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ workload:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := NewPlan(base, config.Source{}, g2)
+	p2, err := NewPlan(context.Background(), base, config.Source{}, g2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servesim/servesim/internal/config"
 )
@@ -195,14 +197,14 @@ func TestNewPlanNamesTheGridLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewPlan(base, src, g)
+	_, err = NewPlan(context.Background(), base, src, g)
 	if err == nil || !strings.HasPrefix(err.Error(), "grid.yaml:3:3: engine.max_num_seqs = -1: engine.max_num_seqs: must be > 0") {
 		t.Fatalf("got %v", err)
 	}
 	if g, err = ParseGrid([]byte("instances[0].role: [prefill, decode]\n"), "grid.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewPlan(base, src, g)
+	_, err = NewPlan(context.Background(), base, src, g)
 	if err == nil || !strings.Contains(err.Error(), "grid.yaml:1:30: instances[0].role = decode:") {
 		t.Fatalf("got %v", err)
 	}
@@ -283,7 +285,7 @@ func TestSweepIsDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(base, src, g)
+	p, err := NewPlan(context.Background(), base, src, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +345,7 @@ func TestSweepIsDeterministic(t *testing.T) {
 	}
 	other := *base
 	other.Seed = 7
-	p2, err := NewPlan(&other, src, g)
+	p2, err := NewPlan(context.Background(), &other, src, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +364,7 @@ func TestRowErrorsDoNotStopTheSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(base, src, g)
+	p, err := NewPlan(context.Background(), base, src, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,6 +408,15 @@ func TestExpandInputs(t *testing.T) {
 	}
 	if _, err := ExpandInputs([]string{filepath.Join(dir, "nope-*.csv")}, ""); err == nil || !strings.Contains(err.Error(), "matches no file") {
 		t.Fatalf("empty pattern: %v", err)
+	}
+	// The output named on its own as an input would be overwritten.
+	out := filepath.Join(dir, "shard-0.csv")
+	if _, err := ExpandInputs([]string{out, filepath.Join(dir, "shard-1.csv")}, out); err == nil || !strings.Contains(err.Error(), "both as the output and as a shard output") {
+		t.Fatalf("output among the inputs: %v", err)
+	}
+	// Through a pattern it is skipped.
+	if got, err := ExpandInputs([]string{filepath.Join(dir, "shard-*.csv")}, out); err != nil || len(got) != 1 {
+		t.Fatalf("output matched by a pattern: %v %v", got, err)
 	}
 }
 
@@ -453,7 +464,7 @@ func TestPanickingPointIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(base, src, g)
+	p, err := NewPlan(context.Background(), base, src, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +498,7 @@ func TestCancelStopsARunningPoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(base, src, g)
+	p, err := NewPlan(context.Background(), base, src, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,5 +610,49 @@ func TestApplyHardwareReachesInheritingGroups(t *testing.T) {
 				t.Fatalf("groups on %v, want %v", hw, tc.want)
 			}
 		})
+	}
+}
+
+// TestCancelStopsTheCheck: the up-front check of every point polls the
+// context, so an interrupt stops a sweep of 10,000 points before it has
+// validated them all (about 2.6 ms each) rather than after.
+func TestCancelStopsTheCheck(t *testing.T) {
+	base, src := loadPD(t)
+	var grid strings.Builder
+	grid.WriteString("seed: [")
+	for i := range 100 {
+		fmt.Fprintf(&grid, "%d, ", i+1)
+	}
+	grid.WriteString("1000]\nengine.max_num_seqs: [")
+	for i := range 100 {
+		fmt.Fprintf(&grid, "%d, ", i+1)
+	}
+	grid.WriteString("128]\n")
+	g, err := ParseGrid([]byte(grid.String()), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(context.Background(), base, src, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Len() != 101*101 {
+		t.Fatalf("%d points", p.Len())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- p.Run(ctx, Options{Workers: 1}, func(Row) error { return errors.New("a point ran") })
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
+		t.Logf("stopped %v after the start (cancelled at 50ms)", time.Since(start))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the check of 10,201 points did not stop within 10 s of the cancellation")
 	}
 }

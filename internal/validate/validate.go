@@ -15,12 +15,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/servesim/servesim/internal/assemble"
@@ -29,6 +31,7 @@ import (
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/quant"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -172,6 +175,7 @@ type meta struct {
 		MaxNumBatchedTokens  int     `json:"max_num_batched_tokens"`
 		MaxModelLen          *int    `json:"max_model_len"`
 		Dtype                string  `json:"dtype"`
+		KVCacheDtype         string  `json:"kv_cache_dtype"`
 		GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 	} `json:"engine_kwargs"`
 	DatasetHash string          `json:"dataset_hash"`
@@ -267,7 +271,90 @@ func readJSON(fsys fs.FS, run, name string, v any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(run, name), err)
+		return fmt.Errorf("%s: %w", filepath.Join(run, name), jsonError(data, err))
+	}
+	return nil
+}
+
+// jsonError restates a JSON decoding error in the file's terms: the line
+// and column, and for a value of the wrong type the field path and the
+// kind of value wanted, not Go's type names.
+func jsonError(data []byte, err error) error {
+	var typ *json.UnmarshalTypeError
+	var syn *json.SyntaxError
+	switch {
+	case errors.As(err, &typ):
+		line, col := lineCol(data, typ.Offset)
+		return fmt.Errorf("line %d, column %d: %s: want %s, got a JSON %s", line, col, typ.Field, jsonKind(typ.Type), typ.Value)
+	case errors.As(err, &syn):
+		line, col := lineCol(data, syn.Offset)
+		return fmt.Errorf("line %d, column %d: invalid JSON: %s", line, col, strings.TrimPrefix(syn.Error(), "json: "))
+	}
+	return err
+}
+
+// lineCol is the 1-based line and column of byte offset off in data.
+func lineCol(data []byte, off int64) (int, int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	return line, int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "an object"
+}
+
+// checkSettings refuses engine settings of a measured run that vLLM
+// itself refuses (a size below 1, a memory fraction outside (0, 1]),
+// rather than taking them for absent. data is meta.json.
+func checkSettings(data []byte, file string) error {
+	var raw struct {
+		EngineKwargs map[string]any `json:"engine_kwargs"`
+		KVCache      map[string]any `json:"kv_cache"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("%s: %w", file, jsonError(data, err))
+	}
+	for _, f := range []struct {
+		section string
+		values  map[string]any
+		keys    []string
+	}{
+		{"engine_kwargs", raw.EngineKwargs, []string{"tensor_parallel_size", "data_parallel_size", "max_num_seqs", "max_num_batched_tokens", "max_model_len"}},
+		{"kv_cache", raw.KVCache, []string{"num_gpu_blocks", "block_size"}},
+	} {
+		for _, k := range f.keys {
+			v, ok := f.values[k]
+			if !ok || v == nil {
+				continue // absent: the default
+			}
+			if x, isNum := v.(float64); !isNum || x < 1 || x != math.Trunc(x) {
+				return fmt.Errorf("%s: %s.%s must be a whole number >= 1 (got %v)", file, f.section, k, v)
+			}
+		}
+		if v, ok := f.values["gpu_memory_utilization"]; ok && v != nil {
+			if x, isNum := v.(float64); !isNum || !(x > 0 && x <= 1) {
+				return fmt.Errorf("%s: %s.gpu_memory_utilization must be in (0, 1] (got %v)", file, f.section, v)
+			}
+		}
 	}
 	return nil
 }
@@ -277,6 +364,11 @@ func readJSON(fsys fs.FS, run, name string, v any) error {
 func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, error) {
 	var m meta
 	if err := readJSON(o.Measured, o.Name, "meta.json", &m); err != nil {
+		return nil, nil, nil, err
+	}
+	if data, err := fs.ReadFile(o.Measured, "meta.json"); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(o.Name, "meta.json"), err)
+	} else if err := checkSettings(data, filepath.Join(o.Name, "meta.json")); err != nil {
 		return nil, nil, nil, err
 	}
 	var cf clusterFile
@@ -309,6 +401,13 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 		s.Dtype = "fp16"
 	default:
 		return nil, nil, nil, fmt.Errorf("%s: engine_kwargs.dtype %q is not supported (bf16 or fp16)", filepath.Join(o.Name, "meta.json"), ek.Dtype)
+	}
+	// The KV-cache element type sets the KV blocks and the attention
+	// cost: taken from the run as vLLM's kv_cache_dtype, refused when
+	// unknown rather than simulated as the default.
+	s.KVCacheDtype = ek.KVCacheDtype
+	if _, err := quant.Parse(quant.Spec{Dtype: s.Dtype, KVCacheDtype: s.KVCacheDtype}); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: engine_kwargs.kv_cache_dtype %q is not supported (%s)", filepath.Join(o.Name, "meta.json"), ek.KVCacheDtype, quant.KVDtypes)
 	}
 	if o.Profiles != "" {
 		s.Predictor.Profiles = o.Profiles

@@ -274,3 +274,50 @@ func TestDeviceNameSelectsAccelerator(t *testing.T) {
 		}
 	}
 }
+
+// TestKVCacheDtypeOfTheRun: the measured run's engine_kwargs.kv_cache_dtype
+// is the simulated scenario's, and an unknown value is refused naming the
+// field, not simulated as the default.
+func TestKVCacheDtypeOfTheRun(t *testing.T) {
+	auto, _, _, err := Scenario(Options{Measured: measured(t, "RTXPRO6000-Llama-3.1-8B"), Name: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auto.KVCacheDtype != "auto" {
+		t.Errorf("kv_cache_dtype %q, want the run's auto", auto.KVCacheDtype)
+	}
+	fp8, _, _, err := Scenario(Options{Measured: measuredWithMeta(t, `"kv_cache_dtype": "auto"`, `"kv_cache_dtype": "fp8"`), Name: "fp8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp8.KVCacheDtype != "fp8" {
+		t.Errorf("kv_cache_dtype %q, want fp8", fp8.KVCacheDtype)
+	}
+	_, _, _, err = Scenario(Options{Measured: measuredWithMeta(t, `"kv_cache_dtype": "auto"`, `"kv_cache_dtype": "int4_nonsense"`), Name: "bad"})
+	if err == nil || !strings.Contains(err.Error(), "meta.json: engine_kwargs.kv_cache_dtype \"int4_nonsense\"") {
+		t.Fatalf("unknown kv_cache_dtype: got %v", err)
+	}
+}
+
+// TestMeasuredSettingsChecked: engine settings vLLM would refuse are bad
+// input naming the meta.json field, not taken for absent (tp 0 used to
+// run at tp 1), and a value of the wrong type is named by its line,
+// column and field, in JSON's terms rather than Go's type names.
+func TestMeasuredSettingsChecked(t *testing.T) {
+	for _, tc := range []struct{ old, repl, want string }{
+		{`"tensor_parallel_size": 1`, `"tensor_parallel_size": 0`, "meta.json: engine_kwargs.tensor_parallel_size must be a whole number >= 1 (got 0)"},
+		{`"data_parallel_size": 1`, `"data_parallel_size": -3`, "engine_kwargs.data_parallel_size must be a whole number >= 1 (got -3)"},
+		{`"max_num_seqs": 128`, `"max_num_seqs": 0`, "engine_kwargs.max_num_seqs must be a whole number >= 1 (got 0)"},
+		{`"max_num_seqs": 128`, `"max_num_seqs": 1.5`, "line 10, column 24: engine_kwargs.max_num_seqs: want an integer, got a JSON number 1.5"},
+		{`"engine_kwargs": {`, `"kv_cache": {"num_gpu_blocks": -5}, "engine_kwargs": {`, "kv_cache.num_gpu_blocks must be a whole number >= 1 (got -5)"},
+		{`"max_num_seqs": 128`, `"max_num_seqs": "many"`, "engine_kwargs.max_num_seqs: want an integer, got a JSON string"},
+	} {
+		_, _, _, err := Scenario(Options{Measured: measuredWithMeta(t, tc.old, tc.repl), Name: "run"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.repl, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "Go struct") {
+			t.Errorf("%s: Go type names in %v", tc.repl, err)
+		}
+	}
+}

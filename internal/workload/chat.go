@@ -79,6 +79,11 @@ const maxGeneratedPrefixes = 100_000
 // two independently drawn blocks of 16 tokens never coincide.
 const tokenIDRange = 1 << 20
 
+// maxChatConversations bounds workload.chat.conversations: counting the
+// requests of the conversations a limited run never reached draws their
+// lengths (Remaining), which must stay quick.
+const maxChatConversations = 10_000_000
+
 // Validate checks the config and returns every problem found, each naming
 // its field path under workload.chat.
 func (c Chat) Validate() error {
@@ -86,8 +91,8 @@ func (c Chat) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s.%s: %s", ChatPath, field, fmt.Sprintf(format, args...)))
 	}
-	if c.Conversations <= 0 {
-		bad("conversations", "must be > 0 (got %d)", c.Conversations)
+	if c.Conversations <= 0 || c.Conversations > maxChatConversations {
+		bad("conversations", "must be in [1, %d] (got %d)", maxChatConversations, c.Conversations)
 	}
 	errs = append(errs, c.Arrival.validate(ChatPath+".arrival")...)
 	if c.Arrival.RampUp != nil {
@@ -272,6 +277,36 @@ func (c *chatSource) Next() (Entry, error) {
 	return Entry{Session: fmt.Sprintf("chat-%d", c.conversation-1), Requests: reqs}, nil
 }
 
+// Remaining implements Counter: the requests of the conversations not yet
+// generated. A conversation's request count depends on its drawn turns and,
+// under max_context, on its message and reply lengths (and its system
+// prompt), so those are drawn, from their own streams as Next draws them;
+// the token ids, arrivals and think times are not. The cost is a few draws
+// per request, without allocation (conversations are bounded by
+// maxChatConversations).
+func (c *chatSource) Remaining() (int64, bool) {
+	if c.err != nil {
+		return 0, false
+	}
+	var n int64
+	for ; c.left > 0; c.left-- {
+		total := 0
+		if len(c.system) > 0 {
+			total = len(c.system[c.pick.IntN(len(c.system))])
+		}
+		turns := c.turns()
+		for k := range turns {
+			msg, out := c.msg(), c.out()
+			if k > 0 && c.cfg.MaxContext > 0 && total+msg+out > c.cfg.MaxContext {
+				break
+			}
+			total += msg + out
+			n++
+		}
+	}
+	return n, true
+}
+
 // sharedPrefixSource is the Source returned by NewSharedPrefix.
 type sharedPrefixSource struct {
 	one      singles // backing of plain entries
@@ -352,3 +387,10 @@ func (s *sharedPrefixSource) Next() (Entry, error) {
 
 // Release implements Releaser: plain entries' storage is reused.
 func (s *sharedPrefixSource) Release(e Entry) { s.one.release(e) }
+
+// Remaining implements Counter: the requests not yet generated.
+func (s *sharedPrefixSource) Remaining() (int64, bool) {
+	n := int64(max(s.left, 0))
+	s.left = 0
+	return n, true
+}

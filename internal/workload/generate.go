@@ -83,6 +83,16 @@ func (s *synthetic) Next() (Entry, error) {
 // Release implements Releaser: plain entries' storage is reused.
 func (s *synthetic) Release(e Entry) { s.one.release(e) }
 
+// Remaining implements Counter: the requests not yet generated.
+func (s *synthetic) Remaining() (int64, bool) {
+	if s.err != nil {
+		return 0, false
+	}
+	n := int64(max(s.left, 0))
+	s.left = 0
+	return n, true
+}
+
 // gapSampler returns a sampler of inter-arrival times in seconds.
 func gapSampler(a ArrivalProcess, rng *rand.Rand) func() float64 {
 	switch a.Kind {
@@ -187,6 +197,10 @@ func (s *scaled) Next() (Entry, error) {
 // Release implements Releaser by passing e to the wrapped source.
 func (s *scaled) Release(e Entry) { Release(s.src, e) }
 
+// Remaining implements Counter for a wrapped Counter (scaling changes
+// arrivals, not the count).
+func (s *scaled) Remaining() (int64, bool) { return Remaining(s.src) }
+
 // Take returns a Source that yields the first n requests of src, then
 // io.EOF. Every sub-request of a session counts; a session that would
 // exceed n is cut after its first requests.
@@ -217,6 +231,21 @@ func (t *taken) Next() (Entry, error) {
 
 // Release implements Releaser by passing e to the wrapped source.
 func (t *taken) Release(e Entry) { Release(t.src, e) }
+
+// Remaining implements Counter for a wrapped Counter: the first requests
+// up to the ones still allowed.
+func (t *taken) Remaining() (int64, bool) {
+	if t.left <= 0 {
+		return 0, true
+	}
+	n, ok := Remaining(t.src)
+	if !ok {
+		return 0, false
+	}
+	n = min(n, int64(t.left))
+	t.left = 0
+	return n, true
+}
 
 // Collect reads src to io.EOF and returns all entries. It holds the whole
 // workload in memory; use it for small traces and tests.

@@ -86,7 +86,78 @@ func decodeStrict(line []byte, v any, allowed string) (string, error) {
 		return "extra data after the JSON object; put exactly one JSON object on each line",
 			errors.New("trailing data")
 	}
+	if key := duplicateKey(line); key != "" {
+		// encoding/json keeps the last value silently.
+		return fmt.Sprintf("field %s is given twice in one object; keep one", key), errors.New("duplicate key")
+	}
 	return "", nil
+}
+
+// duplicateKey returns a key that appears twice in one object of the
+// valid JSON line, or "". It scans the bytes once without allocating
+// (keys are compared in place), so it costs little beside decoding even on
+// lines of long token-id arrays.
+func duplicateKey(line []byte) string {
+	type key struct{ start, end int } // line[start:end] is the quoted key
+	var (
+		keys   [32]key // keys of the open objects, innermost last
+		nkeys  int
+		starts [16]int // index in keys where each open object's keys begin
+		depth  int     // open objects (arrays do not count)
+		stack  [64]bool
+		nstack int // open containers, true for objects
+	)
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; c {
+		case '{', '[':
+			if nstack == len(stack) {
+				return "" // deeper than any trace line: left to the decoder
+			}
+			stack[nstack] = c == '{'
+			nstack++
+			if c == '{' {
+				if depth == len(starts) {
+					return ""
+				}
+				starts[depth] = nkeys
+				depth++
+			}
+		case '}', ']':
+			nstack--
+			if c == '}' {
+				depth--
+				nkeys = starts[depth]
+			}
+		case '"':
+			j := i + 1
+			for j < len(line) && line[j] != '"' {
+				if line[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			// A string directly followed (after blanks) by ':' is a key.
+			k := j + 1
+			for k < len(line) && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r') {
+				k++
+			}
+			if nstack > 0 && stack[nstack-1] && k < len(line) && line[k] == ':' {
+				cur := line[i : j+1]
+				for _, prev := range keys[starts[depth-1]:nkeys] {
+					if bytes.Equal(line[prev.start:prev.end], cur) {
+						return string(cur)
+					}
+				}
+				if nkeys == len(keys) {
+					return ""
+				}
+				keys[nkeys] = key{i, j + 1}
+				nkeys++
+			}
+			i = j
+		}
+	}
+	return ""
 }
 
 // describeJSONError turns an encoding/json error into "what; how to fix".

@@ -23,8 +23,8 @@ func genEntries(t *rapid.T) []Entry {
 			OutputTokens: rapid.IntRange(1, 40).Draw(t, label+"out"),
 		}
 		if rapid.Bool().Draw(t, label+"ids") {
-			r.InputIDs = rapid.SliceOfN(rapid.Int32(), r.InputTokens, r.InputTokens).Draw(t, label+"inIDs")
-			r.OutputIDs = rapid.SliceOfN(rapid.Int32(), r.OutputTokens, r.OutputTokens).Draw(t, label+"outIDs")
+			r.InputIDs = rapid.SliceOfN(rapid.Int32Range(0, math.MaxInt32), r.InputTokens, r.InputTokens).Draw(t, label+"inIDs")
+			r.OutputIDs = rapid.SliceOfN(rapid.Int32Range(0, math.MaxInt32), r.OutputTokens, r.OutputTokens).Draw(t, label+"outIDs")
 		}
 		return r
 	}

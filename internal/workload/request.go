@@ -53,6 +53,26 @@ type Source interface {
 	Next() (Entry, error)
 }
 
+// Counter is implemented by sources that can count the requests they
+// would still return without building them (generated workloads), so that
+// a run cut off by a limit counts the rest as truncated in time that does
+// not grow with it.
+type Counter interface {
+	// Remaining returns the number of requests Next would still return,
+	// and ok; the source is then exhausted (Next returns io.EOF). It
+	// returns ok false, consuming nothing, when it cannot count them.
+	Remaining() (n int64, ok bool)
+}
+
+// Remaining returns src's remaining request count when src is a Counter
+// that can count them (see Counter).
+func Remaining(src Source) (int64, bool) {
+	if c, ok := src.(Counter); ok {
+		return c.Remaining()
+	}
+	return 0, false
+}
+
 // Releaser is implemented by sources that can reuse the storage of plain
 // entries. A caller that is done with a plain entry (one request, no
 // session) and keeps no pointer into it may give it back with Release;

@@ -88,9 +88,10 @@ func RequireSpecAcceptance(src Source) bool {
 // is checked (>= 0) and otherwise ignored, and a missing tool_duration_ns
 // is 0 (the LLMServingSim convention).
 //
-// The reader is strict: unknown fields, missing or non-positive token
-// counts, negative times, token-id arrays whose length differs from the
-// count, and arrivals earlier than the previous line's are errors. Token
+// The reader is strict: unknown or repeated fields, missing or
+// non-positive token counts, negative times, negative token ids, token-id
+// arrays whose length differs from the count, and arrivals earlier than
+// the previous line's are errors. Token
 // ids are optional; when absent InputIDs/OutputIDs are nil. Request ids are
 // assigned from 0 in file order, a session's sub-requests taking
 // consecutive ids. Blank lines are skipped. Memory stays flat: the reader
@@ -282,6 +283,16 @@ func (t *traceReader) request(path string, in, out *int64, inIDs, outIDs []int32
 	if outIDs != nil && len(outIDs) != nOut {
 		return Request{}, t.lines.errorf(nil, "%soutput_tok_ids has %d ids but output_toks is %d; make output_toks equal the number of ids or drop output_tok_ids",
 			path, len(outIDs), nOut)
+	}
+	for _, ids := range []struct {
+		field string
+		ids   []int32
+	}{{"input_tok_ids", inIDs}, {"output_tok_ids", outIDs}} {
+		for k, id := range ids.ids {
+			if id < 0 {
+				return Request{}, t.lines.errorf(nil, "%s%s[%d] is %d; token ids are >= 0", path, ids.field, k, id)
+			}
+		}
 	}
 	alpha := 0.0
 	switch {

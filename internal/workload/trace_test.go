@@ -117,6 +117,10 @@ func TestTraceReaderErrors(t *testing.T) {
 		{"arrival beyond the clock", `{"input_toks": 1, "output_toks": 1, "arrival_time_ns": 10000000000000001}`, "t.jsonl:1: arrival_time_ns 10000000000000001 is beyond the simulator's clock bound"},
 		{"session negative tool", `{"session_id": "s", "arrival_time_ns": 0, "sub_requests": [{"input_toks": 1, "output_toks": 1, "tool_duration_ns": -5}]}`, "t.jsonl:1: sub_requests[0].tool_duration_ns must be >= 0 (got -5)"},
 		{"session ids mismatch", `{"session_id": "s", "arrival_time_ns": 0, "sub_requests": [{"input_toks": 2, "output_toks": 1, "input_tok_ids": [1]}]}`, "t.jsonl:1: sub_requests[0].input_tok_ids has 1 ids but input_toks is 2"},
+		{"duplicate key", `{"input_toks": 1, "output_toks": 1, "input_toks": 2, "arrival_time_ns": 0}`, `t.jsonl:1: field "input_toks" is given twice in one object; keep one`},
+		{"duplicate sub key", `{"session_id": "s", "arrival_time_ns": 0, "sub_requests": [{"input_toks": 1, "output_toks": 1}, {"output_toks": 1, "input_toks": 1, "output_toks" : 2}]}`, `t.jsonl:1: field "output_toks" is given twice in one object`},
+		{"negative token id", `{"input_toks": 2, "output_toks": 1, "arrival_time_ns": 0, "input_tok_ids": [5, -1]}`, "t.jsonl:1: input_tok_ids[1] is -1; token ids are >= 0"},
+		{"negative sub output id", `{"session_id": "s", "arrival_time_ns": 0, "sub_requests": [{"input_toks": 1, "output_toks": 1, "output_tok_ids": [-7]}]}`, "t.jsonl:1: sub_requests[0].output_tok_ids[0] is -7; token ids are >= 0"},
 		{"session unsorted", ok + `{"session_id": "s", "arrival_time_ns": 3, "sub_requests": [{"input_toks": 1, "output_toks": 1}]}`, "t.jsonl:2: arrival_time_ns 3 is earlier than the previous line's 10; sort the trace by arrival_time_ns"},
 	}
 	for _, tc := range tests {

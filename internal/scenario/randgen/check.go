@@ -234,12 +234,14 @@ func runOnce(built *assemble.Built, policy string, requests int, dir string, opt
 	cnt := &counter{max: opts.MaxEvents, last: -1 << 62}
 	defer func() { o.events = cnt.events }()
 	seen := map[int64]bool{}
+	var generated int64 // output tokens over the records
 	var recErr *Failure
 	ropts := runner.Options{Sampler: cnt, OnRecord: func(r *metrics.Record) {
 		if seen[r.ID] && recErr == nil {
 			recErr = fail(ClassOutcomes, "request %d ended twice", r.ID)
 		}
 		seen[r.ID] = true
+		generated += int64(r.Generated)
 		if recErr == nil {
 			recErr = checkRecord(r)
 		}
@@ -287,9 +289,12 @@ func runOnce(built *assemble.Built, policy string, requests int, dir string, opt
 	if recErr != nil {
 		return runOutput{failure: recErr}
 	}
-	if sum := res.Finished + res.Rejected + res.Failed; sum != int64(requests) || res.RequestsTotal != int64(requests) || len(seen) != requests {
-		return runOutput{failure: fail(ClassOutcomes, "workload has %d requests; summary total %d = finished %d + rejected %d + failed %d (sum %d); %d distinct records",
-			requests, res.RequestsTotal, res.Finished, res.Rejected, res.Failed, sum, len(seen))}
+	if sum := res.Finished + res.Rejected + res.Failed + res.Truncated; sum != int64(requests) || res.RequestsTotal != int64(requests) || len(seen) != requests {
+		return runOutput{failure: fail(ClassOutcomes, "workload has %d requests; summary total %d = finished %d + rejected %d + failed %d + truncated %d (sum %d); %d distinct records",
+			requests, res.RequestsTotal, res.Finished, res.Rejected, res.Failed, res.Truncated, sum, len(seen))}
+	}
+	if res.OutputTokens != generated {
+		return runOutput{failure: fail(ClassOutcomes, "summary output tokens %d, but the records generated %d", res.OutputTokens, generated)}
 	}
 	o = runOutput{summary: res.String()}
 	if dir != "" {
@@ -330,8 +335,16 @@ func checkRecord(r *metrics.Record) *Failure {
 	if r.Outcome == metrics.Finished && (r.Generated != r.OutputTokens || r.FirstToken < 0 || r.LastToken < 0) {
 		return fail(ClassOutcomes, "request %d finished with %d of %d tokens (first %d, last %d)", r.ID, r.Generated, r.OutputTokens, r.FirstToken, r.LastToken)
 	}
-	if r.Outcome != metrics.Finished && r.Outcome != metrics.Rejected && r.Outcome != metrics.Failed {
+	if r.Outcome != metrics.Finished && r.Outcome != metrics.Rejected && r.Outcome != metrics.Failed && r.Outcome != metrics.Truncated {
 		return fail(ClassOutcomes, "request %d ended with outcome %d", r.ID, r.Outcome)
+	}
+	if r.Outcome == metrics.Truncated && (r.Reason != "limit: never arrived" || r.Generated != 0 || r.Scheduled >= 0) {
+		return fail(ClassOutcomes, "request %d truncated with reason %q, %d tokens generated, scheduled %d", r.ID, r.Reason, r.Generated, r.Scheduled)
+	}
+	// A request cut off by a limit keeps what it reached: its tokens
+	// have a first-token time and never exceed its output length.
+	if r.Generated < 0 || r.Generated > r.OutputTokens || (r.Generated > 0 && r.FirstToken < 0) {
+		return fail(ClassOutcomes, "request %d (%s, %q): %d of %d tokens generated, first token %d", r.ID, r.Outcome, r.Reason, r.Generated, r.OutputTokens, r.FirstToken)
 	}
 	return nil
 }

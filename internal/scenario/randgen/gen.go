@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servesim/servesim/internal/config"
 	"pgregory.net/rapid"
 )
 
@@ -35,7 +36,7 @@ var (
 	moeModels  = map[string]bool{"mistralai/Mixtral-8x7B-v0.1": true, "Qwen/Qwen3-30B-A3B-Instruct-2507": true}
 	policies   = []string{"pull", "reserve", "reject", "push", "eager"}
 	placements = []string{"round-robin", "least-loaded", "most-free-kv", "retry"}
-	routers    = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two"}
+	routers    = config.Routers
 )
 
 // yamlWriter renders a small YAML document with explicit indentation.
@@ -352,6 +353,16 @@ func Draw(t *rapid.T) Case {
 	w.kv(0, "check_invariants", true)
 
 	trace, n := drawTrace(t)
+	// Run limits, drawn last: one case in four stops at an event count
+	// or a simulated time, cutting requests off wherever they are.
+	switch rapid.IntRange(0, 7).Draw(t, "limit") {
+	case 0:
+		w.open(0, "limits")
+		w.kv(1, "max_events", rapid.SampledFrom([]int{1, 10, 200, 5000}).Draw(t, "maxEvents"))
+	case 1:
+		w.open(0, "limits")
+		w.kv(1, "max_sim_time_s", rapid.SampledFrom([]float64{0.001, 0.5, 5}).Draw(t, "maxSimTimeS"))
+	}
 	return Case{Scenario: w.b.String(), Trace: trace, TraceFile: traceFile, Requests: n, Policy: policy}
 }
 
