@@ -16,6 +16,7 @@ import (
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/perfdb"
 	"github.com/servesim/servesim/internal/validate"
 	"github.com/spf13/cobra"
 )
@@ -32,9 +33,11 @@ func newCalibrateCmd() *cobra.Command {
 		measuredRuns       []string
 		benchConfig        string
 		benchOffsetMs      float64
+		dbDir, dbSystem    string
+		dbVersion          string
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --check BUNDLE | --transfer | --cross-model | --measured RUN [--measured RUN ...]",
+		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --perfdb DIR --system NAME [-o FILE] | --check BUNDLE | --check perfdb:NAME | --transfer | --cross-model | --measured RUN [--measured RUN ...]",
 		Short: "Fit the roofline predictor's efficiencies for one accelerator from measured profile tables, or check a calibration on them",
 		Long: `Fit the roofline step-latency predictor's efficiency and overhead parameters
 for one accelerator by least squares over every dense, attention,
@@ -53,10 +56,24 @@ selects the tensor-parallel degree. A v0 per-layer profile folder
 its calibration is labelled PyTorch-derived. When FILE exists its other
 accelerators are kept.
 
+--perfdb DIR --system NAME fits the calibration of the accelerator whose
+catalog perfdb_system is NAME on a per-op performance database in NVIDIA
+AIConfigurator's layout (DIR is its systems folder; builtin for the copy
+servesim embeds): the GEMM efficiencies on the bf16 GEMM rows, the
+attention constants on the context and generation attention rows (bf16 KV
+cache), every row within one serving step's token budget. Fields the
+database cannot inform (elementwise op scales, caches, sampler, attention
+skew) are kept from the embedded RTXPRO6000 calibration; the entry says so.
+--perfdb-version picks the vLLM version folder (default 0.19.0, else the
+nearest measured one).
+
 --check BUNDLE prints the median and p90 relative error per table of a
 calibration (--calibration FILE, default the embedded one) on BUNDLE's
 tables; --use NAME checks the calibration of accelerator NAME instead of
-the bundle's own (with the bundle's accelerator specs).
+the bundle's own (with the bundle's accelerator specs). --check
+perfdb:NAME checks it on database system NAME's tables (--perfdb DIR,
+default builtin) instead: GEMM, context and generation attention, and the
+fp8 GEMMs the bf16 fit is carried to.
 
 --transfer checks the transfer band, the step band an accelerator without
 tables of its own gets from the calibration it borrows (or --use NAME's):
@@ -95,6 +112,21 @@ file's model) and its client offset from --client-offset-ms.`,
 					return usageError{fmt.Errorf("give --transfer or --check BUNDLE, not both")}
 				}
 				return runTransfer(cmd.OutOrStdout(), bundles, cal, use, tp, cmd.Flags().Changed("tp"))
+			}
+			if sys, ok := strings.CutPrefix(check, "perfdb:"); ok {
+				if len(bundles) > 0 || dbSystem != "" {
+					return usageError{fmt.Errorf("--check perfdb:NAME names the system; give it without --profiles and --system")}
+				}
+				return runPerfDBCheck(cmd.OutOrStdout(), dbDir, sys, dbVersion, cal, use, ops)
+			}
+			if dbDir != "" || dbSystem != "" {
+				if check != "" || len(bundles) > 0 {
+					return usageError{fmt.Errorf("--perfdb DIR --system NAME fits on the database alone; give it without --profiles and --check BUNDLE")}
+				}
+				if dbDir == "" || dbSystem == "" {
+					return usageError{fmt.Errorf("give both --perfdb DIR (or builtin) and --system NAME")}
+				}
+				return runPerfDBFit(cmd, dbDir, dbSystem, dbVersion, out)
 			}
 			if check != "" {
 				if len(bundles) > 0 {
@@ -174,6 +206,9 @@ file's model) and its client offset from --client-offset-ms.`,
 	cmd.Flags().Float64Var(&benchOffsetMs, "client-offset-ms", 0, "with --measured: client-side time inside each bench result's TTFT and E2E (see docs/validation.md)")
 	cmd.Flags().BoolVar(&transfer, "transfer", false, "check the transfer band of a lent calibration: leave one accelerator out of the embedded and --profiles tables of other accelerators")
 	cmd.Flags().BoolVar(&crossModel, "cross-model", false, "check the cross-model band of a calibration: leave one model out of the embedded and --profiles tables of its accelerator (--use NAME)")
+	cmd.Flags().StringVar(&dbDir, "perfdb", "", "per-op performance database: an AIConfigurator systems folder, or builtin for the embedded copy")
+	cmd.Flags().StringVar(&dbSystem, "system", "", "with --perfdb: the database system to fit (e.g. h100_sxm; see perfdb_system in servesim catalog)")
+	cmd.Flags().StringVar(&dbVersion, "perfdb-version", "", "with --perfdb or --check perfdb:NAME: vLLM version folder of the tables (default 0.19.0, else the nearest measured)")
 	cmd.Flags().BoolVar(&ops, "ops", false, "with --check: also print the error of every table and op")
 	cmd.Flags().BoolVar(&noLeaveOneOut, "no-leave-one-out", false, "skip the leave-one-out fits (one extra fit per bundle)")
 	return cmd
@@ -630,4 +665,145 @@ func runMeasuredFit(cmd *cobra.Command, runs []string, benchConfig string, offse
 	}
 	_, err = fmt.Fprint(cmd.OutOrStdout(), res.String())
 	return err
+}
+
+// openPerfDBInput opens system's tables in the performance database dir
+// (builtin: the embedded copy) and selects the rows of the accelerator
+// whose perfdb_system it is.
+func openPerfDBInput(flag, dir, system, version string) (*calibrate.PerfDBInput, error) {
+	var fsys fs.FS
+	switch dir {
+	case "", "builtin":
+		fsys = perfdb.Embedded()
+	default:
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() {
+			return nil, badInput(fmt.Errorf("--perfdb: %q is not a directory (give AIConfigurator's systems folder, or builtin)", dir))
+		}
+		fsys = os.DirFS(dir)
+	}
+	acc, err := calibrate.AcceleratorOfSystem(system)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("%s: %w", flag, err))
+	}
+	db, err := perfdb.Open(fsys, system, "vllm", version)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	in, err := calibrate.NewPerfDBInput(db, acc)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return in, nil
+}
+
+// runPerfDBFit fits the calibration of system's accelerator on its
+// database tables and writes it (to out, keeping its other entries, or to
+// stdout).
+func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string) error {
+	in, err := openPerfDBInput("--system", dir, system, version)
+	if err != nil {
+		return err
+	}
+	builtin, err := calibrate.Builtin()
+	if err != nil {
+		return err
+	}
+	keep, ok := builtin.Entry(calibrate.KeepFrom)
+	if !ok {
+		return fmt.Errorf("the embedded calibration has no %s entry to keep fields from", calibrate.KeepFrom)
+	}
+	ew := cmd.ErrOrStderr()
+	start := time.Now()
+	opts := calibrate.Options{Progress: func(stage string) {
+		fmt.Fprintf(ew, "calibrate: %s (%.0f s so far)\n", stage, time.Since(start).Seconds())
+	}}
+	entry, rep, err := calibrate.FitPerfDB(in, keep, calibrate.KeepFrom, opts)
+	if err != nil {
+		return badInput(err)
+	}
+	file := &calibrate.File{Version: 1, Accelerators: map[string]*calibrate.Entry{}}
+	if out != "" {
+		old, err := os.ReadFile(out)
+		switch {
+		case err == nil:
+			if file, err = calibrate.Load(bytes.NewReader(old), out); err != nil {
+				return badInput(err)
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return badInput(fmt.Errorf("-o %s: %w", out, err))
+		}
+	}
+	file.Accelerators[in.Accelerator] = entry
+	var buf bytes.Buffer
+	if err := calibrate.Write(&buf, file); err != nil {
+		return err
+	}
+	fmt.Fprintf(ew, "calibrated %s on %s (%s)%s; in-sample error:\n%s", in.Accelerator, in.Source, entry.Label(), droppedNote(in), rep.TableString())
+	if out == "" {
+		_, err = cmd.OutOrStdout().Write(buf.Bytes())
+		return err
+	}
+	return os.WriteFile(out, buf.Bytes(), 0o644)
+}
+
+// runPerfDBCheck prints a calibration's accuracy on a database system's
+// tables.
+func runPerfDBCheck(w io.Writer, dir, system, version, calFile, use string, ops bool) error {
+	if system == "" {
+		return usageError{fmt.Errorf("--check perfdb:NAME needs a system name (e.g. perfdb:h100_sxm)")}
+	}
+	in, err := openPerfDBInput("--check perfdb:"+system, dir, system, version)
+	if err != nil {
+		return err
+	}
+	file, name, err := openCalibration(calFile)
+	if err != nil {
+		return err
+	}
+	acc := in.Accelerator
+	if use != "" {
+		acc = use
+	}
+	en, ok := file.Entry(acc)
+	how := ""
+	if !ok {
+		if use != "" {
+			return badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
+		}
+		lender, ok := file.Fallback()
+		if !ok {
+			return badInput(fmt.Errorf("%s is not calibrated in %s and no calibration may be lent; give --use NAME", acc, name))
+		}
+		if en, ok = file.Entry(lender); !ok {
+			return fmt.Errorf("calibration file %s names %s as the fallback but has no entry for it", name, lender)
+		}
+		how = fmt.Sprintf(" (%s is not calibrated: borrowed, as a run would)", acc)
+		acc = lender
+	}
+	rep, err := calibrate.CheckPerfDB(en.Efficiency(), in)
+	if err != nil {
+		return badInput(err)
+	}
+	printCalibrationHeader(w, acc, name, how, en)
+	fmt.Fprintf(w, "\nchecked on %s (%s; bf16 KV, at most %d tokens per step)%s\n%s", in.Source, in.Accelerator, calibrate.MaxStepTokens, droppedNote(in), rep.TableString())
+	if ops {
+		fmt.Fprint(w, rep.String())
+	}
+	return nil
+}
+
+// droppedNote says how many rows of each table were left out as faster
+// than the accelerator can run them; "" when none were.
+func droppedNote(in *calibrate.PerfDBInput) string {
+	var parts []string
+	for _, t := range calibrate.PerfDBTables {
+		if n := in.Dropped[t]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s rows", n, t))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; left out as faster than the GPU can run them (above its peak FLOP/s or memory bandwidth): " + strings.Join(parts, ", ")
 }

@@ -188,3 +188,44 @@ func withProfiles(t *testing.T, ts []*calibrate.Tables, refs []string) []*calibr
 	}
 	return ts
 }
+
+// calibrate --check perfdb:NAME checks a calibration on a performance
+// database system's tables (the embedded copy by default) and says which
+// calibration it checked; bad database arguments exit 2 naming the flag.
+func TestCalibrateCheckPerfDB(t *testing.T) {
+	code, stdout, stderr := run(t, "calibrate", "--check", "perfdb:h100_sxm", "--ops")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, w := range []string{
+		"calibration H100 of embedded calibration [fitted on per-op kernel tables perfdb:h100_sxm/vllm/0.19.0; kept from RTXPRO6000: op_scale",
+		"checked on perfdb:h100_sxm/vllm/0.19.0 (H100; bf16 KV, at most 8192 tokens per step)",
+		"  gemm                   5040 ", "  context_attention       552 ", "  generation_attention    1212 ", "  gemm_fp8               5040 ",
+		"op    gemm/m<=128 ", "op    generation_attention/h32kv8d128 ",
+	} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("output lacks %q:\n%s", w, stdout)
+		}
+	}
+	// --use lends another accelerator's calibration to the tables.
+	if code, stdout, _ := run(t, "calibrate", "--check", "perfdb:h100_sxm", "--use", "RTXPRO6000"); code != 0 || !strings.Contains(stdout, "calibration RTXPRO6000 of embedded calibration\n") {
+		t.Errorf("--use RTXPRO6000: exit %d:\n%s", code, stdout)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--check", "perfdb:nope"}, `--check perfdb:nope: no catalog accelerator has perfdb_system "nope" (known: a100_sxm, b200_sxm, b300_sxm, gb200, gb300, h100_sxm, h200_sxm, l40s, rtx_pro_6000_server)`},
+		{[]string{"--check", "perfdb:"}, "--check perfdb:NAME needs a system name"},
+		{[]string{"--perfdb", "builtin"}, "give both --perfdb DIR (or builtin) and --system NAME"},
+		{[]string{"--perfdb", "/no/such/dir", "--system", "h100_sxm"}, `--perfdb: "/no/such/dir" is not a directory`},
+		{[]string{"--perfdb", "builtin", "--system", "h100_sxm", "--profiles", "x"}, "fits on the database alone"},
+		{[]string{"--check", "perfdb:h100_sxm", "--system", "h100_sxm"}, "--check perfdb:NAME names the system"},
+		{[]string{"--check", "perfdb:h100_sxm", "--perfdb-version", "9.9.9", "--perfdb", t.TempDir()}, "h100_sxm"},
+	} {
+		code, _, stderr := run(t, append([]string{"calibrate"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}

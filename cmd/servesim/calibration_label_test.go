@@ -11,14 +11,16 @@ import (
 // (A6000, RTX 3090) says so in every output that describes the run: the
 // summary, summary.json and the HTML report. An uncalibrated accelerator
 // borrows the vLLM-kernel calibration (RTX PRO 6000), never a
-// PyTorch-derived one, and warns.
+// PyTorch-derived one, and warns. A calibration fitted on the per-op
+// performance database says so and what it kept from the RTX PRO 6000's.
 func TestCalibrationLabelInEveryOutput(t *testing.T) {
 	for _, c := range []struct {
 		hw, want, not string
 	}{
 		{"A6000", "A6000 calibrated (embedded calibration); PyTorch-derived", ""},
 		{"RTX3090", "RTX3090 calibrated (embedded calibration); PyTorch-derived", ""},
-		{"H100", "borrowed calibration", "PyTorch"},
+		{"H100", "H100 calibrated (embedded calibration); fitted on per-op kernel tables perfdb:h100_sxm/vllm/0.19.0; kept from RTXPRO6000", ""},
+		{"RTX4090", "borrowed calibration", "PyTorch"},
 	} {
 		t.Run(c.hw, func(t *testing.T) {
 			dir := t.TempDir()
@@ -64,9 +66,9 @@ func TestCalibrationNoteWithoutSummary(t *testing.T) {
 	}{
 		{"max-rate", []string{"search", "max-rate", "-q", "--hardware", "A6000", "--predictor", "roofline", "--limit", "20"},
 			"servesim: note: instance group g0: step latency roofline, A6000 calibrated (embedded calibration); PyTorch-derived"},
-		{"compare", []string{"compare", "-q", "--hardware", "H100", "--predictor", "roofline", "--limit", "5",
+		{"compare", []string{"compare", "-q", "--hardware", "RTX4090", "--predictor", "roofline", "--limit", "5",
 			"--variant", "a: engine.max_num_seqs=32", "--variant", "b: engine.max_num_seqs=64"},
-			"servesim: warning: roofline: H100 is not calibrated: efficiencies borrowed from RTXPRO6000"},
+			"servesim: warning: roofline: RTX4090 is not calibrated: efficiencies borrowed from RTXPRO6000"},
 		{"sweep", []string{"sweep", "-q", "--grid", grid, "--hardware", "RTX3090", "--predictor", "roofline", "--limit", "5", "-o", filepath.Join(dir, "out.csv")},
 			"servesim: note: instance group g0: step latency roofline, RTX3090 calibrated (embedded calibration); PyTorch-derived"},
 	} {

@@ -3,6 +3,8 @@ package assemble
 import (
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/internal/hw"
 )
 
 // TestDescribeSaysWhatIsSimulated: the description names the model, each
@@ -18,8 +20,10 @@ func TestDescribeSaysWhatIsSimulated(t *testing.T) {
 		{"seed: 7\ninstances: [{role: prefill, count: 2}, {role: decode, engine: {num_gpu_blocks: 3000}}]\nworkload: {limit: 10}\n",
 			[]string{"seed 7", "meta-llama/Llama-3.1-8B (bf16)", "2 x prefill on RTXPRO6000 tp 1", "1 x decode", "3000 KV blocks x 16 tokens",
 				"profile RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp1", "policy pull", "first 10"}, 0},
+		{"predictor: {kind: roofline}\nhardware: RTX4090\ninstances: [{tp: 2}]\n",
+			[]string{"RTX4090 tp 2", "borrowed calibration", "RTX4090 is not calibrated: efficiencies borrowed from RTXPRO6000"}, 1},
 		{"predictor: {kind: roofline}\nhardware: H100\ninstances: [{tp: 2}]\n",
-			[]string{"H100 tp 2", "borrowed calibration", "H100 is not calibrated: efficiencies borrowed from RTXPRO6000"}, 1},
+			[]string{"H100 tp 2", "roofline, H100 calibrated (embedded calibration); fitted on per-op kernel tables perfdb:h100_sxm/vllm/0.19.0; kept from RTXPRO6000: op_scale"}, 0},
 		{"predictor: {kind: roofline}\n", []string{"roofline, RTXPRO6000 calibrated (embedded calibration)"}, 0},
 		// The Qwen MoE bundle has no tp2/moe.csv: tensor-parallel MoE at
 		// tp 2 is the tp1 table halved, and the description says so; with
@@ -99,5 +103,33 @@ func TestDescribeWarnsTPAcrossHostPath(t *testing.T) {
 		if warned != tt.warn {
 			t.Errorf("%q: warned %v, want %v", tt.yaml, warned, tt.warn)
 		}
+	}
+}
+
+// Every accelerator the per-op performance database covers runs the
+// roofline on its own embedded calibration: no borrowing, no warning.
+func TestPerfDBAcceleratorsRunOnOwnCalibration(t *testing.T) {
+	cat, err := hw.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range cat.All() {
+		if a.PerfDBSystem == "" {
+			continue
+		}
+		n++
+		b, err := buildYAML(t, "predictor: {kind: roofline}\nhardware: "+a.Name+"\n")
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		d := b.Describe()
+		text := strings.Join(d.Lines(), "\n")
+		if want := "roofline, " + a.Name + " calibrated (embedded calibration)"; !strings.Contains(text, want) || len(d.Warnings) != 0 {
+			t.Errorf("%s: description lacks %q or warns %v:\n%s", a.Name, want, d.Warnings, text)
+		}
+	}
+	if n != 9 {
+		t.Errorf("%d accelerators with a perfdb_system, want 9", n)
 	}
 }

@@ -327,6 +327,12 @@ func FitBundle(fsys fs.FS, tpDir string, m perf.RooflineModel, hw perf.RooflineH
 // tile and wave width on a subsample with a short simplex run, two finer
 // passes around the best width, then the full fit there.
 func fitAttention(eff perf.Efficiency, attn []sample, opt Options) (perf.Efficiency, error) {
+	return fitAttentionParams(eff, attnParams, attn, opt)
+}
+
+// fitAttentionParams is fitAttention over the attention parameters params
+// (the others keep eff's values).
+func fitAttentionParams(eff perf.Efficiency, params []param, attn []sample, opt Options) (perf.Efficiency, error) {
 	tiles, units := opt.TileQ, opt.Units
 	if len(tiles) == 0 {
 		tiles = []int{64, 128}
@@ -338,7 +344,7 @@ func fitAttention(eff perf.Efficiency, attn []sample, opt Options) (perf.Efficie
 	}
 	best, bestCost := eff, math.Inf(1)
 	try := func(e perf.Efficiency, pts []sample, evals int) error {
-		e, c, err := fitGroupN(e, attnParams, pts, evals, 1)
+		e, c, err := fitGroupN(e, params, pts, evals, 1)
 		if err == nil && c < bestCost {
 			best, bestCost = e, c
 		}
@@ -368,7 +374,7 @@ func fitAttention(eff perf.Efficiency, attn []sample, opt Options) (perf.Efficie
 			}
 		}
 	}
-	out, _, err := fitGroup(best, attnParams, subsample(attn, 6000))
+	out, _, err := fitGroup(best, params, subsample(attn, 6000))
 	return out, err
 }
 
@@ -435,6 +441,30 @@ func subsample(s []sample, n int) []sample {
 type sample struct {
 	in *Input
 	p  perf.Point
+	// b, when set, is the step the row was measured on, in place of
+	// p.Batch() (performance-database attention rows: several sequences).
+	b *perf.Batch
+	// mkn is a GEMM row's M, K and N (p.Op is OpGEMM).
+	mkn [3]int
+}
+
+// batch is the step the sample was measured on.
+func (s *sample) batch() perf.Batch {
+	if s.b != nil {
+		return *s.b
+	}
+	return s.p.Batch()
+}
+
+// predict is the roofline's time of sample s measured on step b.
+func (s *sample) predict(r *perf.Roofline, b *perf.Batch) float64 {
+	switch {
+	case s.p.Op == OpGEMM:
+		return r.LinearNs(s.mkn[0], s.mkn[1], s.mkn[2])
+	case s.p.Category == perf.CategoryMoE:
+		return predictOp(r, &s.p)
+	}
+	return r.OpNs(s.p.Op, b)
 }
 
 // fitGroup minimises the weighted squared log error of samples over params
@@ -459,8 +489,8 @@ func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPer
 		w[i] = weight[groupOf(s.p)]
 	}
 	batches := make([]perf.Batch, len(samples))
-	for i, s := range samples {
-		batches[i] = s.p.Batch()
+	for i := range samples {
+		batches[i] = samples[i].batch()
 	}
 	decode := func(x []float64) perf.Efficiency {
 		e := start
@@ -495,12 +525,7 @@ func fitGroupN(start perf.Efficiency, params []param, samples []sample, evalsPer
 		var c float64
 		for i := range samples {
 			s := &samples[i]
-			var pred float64
-			if s.p.Category == perf.CategoryMoE {
-				pred = predictOp(rs[idx[i]], &s.p)
-			} else {
-				pred = rs[idx[i]].OpNs(s.p.Op, &batches[i])
-			}
+			pred := s.predict(rs[idx[i]], &batches[i])
 			if !(pred > 0) {
 				return math.Inf(1)
 			}
@@ -537,6 +562,9 @@ func (r *Report) TableString() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %-19s %7s %8s %8s %8s\n", "table", "rows", "median", "p90", "bias")
 	cats := []string{perf.CategoryDense, perf.CategoryAttention, perf.CategoryPerSequence, perf.CategoryMoE}
+	if _, ok := r.Tables[TableGEMM]; ok {
+		cats = PerfDBTables
+	}
 	if _, ok := r.Tables[CategoryV0Decode]; ok {
 		cats = append(cats, CategoryV0Decode)
 	}

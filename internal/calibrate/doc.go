@@ -21,6 +21,16 @@
 // and fitted apart with a Nelder-Mead simplex; the attention tile height
 // and wave width are integers, searched on a grid. Fit is deterministic.
 //
+// # Per-op performance databases
+//
+// FitPerfDB fits the same efficiencies on a per-op database (package
+// perfdb: NVIDIA AIConfigurator's measured GEMM and attention kernels):
+// the GEMM fields on bf16 GEMM rows, the attention fields on context and
+// generation attention rows, each row evaluated by the roofline's own op
+// model at its shape (PerfDBInput). What the database cannot inform is
+// kept from another calibration and the entry says so (Entry.Kept);
+// CheckPerfDB reports the error per table.
+//
 // # Files
 //
 // Write and Load read and write a small YAML file holding one Entry per

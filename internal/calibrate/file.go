@@ -33,6 +33,13 @@ type Entry struct {
 	// in PyTorch eager mode). Such an entry is used for its own
 	// accelerator, labelled, and never lent to another (see Fallback).
 	Derived string `yaml:"derived,omitempty"`
+	// Kept, on a calibration fitted on per-op tables that cannot inform
+	// every field (a performance database: GEMM and attention kernels
+	// only), names the calibration the other fields were kept from and
+	// which: "RTXPRO6000: op_scale, cache_mb, ...". Such an entry is used
+	// for its own accelerator, labelled, and never lent (see Fallback):
+	// the calibration it keeps from is.
+	Kept string `yaml:"kept,omitempty"`
 
 	ComputeEff    float64            `yaml:"compute_eff"`
 	MemoryEff     float64            `yaml:"memory_eff"`
@@ -194,7 +201,13 @@ const DerivedPyTorch = "pytorch-eager"
 // Label describes where an entry's efficiencies come from, for run
 // descriptions: "" for vLLM-kernel tables, else a warning naming the kind.
 func (en *Entry) Label() string {
-	if en == nil || en.Derived == "" {
+	if en == nil {
+		return ""
+	}
+	if en.Derived == "" {
+		if en.Kept != "" {
+			return "fitted on per-op kernel tables " + en.Source + "; kept from " + en.Kept
+		}
 		return ""
 	}
 	if en.Derived == DerivedPyTorch {
@@ -220,15 +233,16 @@ func (f *File) Entry(accelerator string) (*Entry, bool) {
 }
 
 // Fallback names the entry an uncalibrated accelerator borrows: the first,
-// by name, fitted on vLLM-kernel tables (Derived empty). A PyTorch-derived
-// calibration never becomes another accelerator's default. ok is false
-// when no entry may be lent.
+// by name, fitted on whole-step vLLM-kernel tables (Derived and Kept
+// empty). A PyTorch-derived calibration never becomes another
+// accelerator's default, nor does one fitted on per-op tables that keeps
+// fields of another. ok is false when no entry may be lent.
 func (f *File) Fallback() (string, bool) {
 	if f == nil {
 		return "", false
 	}
 	for _, k := range f.Names() {
-		if en := f.Accelerators[k]; en != nil && en.Derived == "" {
+		if en := f.Accelerators[k]; en != nil && en.Derived == "" && en.Kept == "" {
 			return k, true
 		}
 	}

@@ -582,6 +582,16 @@ func (r *Roofline) linear(M, K, N float64) float64 {
 	return r.eff.LaunchNs + softMax(flops/r.qFlopRate*1e9, bytes/r.memRate*1e9, r.invP)
 }
 
+// LinearNs is the time of one linear layer computing an (M×K)·(K×N)
+// product on this predictor's accelerator: the model used for qkv_proj,
+// o_proj, gate_up_proj and down_proj (weights at the model's quantised
+// size and tensor rate when it has one, activations in the compute
+// dtype), at any shape. It lets a calibration compare the roofline with
+// measured GEMM tables directly. M <= 0 takes 0.
+func (r *Roofline) LinearNs(M, K, N int) float64 {
+	return r.linear(float64(M), float64(K), float64(N))
+}
+
 // WeightBytesRead is the bytes of weights one occurrence of op reads in a
 // step of T tokens on one tensor-parallel rank (an MoE block reads its
 // activated experts, shared experts and router): the weight part of the

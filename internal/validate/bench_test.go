@@ -140,13 +140,15 @@ func TestReadBenchErrors(t *testing.T) {
 }
 
 // A validation names its step-latency source as a run does: a
-// PyTorch-derived calibration is labelled, and an uncalibrated accelerator
-// borrows the RTX PRO 6000's with a warning (never silently).
+// PyTorch-derived calibration is labelled, one fitted on the per-op
+// performance database says so, and an uncalibrated accelerator borrows
+// the RTX PRO 6000's with a warning (never silently).
 func TestValidationNamesLatencySource(t *testing.T) {
 	b := readFixture(t)
 	for _, c := range []struct{ hw, latency, warning string }{
 		{"A6000", "roofline, A6000 calibrated (embedded calibration); PyTorch-derived", ""},
-		{"H100", "roofline, borrowed calibration", "H100 is not calibrated: efficiencies borrowed from RTXPRO6000"},
+		{"RTX4090", "roofline, borrowed calibration", "RTX4090 is not calibrated: efficiencies borrowed from RTXPRO6000"},
+		{"H100", "roofline, H100 calibrated (embedded calibration); fitted on per-op kernel tables perfdb:h100_sxm/vllm/0.19.0", ""},
 		{"", "profile RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp1", ""},
 	} {
 		s, err := config.LoadDefault()

@@ -35,6 +35,8 @@ func TestStepBandKinds(t *testing.T) {
 		crossModel      bool
 	}{
 		{"own tables", "RTXPRO6000", "meta-llama/Llama-3.1-8B", 1, "", "", false},
+		// H100's own calibration is fitted on per-op tables (no step
+		// tables to take a band from): the transfer band stands in.
 		{"transfer", "H100", "meta-llama/Llama-3.1-8B", 1, "transfer band: calibration of RTXPRO6000 lent to H100, band from tables of RTX4090", "", false},
 		{"model without tables", "RTXPRO6000", "meta-llama/Llama-3.1-70B", 2, "cross-model band: RTXPRO6000 calibration, band from tables of Qwen3-30B-A3B-Instruct-2507, Qwen3-32B, Llama-3.1-8B", "", true},
 		{"tp without tables", "RTXPRO6000", "Qwen/Qwen3-32B", 4, "cross-model band: RTXPRO6000 calibration, band from tables of Qwen3-30B-A3B-Instruct-2507, Llama-3.1-8B", "", true},

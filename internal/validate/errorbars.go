@@ -107,13 +107,22 @@ func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
 // calibration's residuals on the accelerator's tables of other models under
 // root (the embedded or --profiles bundles). One that borrows a
 // calibration gets the transfer band: the lent calibration's band on the
-// embedded tables of the accelerators other than the lender and hwName.
+// embedded tables of the accelerators other than the lender and hwName; so
+// does one whose own calibration was fitted on per-op tables
+// (calibrate.Entry.Kept) when it has no step tables to take a band from.
 func noTablesBand(file *calibrate.File, root fs.FS, hwName, model string, noTables error) (*calibrate.Band, error) {
 	if acc, err := hw.Lookup(hwName); err == nil {
 		hwName = acc.Name
 	}
 	if en, own := file.Entry(hwName); own {
-		return crossModelBand(en, root, hwName, model, noTables)
+		b, err := crossModelBand(en, root, hwName, model, noTables)
+		if err == nil || en.Kept == "" {
+			return b, err
+		}
+		// A calibration fitted on per-op tables (a performance database)
+		// has no step tables of the accelerator to take a band from: the
+		// band of a calibration carried to an accelerator without tables
+		// (the transfer band of the one it keeps fields from) stands in.
 	}
 	lender, ok := file.Fallback()
 	if !ok {

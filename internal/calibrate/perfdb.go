@@ -1,0 +1,524 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/perfdb"
+)
+
+// Tables of a per-op performance database (package perfdb) as a fit or
+// check reports them.
+const (
+	// TableGEMM is the bf16 GEMM rows (gemm_perf), fitted.
+	TableGEMM = "gemm"
+	// TableContext is the context (prefill) attention rows with a bf16 KV
+	// cache (context_attention_perf), fitted.
+	TableContext = "context_attention"
+	// TableGeneration is the generation (decode) attention rows with a
+	// bf16 KV cache (generation_attention_perf), fitted.
+	TableGeneration = "generation_attention"
+	// TableGEMMFP8 is the fp8 (per-tensor W8A8) GEMM rows: checked, never
+	// fitted (see PerfDBInput).
+	TableGEMMFP8 = "gemm_fp8"
+)
+
+// PerfDBTables lists the database tables in report order.
+var PerfDBTables = []string{TableGEMM, TableContext, TableGeneration, TableGEMMFP8}
+
+// OpGEMM is the op name of a database GEMM row.
+const OpGEMM = "gemm"
+
+// MaxStepTokens bounds the rows a database fit or check takes: GEMMs of
+// M <= MaxStepTokens rows and context attention of Batch×Seq <=
+// MaxStepTokens tokens. A serving step computes at most
+// max_num_batched_tokens tokens, and vLLM's largest default budget is 8192
+// (EngineArgs.get_batch_defaults, GPUs of 70 GiB or more); the database's
+// larger shapes (M up to 32768, 16 sequences of 16k tokens) are prefills
+// no step of a default server runs.
+const MaxStepTokens = 8192
+
+// cacheBound is the KV size above which a generation row must stream its
+// KV from device memory: larger than the L2 cache of every GPU the
+// database covers (the largest, RTX PRO 6000 Blackwell's, is 128 MB).
+const cacheBound = 128e6
+
+// KeepFrom is the calibration whose fields a database fit keeps: the
+// RTX PRO 6000's, fitted on whole-step vLLM profile tables.
+const KeepFrom = "RTXPRO6000"
+
+// KeptFields names the efficiencies the database cannot inform, kept from
+// the KeepFrom calibration: the elementwise ops' traffic multipliers and
+// on-chip cache, the sampler, the attention skew terms (the database
+// times uniform batches only) and the cost of an empty attention work unit
+// (only mixed prefill-and-decode steps launch empty units, and the
+// database times no mixed step).
+const KeptFields = "op_scale, cache_mb, cache_speed, sampler_passes, sampler_us, attention skew, decode_skew, empty_us"
+
+// perfDBAttnParams are the attention parameters the database's context
+// and generation rows inform: all but attn_empty.
+func perfDBAttnParams() []param {
+	var out []param
+	for _, p := range attnParams {
+		if p.name != "attn_empty" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PerfDBInput is one system's database rows ready for the roofline: each
+// row evaluated by the roofline's own op model at the row's shape. GEMM
+// rows are linear layers (perf.Roofline.LinearNs) of the model's dtype
+// (bf16); fp8 rows the same layer with 1-byte weights at the accelerator's
+// FP8 tensor rate (RooflineHW.QuantPeakFLOPS), the way a W8A8 model is
+// timed, with the efficiencies fitted on bf16: they check how far one
+// compute fraction carries to fp8, and are not fitted. Attention rows are
+// a one-layer model with the row's per-GPU query and KV heads and head
+// size at tp 1: a context row is a step of Batch prefill chunks of Seq
+// tokens each, no history (PrefillTokens Batch×Seq over Batch sequences);
+// a generation row Batch decodes of Seq context each (DecodeKVSum
+// Batch×Seq, DecodeKVMax = DecodeKVMin = Seq).
+type PerfDBInput struct {
+	// Accelerator is the catalog name of the system's GPU.
+	Accelerator string
+	// System and Version are the database system and framework version.
+	System, Version string
+	// Source names the tables: "perfdb:<system>/vllm/<version>".
+	Source string
+
+	// Dropped counts, per table, the rows faster than the accelerator can
+	// physically run them (see NewPerfDBInput), left out.
+	Dropped map[string]int
+
+	tables map[string][]sample
+	inputs []*Input
+}
+
+// AcceleratorOfSystem returns the catalog accelerator whose perfdb_system
+// is system.
+func AcceleratorOfSystem(system string) (hw.Accelerator, error) {
+	cat, err := hw.Default()
+	if err != nil {
+		return hw.Accelerator{}, err
+	}
+	var known []string
+	for _, a := range cat.All() {
+		if a.PerfDBSystem == system {
+			return a, nil
+		}
+		if a.PerfDBSystem != "" {
+			known = append(known, a.PerfDBSystem)
+		}
+	}
+	sort.Strings(known)
+	return hw.Accelerator{}, fmt.Errorf("no catalog accelerator has perfdb_system %q (known: %s)", system, strings.Join(known, ", "))
+}
+
+// NewPerfDBInput selects the rows of db a calibration is fitted and
+// checked on, for accelerator acc (its catalog peaks and bandwidth): bf16
+// GEMMs with M <= MaxStepTokens; full-attention (no window) rows with a
+// bf16 KV cache, context rows of Batch×Seq <= MaxStepTokens; fp8 GEMMs
+// (same M bound) for the fp8 check when acc has FP8 tensor cores.
+//
+// Rows faster than physics allows are left out and counted (Dropped): a
+// context row whose causal attention FLOPs (4·heads·head_dim·Batch·
+// Seq(Seq+1)/2) would run above the accelerator's peak bf16 rate, and a
+// generation row whose KV (Batch·Seq·2·kv_heads·head_dim·2 bytes), larger
+// than any L2 cache, would stream above its memory bandwidth. Neither can
+// be a timing of that computation (h200_sxm's context table holds rows up
+// to 78× above peak).
+func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
+	hwBF16, err := HWOf(acc, "bfloat16")
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	version := tablesVersion(db)
+	in := &PerfDBInput{Accelerator: acc.Name, System: db.System, Version: version,
+		Source: fmt.Sprintf("perfdb:%s/%s/%s", db.System, db.Framework, version), tables: map[string][]sample{}, Dropped: map[string]int{}}
+	// Any valid shape: only LinearNs is evaluated.
+	gm := perf.RooflineModel{Layers: 1, Hidden: 128, Intermediate: 128, Heads: 1, KVHeads: 1, HeadDim: 128, Vocab: 1, BytesPerElem: 2}
+	bf16 := in.input(gm, hwBF16)
+	var fp8 *Input
+	if acc.PeakFLOPSFP8 > 0 {
+		q := gm
+		q.WeightBytes = 1
+		h := hwBF16
+		h.QuantPeakFLOPS = acc.PeakFLOPSFP8
+		fp8 = in.input(q, h)
+	}
+	shapes, err := gemmGrid(db.GEMM)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range db.GEMM {
+		if g.M < 1 || g.M > MaxStepTokens || g.N < 1 || g.K < 1 || !(g.Ms > 0) || !shapes[[2]int{g.N, g.K}] {
+			continue
+		}
+		s := sample{p: perf.Point{Op: OpGEMM, X: g.M, Ns: g.Ms * 1e6}, mkn: [3]int{g.M, g.K, g.N}}
+		switch g.Dtype {
+		case "bfloat16":
+			s.in, s.p.Category = bf16, TableGEMM
+		case "fp8":
+			if fp8 == nil {
+				continue
+			}
+			s.in, s.p.Category = fp8, TableGEMMFP8
+		default:
+			continue
+		}
+		in.tables[s.p.Category] = append(in.tables[s.p.Category], s)
+	}
+	serving, err := ServingAttentionShapes()
+	if err != nil {
+		return nil, err
+	}
+	attnShapes := map[[3]int]*Input{}
+	attn := func(rows []perfdb.AttnRow, table string, batch func(r perfdb.AttnRow) perf.Batch) {
+		for _, r := range rows {
+			if r.KVDtype != "bfloat16" || r.Window != 0 || r.Batch < 1 || r.Seq < 1 || !(r.Ms > 0) ||
+				r.Heads < 1 || r.KVHeads < 1 || r.HeadDim < 1 || r.Heads%r.KVHeads != 0 {
+				continue
+			}
+			if table == TableContext && r.Batch*r.Seq > MaxStepTokens || !serving[[3]int{r.Heads, r.KVHeads, r.HeadDim}] {
+				continue
+			}
+			if impossible(r, table, acc) {
+				in.Dropped[table]++
+				continue
+			}
+			key := [3]int{r.Heads, r.KVHeads, r.HeadDim}
+			ip, ok := attnShapes[key]
+			if !ok {
+				m := perf.RooflineModel{Layers: 1, Hidden: r.Heads * r.HeadDim, Intermediate: 128, Heads: r.Heads,
+					KVHeads: r.KVHeads, HeadDim: r.HeadDim, Vocab: 1, BytesPerElem: 2}
+				ip = in.input(m, hwBF16)
+				attnShapes[key] = ip
+			}
+			b := batch(r)
+			in.tables[table] = append(in.tables[table], sample{in: ip, b: &b,
+				p: perf.Point{Category: table, Op: perf.OpAttention, Ns: r.Ms * 1e6}})
+		}
+	}
+	attn(db.Context, TableContext, func(r perfdb.AttnRow) perf.Batch {
+		return perf.Batch{PrefillTokens: r.Batch * r.Seq, PrefillSeqs: r.Batch}
+	})
+	attn(db.Generation, TableGeneration, func(r perfdb.AttnRow) perf.Batch {
+		return perf.Batch{NumDecode: r.Batch, DecodeKVSum: int64(r.Batch) * int64(r.Seq), DecodeKVMax: r.Seq, DecodeKVMin: r.Seq}
+	})
+	for _, t := range []string{TableGEMM, TableContext, TableGeneration} {
+		if len(in.tables[t]) == 0 {
+			return nil, fmt.Errorf("calibrate: %s has no usable %s rows (bf16, within %d tokens per step)", in.Source, t, MaxStepTokens)
+		}
+	}
+	for _, ip := range in.inputs {
+		if _, err := perf.NewRoofline(ip.Model, ip.HW, perf.Efficiency{}, ip.TP); err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", in.Source, err)
+		}
+	}
+	return in, nil
+}
+
+// tablesVersion is the framework version the GEMM and attention tables
+// were read from (a system without tables at the requested version is
+// read at the nearest measured one): one version, or "gemm V1, attention
+// V2" when they differ; db.Version when db records no tables.
+func tablesVersion(db *perfdb.DB) string {
+	vs := map[string]string{}
+	for _, t := range db.Tables {
+		switch t.Name {
+		case "gemm_perf":
+			vs["gemm"] = t.Version
+		case "context_attention_perf", "generation_attention_perf":
+			if v, ok := vs["attention"]; !ok || compareVersion(t.Version, v) > 0 {
+				vs["attention"] = t.Version
+			}
+		}
+	}
+	g, a := vs["gemm"], vs["attention"]
+	switch {
+	case g == "" && a == "":
+		return db.Version
+	case g == a || a == "":
+		return g
+	case g == "":
+		return a
+	}
+	return "gemm " + g + ", attention " + a
+}
+
+// compareVersion orders dotted version strings numerically where they
+// are numbers.
+func compareVersion(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		var x, y int
+		_, ex := fmt.Sscan(pa[i], &x)
+		_, ey := fmt.Sscan(pb[i], &y)
+		switch {
+		case ex == nil && ey == nil && x != y:
+			return x - y
+		case (ex != nil || ey != nil) && pa[i] != pb[i]:
+			return strings.Compare(pa[i], pb[i])
+		}
+	}
+	return len(pa) - len(pb)
+}
+
+// ServingTPs are the tensor-parallel degrees whose per-GPU layer shapes
+// select the GEMM rows (see ServingGEMMShapes).
+var ServingTPs = []int{1, 2, 4, 8}
+
+// ServingAttentionShapes returns the per-GPU (query heads, KV heads, head
+// size) of the attention of every embedded model at a tensor-parallel
+// degree of ServingTPs that divides its heads (KV heads max(1,
+// kv_heads/tp), as the roofline shards them).
+func ServingAttentionShapes() (map[[3]int]bool, error) {
+	out := map[[3]int]bool{}
+	for _, name := range model.List(model.Builtin()) {
+		c, err := model.Load(model.Builtin(), name)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: serving shapes: %w", err)
+		}
+		heads, kv, hd := int(c.NumHeads), int(c.NumKVHeads), int(c.HeadDim)
+		if kv == 0 {
+			kv = heads
+		}
+		if hd == 0 && heads > 0 {
+			hd = int(c.HiddenSize) / heads
+		}
+		for _, tp := range ServingTPs {
+			if heads%tp == 0 {
+				out[[3]int{heads / tp, max(1, kv/tp), hd}] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// ServingGEMMShapes returns the (N, K) of every linear layer a serving step
+// of an embedded model runs on one GPU at a tensor-parallel degree of
+// ServingTPs that divides its heads: qkv_proj, o_proj, and for a dense
+// model gate_up_proj and down_proj (an MoE model's experts are the MoE
+// table's), and lm_head; sorted, without repeats.
+func ServingGEMMShapes() ([][2]int, error) {
+	seen := map[[2]int]bool{}
+	for _, name := range model.List(model.Builtin()) {
+		c, err := model.Load(model.Builtin(), name)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: serving shapes: %w", err)
+		}
+		h, heads, kv, hd := int(c.HiddenSize), int(c.NumHeads), int(c.NumKVHeads), int(c.HeadDim)
+		if kv == 0 {
+			kv = heads
+		}
+		if hd == 0 && heads > 0 {
+			hd = h / heads
+		}
+		for _, tp := range ServingTPs {
+			if heads%tp != 0 {
+				continue
+			}
+			q, k := heads/tp, max(1, kv/tp)
+			add := func(n, kk int) {
+				if n > 0 && kk > 0 {
+					seen[[2]int{n, kk}] = true
+				}
+			}
+			add((q+2*k)*hd, h)          // qkv_proj
+			add(h, q*hd)                // o_proj
+			add(int(c.VocabSize)/tp, h) // lm_head
+			if c.NumExperts == 0 {
+				inter := int(c.IntermediateSize) / tp
+				add(2*inter, h) // gate_up_proj
+				add(h, inter)   // down_proj
+			}
+		}
+	}
+	out := make([][2]int, 0, len(seen))
+	for nk := range seen {
+		out = append(out, nk)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i][0] != out[j][0] {
+			return out[i][0] < out[j][0]
+		}
+		return out[i][1] < out[j][1]
+	})
+	return out, nil
+}
+
+// gemmGrid is the set of the database's (N, K) grid points a serving
+// step's GEMMs lie between: for every ServingGEMMShapes shape, the
+// measured N values just below and above its N (the same one when it was
+// measured) crossed with those around its K. These are the rows a GEMM
+// of a real model is interpolated from; the rest of the grid (N or K of
+// 32, 65536, ...) are shapes no layer of those models has.
+func gemmGrid(rows []perfdb.GEMMRow) (map[[2]int]bool, error) {
+	shapes, err := ServingGEMMShapes()
+	if err != nil {
+		return nil, err
+	}
+	nset, kset := map[int]bool{}, map[int]bool{}
+	for _, g := range rows {
+		nset[g.N], kset[g.K] = true, true
+	}
+	axis := func(m map[int]bool) []int {
+		out := make([]int, 0, len(m))
+		for v := range m {
+			out = append(out, v)
+		}
+		sort.Ints(out)
+		return out
+	}
+	ns, ks := axis(nset), axis(kset)
+	around := func(grid []int, v int) []int {
+		i := sort.SearchInts(grid, v) // first >= v
+		switch {
+		case len(grid) == 0:
+			return nil
+		case i < len(grid) && grid[i] == v:
+			return []int{v}
+		case i == 0:
+			return []int{grid[0]}
+		case i == len(grid):
+			return []int{grid[i-1]}
+		}
+		return []int{grid[i-1], grid[i]}
+	}
+	out := map[[2]int]bool{}
+	for _, nk := range shapes {
+		for _, n := range around(ns, nk[0]) {
+			for _, k := range around(ks, nk[1]) {
+				out[[2]int{n, k}] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// impossible reports whether attention row r of table is faster than acc
+// can run it: a context row above the peak bf16 FLOP rate, a generation
+// row with more KV than any cache holds streamed above the memory
+// bandwidth.
+func impossible(r perfdb.AttnRow, table string, acc hw.Accelerator) bool {
+	sec := r.Ms / 1e3
+	b, seq := float64(r.Batch), float64(r.Seq)
+	if table == TableContext {
+		flops := 4 * float64(r.Heads*r.HeadDim) * b * seq * (seq + 1) / 2
+		return flops/sec > acc.PeakFLOPSBF16
+	}
+	kv := b * seq * float64(2*r.KVHeads*r.HeadDim*2)
+	return kv > cacheBound && kv/sec > acc.MemBandwidth
+}
+
+func (in *PerfDBInput) input(m perf.RooflineModel, h perf.RooflineHW) *Input {
+	ip := &Input{Model: m, HW: h, TP: 1}
+	in.inputs = append(in.inputs, ip)
+	return ip
+}
+
+// Rows returns the number of rows of each table.
+func (in *PerfDBInput) Rows() map[string]int {
+	out := map[string]int{}
+	for k, v := range in.tables {
+		out[k] = len(v)
+	}
+	return out
+}
+
+// Every returns a copy of in keeping every n-th row of each table (in the
+// database's file order, from the first): a deterministic subsample for
+// quick checks. n <= 1 keeps every row.
+func (in *PerfDBInput) Every(n int) *PerfDBInput {
+	out := *in
+	out.tables = map[string][]sample{}
+	for k, v := range in.tables {
+		if n <= 1 {
+			out.tables[k] = v
+			continue
+		}
+		for i := 0; i < len(v); i += n {
+			out.tables[k] = append(out.tables[k], v[i])
+		}
+	}
+	return &out
+}
+
+// FitPerfDB fits an accelerator's efficiencies on its database rows: the
+// GEMM parameters (compute and memory fractions, launch cost, sharpness)
+// on the bf16 GEMM rows, then the attention parameters on the context and
+// generation rows (tile and wave-width grid, then a full fit, as Fit does),
+// each table weighing the same. The fields the database cannot inform
+// (KeptFields) are taken from keep, the calibration of keepName; the entry
+// says so (Entry.Kept). The report is the in-sample accuracy over every
+// selected row, fp8 GEMMs included as a check.
+func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Entry, *Report, error) {
+	if keep == nil {
+		return nil, nil, errors.New("calibrate: no calibration to keep the elementwise, sampler and skew fields from")
+	}
+	eff := keep.Efficiency()
+	gemm := subsample(in.tables[TableGEMM], maxDenseRows)
+	opt.progress(fmt.Sprintf("fitting %d of %d bf16 GEMM rows of %s", len(gemm), len(in.tables[TableGEMM]), in.Source))
+	var err error
+	if eff, _, err = fitGroup(eff, denseParams[:4], gemm); err != nil {
+		return nil, nil, err
+	}
+	attn := append(append([]sample(nil), in.tables[TableContext]...), in.tables[TableGeneration]...)
+	opt.progress(fmt.Sprintf("fitting %d context and %d generation attention rows (tile and wave-width grid, then a full fit)",
+		len(in.tables[TableContext]), len(in.tables[TableGeneration])))
+	if eff, err = fitAttentionParams(eff, perfDBAttnParams(), attn, opt); err != nil {
+		return nil, nil, err
+	}
+	rep, err := CheckPerfDB(eff, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	en := NewEntry(eff, in.Source, rep)
+	en.Kept = keepName + ": " + KeptFields
+	return en, rep, nil
+}
+
+// CheckPerfDB evaluates efficiencies eff on the database rows of in: the
+// relative error |predicted/measured - 1| per table (PerfDBTables) and per
+// op group (GEMMs by M range, attention by head size).
+func CheckPerfDB(eff perf.Efficiency, in *PerfDBInput) (*Report, error) {
+	rs := map[*Input]*perf.Roofline{}
+	for _, ip := range in.inputs {
+		r, err := perf.NewRoofline(ip.Model, ip.HW, eff, ip.TP)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", in.Source, err)
+		}
+		rs[ip] = r
+	}
+	byTable, byOp := map[string][]float64{}, map[string][]float64{}
+	for _, t := range PerfDBTables {
+		for i := range in.tables[t] {
+			s := &in.tables[t][i]
+			b := s.batch()
+			e := s.predict(rs[s.in], &b)/s.p.Ns - 1
+			byTable[t] = append(byTable[t], e)
+			byOp[opGroup(s)] = append(byOp[opGroup(s)], e)
+		}
+	}
+	return report(byTable, byOp), nil
+}
+
+// opGroup is the finer group of a database row in a report: GEMMs by M
+// (decode-sized, up to 128 rows, or prefill-sized), attention by table
+// and per-GPU head shape.
+func opGroup(s *sample) string {
+	if s.p.Op == OpGEMM {
+		if s.mkn[0] <= 128 {
+			return s.p.Category + "/m<=128"
+		}
+		return s.p.Category + "/m>128"
+	}
+	m := s.in.Model
+	return fmt.Sprintf("%s/h%dkv%dd%d", s.p.Category, m.Heads, m.KVHeads, m.HeadDim)
+}
