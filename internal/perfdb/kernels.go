@@ -32,7 +32,9 @@ type MoEShape struct {
 // immutable and safe for concurrent use.
 //
 // Every table's curve is first made non-decreasing in its size axis
-// (see buildCurve). Interpolation, per table:
+// (see buildCurve); attention shapes measured with several kernels are
+// read from the one vLLM 0.19 runs on the system (attentionKernel).
+// Interpolation, per table:
 //
 //   - GEMM: linear in m between the measured m at each of the four
 //     measured (n, k) pairs bracketing the query, then bilinear in n and
@@ -47,7 +49,9 @@ type MoEShape struct {
 //     size, KV dtype, no window); log-log in the sequence length along
 //     each measured batch size (the causal work grows as s² for long
 //     sequences and about as s for short ones, a local power law between
-//     grid points 1.33-2× apart), then linear in the batch. The table
+//     grid points 1.33-2× apart), then linear in the batch, and never
+//     less than the causal attention's FLOPs at the system's peak BF16
+//     rate (some rows are faster than the GPU can compute). The table
 //     measures prefills from an empty cache only: a chunk after cached
 //     tokens runs fewer, longer work units (its query tiles attend to the
 //     whole history) at an occupancy no row measured, so it is not read
@@ -83,6 +87,21 @@ type Kernels struct {
 	// kvNsPerToken is the time to stream one token's KV of one layer
 	// from device memory at the system's peak bandwidth, ns.
 	kvNsPerToken float64
+	// ctxNsPerSeq2 is the time of one sequence's causal attention per
+	// squared token at the system's peak BF16 rate, ns.
+	ctxNsPerSeq2 float64
+}
+
+// attentionKernel is the attention backend vLLM 0.19 runs on a GPU of
+// compute capability sm (times ten): FlashInfer first on SM 10.x,
+// FlashAttention elsewhere (vllm/platforms/cuda.py,
+// _get_backend_priorities). A shape measured with both kernels is read
+// from this one's rows.
+func attentionKernel(sm int) string {
+	if sm >= 100 && sm < 110 {
+		return "vllm_flashinfer"
+	}
+	return "vllm_flash_attn"
 }
 
 // curve is a piecewise-linear function sampled at increasing x.
@@ -266,11 +285,25 @@ type grid2 struct {
 	logSeq  bool
 }
 
-func newGrid2(rows []AttnRow, s Shape, logSeq bool) *grid2 {
+// newGrid2 indexes the rows of shape s. Where the shape was measured
+// with several kernels, only the rows of kernel (the one vLLM runs) are
+// kept.
+func newGrid2(rows []AttnRow, s Shape, kernel string, logSeq bool) *grid2 {
 	xs, ys := map[int][]float64{}, map[int][]float64{}
 	g := &grid2{logSeq: logSeq}
-	for _, r := range rows {
-		if r.Heads != s.Heads || r.KVHeads != s.KVHeads || r.HeadDim != s.HeadDim || r.Window != 0 || r.KVDtype != s.KVDtype {
+	match := func(r *AttnRow) bool {
+		return r.Heads == s.Heads && r.KVHeads == s.KVHeads && r.HeadDim == s.HeadDim && r.Window == 0 && r.KVDtype == s.KVDtype
+	}
+	only := false
+	for i := range rows {
+		if match(&rows[i]) && rows[i].Kernel == kernel {
+			only = true
+			break
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if !match(r) || (only && r.Kernel != kernel) {
 			continue
 		}
 		xs[r.Batch] = append(xs[r.Batch], float64(r.Seq))
@@ -377,8 +410,13 @@ func (db *DB) Kernels(s Shape) (*Kernels, error) {
 	if db.Spec.MemBW > 0 {
 		k.kvNsPerToken = 2 * float64(s.KVHeads*s.HeadDim) * kvb / db.Spec.MemBW * 1e9
 	}
-	k.context = newGrid2(db.Context, s, true)
-	k.generation = newGrid2(db.Generation, s, false)
+	kernel := attentionKernel(db.Spec.SMVersion)
+	k.context = newGrid2(db.Context, s, kernel, true)
+	k.generation = newGrid2(db.Generation, s, kernel, false)
+	if db.Spec.BF16FLOPS > 0 {
+		// causal attention: 2·s²·head_dim FLOPs per head and sequence.
+		k.ctxNsPerSeq2 = 2 * float64(s.Heads*s.HeadDim) / db.Spec.BF16FLOPS * 1e9
+	}
 	if m := s.MoE; m != nil {
 		var xs, ys []float64
 		for _, r := range db.MoE {
@@ -410,7 +448,8 @@ func (k *Kernels) ContextAttention(seqs int, tokens float64) (float64, bool) {
 	if seqs < 1 || !(tokens > 0) {
 		return 0, false
 	}
-	return k.context.at(float64(seqs), tokens)
+	t, ok := k.context.at(float64(seqs), tokens)
+	return max(t, float64(seqs)*tokens*tokens*k.ctxNsPerSeq2), ok
 }
 
 // GenerationAttention is one layer's attention of n decoding sequences

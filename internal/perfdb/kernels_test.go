@@ -136,3 +136,44 @@ func TestCurvesAreMonotone(t *testing.T) {
 		}
 	}
 }
+
+// A shape measured with two kernels is read from the one vLLM 0.19 runs:
+// FlashAttention on SM 9.0, FlashInfer on SM 10.0.
+func TestAttentionKernelChoice(t *testing.T) {
+	for _, c := range []struct {
+		sm   int
+		want float64 // ns at batch 1, 256 tokens
+	}{{90, 2000}, {100, 3000}, {120, 2000}} {
+		db := &DB{Spec: SystemSpec{SMVersion: c.sm}}
+		db.GEMM = []GEMMRow{{Dtype: "bfloat16", M: 1, N: 1, K: 1, Ms: 1}}
+		for _, kr := range []struct {
+			kernel string
+			ms     float64
+		}{{"vllm_flash_attn", 0.002}, {"vllm_flashinfer", 0.003}} {
+			db.Context = append(db.Context, AttnRow{Batch: 1, Seq: 256, Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "bfloat16", Ms: kr.ms, Kernel: kr.kernel})
+		}
+		k, err := db.Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := k.ContextAttention(1, 256); !ok || !near(got, c.want) {
+			t.Errorf("SM %d: %g ns (%v), want %g", c.sm, got, ok, c.want)
+		}
+	}
+}
+
+// A context row faster than the causal FLOPs at the peak rate is raised
+// to them.
+func TestContextComputeFloor(t *testing.T) {
+	db := synthetic()
+	db.Spec.BF16FLOPS = 1e12 // 1 TFLOP/s: the floor dominates
+	k, err := db.Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := k.ContextAttention(2, 1000)
+	// 2·s²·heads·head_dim per sequence: 2 × 2 × 1000² × 8 × 64 FLOPs.
+	if want := 2 * 2 * 1000.0 * 1000 * 8 * 64 / 1e12 * 1e9; !ok || !near(got, want) {
+		t.Fatalf("floor: %g ns, want %g", got, want)
+	}
+}

@@ -49,6 +49,9 @@ type AttnRow struct {
 	Batch, Seq, Heads, KVHeads, HeadDim, Window int
 	KVDtype                                     string
 	Ms                                          float64
+	// Kernel is the row's kernel_source (e.g. vllm_flash_attn,
+	// vllm_flashinfer; empty when the table has no such column).
+	Kernel string
 }
 
 // CommRow is one measured collective of Size elements of Dtype over GPUs

@@ -40,7 +40,8 @@ func readGEMM(db *DB, fsys fs.FS, file string) (int, error) {
 // for context rows and step (the context length) for generation rows.
 func attnCols(seq string) []column {
 	return []column{{name: "batch_size", kind: colInt}, {name: seq, kind: colInt}, {name: "num_heads", kind: colInt}, {name: "num_key_value_heads", kind: colInt},
-		{name: "head_dim", kind: colInt}, {name: "window_size", kind: colInt, optional: true}, {name: "kv_cache_dtype", kind: colString}, {name: "latency", kind: colFloat}}
+		{name: "head_dim", kind: colInt}, {name: "window_size", kind: colInt, optional: true}, {name: "kv_cache_dtype", kind: colString}, {name: "latency", kind: colFloat},
+		{name: "kernel_source", kind: colString, optional: true}}
 }
 
 func readAttn(fsys fs.FS, file, seq string, dst *[]AttnRow) (int, error) {
@@ -50,7 +51,7 @@ func readAttn(fsys fs.FS, file, seq string, dst *[]AttnRow) (int, error) {
 			return err
 		}
 		*dst = append(*dst, AttnRow{Batch: int(r.num[0]), Seq: int(r.num[1]), Heads: int(r.num[2]), KVHeads: int(r.num[3]),
-			HeadDim: int(r.num[4]), Window: int(r.num[5]), KVDtype: r.str[6], Ms: r.num[7]})
+			HeadDim: int(r.num[4]), Window: int(r.num[5]), KVDtype: r.str[6], Ms: r.num[7], Kernel: r.str[8]})
 		return nil
 	})
 }
