@@ -150,6 +150,16 @@ func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
 		rec.FirstToken = q.first
 	}
 	if rec.Outcome != metrics.Finished {
+		// Cut off, failed or aborted with tokens generated: a first chunk
+		// still on its way to the client when the request ended keeps the
+		// engine's time (the record then says when the token left the
+		// engine), and the last token is never before the first.
+		if rec.FirstToken > now {
+			rec.FirstToken = rec.EngineFirstToken
+		}
+		if rec.LastToken >= 0 && rec.LastToken < rec.FirstToken {
+			rec.LastToken = rec.FirstToken
+		}
 		return false
 	}
 	last := fe.m.Delivered(q.srv) + fe.m.Jitter()
