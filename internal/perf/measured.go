@@ -116,14 +116,10 @@ func ForRun(p Predictor, c *TableCounts) Predictor {
 type Measured struct {
 	r *Roofline
 	k KernelTimes
-	// tok[T] is the time of the token-keyed ops (dense ops and the
-	// linear layers, MoE excluded) at T padded tokens, tokFell[T] the
-	// table ops among them that fell back; moe and moeFell the MoE block;
-	// seq/seqFell lm_head and the sampler by rows of logits. Filled at
-	// construction up to maxT; larger counts are computed per step.
-	tok, moe, seq    []float64
-	tokFell, moeFell []uint16
-	seqFell          []uint16
+	// tok is the time of the token-keyed ops (dense ops and the linear
+	// layers, MoE excluded) by padded tokens, moe the MoE block's, seq
+	// lm_head's and the sampler's by rows of logits.
+	tok, moe, seq    opRow
 	maxT             int
 	tokOps           uint16 // the linear-layer table ops of the model
 	quantized        bool
@@ -133,6 +129,31 @@ type Measured struct {
 	hasMoE           bool
 	linear           []linearOp
 	elementwise      []OpUse
+}
+
+// opRow holds an op group's time and fallen-back table ops by count,
+// tabulated at construction up to the predictor's limit and computed by
+// fill beyond it.
+type opRow struct {
+	ns   []float64
+	fell []uint16
+	fill func(n int) (float64, uint16)
+}
+
+func newOpRow(limit int, fill func(n int) (float64, uint16)) opRow {
+	r := opRow{ns: make([]float64, limit+1), fell: make([]uint16, limit+1), fill: fill}
+	for n := 1; n <= limit; n++ {
+		r.ns[n], r.fell[n] = fill(n)
+	}
+	return r
+}
+
+// at is the group's time at count n and the table ops that fell back.
+func (r *opRow) at(n int) (float64, uint16) {
+	if n < len(r.ns) {
+		return r.ns[n], r.fell[n]
+	}
+	return r.fill(n)
 }
 
 // linearOp is one linear layer of the step and its per-rank GEMM shape.
@@ -170,20 +191,10 @@ func NewMeasured(r *Roofline, k KernelTimes, quantized bool) (*Measured, error) 
 			m.elementwise = append(m.elementwise, u)
 		}
 	}
-	m.tok = make([]float64, m.maxT+1)
-	m.tokFell = make([]uint16, m.maxT+1)
-	m.seq = make([]float64, m.maxT+1)
-	m.seqFell = make([]uint16, m.maxT+1)
+	m.tok = newOpRow(m.maxT, m.tokenOps)
+	m.seq = newOpRow(m.maxT, m.seqOps)
 	if m.hasMoE {
-		m.moe = make([]float64, m.maxT+1)
-		m.moeFell = make([]uint16, m.maxT+1)
-	}
-	for t := 1; t <= m.maxT; t++ {
-		m.tok[t], m.tokFell[t] = m.tokenOps(t)
-		m.seq[t], m.seqFell[t] = m.seqOps(t)
-		if m.hasMoE {
-			m.moe[t], m.moeFell[t] = m.moeOp(t)
-		}
+		m.moe = newOpRow(m.maxT, m.moeOp)
 	}
 	return m, nil
 }
@@ -308,45 +319,25 @@ func (m *Measured) StepTime(b *Batch) int64 {
 	rows := max(b.Rows(), 0)
 	var s float64
 	var present, fell uint16
+	add := func(ns float64, f uint16) {
+		s += ns
+		fell |= f
+	}
 	if T > 0 {
 		present |= m.tokOps
-		var ts float64
-		var tf uint16
-		if T <= m.maxT {
-			ts, tf = m.tok[T], m.tokFell[T]
-		} else {
-			ts, tf = m.tokenOps(T)
-		}
-		s += ts
-		fell |= tf
-		if m.hasMoE {
-			if b.MoENs > 0 {
-				s += float64(b.MoENs)
-			} else {
-				present |= 1 << TableMoE
-				var ms float64
-				var mf uint16
-				if T <= m.maxT {
-					ms, mf = m.moe[T], m.moeFell[T]
-				} else {
-					ms, mf = m.moeOp(T)
-				}
-				s += ms
-				fell |= mf
-			}
+		add(m.tok.at(T))
+		switch {
+		case !m.hasMoE:
+		case b.MoENs > 0:
+			s += float64(b.MoENs)
+		default:
+			present |= 1 << TableMoE
+			add(m.moe.at(T))
 		}
 	}
 	if rows > 0 {
 		present |= 1 << TableLMHead
-		var ss float64
-		var sf uint16
-		if rows <= m.maxT {
-			ss, sf = m.seq[rows], m.seqFell[rows]
-		} else {
-			ss, sf = m.seqOps(rows)
-		}
-		s += ss
-		fell |= sf
+		add(m.seq.at(rows))
 	}
 	at, ap, af := m.attention(b)
 	s += at

@@ -173,3 +173,20 @@ func (ctxGen) ContextAttention(s int, c float64) (float64, bool) {
 }
 func (ctxGen) GenerationAttention(n int, c float64) (float64, bool) { return float64(n) * c, true }
 func (ctxGen) MoE(t int) (float64, bool)                            { return 0, false }
+
+// StepTime does not allocate, per-run counts included.
+func TestMeasuredStepTimeDoesNotAllocate(t *testing.T) {
+	r, err := NewRoofline(llama8B, RooflineHW{PeakFLOPS: 989.5e12, MemBandwidth: 3350e9}, DefaultEfficiency, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMeasured(r, fakeKernels{gemm: 1000, ctx: 5000, gen: 3000, maxM: 1 << 20, maxN: 1 << 30, maxCtx: 1e9}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ForRun(m, &TableCounts{})
+	b := Batch{NumDecode: 64, DecodeKVSum: 64 * 700, DecodeKVMax: 900, DecodeKVMin: 100}
+	if n := testing.AllocsPerRun(100, func() { p.StepTime(&b) }); n != 0 {
+		t.Errorf("StepTime allocates %g times per call", n)
+	}
+}

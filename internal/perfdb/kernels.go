@@ -1,6 +1,7 @@
 package perfdb
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -143,7 +144,7 @@ func buildCurve(xs, ys []float64) *curve {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(xs[a], xs[b]) })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
 	c := &curve{}
 	for i := 0; i < len(idx); {
 		j, sum := i, 0.0
@@ -159,16 +160,6 @@ func buildCurve(xs, ys []float64) *curve {
 		c.y[i] = min(c.y[i], c.y[i+1])
 	}
 	return c
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // bracket finds the grid values around v: lo == hi when v is on the grid;
