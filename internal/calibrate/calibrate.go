@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -360,13 +361,18 @@ func fitAttentionParams(eff perf.Efficiency, params []param, attn []sample, opt 
 			}
 		}
 	}
+	// The refinement stays within the coarse grid's range: a wave
+	// narrower than its smallest width (32 units; every GPU servesim
+	// knows has more SMs than that) is not a kernel's occupancy but a fit
+	// that trades the wave model for the tables' noise.
+	minUnits := slices.Min(units)
 	fine := subsample(attn, 1500)
 	for _, step := range []int{8, 2} {
 		center := best
 		bestCost = math.Inf(1)
 		for k := -3; k <= 3; k++ {
 			e := center
-			if e.AttnUnits += k * step; e.AttnUnits < 1 {
+			if e.AttnUnits += k * step; e.AttnUnits < max(minUnits, 1) {
 				continue
 			}
 			if err := try(e, fine, 150); err != nil {
