@@ -46,12 +46,35 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			r.ITL = append(r.ITL, Gap{NS: gap, Count: int64(f.lane)})
 		}
 	}
+	gen := e.finishScheduled(f.sched, r, end)
+	r.GenTokens = gen + f.lane
+	if e.specOn() {
+		r.Spec.DraftNs, r.Spec.StepNs = f.draftNs, end-f.start
+		e.specTotal.add(&r.Spec)
+	}
+	e.pruneRunning(end, lane)
+	if !e.async() {
+		e.releaseZombies()
+	}
+	if e.cfg.CheckInvariants {
+		if err := e.check(0); err != nil {
+			e.fail(fmt.Errorf("after the step ending at t=%d ns: %w", end, err))
+		}
+	}
+	return r
+}
+
+// finishScheduled applies the scheduled part of a finished batch at time
+// end: each request's computed tokens, its token if it emits one, the
+// gaps since its previous token (run-length encoded into r.ITL) and its
+// completion. It returns the tokens generated.
+func (e *Engine) finishScheduled(sched []scheduled, r *StepResult, end int64) int {
+	gen := 0
 	caching, prefill := e.cfg.PrefixCaching, e.cfg.Role == Prefill
 	bs := int32(e.cfg.BlockSize)
 	// The run of equal gaps being counted; appended when the gap changes.
 	var gapNS, gapCount int64
-	gen := 0
-	for _, sc := range f.sched {
+	for _, sc := range sched {
 		s := &e.slots[sc.slot]
 		s.inFlight = false
 		if sc.spec > 0 {
@@ -114,11 +137,13 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	if gapCount > 0 {
 		r.ITL = append(r.ITL, Gap{NS: gapNS, Count: gapCount})
 	}
-	r.GenTokens = gen + f.lane
-	if e.specOn() {
-		r.Spec.DraftNs, r.Spec.StepNs = f.draftNs, end-f.start
-		e.specTotal.add(&r.Spec)
-	}
+	return gen
+}
+
+// pruneRunning drops from the running set the requests that ended in the
+// step ending at end and, when the lane is on, the steady decoders that
+// join it.
+func (e *Engine) pruneRunning(end int64, lane bool) {
 	if len(e.zombies) > 0 {
 		// They leave the running set now; their slots stay taken until
 		// the next batch is formed.
@@ -140,13 +165,4 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 		}
 		e.running = kept
 	}
-	if !e.async() {
-		e.releaseZombies()
-	}
-	if e.cfg.CheckInvariants {
-		if err := e.check(0); err != nil {
-			e.fail(fmt.Errorf("after the step ending at t=%d ns: %w", end, err))
-		}
-	}
-	return r
 }
