@@ -61,39 +61,14 @@ func (e *Engine) form(now, formed int64) int32 {
 		if n <= 0 {
 			continue
 		}
-		scheduledSelf := true
 		slots := n
 		if verify {
 			// vLLM's num_lookahead_tokens: room for the K proposals the
 			// drafter writes after this step's verification.
 			slots += int32(e.cfg.Spec.K)
 		}
-		for !e.grow(s, slots) {
-			if e.swapWait() {
-				// Swap-outs in flight will free blocks: wait for them.
-				scheduledSelf, stalled = false, true
-				break
-			}
-			// The last running request not in flight (slot itself at
-			// worst); with batches in flight, rather than preempting
-			// itself the request waits for them to end.
-			vi := len(e.running) - 1
-			for e.slots[e.running[vi]].inFlight {
-				vi--
-			}
-			victim := e.running[vi]
-			if victim == slot && len(e.flights) > 0 {
-				scheduledSelf, stalled = false, true
-				break
-			}
-			e.running = append(e.running[:vi], e.running[vi+1:]...)
-			e.preempt(victim, now)
-			if victim == slot {
-				scheduledSelf = false
-				break
-			}
-		}
-		if !scheduledSelf {
+		if ok, wait := e.makeRoom(slot, s, slots, now); !ok {
+			stalled = wait
 			break
 		}
 		if verify {
@@ -104,73 +79,119 @@ func (e *Engine) form(now, formed int64) int32 {
 		budget -= n
 	}
 	e.laneBatch()
-	if dn > 0 {
-		b := &e.batch
-		if b.NumDecode == 0 || dmin < b.DecodeKVMin {
-			b.DecodeKVMin = dmin
-		}
-		if dmax > b.DecodeKVMax {
-			b.DecodeKVMax = dmax
-		}
-		b.NumDecode += dn
-		b.DecodeKVSum += dsum
-	}
+	e.addDecodes(dn, dmin, dmax, dsum)
 
 	// 2. Waiting requests, only if nothing was preempted (or if preemption
 	// left the batch empty, which only happens when the head request must
 	// restart alone).
 	if (e.preempted == 0 || len(e.sched) == 0) && !stalled { // (no preemption with lane members)
-		// Transferred requests first: their slot was reserved.
-		for e.ready.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies) < e.cfg.MaxNumSeqs {
-			slot := e.ready.front()
-			s := &e.slots[slot]
-			if s.enqueued > formed {
-				break
-			}
-			e.ready.popFront()
-			e.reservedSeqs--
-			s.state = stRunning
-			e.running = append(e.running, slot)
-			s.order = e.nextOrder
-			e.nextOrder++
-			n := e.chunk(s.numTokens()-s.computed, budget)
-			e.schedule(slot, n, formed)
-			budget -= n
-		}
-		if e.swap.queue.len() > 0 {
-			e.swapIns(now)
-		}
-		for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
-			slot := e.waiting.front()
-			s := &e.slots[slot]
-			if s.enqueued > formed {
-				break // not yet visible when this batch was formed
-			}
-			hit := e.admit(slot, s, budget, now)
-			if hit == loadStarted {
-				// Its prefix is being loaded from a lower tier; it comes
-				// back to the front of the queue when the load ends.
-				e.waiting.popFront()
-				e.waitingTokens -= int64(s.numTokens())
-				continue
-			}
-			if hit < 0 {
-				break
-			}
-			e.waiting.popFront()
-			e.waitingTokens -= int64(s.numTokens())
-			s.state = stRunning
-			e.running = append(e.running, slot)
-			s.order = e.nextOrder
-			e.nextOrder++
-			// admit allocated the blocks of its chunk, or (a loaded
-			// prefix, memory short) kept it to the blocks it holds.
-			n := min(e.chunk(s.numTokens()-s.computed, budget), e.room(s))
-			e.schedule(slot, n, formed)
-			budget -= n
-		}
+		budget = e.formWaiting(now, formed, budget)
 	}
 
+	return budget
+}
+
+// makeRoom grows request slot's blocks by n tokens, preempting the last
+// running requests not in flight while memory is short. It reports
+// whether the request got its room and, when it did not, whether it
+// stalls (it waits for swap-outs or batches in flight to end) rather than
+// having preempted itself.
+func (e *Engine) makeRoom(slot int32, s *seq, n int32, now int64) (ok, stalled bool) {
+	for !e.grow(s, n) {
+		if e.swapWait() {
+			// Swap-outs in flight will free blocks: wait for them.
+			return false, true
+		}
+		// The last running request not in flight (slot itself at
+		// worst); with batches in flight, rather than preempting
+		// itself the request waits for them to end.
+		vi := len(e.running) - 1
+		for e.slots[e.running[vi]].inFlight {
+			vi--
+		}
+		victim := e.running[vi]
+		if victim == slot && len(e.flights) > 0 {
+			return false, true
+		}
+		e.running = append(e.running[:vi], e.running[vi+1:]...)
+		e.preempt(victim, now)
+		if victim == slot {
+			return false, false
+		}
+	}
+	return true, false
+}
+
+// addDecodes merges into the batch the decode aggregates form's short
+// path accumulated: dn decoders whose contexts span dmin to dmax tokens
+// and sum to dsum.
+func (e *Engine) addDecodes(dn, dmin, dmax int, dsum int64) {
+	if dn == 0 {
+		return
+	}
+	b := &e.batch
+	if b.NumDecode == 0 || dmin < b.DecodeKVMin {
+		b.DecodeKVMin = dmin
+	}
+	if dmax > b.DecodeKVMax {
+		b.DecodeKVMax = dmax
+	}
+	b.NumDecode += dn
+	b.DecodeKVSum += dsum
+}
+
+// formWaiting schedules requests not yet running, transferred ones first
+// and then the waiting queue's, within budget, and returns the budget left.
+func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
+	// Transferred requests first: their slot was reserved.
+	for e.ready.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies) < e.cfg.MaxNumSeqs {
+		slot := e.ready.front()
+		s := &e.slots[slot]
+		if s.enqueued > formed {
+			break
+		}
+		e.ready.popFront()
+		e.reservedSeqs--
+		s.state = stRunning
+		e.running = append(e.running, slot)
+		s.order = e.nextOrder
+		e.nextOrder++
+		n := e.chunk(s.numTokens()-s.computed, budget)
+		e.schedule(slot, n, formed)
+		budget -= n
+	}
+	if e.swap.queue.len() > 0 {
+		e.swapIns(now)
+	}
+	for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
+		slot := e.waiting.front()
+		s := &e.slots[slot]
+		if s.enqueued > formed {
+			break // not yet visible when this batch was formed
+		}
+		hit := e.admit(slot, s, budget, now)
+		if hit == loadStarted {
+			// Its prefix is being loaded from a lower tier; it comes
+			// back to the front of the queue when the load ends.
+			e.waiting.popFront()
+			e.waitingTokens -= int64(s.numTokens())
+			continue
+		}
+		if hit < 0 {
+			break
+		}
+		e.waiting.popFront()
+		e.waitingTokens -= int64(s.numTokens())
+		s.state = stRunning
+		e.running = append(e.running, slot)
+		s.order = e.nextOrder
+		e.nextOrder++
+		// admit allocated the blocks of its chunk, or (a loaded
+		// prefix, memory short) kept it to the blocks it holds.
+		n := min(e.chunk(s.numTokens()-s.computed, budget), e.room(s))
+		e.schedule(slot, n, formed)
+		budget -= n
+	}
 	return budget
 }
 
