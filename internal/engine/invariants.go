@@ -53,6 +53,74 @@ func (e *Engine) CheckNow(now int64) error {
 // most that many calls - 1 late, and CheckNow walks the final state. The
 // pool's full check runs every 256th walk.
 func (e *Engine) check(budgetLeft int32) error {
+	if err := e.checkBatch(budgetLeft); err != nil {
+		return err
+	}
+	if n := len(e.slots); n > checkAlways {
+		e.checkDebt += checkVisits
+		if e.checkDebt < n-checkAlways {
+			return nil
+		}
+	}
+	e.checkDebt = 0
+	e.checks++
+	full := e.checks%256 == 0
+	var held map[int32]int32
+	if full {
+		held = make(map[int32]int32, 64)
+	}
+	var t slotTally
+	if len(e.checkMark) != e.pool.Capacity() {
+		e.checkMark = make([]uint32, e.pool.Capacity())
+	}
+	e.checkGen++
+	if e.checkGen == 0 { // wrapped: old marks could read as current
+		clear(e.checkMark)
+		e.checkGen = 1
+	}
+	for slot := range e.slots {
+		if err := e.checkSlot(slot, &e.slots[slot], &t, held); err != nil {
+			return err
+		}
+	}
+	if err := e.checkFlights(t.inFlight); err != nil {
+		return err
+	}
+	if t.running != e.numRunning() {
+		return fmt.Errorf("%d requests are running but the running list and the decode lane hold %d", t.running, e.numRunning())
+	}
+	if t.refs != e.pool.TotalRefs() {
+		return fmt.Errorf("requests hold %d block references but the pool counts %d", t.refs, e.pool.TotalRefs())
+	}
+	if t.pinned != e.pinned {
+		return fmt.Errorf("pinned requests hold %d distinct blocks but the pinned count is %d", t.pinned, e.pinned)
+	}
+	if t.queued != e.hqLen {
+		return fmt.Errorf("%d requests are in state %s but the admission queue holds %d", t.queued, stHandoff, e.hqLen)
+	}
+	if full {
+		if err := e.checkHandoffQueue(); err != nil {
+			return err
+		}
+	}
+	if e.cfg.SwapBlocks > 0 {
+		if err := e.checkSwap(); err != nil {
+			return err
+		}
+	}
+	if t.reserved != e.reservedSeqs {
+		return fmt.Errorf("%d requests hold decode reservations but the count is %d", t.reserved, e.reservedSeqs)
+	}
+	if !full {
+		return nil
+	}
+	return e.checkHeld(held)
+}
+
+// checkBatch runs check's O(max_num_seqs) part, on every call: the
+// batch's size and token budget, the batches in flight, the decode lane
+// and the running list.
+func (e *Engine) checkBatch(budgetLeft int32) error {
 	if e.numRunning()+len(e.zombies) > e.cfg.MaxNumSeqs {
 		return fmt.Errorf("%d running requests exceed max_num_seqs %d", e.numRunning()+len(e.zombies), e.cfg.MaxNumSeqs)
 	}
@@ -90,87 +158,80 @@ func (e *Engine) check(budgetLeft int32) error {
 	if e.numRunning()+e.reservedSeqs > e.cfg.MaxNumSeqs {
 		return fmt.Errorf("%d running and %d reserved exceed max_num_seqs %d", e.numRunning(), e.reservedSeqs, e.cfg.MaxNumSeqs)
 	}
-	if n := len(e.slots); n > checkAlways {
-		e.checkDebt += checkVisits
-		if e.checkDebt < n-checkAlways {
-			return nil
+	return nil
+}
+
+// slotTally is what check's slot walk counts, to compare with the
+// engine's counters.
+type slotTally struct {
+	pinned, reserved, inFlight, queued, running int
+	refs                                        int64 // block references held
+}
+
+// checkSlot verifies request slot s and adds it to the tally; held, when
+// not nil (a full check), counts the references to each block.
+func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32) error {
+	switch s.state {
+	case stFree, stWaiting, stHandoff, stSwapped:
+		if len(s.blocks) != 0 {
+			return fmt.Errorf("request %d in state %s holds %d blocks", s.rec.ID, s.state, len(s.blocks))
 		}
-	}
-	e.checkDebt = 0
-	e.checks++
-	full := e.checks%256 == 0
-	var held map[int32]int32
-	if full {
-		held = make(map[int32]int32, 64)
-	}
-	pinned, reserved, inFlight, queued, running := 0, 0, 0, 0, 0
-	if len(e.checkMark) != e.pool.Capacity() {
-		e.checkMark = make([]uint32, e.pool.Capacity())
-	}
-	e.checkGen++
-	if e.checkGen == 0 { // wrapped: old marks could read as current
-		clear(e.checkMark)
-		e.checkGen = 1
-	}
-	var refs int64
-	for slot := range e.slots {
-		s := &e.slots[slot]
-		switch s.state {
-		case stFree, stWaiting, stHandoff, stSwapped:
-			if len(s.blocks) != 0 {
-				return fmt.Errorf("request %d in state %s holds %d blocks", s.rec.ID, s.state, len(s.blocks))
-			}
-		case stRunning, stDone, stPrefilled, stReady, stLoading, stLoaded, stSwapOut, stSwapIn:
-			if s.state == stRunning && s.rec.Scheduled < 0 {
-				// form's decode path relies on it to skip the check.
-				return fmt.Errorf("request %d is running but was never scheduled", s.rec.ID)
-			}
-			computed := s.computed
-			if s.inLane() {
-				computed = e.laneComputed(s)
-			}
-			if need := cdiv(int(computed), e.cfg.BlockSize); len(s.blocks) < need {
-				return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, len(s.blocks), computed, need)
-			}
+	case stRunning, stDone, stPrefilled, stReady, stLoading, stLoaded, stSwapOut, stSwapIn:
+		if s.state == stRunning && s.rec.Scheduled < 0 {
+			// form's decode path relies on it to skip the check.
+			return fmt.Errorf("request %d is running but was never scheduled", s.rec.ID)
 		}
-		if s.state == stPinned || s.state == stPrefilled {
-			// Distinct blocks: a shared prefix block pinned by several
-			// requests counts once.
-			for _, b := range s.blocks {
-				if e.checkMark[b] != e.checkGen {
-					e.checkMark[b] = e.checkGen
-					pinned++
-				}
-			}
-		}
-		if s.state == stRunning {
-			running++
-		}
+		computed := s.computed
 		if s.inLane() {
-			if s.state != stRunning || int(s.laneAt) >= len(e.lane) || e.lane[s.laneAt] != int32(slot) ||
-				e.laneOff[s.laneAt] != int64(s.computed)-s.joinTick || s.due <= e.tick || s.due-s.joinTick >= laneWindow {
-				return fmt.Errorf("request %d: inconsistent decode-lane entry (state %s, index %d of %d)", s.rec.ID, s.state, s.laneAt, len(e.lane))
-			}
+			computed = e.laneComputed(s)
 		}
-		if s.inFlight {
-			inFlight++
-			if s.state != stRunning {
-				return fmt.Errorf("request %d in a batch in flight is in state %s", s.rec.ID, s.state)
-			}
+		if need := cdiv(int(computed), e.cfg.BlockSize); len(s.blocks) < need {
+			return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, len(s.blocks), computed, need)
 		}
-		if s.state == stReserved || s.state == stReady {
-			reserved++
-		}
-		if s.state == stHandoff {
-			queued++
-		}
-		refs += int64(len(s.blocks))
-		if full {
-			for _, b := range s.blocks {
-				held[b]++
+	}
+	if s.state == stPinned || s.state == stPrefilled {
+		// Distinct blocks: a shared prefix block pinned by several
+		// requests counts once.
+		for _, b := range s.blocks {
+			if e.checkMark[b] != e.checkGen {
+				e.checkMark[b] = e.checkGen
+				t.pinned++
 			}
 		}
 	}
+	if s.state == stRunning {
+		t.running++
+	}
+	if s.inLane() {
+		if s.state != stRunning || int(s.laneAt) >= len(e.lane) || e.lane[s.laneAt] != int32(slot) ||
+			e.laneOff[s.laneAt] != int64(s.computed)-s.joinTick || s.due <= e.tick || s.due-s.joinTick >= laneWindow {
+			return fmt.Errorf("request %d: inconsistent decode-lane entry (state %s, index %d of %d)", s.rec.ID, s.state, s.laneAt, len(e.lane))
+		}
+	}
+	if s.inFlight {
+		t.inFlight++
+		if s.state != stRunning {
+			return fmt.Errorf("request %d in a batch in flight is in state %s", s.rec.ID, s.state)
+		}
+	}
+	if s.state == stReserved || s.state == stReady {
+		t.reserved++
+	}
+	if s.state == stHandoff {
+		t.queued++
+	}
+	t.refs += int64(len(s.blocks))
+	if held != nil {
+		for _, b := range s.blocks {
+			held[b]++
+		}
+	}
+	return nil
+}
+
+// checkFlights verifies that the requests of pipelined batches in flight
+// are marked in flight, inFlight of them, each in one batch.
+func (e *Engine) checkFlights(inFlight int) error {
 	scheduled := 0
 	for _, f := range e.flights {
 		if e.pp() == 1 {
@@ -187,41 +248,28 @@ func (e *Engine) check(budgetLeft int32) error {
 		// Some request is in two batches in flight (or marked without one).
 		return fmt.Errorf("%d requests marked in flight but the %d batches in flight schedule %d", inFlight, len(e.flights), scheduled)
 	}
-	if running != e.numRunning() {
-		return fmt.Errorf("%d requests are running but the running list and the decode lane hold %d", running, e.numRunning())
-	}
-	if refs != e.pool.TotalRefs() {
-		return fmt.Errorf("requests hold %d block references but the pool counts %d", refs, e.pool.TotalRefs())
-	}
-	if pinned != e.pinned {
-		return fmt.Errorf("pinned requests hold %d distinct blocks but the pinned count is %d", pinned, e.pinned)
-	}
-	if queued != e.hqLen {
-		return fmt.Errorf("%d requests are in state %s but the admission queue holds %d", queued, stHandoff, e.hqLen)
-	}
-	if full {
-		n := 0
-		for slot := e.hqHead; slot >= 0 && n <= e.hqLen; slot = e.slots[slot].qNext {
-			if e.slots[slot].state != stHandoff {
-				return fmt.Errorf("admission queue links slot %d in state %s", slot, e.slots[slot].state)
-			}
-			n++
+	return nil
+}
+
+// checkHandoffQueue walks the admission queue's links: each slot on it is
+// in the handoff state and the links count as many as hqLen.
+func (e *Engine) checkHandoffQueue() error {
+	n := 0
+	for slot := e.hqHead; slot >= 0 && n <= e.hqLen; slot = e.slots[slot].qNext {
+		if e.slots[slot].state != stHandoff {
+			return fmt.Errorf("admission queue links slot %d in state %s", slot, e.slots[slot].state)
 		}
-		if n != e.hqLen {
-			return fmt.Errorf("admission queue links %d slots but counts %d", n, e.hqLen)
-		}
+		n++
 	}
-	if e.cfg.SwapBlocks > 0 {
-		if err := e.checkSwap(); err != nil {
-			return err
-		}
+	if n != e.hqLen {
+		return fmt.Errorf("admission queue links %d slots but counts %d", n, e.hqLen)
 	}
-	if reserved != e.reservedSeqs {
-		return fmt.Errorf("%d requests hold decode reservations but the count is %d", reserved, e.reservedSeqs)
-	}
-	if !full {
-		return nil
-	}
+	return nil
+}
+
+// checkHeld compares the references held per block with the pool's, then
+// runs the pool's structural check.
+func (e *Engine) checkHeld(held map[int32]int32) error {
 	for b, n := range held {
 		if got := e.pool.Refs(b); got != n {
 			return fmt.Errorf("block %d has %d references but requests hold it %d times", b, got, n)
