@@ -3,6 +3,7 @@ package assemble
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/perfdb"
+	"github.com/servesim/servesim/internal/quant"
 	"github.com/servesim/servesim/internal/workload"
 )
 
@@ -219,28 +221,11 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	if _, err := newRouter(s); err != nil {
 		return nil, err
 	}
-	m, err := loadModel(s, src)
+	in, err := resolveInputs(s, src)
 	if err != nil {
 		return nil, err
 	}
-	bpe, err := model.BytesPerElem(s.Dtype)
-	if err != nil {
-		return nil, fmt.Errorf("dtype: %w", err)
-	}
-	qf, err := s.Format()
-	if err != nil {
-		return nil, err
-	}
-	profiles, err := profileRoot(s, src)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := perf.LoadCatalog(assets.FS(), m.ModelType)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", s.Model, err)
-	}
-	arch := perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)}
-	overheadNs := int64(s.Predictor.StepOverheadUs * 1000)
+	m, bpe, qf, profiles, cat, arch, overheadNs, dbs := in.m, in.bpe, in.qf, in.profiles, in.cat, in.arch, in.overheadNs, in.dbs
 
 	b := &Built{Scenario: s, Model: m, src: src}
 	var totalBlocks int64
@@ -250,11 +235,7 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	timers := map[string]moe.LayerTimer{}
 	scaledMoE := map[string]bool{}
 	rooflines := map[string]*perf.Roofline{}
-	var dbs *perfdbs
-	if s.Predictor.Kind == "perfdb" {
-		if dbs, err = newPerfDBs(s, src); err != nil {
-			return nil, err
-		}
+	if dbs != nil {
 		b.perfdb = map[string]string{}
 	}
 	for gi := range s.Instances {
@@ -548,6 +529,55 @@ func Build(s *config.Scenario, src config.Source) (*Built, error) {
 	}
 	b.Open = open
 	return b, nil
+}
+
+// buildInputs are what every instance group's build shares: the scenario,
+// the model and its formats, and where step-time tables come from.
+type buildInputs struct {
+	s          *config.Scenario
+	src        config.Source
+	m          *model.Config
+	bpe        int
+	qf         quant.Format
+	profiles   fs.FS
+	cat        *perf.Catalog
+	arch       perf.Arch
+	overheadNs int64
+	dbs        *perfdbs // predictor.kind perfdb; nil otherwise
+}
+
+// resolveInputs loads the model and resolves the scenario-wide inputs of
+// Build.
+func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) {
+	m, err := loadModel(s, src)
+	if err != nil {
+		return nil, err
+	}
+	bpe, err := model.BytesPerElem(s.Dtype)
+	if err != nil {
+		return nil, fmt.Errorf("dtype: %w", err)
+	}
+	qf, err := s.Format()
+	if err != nil {
+		return nil, err
+	}
+	profiles, err := profileRoot(s, src)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := perf.LoadCatalog(assets.FS(), m.ModelType)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", s.Model, err)
+	}
+	in := &buildInputs{s: s, src: src, m: m, bpe: bpe, qf: qf, profiles: profiles, cat: cat,
+		arch:       perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},
+		overheadNs: int64(s.Predictor.StepOverheadUs * 1000)}
+	if s.Predictor.Kind == "perfdb" {
+		if in.dbs, err = newPerfDBs(s, src); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
 }
 
 // placer puts instances on nodes: each accelerator type fills its nodes
