@@ -17,10 +17,9 @@ import (
 const maxFuncLines = 100
 
 // shortFuncs are the packages whose functions must stay within
-// maxFuncLines: the simulation's hot paths, kept readable in parts that
-// each do one thing. internal/assemble is to join them once its Build is
-// split into parts.
-var shortFuncs = []string{"internal/cluster", "internal/engine"}
+// maxFuncLines: the simulation's hot paths and the scenario's assembly,
+// kept readable in parts that each do one thing.
+var shortFuncs = []string{"internal/assemble", "internal/cluster", "internal/engine"}
 
 // longFuncs returns "file:line name (n lines)" for each function of the
 // Go source src (named file) longer than limit lines.
