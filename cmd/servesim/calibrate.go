@@ -243,6 +243,30 @@ func loadTables(flag, ref string, tp int, tpSet bool) (*calibrate.Tables, error)
 	return t, nil
 }
 
+// checkedEntry is the calibration entry a check of tables measured on
+// accelerator acc uses: --use's entry when given, else acc's, else, as a
+// run would, the file's fallback; how says when it is borrowed.
+func checkedEntry(file *calibrate.File, name, acc, use string) (string, *calibrate.Entry, string, error) {
+	if use != "" {
+		acc = use
+	}
+	if en, ok := file.Entry(acc); ok {
+		return acc, en, "", nil
+	}
+	if use != "" {
+		return "", nil, "", badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
+	}
+	lender, ok := file.Fallback()
+	if !ok {
+		return "", nil, "", badInput(fmt.Errorf("%s is not calibrated in %s and no calibration may be lent; give --use NAME", acc, name))
+	}
+	en, ok := file.Entry(lender)
+	if !ok {
+		return "", nil, "", fmt.Errorf("calibration file %s names %s as the fallback but has no entry for it", name, lender)
+	}
+	return lender, en, fmt.Sprintf(" (%s is not calibrated: borrowed, as a run would)", acc), nil
+}
+
 // runCheck prints a calibration's accuracy on one bundle's tables.
 func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) error {
 	t, err := loadTables("--check", ref, tp, tpSet)
@@ -253,25 +277,9 @@ func runCheck(w io.Writer, ref, calFile, use string, tp int, tpSet, ops bool) er
 	if err != nil {
 		return err
 	}
-	acc := t.Accelerator
-	if use != "" {
-		acc = use
-	}
-	en, ok := file.Entry(acc)
-	how := ""
-	if !ok {
-		if use != "" {
-			return badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
-		}
-		lender, ok := file.Fallback()
-		if !ok {
-			return badInput(fmt.Errorf("%s is not calibrated in %s and no calibration may be lent; give --use NAME", acc, name))
-		}
-		if en, ok = file.Entry(lender); !ok {
-			return fmt.Errorf("calibration file %s names %s as the fallback but has no entry for it", name, lender)
-		}
-		how = fmt.Sprintf(" (%s is not calibrated: borrowed, as a run would)", acc)
-		acc = lender
+	acc, en, how, err := checkedEntry(file, name, t.Accelerator, use)
+	if err != nil {
+		return err
 	}
 	rep, err := calibrate.Check(en.Efficiency(), t)
 	if err != nil {
@@ -761,25 +769,9 @@ func runPerfDBCheck(w io.Writer, dir, system, version, calFile, use string, ops 
 	if err != nil {
 		return err
 	}
-	acc := in.Accelerator
-	if use != "" {
-		acc = use
-	}
-	en, ok := file.Entry(acc)
-	how := ""
-	if !ok {
-		if use != "" {
-			return badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
-		}
-		lender, ok := file.Fallback()
-		if !ok {
-			return badInput(fmt.Errorf("%s is not calibrated in %s and no calibration may be lent; give --use NAME", acc, name))
-		}
-		if en, ok = file.Entry(lender); !ok {
-			return fmt.Errorf("calibration file %s names %s as the fallback but has no entry for it", name, lender)
-		}
-		how = fmt.Sprintf(" (%s is not calibrated: borrowed, as a run would)", acc)
-		acc = lender
+	acc, en, how, err := checkedEntry(file, name, in.Accelerator, use)
+	if err != nil {
+		return err
 	}
 	rep, err := calibrate.CheckPerfDB(en.Efficiency(), in)
 	if err != nil {
