@@ -692,23 +692,3 @@ func (r *Roofline) moeAt(T, ae float64) float64 {
 	}
 	return 4*r.eff.LaunchNs + softMax(flops/r.flopRate*1e9, bytes/r.memRate*1e9, r.invP)
 }
-
-// linearShape is the per-rank (n, k) of a linear layer's GEMM, (M×k)·(k×n)
-// with M the step's tokens (rows of logits for lm_head): the dimensions
-// OpNs times, rounded to whole numbers. Other ops give 0, 0.
-func (r *Roofline) linearShape(op string) (n, k int) {
-	round := func(v float64) int { return int(math.Round(v)) }
-	switch op {
-	case OpQKVProj:
-		return round(r.qkvN), round(r.h)
-	case OpOProj:
-		return round(r.h), round(r.heads * r.hd)
-	case OpGateUpProj:
-		return round(2 * r.inter), round(r.h)
-	case OpDownProj:
-		return round(r.h), round(r.inter)
-	case OpLMHead:
-		return round(r.vocab), round(r.h)
-	}
-	return 0, 0
-}
