@@ -22,10 +22,8 @@ type feState struct {
 	simple bool            // m.Simple()
 	reqs   map[int64]feReq // requests sent and not yet ended, by id
 
-	way     []workload.Request // requests between client and engine core
-	freeWay []int32
-	held    []metrics.Record // finished requests until their client has the last chunk
-	free    []int32
+	way  slotPool[workload.Request] // requests between client and engine core
+	held slotPool[metrics.Record]   // finished requests until their client has the last chunk
 
 	gaps  []frontend.Gap // scratch: a step's engine gaps
 	itl   []engine.Gap   // the step's client-side gaps, shown to the observer
@@ -61,15 +59,7 @@ func (s *Sim) send(req *workload.Request, now int64) error {
 	s.track(req, now)
 	fe := s.fe
 	fe.reqs[req.ID] = feReq{srv: fe.m.Assign(), sent: now, first: -1}
-	var slot int32
-	if n := len(fe.freeWay); n > 0 {
-		slot = fe.freeWay[n-1]
-		fe.freeWay = fe.freeWay[:n-1]
-		fe.way[slot] = *req
-	} else {
-		fe.way = append(fe.way, *req)
-		slot = int32(len(fe.way) - 1)
-	}
+	slot := fe.way.put(*req)
 	// The API server's CPU takes work in the order it is submitted (a
 	// request when its client sends it, a step's outputs when the step
 	// ends), so the ingest is timed now, starting when the request
@@ -81,9 +71,7 @@ func (s *Sim) send(req *workload.Request, now int64) error {
 // feIngested hands the request in slot to the engines.
 func (s *Sim) feIngested(slot int64, now int64) error {
 	fe := s.fe
-	req := fe.way[slot]
-	fe.way[slot] = workload.Request{}
-	fe.freeWay = append(fe.freeWay, int32(slot))
+	req := fe.way.take(int32(slot))
 	req.Arrival = now
 	return s.place(&req, now)
 }
@@ -175,15 +163,7 @@ func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
 			return false
 		}
 	}
-	var slot int32
-	if n := len(fe.free); n > 0 {
-		slot = fe.free[n-1]
-		fe.free = fe.free[:n-1]
-		fe.held[slot] = *rec
-	} else {
-		fe.held = append(fe.held, *rec)
-		slot = int32(len(fe.held) - 1)
-	}
+	slot := fe.held.put(*rec)
 	if err := s.schedule(des.Event{At: max(rec.LastToken, now), Kind: evFEDelivered, Arg: int64(slot)}); err != nil {
 		s.setErr(err)
 	}
@@ -193,8 +173,33 @@ func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
 // feDelivered ends the held request in slot: its client has the last chunk.
 func (s *Sim) feDelivered(slot int64, now int64) {
 	fe := s.fe
-	rec := fe.held[slot]
-	fe.held[slot] = metrics.Record{}
-	fe.free = append(fe.free, int32(slot))
+	rec := fe.held.take(int32(slot))
 	s.end(&rec, now)
+}
+
+// slotPool keeps values in reusable slots, so that an event can name one
+// by an integer: put stores a value in a free slot (or a new one) and
+// returns it, take returns the value and frees its slot.
+type slotPool[T any] struct {
+	items []T
+	free  []int32
+}
+
+func (p *slotPool[T]) put(v T) int32 {
+	if n := len(p.free); n > 0 {
+		slot := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.items[slot] = v
+		return slot
+	}
+	p.items = append(p.items, v)
+	return int32(len(p.items) - 1)
+}
+
+func (p *slotPool[T]) take(slot int32) T {
+	v := p.items[slot]
+	var zero T
+	p.items[slot] = zero
+	p.free = append(p.free, slot)
+	return v
 }
