@@ -266,12 +266,12 @@ func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) 
 	if err != nil {
 		return nil, err
 	}
-	cat, err := perf.LoadCatalog(assets.FS(), m.ModelType)
+	cat, err := layerCatalog(m)
 	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", s.Model, err)
+		return nil, err
 	}
 	in := &buildInputs{s: s, src: src, m: m, bpe: bpe, qf: qf, profiles: profiles, cat: cat,
-		arch:       perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},
+		arch:       perf.Arch{ModelType: cat.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},
 		overheadNs: int64(s.Predictor.StepOverheadUs * 1000)}
 	if s.Predictor.Kind == "perfdb" {
 		if in.dbs, err = newPerfDBs(s, src); err != nil {
@@ -496,4 +496,19 @@ func checkBatchLimits(path string, eng config.Engine, maxLen int) error {
 			path, eng.MaxNumBatchedTokens, maxLen, maxLen, eng.MaxNumBatchedTokens)
 	}
 	return nil
+}
+
+// layerCatalog loads the layer catalog that times model m's architecture
+// (model.Architecture: a Mistral config runs the Llama catalog). An
+// unsupported model_type is an error listing the supported ones.
+func layerCatalog(m *model.Config) (*perf.Catalog, error) {
+	a, err := m.Architecture()
+	if err != nil {
+		return nil, err
+	}
+	cat, err := perf.LoadCatalog(assets.FS(), a.LayerCatalog)
+	if err != nil {
+		return nil, fmt.Errorf("model %s (%s): %w", m.Name, a.ModelType, err)
+	}
+	return cat, nil
 }

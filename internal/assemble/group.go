@@ -97,6 +97,9 @@ func (bl *builder) resolveGroup(gi int) (*groupShape, error) {
 	if gs.maxLen == 0 {
 		gs.maxLen = int(m.MaxPositionEmbeddings)
 	}
+	if err := m.CheckSlidingWindow(int64(gs.maxLen)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	gs.origin = resolveBatch(&gs.eng, vllmBatchDefaults(acc, gs.memBytes), gs.maxLen)
 	tp := *g.TP
 	pp := 1

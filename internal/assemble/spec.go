@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/hw"
@@ -75,8 +74,8 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 		if draft.VocabSize != m.VocabSize {
 			return b, fmt.Errorf("%s.draft_model: %s has a vocabulary of %d tokens, %s of %d; a draft model must share the target's tokenizer", path, draft.Name, draft.VocabSize, m.Name, m.VocabSize)
 		}
-		if cat, err = perf.LoadCatalog(assets.FS(), draft.ModelType); err != nil {
-			return b, fmt.Errorf("%s.draft_model %s: %w", path, draft.Name, err)
+		if cat, err = layerCatalog(draft); err != nil {
+			return b, fmt.Errorf("%s.draft_model: %w", path, err)
 		}
 		b.weights = weightsPerGPU(draft, tp, 1, 1, bpe, qf.WeightBytes()) + draft.RotaryCacheBytes(bpe)
 	default: // eagle, mtp: one decoder layer of the target's shape + lm_head
@@ -84,7 +83,7 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 		head.Name = m.Name + " " + sp.Method + " head"
 		head.NumLayers, head.FirstDenseLayers, head.MLPOnlyLayers, head.DecoderSparseStep = 1, 0, nil, 0
 		draft = &head
-		if cat, err = perf.LoadCatalog(assets.FS(), m.ModelType); err != nil {
+		if cat, err = layerCatalog(m); err != nil {
 			return b, fmt.Errorf("%s: %w", path, err)
 		}
 		// The head shares the target's token embeddings; its own lm_head
@@ -102,7 +101,7 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 			want = qf.Variant()
 		}
 		if _, ferr := perf.FindBundle(profiles, acc.Name, draft.Name, want, tp); ferr == nil {
-			arch := perf.Arch{ModelType: draft.ModelType, NumLayers: int(draft.NumLayers), NumExperts: int(draft.NumExperts), ExpertsPerTok: int(draft.ExpertsPerTok)}
+			arch := perf.Arch{ModelType: cat.ModelType, NumLayers: int(draft.NumLayers), NumExperts: int(draft.NumExperts), ExpertsPerTok: int(draft.ExpertsPerTok)}
 			if base, _, err = profile(s, src, profiles, draft, acc, tp, arch, cat, qf); err != nil {
 				return b, fmt.Errorf("%s.draft_model: %w", path, err)
 			}
