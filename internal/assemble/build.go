@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"strings"
 
 	"github.com/servesim/servesim/internal/assets"
@@ -110,6 +111,9 @@ type Built struct {
 	// perfdb describes, per accelerator, the database tables that time
 	// its steps (predictor.kind perfdb; nil otherwise).
 	perfdb map[string]string
+	// hw is the accelerator catalog of the scenario: the built-in one
+	// with its accelerators_file and accelerators.
+	hw *hw.Catalog
 	// Open returns a fresh workload source (it can be called again to
 	// replay the same workload) and a closer for the file behind it.
 	Open func() (workload.Source, io.Closer, error)
@@ -245,12 +249,17 @@ type buildInputs struct {
 	arch       perf.Arch
 	overheadNs int64
 	dbs        *perfdbs // predictor.kind perfdb; nil otherwise
+	hw         *hw.Catalog
 }
 
 // resolveInputs loads the model and resolves the scenario-wide inputs of
 // Build.
 func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) {
 	m, err := loadModel(s, src)
+	if err != nil {
+		return nil, err
+	}
+	hwcat, err := HardwareCatalog(s, src)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +281,7 @@ func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) 
 	}
 	in := &buildInputs{s: s, src: src, m: m, bpe: bpe, qf: qf, profiles: profiles, cat: cat,
 		arch:       perf.Arch{ModelType: cat.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},
-		overheadNs: int64(s.Predictor.StepOverheadUs * 1000)}
+		overheadNs: int64(s.Predictor.StepOverheadUs * 1000), hw: hwcat}
 	if s.Predictor.Kind == "perfdb" {
 		if in.dbs, err = newPerfDBs(s, src); err != nil {
 			return nil, err
@@ -299,7 +308,7 @@ type builder struct {
 
 // newBuilder starts a build from the shared inputs.
 func newBuilder(in *buildInputs) *builder {
-	bl := &builder{buildInputs: in, b: &Built{Scenario: in.s, Model: in.m, src: in.src},
+	bl := &builder{buildInputs: in, b: &Built{Scenario: in.s, Model: in.m, src: in.src, hw: in.hw},
 		place:      placer{open: map[string]*openNode{}},
 		predictors: map[string]perf.Predictor{}, gpuTime: map[string]perf.Predictor{},
 		timers: map[string]moe.LayerTimer{}, rooflines: map[string]*perf.Roofline{}, scaledMoE: map[string]bool{}}
@@ -341,7 +350,7 @@ func (bl *builder) finish() (*Built, error) {
 		for i := range b.Instances {
 			pushBuf[i] = b.Instances[i].pushBuf
 		}
-		pdc, err := pdConfig(s, pushBuf, acc0HostBW(s))
+		pdc, err := pdConfig(s, pushBuf, acc0HostBW(s, b.hw))
 		if err != nil {
 			return nil, err
 		}
@@ -407,10 +416,10 @@ func parseRole(r string) (engine.Role, error) {
 
 // acc0HostBW is the host-to-device bandwidth of the first decode group's
 // accelerator (for push spills).
-func acc0HostBW(s *config.Scenario) float64 {
+func acc0HostBW(s *config.Scenario, cat *hw.Catalog) float64 {
 	for _, g := range s.Instances {
 		if g.Role == "decode" {
-			if acc, err := hw.Lookup(g.Hardware); err == nil {
+			if acc, err := cat.Lookup(g.Hardware); err == nil {
 				return acc.Node.HostBandwidth
 			}
 		}
@@ -509,6 +518,34 @@ func layerCatalog(m *model.Config) (*perf.Catalog, error) {
 	cat, err := perf.LoadCatalog(assets.FS(), a.LayerCatalog)
 	if err != nil {
 		return nil, fmt.Errorf("model %s (%s): %w", m.Name, a.ModelType, err)
+	}
+	return cat, nil
+}
+
+// HardwareCatalog returns the accelerator catalog scenario s runs on: the
+// built-in catalog, extended with its accelerators_file (relative to the
+// scenario file) and then its accelerators list. Errors name the file
+// position or the field.
+func HardwareCatalog(s *config.Scenario, src config.Source) (*hw.Catalog, error) {
+	cat, err := hw.Default()
+	if err != nil {
+		return nil, err
+	}
+	if s.AcceleratorsFile != "" {
+		p := resolve(src, s.AcceleratorsFile)
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("accelerators_file: %w", err)
+		}
+		defer f.Close()
+		if cat, err = cat.Extend(f, p); err != nil {
+			return nil, fmt.Errorf("accelerators_file: %w", err)
+		}
+	}
+	if len(s.Accelerators) > 0 {
+		if cat, err = cat.With(s.Accelerators, config.AcceleratorField); err != nil {
+			return nil, err
+		}
 	}
 	return cat, nil
 }

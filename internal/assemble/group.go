@@ -84,7 +84,7 @@ func (bl *builder) resolveGroup(gi int) (*groupShape, error) {
 	g := &s.Instances[gi]
 	gs := &groupShape{gi: gi, g: g, path: fmt.Sprintf("instances[%d]", gi)}
 	path := gs.path
-	acc, err := hw.Lookup(g.Hardware)
+	acc, err := bl.hw.Lookup(g.Hardware)
 	if err != nil {
 		return nil, fmt.Errorf("%s.hardware: %w", path, err)
 	}
