@@ -74,7 +74,7 @@ func TestDefinedAcceleratorRooflineByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const flops = 2.0 * 100 * 4096 * 6144                  // 5,033,164,800
+	const flops = 2.0 * 100 * 4096 * 6144                 // 5,033,164,800
 	const bytes = (4096*6144 + 100*4096 + 100*6144) * 2.0 // 52,379,648
 	tc := flops / (100e12 * eff.Compute) * 1e9
 	tm := bytes / (1000e9 * eff.Memory) * 1e9
