@@ -94,6 +94,13 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 		if cat, err = layerCatalog(draft); err != nil {
 			return b, "", fmt.Errorf("%s.draft_model: %w", path, err)
 		}
+		maxLen := int64(eng.MaxModelLen)
+		if maxLen == 0 {
+			maxLen = m.MaxPositionEmbeddings
+		}
+		if err = draft.CheckSlidingWindow(maxLen); err != nil {
+			return b, "", fmt.Errorf("%s.draft_model: %w", path, err)
+		}
 		b.weights = weightsPerGPU(draft, tp, 1, 1, bpe, qf.WeightBytes()) + draft.RotaryCacheBytes(bpe)
 	default: // eagle, eagle3, mtp: one decoder layer of the target's shape + lm_head
 		head := *m
