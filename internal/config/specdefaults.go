@@ -31,10 +31,22 @@ var specDefaults = map[string]SpecDefault{
 	// time; the lower end. One proposal: the one MTP module DeepSeek-V3
 	// ships; longer drafts extend it geometrically.
 	"mtp": {Rates: []float64{0.85}, Source: "DeepSeek-V3 technical report §5.4.3, MTP second-token acceptance 85-90 %"},
-	// Per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 at k=5
-	// (prompt_lookup 2..5) on code edits (vdaita/edit_5k_char), vLLM:
-	// a workload that repeats its prompt; chat repeats far less.
-	"ngram": {Rates: []float64{0.81, 0.74, 0.70, 0.68, 0.66}, Source: "vLLM PR #24344, n-gram on code edits (edit_5k_char)"},
+	// Per-position acceptance 0.81, 0.74, 0.70, 0.68, 0.66 per draft at
+	// k=5 (prompt_lookup 2..5) on code edits (vdaita/edit_5k_char), vLLM;
+	// the n-gram proposer found a match in 993 of the 1,814 decode steps
+	// (821 tokens were generated without a draft), and servesim proposes
+	// in every step, so the rates are per step: 993/1814 of each. A
+	// workload that repeats its prompt; chat repeats far less.
+	"ngram": {Rates: scaled(993.0/1814, 0.81, 0.74, 0.70, 0.68, 0.66), Source: "vLLM PR #24344, n-gram on code edits (edit_5k_char), per step"},
+}
+
+// scaled returns f times each rate.
+func scaled(f float64, rates ...float64) []float64 {
+	out := make([]float64, len(rates))
+	for i, a := range rates {
+		out[i] = f * a
+	}
+	return out
 }
 
 // geometric returns α, α², ..., αⁿ.

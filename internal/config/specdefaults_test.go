@@ -22,9 +22,12 @@ func TestDefaultAcceptanceByHand(t *testing.T) {
 		// One measured position (0.85); further ones keep 0.85.
 		{"mtp", 3, []float64{0.85, 0.7225, 0.614125}, 3.186625, "DeepSeek-V3"},
 		{"mtp", 1, []float64{0.85}, 1.85, "DeepSeek-V3"},
-		// The measured five, then the last conditional rate 0.66/0.68.
-		{"ngram", 6, []float64{0.81, 0.74, 0.70, 0.68, 0.66, 0.66 * 0.66 / 0.68}, 1 + 3.59 + 0.66*0.66/0.68, "PR #24344"},
-		{"ngram", 2, []float64{0.81, 0.74}, 2.55, "PR #24344"},
+		// The measured five per draft times the share of steps with a
+		// draft, 993/1814 = 0.547409; 1 + 0.547409 * 3.59 = 2.965, the
+		// 5,376 tokens / 1,814 steps = 2.96 the run measured. Then the last
+		// conditional rate 0.66/0.68.
+		{"ngram", 6, []float64{0.443401, 0.405083, 0.383186, 0.372238, 0.361290, 0.361290 * 0.66 / 0.68}, 1 + 0.547409*3.59 + 0.361290*0.66/0.68, "PR #24344"},
+		{"ngram", 5, []float64{0.443401, 0.405083, 0.383186, 0.372238, 0.361290}, 2.965, "PR #24344"},
 	}
 	for _, tt := range tests {
 		rates, source, ok := DefaultAcceptance(tt.method, tt.k)
