@@ -146,3 +146,32 @@ func TestNearestCalibratedArchitecture(t *testing.T) {
 		}
 	}
 }
+
+// An xGMI link (MI300X) is all-to-all like NVLink through NVSwitch: tensor-
+// parallel all-reduces of 8 GPUs run vLLM's custom kernel at the link's
+// rate, with NCCL's NVLink bus efficiency beyond it; a PCIe copy of the
+// same figures does not get the custom kernel at tp 8.
+func TestXGMILinkIsFullyConnected(t *testing.T) {
+	s, err := config.Parse([]byte("hardware: MI300X\n"), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := HardwareCatalog(s, config.Source{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := cat.Lookup("MI300X")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mustBuild(t, "s.yaml", "predictor: {kind: roofline}\nhardware: MI300X\n")
+	tc := tpComm(b.Model, acc, 8, 2, config.Links{LatencyUs: -1, TPLatencyUs: -1}, config.Engine{})
+	if !tc.AR.Custom || tc.AR.BusBW != perf.NCCLBusEffNVLink*448e9 {
+		t.Errorf("MI300X tp 8 all-reduce %+v: want the custom kernel and bus bandwidth %.4g", tc.AR, perf.NCCLBusEffNVLink*448e9)
+	}
+	pcie := acc
+	pcie.Link.Kind = "pcie"
+	if tc := tpComm(b.Model, pcie, 8, 2, config.Links{LatencyUs: -1, TPLatencyUs: -1}, config.Engine{}); tc.AR.Custom {
+		t.Errorf("a PCIe link at tp 8 got the custom all-reduce: %+v", tc.AR)
+	}
+}
