@@ -45,6 +45,7 @@ var architectures = []Architecture{
 	{ModelType: "qwen2", LayerCatalog: "llama", Note: "Qwen2/Qwen2.5 dense: the Llama layer with q/k/v biases", apply: func(c *Config) { c.QKVBias = true }},
 	{ModelType: "qwen3", LayerCatalog: "qwen3", Note: "Qwen3 dense: per-head q/k RMSNorm", apply: func(c *Config) { c.QKNorm = true }},
 	{ModelType: "qwen3_moe", LayerCatalog: "qwen3_moe", Note: "Qwen3 mixture of experts: per-head q/k RMSNorm", apply: func(c *Config) { c.QKNorm = true }},
+	{ModelType: "smollm3", LayerCatalog: "llama", Note: "SmolLM3: the Llama layer; every fourth layer skips RoPE (timed as if it did not)"},
 }
 
 // Architectures returns the supported architectures, sorted by model_type.

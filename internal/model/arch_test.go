@@ -35,6 +35,8 @@ func TestDenseFamiliesMatchPublishedParameterCounts(t *testing.T) {
 		{"ibm-granite/granite-3.1-8b-instruct", "granite", 8.17e9, 0.002, 0, "llama"},
 		// Hub: 7.30B (q/k norms over the whole projections).
 		{"allenai/OLMo-2-1124-7B", "olmo2", 7.30e9, 0.002, 0, "qwen3"},
+		// Hub: 3.08B (tied embeddings, vocabulary 128,256).
+		{"HuggingFaceTB/SmolLM3-3B", "smollm3", 3.08e9, 0.002, 0, "llama"},
 		// Hub: 6.89B (LayerNorms without weights).
 		{"allenai/OLMo-7B-0424-hf", "olmo", 6.89e9, 0.002, 0, "llama"},
 	}
