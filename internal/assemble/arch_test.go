@@ -16,7 +16,7 @@ const hfModels = "../model/testdata/hf"
 func TestDenseFamiliesRunFromModelsDir(t *testing.T) {
 	for _, name := range []string{
 		"mistralai/Mistral-7B-Instruct-v0.3", "Qwen/Qwen2.5-7B-Instruct", "microsoft/phi-4",
-		"ibm-granite/granite-3.1-8b-instruct", "allenai/OLMo-2-1124-7B", "allenai/OLMo-7B-0424-hf", "HuggingFaceTB/SmolLM3-3B",
+		"ibm-granite/granite-3.1-8b-instruct", "allenai/OLMo-2-1124-7B", "allenai/OLMo-7B-0424-hf", "HuggingFaceTB/SmolLM3-3B", "internlm/internlm2_5-7b-chat",
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := mustBuild(t, name, "predictor: {kind: roofline}\nhardware: H100\nmodels: "+hfModels+"\nmodel: "+name+

@@ -26,25 +26,27 @@ type Architecture struct {
 	// is shorter than the longest context a scenario allows is refused
 	// (see [CheckSlidingWindow]).
 	SlidingWindow bool
-	// apply sets the structure config.json does not state; nil when the
-	// generic reading is exact.
-	apply func(c *Config)
+	// apply sets the structure config.json does not state, or states
+	// under a family's own key (InternLM2's "bias"); nil when the generic
+	// reading is exact.
+	apply func(r *rawConfig, c *Config)
 }
 
 // architectures is the registry of supported model_types, sorted by
 // ModelType.
 var architectures = []Architecture{
 	{ModelType: "granite", LayerCatalog: "llama", Note: "IBM Granite 3.x dense: the Llama layer with scalar multipliers (no parameters)"},
+	{ModelType: "internlm2", LayerCatalog: "llama", Note: "InternLM2/2.5: the Llama layer with fused wqkv (the same weights)", apply: func(r *rawConfig, c *Config) { c.AttentionBias = c.AttentionBias || flag(r.Bias) }},
 	{ModelType: "llama", LayerCatalog: "llama", Note: "Llama 2/3.x dense"},
 	{ModelType: "mistral", LayerCatalog: "llama", Note: "Mistral dense: the Llama layer"},
 	{ModelType: "mixtral", LayerCatalog: "mixtral", Note: "Mixtral mixture of experts"},
-	{ModelType: "olmo", LayerCatalog: "llama", Note: "OLMo 1: the Llama layer with parameter-free LayerNorms", apply: func(c *Config) { c.ParamFreeNorms = true }},
-	{ModelType: "olmo2", LayerCatalog: "qwen3", Note: "OLMo 2: RMSNorm after attention and MLP, q/k RMSNorm over the whole projection", apply: func(c *Config) { c.QKNorm, c.QKNormFull = true, true }},
+	{ModelType: "olmo", LayerCatalog: "llama", Note: "OLMo 1: the Llama layer with parameter-free LayerNorms", apply: func(_ *rawConfig, c *Config) { c.ParamFreeNorms = true }},
+	{ModelType: "olmo2", LayerCatalog: "qwen3", Note: "OLMo 2: RMSNorm after attention and MLP, q/k RMSNorm over the whole projection", apply: func(_ *rawConfig, c *Config) { c.QKNorm, c.QKNormFull = true, true }},
 	{ModelType: "phi3", LayerCatalog: "llama", Note: "Phi-3/Phi-4 dense: fused qkv and gate_up projections, the Llama layer"},
 	{ModelType: "phimoe", LayerCatalog: "phimoe", Note: "Phi-3.5-MoE mixture of experts"},
-	{ModelType: "qwen2", LayerCatalog: "llama", Note: "Qwen2/Qwen2.5 dense: the Llama layer with q/k/v biases", apply: func(c *Config) { c.QKVBias = true }},
-	{ModelType: "qwen3", LayerCatalog: "qwen3", Note: "Qwen3 dense: per-head q/k RMSNorm", apply: func(c *Config) { c.QKNorm = true }},
-	{ModelType: "qwen3_moe", LayerCatalog: "qwen3_moe", Note: "Qwen3 mixture of experts: per-head q/k RMSNorm", apply: func(c *Config) { c.QKNorm = true }},
+	{ModelType: "qwen2", LayerCatalog: "llama", Note: "Qwen2/Qwen2.5 dense: the Llama layer with q/k/v biases", apply: func(_ *rawConfig, c *Config) { c.QKVBias = true }},
+	{ModelType: "qwen3", LayerCatalog: "qwen3", Note: "Qwen3 dense: per-head q/k RMSNorm", apply: func(_ *rawConfig, c *Config) { c.QKNorm = true }},
+	{ModelType: "qwen3_moe", LayerCatalog: "qwen3_moe", Note: "Qwen3 mixture of experts: per-head q/k RMSNorm", apply: func(_ *rawConfig, c *Config) { c.QKNorm = true }},
 	{ModelType: "smollm3", LayerCatalog: "llama", Note: "SmolLM3: the Llama layer; every fourth layer skips RoPE (timed as if it did not)"},
 }
 
@@ -86,10 +88,10 @@ func (c *Config) Architecture() (Architecture, error) {
 // applyArchitecture sets the structure of a known model_type that the
 // config does not state. Unknown types are left alone: they fail when a
 // scenario uses them ([Config.Architecture]), not when listed.
-func applyArchitecture(c *Config) {
+func applyArchitecture(r *rawConfig, c *Config) {
 	for _, a := range architectures {
 		if a.ModelType == c.ModelType && a.apply != nil {
-			a.apply(c)
+			a.apply(r, c)
 		}
 	}
 }

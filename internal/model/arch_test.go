@@ -35,6 +35,8 @@ func TestDenseFamiliesMatchPublishedParameterCounts(t *testing.T) {
 		{"ibm-granite/granite-3.1-8b-instruct", "granite", 8.17e9, 0.002, 0, "llama"},
 		// Hub: 7.30B (q/k norms over the whole projections).
 		{"allenai/OLMo-2-1124-7B", "olmo2", 7.30e9, 0.002, 0, "qwen3"},
+		// Hub: 7.74B (the Mistral body with a 92,544-token vocabulary).
+		{"internlm/internlm2_5-7b-chat", "internlm2", 7.74e9, 0.002, 0, "llama"},
 		// Hub: 3.08B (tied embeddings, vocabulary 128,256).
 		{"HuggingFaceTB/SmolLM3-3B", "smollm3", 3.08e9, 0.002, 0, "llama"},
 		// Hub: 6.89B (LayerNorms without weights).
@@ -153,5 +155,25 @@ func TestSlidingWindowRefusedBeyondTheWindow(t *testing.T) {
 	}
 	if err := q.CheckSlidingWindow(32768); err != nil {
 		t.Errorf("Qwen2.5 (use_sliding_window false): %v", err)
+	}
+}
+
+// InternLM2 names its attention biases "bias": true adds the q, k, v and o
+// biases, L·(q + 2kv + h) parameters.
+func TestInternLM2BiasKey(t *testing.T) {
+	const cfg = `{"model_type":"internlm2","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100,"bias":%s}`
+	without, err := Parse([]byte(strings.Replace(cfg, "%s", "false", 1)), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := Parse([]byte(strings.Replace(cfg, "%s", "true", 1)), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !with.AttentionBias || without.AttentionBias {
+		t.Fatalf("AttentionBias %v / %v, want true / false", with.AttentionBias, without.AttentionBias)
+	}
+	if d := with.ParamCount() - without.ParamCount(); d != 2*(64+2*32+64) {
+		t.Errorf("bias parameters %d, want %d", d, 2*(64+2*32+64))
 	}
 }

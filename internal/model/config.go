@@ -115,6 +115,7 @@ type rawConfig struct {
 	SlidingWindow         *int64  `json:"sliding_window"`
 	UseSlidingWindow      *bool   `json:"use_sliding_window"`
 	AttentionBias         *bool   `json:"attention_bias"`
+	Bias                  *bool   `json:"bias"` // InternLM2's name for the attention biases
 	MLPBias               *bool   `json:"mlp_bias"`
 	LMHeadBias            *bool   `json:"lm_head_bias"`
 	KVLoraRank            *int64  `json:"kv_lora_rank"`
@@ -242,7 +243,7 @@ func (r *rawConfig) toConfig() (*Config, error) {
 	if r.ModelType != nil {
 		c.ModelType = *r.ModelType
 	}
-	applyArchitecture(c)
+	applyArchitecture(r, c)
 	switch {
 	case r.TorchDtype != nil && *r.TorchDtype != "":
 		c.Dtype = strings.ToLower(*r.TorchDtype)
