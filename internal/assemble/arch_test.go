@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/perf"
 )
 
@@ -63,7 +64,7 @@ func TestUnsupportedArchitectureAndSlidingWindowErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct{ yaml, want string }{
-		{"models: " + dir + "\nmodel: g/m\n", `"gpt_bigcode" is not supported; supported: granite, llama, mistral`},
+		{"models: " + dir + "\nmodel: g/m\n", `"gpt_bigcode" is not supported; supported: `},
 		{"models: " + hfModels + "\nmodel: mistralai/Mistral-7B-v0.1\n", "instances[0]: model mistralai/Mistral-7B-v0.1: sliding-window attention (sliding_window 4096 tokens)"},
 	}
 	for _, tt := range tests {
@@ -71,8 +72,16 @@ func TestUnsupportedArchitectureAndSlidingWindowErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), tt.want) {
+		_, err = Build(s, config.Source{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("got %v, want %q", err, tt.want)
+		}
+		if strings.Contains(tt.want, "supported") {
+			for _, mt := range model.SupportedModelTypes() {
+				if !strings.Contains(err.Error(), mt) {
+					t.Errorf("error %q does not list %s", err, mt)
+				}
+			}
 		}
 	}
 	// Within the window the same config runs: full attention is exact.
