@@ -62,20 +62,8 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 	acc hw.Accelerator, tp, bpe int, qf quant.Format, eng config.Engine, et perf.EngineTime, target perf.Predictor) (b specBuild, note string, err error) {
 	k := sp.NumSpeculativeTokens
 	b = specBuild{cfg: engine.Speculative{K: k, Seed: s.Seed}}
-	switch {
-	case sp.AcceptanceRate != nil:
-		b.cfg.Accept = engine.Rates(engine.IIDAcceptance(*sp.AcceptanceRate, k))
-	case sp.AcceptancePerPosition != nil:
-		b.cfg.Accept = engine.Rates(sp.AcceptancePerPosition)
-	case sp.Acceptance == "trace":
-		b.cfg.PerRequest = true
-	default:
-		rates, source, ok := config.DefaultAcceptance(sp.Method, k)
-		if !ok {
-			return b, "", fmt.Errorf("%s: method %s has no default acceptance; set acceptance_rate or acceptance_per_position", path, sp.Method)
-		}
-		b.cfg.Accept = engine.Rates(rates)
-		note = config.DefaultAcceptanceNote(rates, source)
+	if note, err = acceptance(&b.cfg, sp, k, path); err != nil {
+		return b, "", err
 	}
 	var draft *model.Config
 	var cat *perf.Catalog
@@ -159,6 +147,28 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 	}
 	b.desc = fmt.Sprintf("%s, k=%d: %s priced by the %s, KV in the same pool", sp.Method, k, what, source)
 	return b, note, nil
+}
+
+// acceptance sets cfg's acceptance from sp: its rate, per-position rates
+// or per-request trace rates, else the method's default, whose
+// description it returns (config.DefaultAcceptanceNote; "" otherwise).
+func acceptance(cfg *engine.Speculative, sp *config.Speculative, k int, path string) (note string, err error) {
+	switch {
+	case sp.AcceptanceRate != nil:
+		cfg.Accept = engine.Rates(engine.IIDAcceptance(*sp.AcceptanceRate, k))
+	case sp.AcceptancePerPosition != nil:
+		cfg.Accept = engine.Rates(sp.AcceptancePerPosition)
+	case sp.Acceptance == "trace":
+		cfg.PerRequest = true
+	default:
+		rates, source, ok := config.DefaultAcceptance(sp.Method, k)
+		if !ok {
+			return "", fmt.Errorf("%s: method %s has no default acceptance; set acceptance_rate or acceptance_per_position", path, sp.Method)
+		}
+		cfg.Accept = engine.Rates(rates)
+		note = config.DefaultAcceptanceNote(rates, source)
+	}
+	return note, nil
 }
 
 // loadDraft loads a draft model by name: from the scenario's models
