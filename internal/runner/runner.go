@@ -121,8 +121,12 @@ func (o *observer) TruncatedUnread(n int64) {
 	o.done += n
 }
 
+// create opens path write-only (created or truncated). Write-only matters
+// for a named pipe or /dev/stdout: a read-write open would make this
+// process a reader of its own pipe, so a reader that went away would leave
+// the writes blocked instead of failing with EPIPE.
 func create(path string, closers *[]io.Closer) (*bufio.Writer, error) {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
@@ -235,10 +239,17 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 			opts.Sampler.Watch(i, snap(i))
 		}
 	}
-	sim.SetInterrupt(opts.Interrupt)
+	// A failed output (a full disk, a reader that closed its pipe) stops
+	// the run at the next check: the rest would be simulated for nothing.
+	sim.SetInterrupt(func() bool {
+		return o.err != nil || (opts.Interrupt != nil && opts.Interrupt())
+	})
 	end, err := sim.Run()
 	if opts.Sampler != nil {
 		opts.Sampler.Close(end)
+	}
+	if o.err != nil {
+		return metrics.Result{}, fmt.Errorf("output: %w", o.err)
 	}
 	var stop *cluster.StopReport
 	if errors.As(err, &stop) {
@@ -250,9 +261,6 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if err != nil {
 		return metrics.Result{}, err
-	}
-	if o.err != nil {
-		return metrics.Result{}, fmt.Errorf("output: %w", o.err)
 	}
 	if err := o.sum.Err(); err != nil {
 		return metrics.Result{}, err
