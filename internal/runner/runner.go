@@ -159,6 +159,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		opts.Targets = append(opts.Targets, metrics.Target{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs})
 	}
 	o.sum.SetSLO(opts.SLO)
+	o.sum.SetTargets(opts.Targets)
 	if b.Scenario.FrontEnd != nil {
 		o.sum.SetClientSide()
 	}
@@ -299,7 +300,6 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	describe(b, &res)
 	res.KernelTables = tableUses(tables)
 	res.Limit = sim.LimitReached()
-	res.CheckTargets(opts.Targets)
 	if tiers != nil {
 		res.KVTiers = tierResults(tiers, o.sum)
 		res.Swap = swapResult(sim.Engines(), tiers.BlockBytes())
