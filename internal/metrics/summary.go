@@ -317,7 +317,7 @@ type Summary struct {
 	// TPOT kept beside them.
 	client             bool
 	engTTFT, engTPOT   dist
-	warmup, warmupSeen int64 // SetWarmup: ids below warmup are excluded
+	warmup, warmupSeen int64           // SetWarmup: ids below warmup are excluded
 	targets            []watchedTarget // SetTargets
 }
 
