@@ -163,6 +163,11 @@ func TestSplits(t *testing.T) {
 	if err != nil || !s.PD() || *s.Instances[0].Count != 3 || *s.Instances[1].Count != 5 {
 		t.Fatalf("split scenario: %v", err)
 	}
+	// A split is a variant of the base: it carries its own name (the base
+	// scenario's name on every split hid which one a result was).
+	if want := def.Name + " 3P+5D"; s.Name != want || def.Name == want {
+		t.Errorf("split scenario named %q, want %q (base %q)", s.Name, want, def.Name)
+	}
 	two := *def
 	two.Instances = append(append([]config.Group(nil), def.Instances...), def.Instances...)
 	if _, _, err := Templates(&two); err == nil || !strings.Contains(err.Error(), "exactly one prefill and one decode group") {
