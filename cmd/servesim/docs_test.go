@@ -99,3 +99,44 @@ func shellFields(line string) []string {
 	}
 	return out
 }
+
+// simulatedWord finds "measured" used of a figure: "the measured mean
+// accepted length, 2.699".
+var simulatedWord = regexp.MustCompile(`(?i)\bmeasured\b[^.;:]*?\b\d[\d,.]*`)
+
+// measuredContext are words that make "measured" refer to real data: a
+// vLLM run, a kernel database, a measured profile or trace.
+var measuredContext = regexp.MustCompile(`(?i)vllm|database|profile|measured run|trace|latencies measured|kernel|cachegrind|wall`)
+
+// TestDocsCallSimulatedFiguresSimulated: the paragraph after the output of
+// a simulation (run, compare, sweep, search) does not call its figures
+// "measured" unless it speaks of measured data (a vLLM run, a database):
+// a reader must not take a simulated value for a measurement.
+func TestDocsCallSimulatedFiguresSimulated(t *testing.T) {
+	t.Chdir("../..")
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range append([]string{"README.md"}, pages...) {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, loc := range docBlock.FindAllSubmatchIndex(data, -1) {
+			args := shellFields(string(data[loc[2]:loc[3]]))
+			switch args[0] {
+			case "run", "compare", "sweep", "search":
+			default:
+				continue
+			}
+			after := string(data[loc[1]:])
+			para, _, _ := strings.Cut(strings.TrimLeft(after, "\n"), "\n\n")
+			for _, m := range simulatedWord.FindAllString(para, -1) {
+				if !measuredContext.MatchString(para) {
+					t.Errorf("%s: after \"servesim %s\": %q calls a simulated figure measured; say simulated", page, data[loc[2]:loc[3]], m)
+				}
+			}
+		}
+	}
+}

@@ -196,7 +196,12 @@ func describeWorkload(w *config.Workload) string {
 			syn.Requests, syn.Arrival.Kind, rate(syn.Arrival.Rate), dist(syn.Input.Kind, syn.Input.Mean), dist(syn.Output.Kind, syn.Output.Mean)))
 	case w.Chat != nil:
 		c := w.Chat
-		parts = append(parts, fmt.Sprintf("chat: %d conversations, %s starts%s, %s turns", c.Conversations, c.Arrival.Kind, rate(c.Arrival.Rate), c.Turns.Kind))
+		// The arrival rate is of conversations, each several requests.
+		starts := ""
+		if c.Arrival.Rate != 0 {
+			starts = fmt.Sprintf(" at %g conversations/s", c.Arrival.Rate)
+		}
+		parts = append(parts, fmt.Sprintf("chat: %d conversations, %s starts%s, %s turns", c.Conversations, c.Arrival.Kind, starts, c.Turns.Kind))
 	case w.SharedPrefix != nil:
 		sp := w.SharedPrefix
 		parts = append(parts, fmt.Sprintf("shared prefix: %d requests over %d contexts, %s arrivals%s", sp.Requests, sp.Prefixes, sp.Arrival.Kind, rate(sp.Arrival.Rate)))
