@@ -220,6 +220,9 @@ func describeWorkload(w *config.Workload) string {
 	if w.MaxConcurrency > 0 {
 		parts = append(parts, fmt.Sprintf("max concurrency %d", w.MaxConcurrency))
 	}
+	if w.IgnoreArrivalTimes {
+		parts = append(parts, "arrival times ignored (all due at 0)")
+	}
 	if w.WarmupRequests > 0 {
 		parts = append(parts, fmt.Sprintf("%d warm-up requests", w.WarmupRequests))
 	}

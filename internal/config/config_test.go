@@ -67,6 +67,7 @@ func TestParseErrors(t *testing.T) {
 		{"frontend negative cost", "frontend: {chunk_us: -5}\n", []string{"frontend.chunk_us", "must be in [0, 1e+07] us (got -5)"}},
 		{"frontend servers", "frontend: {api_server_count: -1}\n", []string{"frontend.api_server_count", "must be in [1, 1024]"}},
 		{"warmup", "workload: {warmup_requests: -3}\n", []string{"workload.warmup_requests", "must be in [0,"}},
+		{"ignored arrivals scaled", "workload: {max_concurrency: 4, ignore_arrival_times: true, time_scale: 0.5}\n", []string{"workload.time_scale", "has no effect with workload.ignore_arrival_times"}},
 		{"kv_tiers disk capacity", "kv_tiers: {disk: {read_gbps: 3}}\n", []string{"kv_tiers.disk.capacity_gb", "required"}},
 		{"kv_tiers host fraction", "kv_tiers: {host: {memory_fraction: 2}}\n", []string{"kv_tiers.host.memory_fraction", "(0, 1]"}},
 		{"kv_tiers latency", "kv_tiers: {host: {latency_us: -1}}\n", []string{"kv_tiers.host.latency_us", ">= 0"}},
