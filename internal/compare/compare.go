@@ -166,6 +166,9 @@ func Table(title string, rs []Result) string {
 	w := 13
 	for i := range rs {
 		w = max(w, len(rs[i].Name()))
+		if s := rs[i].Summary.SLO; s != nil {
+			w = max(w, len(boundsText(s)))
+		}
 	}
 	fmt.Fprintf(&b, "%-32s", "")
 	for i := range rs {
@@ -268,17 +271,7 @@ func sloRows(rs []Result, row func(string, func(*Result) string)) {
 		}
 		return "n/a"
 	}
-	bound := func(v float64) string {
-		if v == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%g", v)
-	}
-	row("SLO TTFT / TPOT / E2E (ms)", func(r *Result) string {
-		return perRequest(r, func(s *metrics.SLOResult) string {
-			return bound(s.TTFTMs) + " / " + bound(s.TPOTMs) + " / " + bound(s.E2EMs)
-		})
-	})
+	row("SLO TTFT / TPOT / E2E (ms)", func(r *Result) string { return perRequest(r, boundsText) })
 	row("SLO attainment (%)", func(r *Result) string {
 		return perRequest(r, func(s *metrics.SLOResult) string { return fmt.Sprintf("%.2f", *s.Attainment*100) })
 	})
@@ -306,4 +299,15 @@ func sloRows(rs []Result, row func(string, func(*Result) string)) {
 // targetLabel is a percentile target's row label.
 func targetLabel(t metrics.TargetResult) string {
 	return fmt.Sprintf("target p%d %s <= %g ms", t.Percentile, strings.ToUpper(t.Metric), t.MaxMs)
+}
+
+// boundsText renders the per-request SLO bounds, "-" for one not set.
+func boundsText(s *metrics.SLOResult) string {
+	bound := func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%g", v)
+	}
+	return bound(s.TTFTMs) + " / " + bound(s.TPOTMs) + " / " + bound(s.E2EMs)
 }
