@@ -243,7 +243,7 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 	wl, unit := searchedWorkload(s)
 	fmt.Fprintf(&b, "Workload %s at %.4g %s, scaled through %s (%d runs)\n\n", wl, r.BaseRateRPS, unit, r.Scaling, len(r.Probes))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\trate (%s)\tmultiplier\tattainment\tgoodput (req/s)\tTTFT p90 (ms)\tTTFT p90 (ms)\tfinished\t\n", unit)
+	fmt.Fprintf(tw, "\trate (%s)\tmultiplier\tattainment\tgoodput (req/s)\tTTFT p90 (ms)\tTPOT p90 (ms)\tfinished\t\n", unit)
 	perRequest := r.SLO != (search.SLO{})
 	row := func(label string, p search.Probe) {
 		att, good := "n/a", "n/a"
@@ -257,11 +257,11 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 	row(fmt.Sprintf("+%g %%", 100*r.Margin), r.Above)
 	tw.Flush()
 	if perRequest {
-		fmt.Fprintf(&b, "\n%.4g %s meets the target (attainment %.1f %%); %g %% more, %.4g %[2]s, misses it (attainment %.1f %%).\n",
-			r.Best.RateRPS, unit, 100*r.Best.Attainment, 100*r.Margin, r.Above.RateRPS, 100*r.Above.Attainment)
+		fmt.Fprintf(&b, "\n%.4g %s meets the target (attainment %.1f %%); %g %% more, %.4g %s, misses it (attainment %.1f %%).\n",
+			r.Best.RateRPS, unit, 100*r.Best.Attainment, 100*r.Margin, r.Above.RateRPS, unit, 100*r.Above.Attainment)
 	} else {
-		fmt.Fprintf(&b, "\n%.4g %s meets the percentile targets; %g %% more, %.4g %[2]s, misses them.\n",
-			r.Best.RateRPS, unit, 100*r.Margin, r.Above.RateRPS)
+		fmt.Fprintf(&b, "\n%.4g %s meets the percentile targets; %g %% more, %.4g %s, misses them.\n",
+			r.Best.RateRPS, unit, 100*r.Margin, r.Above.RateRPS, unit)
 	}
 	if iv := r.Interval; iv != nil {
 		fmt.Fprintf(&b, "max rate %.4g req/s (%.0f %% interval %.4g–%.4g)\n", r.Best.RateRPS, 100*iv.Coverage, iv.LoRPS, iv.HiRPS)

@@ -271,7 +271,7 @@ func sloRows(rs []Result, row func(string, func(*Result) string)) {
 		}
 		return "n/a"
 	}
-	row("SLO TTFT / TPOT / E2E (ms)", func(r *Result) string { return perRequest(r, boundsText) })
+	row("SLO TTFT/TPOT/E2E bounds (ms)", func(r *Result) string { return perRequest(r, boundsText) })
 	row("SLO attainment (%)", func(r *Result) string {
 		return perRequest(r, func(s *metrics.SLOResult) string { return fmt.Sprintf("%.2f", *s.Attainment*100) })
 	})
@@ -309,5 +309,5 @@ func boundsText(s *metrics.SLOResult) string {
 		}
 		return fmt.Sprintf("%g", v)
 	}
-	return bound(s.TTFTMs) + " / " + bound(s.TPOTMs) + " / " + bound(s.E2EMs)
+	return bound(s.TTFTMs) + "/" + bound(s.TPOTMs) + "/" + bound(s.E2EMs)
 }

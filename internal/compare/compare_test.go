@@ -106,11 +106,11 @@ func TestTableSLO(t *testing.T) {
 	rs[1].Summary.SLO = &metrics.SLOResult{Targets: []metrics.TargetResult{{Metric: "tpot", Percentile: 99, MaxMs: 116, ValueMs: &v2}}}
 	got := Table("T", rs)
 	for _, want := range []string{
-		fmt.Sprintf("%-32s %14s %14s %14s\n", "SLO TTFT / TPOT / E2E (ms)", "2000 / 100 / -", "n/a", "n/a"),
-		fmt.Sprintf("%-32s %14s %14s %14s\n", "SLO attainment (%)", "90.00", "n/a", "n/a"),
-		fmt.Sprintf("%-32s %14s %14s %14s\n", "goodput (req/s, met / duration)", "4.500", "n/a", "n/a"),
-		fmt.Sprintf("%-32s %14s %14s %14s\n", "target p99 TTFT <= 2000 ms", "1324.5 met", "-", "-"),
-		fmt.Sprintf("%-32s %14s %14s %14s\n", "target p99 TPOT <= 116 ms", "-", "116.0 MISSED", "-"),
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "SLO TTFT/TPOT/E2E bounds (ms)", "2000/100/-", "n/a", "n/a"),
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "SLO attainment (%)", "90.00", "n/a", "n/a"),
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "goodput (req/s, met / duration)", "4.500", "n/a", "n/a"),
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "target p99 TTFT <= 2000 ms", "1324.5 met", "-", "-"),
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "target p99 TPOT <= 116 ms", "-", "116.0 MISSED", "-"),
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
