@@ -130,6 +130,12 @@ func TestMaxRateErrors(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
 	}
+	// Arrival times ignored: there is no rate to scale.
+	closed := *base
+	closed.Workload.IgnoreArrivalTimes, closed.Workload.MaxConcurrency = true, 4
+	if _, err := MaxRate(ctx, &closed, src, Options{SLO: pdSLO}); err == nil || !strings.Contains(err.Error(), "workload.ignore_arrival_times") {
+		t.Errorf("ignored arrival times: %v", err)
+	}
 	// An SLO no rate can meet: TTFT below one prefill step.
 	lim := *base
 	lim.Workload.Limit = 30
