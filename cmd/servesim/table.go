@@ -45,8 +45,10 @@ column names.
 ties keep file order) and --limit N keeps the first N. The fewest GPUs
 meeting a sweep's percentile targets, for example:
 
-  servesim table h100.csv --where slo_targets_met=true \
-    --sort 'instances[0].tp*instances[0].count' --limit 1
+  servesim table h100.csv --where slo_targets_met=true --sort gpus --limit 1
+
+(a sweep's gpus column is the layout's GPU count; kv_blocks each group's
+KV blocks per instance).
 
 --format markdown writes a Markdown table (the docs' tables are made so).`,
 		Args: cobra.ExactArgs(1),
