@@ -11,6 +11,7 @@ import (
 )
 
 type tableFlags struct {
+	pivot  string
 	cols   string
 	where  []string
 	sort   string
@@ -22,7 +23,7 @@ type tableFlags struct {
 func newTableCmd() *cobra.Command {
 	var f tableFlags
 	cmd := &cobra.Command{
-		Use:   "table FILE.csv [--cols SPEC,...] [--where COL=VALUE] [--sort [-]COL] [--limit N] [--format text|markdown|csv]",
+		Use:   "table FILE.csv [--cols SPEC,...] [--where COL=VALUE] [--sort [-]COL] [--limit N] [--pivot COL] [--format text|markdown|csv]",
 		Short: "Show chosen columns of a sweep's CSV as a table (terminal or Markdown)",
 		Long: `Show a results CSV (sweep or merge output; any CSV with a header; "-" reads
 stdin) as an aligned table. Without --cols a sweep's CSV shows the point,
@@ -40,7 +41,8 @@ column names.
           yesno true/false as yes/no
   LABEL   the column's header (default EXPR)
 
---where COL=VALUE keeps the rows whose COL is exactly VALUE (repeatable);
+--where COL=VALUE keeps the rows whose COL is exactly VALUE, COL!=VALUE
+the others (repeatable);
 --sort EXPR orders rows by it (numbers as numbers; -EXPR descending;
 ties keep file order) and --limit N keeps the first N. The fewest GPUs
 meeting a sweep's percentile targets, for example:
@@ -50,17 +52,27 @@ meeting a sweep's percentile targets, for example:
 (a sweep's gpus column is the layout's GPU count; kv_blocks each group's
 KV blocks per instance).
 
+--pivot COL[=LABEL;LABEL;...] spreads the values of COL across columns:
+the first --cols column keys the rows and every other one is repeated for
+each value of COL (in order of appearance), labelled "LABEL, VALUE" or
+with the labels given, e.g. TPOT per concurrency for each setting of a
+grid's engine.speculative axis:
+
+  servesim table spec.csv --cols 'workload.max_concurrency=clients,tpot_ms_mean:.2f=TPOT (ms)' \
+    --pivot 'engine.speculative=off;EAGLE;EAGLE, poor'
+
 --format markdown writes a Markdown table (the docs' tables are made so).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runTable(cmd, args[0], &f) },
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.cols, "cols", "", "columns to show: EXPR[:FORMAT][=LABEL],... (default: a sweep's grid values and main metrics)")
-	fs.StringArrayVar(&f.where, "where", nil, "keep rows whose column equals a value: COL=VALUE (repeatable)")
+	fs.StringArrayVar(&f.where, "where", nil, "keep rows whose column equals a value, COL=VALUE, or differs, COL!=VALUE (repeatable)")
 	fs.StringVar(&f.sort, "sort", "", "sort rows by a column or A*B, A/B; a leading - sorts descending")
 	fs.IntVar(&f.limit, "limit", 0, "show only the first N rows (after sorting)")
 	fs.StringVar(&f.format, "format", "text", "text (aligned), markdown or csv")
 	fs.BoolVar(&f.list, "list", false, "list the file's column names and exit")
+	fs.StringVar(&f.pivot, "pivot", "", "spread a column's values across columns: COL[=LABEL;LABEL;...] (the first --cols column keys the rows)")
 	return cmd
 }
 
@@ -99,6 +111,11 @@ func runTable(cmd *cobra.Command, path string, f *tableFlags) error {
 			return badInput(fmt.Errorf("--where %w", err))
 		}
 		v.Where = append(v.Where, flt)
+	}
+	if f.pivot != "" {
+		if v.Pivot, err = tableview.ParsePivot(f.pivot); err != nil {
+			return badInput(fmt.Errorf("--pivot %w", err))
+		}
 	}
 	t, err := d.Apply(v)
 	if err != nil {

@@ -96,16 +96,21 @@ func ParseColumns(spec string) ([]Column, error) {
 	return out, nil
 }
 
-// Filter keeps rows whose column Col holds exactly Value.
-type Filter struct{ Col, Value string }
+// Filter keeps rows whose column Col holds exactly Value (or, with Not,
+// anything else).
+type Filter struct {
+	Col, Value string
+	Not        bool
+}
 
-// ParseFilter parses COL=VALUE.
+// ParseFilter parses COL=VALUE or COL!=VALUE.
 func ParseFilter(s string) (Filter, error) {
 	col, val, ok := strings.Cut(s, "=")
-	if !ok || strings.TrimSpace(col) == "" {
-		return Filter{}, fmt.Errorf("%q: want COLUMN=VALUE", s)
+	if !ok || strings.TrimSpace(strings.TrimSuffix(col, "!")) == "" {
+		return Filter{}, fmt.Errorf("%q: want COLUMN=VALUE or COLUMN!=VALUE", s)
 	}
-	return Filter{strings.TrimSpace(col), strings.TrimSpace(val)}, nil
+	col, not := strings.CutSuffix(col, "!")
+	return Filter{strings.TrimSpace(col), strings.TrimSpace(val), not}, nil
 }
 
 // View selects what is shown. Sort is an expression (a leading '-' sorts
@@ -116,6 +121,32 @@ type View struct {
 	Where   []Filter
 	Sort    string
 	Limit   int
+	Pivot   *Pivot
+}
+
+// Pivot spreads the values of column Col across columns: the first of
+// View.Columns keys the rows (one row per distinct value, in order of
+// appearance) and each other column is repeated once per distinct value
+// of Col, labelled "LABEL, VALUE" with Labels[i] for the i-th value (in
+// order of appearance) when given. A cell with no row is empty.
+type Pivot struct {
+	Col    string
+	Labels []string
+}
+
+// ParsePivot parses COL[=LABEL;LABEL;...].
+func ParsePivot(s string) (*Pivot, error) {
+	col, labels, hasLabels := strings.Cut(s, "=")
+	p := &Pivot{Col: strings.TrimSpace(col)}
+	if p.Col == "" {
+		return nil, fmt.Errorf("%q: want COLUMN[=LABEL;LABEL;...]", s)
+	}
+	if hasLabels {
+		for l := range strings.SplitSeq(labels, ";") {
+			p.Labels = append(p.Labels, strings.TrimSpace(l))
+		}
+	}
+	return p, nil
 }
 
 // Table is the rendered content: labels and formatted cells.
@@ -156,7 +187,7 @@ func (d *Data) Apply(v View) (*Table, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--where: %w", err)
 			}
-			if row[k] != f.Value {
+			if (row[k] == f.Value) == f.Not {
 				ok = false
 				break
 			}
@@ -175,9 +206,6 @@ func (d *Data) Apply(v View) (*Table, error) {
 			return compareCells(val, d.Rows[a], d.Rows[b], desc)
 		})
 	}
-	if v.Limit > 0 && len(keep) > v.Limit {
-		keep = keep[:v.Limit]
-	}
 	for _, i := range keep {
 		cells := make([]string, len(fns))
 		for k, fn := range fns {
@@ -186,7 +214,73 @@ func (d *Data) Apply(v View) (*Table, error) {
 		}
 		t.Cells = append(t.Cells, cells)
 	}
+	if v.Pivot != nil {
+		k, err := d.index(v.Pivot.Col)
+		if err != nil {
+			return nil, fmt.Errorf("--pivot: %w", err)
+		}
+		pv := make([]string, len(keep))
+		for j, i := range keep {
+			pv[j] = d.Rows[i][k]
+		}
+		if t, err = t.pivot(pv, v.Pivot.Labels); err != nil {
+			return nil, err
+		}
+	}
+	if v.Limit > 0 && len(t.Cells) > v.Limit {
+		t.Cells = t.Cells[:v.Limit]
+	}
 	return t, nil
+}
+
+// pivot spreads t by the pivot values pv of its rows (see Pivot): the
+// first column keys the rows.
+func (t *Table) pivot(pv []string, labels []string) (*Table, error) {
+	if len(t.Labels) < 2 {
+		return nil, errors.New("--pivot: give a key column and at least one value column in --cols")
+	}
+	var values, keys []string
+	vi, ki := map[string]int{}, map[string]int{}
+	for j, r := range t.Cells {
+		if _, ok := vi[pv[j]]; !ok {
+			vi[pv[j]] = len(values)
+			values = append(values, pv[j])
+		}
+		if _, ok := ki[r[0]]; !ok {
+			ki[r[0]] = len(keys)
+			keys = append(keys, r[0])
+		}
+	}
+	if len(labels) > 0 && len(labels) != len(values) {
+		return nil, fmt.Errorf("--pivot: %d labels for %d values (%s)", len(labels), len(values), strings.Join(values, " | "))
+	}
+	if len(labels) == 0 {
+		labels = values
+	}
+	nv := len(t.Labels) - 1
+	out := &Table{Labels: []string{t.Labels[0]}}
+	for c := 1; c <= nv; c++ {
+		for _, l := range labels {
+			out.Labels = append(out.Labels, t.Labels[c]+", "+l)
+		}
+	}
+	out.Cells = make([][]string, len(keys))
+	for i, k := range keys {
+		out.Cells[i] = make([]string, 1+nv*len(values))
+		out.Cells[i][0] = k
+	}
+	filled := make(map[[2]int]bool)
+	for j, r := range t.Cells {
+		row, col := ki[r[0]], vi[pv[j]]
+		if filled[[2]int{row, col}] {
+			continue // the first row of a key and value wins
+		}
+		filled[[2]int{row, col}] = true
+		for c := 1; c <= nv; c++ {
+			out.Cells[row][1+(c-1)*len(values)+col] = r[c]
+		}
+	}
+	return out, nil
 }
 
 // compareCells orders two rows by val: numbers before text, empty cells

@@ -36,12 +36,13 @@ func TestApply(t *testing.T) {
 		{"formats", "instances[0].tp*instances[0].count=GPUs,ttft_ms_p99:.0f=p99,slo_targets_met:yesno", View{},
 			[][]string{{"2", "2,080,899", "no"}, {"4", "1,325", "yes"}, {"4", "774", "yes"}, {"8", "", ""}}, []string{"GPUs", "p99", "slo_targets_met"}},
 		{"plain number out of exponent form", "ttft_ms_p99", View{Limit: 1}, [][]string{{"2080899.072"}}, []string{"ttft_ms_p99"}},
-		{"fewest GPUs meeting the targets", "point", View{Where: []Filter{{"slo_targets_met", "true"}}, Sort: "instances[0].tp*instances[0].count", Limit: 1},
+		{"fewest GPUs meeting the targets", "point", View{Where: []Filter{{"slo_targets_met", "true", false}}, Sort: "instances[0].tp*instances[0].count", Limit: 1},
 			[][]string{{"1"}}, nil},
 		{"descending, empty last", "point", View{Sort: "-ttft_ms_p99"}, [][]string{{"0"}, {"1"}, {"2"}, {"3"}}, nil},
 		{"ascending, empty last", "point", View{Sort: "ttft_ms_p99"}, [][]string{{"2"}, {"1"}, {"0"}, {"3"}}, nil},
 		{"quotient and percentage", "finished/requests_total:.1%", View{}, [][]string{{"100.0 %"}, {"100.0 %"}, {"100.0 %"}, {"0.0 %"}}, nil},
-		{"quoted text", "error", View{Where: []Filter{{"point", "3"}}}, [][]string{{"does not fit, at all"}}, nil},
+		{"quoted text", "error", View{Where: []Filter{{"point", "3", false}}}, [][]string{{"does not fit, at all"}}, nil},
+		{"not equal", "point", View{Where: []Filter{{"slo_targets_met", "true", true}}}, [][]string{{"0"}, {"3"}}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cols, err := ParseColumns(c.cols)
@@ -94,6 +95,9 @@ func TestErrors(t *testing.T) {
 	if _, err := ParseFilter("nothing"); err == nil {
 		t.Error("a filter without = accepted")
 	}
+	if f, err := ParseFilter("a != b"); err != nil || f != (Filter{"a", "b", true}) {
+		t.Errorf("a != b: %+v %v", f, err)
+	}
 }
 
 // TestRender: Markdown escapes pipes; text aligns; the default columns of
@@ -127,5 +131,41 @@ func TestRender(t *testing.T) {
 		if got := Thousands(c.in); got != c.want {
 			t.Errorf("Thousands(%s) = %s, want %s", c.in, got, c.want)
 		}
+	}
+}
+
+// TestPivot: the first column keys the rows, each other column is spread
+// over the pivot column's values in order of appearance, labelled with
+// the given labels; a missing combination is empty; the limit counts
+// pivoted rows; a label count that does not match is an error.
+func TestPivot(t *testing.T) {
+	d, err := Read("p.csv", strings.NewReader("c,mode,tpot\n1,off,10\n1,on,5\n8,off,12\n8,on,7\n32,off,16\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := ParseColumns("c=clients,tpot:.1f=TPOT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParsePivot("mode=speculation off;on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := d.Apply(View{Columns: cols, Pivot: p, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(tb.Labels, "|"), "clients|TPOT, speculation off|TPOT, on"; got != want {
+		t.Errorf("labels %s, want %s", got, want)
+	}
+	if got, want := strings.Join(flat(tb.Cells), "|"), "1;10.0;5.0|8;12.0;7.0|32;16.0;"; got != want {
+		t.Errorf("cells %s, want %s", got, want)
+	}
+	p.Labels = []string{"one"}
+	if _, err := d.Apply(View{Columns: cols, Pivot: p}); err == nil || !strings.Contains(err.Error(), "1 labels for 2 values (off | on)") {
+		t.Errorf("label count: %v", err)
+	}
+	if _, err := ParsePivot("=a;b"); err == nil {
+		t.Error("a pivot without a column accepted")
 	}
 }
