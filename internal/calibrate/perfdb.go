@@ -491,7 +491,10 @@ func (in *PerfDBInput) Every(n int) *PerfDBInput {
 // GEMM parameters (compute and memory fractions, launch cost, sharpness)
 // on the bf16 GEMM rows, then the attention parameters on the context and
 // generation rows (tile and wave-width grid, then a full fit, as Fit does),
-// each table weighing the same. The fields the database cannot inform
+// each table weighing the same; the decode query copy too on an
+// accelerator running FlashAttention 2 (perf.RooflineHW.SwapGQADecode),
+// and the decode unit cost on tables measured with FlashInfer
+// (PerfDBInput.FlashInfer). The fields the database cannot inform
 // (KeptFields) are taken from keep, the calibration of keepName; the entry
 // says so (Entry.Kept). The report is the in-sample accuracy over every
 // selected row, fp8 GEMMs included as a check.
