@@ -159,8 +159,8 @@ func TestPerfDBInputFlashInferOneTokenRowsAreDecodes(t *testing.T) {
 func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 	truth := perf.Efficiency{Compute: 0.7, Memory: 0.85, LaunchNs: 3000, Sharpness: 3,
 		AttnCompute: 0.5, AttnMemory: 0.8, AttnDecodeMemory: 0.9, AttnLaunchNs: 5000, AttnDecodeLaunchNs: 6000,
-		AttnSharpness: 6, AttnTileQ: 64, AttnUnits: 96, AttnUnitNs: 500, AttnEmptyNs: 200}
-	acc := testAccel
+		AttnSharpness: 6, AttnTileQ: 64, AttnUnits: 96, AttnUnitNs: 500, AttnEmptyNs: 200, AttnDecodeCopyNs: 4000}
+	acc := testAccel // compute capability 8.0: FlashAttention 2, decode queries transposed
 	h, err := HWOf(acc, "bfloat16")
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 		b := perf.Batch{PrefillTokens: bs[0] * bs[1], PrefillSeqs: bs[0]}
 		db.Context = append(db.Context, perfdb.AttnRow{Batch: bs[0], Seq: bs[1], Heads: 32, KVHeads: 8, HeadDim: 128, KVDtype: "bfloat16", Ms: a.OpNs(perf.OpAttention, &b) / 1e6})
 	}
-	for _, bs := range [][2]int{{1, 1024}, {8, 4096}, {64, 2048}, {256, 512}, {32, 8192}, {128, 128}} {
+	for _, bs := range [][2]int{{1, 1024}, {8, 4096}, {64, 2048}, {256, 512}, {32, 8192}, {128, 128}, {1, 128}, {2, 128}} {
 		b := perf.Batch{NumDecode: bs[0], DecodeKVSum: int64(bs[0] * bs[1]), DecodeKVMax: bs[1], DecodeKVMin: bs[1]}
 		db.Generation = append(db.Generation, perfdb.AttnRow{Batch: bs[0], Seq: bs[1], Heads: 32, KVHeads: 8, HeadDim: 128, KVDtype: "bfloat16", Ms: a.OpNs(perf.OpAttention, &b) / 1e6})
 	}
@@ -203,6 +203,12 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 	}
 	if math.Abs(en.ComputeEff/0.7-1) > 0.03 || math.Abs(en.MemoryEff/0.85-1) > 0.05 {
 		t.Errorf("compute %g memory %g, want 0.7 and 0.85", en.ComputeEff, en.MemoryEff)
+	}
+	// The one-request decodes have no query copy, the others do: the fit
+	// tells the copy from the decode launch. Not FlashInfer tables: no
+	// decode unit cost of its own.
+	if a := en.Attention; math.Abs(a.DecodeCopyUs/4-1) > 0.1 || math.Abs(a.DecodeLaunchUs/6-1) > 0.1 || a.DecodeUnitUs != 0 {
+		t.Errorf("decode copy %g launch %g unit %g µs, want 4, 6 and 0", a.DecodeCopyUs, a.DecodeLaunchUs, a.DecodeUnitUs)
 	}
 	if en.SamplerUs != 12 || en.CacheMB != 33 || en.OpScale["act_fn"] != 1.5 || en.Attention.Skew != 0.1 || en.Attention.DecodeSkew != 0.05 || en.Attention.EmptyUs != 0.7 {
 		t.Errorf("kept fields changed: %+v", en)
@@ -361,5 +367,56 @@ func TestGEMMGrid(t *testing.T) {
 		if keep[nk] != want {
 			t.Errorf("grid point %v kept %v, want %v", nk, keep[nk], want)
 		}
+	}
+}
+
+// TestFitPerfDBFlashInferDecodeUnit: on tables measured with FlashInfer
+// (compute capability 10.x), the fit frees the decode work unit's own
+// cost and recovers it beside the prefill unit's, and charges no query
+// copy (FlashInfer packs GQA inside its decode kernel).
+func TestFitPerfDBFlashInferDecodeUnit(t *testing.T) {
+	truth := perf.Efficiency{Compute: 0.7, Memory: 0.85, LaunchNs: 3000, Sharpness: 3,
+		AttnCompute: 0.5, AttnMemory: 0.8, AttnDecodeMemory: 0.9, AttnLaunchNs: 5000, AttnDecodeLaunchNs: 6000,
+		AttnSharpness: 6, AttnTileQ: 128, AttnUnits: 96, AttnUnitNs: 2000, AttnDecodeUnitNs: 300, AttnEmptyNs: 200}
+	acc := testAccel
+	acc.ComputeCapability = 10.0
+	h, err := HWOf(acc, "bfloat16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &perfdb.DB{System: "t", Framework: "vllm", Version: "0.19.0",
+		GEMM: []perfdb.GEMMRow{{Dtype: "bfloat16", M: 1024, N: 4096, K: 4096, Ms: 0.1}}}
+	a, err := perf.NewRoofline(perf.RooflineModel{Layers: 1, Hidden: 4096, Intermediate: 128, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 1}, h, truth, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(b perf.Batch, batch, seq int) perfdb.AttnRow {
+		return perfdb.AttnRow{Batch: batch, Seq: seq, Heads: 32, KVHeads: 8, HeadDim: 128, KVDtype: "bfloat16",
+			Ms: a.OpNs(perf.OpAttention, &b) / 1e6, Kernel: "vllm_flashinfer"}
+	}
+	for _, bs := range [][2]int{{1, 512}, {1, 4096}, {4, 1024}, {8, 256}, {64, 16}, {256, 16}, {128, 64}, {16, 128}} {
+		db.Context = append(db.Context, row(perf.Batch{PrefillTokens: bs[0] * bs[1], PrefillSeqs: bs[0]}, bs[0], bs[1]))
+	}
+	for _, bs := range [][2]int{{1, 1024}, {8, 4096}, {64, 2048}, {256, 512}, {32, 8192}, {128, 128}, {512, 64}, {1024, 16}} {
+		db.Generation = append(db.Generation, row(perf.Batch{NumDecode: bs[0], DecodeKVSum: int64(bs[0] * bs[1]), DecodeKVMax: bs[1], DecodeKVMin: bs[1]}, bs[0], bs[1]))
+	}
+	in, err := NewPerfDBInput(db, acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !in.FlashInfer {
+		t.Fatal("tables measured with vllm_flashinfer not recognised")
+	}
+	en, rep, err := FitPerfDB(in, &Entry{}, "K", Options{TileQ: []int{128}, Units: []int{96}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range []string{TableContext, TableGeneration} {
+		if s := rep.Tables[tb]; s.Median > 0.01 {
+			t.Errorf("%s: %s, want a near-exact fit", tb, s)
+		}
+	}
+	if at := en.Attention; math.Abs(at.UnitUs/2-1) > 0.1 || math.Abs(at.DecodeUnitUs/0.3-1) > 0.2 || at.DecodeCopyUs != 0 {
+		t.Errorf("unit %g decode unit %g copy %g µs, want 2, 0.3 and 0", at.UnitUs, at.DecodeUnitUs, at.DecodeCopyUs)
 	}
 }
