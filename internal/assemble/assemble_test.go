@@ -163,8 +163,8 @@ func TestUnknownRouterIsAnError(t *testing.T) {
 		t.Fatalf("unknown router: %v", err)
 	}
 	for _, r := range config.Routers {
-		b := mustBuild(t, r+".yaml", "workload: {limit: 5}\ninstances: [{count: 2}]\nrouter: "+r+"\n")
-		if done := runToEnd(t, r, b); done != 5 {
+		b := mustBuild(t, string(r)+".yaml", "workload: {limit: 5}\ninstances: [{count: 2}]\nrouter: "+string(r)+"\n")
+		if done := runToEnd(t, string(r), b); done != 5 {
 			t.Errorf("%s: %d requests ended, want 5", r, done)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"strings"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/cluster"
@@ -28,7 +27,7 @@ import (
 type Instance struct {
 	Index     int
 	Group     string
-	Role      string
+	Role      config.Role
 	Hardware  string
 	TP        int
 	PP        int
@@ -273,7 +272,7 @@ func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) 
 	in := &buildInputs{s: s, src: src, m: m, bpe: bpe, qf: qf, profiles: profiles, cat: cat,
 		arch:       perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},
 		overheadNs: int64(s.Predictor.StepOverheadUs * 1000)}
-	if s.Predictor.Kind == "perfdb" {
+	if s.Predictor.Kind == config.PredictorPerfDB {
 		if in.dbs, err = newPerfDBs(s, src); err != nil {
 			return nil, err
 		}
@@ -319,7 +318,7 @@ func (bl *builder) finish() (*Built, error) {
 		if m.NumExperts == 0 {
 			return nil, fmt.Errorf("moe: %s is a dense model (no experts); the moe section applies to mixture-of-experts models: remove it", m.Name)
 		}
-		if r.Routing == "histogram" {
+		if r.Routing == config.RoutingHistogram {
 			routing, err := readHistogram(resolve(src, r.Histogram), int(m.NumExperts), m.NumMoELayers())
 			if err != nil {
 				return nil, err
@@ -393,23 +392,56 @@ func repeatNIC(n nic, k int) []nic {
 	return out
 }
 
-func parseRole(r string) (engine.Role, error) {
+// engineRole is the engine's role of a group role.
+func engineRole(r config.Role) (engine.Role, error) {
 	switch r {
-	case "prefill":
+	case config.RolePrefill:
 		return engine.Prefill, nil
-	case "decode":
+	case config.RoleDecode:
 		return engine.Decode, nil
-	case "mixed":
+	case config.RoleMixed:
 		return engine.Mixed, nil
 	}
 	return 0, fmt.Errorf("unknown role %q", r)
+}
+
+// clusterPolicy is the cluster's handoff policy of a configured one.
+func clusterPolicy(p config.HandoffPolicy) (cluster.PolicyName, error) {
+	switch p {
+	case config.PolicyPull:
+		return cluster.Pull, nil
+	case config.PolicyReserve:
+		return cluster.Reserve, nil
+	case config.PolicyReject:
+		return cluster.Reject, nil
+	case config.PolicyPush:
+		return cluster.Push, nil
+	case config.PolicyEager:
+		return cluster.Eager, nil
+	}
+	return 0, fmt.Errorf("unknown handoff policy %q (valid: pull, reserve, reject, push, eager)", p)
+}
+
+// clusterPlacement is the cluster's decode placement of a configured one.
+func clusterPlacement(p config.HandoffPlacement) (cluster.Placement, error) {
+	switch p {
+	case config.PlacementRoundRobin:
+		return cluster.RoundRobinPlacement, nil
+	case config.PlacementLeastLoaded:
+		return cluster.LeastLoadedPlacement, nil
+	case config.PlacementMostFreeKV:
+		return cluster.MostFreeKVPlacement, nil
+	case config.PlacementRetry:
+		return cluster.RetryPlacement, nil
+	}
+	return 0, fmt.Errorf("unknown decode placement %q (valid: round-robin, least-loaded, most-free-kv, retry)", p)
 }
 
 // acc0HostBW is the host-to-device bandwidth of the first decode group's
 // accelerator (for push spills).
 func acc0HostBW(s *config.Scenario) float64 {
 	for _, g := range s.Instances {
-		if g.Role == "decode" {
+		if g.Role == config.RoleDecode {
 			if acc, err := hw.Lookup(g.Hardware); err == nil {
 				return acc.Node.HostBandwidth
 			}
@@ -421,11 +453,11 @@ func acc0HostBW(s *config.Scenario) float64 {
 // pdConfig translates the scenario's handoff section.
 func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDConfig, error) {
 	h := s.Handoff
-	pol, err := cluster.ParsePolicy(h.Policy)
+	pol, err := clusterPolicy(h.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("handoff.policy: %w", err)
 	}
-	pl, err := cluster.ParsePlacement(h.Placement)
+	pl, err := clusterPlacement(h.Placement)
 	if err != nil {
 		return nil, fmt.Errorf("handoff.placement: %w", err)
 	}
@@ -437,12 +469,12 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 		OffloadPinnedAfter:  int64(math.Round(h.OffloadPinnedAfterS * 1e9)),
 		OffloadPinnedMax:    int64(math.Round(h.OffloadPinnedMaxGB * 1e9)),
 		Heartbeat:           *h.Heartbeat,
-		ExpiryFails:         h.OnExpiry == "fail",
+		ExpiryFails:         h.OnExpiry == config.ExpiryFail,
 		RetryAfter:          int64(h.RetryAfterS * 1e9),
 		MaxPrefillQueue:     int64(h.MaxPrefillQueueS * 1e9),
 		MaxDecodeKVFraction: h.MaxDecodeKVFraction,
 		PushBufferBlocks:    pushBuf,
-		PushSpill:           h.PushOverflow == "spill",
+		PushSpill:           h.PushOverflow == config.OverflowSpill,
 		HostBandwidth:       hostBW,
 		LocalPrefillBelow:   h.LocalPrefillBelow,
 		MaxReprefills:       h.MaxReprefills,
@@ -453,24 +485,24 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 // the seed's "routing" stream.
 func newRouter(s *config.Scenario) (cluster.Router, error) {
 	switch s.Router {
-	case "round-robin":
+	case config.RouterRoundRobin:
 		return &cluster.RoundRobin{}, nil
-	case "random":
+	case config.RouterRandom:
 		return cluster.Random{Rand: des.Stream(s.Seed, "routing")}, nil
-	case "least-loaded":
+	case config.RouterLeastLoaded:
 		return cluster.LeastLoaded{}, nil
-	case "least-kv":
+	case config.RouterLeastKV:
 		return cluster.LeastKV{}, nil
-	case "prefix-affinity":
+	case config.RouterPrefixAffinity:
 		return cluster.PrefixAffinity{}, nil
-	case "kv-aware":
+	case config.RouterKVAware:
 		return cluster.KVAware{}, nil
-	case "power-of-two":
+	case config.RouterPowerOfTwo:
 		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}, nil
 	}
 	// Validate refuses it; a scenario built in code must not fall back
 	// to round-robin silently.
-	return nil, fmt.Errorf("router: unknown router %q (valid: %s)", s.Router, strings.Join(config.Routers, ", "))
+	return nil, fmt.Errorf("router: unknown router %q (valid: %s)", s.Router, config.RouterNames())
 }
 
 // enginePath names where group gi's engine settings come from: its own

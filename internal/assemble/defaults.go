@@ -107,9 +107,9 @@ func resolveGraphs(e *config.Engine, et perf.EngineTime) {
 		e.DisableCustomAllReduce = &f
 	}
 	if e.CUDAGraphMode == "" {
-		e.CUDAGraphMode = "full_and_piecewise"
+		e.CUDAGraphMode = config.GraphFullAndPiecewise
 	}
-	if !*e.EnforceEager && e.CUDAGraphMode != "none" {
+	if !*e.EnforceEager && e.CUDAGraphMode != config.GraphNone {
 		e.CUDAGraphCaptureSizes = slices.Clone(et.CaptureSizes)
 	}
 }

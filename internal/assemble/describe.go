@@ -66,7 +66,7 @@ type GroupDescription struct {
 // Describe returns what b simulates.
 func (b *Built) Describe() Description {
 	s := b.Scenario
-	d := Description{Name: s.Name, Seed: s.Seed, Model: s.Model, Dtype: s.Dtype, Predictor: s.Predictor.Kind, Workload: describeWorkload(&s.Workload)}
+	d := Description{Name: s.Name, Seed: s.Seed, Model: s.Model, Dtype: s.Dtype, Predictor: string(s.Predictor.Kind), Workload: describeWorkload(&s.Workload)}
 	if qf, err := s.Format(); err == nil && !qf.Off() {
 		d.Format = qf.String()
 		if b.formatScaled {
@@ -104,7 +104,7 @@ func (b *Built) Describe() Description {
 		if in.DP > 1 {
 			count = n / in.DP
 		}
-		g := GroupDescription{Name: in.Group, Count: count, Role: in.Role, Hardware: in.Hardware, TP: in.TP, PP: in.PP,
+		g := GroupDescription{Name: in.Group, Count: count, Role: string(in.Role), Hardware: in.Hardware, TP: in.TP, PP: in.PP,
 			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens, MaxNumSeqsFrom: in.BatchOrigin.Seqs,
 			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes}
@@ -142,7 +142,7 @@ func (b *Built) spanWarning(in Instance) string {
 // a warning (once per accelerator) when it borrows a calibration.
 func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]string) (string, map[string]bool) {
 	s := b.Scenario
-	if s.Predictor.Kind == "perfdb" {
+	if s.Predictor.Kind == config.PredictorPerfDB {
 		src := b.perfdb[in.Hardware]
 		acc, err := hw.Lookup(in.Hardware)
 		if err != nil {
@@ -158,7 +158,7 @@ func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]s
 		}
 		return src + "; outside the tables: roofline, " + desc, warned
 	}
-	if s.Predictor.Kind != "roofline" {
+	if s.Predictor.Kind != config.PredictorRoofline {
 		variant := s.Dtype
 		if qf, err := s.Format(); err == nil && !qf.Off() {
 			variant = qf.Variant()
@@ -202,8 +202,8 @@ func describeWorkload(w *config.Workload) string {
 		parts = append(parts, fmt.Sprintf("shared prefix: %d requests over %d contexts, %s arrivals%s", sp.Requests, sp.Prefixes, sp.Arrival.Kind, rate(sp.Arrival.Rate)))
 	default:
 		parts = append(parts, "trace "+w.Trace)
-		if w.Format != "jsonl" {
-			parts = append(parts, "format "+w.Format)
+		if w.Format != config.TraceJSONL {
+			parts = append(parts, "format "+string(w.Format))
 		}
 	}
 	if w.Limit > 0 {

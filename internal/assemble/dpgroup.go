@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
@@ -30,7 +31,10 @@ func (b *Built) dpGroups(counts *perf.TableCounts) ([]cluster.DPGroup, error) {
 	m := b.Model
 	routing := moe.Routing{}
 	if r := b.Scenario.MoE; r != nil {
-		routing = moe.Routing{Kind: r.Routing, Skew: r.Skew, Weights: b.routing}
+		routing = moe.Routing{Skew: r.Skew, Weights: b.routing}
+		if r.Routing == config.RoutingZipf {
+			routing.Kind = moe.Zipf
+		}
 	}
 	out := make([]cluster.DPGroup, len(b.groups))
 	for gi, g := range b.groups {

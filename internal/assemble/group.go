@@ -185,7 +185,7 @@ func (bl *builder) groupPredictor(gs *groupShape) (string, perf.Predictor, error
 func (bl *builder) basePredictor(gs *groupShape, key string) (base perf.Predictor, db *perfdb.DB, err error) {
 	s, src, m, acc, tp, path := bl.s, bl.src, bl.m, gs.acc, gs.tp, gs.path
 	switch s.Predictor.Kind {
-	case "perfdb":
+	case config.PredictorPerfDB:
 		var rl *perf.Roofline
 		base, rl, db, err = measuredPredictor(s, src, bl.dbs, m, acc, tp, gs.ep, bl.qf)
 		if err != nil {
@@ -193,7 +193,7 @@ func (bl *builder) basePredictor(gs *groupShape, key string) (base perf.Predicto
 		}
 		bl.rooflines[key] = rl
 		bl.b.perfdb[acc.Name] = describePerfDB(db, bl.dbs.name)
-	case "roofline":
+	case config.PredictorRoofline:
 		base, err = roofline(s, src, m, acc, tp, bl.qf)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -303,7 +303,7 @@ func (bl *builder) engineConfig(gs *groupShape, blocks int, sb specBuild) (cfg e
 		cfg.PipelineParallel = gs.pp
 		cfg.PPSend = engine.PPSend{LatencyNs: tc.LinkLatencyNs, BytesPerToken: int64(m.HiddenSize) * int64(bl.bpe), Bandwidth: tc.LinkBW}
 	}
-	role, err := parseRole(gs.g.Role)
+	role, err := engineRole(gs.g.Role)
 	if err != nil {
 		return engine.Config{}, 0, fmt.Errorf("%s.role: %w", path, err)
 	}
@@ -311,7 +311,7 @@ func (bl *builder) engineConfig(gs *groupShape, blocks int, sb specBuild) (cfg e
 	if role == engine.Decode {
 		cfg.ReservedDecodeTokens = s.Handoff.ReservedDecodeTokens
 	}
-	if s.PD() && role == engine.Decode && s.Handoff.Policy == "push" {
+	if s.PD() && role == engine.Decode && s.Handoff.Policy == config.PolicyPush {
 		pushBuf = int(float64(blocks) * s.Handoff.PushBufferFraction)
 		cfg.NumBlocks = blocks - pushBuf
 	}
@@ -372,7 +372,7 @@ func (bl *builder) dpSpec(gs *groupShape, key string, pred perf.Predictor) (grou
 	}
 	graph := gs.et
 	graph.CaptureSizes = slices.Sorted(slices.Values(gs.et.CaptureSizes))
-	return groupSpec{pred: pred, timer: timer, graph: graph, balance: gs.g.DPBalance != "router", seededTies: gs.g.DPBalanceTies == "seeded",
+	return groupSpec{pred: pred, timer: timer, graph: graph, balance: gs.g.DPBalance != config.DPBalanceRouter, seededTies: gs.g.DPBalanceTies == config.TiesSeeded,
 		hiddenBytes: m.HiddenSize * int64(bl.bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9}, nil
 }
 

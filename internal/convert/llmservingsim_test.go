@@ -199,7 +199,7 @@ func TestMapping(t *testing.T) {
 			}
 			for i, want := range tc.groups {
 				g := s.Instances[i]
-				got := group{count: *g.Count, tp: *g.TP, pp: *g.PP, role: g.Role, hw: g.Hardware, memGB: g.MemoryGB}
+				got := group{count: *g.Count, tp: *g.TP, pp: *g.PP, role: string(g.Role), hw: g.Hardware, memGB: g.MemoryGB}
 				if want.pp == 0 {
 					want.pp = 1
 				}

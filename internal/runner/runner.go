@@ -13,6 +13,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/metrics"
@@ -152,7 +153,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		opts.SLO = metrics.SLO{TTFT: int64(slo.TTFTMs * 1e6), TPOT: int64(slo.TPOTMs * 1e6), E2E: int64(slo.E2EMs * 1e6)}
 	}
 	for _, t := range slo.Percentiles {
-		opts.Targets = append(opts.Targets, metrics.Target{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs})
+		opts.Targets = append(opts.Targets, metrics.Target{Metric: targetMetric(t.Metric), Percentile: t.Percentile, MaxMs: t.MaxMs})
 	}
 	o.sum.SetSLO(opts.SLO)
 	if b.Scenario.FrontEnd != nil {
@@ -304,7 +305,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
-			if b.Instances[i].Role == "prefill" {
+			if b.Instances[i].Role == config.RolePrefill {
 				res.PinnedKV = append(res.PinnedKV, metrics.PinnedKV{Instance: i, PeakBlocks: peak[i], MeanBlocks: mean[i]})
 			}
 		}
@@ -393,4 +394,19 @@ func tierResults(h *kvtier.Hierarchy, sum *metrics.Summary) []metrics.TierResult
 		out = append(out, r)
 	}
 	return out
+}
+
+// targetMetric is the summary's latency metric of a configured target.
+func targetMetric(m config.SLOMetric) metrics.Metric {
+	switch m {
+	case config.MetricTTFT:
+		return metrics.TTFT
+	case config.MetricTPOT:
+		return metrics.TPOT
+	case config.MetricITL:
+		return metrics.ITL
+	case config.MetricE2E:
+		return metrics.E2E
+	}
+	return metrics.Metric(m) // refused by Validate; the target is then reported unmet
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -56,7 +57,7 @@ func NewServer(b *assemble.Built, opts Options) (*Server, error) {
 	}
 	lim := limits{model: opts.ModelName, defaultMax: opts.DefaultMaxTokens}
 	for _, in := range b.Instances {
-		if in.Role == "prefill" {
+		if in.Role == config.RolePrefill {
 			continue // a prompt must also fit where it is decoded
 		}
 		if n := in.Engine.MaxModelLen; n > lim.maxModelLen {

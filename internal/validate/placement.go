@@ -54,7 +54,7 @@ var errNoPlacement = errors.New("--placement-replicas: the run has no data-paral
 // by data-parallel ranks that vLLM's balancer feeds.
 func balancedGroups(s *config.Scenario) bool {
 	for _, g := range s.Instances {
-		if dp, _ := g.Parallel(); dp > 1 && g.DPBalance != "router" {
+		if dp, _ := g.Parallel(); dp > 1 && g.DPBalance != config.DPBalanceRouter {
 			return true
 		}
 	}
@@ -74,7 +74,7 @@ func addPlacementSpread(rep *Report, s *config.Scenario, cs config.Source, newSr
 		rs.Seed = s.Seed + uint64(r)
 		rs.Instances = slices.Clone(s.Instances)
 		for i := range rs.Instances {
-			rs.Instances[i].DPBalanceTies = "seeded"
+			rs.Instances[i].DPBalanceTies = config.TiesSeeded
 		}
 		built, err := assemble.Build(&rs, cs)
 		if err != nil {
