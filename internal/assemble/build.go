@@ -289,19 +289,19 @@ type builder struct {
 	// Per predictor key (see groupPredictor): the predictors, their GPU-time
 	// part (speculative heads), the per-rank MoE timers and rooflines, and
 	// whether the MoE time is the tp1 table divided by tp.
-	predictors map[string]perf.Predictor
-	gpuTime    map[string]perf.Predictor
-	timers     map[string]moe.LayerTimer
-	rooflines  map[string]*perf.Roofline
-	scaledMoE  map[string]bool
+	predictors map[predictorKey]perf.Predictor
+	gpuTime    map[predictorKey]perf.Predictor
+	timers     map[predictorKey]moe.LayerTimer
+	rooflines  map[predictorKey]*perf.Roofline
+	scaledMoE  map[predictorKey]bool
 }
 
 // newBuilder starts a build from the shared inputs.
 func newBuilder(in *buildInputs) *builder {
 	bl := &builder{buildInputs: in, b: &Built{Scenario: in.s, Model: in.m, src: in.src},
 		place:      placer{open: map[string]*openNode{}},
-		predictors: map[string]perf.Predictor{}, gpuTime: map[string]perf.Predictor{},
-		timers: map[string]moe.LayerTimer{}, rooflines: map[string]*perf.Roofline{}, scaledMoE: map[string]bool{}}
+		predictors: map[predictorKey]perf.Predictor{}, gpuTime: map[predictorKey]perf.Predictor{},
+		timers: map[predictorKey]moe.LayerTimer{}, rooflines: map[predictorKey]*perf.Roofline{}, scaledMoE: map[predictorKey]bool{}}
 	if in.dbs != nil {
 		bl.b.perfdb = map[string]string{}
 	}
