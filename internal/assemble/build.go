@@ -118,20 +118,22 @@ type Built struct {
 // a fresh router and a fresh workload source. The closer must be closed
 // after the run.
 func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
-	sim, _, closer, err := b.NewRun(obs)
+	sim, _, closer, err := b.NewRun(obs, nil)
 	return sim, closer, err
 }
 
 // NewRun is NewSim that also returns the run's table counts: how many
 // op evaluations the measured-kernel predictors (predictor.kind perfdb)
 // timed from their tables and how many fell back to the roofline.
-func (b *Built) NewRun(obs cluster.Observer) (*cluster.Sim, *perf.TableCounts, io.Closer, error) {
+// interrupt, when set, is polled during the run and stops it
+// (cluster.Config.Interrupt).
+func (b *Built) NewRun(obs cluster.Observer, interrupt func() bool) (*cluster.Sim, *perf.TableCounts, io.Closer, error) {
 	src, closer, err := b.Open()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	counts := &perf.TableCounts{}
-	sim, err := b.newSim(src, obs, nil, counts)
+	sim, err := b.newSim(src, obs, nil, counts, runTime{interrupt: interrupt})
 	if err != nil {
 		closer.Close()
 		return nil, nil, nil, err
@@ -144,12 +146,21 @@ func (b *Built) Router() (cluster.Router, error) { return newRouter(b.Scenario) 
 
 // NewSimFrom is NewSim with the workload source and the arrival router
 // given (nil router: the scenario's), as a driver that feeds requests in
-// real time needs (servesim serve).
+// real time needs (servesim serve). A served simulation has no end: the
+// scenario's run limits (meant for batch runs) do not apply; the
+// automatic event budget still stops one that loops without progress.
 func (b *Built) NewSimFrom(src workload.Source, obs cluster.Observer, router cluster.Router) (*cluster.Sim, error) {
-	return b.newSim(src, obs, router, &perf.TableCounts{})
+	return b.newSim(src, obs, router, &perf.TableCounts{}, runTime{served: true})
 }
 
-func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster.Router, counts *perf.TableCounts) (*cluster.Sim, error) {
+// runTime are the parts of a simulation that come from how it is run,
+// not from the scenario.
+type runTime struct {
+	interrupt func() bool // polled during the run (nil: none)
+	served    bool        // a served simulation: no run limits
+}
+
+func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster.Router, counts *perf.TableCounts, rt runTime) (*cluster.Sim, error) {
 	engines := make([]*engine.Engine, len(b.Instances))
 	for i := range b.Instances {
 		in := &b.Instances[i]
@@ -165,32 +176,30 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 			return nil, err
 		}
 	}
-	sim, err := cluster.New(engines, src, router, obs)
-	if err != nil {
-		return nil, err
+	cfg := cluster.Config{Engines: engines, Source: src, Router: router, Observer: obs,
+		CheckInvariants: b.Scenario.CheckInvariants,
+		MaxConcurrency:  b.Scenario.Workload.MaxConcurrency,
+		Warmup:          int64(b.Scenario.Workload.WarmupRequests),
+		Interrupt:       rt.interrupt}
+	if !rt.served {
+		cfg.Limits = cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents}
 	}
-	sim.CheckInvariants(b.Scenario.CheckInvariants)
-	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
-	sim.SetWarmup(int64(b.Scenario.Workload.WarmupRequests))
 	if fe := b.Scenario.FrontEnd; fe != nil {
-		sim.SetFrontEnd(frontend.New(*fe, b.Scenario.Seed, len(engines)))
+		cfg.FrontEnd = frontend.New(*fe, b.Scenario.Seed, len(engines))
 	}
-	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
 	if len(b.groups) > 0 {
 		groups, err := b.dpGroups(counts)
-		if err == nil {
-			err = sim.SetDPGroups(groups)
-		}
 		if err != nil {
 			return nil, err
 		}
+		cfg.DPGroups = groups
 	}
 	if b.tiers != nil {
 		h, err := kvtier.New(*b.tiers)
 		if err != nil {
 			return nil, err
 		}
-		sim.EnableTiers(h)
+		cfg.Tiers = h
 	}
 	if b.PD != nil {
 		net := link.New()
@@ -204,11 +213,9 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 			nodes[i].Layers = b.layers
 			nodes[i].PrefillTokensPerSec = in.prefillRate
 		}
-		if err := sim.EnablePD(*b.PD, nodes, net); err != nil {
-			return nil, err
-		}
+		cfg.PD = &cluster.PDSetup{Config: *b.PD, Nodes: nodes, Net: net}
 	}
-	return sim, nil
+	return cluster.New(cfg)
 }
 
 // Build resolves a validated scenario: it loads the model and hardware,

@@ -33,11 +33,9 @@ type closedLoop struct {
 	genAt, fAt int64 // the two at the window's start
 }
 
-// SetWarmup makes the workload's first n requests (ids 0 to n-1) warm-up
-// requests, as vllm bench serve --num-warmups runs them: the measured
-// requests are sent only once every warm-up request has ended, and their
-// arrival schedule starts then. Call before Run.
-func (s *Sim) SetWarmup(n int64) {
+// setWarmup makes the workload's first n requests warm-up requests
+// (Config.Warmup).
+func (s *Sim) setWarmup(n int64) {
 	s.cl.warmup, s.cl.warmLeft, s.cl.warmEnd = n, n, -1
 	if n == 0 {
 		s.cl.warmEnd = 0

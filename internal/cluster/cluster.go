@@ -165,35 +165,9 @@ type Sim struct {
 	aborting []int64 // aborts waiting for their request to leave a batch or a handoff (abort.go)
 }
 
-// New returns a simulation of engines serving src. Engines are indexed by
-// their position.
-func New(engines []*engine.Engine, src workload.Source, router Router, obs Observer) (*Sim, error) {
-	if len(engines) == 0 {
-		return nil, errors.New("cluster: at least one instance is required")
-	}
-	if router == nil {
-		router = &RoundRobin{}
-	}
-	s := &Sim{engines: engines, src: src, router: router, obs: obs, sessions: map[int64][]workload.Request{}}
-	s.rel, _ = src.(workload.Releaser)
-	for _, e := range engines {
-		e.OnFail(s.engineFailed)
-		if e.Err() != nil {
-			s.engFailed = true
-		}
-	}
-	return s, nil
-}
-
 // engineFailed is the engines' failure hook: Run looks for the failed
 // engine after the current event.
 func (s *Sim) engineFailed() { s.engFailed = true }
-
-// SetMaxConcurrency limits the workload entries in flight to n (0: no
-// limit), as a benchmark client with n concurrent requests does: an entry
-// is sent at its arrival time or, when n are in flight, as soon as one of
-// them ends, and its arrival is the time it was sent.
-func (s *Sim) SetMaxConcurrency(n int) { s.maxConc = n }
 
 // Engines returns the instances (read-only use).
 func (s *Sim) Engines() []*engine.Engine { return s.engines }
@@ -615,12 +589,6 @@ func (s *Sim) engineErr() error {
 	}
 	return nil
 }
-
-// CheckInvariants turns on the cluster-level checks (every request in
-// exactly one handoff state): after every event while few requests are in
-// flight, amortised over events when many are (checkPDDue), and on the
-// state the run ends in.
-func (s *Sim) CheckInvariants(on bool) { s.checks = on }
 
 // end records a terminal request and releases its session successor.
 func (s *Sim) end(rec *metrics.Record, now int64) {

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 
 	"github.com/servesim/servesim/internal/des"
-	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/perf"
 )
 
@@ -70,18 +69,14 @@ type dpGroup struct {
 	bal     *dpBalancer
 }
 
-// SetDPGroups declares the data-parallel groups among the engines. An
-// engine belongs to at most one group; engines outside every group step
-// on their own. It must be called before Run.
-func (s *Sim) SetDPGroups(groups []DPGroup) error {
+// setDPGroups declares the data-parallel groups among the engines
+// (Config.DPGroups, validated).
+func (s *Sim) setDPGroups(groups []DPGroup) {
 	s.groupOf = make([]int32, len(s.engines))
 	for i := range s.groupOf {
 		s.groupOf[i] = -1
 	}
 	for gi, g := range groups {
-		if len(g.Ranks) == 0 || g.Pred == nil || g.Graph == nil {
-			return fmt.Errorf("cluster: DP group %d needs ranks, a predictor and a graph dispatch", gi)
-		}
 		if g.PublishNs <= 0 {
 			g.PublishNs = 100_000_000
 		}
@@ -89,22 +84,12 @@ func (s *Sim) SetDPGroups(groups []DPGroup) error {
 			g.HeartbeatNs = 4_000_000_000
 		}
 		for _, r := range g.Ranks {
-			if r < 0 || r >= len(s.engines) || s.groupOf[r] >= 0 {
-				return fmt.Errorf("cluster: DP group %d: engine %d is out of range or already in a group", gi, r)
-			}
-			if s.engines[r].Config().Role != engine.Mixed {
-				return fmt.Errorf("cluster: DP group %d: engine %d has role %s; DP ranks serve mixed", gi, r, s.engines[r].Config().Role)
-			}
-			if s.engines[r].Config().PipelineParallel > 1 {
-				return fmt.Errorf("cluster: DP group %d: engine %d uses pipeline parallelism, which DP ranks do not model", gi, r)
-			}
 			s.groupOf[r] = int32(gi)
 		}
 		n := len(g.Ranks)
 		s.groups = append(s.groups, &dpGroup{DPGroup: g, formed: make([]bool, n), batches: make([]perf.Batch, n), bal: newDPBalancer(n, g.PublishNs, g.HeartbeatNs, ties(g)),
 			last: GroupStep{Tokens: make([]int, n), Dummy: make([]bool, n), RankNs: make([]int64, n)}})
 	}
-	return nil
 }
 
 // ties is the random stream that breaks group g's balancer ties, nil for

@@ -57,7 +57,7 @@ func TestRunStopsOnEngineFailure(t *testing.T) {
 				{ID: int64(i), Arrival: int64(i) * 1e5, InputTokens: 40, OutputTokens: 5}}})
 		}
 		c := &corrupter{collect: collect{recs: map[int64]metrics.Record{}}, es: es, inst: 1}
-		sim, err := New(es, &entrySrc{es: entries}, nil, c)
+		sim, err := New(Config{Engines: es, Source: &entrySrc{es: entries}, Observer: c})
 		if err != nil {
 			t.Fatal(err)
 		}

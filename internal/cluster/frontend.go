@@ -37,18 +37,6 @@ type feReq struct {
 	first int64 // when the client received its first chunk (-1: not yet)
 }
 
-// SetFrontEnd puts the served endpoint m between the clients and the
-// engines (nil: none). Arrivals become the clients' send times; records
-// get client-side times (metrics.Record.FrontEnd) and the gaps shown to
-// the observer are the client's. Call before Run.
-func (s *Sim) SetFrontEnd(m *frontend.Model) {
-	if m == nil {
-		s.fe = nil
-		return
-	}
-	s.fe = &feState{m: m, simple: m.Simple(), reqs: map[int64]feReq{}}
-}
-
 // send is a request leaving its client at now: straight to admission
 // without a front end, else on its way to an API server.
 func (s *Sim) send(req *workload.Request, now int64) error {

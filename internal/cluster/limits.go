@@ -58,14 +58,6 @@ type liveReq struct {
 	session       string
 }
 
-// SetLimits sets the run's limits; call before Run.
-func (s *Sim) SetLimits(l Limits) { s.limits = l }
-
-// SetInterrupt installs a check called every few thousand events; when it
-// returns true Run stops and returns ErrInterrupted. The check is the
-// caller's (e.g. a context's Done channel): the core reads no clock.
-func (s *Sim) SetInterrupt(check func() bool) { s.interrupt = check }
-
 // LimitReached says which limit ended the run ("" if none).
 func (s *Sim) LimitReached() string { return s.limited }
 

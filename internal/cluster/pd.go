@@ -137,18 +137,13 @@ const (
 	evOffload                   // pinned KV due to move to host: Arg = request id, Target = generation
 )
 
-// EnablePD turns the simulation into a disaggregated one: nodes describe
-// every instance's network attachment (index-aligned with the engines).
-func (s *Sim) EnablePD(cfg PDConfig, nodes []Node, net *link.Network) error {
-	if len(nodes) != len(s.engines) {
-		return fmt.Errorf("cluster: %d network nodes for %d instances", len(nodes), len(s.engines))
-	}
+// setPD turns the simulation into a disaggregated one (Config.PD,
+// validated): nodes describe every instance's network attachment
+// (index-aligned with the engines).
+func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	pol, err := newPolicy(cfg.Policy)
 	if err != nil {
 		return err
-	}
-	if cfg.MaxReprefills < 0 {
-		return fmt.Errorf("cluster: max_reprefills must be >= 0 (got %d)", cfg.MaxReprefills)
 	}
 	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, hands: map[int64]*hand{}}
 	p.adm, _ = pol.(admitter)
@@ -163,12 +158,6 @@ func (s *Sim) EnablePD(cfg PDConfig, nodes []Node, net *link.Network) error {
 		default:
 			p.prefill = append(p.prefill, i)
 		}
-	}
-	if len(p.decode) == 0 {
-		return fmt.Errorf("cluster: P/D mode needs at least one decode instance")
-	}
-	if len(p.prefill) == 0 {
-		return fmt.Errorf("cluster: P/D mode needs at least one prefill instance")
 	}
 	p.demandBS = s.engines[p.decode[0]].Config().BlockSize
 	if su, ok := pol.(setupper); ok {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/link"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/perf"
@@ -63,6 +64,7 @@ type pdSetup struct {
 	latency          int64
 	kvPerToken       int64
 	pred             perf.Predictor
+	tiers            *kvtier.Hierarchy // nil: none
 }
 
 // fataler is the part of testing.TB and *rapid.T the setup needs.
@@ -90,11 +92,6 @@ func (ps pdSetup) build(t fataler, reqs []workload.Request) (*Sim, *collect) {
 		add(engine.Decode, ps.dBlocks)
 	}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New(engines, &sliceSrc{reqs: reqs}, &RoundRobin{}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim.CheckInvariants(true)
 	net := link.New()
 	nodes := make([]Node, len(engines))
 	for i := range nodes {
@@ -107,7 +104,9 @@ func (ps pdSetup) build(t fataler, reqs []workload.Request) (*Sim, *collect) {
 			cfg.PushBufferBlocks[i] = ps.dBlocks / 10
 		}
 	}
-	if err := sim.EnablePD(cfg, nodes, net); err != nil {
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: reqs}, Router: &RoundRobin{}, Observer: c, CheckInvariants: true,
+		Tiers: ps.tiers, PD: &PDSetup{Config: cfg, Nodes: nodes, Net: net}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return sim, c
@@ -148,7 +147,7 @@ func TestDecodePhaseMatchesPreloadedMixed(t *testing.T) {
 		warm.Arrival = 0
 		warm.OutputTokens = 1
 		c := &collect{recs: map[int64]metrics.Record{}}
-		ms, _ := New([]*engine.Engine{mixed}, &sliceSrc{reqs: []workload.Request{warm, {ID: r.ID, Arrival: 10e9, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputIDs: r.InputIDs}}}, nil, c)
+		ms, _ := New(Config{Engines: []*engine.Engine{mixed}, Source: &sliceSrc{reqs: []workload.Request{warm, {ID: r.ID, Arrival: 10e9, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputIDs: r.InputIDs}}}, Observer: c})
 		if _, err := ms.Run(); err != nil {
 			t.Fatal(err)
 		}
@@ -346,7 +345,10 @@ func TestRouters(t *testing.T) {
 		}
 		engines = append(engines, e)
 	}
-	sim, _ := New(engines, &sliceSrc{}, nil, nil)
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Instance 0 caches the prompt's prefix; instance 1 has a queue.
 	warm := workload.Request{ID: 1, InputTokens: 64, OutputTokens: 1, InputIDs: ids}
 	engines[0].Add(&warm, 0)

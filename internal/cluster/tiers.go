@@ -33,10 +33,10 @@ type tierState struct {
 	onOffloadStart func(id int64)
 }
 
-// EnableTiers connects every prefix-caching engine, and every engine that
+// setTiers connects every prefix-caching engine, and every engine that
 // swaps preempted requests' KV to host, to the KV tiers h, whose instances
 // are the engines in order.
-func (s *Sim) EnableTiers(h *kvtier.Hierarchy) {
+func (s *Sim) setTiers(h *kvtier.Hierarchy) {
 	s.tiers = &tierState{h: h, at: -1}
 	for _, e := range s.engines {
 		if e.Config().PrefixCaching || e.Config().SwapBlocks > 0 {

@@ -187,7 +187,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 		o.jsonl = metrics.NewJSONLWriter(w, wopts...)
 	}
-	sim, tables, closer, err := b.NewRun(o)
+	sim, tables, closer, err := b.NewRun(o, opts.Interrupt)
 	if err != nil {
 		return metrics.Result{}, err
 	}
@@ -236,7 +236,6 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 			opts.Sampler.Watch(i, snap(i))
 		}
 	}
-	sim.SetInterrupt(opts.Interrupt)
 	end, err := sim.Run()
 	if opts.Sampler != nil {
 		opts.Sampler.Close(end)
