@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"slices"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/cluster"
@@ -79,15 +80,17 @@ func tpNodes(tp, nodeGPUs int) int {
 	return (tp + nodeGPUs - 1) / nodeGPUs
 }
 
-// Built is a scenario assembled into runnable parts. It is immutable:
-// NewSim creates fresh engines, router and workload source for every run.
+// Built is a scenario assembled into runnable parts. It is immutable: its
+// fields are read through accessors that return copies (or, for the
+// model, a configuration nothing modifies), and NewSim creates fresh
+// engines, router and workload source for every run.
 type Built struct {
-	Scenario  *config.Scenario
-	Model     *model.Config
-	Instances []Instance
-	// PD is the handoff configuration of a disaggregated scenario (nil for
+	scenario  config.Scenario // a copy of the scenario built
+	model     *model.Config
+	instances []Instance
+	// pd is the handoff configuration of a disaggregated scenario (nil for
 	// colocated serving).
-	PD *cluster.PDConfig
+	pd *cluster.PDConfig
 	// tiers configures the KV tiers below the GPUs (nil: none).
 	tiers *kvtier.Config
 	// engines are the instance groups' effective engine settings, every
@@ -109,9 +112,46 @@ type Built struct {
 	// perfdb describes, per accelerator, the database tables that time
 	// its steps (predictor.kind perfdb; nil otherwise).
 	perfdb map[string]string
-	// Open returns a fresh workload source (it can be called again to
-	// replay the same workload) and a closer for the file behind it.
-	Open func() (workload.Source, io.Closer, error)
+	// open returns a fresh workload source and a closer for the file
+	// behind it (see Open).
+	open func() (workload.Source, io.Closer, error)
+}
+
+// Scenario returns a copy of the scenario b was built from (its sections
+// behind pointers are shared: read them only).
+func (b *Built) Scenario() config.Scenario { return b.scenario }
+
+// Model returns the served model's configuration (read only).
+func (b *Built) Model() *model.Config { return b.model }
+
+// NumInstances returns the number of built instances (engines).
+func (b *Built) NumInstances() int { return len(b.instances) }
+
+// Instance returns a copy of instance i.
+func (b *Built) Instance(i int) Instance { return b.instances[i] }
+
+// Instances returns a copy of the built instances.
+func (b *Built) Instances() []Instance { return slices.Clone(b.instances) }
+
+// PD returns the handoff configuration of a disaggregated scenario, and
+// false for colocated serving.
+func (b *Built) PD() (cluster.PDConfig, bool) {
+	if b.pd == nil {
+		return cluster.PDConfig{}, false
+	}
+	return *b.pd, true
+}
+
+// Open returns a fresh workload source (it can be called again to replay
+// the same workload) and a closer for the file behind it.
+func (b *Built) Open() (workload.Source, io.Closer, error) { return b.open() }
+
+// WithSource returns a copy of b whose runs read the workload from open
+// instead of the scenario's (a replay of a measured run).
+func (b *Built) WithSource(open func() (workload.Source, io.Closer, error)) *Built {
+	c := *b
+	c.open = open
+	return &c
 }
 
 // NewSim assembles a simulation from a built scenario with fresh engines,
@@ -142,7 +182,7 @@ func (b *Built) NewRun(obs cluster.Observer, interrupt func() bool) (*cluster.Si
 }
 
 // Router returns a fresh instance of the scenario's arrival router.
-func (b *Built) Router() (cluster.Router, error) { return newRouter(b.Scenario) }
+func (b *Built) Router() (cluster.Router, error) { return newRouter(&b.scenario) }
 
 // NewSimFrom is NewSim with the workload source and the arrival router
 // given (nil router: the scenario's), as a driver that feeds requests in
@@ -161,9 +201,9 @@ type runTime struct {
 }
 
 func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster.Router, counts *perf.TableCounts, rt runTime) (*cluster.Sim, error) {
-	engines := make([]*engine.Engine, len(b.Instances))
-	for i := range b.Instances {
-		in := &b.Instances[i]
+	engines := make([]*engine.Engine, len(b.instances))
+	for i := range b.instances {
+		in := &b.instances[i]
 		e, err := engine.New(i, in.Engine, perf.ForRun(in.Predictor, counts))
 		if err != nil {
 			return nil, fmt.Errorf("instance %d (group %s): %w", i, in.Group, err)
@@ -172,20 +212,20 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 	}
 	if router == nil {
 		var err error
-		if router, err = newRouter(b.Scenario); err != nil {
+		if router, err = newRouter(&b.scenario); err != nil {
 			return nil, err
 		}
 	}
 	cfg := cluster.Config{Engines: engines, Source: src, Router: router, Observer: obs,
-		CheckInvariants: b.Scenario.CheckInvariants,
-		MaxConcurrency:  b.Scenario.Workload.MaxConcurrency,
-		Warmup:          int64(b.Scenario.Workload.WarmupRequests),
+		CheckInvariants: b.scenario.CheckInvariants,
+		MaxConcurrency:  b.scenario.Workload.MaxConcurrency,
+		Warmup:          int64(b.scenario.Workload.WarmupRequests),
 		Interrupt:       rt.interrupt}
 	if !rt.served {
-		cfg.Limits = cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents}
+		cfg.Limits = cluster.Limits{MaxTime: int64(math.Round(b.scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.scenario.Limits.MaxEvents}
 	}
-	if fe := b.Scenario.FrontEnd; fe != nil {
-		cfg.FrontEnd = frontend.New(*fe, b.Scenario.Seed, len(engines))
+	if fe := b.scenario.FrontEnd; fe != nil {
+		cfg.FrontEnd = frontend.New(*fe, b.scenario.Seed, len(engines))
 	}
 	if len(b.groups) > 0 {
 		groups, err := b.dpGroups(counts)
@@ -201,11 +241,11 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 		}
 		cfg.Tiers = h
 	}
-	if b.PD != nil {
+	if b.pd != nil {
 		net := link.New()
 		nodes := make([]cluster.Node, len(engines))
 		for i := range nodes {
-			in := &b.Instances[i]
+			in := &b.instances[i]
 			for _, n := range in.nics {
 				nodes[i].Endpoints = append(nodes[i].Endpoints, net.AddEndpoint(n.bw, n.latency))
 			}
@@ -213,7 +253,7 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 			nodes[i].Layers = b.layers
 			nodes[i].PrefillTokensPerSec = in.prefillRate
 		}
-		cfg.PD = &cluster.PDSetup{Config: *b.PD, Nodes: nodes, Net: net}
+		cfg.PD = &cluster.PDSetup{Config: *b.pd, Nodes: nodes, Net: net}
 	}
 	return cluster.New(cfg)
 }
@@ -305,7 +345,7 @@ type builder struct {
 
 // newBuilder starts a build from the shared inputs.
 func newBuilder(in *buildInputs) *builder {
-	bl := &builder{buildInputs: in, b: &Built{Scenario: in.s, Model: in.m, src: in.src},
+	bl := &builder{buildInputs: in, b: &Built{scenario: *in.s, model: in.m, src: in.src},
 		place:      placer{open: map[string]*openNode{}},
 		predictors: map[predictorKey]perf.Predictor{}, gpuTime: map[predictorKey]perf.Predictor{},
 		timers: map[predictorKey]moe.LayerTimer{}, rooflines: map[predictorKey]*perf.Roofline{}, scaledMoE: map[predictorKey]bool{}}
@@ -343,15 +383,15 @@ func (bl *builder) finish() (*Built, error) {
 		}
 	}
 	if s.PD() {
-		pushBuf := make([]int, len(b.Instances))
-		for i := range b.Instances {
-			pushBuf[i] = b.Instances[i].pushBuf
+		pushBuf := make([]int, len(b.instances))
+		for i := range b.instances {
+			pushBuf[i] = b.instances[i].pushBuf
 		}
 		pdc, err := pdConfig(s, pushBuf, acc0HostBW(s))
 		if err != nil {
 			return nil, err
 		}
-		b.PD = pdc
+		b.pd = pdc
 	}
 	open, err := workloadOpener(s, src)
 	if err != nil {
@@ -360,7 +400,7 @@ func (bl *builder) finish() (*Built, error) {
 	if open, err = requireAcceptance(s, open); err != nil {
 		return nil, err
 	}
-	b.Open = open
+	b.open = open
 	return b, nil
 }
 

@@ -81,7 +81,7 @@ func resolveBatch(eng *config.Engine, d batchDefaults, maxLen int) BatchOrigin {
 // max_model_len and KV blocks as computed. Running it simulates the same
 // engines; `run --print-config` prints it.
 func (b *Built) Resolved() *config.Scenario {
-	s := *b.Scenario
+	s := b.scenario
 	s.Instances = slices.Clone(s.Instances)
 	for i := range s.Instances {
 		e := b.engines[i]

@@ -408,12 +408,12 @@ func (bl *builder) placeInstances(gs *groupShape, tmpl Instance, spec groupSpec)
 		spec.ranks = nil
 		for r := 0; r < dp; r++ {
 			if dp > 1 || gs.ep > 1 {
-				spec.ranks = append(spec.ranks, len(b.Instances))
+				spec.ranks = append(spec.ranks, len(b.instances))
 			}
 			in := tmpl
-			in.Index, in.Rank, in.Node = len(b.Instances), r, node
+			in.Index, in.Rank, in.Node = len(b.instances), r, node
 			in.nics = slices.Clone(tmpl.nics)
-			b.Instances = append(b.Instances, in)
+			b.instances = append(b.instances, in)
 		}
 		if spec.ranks != nil {
 			b.groups = append(b.groups, spec)

@@ -71,7 +71,7 @@ func TestPredictorKeyNVLinkDomain(t *testing.T) {
 func TestPredictorKeyCustomAllReduce(t *testing.T) {
 	b := mustBuild(t, "ar.yaml", "hardware: H100\npredictor: {kind: roofline}\nworkload: {limit: 5}\n"+
 		"instances: [{tp: 2}, {tp: 2, engine: {disable_custom_all_reduce: true}}]\n")
-	custom, nccl := b.Instances[0].Predictor.StepTime(decodeBatch), b.Instances[1].Predictor.StepTime(decodeBatch)
+	custom, nccl := b.instances[0].Predictor.StepTime(decodeBatch), b.instances[1].Predictor.StepTime(decodeBatch)
 	if custom == nccl {
 		t.Errorf("custom all-reduce and NCCL steps both %d ns: the groups share a predictor", custom)
 	}

@@ -132,8 +132,8 @@ func runOne(ctx context.Context, v *Variant, withReport bool) (Result, error) {
 // Instances lists a built scenario's instances as an HTML report names
 // them.
 func Instances(b *assemble.Built) []report.InstanceInfo {
-	out := make([]report.InstanceInfo, len(b.Instances))
-	for i, in := range b.Instances {
+	out := make([]report.InstanceInfo, b.NumInstances())
+	for i, in := range b.Instances() {
 		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: string(in.Role)}
 	}
 	return out

@@ -148,7 +148,7 @@ func (c flushCloser) Close() error {
 // Run simulates b with the given outputs and returns the summary.
 func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	o := &observer{sum: metrics.NewSummary(), opts: &opts}
-	slo := b.Scenario.SLO
+	slo := b.Scenario().SLO
 	if opts.SLO == (metrics.SLO{}) {
 		opts.SLO = metrics.SLO{TTFT: int64(slo.TTFTMs * 1e6), TPOT: int64(slo.TPOTMs * 1e6), E2E: int64(slo.E2EMs * 1e6)}
 	}
@@ -156,10 +156,10 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		opts.Targets = append(opts.Targets, metrics.Target{Metric: targetMetric(t.Metric), Percentile: t.Percentile, MaxMs: t.MaxMs})
 	}
 	o.sum.SetSLO(opts.SLO)
-	if b.Scenario.FrontEnd != nil {
+	if b.Scenario().FrontEnd != nil {
 		o.sum.SetClientSide()
 	}
-	warm := int64(b.Scenario.Workload.WarmupRequests)
+	warm := int64(b.Scenario().Workload.WarmupRequests)
 	o.sum.SetWarmup(warm)
 	defer func() {
 		for _, c := range o.closers {
@@ -167,10 +167,10 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 	}()
 	var wopts []metrics.Option
-	if b.Scenario.KVTiers != nil {
+	if b.Scenario().KVTiers != nil {
 		wopts = append(wopts, metrics.WithTierColumns())
 	}
-	if b.Scenario.FrontEnd != nil {
+	if b.Scenario().FrontEnd != nil {
 		wopts = append(wopts, metrics.WithFrontEndColumns())
 	}
 	if opts.RequestsCSV != "" {
@@ -227,12 +227,12 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 			sopts = append(sopts[:len(sopts):len(sopts)], metrics.WithSwapColumns())
 		}
 		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod, sopts...)
-		for i := range b.Instances {
+		for i := range b.NumInstances() {
 			o.ivs = append(o.ivs, o.series.Add(i, snap(i)))
 		}
 	}
 	if opts.Sampler != nil {
-		for i := range b.Instances {
+		for i := range b.NumInstances() {
 			opts.Sampler.Watch(i, snap(i))
 		}
 	}
@@ -285,7 +285,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if w, ok := sim.SteadyWindow(); ok {
 		secs := float64(w.End-w.Start) / 1e9
-		res.Steady = &metrics.SteadyResult{Clients: b.Scenario.Workload.MaxConcurrency, StartS: float64(w.Start-origin) / 1e9, EndS: float64(w.End-origin) / 1e9,
+		res.Steady = &metrics.SteadyResult{Clients: b.Scenario().Workload.MaxConcurrency, StartS: float64(w.Start-origin) / 1e9, EndS: float64(w.End-origin) / 1e9,
 			Finished: w.Finished, OutputTokens: w.OutputTokens, ThroughputRPS: float64(w.Finished) / secs, OutputTokS: float64(w.OutputTokens) / secs}
 	}
 	describe(b, &res)
@@ -304,7 +304,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
-			if b.Instances[i].Role == config.RolePrefill {
+			if b.Instance(i).Role == config.RolePrefill {
 				res.PinnedKV = append(res.PinnedKV, metrics.PinnedKV{Instance: i, PeakBlocks: peak[i], MeanBlocks: mean[i]})
 			}
 		}

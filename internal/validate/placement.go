@@ -153,9 +153,9 @@ func simStats(built *assemble.Built, newSrc func() (workload.Source, error), off
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+	replay := built.WithSource(func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil })
 	unfinished := 0
-	if _, err := runner.Run(built, runner.Options{OnRecord: func(r *metrics.Record) {
+	if _, err := runner.Run(replay, runner.Options{OnRecord: func(r *metrics.Record) {
 		if r.Outcome != metrics.Finished {
 			unfinished++
 			return

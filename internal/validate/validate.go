@@ -623,11 +623,11 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 	if err != nil {
 		return nil, err
 	}
-	built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+	built = built.WithSource(func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil })
 	// Capacity may be pinned to the recorded value; the build predicts it
 	// anyway.
-	predicted := built.Instances[0].PredictedBlocks
-	if err := built.Instances[0].PredictErr; err != nil {
+	predicted := built.Instance(0).PredictedBlocks
+	if err := built.Instance(0).PredictErr; err != nil {
 		return nil, fmt.Errorf("predicting the KV capacity: %w", err)
 	}
 
@@ -664,7 +664,7 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 	}
 	desc := built.Describe()
 	rep := &Report{Run: name, ClientOffsetMs: offsetMs, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
-		KVBlocks: built.Instances[0].NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted,
+		KVBlocks: built.Instance(0).NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted,
 		Latency: desc.Groups[0].Latency, Warnings: desc.Warnings,
 		Side: "engine-side on both sides (from queued_ts; servesim from the engine's arrival)"}
 	if !queue {

@@ -272,8 +272,8 @@ func runOnce(built *assemble.Built, policy config.HandoffPolicy, requests int, d
 		}
 		// It may stop because the instance it chose is full now, never
 		// because it chose one the request can never fit.
-		if stop.Instance >= 0 && stop.Instance < len(built.Instances) {
-			if c := built.Instances[stop.Instance].Engine.NumBlocks; stop.Needed > c {
+		if stop.Instance >= 0 && stop.Instance < built.NumInstances() {
+			if c := built.Instance(stop.Instance).Engine.NumBlocks; stop.Needed > c {
 				return runOutput{failure: fail(ClassEagerUnfit, "eager stopped on instance %d, which holds %d blocks in all, for a request needing %d: %v", stop.Instance, c, stop.Needed, err)}
 			}
 		}
