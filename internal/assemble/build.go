@@ -247,7 +247,11 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 		for i := range nodes {
 			in := &b.instances[i]
 			for _, n := range in.nics {
-				nodes[i].Endpoints = append(nodes[i].Endpoints, net.AddEndpoint(n.bw, n.latency))
+				ep, err := net.AddEndpoint(n.bw, n.latency)
+				if err != nil {
+					return nil, fmt.Errorf("instance %d (group %s) NIC: %w", i, in.Group, err)
+				}
+				nodes[i].Endpoints = append(nodes[i].Endpoints, ep)
 			}
 			nodes[i].KVBytesPerToken = in.kvPerToken
 			nodes[i].Layers = b.layers

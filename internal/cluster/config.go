@@ -143,6 +143,17 @@ func (c *Config) validatePD(bad func(format string, args ...any)) {
 	}
 	if p.Net == nil {
 		bad("P/D mode needs a KV network")
+	} else {
+		for i, nd := range p.Nodes {
+			if len(nd.Endpoints) == 0 {
+				bad("instance %d has no network endpoint", i)
+			}
+			for _, ep := range nd.Endpoints {
+				if ep < 0 || int(ep) >= p.Net.Endpoints() {
+					bad("instance %d: endpoint %d is not on the network (%d endpoints)", i, ep, p.Net.Endpoints())
+				}
+			}
+		}
 	}
 	if int(p.Config.Policy) >= len(Policies) {
 		bad("unknown handoff policy %d", p.Config.Policy)

@@ -29,7 +29,7 @@ func TestConfigValidate(t *testing.T) {
 		net := link.New()
 		nodes := make([]Node, n)
 		for i := range nodes {
-			nodes[i] = Node{Endpoints: []link.EndpointID{net.AddEndpoint(1e10, 1000)}, KVBytesPerToken: 1000, Layers: 32}
+			nodes[i] = Node{Endpoints: []link.EndpointID{must(net.AddEndpoint(1e10, 1000))}, KVBytesPerToken: 1000, Layers: 32}
 		}
 		return &PDSetup{Config: PDConfig{Policy: Pull, MaxReprefills: 3}, Nodes: nodes, Net: net}
 	}
@@ -79,6 +79,11 @@ func TestConfigValidate(t *testing.T) {
 		{"P/D without prefill", func() Config {
 			return Config{Engines: mk(engine.Decode), Source: &sliceSrc{}, PD: pdSetup(1)}
 		}, "at least one prefill instance"},
+		{"endpoint off the network", func() Config {
+			c := Config{Engines: mk(engine.Prefill, engine.Decode), Source: &sliceSrc{}, PD: pdSetup(2)}
+			c.PD.Nodes[1].Endpoints = []link.EndpointID{9}
+			return c
+		}, "endpoint 9 is not on the network"},
 		{"unknown policy", func() Config {
 			c := Config{Engines: mk(engine.Prefill, engine.Decode), Source: &sliceSrc{}, PD: pdSetup(2)}
 			c.PD.Config.Policy = Eager + 1
@@ -102,4 +107,12 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// must returns v, panicking on err (a call the test expects to succeed).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -206,7 +206,7 @@ func (sc *ddScenario) build() (*Sim, *collect, error) {
 		cfg.PushBufferBlocks = make([]int, len(engines))
 	}
 	for i := range nodes {
-		nodes[i] = Node{Endpoints: []link.EndpointID{net.AddEndpoint(sc.bw, sc.lat)}, KVBytesPerToken: 1000, Layers: 32, PrefillTokensPerSec: sc.prefillRate}
+		nodes[i] = Node{Endpoints: []link.EndpointID{must(net.AddEndpoint(sc.bw, sc.lat))}, KVBytesPerToken: 1000, Layers: 32, PrefillTokensPerSec: sc.prefillRate}
 		if cfg.Policy == Push {
 			cfg.PushBufferBlocks[i] = sc.insts[i].buf
 		}

@@ -55,14 +55,15 @@ func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
 		t.nextTicket++
 		h.offWait, h.offTicket = true, t.nextTicket
 		t.deferred[node] = append(t.deferred[node], deferredOffload{id: id, ticket: t.nextTicket})
-		s.retryOffloads(node, now)
+		if err := s.retryOffloads(node, now); err != nil {
+			return err
+		}
 		if !h.offloading {
 			t.offloadDeferred++
 		}
 		return nil
 	}
-	s.startOffload(h, id, s.offloadBytes(h), now)
-	return nil
+	return s.startOffload(h, id, s.offloadBytes(h), now)
 }
 
 // offloadBytes is the size of h's pinned prompt KV.
@@ -79,7 +80,7 @@ type deferredOffload struct {
 }
 
 // startOffload starts the copy of h's pinned KV (bytes) to host memory.
-func (s *Sim) startOffload(h *hand, id, bytes, now int64) {
+func (s *Sim) startOffload(h *hand, id, bytes, now int64) error {
 	t := s.tiers
 	t.nextOffload++
 	if t.offloads == nil {
@@ -87,19 +88,22 @@ func (s *Sim) startOffload(h *hand, id, bytes, now int64) {
 	}
 	t.offloads[t.nextOffload] = pendingOffload{id: id, inst: h.p, bytes: bytes}
 	h.offloading, h.offloadTag = true, t.nextOffload
-	t.h.Offload(h.p, t.nextOffload, bytes, now)
+	if err := t.h.Offload(h.p, t.nextOffload, bytes, now); err != nil {
+		return fmt.Errorf("cluster: request %d: offloading its pinned KV: %w", h.req.ID, err)
+	}
 	if t.onOffloadStart != nil {
 		t.onOffloadStart(id)
 	}
+	return nil
 }
 
 // retryOffloads starts the deferred offloads of node, in order, while they
 // fit under the bound; those whose request no longer waits with pinned
 // KV are dropped.
-func (s *Sim) retryOffloads(node int, now int64) {
+func (s *Sim) retryOffloads(node int, now int64) error {
 	t := s.tiers
 	if s.pd.cfg.OffloadPinnedMax <= 0 || t.deferred == nil {
-		return
+		return nil
 	}
 	q := t.deferred[node]
 	for len(q) > 0 {
@@ -120,12 +124,15 @@ func (s *Sim) retryOffloads(node int, now int64) {
 		}
 		q = q[1:]
 		h.offWait = false
-		s.startOffload(h, d.id, bytes, now)
+		if err := s.startOffload(h, d.id, bytes, now); err != nil {
+			return err
+		}
 	}
 	if len(q) == 0 {
 		q = t.deferred[node][:0] // reuse the array
 	}
 	t.deferred[node] = q
+	return nil
 }
 
 // OffloadDeferred is the number of pinned-KV offloads that could not
@@ -157,8 +164,7 @@ func (s *Sim) offloaded(d kvtier.Done, now int64) error {
 		if err := t.h.Release(po.inst, po.bytes); err != nil {
 			return err
 		}
-		s.retryOffloads(t.h.NodeOf(po.inst), now)
-		return nil
+		return s.retryOffloads(t.h.NodeOf(po.inst), now)
 	}
 	h.offloading = false
 	s.unpin(h, now)
@@ -180,8 +186,7 @@ func (s *Sim) dropOffloaded(h *hand, now int64) error {
 	if err := s.tiers.h.Release(h.p, bytes); err != nil {
 		return err
 	}
-	s.retryOffloads(s.tiers.h.NodeOf(h.p), now)
-	return nil
+	return s.retryOffloads(s.tiers.h.NodeOf(h.p), now)
 }
 
 func cdiv(a, b int) int { return (a + b - 1) / b }

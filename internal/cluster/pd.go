@@ -204,7 +204,10 @@ func (s *Sim) LinkUtilisation(i int) float64 {
 	eps := s.pd.nodes[i].Endpoints
 	u := 0.0
 	for _, ep := range eps {
-		eg, in := s.pd.net.Utilisation(ep)
+		eg, in, err := s.pd.net.Utilisation(ep)
+		if err != nil {
+			return math.NaN() // unreachable: New checked every endpoint (Config.Validate)
+		}
 		u += math.Max(eg, in)
 	}
 	return u / float64(len(eps))
@@ -490,10 +493,14 @@ func (s *Sim) startFlows(h *hand, now int64, bytes int64, rate float64) error {
 	p := s.pd
 	from, to := p.nodes[h.p].Endpoints, p.nodes[h.d].Endpoints
 	n := min(len(from), len(to))
+	var err error
 	if rate > 0 {
-		p.net.StartParallelCapped(now, from[:n], to[:n], bytes, rate, h.req.ID)
+		_, err = p.net.StartParallelCapped(now, from[:n], to[:n], bytes, rate, h.req.ID)
 	} else {
-		p.net.StartParallel(now, from[:n], to[:n], bytes, h.req.ID)
+		_, err = p.net.StartParallel(now, from[:n], to[:n], bytes, h.req.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: request %d: KV transfer from instance %d to %d: %w", h.req.ID, h.p, h.d, err)
 	}
 	return s.wakeNet()
 }
@@ -516,7 +523,10 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 	if gen != p.netGen {
 		return nil // superseded by a later wake-up
 	}
-	p.done = p.net.Advance(now, p.done[:0])
+	var err error
+	if p.done, err = p.net.Advance(now, p.done[:0]); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
 	for _, c := range p.done {
 		h := p.hands[c.Tag]
 		if h == nil {

@@ -125,7 +125,7 @@ func TestPDPropertyWide(t *testing.T) {
 		nodes := make([]Node, len(engines))
 		for i := range nodes {
 			for r := 0; r < tp; r++ {
-				nodes[i].Endpoints = append(nodes[i].Endpoints, net.AddEndpoint(bw, int64(rapid.IntRange(0, 20_000).Draw(rt, "lat"))))
+				nodes[i].Endpoints = append(nodes[i].Endpoints, must(net.AddEndpoint(bw, int64(rapid.IntRange(0, 20_000).Draw(rt, "lat")))))
 			}
 			nodes[i].KVBytesPerToken, nodes[i].Layers = 4096, 32
 			nodes[i].PrefillTokensPerSec = rapid.SampledFrom([]float64{0, 1e4, 1e6}).Draw(rt, "prefillRate")

@@ -95,7 +95,7 @@ func (ps pdSetup) build(t fataler, reqs []workload.Request) (*Sim, *collect) {
 	net := link.New()
 	nodes := make([]Node, len(engines))
 	for i := range nodes {
-		nodes[i] = Node{Endpoints: []link.EndpointID{net.AddEndpoint(ps.bw, ps.latency)}, KVBytesPerToken: ps.kvPerToken, Layers: 32, PrefillTokensPerSec: 20000}
+		nodes[i] = Node{Endpoints: []link.EndpointID{must(net.AddEndpoint(ps.bw, ps.latency))}, KVBytesPerToken: ps.kvPerToken, Layers: 32, PrefillTokensPerSec: 20000}
 	}
 	cfg := ps.cfg
 	if cfg.Policy == Push && cfg.PushBufferBlocks == nil {

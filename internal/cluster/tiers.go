@@ -81,7 +81,11 @@ func (s *Sim) tierStale(ev des.Event) bool {
 func (s *Sim) tierEvent(now int64) error {
 	t := s.tiers
 	t.at = -1
-	for _, d := range t.h.Advance(now) {
+	done, err := t.h.Advance(now)
+	if err != nil {
+		return fmt.Errorf("cluster: KV tiers: %w", err)
+	}
+	for _, d := range done {
 		if d.Offload {
 			if err := s.offloaded(d, now); err != nil {
 				return err

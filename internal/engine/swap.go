@@ -81,7 +81,9 @@ func (e *Engine) swapOut(slot int32, s *seq, now int64) bool {
 	s.loadEnd = int32(nb) // swap-space blocks held
 	s.loadStart = now
 	s.state = stSwapOut
-	e.tiers.Swap(int(e.id), slot, nb, true, now)
+	if err := e.tiers.Swap(int(e.id), slot, nb, true, now); err != nil {
+		e.fail(fmt.Errorf("request %d: %w", s.rec.ID, err))
+	}
 	return true
 }
 
@@ -164,7 +166,9 @@ func (e *Engine) startSwapIn(slot int32, s *seq, now int64) bool {
 	e.swap.stats.BlocksIn += int64(s.loadEnd)
 	s.state = stSwapIn
 	s.loadStart = now
-	e.tiers.Swap(int(e.id), slot, int(s.loadEnd), false, now)
+	if err := e.tiers.Swap(int(e.id), slot, int(s.loadEnd), false, now); err != nil {
+		e.fail(fmt.Errorf("request %d: %w", s.rec.ID, err))
+	}
 	return true
 }
 

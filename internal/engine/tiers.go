@@ -20,13 +20,13 @@ type Tiers interface {
 	Load(inst int, slot int32, hashes []uint64, from, end, tier int, now int64) error
 	// Store offers blocks [from, to) just computed; promptBlocks is the
 	// number of full blocks of the prompt.
-	Store(inst int, hashes []uint64, from, to, promptBlocks int, now int64)
+	Store(inst int, hashes []uint64, from, to, promptBlocks int, now int64) error
 	// Weight is what reusing a token held in tier saves relative to one
 	// on the GPU, in [0, 1].
 	Weight(inst, tier int) float64
 	// Swap starts copying blocks of the request in slot out to host swap
 	// space (out) or back in; the caller reports its end with SwapDone.
-	Swap(inst int, slot int32, blocks int, out bool, now int64)
+	Swap(inst int, slot int32, blocks int, out bool, now int64) error
 }
 
 // TieredPrefixTokens is how many of r's prompt tokens this instance could
