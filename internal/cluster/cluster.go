@@ -149,9 +149,6 @@ type Sim struct {
 	// err is the first error of a call that has no error result (kick,
 	// end); Run returns it after the event that raised it.
 	err error
-	// engFailed is set by an engine's failure hook (engineFailed), so Run
-	// need not ask every engine after every event.
-	engFailed bool
 
 	// Run limits (limits.go).
 	limits     Limits
@@ -164,10 +161,6 @@ type Sim struct {
 
 	aborting []int64 // aborts waiting for their request to leave a batch or a handoff (abort.go)
 }
-
-// engineFailed is the engines' failure hook: Run looks for the failed
-// engine after the current event.
-func (s *Sim) engineFailed() { s.engFailed = true }
 
 // Engines returns the instances (read-only use).
 func (s *Sim) Engines() []*engine.Engine { return s.engines }
@@ -259,11 +252,6 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 		if err := s.settle(s.dispatch(ev)); err != nil {
 			return false, err
 		}
-		if s.engFailed {
-			if err := s.engineErr(); err != nil {
-				return false, err
-			}
-		}
 	}
 }
 
@@ -287,7 +275,7 @@ func (s *Sim) dispatch(ev des.Event) error {
 	case evStepEnd:
 		err = s.stepEnd(int(ev.Target), ev.Arg, ev.At)
 	case evStageFree:
-		s.kick(int(ev.Target), ev.At)
+		err = s.kick(int(ev.Target), ev.At)
 	case evFollowUp:
 		slot := int32(ev.Arg)
 		req := s.pending[slot]
@@ -504,47 +492,47 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 		}
 	}
 	s.seedHashes(inst, s.engines[inst].Add(req, now), req)
-	s.kick(inst, now)
-	return nil
+	return s.kick(inst, now)
 }
 
 // kick starts a step on an instance that has work and can take another
 // batch (with pipeline parallelism, several batches are in flight). A step
-// whose end overflows the clock is a run error (kept in s.err).
-func (s *Sim) kick(inst int, now int64) {
+// whose end overflows the clock, or an engine's invariant violation, is
+// a run error.
+func (s *Sim) kick(inst int, now int64) error {
 	if s.groups != nil && s.groupOf[inst] >= 0 {
-		s.kickGroup(int(s.groupOf[inst]), now)
-		return
+		return s.kickGroup(int(s.groupOf[inst]), now)
 	}
 	e := s.engines[inst]
 	if e.Busy() {
-		return
+		return nil
 	}
-	if st, ok := e.Begin(now); ok {
-		if s.pd != nil && len(st.FirstScheduled) > 0 {
-			if err := s.prefillStarted(st.FirstScheduled, now); err != nil {
-				s.setErr(err)
-				return
-			}
-		}
-		if err := s.schedule(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID}); err != nil {
-			s.setErr(fmt.Errorf("instance %d step: %w", inst, err))
-			return
-		}
-		if st.Free < st.End {
-			// Pipeline parallelism: the next batch may start once this
-			// one has cleared the first stage.
-			if err := s.schedule(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)}); err != nil {
-				s.setErr(fmt.Errorf("instance %d pipeline stage: %w", inst, err))
-			}
+	st, ok, err := e.Begin(now)
+	if err != nil || !ok {
+		return err
+	}
+	if s.pd != nil && len(st.FirstScheduled) > 0 {
+		if err := s.prefillStarted(st.FirstScheduled, now); err != nil {
+			return err
 		}
 	}
+	if err := s.schedule(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID}); err != nil {
+		return fmt.Errorf("instance %d step: %w", inst, err)
+	}
+	if st.Free < st.End {
+		// Pipeline parallelism: the next batch may start once this one
+		// has cleared the first stage.
+		if err := s.schedule(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)}); err != nil {
+			return fmt.Errorf("instance %d pipeline stage: %w", inst, err)
+		}
+	}
+	return nil
 }
 
 func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	e := s.engines[inst]
-	r := e.FinishBatch(id, now)
-	if err := e.Err(); err != nil {
+	r, err := e.FinishBatch(id, now)
+	if err != nil {
 		return err
 	}
 	s.cl.gen += int64(r.GenTokens)
@@ -566,26 +554,20 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		}
 	}
 	if len(s.aborting) > 0 {
-		s.retryAborts(now)
+		if err := s.retryAborts(now); err != nil {
+			return err
+		}
 	}
-	s.kick(inst, now)
+	if err := s.kick(inst, now); err != nil {
+		return err
+	}
 	if s.pd != nil && e.Config().Role == engine.Decode {
 		// Forming the next batch released the slots and blocks of the
 		// requests that just finished: admit handoffs into them.
 		if err := s.reserve(inst, now); err != nil {
 			return err
 		}
-		s.kick(inst, now)
-	}
-	return e.Err()
-}
-
-// engineErr returns the first invariant violation any engine detected.
-func (s *Sim) engineErr() error {
-	for _, e := range s.engines {
-		if err := e.Err(); err != nil {
-			return err
-		}
+		return s.kick(inst, now)
 	}
 	return nil
 }

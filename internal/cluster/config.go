@@ -189,12 +189,6 @@ func New(cfg Config) (*Sim, error) {
 	s := &Sim{engines: cfg.Engines, src: cfg.Source, router: router, obs: cfg.Observer, sessions: map[int64][]workload.Request{},
 		checks: cfg.CheckInvariants, maxConc: cfg.MaxConcurrency, limits: cfg.Limits, interrupt: cfg.Interrupt}
 	s.rel, _ = cfg.Source.(workload.Releaser)
-	for _, e := range cfg.Engines {
-		e.OnFail(s.engineFailed)
-		if e.Err() != nil {
-			s.engFailed = true
-		}
-	}
 	s.setWarmup(cfg.Warmup)
 	if cfg.FrontEnd != nil {
 		s.fe = &feState{m: cfg.FrontEnd, simple: cfg.FrontEnd.Simple(), reqs: map[int64]feReq{}}

@@ -110,11 +110,11 @@ func (s *Sim) LastGroupStep(g int) (GroupStep, int64) {
 // kickGroup starts a lockstep step of group gi at now when no rank has a
 // batch in flight and some rank has work: every rank forms its batch, idle
 // ranks run a dummy one, and all launch for the slowest rank's time.
-func (s *Sim) kickGroup(gi int, now int64) {
+func (s *Sim) kickGroup(gi int, now int64) error {
 	g := s.groups[gi]
 	for _, r := range g.Ranks {
 		if s.engines[r].InFlight() > 0 {
-			return
+			return nil
 		}
 	}
 	// Each rank's batch; an idle rank runs a dummy batch of one token.
@@ -123,7 +123,10 @@ func (s *Sim) kickGroup(gi int, now int64) {
 	any, sync, padTo, sum := false, perf.RunFull, 0, 0
 	for i, r := range g.Ranks {
 		e := s.engines[r]
-		g.formed[i] = e.Form(now)
+		var err error
+		if g.formed[i], err = e.Form(now); err != nil {
+			return err
+		}
 		if g.formed[i] {
 			any = true
 			g.batches[i] = e.FormedBatch()
@@ -141,7 +144,7 @@ func (s *Sim) kickGroup(gi int, now int64) {
 		}
 	}
 	if !any {
-		return
+		return nil
 	}
 	// vLLM's coordinate_batch_across_dp: the ranks agree on the least
 	// CUDA-graph mode; under a graph every rank pads to the largest padded
@@ -167,12 +170,15 @@ func (s *Sim) kickGroup(gi int, now int64) {
 		if !g.formed[i] {
 			continue
 		}
-		step := s.engines[r].Launch(now, d)
+		step, err := s.engines[r].Launch(now, d)
+		if err != nil {
+			return err
+		}
 		if err := s.schedule(des.Event{At: step.End, Kind: evStepEnd, Target: int32(r), Arg: step.ID}); err != nil {
-			s.setErr(fmt.Errorf("instance %d step: %w", r, err))
-			return
+			return fmt.Errorf("instance %d step: %w", r, err)
 		}
 	}
+	return nil
 }
 
 // pickRank is the rank vLLM's DP load balancer sends a request to at now

@@ -167,7 +167,9 @@ func (s *Sim) offloaded(d kvtier.Done, now int64) error {
 		return s.retryOffloads(t.h.NodeOf(po.inst), now)
 	}
 	h.offloading = false
-	s.unpin(h, now)
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
 	h.offloaded, h.hostBytes = true, po.bytes
 	return nil
 }

@@ -107,8 +107,8 @@ func TestCheckerCatchesLeakedReservation(t *testing.T) {
 	if err := sim.checkPD(); err == nil || !strings.Contains(err.Error(), "admission queue") {
 		t.Fatalf("an orphan admission-queue entry was not reported: %v", err)
 	}
-	if res := d.Reserve(0, false, nil); len(res) != 1 {
-		t.Fatalf("injected reservation not made: %v", res)
+	if res, err := d.Reserve(0, false, nil); len(res) != 1 || err != nil {
+		t.Fatalf("injected reservation not made: %v (%v)", res, err)
 	}
 	err := sim.checkPD()
 	if err == nil || !strings.Contains(err.Error(), "leaked reservation") {

@@ -308,8 +308,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 		// A mixed instance serves the whole request: no handoff.
 		s.seedHashes(pi, s.engines[pi].AddRecord(req, h.rec, now), req)
 		p.freeHand(h)
-		s.kick(pi, now)
-		return nil
+		return s.kick(pi, now)
 	}
 	if p.cfg.LocalPrefillBelow > 0 {
 		d := s.placeDecode(h, -1)
@@ -318,8 +317,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			// Conditional disaggregation: prefilled and decoded on d.
 			s.seedHashes(d, e.AddRecord(req, h.rec, now), req)
 			p.freeHand(h)
-			s.kick(d, now)
-			return nil
+			return s.kick(d, now)
 		}
 	}
 	p.hands[req.ID] = h
@@ -364,8 +362,7 @@ func (s *Sim) enqueuePrefill(h *hand, now int64) error {
 		s.engines[h.p].RestorePrivate(h.pSlot, h.owned)
 		h.owned = h.owned[:0]
 	}
-	s.kick(h.p, now)
-	return nil
+	return s.kick(h.p, now)
 }
 
 // prefilled handles a prompt computed on a prefill instance: its KV is
@@ -429,7 +426,10 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 func (s *Sim) reserve(d int, now int64) error {
 	p := s.pd
 	e := s.engines[d]
-	p.resv = e.Reserve(now, p.cfg.SkipAhead, p.resv[:0])
+	var err error
+	if p.resv, err = e.Reserve(now, p.cfg.SkipAhead, p.resv[:0]); err != nil {
+		return err
+	}
 	for _, res := range p.resv {
 		h := p.hands[res.ID]
 		if h == nil {
@@ -557,25 +557,30 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 	if err := s.transition(h, hDecoding, h.d, now); err != nil {
 		return err
 	}
-	s.unpin(h, now)
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
-	s.engines[h.d].TransferDone(h.dSlot, now)
-	s.kick(h.d, now)
-	return nil
+	if err := s.engines[h.d].TransferDone(h.dSlot, now); err != nil {
+		return err
+	}
+	return s.kick(h.d, now)
 }
 
 // unpin releases the prefill instance's copy of the KV.
-func (s *Sim) unpin(h *hand, now int64) {
+func (s *Sim) unpin(h *hand, now int64) error {
 	if !h.pinned {
-		return
+		return nil
 	}
 	h.pinned = false
-	s.engines[h.p].ReleasePinned(h.pSlot)
+	if err := s.engines[h.p].ReleasePinned(h.pSlot); err != nil {
+		return err
+	}
 	h.pSlot = -1
 	s.trackPinned(h.p, now)
-	s.kick(h.p, now)
+	return s.kick(h.p, now)
 }
 
 // pdStepEnd handles P/D outcomes of a finished step on instance i.

@@ -33,14 +33,18 @@ func (s *Sim) reprefill(h *hand, now int64, why string) error {
 	if h.rec.Reprefills >= p.cfg.MaxReprefills {
 		return s.failHand(h, now, fmt.Sprintf("re-prefill limit: %s after %d re-prefills (handoff.max_reprefills %d)", why, h.rec.Reprefills, p.cfg.MaxReprefills))
 	}
-	s.leaveQueue(h)
+	if err := s.leaveQueue(h); err != nil {
+		return err
+	}
 	if h.pinned {
 		// Blocks of a request without token ids are private to it: note
 		// where they are, so the recompute hits them as a request with
 		// known tokens hits its blocks by hash.
 		h.owned = s.engines[h.p].PrivateBlocks(h.pSlot, h.owned[:0])
 	}
-	s.unpin(h, now)
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
@@ -49,11 +53,14 @@ func (s *Sim) reprefill(h *hand, now int64, why string) error {
 }
 
 // leaveQueue withdraws h from its decode admission queue, if it is in one.
-func (s *Sim) leaveQueue(h *hand) {
+func (s *Sim) leaveQueue(h *hand) error {
 	if h.st == hQueued && h.dSlot >= 0 {
-		s.engines[h.d].Withdraw(h.dSlot)
+		if err := s.engines[h.d].Withdraw(h.dSlot); err != nil {
+			return err
+		}
 		h.dSlot = -1
 	}
+	return nil
 }
 
 // failHand ends h as failed with reason, releasing what it holds: its
@@ -62,8 +69,12 @@ func (s *Sim) leaveQueue(h *hand) {
 func (s *Sim) failHand(h *hand, now int64, reason string) error {
 	p := s.pd
 	d := h.d
-	s.leaveQueue(h)
-	s.unpin(h, now)
+	if err := s.leaveQueue(h); err != nil {
+		return err
+	}
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
 	if h.bufBlocks > 0 {
 		p.bufFree[d] += h.bufBlocks
 		h.bufBlocks = 0
@@ -100,7 +111,9 @@ func (s *Sim) retry(id int64, gen int32, now int64) error {
 		return s.schedule(des.Event{At: satAdd(now, p.cfg.RetryAfter), Kind: evRetry, Arg: h.req.ID, Target: h.gen})
 	}
 	retries := s.engines[old].Record(h.dSlot).Retries
-	s.leaveQueue(h)
+	if err := s.leaveQueue(h); err != nil {
+		return err
+	}
 	h.rec.Retries = retries + 1
 	if err := s.enqueueDecode(h, d, now); err != nil {
 		return err

@@ -353,10 +353,17 @@ func TestRouters(t *testing.T) {
 	warm := workload.Request{ID: 1, InputTokens: 64, OutputTokens: 1, InputIDs: ids}
 	engines[0].Add(&warm, 0)
 	for engines[0].HasWork() {
-		st, _ := engines[0].Begin(0)
-		engines[0].FinishBatch(st.ID, st.End)
+		st, _, err := engines[0].Begin(0)
+		if err == nil {
+			_, err = engines[0].FinishBatch(st.ID, st.End)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	engines[0].Begin(0) // release the finished request's slot
+	if _, _, err := engines[0].Begin(0); err != nil { // release the finished request's slot
+		t.Fatal(err)
+	}
 	for k := 0; k < 3; k++ {
 		engines[1].Add(&workload.Request{ID: int64(10 + k), InputTokens: 10, OutputTokens: 5}, 0)
 	}

@@ -19,7 +19,10 @@ func (eagerPolicy) prefilled(s *Sim, h *hand, now int64) error {
 	if !e.SeqSlotFree() {
 		return nil
 	}
-	res, needed, free, ok := e.ForceReserve(h.dSlot, now)
+	res, needed, free, ok, err := e.ForceReserve(h.dSlot, now)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		terminal, _ := s.Progress()
 		p.stopped = &StopReport{Request: h.req.ID, Instance: h.d, Needed: needed, Free: free, At: now, Completed: terminal}

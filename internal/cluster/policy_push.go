@@ -48,7 +48,9 @@ func (pushPolicy) prefilled(s *Sim, h *hand, now int64) error {
 // pushArrived: the pushed KV is in the receive buffer (or host memory);
 // the prefill side frees its copy and the request queues for admission.
 func (s *Sim) pushArrived(h *hand, now int64) error {
-	s.unpin(h, now)
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
 	if err := s.enqueueDecode(h, h.d, now); err != nil {
 		return err
 	}

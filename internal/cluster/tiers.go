@@ -92,12 +92,18 @@ func (s *Sim) tierEvent(now int64) error {
 			}
 			continue
 		}
+		var err error
 		if d.Swap {
-			s.engines[d.Inst].SwapDone(d.Slot, d.Out, now)
+			err = s.engines[d.Inst].SwapDone(d.Slot, d.Out, now)
 		} else {
-			s.engines[d.Inst].LoadDone(d.Slot, now)
+			err = s.engines[d.Inst].LoadDone(d.Slot, now)
 		}
-		s.kick(d.Inst, now)
+		if err == nil {
+			err = s.kick(d.Inst, now)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if err := t.h.Err(); err != nil {
 		return fmt.Errorf("kv tiers: invariant violated at t=%d ns: %w", now, err)

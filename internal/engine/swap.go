@@ -93,7 +93,7 @@ func (e *Engine) swapWait() bool { return e.swap.gpuOut > 0 }
 
 // SwapDone marks the swap copy of the request in slot as ended at now
 // (out: a swap-out).
-func (e *Engine) SwapDone(slot int32, out bool, now int64) {
+func (e *Engine) SwapDone(slot int32, out bool, now int64) error {
 	s := &e.slots[slot]
 	want := stSwapIn
 	if out {
@@ -101,7 +101,7 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) {
 	}
 	if s.state != want {
 		e.fail(fmt.Errorf("request %d: swap copy (out: %t) done in state %s", s.rec.ID, out, s.state))
-		return
+		return e.err
 	}
 	e.swap.copying--
 	// The engine itself moved the request: visible to the next batch
@@ -128,6 +128,7 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) {
 		e.waiting.pushFront(slot)
 		e.waitingTokens += int64(s.numTokens())
 	}
+	return e.err
 }
 
 // swapIns starts the swap-ins of the requests at the head of the swapped

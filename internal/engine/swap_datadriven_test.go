@@ -88,7 +88,9 @@ func TestSwapScheduler(t *testing.T) {
 						}
 						p := ct.pending[i]
 						ct.pending = append(ct.pending[:i], ct.pending[i+1:]...)
-						e.SwapDone(p.slot, p.out, p.end)
+						if err := e.SwapDone(p.slot, p.out, p.end); err != nil {
+							return "error: " + err.Error()
+						}
 						dir := "in"
 						if p.out {
 							dir = "out"
@@ -115,7 +117,7 @@ func TestSwapScheduler(t *testing.T) {
 					fmt.Fprintf(&b, "t=%d idle until t=%d\n", now, next)
 					now = max(now, next)
 				}
-				if err := e.Err(); err != nil {
+				if err := e.err; err != nil {
 					b.WriteString("ERROR " + err.Error() + "\n")
 				}
 				st := e.SwapTotals()

@@ -115,11 +115,11 @@ func (e *Engine) startLoad(slot int32, s *seq, hit, end, tier int, budget int32,
 // LoadDone marks the lower-tier load of the request in slot as ended at
 // now: its loaded blocks hold their content (and join the prefix cache),
 // and it returns to the front of the waiting queue.
-func (e *Engine) LoadDone(slot int32, now int64) {
+func (e *Engine) LoadDone(slot int32, now int64) error {
 	s := &e.slots[slot]
 	if s.state != stLoading {
 		e.fail(fmt.Errorf("request %d: tier load done in state %s", s.rec.ID, s.state))
-		return
+		return e.err
 	}
 	e.loading--
 	s.computed = s.loadEnd * int32(e.cfg.BlockSize)
@@ -129,6 +129,7 @@ func (e *Engine) LoadDone(slot int32, now int64) {
 	s.enqueued = now
 	e.waiting.pushFront(slot)
 	e.waitingTokens += int64(s.numTokens())
+	return e.err
 }
 
 // admitLoaded admits a request whose prefix was loaded. It holds blocks
