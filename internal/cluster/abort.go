@@ -37,7 +37,7 @@ func (s *Sim) abort(id, now int64) error {
 	if !gone {
 		s.aborting = append(s.aborting, id)
 	}
-	return s.err
+	return nil
 }
 
 // retryAborts tries the pending aborts again (after a step ended).
@@ -95,7 +95,9 @@ func (s *Sim) tryAbort(id, now int64) (bool, error) {
 		delete(s.pd.hands, id)
 		s.pd.freeHand(h)
 	}
-	s.end(&rec, now)
+	if err := s.end(&rec, now); err != nil {
+		return true, err
+	}
 	// The blocks released may let waiting requests (or, on a decode
 	// instance, handoffs) in.
 	if err := s.kick(inst, now); err != nil {

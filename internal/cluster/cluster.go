@@ -146,9 +146,6 @@ type Sim struct {
 	lastEvent  int64
 	checks     bool
 	checkDebt  int // handoff visits the P/D check owes (pd_check.go)
-	// err is the first error of a call that has no error result (kick,
-	// end); Run returns it after the event that raised it.
-	err error
 
 	// Run limits (limits.go).
 	limits     Limits
@@ -298,7 +295,7 @@ func (s *Sim) dispatch(ev des.Event) error {
 	case evFEIngested:
 		err = s.feIngested(ev.Arg, ev.At)
 	case evFEDelivered:
-		s.feDelivered(ev.Arg, ev.At)
+		err = s.feDelivered(ev.Arg, ev.At)
 	case evAbort:
 		err = s.abort(ev.Arg, ev.At)
 	}
@@ -311,9 +308,6 @@ func (s *Sim) dispatch(ev des.Event) error {
 // every request still has one outcome. It returns the error that ends
 // the run, if any.
 func (s *Sim) settle(err error) error {
-	if err == nil {
-		err = s.err
-	}
 	if err == nil && s.tiers != nil {
 		err = s.armTiers()
 	}
@@ -475,8 +469,7 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 	}
 	if len(s.candidates) == 0 {
 		rec := failedRecord(req, now, "unfit: "+reason)
-		s.end(&rec, now)
-		return nil
+		return s.end(&rec, now)
 	}
 	if s.groups != nil {
 		s.balancedCandidates()
@@ -546,7 +539,9 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		s.feRestore(r)
 	}
 	for i := range r.Finished {
-		s.end(&r.Finished[i], now)
+		if err := s.end(&r.Finished[i], now); err != nil {
+			return err
+		}
 	}
 	if s.pd != nil {
 		if err := s.pdStepEnd(r, now); err != nil {
@@ -573,12 +568,16 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 }
 
 // end records a terminal request and releases its session successor.
-func (s *Sim) end(rec *metrics.Record, now int64) {
-	if s.fe != nil && !rec.FrontEnd && s.feHold(rec, now) {
-		return // ends when its client has the last chunk
+func (s *Sim) end(rec *metrics.Record, now int64) error {
+	if s.fe != nil && !rec.FrontEnd {
+		if held, err := s.feHold(rec, now); held || err != nil {
+			return err // ends when its client has the last chunk
+		}
 	}
 	s.terminal++
-	s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now)
+	if err := s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now); err != nil {
+		return err
+	}
 	delete(s.live, rec.ID)
 	s.ph.drop(rec.ID)
 	if s.obs != nil {
@@ -586,8 +585,7 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 	}
 	rest, ok := s.sessions[rec.ID]
 	if !ok {
-		s.entryDone(now)
-		return
+		return s.entryDone(now)
 	}
 	delete(s.sessions, rec.ID)
 	next := rest[0]
@@ -598,8 +596,7 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		// The session cannot go on: its remaining sub-requests fail too.
 		s.total++
 		failed := failedRecord(&next, now, fmt.Sprintf("session: sub-request %d did not finish", rec.ID))
-		s.end(&failed, now)
-		return
+		return s.end(&failed, now)
 	}
 	var slot int32
 	if n := len(s.freePend); n > 0 {
@@ -618,24 +615,14 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		s.freePend = append(s.freePend, slot)
 		s.total++
 		failed := failedRecord(&next, now, fmt.Sprintf("session: tool time of %d ns after t=%d ns overflows the simulated clock", next.Delay, now))
-		s.end(&failed, now)
-		return
+		return s.end(&failed, now)
 	}
-	if err := s.schedule(des.Event{At: at, Kind: evFollowUp, Arg: int64(slot)}); err != nil {
-		s.setErr(err)
-	}
-}
-
-// setErr keeps the first error raised where no error can be returned.
-func (s *Sim) setErr(err error) {
-	if s.err == nil {
-		s.err = err
-	}
+	return s.schedule(des.Event{At: at, Kind: evFollowUp, Arg: int64(slot)})
 }
 
 // entryDone frees the concurrency slot of a workload entry whose last
 // request ended, and sends an arrival that waited for it.
-func (s *Sim) entryDone(now int64) {
+func (s *Sim) entryDone(now int64) error {
 	s.inflight--
 	if !s.blocked {
 		s.clFreed(now)
@@ -644,10 +631,9 @@ func (s *Sim) entryDone(now int64) {
 		s.blocked = false
 		// As an event, not inline: the caller may be in the middle of an
 		// instance's step end.
-		if err := s.schedule(des.Event{At: now, Kind: evArrival}); err != nil {
-			s.setErr(err)
-		}
+		return s.schedule(des.Event{At: now, Kind: evArrival})
 	}
+	return nil
 }
 
 // failedRecord is the terminal record of a request that was never served.

@@ -112,11 +112,11 @@ func (s *Sim) feRestore(r *engine.StepResult) { r.ITL = s.fe.saved }
 // feHold turns rec's times into the client's and reports whether its end
 // waits for the last chunk to reach the client (a finished request: it
 // ends then, by evFEDelivered).
-func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
+func (s *Sim) feHold(rec *metrics.Record, now int64) (bool, error) {
 	fe := s.fe
 	q, ok := fe.reqs[rec.ID]
 	if !ok {
-		return false // never sent (truncated)
+		return false, nil // never sent (truncated)
 	}
 	delete(fe.reqs, rec.ID)
 	rec.FrontEnd = true
@@ -136,7 +136,7 @@ func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
 		if rec.LastToken >= 0 && rec.LastToken < rec.FirstToken {
 			rec.LastToken = rec.FirstToken
 		}
-		return false
+		return false, nil
 	}
 	last := fe.m.Delivered(q.srv) + fe.m.Jitter()
 	if rec.EngineLastToken == rec.EngineFirstToken && rec.FirstToken >= 0 {
@@ -148,21 +148,18 @@ func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
 			// Nothing waits for this client's last chunk (no closed loop,
 			// no session turn after it): the record ends now, with the
 			// client's times, rather than by an event.
-			return false
+			return false, nil
 		}
 	}
 	slot := fe.held.put(*rec)
-	if err := s.schedule(des.Event{At: max(rec.LastToken, now), Kind: evFEDelivered, Arg: int64(slot)}); err != nil {
-		s.setErr(err)
-	}
-	return true
+	return true, s.schedule(des.Event{At: max(rec.LastToken, now), Kind: evFEDelivered, Arg: int64(slot)})
 }
 
 // feDelivered ends the held request in slot: its client has the last chunk.
-func (s *Sim) feDelivered(slot int64, now int64) {
+func (s *Sim) feDelivered(slot int64, now int64) error {
 	fe := s.fe
 	rec := fe.held.take(int32(slot))
-	s.end(&rec, now)
+	return s.end(&rec, now)
 }
 
 // slotPool keeps values in reusable slots, so that an event can name one

@@ -284,8 +284,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 	p := s.pd
 	if why := s.pdUnfit(req); why != "" {
 		rec := failedRecord(req, now, "unfit: "+why)
-		s.end(&rec, now)
-		return nil
+		return s.end(&rec, now)
 	}
 	// pdUnfit left the prefill candidates in s.candidates.
 	pi := s.candidates[0]
@@ -300,8 +299,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			rec := h.rec
 			rec.Outcome, rec.Reason = metrics.Rejected, why
 			p.freeHand(h)
-			s.end(&rec, now)
-			return nil
+			return s.end(&rec, now)
 		}
 	}
 	if s.engines[pi].Config().Role == engine.Mixed {

@@ -91,8 +91,7 @@ func (s *Sim) failHand(h *hand, now int64, reason string) error {
 	rec.Outcome, rec.Reason = metrics.Failed, reason
 	delete(p.hands, h.req.ID)
 	p.freeHand(h)
-	s.end(&rec, now)
-	return nil
+	return s.end(&rec, now)
 }
 
 // retry moves a request that waited retry_after in one decode queue to
