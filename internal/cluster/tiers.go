@@ -83,7 +83,7 @@ func (s *Sim) tierEvent(now int64) error {
 	t.at = -1
 	done, err := t.h.Advance(now)
 	if err != nil {
-		return fmt.Errorf("cluster: KV tiers: %w", err)
+		return fmt.Errorf("cluster: KV tiers at t=%d ns: %w", now, err)
 	}
 	for _, d := range done {
 		if d.Offload {
@@ -104,9 +104,6 @@ func (s *Sim) tierEvent(now int64) error {
 		if err != nil {
 			return err
 		}
-	}
-	if err := t.h.Err(); err != nil {
-		return fmt.Errorf("kv tiers: invariant violated at t=%d ns: %w", now, err)
 	}
 	t.events++
 	if s.checks && t.events%64 == 0 {

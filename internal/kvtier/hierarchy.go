@@ -93,7 +93,6 @@ type Hierarchy struct {
 	handoffMax []int64           // the most bytes of handoff KV each node held at once
 	bufDropped int64             // chunks not stored for want of write-buffer room
 	from, to   []link.EndpointID // scratch
-	err        error
 }
 
 // New builds the tiers of cfg, all empty.
@@ -150,9 +149,6 @@ func (h *Hierarchy) ChunkBlocks() int { return h.blkPerChk }
 
 // Tier returns node n's tier t (nil when absent), for observation.
 func (h *Hierarchy) Tier(n, t int) *Tier { return h.nodes[n].tiers[t] }
-
-// Err returns the first internal inconsistency found, if any.
-func (h *Hierarchy) Err() error { return h.err }
 
 // Stats returns the counters of tier t (Host or Disk) over all nodes.
 func (h *Hierarchy) Stats(t int) Stats {
@@ -285,7 +281,9 @@ func (h *Hierarchy) Load(inst int, slot int32, hashes []uint64, from, end, t int
 	for c := from / h.blkPerChk; c < end/h.blkPerChk; c++ {
 		sid, ok := tr.BeginRead(h.key(hashes, c))
 		if !ok {
-			h.endReads(o)
+			if err := h.endReads(o); err != nil {
+				return err
+			}
 			h.freeOp(id)
 			return fmt.Errorf("kvtier: instance %d: chunk %d of a prefix found in the %s tier is not readable", inst, c, TierName(t))
 		}
@@ -418,7 +416,9 @@ func (h *Hierarchy) Advance(now int64) ([]Done, error) {
 		tr := nt.tiers[o.tier]
 		switch o.kind {
 		case opLoad:
-			h.endReads(o)
+			if err := h.endReads(o); err != nil {
+				return nil, err
+			}
 			h.stats[o.tier].LoadNs += c.At - o.start
 			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: o.slot})
 		case opOffload:
@@ -430,8 +430,8 @@ func (h *Hierarchy) Advance(now int64) ([]Done, error) {
 				nt.buffered -= o.bytes
 			}
 			for _, sid := range o.ids {
-				if err := tr.EndWrite(sid); err != nil && h.err == nil {
-					h.err = err
+				if err := tr.EndWrite(sid); err != nil {
+					return nil, fmt.Errorf("kvtier: invariant violated: %w", err)
 				}
 				if o.kind == opStore && nt.tiers[Disk] != nil {
 					keys = append(keys, tr.slots[sid].hash)
@@ -451,13 +451,15 @@ func (h *Hierarchy) Advance(now int64) ([]Done, error) {
 	return h.loaded, nil
 }
 
-func (h *Hierarchy) endReads(o *op) {
+// endReads ends the reads of load o's chunks.
+func (h *Hierarchy) endReads(o *op) error {
 	tr := h.nodes[o.node].tiers[o.tier]
 	for _, sid := range o.ids {
-		if err := tr.EndRead(sid); err != nil && h.err == nil {
-			h.err = err
+		if err := tr.EndRead(sid); err != nil {
+			return fmt.Errorf("kvtier: invariant violated: %w", err)
 		}
 	}
+	return nil
 }
 
 func (h *Hierarchy) newOp() int32 {

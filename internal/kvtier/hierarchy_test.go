@@ -36,15 +36,16 @@ func drain(t *testing.T, h *Hierarchy) map[int32]int64 {
 		if !ok {
 			break
 		}
-		for _, l := range must(h.Advance(at)) {
+		done, err := h.Advance(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range done {
 			out[l.Slot] = at
 		}
 		if err := h.Check(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if h.Err() != nil {
-		t.Fatal(h.Err())
 	}
 	return out
 }
