@@ -425,7 +425,7 @@ func (s *Sim) stale(ev des.Event) bool {
 		return ev.Arg != s.pd.netGen
 	case evLease, evRetry, evOffload:
 		h := s.pd.hands[ev.Arg]
-		return h == nil || h.gen != ev.Target || h.st != hQueued || !h.pinned
+		return h == nil || h.gen != ev.Target || h.st != hQueued || !h.holds.has(holdPinned)
 	}
 	return false
 }

@@ -377,7 +377,7 @@ func (s *Sim) prefilled(f *engine.Prefilled, now int64) error {
 	}
 	h.rec = f.Record
 	h.prefillEnd = now
-	h.pinned = true
+	h.holds.set(holdPinned)
 	s.trackPinned(h.p, now)
 	return p.pol.prefilled(s, h, now)
 }
@@ -406,7 +406,7 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 	h.queuedAt = now
 	h.dSlot = s.engines[d].Enqueue(&h.req, h.rec, now)
 	h.gen++
-	if !p.cfg.Heartbeat && p.cfg.Lease > 0 && h.pinned {
+	if !p.cfg.Heartbeat && p.cfg.Lease > 0 && h.holds.has(holdPinned) {
 		if err := s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.Lease)), Kind: evLease, Arg: h.req.ID, Target: h.gen}); err != nil {
 			return err
 		}
@@ -466,7 +466,7 @@ func (s *Sim) reserved(h *hand, res engine.Reservation, now int64) error {
 	r.CapacityWait = now - h.prefillEnd
 	r.TransferStart = now
 	switch {
-	case h.spilled:
+	case h.holds.has(holdSpilled):
 		// Push overflow: the KV waits in the decode host's memory and is
 		// copied to the device over PCIe.
 		bytes := h.bytes * int64(len(p.nodes[h.d].Endpoints))
@@ -535,9 +535,11 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 		case hPushing:
 			err = s.pushArrived(h, now)
 		case hReservedPrefill:
-			h.streaming, h.streamDone = false, true // the prefill has not ended: wait for it
+			h.holds.drop(holdStreaming)
+			h.holds.set(holdStreamDone) // the prefill has not ended: wait for it
 		case hTransfer:
-			h.streaming, h.streamDone = false, true
+			h.holds.drop(holdStreaming)
+			h.holds.set(holdStreamDone)
 			err = s.transferDone(h, now)
 		default:
 			err = fmt.Errorf("cluster: invariant violated: request %d: transfer completed in handoff state %s", h.req.ID, h.st)
@@ -569,10 +571,10 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 
 // unpin releases the prefill instance's copy of the KV.
 func (s *Sim) unpin(h *hand, now int64) error {
-	if !h.pinned {
+	if !h.holds.has(holdPinned) {
 		return nil
 	}
-	h.pinned = false
+	h.holds.drop(holdPinned)
 	if err := s.engines[h.p].ReleasePinned(h.pSlot); err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 func (s *Sim) leaseExpired(id int64, gen int32, now int64) error {
 	p := s.pd
 	h := p.hands[id]
-	if h == nil || h.gen != gen || h.st != hQueued || !h.pinned {
+	if h == nil || h.gen != gen || h.st != hQueued || !h.holds.has(holdPinned) {
 		return nil
 	}
 	if p.cfg.ExpiryFails {
@@ -36,7 +36,7 @@ func (s *Sim) reprefill(h *hand, now int64, why string) error {
 	if err := s.leaveQueue(h); err != nil {
 		return err
 	}
-	if h.pinned {
+	if h.holds.has(holdPinned) {
 		// Blocks of a request without token ids are private to it: note
 		// where they are, so the recompute hits them as a request with
 		// known tokens hits its blocks by hash.
@@ -79,7 +79,7 @@ func (s *Sim) failHand(h *hand, now int64, reason string) error {
 		p.bufFree[d] += h.bufBlocks
 		h.bufBlocks = 0
 	}
-	h.spilled = false
+	h.holds.drop(holdSpilled)
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Sim) failHand(h *hand, now int64, reason string) error {
 func (s *Sim) retry(id int64, gen int32, now int64) error {
 	p := s.pd
 	h := p.hands[id]
-	if h == nil || h.gen != gen || h.st != hQueued || !h.pinned {
+	if h == nil || h.gen != gen || h.st != hQueued || !h.holds.has(holdPinned) {
 		return nil
 	}
 	old := h.d
@@ -123,9 +123,9 @@ func (s *Sim) retry(id int64, gen int32, now int64) error {
 // hostCopied: spilled KV is back on the decode device.
 func (s *Sim) hostCopied(id int64, gen int32, now int64) error {
 	h := s.pd.hands[id]
-	if h == nil || h.gen != gen || h.st != hTransfer || !h.spilled {
+	if h == nil || h.gen != gen || h.st != hTransfer || !h.holds.has(holdSpilled) {
 		return fmt.Errorf("cluster: invariant violated: host copy done for request %d, which is not copying spilled KV", id)
 	}
-	h.spilled = false
+	h.holds.drop(holdSpilled)
 	return s.transferDone(h, now)
 }

@@ -34,7 +34,7 @@ func (pushPolicy) prefilled(s *Sim, h *hand, now int64) error {
 		p.bufFree[d] -= blocks
 		h.bufBlocks = blocks
 	case p.cfg.PushSpill:
-		h.spilled = true
+		h.holds.set(holdSpilled)
 	default:
 		// Dropped: the prefill copy is freed and the prompt recomputed.
 		return s.reprefill(h, now, "push receive buffer full")
