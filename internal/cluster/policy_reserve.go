@@ -15,13 +15,12 @@ import "github.com/servesim/servesim/internal/engine"
 // end.
 type reservePolicy struct{}
 
-func (reservePolicy) start(s *Sim, h *hand, now int64) error {
+func (reservePolicy) start(s handoffSim, h *hand, now int64) error {
 	d := s.placeDecode(h, -1)
 	if err := s.transition(h, hAwaitReserve, d, now); err != nil {
 		return err
 	}
-	h.dSlot = s.engines[d].Enqueue(&h.req, h.rec, now)
-	h.queuedAt = now
+	s.awaitReserve(h, d, now)
 	return s.reserve(d, now)
 }
 
@@ -62,10 +61,8 @@ func (s *Sim) startStream(h *hand, now int64) error {
 	return s.startFlows(h, now, h.bytes, rate)
 }
 
-func (reservePolicy) prefilled(s *Sim, h *hand, now int64) error {
-	h.holds.set(holdPinned)
-	s.trackPinned(h.p, now)
-	s.mergePrefill(s.engines[h.d].Record(h.dSlot), h)
+func (reservePolicy) prefilled(s handoffSim, h *hand, now int64) error {
+	s.pinPrefill(h, now)
 	if h.holds.has(holdStreamDone) {
 		return s.transferDone(h, now)
 	}
