@@ -29,7 +29,9 @@ type fakeSim struct {
 	demand, capacity float64
 }
 
-func (f *fakeSim) logf(format string, args ...any) { f.log = append(f.log, fmt.Sprintf(format, args...)) }
+func (f *fakeSim) logf(format string, args ...any) {
+	f.log = append(f.log, fmt.Sprintf(format, args...))
+}
 
 func (f *fakeSim) config() *PDConfig { return &f.cfg }
 
