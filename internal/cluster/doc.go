@@ -11,11 +11,14 @@
 //
 // In disaggregated (P/D) mode it also coordinates the prefill -> decode
 // handoff (docs/handoff.md). Each handed-off request is a hand in one
-// hstate; every state change goes through Sim.transition, which refuses
+// hstate, with what it holds (its KV pinned, spilled, offloaded, streaming:
+// one holding value, holding.go, whose check says what each state allows);
+// every state change goes through Sim.transition, which refuses
 // edges not in the edge table (handoff.go) and keeps the per-instance
 // counters that make a placement or admission decision O(decode
 // instances). The protocols (pull, reserve, reject, push, eager) are Policy
-// implementations, one per file; decode placement (placement.go) only
+// implementations, one per file, reaching the simulation only through
+// handoffSim (tested alone on a fake, testdata/policy); decode placement (placement.go) only
 // considers instances a request can ever be admitted on. Recovery paths
 // (lease expiry, retry, bounded re-prefills) are in pd_recovery.go, and
 // checkPD (pd_check.go), run when invariant checks are on (after every
