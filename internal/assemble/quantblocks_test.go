@@ -24,7 +24,7 @@ func TestFP8BlocksByHand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b.Instances[0].NumBlocks
+		return b.Instances()[0].NumBlocks
 	}
 	const linear = 80 * (8192*10240 + 8192*8192 + 3*8192*28672)
 	const block = 16 * 2 * 80 * (8 / 4) * 128 * 2

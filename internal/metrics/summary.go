@@ -189,16 +189,27 @@ type SLOResult struct {
 	Targets []TargetResult `json:"targets,omitempty"`
 }
 
+// Metric names a latency distribution of a Result.
+type Metric string
+
+// The latency metrics a target can bound.
+const (
+	TTFT Metric = "ttft"
+	TPOT Metric = "tpot"
+	ITL  Metric = "itl"
+	E2E  Metric = "e2e"
+)
+
 // Target is a percentile latency target, e.g. p99 TTFT <= 2000 ms.
 type Target struct {
-	Metric     string  // ttft, tpot, itl or e2e
+	Metric     Metric  // TTFT, TPOT, ITL or E2E
 	Percentile int     // 50, 90, 95 or 99
 	MaxMs      float64 // bound in ms
 }
 
 // TargetResult is a Target with the run's value and verdict.
 type TargetResult struct {
-	Metric     string  `json:"metric"`
+	Metric     Metric  `json:"metric"`
 	Percentile int     `json:"percentile"`
 	MaxMs      float64 `json:"max_ms"`
 	// ValueMs is the run's percentile; nil (JSON null) when the metric
@@ -244,15 +255,15 @@ func (s *Summary) SetTargets(ts []Target) {
 }
 
 // targetDist is the distribution a target's metric names (nil if none).
-func (s *Summary) targetDist(metric string) *dist {
+func (s *Summary) targetDist(metric Metric) *dist {
 	switch metric {
-	case "ttft":
+	case TTFT:
 		return &s.ttft
-	case "tpot":
+	case TPOT:
 		return &s.tpot
-	case "itl":
+	case ITL:
 		return &s.itl
-	case "e2e":
+	case E2E:
 		return &s.e2e
 	}
 	return nil
@@ -269,7 +280,7 @@ type watchedTarget struct {
 // targetResults returns the registered targets' verdicts, showing the
 // percentiles of res.
 func (s *Summary) targetResults(res *Result) []TargetResult {
-	stats := map[string]Stat{"ttft": res.TTFT, "tpot": res.TPOT, "itl": res.ITL, "e2e": res.E2E}
+	stats := map[Metric]Stat{TTFT: res.TTFT, TPOT: res.TPOT, ITL: res.ITL, E2E: res.E2E}
 	out := make([]TargetResult, 0, len(s.targets))
 	for _, w := range s.targets {
 		tr := TargetResult{Metric: w.Metric, Percentile: w.Percentile, MaxMs: w.MaxMs, Count: w.d.n, Within: w.d.within[w.i]}
