@@ -257,7 +257,7 @@ func TestParseErrors(t *testing.T) {
 		{"mlp only layer out of range", `{"hidden_size": 8, "intermediate_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 1, "num_experts": 2, "num_experts_per_tok": 1, "mlp_only_layers": [5]}`,
 			`mlp_only_layers: layer 5 out of range [0, 1)`},
 		{"mla", `{"hidden_size": 8, "intermediate_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 1, "kv_lora_rank": 512}`,
-			`multi-head latent attention (kv_lora_rank) is not supported`},
+			`multi-head latent attention (kv_lora_rank) is supported for model_type deepseek_v3 and kimi_k2 only`},
 		{"not an object", `[1, 2]`, `model config src.json: line 1, column 1: config must be a JSON object, got array`},
 		{"overflow", `{"hidden_size": 4611686018427387904, "intermediate_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 1}`,
 			`model config src.json: implausible sizes: about 8.51e+37 parameters (limit 1e+15)`},
