@@ -40,6 +40,9 @@ type Instance struct {
 	PredictedBlocks int
 	PredictErr      error
 	BlockSize       int
+	// KVLayout describes a hybrid (sliding-window or chunked) or MLA KV
+	// cache; "" for a plain one.
+	KVLayout string
 	// Engine is the engine configuration every run starts from.
 	Engine engine.Config
 	// Predictor is the instance's step-latency predictor (stateless).
