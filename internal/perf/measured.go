@@ -124,7 +124,9 @@ type Measured struct {
 	tokOps           uint16 // the linear-layer table ops of the model
 	quantized        bool
 	skew, decodeSkew float64
-	layers           float64
+	layers           float64 // full-attention layers
+	moeLayers        float64 // layers with an MoE block
+	localLayers      float64 // window-bounded attention layers (always the roofline's)
 	counts           *TableCounts
 	hasMoE           bool
 	linear           []linearOp
@@ -176,8 +178,23 @@ func NewMeasured(r *Roofline, k KernelTimes, quantized bool) (*Measured, error) 
 		return nil, fmt.Errorf("measured predictor: a roofline and kernel tables are required")
 	}
 	m := &Measured{r: r, k: k, quantized: quantized, maxT: MeasuredTokenLimit,
-		skew: r.eff.AttnSkew, decodeSkew: r.eff.AttnDecodeSkew, layers: float64(r.m.Layers)}
+		skew: r.eff.AttnSkew, decodeSkew: r.eff.AttnDecodeSkew}
 	for _, u := range r.ops {
+		switch {
+		case r.IsMLA() && (u.Op == OpQKVProj || u.Op == OpOProj):
+			// MLA's projections are not the GEMMs the tables hold for
+			// these names: the roofline's.
+			m.elementwise = append(m.elementwise, u)
+			continue
+		case u.Op == OpAttentionLocal:
+			m.localLayers = u.Count
+			continue
+		case u.Op == OpAttention:
+			m.layers = u.Count
+			continue
+		case u.Op == OpMoE:
+			m.moeLayers = u.Count
+		}
 		switch u.Op {
 		case OpQKVProj, OpOProj, OpGateUpProj, OpDownProj:
 			n, kk := r.linearShape(u.Op)
@@ -253,11 +270,24 @@ func (m *Measured) moeOp(t int) (float64, uint16) {
 		ns = m.r.OpNs(OpMoE, &Batch{PrefillTokens: t})
 		fell = 1 << TableMoE
 	}
-	return m.layers * ns, fell
+	return m.moeLayers * ns, fell
 }
 
-// attention times every attention layer of the step.
+// attention times every attention layer of the step: the full-attention
+// layers from the tables where they apply, the window-bounded layers by
+// the roofline.
 func (m *Measured) attention(b *Batch) (float64, uint16, uint16) {
+	t, present, fell := m.fullAttention(b)
+	if m.localLayers > 0 {
+		t += m.localLayers * m.r.localAttention(b)
+	}
+	return t, present, fell
+}
+
+// fullAttention times the full-attention layers of the step. MLA has no
+// table here (the database's attention tables are multi-head ones): the
+// roofline's MLA model, counted as a fallback.
+func (m *Measured) fullAttention(b *Batch) (float64, uint16, uint16) {
 	pc := max(b.PrefillTokens, 0)
 	n := max(b.NumDecode, 0)
 	var present uint16
@@ -275,9 +305,9 @@ func (m *Measured) attention(b *Batch) (float64, uint16, uint16) {
 	default:
 		return 0, 0, 0
 	}
-	if b.SpecTokens > 0 {
+	if b.SpecTokens > 0 || m.r.IsMLA() {
 		// The generation table has one query token per sequence: a
-		// verification step's attention is the roofline's.
+		// verification step's attention is the roofline's, as is MLA's.
 		return m.layers * m.r.OpNs(OpAttention, b), present, present
 	}
 	var ctx, gen float64

@@ -203,3 +203,53 @@ func TestFrontierStepTimeAllocationFree(t *testing.T) {
 		}
 	}
 }
+
+// The measured-kernel predictor on frontier models: MLA attention and
+// projections are the roofline's (the tables hold multi-head attention and
+// other GEMM shapes) and the attention fallback is counted; a sliding
+// model's local layers are the roofline's, its full layers the tables'.
+func TestMeasuredFrontierFallbacks(t *testing.T) {
+	hw := RooflineHW{PeakFLOPS: 989.5e12, MemBandwidth: 3350e9}
+	k := fakeKernels{gemm: 1000, ctx: 5000, gen: 3000, maxM: 1 << 20, maxN: 1 << 20, maxCtx: 1e9}
+	dec := Batch{NumDecode: 16, DecodeKVSum: 16 * 4000, DecodeKVMax: 4000, DecodeKVMin: 4000}
+
+	r, err := NewRoofline(deepSeekV3, hw, DefaultEfficiency, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMeasured(r, k, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := &TableCounts{}
+	if got, want := m.ForRun(counts).(*Measured).attentionNs(&dec), 61*r.OpNs(OpAttention, &dec); got != want {
+		t.Errorf("MLA attention %g ns, want 61 x the roofline's %g", got, want)
+	}
+	ForRun(m, counts).StepTime(&dec)
+	if counts.Fallbacks[TableGenerationAttention] != 1 {
+		t.Errorf("MLA decode: generation attention fallbacks %d, want 1", counts.Fallbacks[TableGenerationAttention])
+	}
+	for _, l := range m.linear {
+		if l.name == OpQKVProj || l.name == OpOProj {
+			t.Errorf("MLA %s looked up as a GEMM table row", l.name)
+		}
+	}
+
+	r2, err := NewRoofline(gptOSS, hw, DefaultEfficiency, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := NewMeasured(r2, k, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m2.attentionNs(&dec), 18*3000+18*r2.OpNs(OpAttentionLocal, &dec); got != want {
+		t.Errorf("gpt-oss attention %g ns, want 18 x 3,000 (table) + 18 x the roofline's local %g", got, want)
+	}
+}
+
+// attentionNs is the attention part of a measured step.
+func (m *Measured) attentionNs(b *Batch) float64 {
+	t, _, _ := m.attention(b)
+	return t
+}
