@@ -271,7 +271,7 @@ func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) 
 	}
 	cat, err := perf.LoadCatalog(assets.FS(), m.ModelType)
 	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", s.Model, err)
+		return nil, fmt.Errorf("model %s: config.json field model_type %q is not supported: %w", s.Model, m.ModelType, err)
 	}
 	in := &buildInputs{s: s, src: src, m: m, bpe: bpe, qf: qf, profiles: profiles, cat: cat,
 		arch:       perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},

@@ -85,6 +85,9 @@ func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, qf quant.Form
 		}
 		mem := gpuMemory(m, memBytes, t, pp, bpe, qf, eng)
 		n, err := mem.Blocks(eng.BlockSize)
+		if hy, ok := hybridLayout(m, eng, t, pp, qf.KVBytes()); ok {
+			n, _, err = hy.Blocks(mem)
+		}
 		return err == nil && n > 0
 	}
 	var parts []string

@@ -24,11 +24,18 @@ import "fmt"
 //
 // The simulator's engine allocates one block table per request; for a
 // hybrid model an engine block stands for one block in each full-attention
-// group (FullGroups pool blocks), and the local groups' blocks are set
-// aside for MaxSeqs requests each holding a whole window
-// (LocalReserve): what vLLM needs when max_num_seqs long requests run at
-// once. Requests shorter than the window hold fewer local blocks in vLLM,
-// so the simulator's capacity is a lower bound there.
+// group (FullGroups pool blocks), and pool blocks are set aside for the
+// local groups. A sequence holds at most LocalBlocksPerRequest blocks in
+// each local group, and never more than it holds in a full group plus
+// one; so with E engine blocks and MaxSeqs sequences the local groups hold
+// at most min(MaxSeqs·LocalGroups·LocalBlocksPerRequest, LocalGroups·(E +
+// MaxSeqs)) blocks. Blocks returns the largest E for which the full groups
+// and that bound fit in the pool. Where the first bound binds (windows
+// short against the contexts, gpt-oss) the full groups get nearly the
+// whole pool; where the second does (long windows, Gemma 2's 4,096) the
+// model is sized as if every layer were full attention. vLLM allocates
+// the local blocks as sequences need them, so the simulator's capacity is
+// a lower bound of vLLM's.
 type Hybrid struct {
 	FullLayers, LocalLayers int
 	// Window is the sliding window or the attention chunk, in tokens.
@@ -76,11 +83,13 @@ func (h Hybrid) LocalReserve() int64 {
 }
 
 // Blocks returns vLLM's pool size (PoolBlocks) for m's free memory and
-// the engine blocks left for the full-attention groups after the local
-// reserve: (PoolBlocks − LocalReserve) / FullGroups. m.KVPerToken is not
-// used: the page size and layer counts describe the KV here.
+// the engine blocks of the full-attention groups: the larger of
+// (PoolBlocks − LocalReserve)/FullGroups and (PoolBlocks −
+// LocalGroups·MaxSeqs)/(FullGroups + LocalGroups) (see Hybrid).
+// m.KVPerToken is not used: the page size and layer counts describe the
+// KV here.
 func (h Hybrid) Blocks(m Memory) (engine, pool int, err error) {
-	if h.BlockSize <= 0 || h.PageBytes <= 0 || h.FullLayers < 1 || h.LocalLayers < 1 || h.Window < 1 {
+	if h.BlockSize <= 0 || h.PageBytes <= 0 || h.FullLayers < 1 || h.LocalLayers < 1 || h.Window < 1 || h.MaxSeqs < 0 {
 		return 0, 0, fmt.Errorf("hybrid KV layout needs full and local layers, a window, a block size and a page size > 0 (got %+v)", h)
 	}
 	probe := m
@@ -90,12 +99,14 @@ func (h Hybrid) Blocks(m Memory) (engine, pool int, err error) {
 		return 0, 0, err
 	}
 	full, local := h.Groups()
-	left := int64(p) - h.LocalReserve()
-	if left < int64(full) {
-		return 0, p, fmt.Errorf("the KV pool of %d blocks cannot hold the %d blocks that %d sequences need in %d %s groups (%d blocks each); lower engine.max_num_seqs or use more memory per GPU",
-			p, h.LocalReserve(), h.MaxSeqs, local, h.kind(), h.LocalBlocksPerRequest())
+	e1 := (int64(p) - h.LocalReserve()) / int64(full)
+	e2 := (int64(p) - int64(local)*int64(h.MaxSeqs)) / int64(full+local)
+	e := max(e1, e2)
+	if e < 1 {
+		return 0, p, fmt.Errorf("the KV pool of %d blocks leaves no block for the full-attention layers once %d sequences hold their %s blocks (%d KV cache groups); lower engine.max_num_seqs or use more memory per GPU",
+			p, h.MaxSeqs, h.kind(), local)
 	}
-	return int(left / int64(full)), p, nil
+	return int(e), p, nil
 }
 
 func (h Hybrid) kind() string {

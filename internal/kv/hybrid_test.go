@@ -53,13 +53,20 @@ func TestHybridBlocksByHand(t *testing.T) {
 		t.Errorf("all layers full: %d blocks (%v), want 9102", n, err)
 	}
 	// Gemma 3 27B at tp 1: 6 sliding groups keep ⌈1024/16⌉ + 1 = 65
-	// blocks per sequence each; 1,000 sequences need 390,000 blocks.
+	// blocks per sequence each; 1,000 sequences could hold 390,000 blocks,
+	// more than the pool of 10·2^30/(10 x 16 x 2 x 16 x 128 x 2 B) =
+	// 8,192 blocks: the second bound applies, (8,192 − 6 x 1,000)/7 = 313
+	// engine blocks.
 	g := Hybrid{FullLayers: 10, LocalLayers: 52, Window: 1024, PageBytes: 16 * 2 * 16 * 128 * 2, BlockSize: 16, MaxSeqs: 1000}
 	if g.LocalReserve() != 390000 {
 		t.Errorf("gemma reserve %d, want 390000", g.LocalReserve())
 	}
+	if e, p, err := g.Blocks(mem); err != nil || p != 8192 || e != 313 {
+		t.Errorf("gemma: engine %d, pool %d, %v; want 313, 8192", e, p, err)
+	}
+	g.MaxSeqs = 2000
 	if _, _, err := g.Blocks(mem); err == nil || !strings.Contains(err.Error(), "lower engine.max_num_seqs") {
-		t.Errorf("gemma with 10 GiB and 1000 sequences: %v, want a reserve error", err)
+		t.Errorf("gemma with 10 GiB and 2000 sequences: %v, want an error", err)
 	}
 	if _, _, err := (Hybrid{}).Blocks(mem); err == nil {
 		t.Error("empty layout: no error")
