@@ -3,6 +3,8 @@ package kv
 import (
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // The KV cache groups vLLM forms (kv_cache_utils.py,
@@ -71,4 +73,34 @@ func TestHybridBlocksByHand(t *testing.T) {
 	if _, _, err := (Hybrid{}).Blocks(mem); err == nil {
 		t.Error("empty layout: no error")
 	}
+}
+
+// Properties of the hybrid sizing: the full groups' blocks plus the local
+// groups' bound fit the pool, and the full groups never get fewer blocks
+// than if every group took a block per engine block (all layers sized as
+// full attention, less the one partial block per sequence).
+func TestHybridBlocksProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		h := Hybrid{
+			FullLayers:  rapid.IntRange(1, 64).Draw(t, "full"),
+			LocalLayers: rapid.IntRange(1, 64).Draw(t, "local"),
+			Window:      rapid.IntRange(1, 1<<14).Draw(t, "window"),
+			PageBytes:   int64(rapid.IntRange(1, 1<<16).Draw(t, "page")),
+			BlockSize:   rapid.SampledFrom([]int{1, 16, 32, 64}).Draw(t, "bs"),
+			MaxSeqs:     rapid.IntRange(0, 1024).Draw(t, "seqs"),
+		}
+		mem := Memory{Device: int64(rapid.IntRange(1, 1<<20).Draw(t, "mib")) << 20, Utilization: 1, KVPerToken: 1}
+		e, p, err := h.Blocks(mem)
+		if err != nil {
+			return
+		}
+		full, local := h.Groups()
+		bound := min(h.LocalReserve(), int64(local)*int64(e+h.MaxSeqs))
+		if int64(e)*int64(full)+bound > int64(p) {
+			t.Fatalf("engine %d x %d full groups + local bound %d > pool %d", e, full, bound, p)
+		}
+		if allFull := (int64(p) - int64(local)*int64(h.MaxSeqs)) / int64(full+local); int64(e) < allFull {
+			t.Fatalf("engine %d < all-full sizing %d", e, allFull)
+		}
+	})
 }
