@@ -68,7 +68,7 @@ func (p *perfdbs) system(s *config.Scenario, acc hw.Accelerator) (*perfdb.DB, er
 
 // gemmDtype is the gemm_perf dtype of qf's linear layers on acc: fp8
 // (per-tensor) or fp8_block where the part has FP8 tensor cores, nvfp4;
-// "" for formats the table does not measure (awq, gptq, fp8 weight-only),
+// "" for formats the table does not measure (awq, gptq, mxfp4, fp8 weight-only),
 // whose linear layers are then timed by the roofline.
 func gemmDtype(qf quant.Format, acc hw.Accelerator) string {
 	switch qf.Method {
