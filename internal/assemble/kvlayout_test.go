@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/internal/config"
 )
 
 // gpt-oss-120b on one H100 with MXFP4 experts: the engine's blocks are
@@ -54,5 +56,18 @@ workload: {limit: 20}
 	}
 	if done := runToEnd(t, "v3", b); done != 20 {
 		t.Errorf("%d requests ended, want 20", done)
+	}
+}
+
+// A quantised checkpoint left unquantised by the scenario is pointed at
+// its own format when it does not fit.
+func TestCheckpointQuantHint(t *testing.T) {
+	s, err := config.Parse([]byte("predictor: {kind: roofline}\nmodel: openai/gpt-oss-120b\nhardware: H100\n"), "oss.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(s, config.Source{})
+	if err == nil || !strings.Contains(err.Error(), "the openai/gpt-oss-120b checkpoint ships mxfp4 weights (config.json quantization_config): set quantization: mxfp4") {
+		t.Fatalf("want the checkpoint's format named, got %v", err)
 	}
 }

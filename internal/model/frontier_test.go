@@ -191,3 +191,31 @@ func TestFrontierParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// gpt-oss's attention sinks: one learned logit per query head and layer,
+// 64 x 36 = 2,304 parameters of gpt-oss-120b, and no KV.
+func TestAttentionSinkParams(t *testing.T) {
+	c, err := Load(Builtin(), "openai/gpt-oss-120b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.AttentionSinks || !c.ExpertBias || !c.UnquantizedAttention || c.QuantMethod != "mxfp4" {
+		t.Fatalf("sinks %v, expert bias %v, unquantised attention %v, quant %q", c.AttentionSinks, c.ExpertBias, c.UnquantizedAttention, c.QuantMethod)
+	}
+	kv := c.KVBytesPerToken(2)
+	without := *c
+	without.AttentionSinks = false
+	if d := c.ParamCount() - without.ParamCount(); d != 64*36 {
+		t.Errorf("sinks add %d parameters, want 2304", d)
+	}
+	if without.KVBytesPerToken(2) != kv {
+		t.Error("sinks change the KV size")
+	}
+	// The attention projections stay bf16: 36 x (2880 x 4096 + 2 x 2880 x
+	// 512 + 4096 x 2880) = 955,514,880 parameters leave the linear count.
+	with := *c
+	with.UnquantizedAttention = false
+	if d := with.LinearParamCount() - c.LinearParamCount(); d != 955_514_880 {
+		t.Errorf("unquantised attention removes %d linear parameters, want 955514880", d)
+	}
+}
