@@ -181,7 +181,16 @@ func kernelShape(s *config.Scenario, m *model.Config, acc hw.Accelerator, tp int
 	if qf.KVBytes() == 1 {
 		shape.KVDtype = "fp8"
 	}
+	shape.MLA = deepSeekV3MLA(m)
 	return shape, nil
+}
+
+// deepSeekV3MLA reports an MLA of DeepSeek-V3's dimensions (hidden 7168,
+// q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128; any
+// head count), the module AIConfigurator's MLA tables measure.
+func deepSeekV3MLA(m *model.Config) bool {
+	return m.IsMLA() && m.HiddenSize == 7168 && m.QLoraRank == 1536 && m.KVLoraRank == 512 &&
+		m.QKNopeHeadDim == 128 && m.QKRopeHeadDim == 64 && m.VHeadDim == 128
 }
 
 // moeShape selects the moe_perf rows of m's MoE block split over tp

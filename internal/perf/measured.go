@@ -22,6 +22,17 @@ type KernelTimes interface {
 	MoE(tokens int) (float64, bool)
 }
 
+// MLAKernelTimes is implemented by kernel tables that time a whole MLA
+// self-attention module of one layer (its projections, rotary embedding,
+// attention and o_proj), as AIConfigurator's mla_*_module_perf tables do.
+type MLAKernelTimes interface {
+	// MLAContext times seqs sequences prefilling tokens tokens each from
+	// an empty KV cache.
+	MLAContext(seqs int, tokens float64) (float64, bool)
+	// MLAGeneration times n decodes with ctx tokens of context each.
+	MLAGeneration(n int, ctx float64) (float64, bool)
+}
+
 // TableOp names an op a measured-kernel predictor times from a table.
 type TableOp uint8
 
@@ -128,9 +139,15 @@ type Measured struct {
 	moeLayers        float64 // layers with an MoE block
 	localLayers      float64 // window-bounded attention layers (always the roofline's)
 	counts           *TableCounts
-	hasMoE           bool
-	linear           []linearOp
-	elementwise      []OpUse
+	// mla times MLA modules from tables (nil: the roofline's); mlaProj is
+	// the roofline time of the module's parts outside attention
+	// (qkv_proj, rotary_emb, o_proj, every layer) by padded tokens, which a
+	// module time replaces.
+	mla         MLAKernelTimes
+	mlaProj     opRow
+	hasMoE      bool
+	linear      []linearOp
+	elementwise []OpUse
 }
 
 // opRow holds an op group's time and fallen-back table ops by count,
@@ -208,6 +225,10 @@ func NewMeasured(r *Roofline, k KernelTimes, quantized bool) (*Measured, error) 
 			m.elementwise = append(m.elementwise, u)
 		}
 	}
+	if mk, ok := k.(MLAKernelTimes); ok && r.IsMLA() {
+		m.mla = mk
+		m.mlaProj = newOpRow(m.maxT, m.mlaProjOps)
+	}
 	m.tok = newOpRow(m.maxT, m.tokenOps)
 	m.seq = newOpRow(m.maxT, m.seqOps)
 	if m.hasMoE {
@@ -273,6 +294,39 @@ func (m *Measured) moeOp(t int) (float64, uint16) {
 	return m.moeLayers * ns, fell
 }
 
+// mlaProjOps is the roofline time of an MLA module's parts outside the
+// attention kernel at t padded tokens, every layer.
+func (m *Measured) mlaProjOps(t int) (float64, uint16) {
+	b := &Batch{PrefillTokens: t}
+	var s float64
+	for _, u := range m.r.ops {
+		switch u.Op {
+		case OpQKVProj, OpRotaryEmb, OpOProj:
+			s += u.Count * m.r.OpNs(u.Op, b)
+		}
+	}
+	return s, 0
+}
+
+// mlaModule times the step's MLA layers from the module tables: the
+// module time of every layer, less the roofline's projections already
+// counted among the token ops. ok is false outside the tables.
+func (m *Measured) mlaModule(b *Batch, pc, n int) (float64, bool) {
+	var t float64
+	var ok bool
+	if pc > 0 {
+		ps := max(b.PrefillSeqs, 1)
+		t, ok = m.mla.MLAContext(ps, float64(pc)/float64(ps))
+	} else {
+		t, ok = m.mla.MLAGeneration(n, float64(max(b.DecodeKVSum, 0))/float64(n))
+	}
+	if !ok {
+		return 0, false
+	}
+	proj, _ := m.mlaProj.at(paddedTokens(b))
+	return m.layers*t - proj, true
+}
+
 // attention times every attention layer of the step: the full-attention
 // layers from the tables where they apply, the window-bounded layers by
 // the roofline.
@@ -284,9 +338,11 @@ func (m *Measured) attention(b *Batch) (float64, uint16, uint16) {
 	return t, present, fell
 }
 
-// fullAttention times the full-attention layers of the step. MLA has no
-// table here (the database's attention tables are multi-head ones): the
-// roofline's MLA model, counted as a fallback.
+// fullAttention times the full-attention layers of the step. An MLA
+// model's pure prefills from an empty cache and pure decodes come from the
+// MLA module tables when the kernel tables have them (mlaModule); its
+// other steps, and every step without those tables, are the roofline's
+// MLA model, counted as a fallback.
 func (m *Measured) fullAttention(b *Batch) (float64, uint16, uint16) {
 	pc := max(b.PrefillTokens, 0)
 	n := max(b.NumDecode, 0)
@@ -304,6 +360,11 @@ func (m *Measured) fullAttention(b *Batch) (float64, uint16, uint16) {
 		present = 1 << TableGenerationAttention
 	default:
 		return 0, 0, 0
+	}
+	if m.mla != nil && b.SpecTokens == 0 {
+		if t, ok := m.mlaModule(b, pc, n); ok {
+			return t, present, 0
+		}
 	}
 	if b.SpecTokens > 0 || m.r.IsMLA() {
 		// The generation table has one query token per sequence: a

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"math"
 	"testing"
 )
 
@@ -252,4 +253,44 @@ func TestMeasuredFrontierFallbacks(t *testing.T) {
 func (m *Measured) attentionNs(b *Batch) float64 {
 	t, _, _ := m.attention(b)
 	return t
+}
+
+// fakeMLA adds MLA module tables to fakeKernels: every module takes mla ns.
+type fakeMLA struct {
+	fakeKernels
+	mla float64
+}
+
+func (f fakeMLA) MLAContext(int, float64) (float64, bool)    { return f.mla, true }
+func (f fakeMLA) MLAGeneration(int, float64) (float64, bool) { return f.mla, true }
+
+// With MLA module tables, a pure decode's 61 MLA layers take 61 module
+// times, which replace the roofline's qkv_proj, rotary_emb, attention
+// and o_proj; a mixed step stays on the roofline.
+func TestMeasuredMLAModule(t *testing.T) {
+	hw := RooflineHW{PeakFLOPS: 989.5e12, MemBandwidth: 4800e9}
+	r, err := NewRoofline(deepSeekV3, hw, DefaultEfficiency, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := fakeMLA{fakeKernels{gemm: 1000, ctx: 5000, gen: 3000, maxM: 1 << 20, maxN: 1 << 20, maxCtx: 1e9}, 50_000}
+	m, err := NewMeasured(r, k, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := Batch{NumDecode: 16, DecodeKVSum: 16 * 4000, DecodeKVMax: 4000, DecodeKVMin: 4000}
+	tok := &Batch{PrefillTokens: 16}
+	proj := 61 * (r.OpNs(OpQKVProj, tok) + r.OpNs(OpRotaryEmb, tok) + r.OpNs(OpOProj, tok))
+	if got, want := m.attentionNs(&dec), 61*50_000-proj; math.Abs(got-want) > 1e-6*want {
+		t.Errorf("decode: %g ns, want 61 x 50,000 - %g", got, proj)
+	}
+	counts := &TableCounts{}
+	ForRun(m, counts).StepTime(&dec)
+	if counts.Evals[TableGenerationAttention] != 1 || counts.Fallbacks[TableGenerationAttention] != 0 {
+		t.Errorf("counts %+v: want one generation lookup from the table", counts)
+	}
+	mixed := Batch{PrefillTokens: 100, PrefillSeqs: 1, NumDecode: 4, DecodeKVSum: 4000, DecodeKVMax: 1000, DecodeKVMin: 1000}
+	if got, want := m.attentionNs(&mixed), 61*r.OpNs(OpAttention, &mixed); got != want {
+		t.Errorf("mixed: %g ns, want the roofline's %g", got, want)
+	}
 }
