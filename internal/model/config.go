@@ -390,7 +390,7 @@ func (c *Config) approxParams() float64 {
 	mlp := 3 * h * (float64(c.IntermediateSize) +
 		float64(c.NumExperts)*float64(c.MoEIntermediateSize) +
 		float64(c.NumSharedExperts)*float64(c.SharedExpertIntermediateSize))
-	return L*(2*h*q+2*h*kv+mlp+h*float64(c.NumExperts)+4*h) + 2*float64(c.VocabSize)*h + 2*float64(c.VocabSize)
+	return L*(2*h*q+2*h*kv+mlp+h*float64(c.NumExperts)+4*h) + 2*float64(c.VocabSize)*h + 2*float64(c.VocabSize) + c.approxMLA()
 }
 
 // IsMoE reports whether the model has routed experts.

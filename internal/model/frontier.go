@@ -112,6 +112,10 @@ func (r *rawConfig) frontier(c *Config) error {
 			return strings.Contains(m, "self_attn")
 		})
 	}
+	if c.NumLayers > maxLayers {
+		// Per-layer lists are allocated below; real models have < 1000 layers.
+		return fmt.Errorf("num_hidden_layers %d exceeds %d", c.NumLayers, maxLayers)
+	}
 	var err error
 	switch c.ModelType {
 	case "deepseek_v3", "kimi_k2":
@@ -287,6 +291,22 @@ func (r *rawConfig) llama4(c *Config) error {
 	one := int64(1)
 	r.NSharedExperts = &one
 	return nil
+}
+
+// maxLayers bounds num_hidden_layers of a parsed config.
+const maxLayers = 1 << 16
+
+// approxMLA estimates the MLA projections' parameters in float64 (see
+// approxParams); 0 without MLA.
+func (c *Config) approxMLA() float64 {
+	if !c.IsMLA() {
+		return 0
+	}
+	h, H := float64(c.HiddenSize), float64(c.NumHeads)
+	ql, kvl := float64(c.QLoraRank), float64(c.KVLoraRank)
+	nope, rope, v := float64(c.QKNopeHeadDim), float64(c.QKRopeHeadDim), float64(c.VHeadDim)
+	layer := h*ql + ql*H*(nope+rope) + h*H*(nope+rope) + h*(kvl+rope) + kvl*H*(nope+v) + H*v*h
+	return float64(c.NumLayers+c.MTPLayers) * layer
 }
 
 // IsMLA reports multi-head latent attention.

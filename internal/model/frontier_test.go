@@ -219,3 +219,15 @@ func TestAttentionSinkParams(t *testing.T) {
 		t.Errorf("unquantised attention removes %d linear parameters, want 955514880", d)
 	}
 }
+
+// Huge frontier fields are refused before any size is computed.
+func TestFrontierBounds(t *testing.T) {
+	for _, j := range []string{
+		`{"model_type": "gpt_oss", "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1000000000000, "num_attention_heads": 1, "vocab_size": 1, "sliding_window": 4}`,
+		`{"model_type": "deepseek_v3", "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 1, "vocab_size": 1, "kv_lora_rank": 4611686018427387904, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8}`,
+	} {
+		if _, err := Parse([]byte(j), "x.json"); err == nil {
+			t.Errorf("Parse(%s): no error", j)
+		}
+	}
+}
