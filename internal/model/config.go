@@ -157,6 +157,9 @@ func Parse(data []byte, source string) (*Config, error) {
 		if inner.TorchDtype == nil && inner.Dtype == nil {
 			inner.TorchDtype, inner.Dtype = top.TorchDtype, top.Dtype
 		}
+		if inner.QuantizationConfig == nil {
+			inner.QuantizationConfig = top.QuantizationConfig
+		}
 		r = inner
 	}
 	c, err := r.toConfig()

@@ -231,3 +231,17 @@ func TestFrontierBounds(t *testing.T) {
 		}
 	}
 }
+
+// A multimodal config's top-level quantization_config applies to the
+// language model under text_config.
+func TestQuantizationConfigOfTextConfig(t *testing.T) {
+	j := `{"model_type": "llama4", "quantization_config": {"quant_method": "fp8", "modules_to_not_convert": ["model.layers.*.self_attn"]},
+		"text_config": {"model_type": "llama4_text", "hidden_size": 64, "intermediate_size": 32, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100}}`
+	c, err := Parse([]byte(j), "x.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QuantMethod != "fp8" || !c.UnquantizedAttention {
+		t.Errorf("quant method %q, unquantised attention %v; want fp8, true", c.QuantMethod, c.UnquantizedAttention)
+	}
+}
