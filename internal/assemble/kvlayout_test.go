@@ -22,7 +22,7 @@ workload: {limit: 30}
 check_invariants: true
 `
 	b := mustBuild(t, "oss.yaml", y)
-	in := b.Instances[0]
+	in := b.Instances()[0]
 	const head = "hybrid, 2 KV cache groups of 18 layers (1 full, 1 sliding-window 128), 9 local blocks per sequence; vLLM pool "
 	if !strings.HasPrefix(in.KVLayout, head) {
 		t.Fatalf("KV layout %q", in.KVLayout)
@@ -50,7 +50,7 @@ instances: [{name: v3, tp: 8}]
 workload: {limit: 20}
 `
 	b := mustBuild(t, "v3.yaml", y)
-	in := b.Instances[0]
+	in := b.Instances()[0]
 	if in.kvPerToken != 70272 || !strings.Contains(in.KVLayout, "MLA latent, 512 + 64 elements x 2 B") {
 		t.Errorf("KV per token %d, layout %q; want 70272 and the MLA latent", in.kvPerToken, in.KVLayout)
 	}
