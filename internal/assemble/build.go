@@ -40,6 +40,9 @@ type Instance struct {
 	PredictedBlocks int
 	PredictErr      error
 	BlockSize       int
+	// KVLayout describes a hybrid (sliding-window or chunked) or MLA KV
+	// cache; "" for a plain one.
+	KVLayout string
 	// Engine is the engine configuration every run starts from.
 	Engine engine.Config
 	// Predictor is the instance's step-latency predictor (stateless).
@@ -318,7 +321,7 @@ func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) 
 	}
 	cat, err := perf.LoadCatalog(assets.FS(), m.ModelType)
 	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", s.Model, err)
+		return nil, fmt.Errorf("model %s: config.json field model_type %q is not supported: %w", s.Model, m.ModelType, err)
 	}
 	in := &buildInputs{s: s, src: src, m: m, bpe: bpe, qf: qf, profiles: profiles, cat: cat,
 		arch:       perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},

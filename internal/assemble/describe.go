@@ -61,6 +61,8 @@ type GroupDescription struct {
 	// TPNodes is the number of nodes a tensor-parallel group larger than
 	// a node spans (omitted when it fits in one).
 	TPNodes int `json:"tp_nodes,omitempty"`
+	// KVLayout describes a hybrid or MLA KV cache (omitted otherwise).
+	KVLayout string `json:"kv_layout,omitempty"`
 }
 
 // Describe returns what b simulates.
@@ -107,7 +109,7 @@ func (b *Built) Describe() Description {
 		g := GroupDescription{Name: in.Group, Count: count, Role: string(in.Role), Hardware: in.Hardware, TP: in.TP, PP: in.PP,
 			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens, MaxNumSeqsFrom: in.BatchOrigin.Seqs,
-			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes}
+			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes, KVLayout: in.KVLayout}
 		if in.DP > 1 || in.EP > 1 {
 			g.DP, g.EP = in.DP, in.EP
 		}
@@ -268,6 +270,9 @@ func (d Description) Lines() []string {
 				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize, per),
 			"  "+batchLine(g),
 			"  step latency: "+g.Latency)
+		if g.KVLayout != "" {
+			lines = append(lines, "  KV cache: "+g.KVLayout)
+		}
 		if g.TPNodes > 1 {
 			lines = append(lines, fmt.Sprintf("  tp %d spans %d nodes: all-reduces over the NICs (docs/engine-time.md)", g.TP, g.TPNodes))
 		}

@@ -56,7 +56,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad utilisation", "engine: {gpu_memory_utilization: 1.5}\n", []string{"engine.gpu_memory_utilization"}},
 		{"bad slo target", "slo:\n  percentiles: [{metric: ttft, percentile: 98, max_ms: 10}]\n", []string{"slo.percentiles[0].percentile"}},
 		{"trace and nothing", "workload: {trace: \"\"}\n", []string{"workload"}},
-		{"bad quantization", "quantization: int4\n", []string{"quantization: unknown method \"int4\"", "fp8, awq, gptq or modelopt_fp4"}},
+		{"bad quantization", "quantization: int4\n", []string{"quantization: unknown method \"int4\"", "fp8, awq, gptq, modelopt_fp4 or mxfp4"}},
 		{"bad kv dtype", "kv_cache_dtype: fp4\n", []string{"kv_cache_dtype", "auto, fp8, fp8_e4m3 or fp8_e5m2"}},
 		{"awq bits", "quantization: awq\nquantization_config: {bits: 8}\n", []string{"quantization_config.bits", "4 bits only"}},
 		{"unknown quant field", "quantization_config: {bit: 8}\n", []string{"s.yaml:1:", "bit"}},

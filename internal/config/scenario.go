@@ -31,7 +31,8 @@ type Scenario struct {
 	Dtype string `yaml:"dtype" json:"dtype"`
 	// Quantization is the weight quantization method, with vLLM's names:
 	// fp8 (W8A8, per-tensor or block-wise), awq or gptq (integer
-	// weight-only), modelopt_fp4 (NVFP4, Blackwell only). Empty (default):
+	// weight-only), modelopt_fp4 (NVFP4, Blackwell only), mxfp4 (gpt-oss
+	// experts; weight-only). Empty (default):
 	// unquantised. See docs/quantization.md.
 	Quantization string `yaml:"quantization,omitempty" json:"quantization,omitempty"`
 	// QuantizationConfig holds the checkpoint's quantization parameters,
