@@ -194,3 +194,12 @@ func BenchmarkSimulateChatTiers(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStartup loads and builds examples/bench-100k.yaml, the work a
+// run does before its first event (start-up). Run: go test
+// ./internal/runner -run '^$' -bench Startup -benchtime 20x
+func BenchmarkStartup(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		exampleScenario(b, "bench-100k", nil)
+	}
+}
