@@ -10,6 +10,7 @@ import (
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/frontend"
 	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/workload"
 )
 
@@ -218,6 +219,11 @@ type steadyObserver struct {
 	runs, blockRuns      int64 // runs started, without and with the block condition
 	prevDecode, prevUsed []int
 	prevDone             []bool
+	// shapes holds the batches seen (cleared at 1<<16 entries), hits
+	// the steps whose batch was among them: what a bounded step-time
+	// memo keyed by the batch's shape would hit.
+	shapes map[perf.Batch]struct{}
+	hits   int64
 }
 
 func (o *steadyObserver) Advance(int64)            {}
@@ -231,6 +237,14 @@ func (o *steadyObserver) StepDone(inst int, r *engine.StepResult) {
 	if !same || used != o.prevUsed[inst] {
 		o.blockRuns++
 	}
+	if _, ok := o.shapes[r.Batch]; ok {
+		o.hits++
+	} else {
+		if len(o.shapes) == 1<<16 {
+			clear(o.shapes)
+		}
+		o.shapes[r.Batch] = struct{}{}
+	}
 	o.steps++
 	o.prevDecode[inst], o.prevUsed[inst] = r.Batch.NumDecode, used
 	o.prevDone[inst] = len(r.Finished) > 0 || len(r.First) > 0
@@ -240,7 +254,9 @@ func (o *steadyObserver) StepDone(inst int, r *engine.StepResult) {
 // lasts on bench-100k (20,000 requests) and on 20,000 requests of the
 // 32-instance example: steps/run counts runs that end at an arrival, a
 // first token or a finished request; steps/blockrun also ends them when a
-// block is allocated or released. These bound what advancing several
+// block is allocated or released; shape-hits is the fraction of steps
+// whose batch (perf.Batch, as the predictor sees it) repeats one of the
+// last 65,536 distinct batches. These bound what advancing several
 // steps as one event could save (docs/performance.md).
 // Run: go test ./internal/runner -run '^$' -bench SteadyRuns -benchtime 1x
 func BenchmarkSteadyRuns(b *testing.B) {
@@ -249,7 +265,7 @@ func BenchmarkSteadyRuns(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				built := exampleScenario(b, name, func(s *config.Scenario) { s.Workload.Synthetic.Requests = n })
-				o := &steadyObserver{}
+				o := &steadyObserver{shapes: map[perf.Batch]struct{}{}}
 				sim, closer, err := built.NewSim(o)
 				if err != nil {
 					b.Fatal(err)
@@ -263,6 +279,7 @@ func BenchmarkSteadyRuns(b *testing.B) {
 				b.ReportMetric(float64(o.steps)/n, "steps/req")
 				b.ReportMetric(float64(o.steps)/float64(o.runs), "steps/run")
 				b.ReportMetric(float64(o.steps)/float64(o.blockRuns), "steps/blockrun")
+				b.ReportMetric(float64(o.hits)/float64(o.steps), "shape-hits")
 			}
 		})
 	}
