@@ -55,9 +55,9 @@ type Engine struct {
 	// Minimum and maximum of laneOff; stale after an extreme member left.
 	laneLo, laneHi int64
 	laneStale      bool
-	tick           int64 // batches finished
-	prevEnd        int64 // end of the latest finished batch
-	gapRing        [laneWindow]int64
+	tick           int64  // batches finished
+	prevEnd        int64  // end of the latest finished batch
+	gaps           gapMax // gaps between the last laneWindow batch ends
 	dueRing        [laneWindow][]int32
 	nextOrder      int64   // admission-order stamp of the next running request
 	mergeBuf       []int32 // scratch of mergeRunning

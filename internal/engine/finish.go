@@ -40,7 +40,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 		// Every lane member emits a token whose gap is this step's.
 		e.tick++
 		gap := end - e.prevEnd
-		e.gapRing[e.tick&(laneWindow-1)] = gap
+		e.gaps.push(e.tick, gap)
 		e.prevEnd = end
 		if f.lane > 0 {
 			r.ITL = append(r.ITL, Gap{NS: gap, Count: int64(f.lane)})

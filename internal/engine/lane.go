@@ -16,14 +16,14 @@ package engine
 // counts are the stored ones plus tick-joinTick (computed one more while a
 // batch is in flight), its last token came at the end of the latest batch
 // (prevEnd), and its largest gap is the larger of the stored one and the
-// gaps between consecutive batch ends since it joined (gapRing).
+// gaps between consecutive batch ends since it joined (gapMax).
 //
 // A request joins when a batch it emitted a token in finishes and it is a
 // steady decoder for at least the next batch. At joining, the engine
 // computes the first batch that needs it explicitly (due): the one whose
 // forming must allocate a block, whose end fills a block (prefix-cache
 // commit) or whose end is its last token; due is capped to laneWindow-1
-// batches ahead so that gapRing covers a member's whole stay. Before that
+// batches ahead so that gapMax covers a member's whole stay. Before that
 // batch is formed the member leaves the lane (its counters are brought up to
 // date) and is handled by the ordinary code; it joins again after.
 //
@@ -74,13 +74,7 @@ func (e *Engine) laneRecord(s *seq) {
 
 // gapsSince is the largest gap between consecutive batch ends among the
 // batches finished after batch number t (at most laneWindow-1 of them).
-func (e *Engine) gapsSince(t int64) int64 {
-	m := int64(-1)
-	for j := t + 1; j <= e.tick; j++ {
-		m = max(m, e.gapRing[j&(laneWindow-1)])
-	}
-	return m
-}
+func (e *Engine) gapsSince(t int64) int64 { return e.gaps.since(t) }
 
 // join puts the running request in slot, which emitted a token in the batch
 // that just finished, into the lane if it is a steady decoder for at least
