@@ -88,12 +88,22 @@ func (e *Engine) join(slot int32) bool {
 	t := e.tick
 	due := t + int64(len(s.blocks))*int64(bs) - int64(s.computed) + 1 // forming it allocates
 	due = min(due, t+int64(s.output-s.generated))                     // its end is the last token
+	fill := int64(-1)                                                 // the batch whose end the lane commits a block at
 	if e.cfg.PrefixCaching {
-		due = min(due, t+int64((s.committed+1)*bs-s.computed)) // its end fills a block
+		f := t + int64((s.committed+1)*bs-s.computed) // its end fills a block
+		if int(s.committed)+1 == len(s.blocks) && e.laneCommits(s) {
+			fill = f // committed by the lane (lanefill.go)
+		} else {
+			due = min(due, f)
+		}
 	}
 	due = min(due, t+laneWindow-1)
 	if due < t+2 {
 		return false
+	}
+	if fill > t && fill < due {
+		b := &e.fillRing[fill&(laneWindow-1)]
+		*b = append(*b, slot)
 	}
 	s.laneAt = int32(len(e.lane))
 	s.joinTick, s.due = t, due
