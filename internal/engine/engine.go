@@ -60,6 +60,7 @@ type Engine struct {
 	gaps           gapMax // gaps between the last laneWindow batch ends
 	dueRing        [laneWindow][]int32
 	fillRing       [laneWindow][]int32 // lane members whose block fills in a batch (lanefill.go)
+	allocRing      [laneWindow][]int32 // lane members whose next token needs a block in a batch (lanefill.go)
 	nextOrder      int64               // admission-order stamp of the next running request
 	mergeBuf       []int32             // scratch of mergeRunning
 	noLane         bool                // tests: every request explicit, as a reference

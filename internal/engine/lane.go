@@ -86,9 +86,9 @@ func (e *Engine) join(slot int32) bool {
 	}
 	bs := int32(e.cfg.BlockSize)
 	t := e.tick
-	due := t + int64(len(s.blocks))*int64(bs) - int64(s.computed) + 1 // forming it allocates
-	due = min(due, t+int64(s.output-s.generated))                     // its end is the last token
-	fill := int64(-1)                                                 // the batch whose end the lane commits a block at
+	alloc := t + int64(len(s.blocks))*int64(bs) - int64(s.computed) + 1 // forming it allocates
+	due := t + int64(s.output-s.generated)                              // its end is the last token
+	fill := int64(-1)                                                   // the batch whose end the lane commits a block at
 	if e.cfg.PrefixCaching {
 		f := t + int64((s.committed+1)*bs-s.computed) // its end fills a block
 		if int(s.committed)+1 == len(s.blocks) && e.laneCommits(s) {
@@ -98,12 +98,19 @@ func (e *Engine) join(slot int32) bool {
 		}
 	}
 	due = min(due, t+laneWindow-1)
+	if alloc >= due {
+		alloc = -1 // the member leaves the lane first
+	}
 	if due < t+2 {
 		return false
 	}
 	if fill > t && fill < due {
 		b := &e.fillRing[fill&(laneWindow-1)]
 		*b = append(*b, slot)
+	}
+	if alloc > t {
+		b := &e.allocRing[alloc&(laneWindow-1)]
+		*b = append(*b, slot) // allocated by the lane (lanefill.go)
 	}
 	s.laneAt = int32(len(e.lane))
 	s.joinTick, s.due = t, due
@@ -216,7 +223,7 @@ func (e *Engine) mergeRunning(n int) {
 // whole chunks (with the lane's one token per member) within the budget and
 // the free blocks, so that walking them before the lane changes nothing.
 func (e *Engine) laneFits(budget int32) bool {
-	tokens, blocks := int64(len(e.lane)), 0
+	tokens, blocks := int64(len(e.lane)), e.laneBlocksDue()
 	bs := int32(e.cfg.BlockSize)
 	for _, slot := range e.running {
 		s := &e.slots[slot]

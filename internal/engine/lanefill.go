@@ -1,5 +1,7 @@
 package engine
 
+import "fmt"
+
 // Block commits inside the decode lane.
 //
 // With prefix caching a request's block is offered to the cache at the end
@@ -41,4 +43,60 @@ func (e *Engine) laneFills() {
 		s.committed = i + 1
 	}
 	*b = (*b)[:0]
+}
+
+// Block allocations inside the decode lane.
+//
+// A decoder whose next token starts a new block needs that block allocated
+// when the batch is formed. When every block the batch needs fits in the
+// free blocks (laneFits counts these too), no request can be preempted,
+// and the order in which requests take free blocks changes only which
+// block number each gets, not which cached content is evicted (the free
+// queue's order) nor anything the engine reports. Such a member then need
+// not leave the lane: join registers the batch whose forming allocates for
+// it (allocRing), and laneAllocate, called by form before the explicit
+// requests are walked, brings it up to date, allocates its block and lets
+// it join again for the following batches. When the blocks could run short
+// form flushes the lane instead and every request is walked explicitly, in
+// admission order, as before.
+
+// laneNeedsBlock reports whether lane member s needs a new block for its
+// token of the batch being formed.
+func (e *Engine) laneNeedsBlock(s *seq) bool {
+	return s.inLane() && e.laneComputed(s) >= int32(len(s.blocks))*int32(e.cfg.BlockSize)
+}
+
+// laneBlocksDue counts the blocks the lane members need for the batch
+// being formed (an upper bound: a member registered twice counts twice).
+func (e *Engine) laneBlocksDue() int {
+	n := 0
+	for _, slot := range e.allocRing[(e.tick+1)&(laneWindow-1)] {
+		if e.laneNeedsBlock(&e.slots[slot]) {
+			n++
+		}
+	}
+	return n
+}
+
+// laneAllocate allocates the blocks of the lane members that need one for
+// the batch being formed; form calls it when laneFits holds, so every
+// allocation succeeds.
+func (e *Engine) laneAllocate() {
+	b := &e.allocRing[(e.tick+1)&(laneWindow-1)]
+	sorted := len(e.running)
+	for _, slot := range *b {
+		s := &e.slots[slot]
+		if !e.laneNeedsBlock(s) {
+			continue
+		}
+		e.leave(s)
+		if !e.grow(s, 1) {
+			e.fail(fmt.Errorf("request %d: no free block for its next token although the batch's blocks fit", s.rec.ID))
+		}
+		if !e.join(slot) {
+			e.running = append(e.running, slot)
+		}
+	}
+	*b = (*b)[:0]
+	e.mergeRunning(sorted)
 }
