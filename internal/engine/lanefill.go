@@ -80,23 +80,44 @@ func (e *Engine) laneBlocksDue() int {
 
 // laneAllocate allocates the blocks of the lane members that need one for
 // the batch being formed; form calls it when laneFits holds, so every
-// allocation succeeds.
+// allocation succeeds. A member keeps its place in the lane and its
+// counters; only the batches its new block brings are registered: the one
+// whose end fills it (committed by the lane, or, for content the lane
+// cannot commit, the member leaves the lane for it) and the one that
+// allocates the block after it.
 func (e *Engine) laneAllocate() {
-	b := &e.allocRing[(e.tick+1)&(laneWindow-1)]
-	sorted := len(e.running)
+	t := e.tick
+	b := &e.allocRing[(t+1)&(laneWindow-1)]
+	bs := int64(e.cfg.BlockSize)
 	for _, slot := range *b {
 		s := &e.slots[slot]
 		if !e.laneNeedsBlock(s) {
 			continue
 		}
-		e.leave(s)
-		if !e.grow(s, 1) {
+		var ok bool
+		if s.blocks, ok = e.pool.Allocate(s.blocks, 1); !ok {
 			e.fail(fmt.Errorf("request %d: no free block for its next token although the batch's blocks fit", s.rec.ID))
+			continue
 		}
-		if !e.join(slot) {
-			e.running = append(e.running, slot)
+		// The new block holds tokens from t+1's on: its last slot is
+		// filled by batch t+bs, and batch t+bs+1 allocates the next.
+		fill, alloc := t+bs, t+bs+1
+		if e.cfg.PrefixCaching {
+			if int(s.committed)+1 == len(s.blocks) && e.laneCommits(s) {
+				if fill < s.due {
+					r := &e.fillRing[fill&(laneWindow-1)]
+					*r = append(*r, slot)
+				}
+			} else if fill < s.due {
+				s.due = fill // explicit for the batch that fills it
+				r := &e.dueRing[fill&(laneWindow-1)]
+				*r = append(*r, slot)
+			}
+		}
+		if alloc < s.due {
+			r := &e.allocRing[alloc&(laneWindow-1)]
+			*r = append(*r, slot)
 		}
 	}
 	*b = (*b)[:0]
-	e.mergeRunning(sorted)
 }
