@@ -157,6 +157,18 @@ func (b *Built) WithSource(open func() (workload.Source, io.Closer, error)) *Bui
 	return &c
 }
 
+// WithoutDecodeLane returns a copy of b whose engines visit every running
+// request in every step (engine.Config.NoDecodeLane): the reference the
+// decode lane's outputs are checked against.
+func (b *Built) WithoutDecodeLane() *Built {
+	c := *b
+	c.instances = slices.Clone(b.instances)
+	for i := range c.instances {
+		c.instances[i].Engine.NoDecodeLane = true
+	}
+	return &c
+}
+
 // NewSim assembles a simulation from a built scenario with fresh engines,
 // a fresh router and a fresh workload source. The closer must be closed
 // after the run.

@@ -166,9 +166,7 @@ func CheckFile(path string, requests int, opts Options) Result {
 				return Result{Failure: fail(ClassDeterminism, "second build failed: %v", err)}
 			}
 			if opts.NoLane {
-				for j := range built.Instances {
-					built.Instances[j].Engine.NoDecodeLane = true
-				}
+				built = built.WithoutDecodeLane()
 			}
 		}
 		dir := ""
