@@ -44,7 +44,7 @@ func newCatalogCmd() *cobra.Command {
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "MODEL ARCHITECTURES (config.json model_type accepted, and the layer catalog that times it)")
 			for _, a := range model.Architectures() {
-				fmt.Fprintf(out, "  %-10s %-10s %s\n", a.ModelType, a.LayerCatalog, a.Note)
+				fmt.Fprintf(out, "  %-12s %-12s %s\n", a.ModelType, a.LayerCatalog, a.Note)
 			}
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "PROFILE BUNDLES (embedded; servesim calibrate --profiles takes these names)")
@@ -74,5 +74,6 @@ func newCatalogCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&accels, "accelerators", "", "YAML file of accelerators in the catalog's shape, listed with the built-in ones")
+	cmd.AddCommand(newCatalogModelsCmd())
 	return cmd
 }

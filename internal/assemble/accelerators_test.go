@@ -59,7 +59,7 @@ func TestDefinedAcceleratorRooflineByHand(t *testing.T) {
 		t.Fatalf("efficiencies %+v, want H100's %+v", eff, h100)
 	}
 	b := mustBuild(t, "tiny.yaml", tinyAccel)
-	rm, err := calibrate.ModelOf(b.Model, "bf16")
+	rm, err := calibrate.ModelOf(b.Model(), "bf16")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,13 +165,13 @@ func TestXGMILinkIsFullyConnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := mustBuild(t, "s.yaml", "predictor: {kind: roofline}\nhardware: MI300X\n")
-	tc := tpComm(b.Model, acc, 8, 2, config.Links{LatencyUs: -1, TPLatencyUs: -1}, config.Engine{})
+	tc := tpComm(b.Model(), acc, 8, 2, config.Links{LatencyUs: -1, TPLatencyUs: -1}, config.Engine{})
 	if !tc.AR.Custom || tc.AR.BusBW != perf.NCCLBusEffNVLink*448e9 {
 		t.Errorf("MI300X tp 8 all-reduce %+v: want the custom kernel and bus bandwidth %.4g", tc.AR, perf.NCCLBusEffNVLink*448e9)
 	}
 	pcie := acc
 	pcie.Link.Kind = "pcie"
-	if tc := tpComm(b.Model, pcie, 8, 2, config.Links{LatencyUs: -1, TPLatencyUs: -1}, config.Engine{}); tc.AR.Custom {
+	if tc := tpComm(b.Model(), pcie, 8, 2, config.Links{LatencyUs: -1, TPLatencyUs: -1}, config.Engine{}); tc.AR.Custom {
 		t.Errorf("a PCIe link at tp 8 got the custom all-reduce: %+v", tc.AR)
 	}
 }

@@ -46,7 +46,7 @@ func TestMistralTimedAsLlama(t *testing.T) {
 	}
 	step := func(models, name string) int64 {
 		b := mustBuild(t, name, "predictor: {kind: roofline}\nhardware: H100\nmodels: "+models+"\nmodel: "+name+"\n")
-		return b.Instances[0].Predictor.StepTime(&perf.Batch{NumDecode: 16, DecodeKVSum: 16000, DecodeKVMax: 1000, DecodeKVMin: 1000, PrefillSeqs: 1, PrefillTokens: 512})
+		return b.Instance(0).Predictor.StepTime(&perf.Batch{NumDecode: 16, DecodeKVSum: 16000, DecodeKVMax: 1000, DecodeKVMin: 1000, PrefillSeqs: 1, PrefillTokens: 512})
 	}
 	m, l := step(hfModels, "mistralai/Mistral-7B-Instruct-v0.3"), step(dir, "x/as-llama")
 	if m != l || m <= 0 {

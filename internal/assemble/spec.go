@@ -68,11 +68,11 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 	var draft *model.Config
 	var cat *perf.Catalog
 	switch sp.Method {
-	case "ngram":
+	case config.SpecNgram:
 		b.cfg.HostNsPerToken = NgramHostNsPerToken
 		b.desc = fmt.Sprintf("ngram, k=%d: proposals on the host (no GPU draft)", k)
 		return b, note, nil
-	case "draft_model":
+	case config.SpecDraftModel:
 		if draft, err = loadDraft(s, src, sp.DraftModel); err != nil {
 			return b, "", fmt.Errorf("%s.draft_model: %w", path, err)
 		}
@@ -92,7 +92,7 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 		b.weights = weightsPerGPU(draft, tp, 1, 1, bpe, qf.WeightBytes()) + draft.RotaryCacheBytes(bpe)
 	default: // eagle, eagle3, mtp: one decoder layer of the target's shape + lm_head
 		head := *m
-		head.Name = m.Name + " " + sp.Method + " head"
+		head.Name = m.Name + " " + string(sp.Method) + " head"
 		head.NumLayers, head.FirstDenseLayers, head.MLPOnlyLayers, head.DecoderSparseStep = 1, 0, nil, 0
 		draft = &head
 		if cat, err = layerCatalog(m); err != nil {
@@ -107,7 +107,7 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 
 	var base perf.Predictor
 	source := "roofline"
-	if sp.Method == "draft_model" && s.Predictor.Kind == "profile" {
+	if sp.Method == config.SpecDraftModel && s.Predictor.Kind == config.PredictorProfile {
 		want := s.Dtype
 		if !qf.Off() {
 			want = qf.Variant()
@@ -126,7 +126,7 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 		}
 		roof, isRoof := base.(*perf.Roofline)
 		prof, isProf := target.(*perf.Profile)
-		if sp.Method != "draft_model" && isRoof && isProf {
+		if sp.Method != config.SpecDraftModel && isRoof && isProf {
 			base = perf.HeadTime(roof, prof)
 			source = "roofline, attention from the target's measured per-layer table"
 		}
@@ -142,7 +142,7 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 	tc.Scale = s.Predictor.CollectiveScale
 	b.cfg.Draft = perf.WithEngineTime(perf.WithCollectives(base, tc), dt)
 	what := draft.Name
-	if sp.Method != "draft_model" {
+	if sp.Method != config.SpecDraftModel {
 		what = "one-layer head of the target's shape"
 	}
 	b.desc = fmt.Sprintf("%s, k=%d: %s priced by the %s, KV in the same pool", sp.Method, k, what, source)
@@ -158,7 +158,7 @@ func acceptance(cfg *engine.Speculative, sp *config.Speculative, k int, path str
 		cfg.Accept = engine.Rates(engine.IIDAcceptance(*sp.AcceptanceRate, k))
 	case sp.AcceptancePerPosition != nil:
 		cfg.Accept = engine.Rates(sp.AcceptancePerPosition)
-	case sp.Acceptance == "trace":
+	case sp.Acceptance == config.AcceptanceTrace:
 		cfg.PerRequest = true
 	default:
 		rates, source, ok := config.DefaultAcceptance(sp.Method, k)
@@ -198,7 +198,7 @@ func specPath(s *config.Scenario, gi int) string {
 func requireAcceptance(s *config.Scenario, open func() (workload.Source, io.Closer, error)) (func() (workload.Source, io.Closer, error), error) {
 	path := ""
 	for gi := range s.Instances {
-		if sp := s.Instances[gi].Merged(s.Engine).Speculative; sp != nil && sp.Acceptance == "trace" {
+		if sp := s.Instances[gi].Merged(s.Engine).Speculative; sp != nil && sp.Acceptance == config.AcceptanceTrace {
 			path = specPath(s, gi)
 			break
 		}

@@ -8,7 +8,7 @@ import (
 
 func TestDefaultAcceptanceByHand(t *testing.T) {
 	tests := []struct {
-		method string
+		method SpecMethod
 		k      int
 		want   []float64
 		mean   float64 // 1 + Σ a_i, by hand

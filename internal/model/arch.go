@@ -22,7 +22,8 @@ type Architecture struct {
 	// Note says in a few words what the family is and how it maps.
 	Note string
 	// SlidingWindow reports that the simulator models the family's
-	// sliding-window attention. When false, a config whose sliding_window
+	// sliding-window (or chunked local) attention, per layer
+	// (Config.LayerKinds). When false, a config whose sliding_window
 	// is shorter than the longest context a scenario allows is refused
 	// (see [CheckSlidingWindow]).
 	SlidingWindow bool
@@ -35,9 +36,17 @@ type Architecture struct {
 // architectures is the registry of supported model_types, sorted by
 // ModelType.
 var architectures = []Architecture{
+	{ModelType: "deepseek_v3", LayerCatalog: "deepseek_v3", Note: "DeepSeek-V3/R1: multi-head latent attention, MoE with shared experts (docs/attention.md)"},
+	{ModelType: "gemma2", LayerCatalog: "gemma2", Note: "Gemma 2: alternating sliding-window and global layers, four norms per layer", SlidingWindow: true},
+	{ModelType: "gemma3", LayerCatalog: "gemma3_text", Note: "Gemma 3: five sliding-window layers per global one, q/k norms", SlidingWindow: true},
+	{ModelType: "gemma3_text", LayerCatalog: "gemma3_text", Note: "Gemma 3 text model (as gemma3)", SlidingWindow: true},
+	{ModelType: "gpt_oss", LayerCatalog: "gpt_oss", Note: "gpt-oss: alternating sliding-window layers, attention sinks, MoE with biases", SlidingWindow: true},
 	{ModelType: "granite", LayerCatalog: "llama", Note: "IBM Granite 3.x dense: the Llama layer with scalar multipliers (no parameters)"},
 	{ModelType: "internlm2", LayerCatalog: "llama", Note: "InternLM2/2.5: the Llama layer with fused wqkv (the same weights)", apply: func(r *rawConfig, c *Config) { c.AttentionBias = c.AttentionBias || flag(r.Bias) }},
+	{ModelType: "kimi_k2", LayerCatalog: "kimi_k2", Note: "Kimi K2: DeepSeek-V3's architecture, more experts"},
 	{ModelType: "llama", LayerCatalog: "llama", Note: "Llama 2/3.x dense"},
+	{ModelType: "llama4", LayerCatalog: "llama4_text", Note: "Llama 4: chunked local attention layers, MoE", SlidingWindow: true},
+	{ModelType: "llama4_text", LayerCatalog: "llama4_text", Note: "Llama 4 text model (as llama4)", SlidingWindow: true},
 	{ModelType: "mistral", LayerCatalog: "llama", Note: "Mistral dense: the Llama layer"},
 	{ModelType: "mixtral", LayerCatalog: "mixtral", Note: "Mixtral mixture of experts"},
 	{ModelType: "olmo", LayerCatalog: "llama", Note: "OLMo 1: the Llama layer with parameter-free LayerNorms", apply: func(_ *rawConfig, c *Config) { c.ParamFreeNorms = true }},
