@@ -46,10 +46,7 @@ workload:
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			onRes, on := runOutputs(t, build(t, sc.name, sc.yaml))
-			b := build(t, sc.name, sc.yaml)
-			for i := range b.Instances {
-				b.Instances[i].Engine.NoDecodeLane = true
-			}
+			b := build(t, sc.name, sc.yaml).WithoutDecodeLane()
 			offRes, off := runOutputs(t, b)
 			if onRes.String() != offRes.String() {
 				t.Errorf("summaries differ:\n%s\n----\n%s", onRes.String(), offRes.String())
