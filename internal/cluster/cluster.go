@@ -704,6 +704,7 @@ func (s *Sim) entryDone(now int64) {
 func failedRecord(req *workload.Request, now int64, reason string) metrics.Record {
 	rec := metrics.NewRecord(req.ID, now)
 	rec.Session, rec.InputTokens, rec.OutputTokens = req.Session, req.InputTokens, req.OutputTokens
+	rec.Priority = req.Priority
 	rec.Outcome, rec.Reason = metrics.Failed, reason
 	return rec
 }

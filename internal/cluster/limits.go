@@ -56,6 +56,7 @@ type liveReq struct {
 	arrival       int64
 	input, output int
 	session       string
+	priority      int32
 }
 
 // SetLimits sets the run's limits; call before Run.
@@ -95,7 +96,7 @@ func (s *Sim) track(req *workload.Request, now int64) {
 	if s.live == nil {
 		s.live = map[int64]liveReq{}
 	}
-	s.live[req.ID] = liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session}
+	s.live[req.ID] = liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session, priority: req.Priority}
 	s.tokensSeen += int64(req.InputTokens) + int64(req.OutputTokens)
 }
 
@@ -138,6 +139,7 @@ func (s *Sim) cutOff(now int64, reason string) error {
 			l := s.live[id]
 			rec = metrics.NewRecord(id, l.arrival)
 			rec.Session, rec.InputTokens, rec.OutputTokens = l.session, l.input, l.output
+			rec.Priority = l.priority
 		}
 		rec.Outcome, rec.Reason = metrics.Failed, reason
 		s.end(&rec, now)
@@ -247,6 +249,7 @@ func (s *Sim) truncate(req *workload.Request, now int64) {
 	s.total++
 	rec := metrics.NewRecord(req.ID, -1)
 	rec.InputTokens, rec.OutputTokens = req.InputTokens, req.OutputTokens
+	rec.Priority = req.Priority
 	rec.Outcome, rec.Reason = metrics.Truncated, "limit: never arrived"
 	s.end(&rec, now)
 }

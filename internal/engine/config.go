@@ -46,8 +46,14 @@ type Config struct {
 	// blocks (vLLM v0's legacy preemption_mode swap; see swap.go); 0:
 	// preemption recomputes (vLLM v1). Swapping needs the KV tiers' links
 	// (SetTiers); without them preemption recomputes.
-	SwapBlocks      int
-	CheckInvariants bool // verify block accounting after every step
+	SwapBlocks int
+	// PriorityScheduling is vLLM's scheduling_policy priority: the
+	// waiting queue is ordered by (priority, arrival) instead of arrival,
+	// and a request short of KV blocks preempts the running request with
+	// the largest (priority, arrival) instead of the last admitted one
+	// (waitqueue.go, preempt.go).
+	PriorityScheduling bool
+	CheckInvariants    bool // verify block accounting after every step
 }
 
 // PPSend is the cost of sending one batch's activations from one pipeline

@@ -260,7 +260,7 @@ func finish(e *Engine, end int64) *StepResult { return e.FinishBatch(e.flights[0
 func TestSlotLayout(t *testing.T) {
 	var s seq
 	if size := unsafe.Sizeof(s); size%64 != 0 {
-		t.Errorf("slot is %d bytes, not a multiple of 64: adjust slotPad", size)
+		t.Errorf("slot is %d bytes, not a multiple of 64: pad it (slot.go)", size)
 	}
 	if end := unsafe.Offsetof(s.blocks) + unsafe.Sizeof(s.blocks); end > 64 {
 		t.Errorf("hot fields end at byte %d, past the first cache line", end)
