@@ -43,11 +43,14 @@ func (e *Engine) Preemptions() int64 { return e.preemptions }
 // when one is short of KV blocks, among those not in a batch in flight.
 // Under fcfs it is the last admitted (vLLM's self.running.pop() in
 // Scheduler.schedule, vllm/v1/core/sched/scheduler.py). Under the
-// priority policy it is the one with the largest (priority, arrival), the
-// first in admission order among equals (vLLM's max(self.running,
-// key=lambda r: (r.priority, r.arrival_time)) there); it may have been
-// scheduled earlier in the same step, and it may be the request that
-// needs the blocks.
+// priority policy it is the one with the largest (priority, arrival)
+// (vLLM's max(self.running, key=lambda r: (r.priority, r.arrival_time))
+// there), ties broken by the largest id: the request the waiting queue
+// would serve last. vLLM's arrival times are wall-clock floats that do
+// not tie; simulated arrivals do (a burst at t=0), and taking the first
+// of equals as Python's max does would preempt the request that has run
+// longest, again and again. The victim may have been scheduled earlier in
+// the same step, and it may be the request that needs the blocks.
 func (e *Engine) victim() int {
 	if !e.waiting.prio {
 		vi := len(e.running) - 1
@@ -63,7 +66,7 @@ func (e *Engine) victim() int {
 			continue
 		}
 		k := e.waitKey(slot)
-		if best < 0 || k.priority > bk.priority || (k.priority == bk.priority && k.arrival > bk.arrival) {
+		if best < 0 || bk.before(k) {
 			best, bk = i, k
 		}
 	}
