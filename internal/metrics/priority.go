@@ -37,7 +37,8 @@ type priorityClass struct {
 type byPriority struct {
 	classes []*priorityClass
 	index   map[int32]*priorityClass
-	nonzero bool // a request had a priority other than 0
+	other   *priorityClass // the priorities beyond the first maxPriorityClasses
+	nonzero bool           // a request had a priority other than 0
 }
 
 // class returns the accumulator of priority p, creating it on first use.
@@ -48,13 +49,12 @@ func (b *byPriority) class(p int32) *priorityClass {
 	if b.index == nil {
 		b.index = map[int32]*priorityClass{}
 	}
-	if len(b.classes) == maxPriorityClasses {
-		last := b.classes[len(b.classes)-1]
-		if !last.other {
-			last = &priorityClass{priority: p, other: true, ttft: newDist(), tpot: newDist(), e2e: newDist()}
-			b.classes = append(b.classes, last)
+	if len(b.index) >= maxPriorityClasses {
+		if b.other == nil {
+			b.other = &priorityClass{priority: p, other: true, ttft: newDist(), tpot: newDist(), e2e: newDist()}
+			b.classes = append(b.classes, b.other)
 		}
-		return last
+		return b.other
 	}
 	c := &priorityClass{priority: p, ttft: newDist(), tpot: newDist(), e2e: newDist()}
 	b.classes = append(b.classes, c)
