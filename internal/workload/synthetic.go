@@ -137,6 +137,12 @@ func ShareGPTLike(requests int, rate float64) Synthetic {
 // 1/cv^2 stays >= 1e-4, which the gamma sampler handles exactly.
 const MaxCV = 100
 
+// MaxGeneratedRequests bounds the requests of a generated workload
+// (workload.synthetic.requests, workload.shared_prefix.requests): a run
+// stays bounded (10^8 requests take hours to simulate; larger counts are
+// a typo, not a study).
+const MaxGeneratedRequests = 100_000_000
+
 // SyntheticPath is the config path Validate names fields under.
 const SyntheticPath = "workload.synthetic"
 
@@ -153,8 +159,8 @@ func (s Synthetic) ValidateAt(path string) error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s.%s: %s", path, field, fmt.Sprintf(format, args...)))
 	}
-	if s.Requests <= 0 {
-		bad("requests", "must be > 0 (got %d)", s.Requests)
+	if s.Requests <= 0 || s.Requests > MaxGeneratedRequests {
+		bad("requests", "must be in [1, %d] (got %d)", MaxGeneratedRequests, s.Requests)
 	}
 	errs = append(errs, s.Arrival.validate(path+".arrival")...)
 	errs = append(errs, s.Input.validate(path+".input")...)
@@ -219,11 +225,11 @@ func (d LengthDist) validate(path string) []error {
 			bad(field, "is not used with kind %q; remove it", d.Kind)
 		}
 	}
-	if d.Min < 0 {
-		bad("min", "must be >= 0 (got %d)", d.Min)
+	if d.Min < 0 || d.Min > maxTokens {
+		bad("min", "must be in [0, %d] (got %d)", maxTokens, d.Min)
 	}
-	if d.Max < 0 {
-		bad("max", "must be >= 0 (got %d; 0 means no upper bound)", d.Max)
+	if d.Max < 0 || d.Max > maxTokens {
+		bad("max", "must be in [0, %d] (got %d; 0 means no upper bound)", maxTokens, d.Max)
 	}
 	if d.Max > 0 && d.Max < max(1, d.Min) {
 		bad("max", "must be >= max(1, min) = %d (got %d)", max(1, d.Min), d.Max)
