@@ -182,7 +182,7 @@ func sortedKeys(m map[string]int) []string {
 // every output byte for byte. Scenarios the validator or the build refuses
 // are skipped and counted; they must stay a small fraction.
 //
-// The normal suite draws rapid's default 100 cases (30 under -short);
+// The normal suite draws rapid's default 100 cases (20 under -short);
 // SERVESIM_RANDGEN_CASES=N (or -rapid.checks=N) draws N, the long run
 // documented in docs/testing.md:
 //
@@ -439,8 +439,8 @@ func TestCheckFile(t *testing.T) {
 }
 
 // setChecks sets rapid's case count for one test from
-// SERVESIM_RANDGEN_CASES, or to 30 under -short, unless -rapid.checks was
-// given; the count is restored when the test ends.
+// SERVESIM_RANDGEN_CASES unless -rapid.checks was given; the count is
+// restored when the test ends.
 func setChecks(t *testing.T) {
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "rapid.checks" })
@@ -453,8 +453,6 @@ func setChecks(t *testing.T) {
 			t.Fatalf("SERVESIM_RANDGEN_CASES=%q: want a positive number of cases", v)
 		}
 		n = v
-	case testing.Short():
-		n = "30"
 	default:
 		return
 	}
