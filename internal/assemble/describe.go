@@ -61,6 +61,9 @@ type GroupDescription struct {
 	// TPNodes is the number of nodes a tensor-parallel group larger than
 	// a node spans (omitted when it fits in one).
 	TPNodes int `json:"tp_nodes,omitempty"`
+	// SchedulingPolicy is "priority" under vLLM's priority scheduling
+	// (omitted under the default fcfs).
+	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
 }
 
 // Describe returns what b simulates.
@@ -110,6 +113,9 @@ func (b *Built) Describe() Description {
 			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes}
 		if in.DP > 1 || in.EP > 1 {
 			g.DP, g.EP = in.DP, in.EP
+		}
+		if in.Engine.PriorityScheduling {
+			g.SchedulingPolicy = "priority"
 		}
 		g.Latency, warned = b.latencySource(in, warned, &d.Warnings)
 		if w := b.spanWarning(in); w != "" {
@@ -218,6 +224,13 @@ func describeWorkload(w *config.Workload) string {
 	if w.WarmupRequests > 0 {
 		parts = append(parts, fmt.Sprintf("%d warm-up requests", w.WarmupRequests))
 	}
+	if len(w.Priorities) > 0 {
+		var mix []string
+		for _, c := range w.Priorities {
+			mix = append(mix, fmt.Sprintf("%d (weight %g)", c.Priority, c.Weight))
+		}
+		parts = append(parts, "priorities "+strings.Join(mix, ", "))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -265,6 +278,9 @@ func (d Description) Lines() []string {
 		}
 		if g.Speculative != "" {
 			lines = append(lines, "  speculative decoding: "+g.Speculative)
+		}
+		if g.SchedulingPolicy != "" {
+			lines = append(lines, "  scheduling policy: "+g.SchedulingPolicy+" (waiting requests by priority, then arrival)")
 		}
 	}
 	if d.Handoff != "" {
