@@ -58,6 +58,7 @@ var acceptedHuge = map[string]string{
 	"limits.max_events":                    "a bound on the run: a huge one bounds nothing more than the automatic budget",
 	"handoff.max_reprefills":               "a bound on re-prefills: huge means unbounded",
 	"workload.synthetic.arrival.rate":      "a rate: gaps round to 0 ns, a burst",
+	"workload.synthetic.requests":          "a generated workload of any size: run limits and the automatic event budget bound the run (docs/limits.md)",
 	"workload.priorities[0].weight":        "relative weights, any finite value",
 	"workload.priorities[1].weight":        "relative weights, any finite value",
 	"workload.synthetic.output.weights[0]": "relative weights, any finite value",

@@ -125,8 +125,8 @@ func (c SharedPrefix) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s.%s: %s", SharedPrefixPath, field, fmt.Sprintf(format, args...)))
 	}
-	if c.Requests <= 0 || c.Requests > MaxGeneratedRequests {
-		bad("requests", "must be in [1, %d] (got %d)", MaxGeneratedRequests, c.Requests)
+	if c.Requests <= 0 {
+		bad("requests", "must be > 0 (got %d)", c.Requests)
 	}
 	if c.Prefixes <= 0 || c.Prefixes > maxGeneratedPrefixes {
 		bad("prefixes", "must be in [1, %d] (got %d)", maxGeneratedPrefixes, c.Prefixes)

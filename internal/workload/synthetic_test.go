@@ -202,7 +202,7 @@ func TestSyntheticValidate(t *testing.T) {
 		mutate func(*Synthetic)
 		want   string
 	}{
-		{"requests", func(s *Synthetic) { s.Requests = 0 }, "workload.synthetic.requests: must be in [1, 100000000] (got 0)"},
+		{"requests", func(s *Synthetic) { s.Requests = 0 }, "workload.synthetic.requests: must be > 0 (got 0)"},
 		{"rate", func(s *Synthetic) { s.Arrival.Rate = -1 }, "workload.synthetic.arrival.rate: must be > 0 and finite (got -1)"},
 		{"rate NaN", func(s *Synthetic) { s.Arrival.Rate = math.NaN() }, "workload.synthetic.arrival.rate: must be > 0 and finite (got NaN)"},
 		{"arrival kind", func(s *Synthetic) { s.Arrival.Kind = "bursty" }, `workload.synthetic.arrival.kind: unknown kind "bursty"`},
