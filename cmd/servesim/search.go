@@ -237,7 +237,7 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 		fmt.Fprintf(&b, "Max rate of %s: no per-request bounds", r.Scenario)
 	}
 	for _, t := range s.SLO.Percentiles {
-		fmt.Fprintf(&b, "; p%d %s <= %g ms", t.Percentile, strings.ToUpper(t.Metric), t.MaxMs)
+		fmt.Fprintf(&b, "; p%d %s <= %g ms", t.Percentile, strings.ToUpper(string(t.Metric)), t.MaxMs)
 	}
 	fmt.Fprintf(&b, " (from %s)\n", sloFrom)
 	wl := s.Workload.Trace

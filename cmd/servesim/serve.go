@@ -75,7 +75,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if f.perInstance && (built.PD != nil || f.record != "") {
+	if _, isPD := built.PD(); f.perInstance && (isPD || f.record != "") {
 		return usageError{errors.New("--per-instance serves colocated instances without --record: a P/D scenario serves through its handoff on one port, and a recording replays the scenario's router, not the ports")}
 	}
 	host, portText, err := net.SplitHostPort(f.addr)
@@ -124,7 +124,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		}
 	}
 	if f.perInstance {
-		for i := range built.Instances {
+		for i := range built.NumInstances() {
 			p := port
 			if p != 0 {
 				p += i

@@ -158,7 +158,7 @@ func workloadOpener(s *config.Scenario, src config.Source) (func() (workload.Sou
 			return nil, nil, err
 		}
 		switch w.Format {
-		case "vllm-requests":
+		case config.TraceVLLMRequests:
 			reqs, err := workload.ReadMeasured(bufio.NewReader(f), name)
 			f.Close()
 			if err != nil {

@@ -37,7 +37,8 @@ func ModelOf(c *model.Config, dtype string) (perf.RooflineModel, error) {
 }
 
 // HWOf converts an accelerator into the roofline's hardware, computing in
-// dtype (its tensor-core peak), with GQA-packed attention on Hopper.
+// dtype (its tensor-core peak), with GQA-packed attention on Hopper and
+// FlashAttention 2's swapped-GQA decode where vLLM runs FlashAttention 2.
 func HWOf(a hw.Accelerator, dtype string) (perf.RooflineHW, error) {
 	peak, err := a.PeakFLOPS(dtype)
 	if err != nil {
@@ -48,5 +49,10 @@ func HWOf(a hw.Accelerator, dtype string) (perf.RooflineHW, error) {
 	// get_flash_attn_version); FA3 packs GQA for varlen calls
 	// (flash-attention hopper/heuristics.h, should_pack_gqa).
 	packGQA := a.ComputeCapability >= 9 && a.ComputeCapability < 10
-	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth, PackGQA: packGQA}, nil
+	// FlashAttention 2 on compute capability 8.x and 12.x; vLLM 0.19
+	// runs FlashInfer on 10.x (vllm/platforms/cuda.py,
+	// _get_backend_priorities). A catalog entry without a compute
+	// capability is taken as FlashAttention 2 too.
+	swap := a.ComputeCapability < 9 || a.ComputeCapability >= 12
+	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth, PackGQA: packGQA, SwapGQADecode: swap}, nil
 }

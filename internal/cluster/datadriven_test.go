@@ -199,11 +199,6 @@ func (sc *ddScenario) build() (*Sim, *collect, error) {
 		engines = append(engines, e)
 	}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New(engines, &sliceSrc{reqs: sc.reqs}, &RoundRobin{}, c)
-	if err != nil {
-		return nil, nil, err
-	}
-	sim.CheckInvariants(true)
 	net := link.New()
 	nodes := make([]Node, len(engines))
 	cfg := sc.cfg
@@ -211,12 +206,14 @@ func (sc *ddScenario) build() (*Sim, *collect, error) {
 		cfg.PushBufferBlocks = make([]int, len(engines))
 	}
 	for i := range nodes {
-		nodes[i] = Node{Endpoints: []link.EndpointID{net.AddEndpoint(sc.bw, sc.lat)}, KVBytesPerToken: 1000, Layers: 32, PrefillTokensPerSec: sc.prefillRate}
+		nodes[i] = Node{Endpoints: []link.EndpointID{must(net.AddEndpoint(sc.bw, sc.lat))}, KVBytesPerToken: 1000, Layers: 32, PrefillTokensPerSec: sc.prefillRate}
 		if cfg.Policy == Push {
 			cfg.PushBufferBlocks[i] = sc.insts[i].buf
 		}
 	}
-	return sim, c, sim.EnablePD(cfg, nodes, net)
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: sc.reqs}, Router: &RoundRobin{}, Observer: c, CheckInvariants: true,
+		PD: &PDSetup{Config: cfg, Nodes: nodes, Net: net}})
+	return sim, c, err
 }
 
 func (sc *ddScenario) run(t *testing.T, trace bool) string {

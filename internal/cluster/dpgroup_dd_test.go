@@ -104,18 +104,16 @@ func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []work
 		engines = append(engines, e)
 	}
 	log := &stepTrace{collect: collect{recs: map[int64]metrics.Record{}}}
-	sim, err := New(engines, &sliceSrc{reqs: append([]workload.Request(nil), reqs...)}, &RoundRobin{}, log)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	log.sim = sim
 	rs := make([]int, ranks)
 	for i := range rs {
 		rs[i] = i
 	}
-	if err := sim.SetDPGroups([]DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}}); err != nil {
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: append([]workload.Request(nil), reqs...)}, Router: &RoundRobin{}, Observer: log,
+		DPGroups: []DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}}})
+	if err != nil {
 		return "error: " + err.Error()
 	}
+	log.sim = sim
 	if _, err := sim.Run(); err != nil {
 		return "error: " + err.Error()
 	}

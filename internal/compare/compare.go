@@ -132,9 +132,9 @@ func runOne(ctx context.Context, v *Variant, withReport bool) (Result, error) {
 // Instances lists a built scenario's instances as an HTML report names
 // them.
 func Instances(b *assemble.Built) []report.InstanceInfo {
-	out := make([]report.InstanceInfo, len(b.Instances))
-	for i, in := range b.Instances {
-		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: in.Role}
+	out := make([]report.InstanceInfo, b.NumInstances())
+	for i, in := range b.Instances() {
+		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: string(in.Role)}
 	}
 	return out
 }
@@ -147,11 +147,12 @@ func Policies(base *config.Scenario, src config.Source, names []string) ([]Varia
 	}
 	vs := make([]Variant, len(names))
 	for i, n := range names {
-		if _, err := cluster.ParsePolicy(n); err != nil {
+		p, err := config.ParseHandoffPolicy(n)
+		if err != nil {
 			return nil, err
 		}
 		s := *base
-		s.Handoff.Policy = n
+		s.Handoff.Policy = p
 		vs[i] = Variant{Name: n, Policy: true, Scenario: &s, Source: src}
 	}
 	return vs, nil

@@ -52,7 +52,7 @@ type Scenario struct {
 	// least loaded), kv-aware (fewest prompt tokens to compute before this
 	// request, docs/kv-tiers.md) or power-of-two (the less loaded of two
 	// random picks).
-	Router string `yaml:"router" json:"router"` // one of Routers
+	Router Router `yaml:"router" json:"router"`
 	// Handoff configures prefill/decode disaggregation; it applies when
 	// some instance group has role prefill or decode.
 	Handoff Handoff `yaml:"handoff" json:"handoff"`
@@ -134,9 +134,9 @@ type SLO struct {
 
 // PercentileTarget is one run-level latency target.
 type PercentileTarget struct {
-	Metric     string  `yaml:"metric" json:"metric"`         // ttft, tpot, itl or e2e
-	Percentile int     `yaml:"percentile" json:"percentile"` // 50, 90, 95 or 99
-	MaxMs      float64 `yaml:"max_ms" json:"max_ms"`
+	Metric     SLOMetric `yaml:"metric" json:"metric"`         // ttft, tpot, itl or e2e
+	Percentile int       `yaml:"percentile" json:"percentile"` // 50, 90, 95 or 99
+	MaxMs      float64   `yaml:"max_ms" json:"max_ms"`
 }
 
 // Workload selects the requests.
@@ -147,7 +147,7 @@ type Workload struct {
 	Trace string `yaml:"trace" json:"trace"`
 	// Format of Trace: "jsonl" (default) or "vllm-requests" (a measured
 	// vLLM requests.jsonl; arrivals at its queued_ts offsets).
-	Format string `yaml:"format" json:"format"`
+	Format TraceFormat `yaml:"format" json:"format"`
 	// Limit keeps only the first Limit requests (0: all); every
 	// sub-request of a session counts, and a session is cut at the limit.
 	Limit int `yaml:"limit" json:"limit"`
@@ -185,10 +185,6 @@ func (w *Workload) Generated() bool {
 	return w.Synthetic != nil || w.Chat != nil || w.SharedPrefix != nil
 }
 
-// FormatScalingRooflineRatio is the predictor.format_scaling value that
-// scales profile tables to another weight or KV-cache format.
-const FormatScalingRooflineRatio = "roofline-ratio"
-
 // MaxConcurrencyBound is the largest workload.max_concurrency accepted.
 const MaxConcurrencyBound = 1 << 20
 
@@ -200,13 +196,9 @@ func BuiltinName(trace string) (string, bool) {
 // PD reports whether the scenario disaggregates prefill and decode.
 func (s *Scenario) PD() bool {
 	for _, g := range s.Instances {
-		if g.Role == "prefill" || g.Role == "decode" {
+		if g.Role == RolePrefill || g.Role == RoleDecode {
 			return true
 		}
 	}
 	return false
 }
-
-// Routers are the valid values of Scenario.Router, the one list that
-// validation, the assembly and the random scenarios use.
-var Routers = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two"}

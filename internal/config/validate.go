@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -27,13 +26,13 @@ func (s *Scenario) Validate() error {
 		bad("predictor.format_scaling", "must be empty (refuse formats the profile was not measured with) or %s (got %q)", FormatScalingRooflineRatio, s.Predictor.FormatScaling)
 	}
 	switch s.Predictor.Kind {
-	case "profile", "roofline":
+	case PredictorProfile, PredictorRoofline:
 		for _, f := range []struct{ name, v string }{{"path", s.Predictor.Path}, {"system", s.Predictor.System}, {"version", s.Predictor.Version}, {"moe_distribution", s.Predictor.MoEDistribution}} {
 			if f.v != "" {
 				bad("predictor."+f.name, "applies to predictor.kind perfdb only (kind is %s); remove it or set kind: perfdb", s.Predictor.Kind)
 			}
 		}
-	case "perfdb":
+	case PredictorPerfDB:
 		switch s.Predictor.MoEDistribution {
 		case "", "balanced", "power_law_1.01", "power_law_1.2":
 		default:
@@ -67,7 +66,7 @@ func (s *Scenario) Validate() error {
 			bad(p+".count", "must be > 0 (got %d)", *g.Count)
 		}
 		switch g.Role {
-		case "mixed", "prefill", "decode":
+		case RoleMixed, RolePrefill, RoleDecode:
 		default:
 			bad(p+".role", "must be mixed, prefill or decode (got %q)", g.Role)
 		}
@@ -83,7 +82,7 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	if !slices.Contains(Routers, s.Router) {
-		bad("router", "must be %s or %s (got %q)", strings.Join(Routers[:len(Routers)-1], ", "), Routers[len(Routers)-1], s.Router)
+		bad("router", "must be %s or %s (got %q)", joinNames(Routers[:len(Routers)-1], ", "), Routers[len(Routers)-1], s.Router)
 	}
 	s.validateHandoff(bad)
 	s.validateSwap(bad)
@@ -96,8 +95,8 @@ func (s *Scenario) Validate() error {
 	}
 	if m := s.MoE; m != nil {
 		switch m.Routing {
-		case "", "uniform", "zipf":
-		case "histogram":
+		case "", RoutingUniform, RoutingZipf:
+		case RoutingHistogram:
 			if m.Histogram == "" {
 				bad("moe.histogram", "routing histogram needs a CSV file of per-expert counts (expert,count)")
 			}
@@ -112,7 +111,7 @@ func (s *Scenario) Validate() error {
 	for i, t := range s.SLO.Percentiles {
 		p := fmt.Sprintf("slo.percentiles[%d]", i)
 		switch t.Metric {
-		case "ttft", "tpot", "itl", "e2e":
+		case MetricTTFT, MetricTPOT, MetricITL, MetricE2E:
 		default:
 			bad(p+".metric", "must be ttft, tpot, itl or e2e (got %q)", t.Metric)
 		}
@@ -129,7 +128,7 @@ func (s *Scenario) Validate() error {
 	case n > 1:
 		bad("workload", "set only one of trace, synthetic, chat and shared_prefix")
 	}
-	if w.Format != "jsonl" && w.Format != "vllm-requests" {
+	if w.Format != TraceJSONL && w.Format != TraceVLLMRequests {
 		bad("workload.format", "must be jsonl or vllm-requests (got %q)", w.Format)
 	}
 	if w.Limit < 0 {

@@ -76,10 +76,9 @@ type Engine struct {
 	result        StepResult
 	scratch       []int32
 	formBudget    int32 // token budget left by the last Form (invariant check)
-	err           error
-	onFail        func() // called when err is first set; see OnFail
-	tiers         Tiers  // KV tiers below the GPU; nil: none
-	loading       int    // requests in stLoading
+	err           error // the first invariant violation (fail)
+	tiers         Tiers // KV tiers below the GPU; nil: none
+	loading       int   // requests in stLoading
 	swap          swapState
 	checks        int // slot walks of the invariant check (invariants.go)
 	checkDebt     int // slot visits the invariant check owes
@@ -152,24 +151,14 @@ func (e *Engine) HasWork() bool {
 	return e.numRunning() > 0 || e.waiting.len() > 0 || e.ready.len() > 0 || e.swap.queue.len() > 0
 }
 
-// fail records the first internal inconsistency; see Err.
+// fail records the first internal inconsistency (a bug in the simulator,
+// never a property of the workload). The engine is then broken: the
+// method that detected it, and every method with an error result called
+// after, returns it.
 func (e *Engine) fail(err error) {
 	if e.err == nil {
 		e.err = fmt.Errorf("instance %d: invariant violated: %w", e.id, err)
-		if e.onFail != nil {
-			e.onFail()
-		}
 	}
 }
-
-// OnFail registers f to be called once, when the engine records its first
-// invariant violation (the error is then available from Err). A driver of
-// many engines uses it to learn of a failure without polling every engine
-// after every event. A nil f removes the hook.
-func (e *Engine) OnFail(f func()) { e.onFail = f }
-
-// Err returns the first invariant violation detected, if any. A non-nil
-// error is a bug in the simulator, never a property of the workload.
-func (e *Engine) Err() error { return e.err }
 
 func cdiv(a, b int) int { return (a + b - 1) / b }

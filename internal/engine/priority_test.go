@@ -80,7 +80,7 @@ func TestPriorityAdmissionOrderProperty(t *testing.T) {
 			deliver(now + d - 1)
 			now += d
 			r := finish(e, now)
-			if err := e.Err(); err != nil {
+			if err := e.err; err != nil {
 				rt.Fatal(err)
 			}
 			for _, f := range r.Finished {

@@ -167,16 +167,27 @@ type SLOResult struct {
 	Targets []TargetResult `json:"targets,omitempty"`
 }
 
+// Metric names a latency distribution of a Result.
+type Metric string
+
+// The latency metrics a target can bound.
+const (
+	TTFT Metric = "ttft"
+	TPOT Metric = "tpot"
+	ITL  Metric = "itl"
+	E2E  Metric = "e2e"
+)
+
 // Target is a percentile latency target, e.g. p99 TTFT <= 2000 ms.
 type Target struct {
-	Metric     string  // ttft, tpot, itl or e2e
+	Metric     Metric  // TTFT, TPOT, ITL or E2E
 	Percentile int     // 50, 90, 95 or 99
 	MaxMs      float64 // bound in ms
 }
 
 // TargetResult is a Target with the run's value and verdict.
 type TargetResult struct {
-	Metric     string  `json:"metric"`
+	Metric     Metric  `json:"metric"`
 	Percentile int     `json:"percentile"`
 	MaxMs      float64 `json:"max_ms"`
 	// ValueMs is the run's percentile; nil (JSON null) when the metric
@@ -206,13 +217,13 @@ func (r *Result) CheckTargets(ts []Target) {
 	for _, t := range ts {
 		var st Stat
 		switch t.Metric {
-		case "ttft":
+		case TTFT:
 			st = r.TTFT
-		case "tpot":
+		case TPOT:
 			st = r.TPOT
-		case "itl":
+		case ITL:
 			st = r.ITL
-		case "e2e":
+		case E2E:
 			st = r.E2E
 		}
 		tr := TargetResult{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs}

@@ -78,7 +78,7 @@ func (r Result) String() string {
 			if t.ValueMs == nil {
 				verdict = "MISSED (no samples)"
 			}
-			kv(fmt.Sprintf("Target p%d %s <= %g ms:", t.Percentile, strings.ToUpper(t.Metric), t.MaxMs), t.ValueString(1)+" "+verdict)
+			kv(fmt.Sprintf("Target p%d %s <= %g ms:", t.Percentile, strings.ToUpper(string(t.Metric)), t.MaxMs), t.ValueString(1)+" "+verdict)
 		}
 	}
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/metrics"
@@ -147,18 +148,18 @@ func (c flushCloser) Close() error {
 // Run simulates b with the given outputs and returns the summary.
 func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	o := &observer{sum: metrics.NewSummary(), opts: &opts}
-	slo := b.Scenario.SLO
+	slo := b.Scenario().SLO
 	if opts.SLO == (metrics.SLO{}) {
 		opts.SLO = metrics.SLO{TTFT: int64(slo.TTFTMs * 1e6), TPOT: int64(slo.TPOTMs * 1e6), E2E: int64(slo.E2EMs * 1e6)}
 	}
 	for _, t := range slo.Percentiles {
-		opts.Targets = append(opts.Targets, metrics.Target{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs})
+		opts.Targets = append(opts.Targets, metrics.Target{Metric: targetMetric(t.Metric), Percentile: t.Percentile, MaxMs: t.MaxMs})
 	}
 	o.sum.SetSLO(opts.SLO)
-	if b.Scenario.FrontEnd != nil {
+	if b.Scenario().FrontEnd != nil {
 		o.sum.SetClientSide()
 	}
-	warm := int64(b.Scenario.Workload.WarmupRequests)
+	warm := int64(b.Scenario().Workload.WarmupRequests)
 	o.sum.SetWarmup(warm)
 	defer func() {
 		for _, c := range o.closers {
@@ -166,13 +167,13 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 	}()
 	var wopts []metrics.Option
-	if b.Scenario.KVTiers != nil {
+	if b.Scenario().KVTiers != nil {
 		wopts = append(wopts, metrics.WithTierColumns())
 	}
-	if b.Scenario.FrontEnd != nil {
+	if b.Scenario().FrontEnd != nil {
 		wopts = append(wopts, metrics.WithFrontEndColumns())
 	}
-	if b.Scenario.UsesPriorities() {
+	if sc := b.Scenario(); sc.UsesPriorities() {
 		wopts = append(wopts, metrics.WithPriorityColumn())
 	}
 	if opts.RequestsCSV != "" {
@@ -189,7 +190,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 		o.jsonl = metrics.NewJSONLWriter(w, wopts...)
 	}
-	sim, tables, closer, err := b.NewRun(o)
+	sim, tables, closer, err := b.NewRun(o, opts.Interrupt)
 	if err != nil {
 		return metrics.Result{}, err
 	}
@@ -229,16 +230,15 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 			sopts = append(sopts[:len(sopts):len(sopts)], metrics.WithSwapColumns())
 		}
 		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod, sopts...)
-		for i := range b.Instances {
+		for i := range b.NumInstances() {
 			o.ivs = append(o.ivs, o.series.Add(i, snap(i)))
 		}
 	}
 	if opts.Sampler != nil {
-		for i := range b.Instances {
+		for i := range b.NumInstances() {
 			opts.Sampler.Watch(i, snap(i))
 		}
 	}
-	sim.SetInterrupt(opts.Interrupt)
 	end, err := sim.Run()
 	if opts.Sampler != nil {
 		opts.Sampler.Close(end)
@@ -288,7 +288,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if w, ok := sim.SteadyWindow(); ok {
 		secs := float64(w.End-w.Start) / 1e9
-		res.Steady = &metrics.SteadyResult{Clients: b.Scenario.Workload.MaxConcurrency, StartS: float64(w.Start-origin) / 1e9, EndS: float64(w.End-origin) / 1e9,
+		res.Steady = &metrics.SteadyResult{Clients: b.Scenario().Workload.MaxConcurrency, StartS: float64(w.Start-origin) / 1e9, EndS: float64(w.End-origin) / 1e9,
 			Finished: w.Finished, OutputTokens: w.OutputTokens, ThroughputRPS: float64(w.Finished) / secs, OutputTokS: float64(w.OutputTokens) / secs}
 	}
 	describe(b, &res)
@@ -307,7 +307,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
-			if b.Instances[i].Role == "prefill" {
+			if b.Instance(i).Role == config.RolePrefill {
 				res.PinnedKV = append(res.PinnedKV, metrics.PinnedKV{Instance: i, PeakBlocks: peak[i], MeanBlocks: mean[i]})
 			}
 		}
@@ -396,4 +396,19 @@ func tierResults(h *kvtier.Hierarchy, sum *metrics.Summary) []metrics.TierResult
 		out = append(out, r)
 	}
 	return out
+}
+
+// targetMetric is the summary's latency metric of a configured target.
+func targetMetric(m config.SLOMetric) metrics.Metric {
+	switch m {
+	case config.MetricTTFT:
+		return metrics.TTFT
+	case config.MetricTPOT:
+		return metrics.TPOT
+	case config.MetricITL:
+		return metrics.ITL
+	case config.MetricE2E:
+		return metrics.E2E
+	}
+	return metrics.Metric(m) // refused by Validate; the target is then reported unmet
 }

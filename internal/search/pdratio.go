@@ -60,9 +60,9 @@ func Templates(s *config.Scenario) (prefill, decode config.Group, err error) {
 			return prefill, decode, fmt.Errorf("instances[%d].dp: pd-ratio splits GPUs into prefill and decode instances, and P/D with data-parallel (DP/EP) instances is not modelled yet; search a dp: 1 scenario, or use search max-rate for the DP/EP instance", i)
 		}
 		switch g.Role {
-		case "prefill":
+		case config.RolePrefill:
 			ps = append(ps, g)
-		case "decode":
+		case config.RoleDecode:
 			ds = append(ds, g)
 		default:
 			ms = append(ms, g)
@@ -77,7 +77,7 @@ func Templates(s *config.Scenario) (prefill, decode config.Group, err error) {
 	default:
 		return prefill, decode, fmt.Errorf("instances: pd-ratio needs exactly one prefill and one decode group, or one mixed group to split (got %d prefill, %d decode, %d mixed groups)", len(ps), len(ds), len(ms))
 	}
-	prefill.Role, decode.Role = "prefill", "decode"
+	prefill.Role, decode.Role = config.RolePrefill, config.RoleDecode
 	return prefill, decode, nil
 }
 

@@ -217,7 +217,7 @@ func (c *counter) Advance(now int64) {
 // runBounded runs built once under the event budget and the wall-clock
 // backstop and checks its outcomes and records. With dir set, every output
 // is written there and read back.
-func runBounded(built *assemble.Built, policy string, requests int, dir string, opts Options) runOutput {
+func runBounded(built *assemble.Built, policy config.HandoffPolicy, requests int, dir string, opts Options) runOutput {
 	done := make(chan runOutput, 1)
 	go func() { done <- runOnce(built, policy, requests, dir, opts) }()
 	select {
@@ -230,7 +230,7 @@ func runBounded(built *assemble.Built, policy string, requests int, dir string, 
 	}
 }
 
-func runOnce(built *assemble.Built, policy string, requests int, dir string, opts Options) (o runOutput) {
+func runOnce(built *assemble.Built, policy config.HandoffPolicy, requests int, dir string, opts Options) (o runOutput) {
 	cnt := &counter{max: opts.MaxEvents, last: -1 << 62}
 	defer func() { o.events = cnt.events }()
 	seen := map[int64]bool{}
@@ -264,7 +264,7 @@ func runOnce(built *assemble.Built, policy string, requests int, dir string, opt
 	var stop *cluster.StopReport
 	stopped := errors.As(err, &stop)
 	switch {
-	case stopped && policy == "eager":
+	case stopped && policy == config.PolicyEager:
 		// The legacy policy's documented stop: a report, and no more
 		// checks on a run that was cut short.
 		if res.Stopped == "" {
@@ -272,8 +272,8 @@ func runOnce(built *assemble.Built, policy string, requests int, dir string, opt
 		}
 		// It may stop because the instance it chose is full now, never
 		// because it chose one the request can never fit.
-		if stop.Instance >= 0 && stop.Instance < len(built.Instances) {
-			if c := built.Instances[stop.Instance].Engine.NumBlocks; stop.Needed > c {
+		if stop.Instance >= 0 && stop.Instance < built.NumInstances() {
+			if c := built.Instance(stop.Instance).Engine.NumBlocks; stop.Needed > c {
 				return runOutput{failure: fail(ClassEagerUnfit, "eager stopped on instance %d, which holds %d blocks in all, for a request needing %d: %v", stop.Instance, c, stop.Needed, err)}
 			}
 		}

@@ -278,7 +278,7 @@ func Draw(t *rapid.T) Case {
 			}
 		}
 	}
-	w.kv(0, "router", rapid.SampledFrom(routers).Draw(t, "router"))
+	w.kv(0, "router", string(rapid.SampledFrom(routers).Draw(t, "router")))
 
 	policy := "colocated"
 	if !colocated {
