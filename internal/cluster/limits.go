@@ -96,6 +96,10 @@ func (s *Sim) track(req *workload.Request, now int64) {
 // request still in the system fails with reason, and every one still to
 // come ends truncated, in a deterministic order.
 func (s *Sim) cutOff(now int64, reason string) error {
+	// The entry held back by the concurrency limit (s.next) is counted
+	// truncated below; no arrival is sent for it (now may be before the
+	// clock, the time of the last event processed).
+	s.cutting = true
 	var notArrived []workload.Request
 	// Sub-requests after the ones in flight, and those waiting out their
 	// tool time, never arrived.
