@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -88,7 +87,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	opts := serve.Options{Config: serve.Config{Speed: f.speed}, ModelName: f.modelName, Version: version(), DefaultMaxTokens: f.maxTokens}
 	if f.record != "" {
-		file, err := os.Create(f.record)
+		file, err := createWriteOnly(f.record)
 		if err != nil {
 			return badInput(fmt.Errorf("--record: %w", err))
 		}
@@ -97,7 +96,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	var jsonl *metrics.JSONLWriter
 	var jsonlErr error
 	if f.jsonl != "" {
-		file, err := os.Create(f.jsonl)
+		file, err := createWriteOnly(f.jsonl)
 		if err != nil {
 			return badInput(fmt.Errorf("--requests-jsonl: %w", err))
 		}

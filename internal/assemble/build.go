@@ -40,6 +40,9 @@ type Instance struct {
 	PredictedBlocks int
 	PredictErr      error
 	BlockSize       int
+	// KVLayout describes a hybrid (sliding-window or chunked) or MLA KV
+	// cache; "" for a plain one.
+	KVLayout string
 	// Engine is the engine configuration every run starts from.
 	Engine engine.Config
 	// Predictor is the instance's step-latency predictor (stateless).
@@ -151,6 +154,18 @@ func (b *Built) Open() (workload.Source, io.Closer, error) { return b.open() }
 func (b *Built) WithSource(open func() (workload.Source, io.Closer, error)) *Built {
 	c := *b
 	c.open = open
+	return &c
+}
+
+// WithoutDecodeLane returns a copy of b whose engines visit every running
+// request in every step (engine.Config.NoDecodeLane): the reference the
+// decode lane's outputs are checked against.
+func (b *Built) WithoutDecodeLane() *Built {
+	c := *b
+	c.instances = slices.Clone(b.instances)
+	for i := range c.instances {
+		c.instances[i].Engine.NoDecodeLane = true
+	}
 	return &c
 }
 
@@ -318,7 +333,7 @@ func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) 
 	}
 	cat, err := perf.LoadCatalog(assets.FS(), m.ModelType)
 	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", s.Model, err)
+		return nil, fmt.Errorf("model %s: config.json field model_type %q is not supported: %w", s.Model, m.ModelType, err)
 	}
 	in := &buildInputs{s: s, src: src, m: m, bpe: bpe, qf: qf, profiles: profiles, cat: cat,
 		arch:       perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},

@@ -61,6 +61,8 @@ type GroupDescription struct {
 	// TPNodes is the number of nodes a tensor-parallel group larger than
 	// a node spans (omitted when it fits in one).
 	TPNodes int `json:"tp_nodes,omitempty"`
+	// KVLayout describes a hybrid or MLA KV cache (omitted otherwise).
+	KVLayout string `json:"kv_layout,omitempty"`
 	// SchedulingPolicy is "priority" under vLLM's priority scheduling
 	// (omitted under the default fcfs).
 	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
@@ -110,7 +112,7 @@ func (b *Built) Describe() Description {
 		g := GroupDescription{Name: in.Group, Count: count, Role: string(in.Role), Hardware: in.Hardware, TP: in.TP, PP: in.PP,
 			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens, MaxNumSeqsFrom: in.BatchOrigin.Seqs,
-			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes}
+			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes, KVLayout: in.KVLayout}
 		if in.DP > 1 || in.EP > 1 {
 			g.DP, g.EP = in.DP, in.EP
 		}
@@ -202,7 +204,12 @@ func describeWorkload(w *config.Workload) string {
 			syn.Requests, syn.Arrival.Kind, rate(syn.Arrival.Rate), dist(syn.Input.Kind, syn.Input.Mean), dist(syn.Output.Kind, syn.Output.Mean)))
 	case w.Chat != nil:
 		c := w.Chat
-		parts = append(parts, fmt.Sprintf("chat: %d conversations, %s starts%s, %s turns", c.Conversations, c.Arrival.Kind, rate(c.Arrival.Rate), c.Turns.Kind))
+		// The arrival rate is of conversations, each several requests.
+		starts := ""
+		if c.Arrival.Rate != 0 {
+			starts = fmt.Sprintf(" at %g conversations/s", c.Arrival.Rate)
+		}
+		parts = append(parts, fmt.Sprintf("chat: %d conversations, %s starts%s, %s turns", c.Conversations, c.Arrival.Kind, starts, c.Turns.Kind))
 	case w.SharedPrefix != nil:
 		sp := w.SharedPrefix
 		parts = append(parts, fmt.Sprintf("shared prefix: %d requests over %d contexts, %s arrivals%s", sp.Requests, sp.Prefixes, sp.Arrival.Kind, rate(sp.Arrival.Rate)))
@@ -220,6 +227,9 @@ func describeWorkload(w *config.Workload) string {
 	}
 	if w.MaxConcurrency > 0 {
 		parts = append(parts, fmt.Sprintf("max concurrency %d", w.MaxConcurrency))
+	}
+	if w.IgnoreArrivalTimes {
+		parts = append(parts, "arrival times ignored (all due at 0)")
 	}
 	if w.WarmupRequests > 0 {
 		parts = append(parts, fmt.Sprintf("%d warm-up requests", w.WarmupRequests))
@@ -273,6 +283,9 @@ func (d Description) Lines() []string {
 				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize, per),
 			"  "+batchLine(g),
 			"  step latency: "+g.Latency)
+		if g.KVLayout != "" {
+			lines = append(lines, "  KV cache: "+g.KVLayout)
+		}
 		if g.TPNodes > 1 {
 			lines = append(lines, fmt.Sprintf("  tp %d spans %d nodes: all-reduces over the NICs (docs/engine-time.md)", g.TP, g.TPNodes))
 		}

@@ -70,7 +70,7 @@ func (bl *builder) addGroup(gi int) error {
 	}
 	m, tp, pp := bl.m, gs.tp, gs.pp
 	tmpl := Instance{Group: gs.g.Name, Role: gs.g.Role, Hardware: gs.acc.Name,
-		TP: tp, PP: pp, DP: gs.dp, EP: gs.ep, NumBlocks: kv.blocks, PredictedBlocks: kv.predicted, PredictErr: kv.predictErr, BlockSize: gs.eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: gs.origin,
+		TP: tp, PP: pp, DP: gs.dp, EP: gs.ep, NumBlocks: kv.blocks, PredictedBlocks: kv.predicted, KVLayout: kv.layout, PredictErr: kv.predictErr, BlockSize: gs.eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: gs.origin,
 		nics: repeatNIC(bl.groupNIC(gs.acc), tp*pp), kvPerToken: kvPerTokenPerGPU(m, bl.qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: prefillRate(pred, gs.eng), pushBuf: pushBuf,
 		Speculative: sb.desc, TPNodes: tpNodes(tp, gs.linkGPUs)}
 	bl.placeInstances(gs, tmpl, spec)
@@ -259,6 +259,7 @@ func (bl *builder) groupSpeculative(gs *groupShape, key predictorKey) (specBuild
 type groupKV struct {
 	blocks, predicted int
 	predictErr        error
+	layout            string // the KV layout of a hybrid or MLA model, "" otherwise
 }
 
 // groupMemory sizes the group's KV cache per instance from its GPU memory
@@ -272,6 +273,13 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	mem.Weights += sb.weights
 	mem.KVPerToken += sb.kvPerToken
 	predicted, perr := mem.Blocks(gs.eng.BlockSize)
+	layout := kvLayout(m, tp, pp, bl.qf.KVBytes())
+	if hy, ok := hybridLayout(m, gs.eng, tp, pp, bl.qf.KVBytes()); ok {
+		var pool int
+		if predicted, pool, perr = hy.Blocks(mem); perr == nil {
+			layout = fmt.Sprintf("hybrid, %s; vLLM pool %d blocks", hy, pool)
+		}
+	}
 	if perr != nil {
 		shape := fmt.Sprintf("tp=%d", tp)
 		if pp > 1 {
@@ -296,7 +304,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	if bl.totalBlocks > config.MaxTotalBlocks {
 		return groupKV{}, fmt.Errorf("%s: the cluster's KV blocks exceed the simulator's bound of %d; use fewer instances, engine.num_gpu_blocks or a larger engine.block_size", path, config.MaxTotalBlocks)
 	}
-	return groupKV{blocks: blocks, predicted: predicted, predictErr: perr}, nil
+	return groupKV{blocks: blocks, predicted: predicted, predictErr: perr, layout: layout}, nil
 }
 
 // engineConfig makes the group's engine configuration with blocks KV

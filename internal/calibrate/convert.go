@@ -18,7 +18,7 @@ func ModelOf(c *model.Config, dtype string) (perf.RooflineModel, error) {
 	if err != nil {
 		return perf.RooflineModel{}, fmt.Errorf("roofline model %s: %w", c.Name, err)
 	}
-	return perf.RooflineModel{
+	m := perf.RooflineModel{
 		Layers:             int(c.NumLayers),
 		Hidden:             int(c.HiddenSize),
 		Intermediate:       int(c.IntermediateSize),
@@ -33,7 +33,29 @@ func ModelOf(c *model.Config, dtype string) (perf.RooflineModel, error) {
 		BytesPerElem:       b,
 		QKNorm:             c.QKNorm,
 		TieEmbeddings:      c.TieWordEmbeddings,
-	}, nil
+		RooflineFrontier:   frontierOf(c),
+	}
+	return m, nil
+}
+
+// frontierOf is the roofline's view of c's MLA, its window-bounded layers
+// (sliding windows, or Llama 4's chunks when it has no sliding layer) and
+// the dense layers of an MoE model.
+func frontierOf(c *model.Config) perf.RooflineFrontier {
+	f := perf.RooflineFrontier{
+		QLoraRank: int(c.QLoraRank), KVLoraRank: int(c.KVLoraRank),
+		QKNopeHeadDim: int(c.QKNopeHeadDim), QKRopeHeadDim: int(c.QKRopeHeadDim), VHeadDim: int(c.VHeadDim),
+		AttnUnquantized: c.UnquantizedAttention,
+	}
+	if c.NumExperts > 0 {
+		f.DenseLayers = int(c.NumLayers) - c.NumMoELayers()
+	}
+	if n := c.NumLayersOfKind(model.AttnSliding); n > 0 {
+		f.LocalLayers, f.LocalWindow = n, int(c.SlidingWindow)
+	} else if n := c.NumLayersOfKind(model.AttnChunked); n > 0 {
+		f.LocalLayers, f.LocalWindow, f.LocalChunked = n, int(c.AttentionChunkSize), true
+	}
+	return f
 }
 
 // HWOf converts an accelerator into the roofline's hardware, computing in

@@ -31,7 +31,8 @@ type Scenario struct {
 	Dtype string `yaml:"dtype" json:"dtype"`
 	// Quantization is the weight quantization method, with vLLM's names:
 	// fp8 (W8A8, per-tensor or block-wise), awq or gptq (integer
-	// weight-only), modelopt_fp4 (NVFP4, Blackwell only). Empty (default):
+	// weight-only), modelopt_fp4 (NVFP4, Blackwell only), mxfp4 (gpt-oss
+	// experts; weight-only). Empty (default):
 	// unquantised. See docs/quantization.md.
 	Quantization string `yaml:"quantization,omitempty" json:"quantization,omitempty"`
 	// QuantizationConfig holds the checkpoint's quantization parameters,
@@ -162,6 +163,13 @@ type Workload struct {
 	// or whole sessions) are in flight; one due while all are taken is
 	// sent as soon as one ends.
 	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
+	// IgnoreArrivalTimes makes every entry of the workload due at 0,
+	// whatever its arrival time (a trace's, or a generated schedule's):
+	// with MaxConcurrency, a closed-loop replay of a trace's requests in
+	// order, each sent as soon as a client is free, as vllm bench serve
+	// --request-rate inf --max-concurrency N replays a dataset. A client's
+	// abort time keeps its distance from the arrival.
+	IgnoreArrivalTimes bool `yaml:"ignore_arrival_times,omitempty" json:"ignore_arrival_times,omitempty"`
 	// WarmupRequests makes the first N requests (ids 0 to N-1) warm-up
 	// requests, as vllm bench serve --num-warmups: they run first, the
 	// measured requests are sent once they have all ended (their arrival

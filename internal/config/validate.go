@@ -140,6 +140,9 @@ func (s *Scenario) Validate() error {
 	if w.MaxConcurrency < 0 || w.MaxConcurrency > MaxConcurrencyBound {
 		bad("workload.max_concurrency", "must be in [0, %d] (got %d; 0 means no limit)", MaxConcurrencyBound, w.MaxConcurrency)
 	}
+	if w.IgnoreArrivalTimes && w.TimeScale != 1 {
+		bad("workload.time_scale", "has no effect with workload.ignore_arrival_times (every entry is due at 0; got %g); leave it at 1 or drop ignore_arrival_times", w.TimeScale)
+	}
 	if w.Chat != nil {
 		if err := w.Chat.Validate(); err != nil {
 			errs = append(errs, err)

@@ -46,14 +46,19 @@ type Config struct {
 	// blocks (vLLM v0's legacy preemption_mode swap; see swap.go); 0:
 	// preemption recomputes (vLLM v1). Swapping needs the KV tiers' links
 	// (SetTiers); without them preemption recomputes.
-	SwapBlocks int
+	SwapBlocks      int
+	CheckInvariants bool // verify block accounting after every step
+	// NoDecodeLane visits every running request in every step instead of
+	// letting steady decoders progress in the decode lane (lane.go): the
+	// reference the lane is checked against. Outputs are identical either
+	// way; only the speed differs.
+	NoDecodeLane bool
 	// PriorityScheduling is vLLM's scheduling_policy priority: the
 	// waiting queue is ordered by (priority, arrival) instead of arrival,
 	// and a request short of KV blocks preempts the running request with
 	// the largest (priority, arrival) instead of the last admitted one
 	// (waitqueue.go, preempt.go).
 	PriorityScheduling bool
-	CheckInvariants    bool // verify block accounting after every step
 }
 
 // PPSend is the cost of sending one batch's activations from one pipeline

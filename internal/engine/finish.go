@@ -40,11 +40,12 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 		// Every lane member emits a token whose gap is this step's.
 		e.tick++
 		gap := end - e.prevEnd
-		e.gapRing[e.tick&(laneWindow-1)] = gap
+		e.gaps.push(e.tick, gap)
 		e.prevEnd = end
 		if f.lane > 0 {
 			r.ITL = append(r.ITL, Gap{NS: gap, Count: int64(f.lane)})
 		}
+		e.laneFills()
 	}
 	gen := e.finishScheduled(f.sched, r, end)
 	r.GenTokens = gen + f.lane

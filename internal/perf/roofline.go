@@ -44,6 +44,9 @@ type RooflineModel struct {
 	// not change the step time (the matrix is read by both ops either way)
 	// and is kept for completeness.
 	TieEmbeddings bool
+	// RooflineFrontier: MLA, window-bounded layers, dense layers of an MoE
+	// model (roofline_frontier.go).
+	RooflineFrontier
 }
 
 // RooflineHW is what the roofline predictor needs to know about one
@@ -374,6 +377,9 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	case math.IsNaN(acc.QuantPeakFLOPS) || acc.QuantPeakFLOPS < 0 || math.IsInf(acc.QuantPeakFLOPS, 0):
 		return nil, fmt.Errorf("roofline: quantised GEMM peak FLOP/s must be finite and >= 0 (got %g)", acc.QuantPeakFLOPS)
 	}
+	if err := validateFrontier(m); err != nil {
+		return nil, err
+	}
 	if m.WeightBytes == 0 {
 		m.WeightBytes = float64(m.BytesPerElem)
 	}
@@ -444,6 +450,9 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 		r.ops = append(r.ops, OpUse{OpGateUpProj, L}, OpUse{OpActFn, L}, OpUse{OpDownProj, L})
 	}
 	r.ops = append(r.ops, OpUse{OpFinalLayernorm, 1}, OpUse{OpLMHead, 1}, OpUse{OpSampler, 1})
+	if hasFrontier(m) {
+		r.ops = frontierOps(m)
+	}
 	r.moeOp = slices.IndexFunc(r.ops, func(u OpUse) bool { return u.Op == OpMoE })
 	r.cache = newOpCache(r.ops)
 	return r, nil
@@ -533,14 +542,30 @@ func (r *Roofline) OpNs(op string, b *Batch) float64 {
 		// per-head RMSNorm of queries and keys, read and written.
 		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scQKNorm)
 	case OpRotaryEmb:
+		if r.IsMLA() {
+			// the rope parts of the rank's query heads and of the latent key.
+			return r.elementwise(T, 2*T*(r.heads+1)*float64(r.m.QKRopeHeadDim)*bb, r.scRotary)
+		}
 		// rotate queries and keys in place.
 		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scRotary)
 	case OpActFn:
 		// SiLU(gate)*up: read both halves, write one.
 		return r.elementwise(T, 3*T*r.inter*bb, r.scAct)
 	case OpQKVProj:
+		if r.IsMLA() {
+			return r.mlaQKVNs(T)
+		}
+		if r.m.AttnUnquantized {
+			return r.gemm(T, h, r.qkvN)
+		}
 		return r.linear(T, h, r.qkvN)
 	case OpOProj:
+		if r.IsMLA() {
+			return r.linear(T, r.heads*float64(r.m.VHeadDim), h)
+		}
+		if r.m.AttnUnquantized {
+			return r.gemm(T, r.heads*r.hd, h)
+		}
 		return r.linear(T, r.heads*r.hd, h)
 	case OpGateUpProj:
 		return r.linear(T, h, 2*r.inter)
@@ -554,7 +579,12 @@ func (r *Roofline) OpNs(op string, b *Batch) float64 {
 		}
 		return r.eff.SamplerNs + r.eff.SamplerPasses*S*float64(r.m.Vocab)*4/r.memRate*1e9
 	case OpAttention:
+		if r.IsMLA() {
+			return r.mlaAttention(b)
+		}
 		return r.attention(b)
+	case OpAttentionLocal:
+		return r.localAttention(b)
 	case OpMoE:
 		return r.moe(float64(paddedTokens(b)))
 	}

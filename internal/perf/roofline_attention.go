@@ -91,6 +91,13 @@ func (r *Roofline) attention(b *Batch) float64 {
 // speculative decoding) share its KV reads and fill its query tiles: more
 // tiles only when q (GQA-packed: q x the group size) exceeds a tile.
 func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
+	return r.attentionWindowed(pc, kp, ps, n, q, kvSum, 0)
+}
+
+// attentionWindowed is attentionUniform for layers that attend to at most
+// win tokens (0: no limit): each prefill tile visits at most win KV
+// positions beyond its own rows.
+func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float64 {
 	// Two classes of work units: prefill tiles (np units visiting lp KV
 	// positions on average) and decode units (nd, ld). uniq: distinct KV
 	// bytes; req: KV bytes the units request (a decode packed by GQA reads
@@ -108,6 +115,9 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
 		chunk, hist := pc/ps, kp/ps
 		m := math.Ceil(chunk * rows / r.tileQ)
 		perSeq := m*hist + r.tileQ/rows*m*(m-1)/2 + chunk // KV positions over one head's tiles
+		if win > 0 {
+			perSeq = math.Min(perSeq, m*(win+r.tileQ/rows))
+		}
 		np = heads * ps * m
 		lp = perSeq / m
 		uniq += (kp + pc) * r.kvBytesPerTok

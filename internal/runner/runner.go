@@ -122,8 +122,12 @@ func (o *observer) TruncatedUnread(n int64) {
 	o.done += n
 }
 
+// create opens path write-only (created or truncated). Write-only matters
+// for a named pipe or /dev/stdout: a read-write open would make this
+// process a reader of its own pipe, so a reader that went away would leave
+// the writes blocked instead of failing with EPIPE.
 func create(path string, closers *[]io.Closer) (*bufio.Writer, error) {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
@@ -156,6 +160,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		opts.Targets = append(opts.Targets, metrics.Target{Metric: targetMetric(t.Metric), Percentile: t.Percentile, MaxMs: t.MaxMs})
 	}
 	o.sum.SetSLO(opts.SLO)
+	o.sum.SetTargets(opts.Targets)
 	if b.Scenario().FrontEnd != nil {
 		o.sum.SetClientSide()
 	}
@@ -190,7 +195,12 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 		o.jsonl = metrics.NewJSONLWriter(w, wopts...)
 	}
-	sim, tables, closer, err := b.NewRun(o, opts.Interrupt)
+	// A failed output (a full disk, a reader that closed its pipe) stops
+	// the run at the next check: the rest would be simulated for nothing.
+	interrupt := func() bool {
+		return o.err != nil || (opts.Interrupt != nil && opts.Interrupt())
+	}
+	sim, tables, closer, err := b.NewRun(o, interrupt)
 	if err != nil {
 		return metrics.Result{}, err
 	}
@@ -243,6 +253,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	if opts.Sampler != nil {
 		opts.Sampler.Close(end)
 	}
+	if o.err != nil {
+		return metrics.Result{}, fmt.Errorf("output: %w", o.err)
+	}
 	var stop *cluster.StopReport
 	if errors.As(err, &stop) {
 		// The eager policy stopped the run: report what happened so far.
@@ -253,9 +266,6 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if err != nil {
 		return metrics.Result{}, err
-	}
-	if o.err != nil {
-		return metrics.Result{}, fmt.Errorf("output: %w", o.err)
 	}
 	if err := o.sum.Err(); err != nil {
 		return metrics.Result{}, err
@@ -294,7 +304,6 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	describe(b, &res)
 	res.KernelTables = tableUses(tables)
 	res.Limit = sim.LimitReached()
-	res.CheckTargets(opts.Targets)
 	if tiers != nil {
 		res.KVTiers = tierResults(tiers, o.sum)
 		res.Swap = swapResult(sim.Engines(), tiers.BlockBytes())

@@ -97,7 +97,9 @@ func Splits(gpus, prefillTP, decodeTP int) []Split {
 }
 
 // SplitScenario returns base with its instances replaced by p prefill and
-// d decode instances made from the templates.
+// d decode instances made from the templates, named after base and the
+// split ("pd-2p2d 3P+5D"), so that each split's results and messages say
+// which one they are.
 func SplitScenario(base *config.Scenario, prefill, decode config.Group, p, d int) (*config.Scenario, error) {
 	prefill.Count, decode.Count = &p, &d
 	path, err := sweep.ParsePath("instances")
@@ -108,6 +110,7 @@ func SplitScenario(base *config.Scenario, prefill, decode config.Group, p, d int
 	if err != nil {
 		return nil, fmt.Errorf("%d prefill + %d decode: %w", p, d, err)
 	}
+	s.Name = fmt.Sprintf("%s %dP+%dD", base.Name, p, d)
 	return s, nil
 }
 

@@ -32,6 +32,7 @@ const (
 	ClassTime        = "time-backwards"   // the simulated clock went backwards
 	ClassDeterminism = "nondeterministic" // two runs differ
 	ClassEagerUnfit  = "eager-unfit-stop" // eager stopped on an instance the request never fits
+	ClassLane        = "lane-differs"     // outputs differ with the decode lane off
 )
 
 // Options bound and extend one check.
@@ -44,6 +45,10 @@ type Options struct {
 	// Determinism runs the scenario twice with every output on and
 	// compares the outputs byte for byte.
 	Determinism bool
+	// NoLane is Determinism with the second run's engines visiting every
+	// request in every step (engine.Config.NoDecodeLane): the decode lane
+	// must not change any output.
+	NoLane bool
 }
 
 // Defaults of Options.
@@ -147,6 +152,10 @@ func CheckFile(path string, requests int, opts Options) Result {
 	}
 	var out [2]runOutput
 	runs := 1
+	differs := ClassDeterminism
+	if opts.NoLane {
+		opts.Determinism, differs = true, ClassLane
+	}
 	if opts.Determinism {
 		runs = 2
 	}
@@ -155,6 +164,9 @@ func CheckFile(path string, requests int, opts Options) Result {
 			// A fresh build: engines carry state from the first run.
 			if built, err = assemble.Build(s, src); err != nil {
 				return Result{Failure: fail(ClassDeterminism, "second build failed: %v", err)}
+			}
+			if opts.NoLane {
+				built = built.WithoutDecodeLane()
 			}
 		}
 		dir := ""
@@ -171,11 +183,11 @@ func CheckFile(path string, requests int, opts Options) Result {
 	}
 	if opts.Determinism {
 		if out[0].summary != out[1].summary {
-			return Result{Failure: fail(ClassDeterminism, "summaries differ:\n%s\n----\n%s", out[0].summary, out[1].summary)}
+			return Result{Failure: fail(differs, "summaries differ:\n%s\n----\n%s", out[0].summary, out[1].summary)}
 		}
 		for name, a := range out[0].files {
 			if !bytes.Equal(a, out[1].files[name]) {
-				return Result{Failure: fail(ClassDeterminism, "%s differs between two runs of the same scenario", name)}
+				return Result{Failure: fail(differs, "%s differs between two runs of the same scenario", name)}
 			}
 		}
 	}
