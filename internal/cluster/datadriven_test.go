@@ -99,9 +99,9 @@ func newDDScenario(d *datadriven.TestData) (*ddScenario, error) {
 		var err error
 		switch a.Key {
 		case "policy":
-			sc.cfg.Policy, err = ParsePolicy(v)
+			sc.cfg.Policy, err = parsePolicy(v)
 		case "placement":
-			sc.cfg.Placement, err = ParsePlacement(v)
+			sc.cfg.Placement, err = parsePlacement(v)
 		case "lease":
 			sc.cfg.Lease = int64(num() * 1000)
 		case "heartbeat":
@@ -277,4 +277,25 @@ func (sc *ddScenario) run(t *testing.T, trace bool) string {
 		}
 	}
 	return b.String()
+}
+
+// parsePolicy returns the policy of a name in a testdata file (a
+// simulation gets its policy from config through assemble).
+func parsePolicy(s string) (PolicyName, error) {
+	for i, n := range Policies {
+		if n == s {
+			return PolicyName(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown handoff policy %q (valid: pull, reserve, reject, push, eager)", s)
+}
+
+// parsePlacement returns the placement of a name in a testdata file.
+func parsePlacement(s string) (Placement, error) {
+	for i, n := range Placements {
+		if n == s {
+			return Placement(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown decode placement %q (valid: round-robin, least-loaded, most-free-kv, retry)", s)
 }

@@ -37,16 +37,6 @@ const (
 // Policies lists the policy names in order.
 var Policies = []string{"pull", "reserve", "reject", "push", "eager"}
 
-// ParsePolicy returns the policy of a name.
-func ParsePolicy(s string) (PolicyName, error) {
-	for i, n := range Policies {
-		if n == s {
-			return PolicyName(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown handoff policy %q (valid: pull, reserve, reject, push, eager)", s)
-}
-
 // String returns the policy's name.
 func (p PolicyName) String() string {
 	if int(p) < len(Policies) {

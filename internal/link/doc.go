@@ -89,5 +89,6 @@
 // wrapping ErrInvalid if now is earlier than the latest time already passed
 // to either, as every call does on invalid arguments (unknown endpoints,
 // negative byte counts, a bandwidth or latency out of range); a refused
-// call changes nothing.
+// call changes nothing. Nothing in the package panics: an internal
+// inconsistency (a bug) is returned as an error too.
 package link

@@ -180,7 +180,9 @@ func (n *Network) Start(now int64, from, to EndpointID, bytes int64, tag int64) 
 	tr := n.newTransfer(now, tag, 1, bytes)
 	id := tr.id // tr is recycled if the transfer completes right away
 	n.addFlow(now, tr, from, to, bytes, Unlimited)
-	n.processTo(now) // flows with zero latency become active now
+	if err := n.processTo(now); err != nil { // flows with zero latency become active now
+		return id, err
+	}
 	return id, nil
 }
 
@@ -230,7 +232,9 @@ func (n *Network) StartParallelCapped(now int64, from, to []EndpointID, bytesPer
 	for i := range from {
 		n.addFlow(now, tr, from[i], to[i], bytesPerFlow, rateCap)
 	}
-	n.processTo(now)
+	if err := n.processTo(now); err != nil {
+		return id, err
+	}
 	return id, nil
 }
 
@@ -351,22 +355,24 @@ func (n *Network) advanceTo(now int64) error {
 	if now < n.now {
 		return invalid("time went backwards: %d after %d", now, n.now)
 	}
-	n.processTo(now)
-	return nil
+	return n.processTo(now)
 }
 
 // processTo processes every event at or before now (>= Now()), in time
-// order.
-func (n *Network) processTo(now int64) {
+// order. Its only error is an internal inconsistency (a bug).
+func (n *Network) processTo(now int64) error {
 	for n.nextAt <= now && (n.nextAt != never || len(n.pending)+len(n.active) > 0) {
-		n.step(n.nextAt)
+		if err := n.step(n.nextAt); err != nil {
+			return err
+		}
 	}
 	n.now = now
+	return nil
 }
 
 // step processes the events at time t (= n.nextAt): completions, then
 // activations, then recomputes the rates.
-func (n *Network) step(t int64) {
+func (n *Network) step(t int64) error {
 	n.now = t
 	// Completions.
 	k := 0
@@ -402,7 +408,9 @@ func (n *Network) step(t int64) {
 	clear(n.pending[k:])
 	n.pending = n.pending[:k]
 
-	n.recompute(t)
+	if err := n.recompute(t); err != nil {
+		return err
+	}
 
 	next := never
 	for _, f := range n.pending {
@@ -412,6 +420,7 @@ func (n *Network) step(t int64) {
 		next = min(next, f.finishAt)
 	}
 	n.nextAt = next
+	return nil
 }
 
 // finish retires flow f at time t, and its transfer if f was the last.
@@ -440,7 +449,7 @@ func (n *Network) finish(f *flow, t int64, residual float64) {
 // the resources of active flows are visited (plus a sort of them), not
 // every endpoint of the network: a large cluster with a few transfers in
 // flight pays for those few.
-func (n *Network) recompute(t int64) {
+func (n *Network) recompute(t int64) error {
 	// The resources the previous computation used go back to idle; every
 	// flow froze then, so their counts are already 0.
 	for _, r := range n.touched {
@@ -529,7 +538,7 @@ func (n *Network) recompute(t int64) {
 			continue
 		}
 		if best < 0 {
-			panic("link: internal error: active flow without a finite resource or cap")
+			return errors.New("link: internal error: active flow without a finite resource or cap")
 		}
 		// Shares never decrease in exact arithmetic; keep it so under
 		// rounding, and keep them positive.
@@ -559,6 +568,7 @@ func (n *Network) recompute(t int64) {
 	if n.onRecompute != nil {
 		n.onRecompute()
 	}
+	return nil
 }
 
 // ceilNs rounds a non-negative duration in ns up to a whole number of ns,

@@ -120,7 +120,8 @@ func TestImportsPointDown(t *testing.T) {
 }
 
 // TestCoreIsPure: the core imports nothing that reads files, the wall
-// clock, threads or global randomness, and starts no goroutine.
+// clock, threads or global randomness, starts no goroutine and never
+// panics (its errors are returned).
 func TestCoreIsPure(t *testing.T) {
 	pkgs := packages(t)
 	root, err := filepath.Abs("../..")
@@ -158,6 +159,11 @@ func TestCoreIsPure(t *testing.T) {
 			ast.Inspect(f, func(n ast.Node) bool {
 				if g, ok := n.(*ast.GoStmt); ok {
 					t.Errorf("%s: core package starts a goroutine", fset.Position(g.Pos()))
+				}
+				if c, ok := n.(*ast.CallExpr); ok {
+					if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "panic" {
+						t.Errorf("%s: core package panics; return an error (the core has one error path)", fset.Position(c.Pos()))
+					}
 				}
 				return true
 			})
