@@ -62,6 +62,9 @@ type GroupDescription struct {
 	TPNodes int `json:"tp_nodes,omitempty"`
 	// KVLayout describes a hybrid or MLA KV cache (omitted otherwise).
 	KVLayout string `json:"kv_layout,omitempty"`
+	// SchedulingPolicy is "priority" under vLLM's priority scheduling
+	// (omitted under the default fcfs).
+	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
 }
 
 // Describe returns what b simulates.
@@ -111,6 +114,9 @@ func (b *Built) Describe() Description {
 			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes, KVLayout: in.KVLayout}
 		if in.DP > 1 || in.EP > 1 {
 			g.DP, g.EP = in.DP, in.EP
+		}
+		if in.Engine.PriorityScheduling {
+			g.SchedulingPolicy = "priority"
 		}
 		g.Latency, warned = b.latencySource(in, warned, &d.Warnings)
 		if w := b.spanWarning(in); w != "" {
@@ -227,6 +233,13 @@ func describeWorkload(w *config.Workload) string {
 	if w.WarmupRequests > 0 {
 		parts = append(parts, fmt.Sprintf("%d warm-up requests", w.WarmupRequests))
 	}
+	if len(w.Priorities) > 0 {
+		var mix []string
+		for _, c := range w.Priorities {
+			mix = append(mix, fmt.Sprintf("%d (weight %g)", c.Priority, c.Weight))
+		}
+		parts = append(parts, "priorities "+strings.Join(mix, ", "))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -277,6 +290,9 @@ func (d Description) Lines() []string {
 		}
 		if g.Speculative != "" {
 			lines = append(lines, "  speculative decoding: "+g.Speculative)
+		}
+		if g.SchedulingPolicy != "" {
+			lines = append(lines, "  scheduling policy: "+g.SchedulingPolicy+" (waiting requests by priority, then arrival)")
 		}
 	}
 	if d.Handoff != "" {

@@ -329,6 +329,7 @@ func (bl *builder) engineConfig(gs *groupShape, blocks int, sb specBuild) (cfg e
 		AsyncScheduling:           *eng.AsyncScheduling,
 		CheckInvariants:           s.CheckInvariants,
 		Spec:                      sb.cfg,
+		PriorityScheduling:        eng.PriorityScheduling(),
 	}
 	cfg.SwapBlocks = swapBlocks(eng, kvPerTokenPerGPU(m, bl.qf.KVBytes(), gs.tp, gs.pp)+sb.kvPerToken)
 	if gs.pp > 1 {

@@ -95,6 +95,9 @@ func workloadOpener(s *config.Scenario, src config.Source) (func() (workload.Sou
 		if w.TimeScale != 1 {
 			ws = workload.Scale(ws, w.TimeScale)
 		}
+		if len(w.Priorities) > 0 {
+			ws = workload.WithPriorities(ws, w.Priorities, s.Seed)
+		}
 		if w.Limit > 0 {
 			ws = workload.Take(ws, w.Limit)
 		}

@@ -137,7 +137,10 @@ type Sim struct {
 	maxConc  int
 	inflight int
 	blocked  bool
-	cl       closedLoop // warm-up and steady-state window (closedloop.go)
+	// cutting: the run is being cut off (cutOff): requests that end now
+	// release their concurrency slot but send no further arrival.
+	cutting bool
+	cl      closedLoop // warm-up and steady-state window (closedloop.go)
 
 	candidates []int
 	fit        fitBounds // admission's O(1) fit test (fit.go)
@@ -627,7 +630,7 @@ func (s *Sim) entryDone(now int64) error {
 	if !s.blocked {
 		s.clFreed(now)
 	}
-	if s.blocked {
+	if s.blocked && !s.cutting {
 		s.blocked = false
 		// As an event, not inline: the caller may be in the middle of an
 		// instance's step end.
@@ -640,6 +643,7 @@ func (s *Sim) entryDone(now int64) error {
 func failedRecord(req *workload.Request, now int64, reason string) metrics.Record {
 	rec := metrics.NewRecord(req.ID, now)
 	rec.Session, rec.InputTokens, rec.OutputTokens = req.Session, req.InputTokens, req.OutputTokens
+	rec.Priority = req.Priority
 	rec.Outcome, rec.Reason = metrics.Failed, reason
 	return rec
 }

@@ -56,6 +56,7 @@ type liveReq struct {
 	arrival       int64
 	input, output int
 	session       string
+	priority      int32
 }
 
 // LimitReached says which limit ended the run ("" if none).
@@ -87,7 +88,7 @@ func (s *Sim) track(req *workload.Request, now int64) {
 	if s.live == nil {
 		s.live = map[int64]liveReq{}
 	}
-	s.live[req.ID] = liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session}
+	s.live[req.ID] = liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session, priority: req.Priority}
 	s.tokensSeen += int64(req.InputTokens) + int64(req.OutputTokens)
 }
 
@@ -95,6 +96,10 @@ func (s *Sim) track(req *workload.Request, now int64) {
 // request still in the system fails with reason, and every one still to
 // come ends truncated, in a deterministic order.
 func (s *Sim) cutOff(now int64, reason string) error {
+	// The entry held back by the concurrency limit (s.next) is counted
+	// truncated below; no arrival is sent for it (now may be before the
+	// clock, the time of the last event processed).
+	s.cutting = true
 	var notArrived []workload.Request
 	// Sub-requests after the ones in flight, and those waiting out their
 	// tool time, never arrived.
@@ -130,6 +135,7 @@ func (s *Sim) cutOff(now int64, reason string) error {
 			l := s.live[id]
 			rec = metrics.NewRecord(id, l.arrival)
 			rec.Session, rec.InputTokens, rec.OutputTokens = l.session, l.input, l.output
+			rec.Priority = l.priority
 		}
 		rec.Outcome, rec.Reason = metrics.Failed, reason
 		if err := s.end(&rec, now); err != nil {
@@ -245,6 +251,7 @@ func (s *Sim) truncate(req *workload.Request, now int64) error {
 	s.total++
 	rec := metrics.NewRecord(req.ID, -1)
 	rec.InputTokens, rec.OutputTokens = req.InputTokens, req.OutputTokens
+	rec.Priority = req.Priority
 	rec.Outcome, rec.Reason = metrics.Truncated, "limit: never arrived"
 	return s.end(&rec, now)
 }

@@ -335,6 +335,7 @@ func (p *pd) newHand(req *workload.Request, now int64) *hand {
 	*h = hand{req: *req, st: hNew, since: now, d: -1, pSlot: -1, dSlot: -1, prefillEnd: -1}
 	h.rec = metrics.NewRecord(req.ID, now)
 	h.rec.Session, h.rec.InputTokens, h.rec.OutputTokens = req.Session, req.InputTokens, req.OutputTokens
+	h.rec.Priority = req.Priority
 	return h
 }
 

@@ -129,6 +129,17 @@ const (
 	PreemptSwap PreemptionMode = "swap"
 )
 
+// SchedulingPolicy is vLLM's scheduling_policy: how an engine orders its
+// waiting queue and picks a preemption victim (engine.scheduling_policy;
+// empty: inherit, or fcfs).
+type SchedulingPolicy string
+
+// Scheduling policies, vLLM's names.
+const (
+	SchedFCFS     SchedulingPolicy = "fcfs"
+	SchedPriority SchedulingPolicy = "priority"
+)
+
 // SpecMethod is the speculative proposer (engine.speculative.method).
 type SpecMethod string
 

@@ -88,6 +88,15 @@ func TestParseErrors(t *testing.T) {
 		{"bad predictor kind", "predictor: {kind: tables}\n", []string{"predictor.kind", "profile, roofline or perfdb"}},
 		{"perfdb field on a profile", "predictor: {path: db}\n", []string{"predictor.path", "kind perfdb only"}},
 		{"perfdb system on the roofline", "predictor: {kind: roofline, system: h100_sxm}\n", []string{"predictor.system", "kind perfdb only"}},
+		{"scheduling policy", "engine: {scheduling_policy: sjf}\n", []string{"s.yaml:1:", "engine.scheduling_policy", "fcfs", "priority", `"sjf"`}},
+		{"group scheduling policy", "instances: [{engine: {scheduling_policy: lifo}}]\n", []string{"instances[0].engine.scheduling_policy", `"lifo"`}},
+		{"priority mix empty", "workload: {priorities: []}\n", []string{"workload.priorities", "no class"}},
+		{"priority mix weight", "workload: {priorities: [{priority: 0, weight: -1}]}\n", []string{"workload.priorities[0].weight", ">= 0"}},
+		{"priority mix zero sum", "workload: {priorities: [{priority: 0, weight: 0}]}\n", []string{"workload.priorities", "positive, finite sum"}},
+		{"priority mix duplicate", "workload: {priorities: [{priority: 2, weight: 1}, {priority: 2, weight: 1}]}\n", []string{"workload.priorities[1].priority", "merge"}},
+		{"priority out of int32", "workload: {priorities: [{priority: 3000000000, weight: 1}]}\n", []string{"s.yaml:1:36", "workload.priorities[0].priority", "want an integer"}},
+		{"priority fraction", "workload: {priorities: [{priority: 0.5, weight: 1}]}\n", []string{"s.yaml:1:", "whole number"}},
+		{"priority unknown field", "workload: {priorities: [{prio: 1, weight: 1}]}\n", []string{"s.yaml:1:", "prio"}},
 		{"bad moe distribution", "predictor: {kind: perfdb, moe_distribution: zipf}\n", []string{"predictor.moe_distribution", "power_law_1.01"}},
 	}
 	for _, tc := range tests {

@@ -114,6 +114,13 @@ type Engine struct {
 	// SwapSpace is the host memory per GPU for swapped-out KV, GiB (vLLM
 	// v0's swap_space). Default 0: 4 GiB with preemption_mode swap.
 	SwapSpace float64 `yaml:"swap_space,omitempty" json:"swap_space,omitempty"`
+	// SchedulingPolicy is vLLM's scheduling_policy: fcfs (default: the
+	// waiting queue in arrival order; a request short of KV preempts the
+	// last admitted) or priority (waiting requests by the request
+	// priority, smaller first, then arrival; a request short of KV
+	// preempts the running request with the largest priority value;
+	// docs/scenario.md).
+	SchedulingPolicy SchedulingPolicy `yaml:"scheduling_policy,omitempty" json:"scheduling_policy,omitempty"`
 }
 
 // Speculative is vLLM v1's speculative decoding: every decoding sequence
@@ -213,4 +220,29 @@ func (e *Engine) validate(path string, bad func(field, format string, args ...an
 		e.Speculative.validate(path+".speculative", bad)
 	}
 	e.validatePreemption(path, bad)
+	switch e.SchedulingPolicy {
+	case "", SchedFCFS, SchedPriority:
+	default:
+		bad(path+".scheduling_policy", "must be %s (the default: arrival order) or %s (by request priority, smaller first) (got %q)", SchedFCFS, SchedPriority, e.SchedulingPolicy)
+	}
 }
+
+// UsesPriorities reports whether request priorities matter to the run:
+// an instance group schedules by priority or the workload draws
+// priorities (workload.priorities). A trace's priority fields alone do
+// not count.
+func (s *Scenario) UsesPriorities() bool {
+	if len(s.Workload.Priorities) > 0 {
+		return true
+	}
+	for i := range s.Instances {
+		if s.Instances[i].Merged(s.Engine).PriorityScheduling() {
+			return true
+		}
+	}
+	return false
+}
+
+// PriorityScheduling reports whether the engine orders its waiting queue
+// by request priority.
+func (e Engine) PriorityScheduling() bool { return e.SchedulingPolicy == SchedPriority }

@@ -91,6 +91,7 @@ func (g *Group) Merged(base Engine) Engine {
 	set(&m.Speculative, o.Speculative)
 	set(&m.PreemptionMode, o.PreemptionMode)
 	set(&m.SwapSpace, o.SwapSpace)
+	set(&m.SchedulingPolicy, o.SchedulingPolicy)
 	return m
 }
 

@@ -190,6 +190,11 @@ type Workload struct {
 	Chat *workload.Chat `yaml:"chat,omitempty" json:"chat,omitempty"`
 	// SharedPrefix generates requests over shared contexts with token ids.
 	SharedPrefix *workload.SharedPrefix `yaml:"shared_prefix,omitempty" json:"shared_prefix,omitempty"`
+	// Priorities gives every request (every session) a priority drawn
+	// from a mix of classes, e.g. [{priority: 0, weight: 1}, {priority:
+	// 1, weight: 3}], replacing a trace's own priority fields. Empty: the
+	// trace's priorities, or 0.
+	Priorities []workload.PriorityClass `yaml:"priorities,omitempty" json:"priorities,omitempty"`
 }
 
 // Generated reports whether the workload is generated rather than read

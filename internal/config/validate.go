@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/workload"
 )
 
 // Validate checks a defaulted scenario and returns every problem, each
@@ -158,6 +159,11 @@ func (s *Scenario) Validate() error {
 	}
 	if w.Synthetic != nil {
 		if err := w.Synthetic.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w.Priorities != nil {
+		if err := workload.ValidatePriorities(w.Priorities, "workload.priorities"); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -39,6 +39,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.generated, s.computed, s.committed = 0, 0, 0
 	s.inputIDs, s.outputIDs = r.InputIDs, r.OutputIDs
 	s.alpha = r.SpecAcceptance
+	s.prio = r.Priority
 	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
 	s.enqueued, s.state = now, st
 	s.inFlight, s.redo = false, false
@@ -74,6 +75,7 @@ func (e *Engine) freeSlot(slot int32) {
 func (e *Engine) Add(r *workload.Request, now int64) int32 {
 	rec := metrics.NewRecord(r.ID, now)
 	rec.Session, rec.InputTokens, rec.OutputTokens = r.Session, r.InputTokens, r.OutputTokens
+	rec.Priority = r.Priority
 	return e.AddRecord(r, rec, now)
 }
 
@@ -105,7 +107,7 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 			s.rec.Queued = e.stages[0]
 		}
 	}
-	e.waiting.pushBack(slot)
+	e.waiting.add(e.waitKey(slot))
 	e.waitingTokens += int64(s.prompt)
 	return slot
 }

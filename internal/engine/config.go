@@ -53,6 +53,12 @@ type Config struct {
 	// reference the lane is checked against. Outputs are identical either
 	// way; only the speed differs.
 	NoDecodeLane bool
+	// PriorityScheduling is vLLM's scheduling_policy priority: the
+	// waiting queue is ordered by (priority, arrival) instead of arrival,
+	// and a request short of KV blocks preempts the running request with
+	// the largest (priority, arrival) instead of the last admitted one
+	// (waitqueue.go, preempt.go).
+	PriorityScheduling bool
 }
 
 // PPSend is the cost of sending one batch's activations from one pipeline

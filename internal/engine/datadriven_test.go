@@ -16,8 +16,14 @@ import (
 //
 //	engine seqs=N budget=N blocks=N [bs=16] [lpt=N] [async] [nocache] [role=prefill|decode] [pp=N] [send=NS]
 //	       [spec=K accept=a1,...,aK]  speculative decoding, per-position rates
-//	add id=N in=N out=N [at=NS]      queue a request (at= a later time: run
-//	                                 adds it while the step spanning it runs)
+//	       [policy=priority]          vLLM's priority scheduling policy
+//	add id=N in=N out=N [at=NS] [prio=P]
+//	                                 queue a request (at= a later time: run
+//	                                 adds it while the step spanning it runs;
+//	                                 prio: its priority, default 0)
+//	queues                           the running list in admission order and
+//	                                 the waiting queue in serving order, as
+//	                                 id(priority)
 //	step [n=N]                       form a batch, run it, print what happened
 //	run [times]                      step until idle, printing one line per step
 //	                                 (times: finished requests' record times)
@@ -75,6 +81,8 @@ func TestScheduler(t *testing.T) {
 							rates = append(rates, f)
 						}
 						cfg.Spec.Accept = Rates(rates)
+					case "policy":
+						cfg.PriorityScheduling = a.Vals[0] == "priority"
 					case "role":
 						switch a.Vals[0] {
 						case "prefill":
@@ -100,7 +108,11 @@ func TestScheduler(t *testing.T) {
 				if d.HasArg("at") {
 					d.ScanArgs(t, "at", &at)
 				}
-				r := workload.Request{ID: int64(id), InputTokens: in, OutputTokens: out}
+				var prio int
+				if d.HasArg("prio") {
+					d.ScanArgs(t, "prio", &prio)
+				}
+				r := workload.Request{ID: int64(id), InputTokens: in, OutputTokens: out, Priority: int32(prio)}
 				if why := e.Unfit(&r); why != "" {
 					return "unfit: " + why
 				}
@@ -112,6 +124,8 @@ func TestScheduler(t *testing.T) {
 				}
 				e.Add(&r, now)
 				return fmt.Sprintf("waiting %d", e.Waiting())
+			case "queues":
+				return e.queues()
 			case "step":
 				n := 1
 				if d.HasArg("n") {
@@ -227,4 +241,28 @@ func stepTimes(e *Engine, now *int64, times bool, later *[]arrival) string {
 		line += " -> " + strings.Join(ev, ", ")
 	}
 	return fmt.Sprintf("%s | running=%d waiting=%d free=%d\n", line, e.Running(), e.Waiting(), e.Pool().Free())
+}
+
+// queues describes the running requests (admission order, decode lane
+// included) and the waiting
+// queue (serving order) as id(priority) lists.
+func (e *Engine) queues() string {
+	name := func(slot int32) string {
+		s := &e.slots[slot]
+		return fmt.Sprintf("%d(%d)", s.rec.ID, s.prio)
+	}
+	var run, wait []string
+	all := append(append([]int32(nil), e.running...), e.lane...)
+	sort.SliceStable(all, func(i, j int) bool { return e.slots[all[i]].order < e.slots[all[j]].order })
+	for _, slot := range all {
+		run = append(run, name(slot))
+	}
+	q := waitQueue{prio: e.waiting.prio, heap: append([]waitKey(nil), e.waiting.heap...)}
+	for i := 0; i < e.waiting.fifo.len(); i++ {
+		q.fifo.pushBack(e.waiting.fifo.buf[(e.waiting.fifo.head+i)%len(e.waiting.fifo.buf)])
+	}
+	for q.len() > 0 {
+		wait = append(wait, name(q.popFront()))
+	}
+	return fmt.Sprintf("running [%s] waiting [%s]\n", strings.Join(run, " "), strings.Join(wait, " "))
 }

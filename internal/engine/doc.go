@@ -28,6 +28,14 @@
 //     chunk; the first request whose blocks cannot be allocated stops
 //     admission (head-of-line, FCFS).
 //
+// That is the fcfs policy. Under the priority policy
+// (Config.PriorityScheduling, vLLM's scheduling_policy priority) the
+// waiting queue is ordered by (priority, arrival, id), a smaller priority
+// first, a preempted request re-entering by that order (waitqueue.go);
+// the preemption victim is the running request with the largest
+// (priority, arrival), which may have been scheduled earlier in the step
+// (its tokens go back to the budget) or be the request itself (preempt.go).
+//
 // A request whose last prompt token is computed in a step emits its first
 // output token at that step's end; every later step that includes it emits
 // one more.
@@ -64,7 +72,8 @@
 // (Add, AddRecord, Unfit) and record access; step.go the stepping API
 // (Begin, Form, Launch) with its Step and result types and pipeline
 // timing; form.go batch formation (running requests, then waiting ones);
-// preempt.go preemption; finish.go applying a finished batch; lane.go the
+// waitqueue.go the waiting queue (fcfs or priority order); preempt.go
+// preemption and the choice of its victim; finish.go applying a finished batch; lane.go the
 // decode lane; prefix.go prefix-cache matching and commits; tiers.go
 // offloaded KV loads; swap.go swap preemption; handoff.go the P/D handoff; spec.go speculative
 // decoding; abort.go client aborts (Abort) and the running requests' output

@@ -17,7 +17,7 @@ type Engine struct {
 
 	slots     []seq
 	freeSlots []int32
-	waiting   deque
+	waiting   waitQueue
 	running   []int32
 
 	flights   []flight // batches in flight, oldest first
@@ -72,6 +72,9 @@ type Engine struct {
 	firstSched    []int64 // Step.FirstScheduled of the batch being formed
 	batch         perf.Batch
 	preempted     int
+	refund        int32   // tokens of preempted requests taken out of the batch being formed
+	recount       bool    // the batch's aggregates must be recounted (rebatch)
+	unseen        []int32 // waiting requests not yet visible to the batch being formed (priority policy)
 	result        StepResult
 	scratch       []int32
 	formBudget    int32 // token budget left by the last Form (invariant check)
@@ -105,7 +108,9 @@ func New(id int, cfg Config, pred perf.Predictor) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	return &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize), hqHead: -1, hqTail: -1}, nil
+	e := &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize), hqHead: -1, hqTail: -1}
+	e.waiting.prio = cfg.PriorityScheduling
+	return e, nil
 }
 
 // Config returns the engine's configuration.

@@ -276,7 +276,7 @@ func sameErr(e *Engine, err error) {
 func TestSlotLayout(t *testing.T) {
 	var s seq
 	if size := unsafe.Sizeof(s); size%64 != 0 {
-		t.Errorf("slot is %d bytes, not a multiple of 64: adjust slotPad", size)
+		t.Errorf("slot is %d bytes, not a multiple of 64: pad it (slot.go)", size)
 	}
 	if end := unsafe.Offsetof(s.blocks) + unsafe.Sizeof(s.blocks); end > 64 {
 		t.Errorf("hot fields end at byte %d, past the first cache line", end)

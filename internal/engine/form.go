@@ -70,7 +70,16 @@ func (e *Engine) form(now, formed int64) int32 {
 			// drafter writes after this step's verification.
 			slots += int32(e.cfg.Spec.K)
 		}
-		if ok, wait := e.makeRoom(slot, s, slots, now); !ok {
+		at, ok, wait := e.makeRoom(slot, s, slots, now, i)
+		if e.refund > 0 {
+			// A request scheduled earlier in this step was preempted
+			// (priority policy): its tokens are back in the budget and
+			// the batch is recounted after the loop.
+			budget += e.refund
+			e.refund = 0
+		}
+		i = at
+		if !ok {
 			stalled = wait
 			break
 		}
@@ -80,6 +89,10 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.schedule(slot, n, formed)
 		}
 		budget -= n
+	}
+	if e.recount {
+		e.rebatch() // it counts the short path's decodes too
+		dn = 0
 	}
 	e.laneBatch()
 	e.addDecodes(dn, dmin, dmax, dsum)
@@ -94,35 +107,37 @@ func (e *Engine) form(now, formed int64) int32 {
 	return budget
 }
 
-// makeRoom grows request slot's blocks by n tokens, preempting the last
-// running requests not in flight while memory is short. It reports
+// makeRoom grows request slot's blocks by n tokens, preempting running
+// requests not in flight while memory is short (see victim). It reports
 // whether the request got its room and, when it did not, whether it
 // stalls (it waits for swap-outs or batches in flight to end) rather than
-// having preempted itself.
-func (e *Engine) makeRoom(slot int32, s *seq, n int32, now int64) (ok, stalled bool) {
+// having preempted itself. at is the request's index in the running list
+// and the index returned is its index after the preemptions (smaller when
+// a victim came before it, which only the priority policy chooses).
+func (e *Engine) makeRoom(slot int32, s *seq, n int32, now int64, at int) (int, bool, bool) {
 	for !e.grow(s, n) {
 		if e.swapWait() {
 			// Swap-outs in flight will free blocks: wait for them.
-			return false, true
+			return at, false, true
 		}
-		// The last running request not in flight (slot itself at
-		// worst); with batches in flight, rather than preempting
-		// itself the request waits for them to end.
-		vi := len(e.running) - 1
-		for e.slots[e.running[vi]].inFlight {
-			vi--
-		}
+		// With batches in flight, rather than preempting itself the
+		// request waits for them to end.
+		vi := e.victim()
 		victim := e.running[vi]
 		if victim == slot && len(e.flights) > 0 {
-			return false, true
+			return at, false, true
 		}
 		e.running = append(e.running[:vi], e.running[vi+1:]...)
+		if vi < at {
+			at--
+			e.unschedule(victim)
+		}
 		e.preempt(victim, now)
 		if victim == slot {
-			return false, false
+			return at, false, false
 		}
 	}
-	return true, false
+	return at, true, false
 }
 
 // addDecodes merges into the batch the decode aggregates form's short
@@ -170,6 +185,13 @@ func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 		slot := e.waiting.front()
 		s := &e.slots[slot]
 		if s.enqueued > formed {
+			if e.waiting.prio && e.waiting.fifo.len() == 0 {
+				// Under the priority policy a request ordered after
+				// it may have been visible: set it aside for this
+				// batch (vLLM had not received it yet).
+				e.unseen = append(e.unseen, e.waiting.popFront())
+				continue
+			}
 			break // not yet visible when this batch was formed
 		}
 		hit := e.admit(slot, s, budget, now)
@@ -195,6 +217,10 @@ func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 		e.schedule(slot, n, formed)
 		budget -= n
 	}
+	for _, slot := range e.unseen {
+		e.waiting.add(e.waitKey(slot))
+	}
+	e.unseen = e.unseen[:0]
 	return budget
 }
 

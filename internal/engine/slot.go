@@ -13,7 +13,7 @@ type seq struct {
 	// Hot fields first: everything a step reads or writes for a request
 	// that decodes one token fits the slot's first 64 bytes, so a step
 	// touches one cache line of each request (the slot size is a multiple
-	// of 64 bytes, see slotPad).
+	// of 64 bytes, see TestSlotLayout).
 	prompt    int32
 	output    int32
 	generated int32 // output tokens produced so far
@@ -67,13 +67,14 @@ type seq struct {
 	qPrev, qNext int32
 	loadStart    int64 // start of its lower-tier load (stLoading) or swap copy
 	loadEnd      int32 // blocks held once the load ends; swap-space blocks held when swapped
-	_            [slotPad]byte
+	prio         int32 // the request's priority (smaller: served first; priority policy)
 }
 
-// slotPad rounds the slot up to a multiple of 64 bytes, so that slots in
-// their (large, page-aligned) array keep their hot fields in one cache
-// line. TestSlotLayout checks it.
-const slotPad = 8
+// The slot is 512 bytes, a multiple of 64, so that slots in their (large,
+// page-aligned) array keep their hot fields in one cache line;
+// TestSlotLayout checks it. A field added to the slot must keep its size
+// a multiple of 64 bytes (pad it with a trailing blank field, of nonzero
+// size).
 
 // syncRecord copies the record's fields kept in the hot part of the slot
 // into rec; call it before rec leaves the engine or is shown.

@@ -117,6 +117,16 @@ func (e *Engine) Form(now int64) (bool, error) {
 		// load ended during the last step): an idle engine schedules
 		// again at once, seeing both, and forms the batch again.
 		budget = e.form(now, now)
+		formed = now
+	}
+	for e.waiting.prio && len(e.sched) == 0 && len(e.lane) == 0 && e.preempted > 0 && e.numRunning() > 0 {
+		// Under the priority policy a request short of blocks may
+		// preempt itself (it had the largest priority value) before the
+		// running requests after it were scheduled, leaving the batch
+		// empty; vLLM's engine then calls schedule() again at once and
+		// schedules them. Each pass leaves at least one request fewer
+		// running, so this ends.
+		budget = e.form(now, formed)
 	}
 	e.formBudget = budget
 	return len(e.sched) > 0 || len(e.lane) > 0, e.err

@@ -32,6 +32,7 @@ func (o Outcome) String() string {
 type Record struct {
 	ID              int64
 	Session         string
+	Priority        int32 // the request's scheduling priority (0 unless the workload gives one)
 	PrefillInstance int32 // instance that computed the prompt (-1 if none)
 	DecodeInstance  int32 // instance that produced the output (-1 if none)
 	InputTokens     int

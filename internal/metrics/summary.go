@@ -330,6 +330,7 @@ type Summary struct {
 	engTTFT, engTPOT   dist
 	warmup, warmupSeen int64           // SetWarmup: ids below warmup are excluded
 	targets            []watchedTarget // SetTargets
+	prio               byPriority
 }
 
 // SetClientSide says that the records' times are client-side (a front
@@ -353,7 +354,7 @@ func (s *Summary) Err() error {
 			return d.err
 		}
 	}
-	return nil
+	return s.prio.err()
 }
 
 // NewSummary returns an empty summary.
@@ -378,6 +379,7 @@ func (s *Summary) Add(r *Record) {
 		return
 	}
 	s.total++
+	s.prio.add(r)
 	s.outputTokens += int64(r.Generated)
 	s.preemptions += int64(r.Preemptions)
 	s.reprefills += int64(r.Reprefills)
@@ -532,6 +534,10 @@ type Result struct {
 	// (predictor.kind perfdb), how many step evaluations read its table
 	// and how many fell back to the roofline (empty for other predictors).
 	KernelTables []TableUse `json:"kernel_tables,omitempty"`
+	// Priorities is, per request priority, the requests' counts and the
+	// finished ones' latencies, by increasing priority value (nil when
+	// every request had priority 0).
+	Priorities []PriorityResult `json:"priorities,omitempty"`
 }
 
 // SteadyResult is a closed-loop run's steady state: the window from the
@@ -663,6 +669,7 @@ func (s *Summary) Finish(simTimeNs int64) Result {
 		LatencySide:       "engine",
 		ThroughputBase:    "run",
 		WarmupRequests:    s.warmupSeen,
+		Priorities:        s.prio.results(),
 	}
 	if s.client {
 		res.LatencySide = "client"

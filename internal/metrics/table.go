@@ -123,6 +123,7 @@ func (r Result) String() string {
 		}
 		b.WriteString("\n")
 	}
+	writePriorities(&b, r.Priorities)
 	reasons(&b, "Rejection reasons", r.RejectionReasons, r.RejectionExamples)
 	reasons(&b, "Failure reasons", r.FailureReasons, r.FailureExamples)
 	if len(r.PinnedKV) > 0 {

@@ -33,7 +33,14 @@ var FrontEndColumns = []string{"engine_arrival_ms", "engine_first_token_ms", "en
 // Option changes what a writer writes.
 type Option func(*options)
 
-type options struct{ tiers, swap, frontEnd bool }
+type options struct{ tiers, swap, frontEnd, priority bool }
+
+// PriorityColumn is the per-request column added last when requests have
+// priorities (WithPriorityColumn).
+const PriorityColumn = "priority"
+
+// WithPriorityColumn adds PriorityColumn to request rows.
+func WithPriorityColumn() Option { return func(o *options) { o.priority = true } }
 
 // WithFrontEndColumns adds FrontEndColumns to request rows.
 func WithFrontEndColumns() Option { return func(o *options) { o.frontEnd = true } }
@@ -46,6 +53,9 @@ func (o options) columns() []string {
 	}
 	if o.frontEnd {
 		cols = append(cols[:len(cols):len(cols)], FrontEndColumns...)
+	}
+	if o.priority {
+		cols = append(cols[:len(cols):len(cols)], PriorityColumn)
 	}
 	return cols
 }
@@ -77,6 +87,7 @@ type rowEncoder struct {
 	col      int
 	tiers    bool     // append TierColumns
 	frontEnd bool     // append FrontEndColumns
+	priority bool     // append PriorityColumn
 	names    []string // the columns, in order
 }
 
@@ -189,6 +200,9 @@ func (e *rowEncoder) record(r *Record) {
 		e.ms(r.EngineLastToken)
 		e.ms(r.EngineTTFT())
 	}
+	if e.priority {
+		e.int(int64(r.Priority))
+	}
 	if e.json {
 		e.b = append(e.b, '}')
 	}
@@ -209,7 +223,7 @@ func NewCSVWriter(w io.Writer, opts ...Option) *CSVWriter {
 	c := &CSVWriter{bw: bufio.NewWriterSize(w, 64<<10)}
 	c.enc.b = make([]byte, 0, 512)
 	o := resolveOptions(opts)
-	c.enc.tiers, c.enc.frontEnd, c.enc.names = o.tiers, o.frontEnd, o.columns()
+	c.enc.tiers, c.enc.frontEnd, c.enc.priority, c.enc.names = o.tiers, o.frontEnd, o.priority, o.columns()
 	for i, name := range c.enc.names {
 		if i > 0 {
 			c.enc.b = append(c.enc.b, ',')
@@ -246,7 +260,7 @@ func NewJSONLWriter(w io.Writer, opts ...Option) *JSONLWriter {
 	j := &JSONLWriter{bw: bufio.NewWriterSize(w, 64<<10)}
 	j.enc.json = true
 	o := resolveOptions(opts)
-	j.enc.tiers, j.enc.frontEnd, j.enc.names = o.tiers, o.frontEnd, o.columns()
+	j.enc.tiers, j.enc.frontEnd, j.enc.priority, j.enc.names = o.tiers, o.frontEnd, o.priority, o.columns()
 	j.enc.b = make([]byte, 0, 1024)
 	return j
 }

@@ -178,6 +178,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	if b.Scenario().FrontEnd != nil {
 		wopts = append(wopts, metrics.WithFrontEndColumns())
 	}
+	if sc := b.Scenario(); sc.UsesPriorities() {
+		wopts = append(wopts, metrics.WithPriorityColumn())
+	}
 	if opts.RequestsCSV != "" {
 		w, err := create(opts.RequestsCSV, &o.closers)
 		if err != nil {

@@ -32,6 +32,11 @@ type Request struct {
 	// ends failed with the reason "aborted by the client" unless it ended
 	// before.
 	AbortAt int64
+	// Priority is the request's scheduling priority (vLLM's request
+	// priority; a trace's priority field or workload.priorities): under
+	// the engine's priority policy a smaller value is served first. 0 by
+	// default.
+	Priority int32
 }
 
 // Entry is one unit read from a source: a single request, or an agentic

@@ -219,11 +219,11 @@ func (d LengthDist) validate(path string) []error {
 			bad(field, "is not used with kind %q; remove it", d.Kind)
 		}
 	}
-	if d.Min < 0 {
-		bad("min", "must be >= 0 (got %d)", d.Min)
+	if d.Min < 0 || d.Min > maxTokens {
+		bad("min", "must be in [0, %d] (got %d)", maxTokens, d.Min)
 	}
-	if d.Max < 0 {
-		bad("max", "must be >= 0 (got %d; 0 means no upper bound)", d.Max)
+	if d.Max < 0 || d.Max > maxTokens {
+		bad("max", "must be in [0, %d] (got %d; 0 means no upper bound)", maxTokens, d.Max)
 	}
 	if d.Max > 0 && d.Max < max(1, d.Min) {
 		bad("max", "must be >= max(1, min) = %d (got %d)", max(1, d.Min), d.Max)

@@ -214,7 +214,7 @@ func TestSyntheticValidate(t *testing.T) {
 		{"lognormal mean", func(s *Synthetic) { s.Output.Mean = 0 }, "workload.synthetic.output.mean: must be in (0, 2147483647] (got 0)"},
 		{"lognormal sigma", func(s *Synthetic) { s.Output.Sigma = -1 }, "workload.synthetic.output.sigma: must be >= 0 and finite (got -1)"},
 		{"max below min", func(s *Synthetic) { s.Input.Min = 10; s.Input.Max = 5 }, "workload.synthetic.input.max: must be >= max(1, min) = 10 (got 5)"},
-		{"negative min", func(s *Synthetic) { s.Input.Min = -1 }, "workload.synthetic.input.min: must be >= 0 (got -1)"},
+		{"negative min", func(s *Synthetic) { s.Input.Min = -1 }, "workload.synthetic.input.min: must be in [0, 2147483647] (got -1)"},
 		{"fixed mean", func(s *Synthetic) { s.Input = LengthDist{Kind: Fixed, Mean: 0.5} }, "workload.synthetic.input.mean: must be in [1, 2147483647] for kind fixed (got 0.5)"},
 		{"uniform max", func(s *Synthetic) { s.Input = LengthDist{Kind: Uniform, Min: 3} }, "workload.synthetic.input.max: is required for kind uniform"},
 		{"uniform mean", func(s *Synthetic) { s.Input = LengthDist{Kind: Uniform, Max: 3, Mean: 2} }, `workload.synthetic.input.mean: is not used with kind "uniform"`},

@@ -10,8 +10,8 @@ import (
 // int32 token position everywhere downstream.
 const maxTokens = math.MaxInt32
 
-const traceFields = `input_toks, output_toks, arrival_time_ns, input_tok_ids, output_tok_ids, spec_acceptance_rate, abort_time_ns ` +
-	`(plain line) or session_id, arrival_time_ns, sub_requests (session line; ` +
+const traceFields = `input_toks, output_toks, arrival_time_ns, input_tok_ids, output_tok_ids, spec_acceptance_rate, abort_time_ns, priority ` +
+	`(plain line) or session_id, arrival_time_ns, priority, sub_requests (session line; ` +
 	`sub-requests take input_toks, output_toks, tool_duration_ns, input_tok_ids, output_tok_ids, spec_acceptance_rate)`
 
 // traceLine is the union of the plain and the session line. Pointers tell
@@ -24,6 +24,7 @@ type traceLine struct {
 	OutputTokIDs  []int32  `json:"output_tok_ids"`
 	SpecAccept    *float64 `json:"spec_acceptance_rate"`
 	AbortTimeNs   *int64   `json:"abort_time_ns"`
+	Priority      *int64   `json:"priority"`
 
 	SessionID   *string       `json:"session_id"`
 	SubRequests *[]traceSubRq `json:"sub_requests"`
@@ -82,6 +83,8 @@ func RequireSpecAcceptance(src Source) bool {
 // A plain line may add "abort_time_ns": the time its client went away (at
 // or after its arrival; the request then ends aborted unless it finished
 // first); servesim serve --record writes it for disconnected clients.
+// Either line may add "priority", an integer (vLLM's request priority,
+// 0 when absent; a session's applies to all its sub-requests).
 //
 // Sub-request k's tool_duration_ns is the tool time after sub-request k
 // finishes, so it becomes Requests[k+1].Delay; the last sub-request's value
@@ -190,6 +193,9 @@ func (t *traceReader) plain(tl *traceLine) (Entry, error) {
 	}
 	r.ID = t.nextID
 	r.Arrival = arr
+	if r.Priority, err = t.priority(tl.Priority); err != nil {
+		return Entry{}, err
+	}
 	if a := tl.AbortTimeNs; a != nil {
 		if *a < arr || *a <= 0 || *a > MaxTimeNs {
 			return Entry{}, t.lines.errorf(nil, "abort_time_ns %d must be > 0, at or after arrival_time_ns %d and at most %d; it is when the client went away, ns since the start of the run", *a, arr, int64(MaxTimeNs))
@@ -230,6 +236,10 @@ func (t *traceReader) session(tl *traceLine) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
+	prio, err := t.priority(tl.Priority)
+	if err != nil {
+		return Entry{}, err
+	}
 	subs := *tl.SubRequests
 	reqs := make([]Request, len(subs))
 	var delay int64
@@ -250,6 +260,7 @@ func (t *traceReader) session(tl *traceLine) (Entry, error) {
 				path, *s.ToolDurationNs, int64(MaxTimeNs))
 		}
 		r.ID = t.nextID + int64(k)
+		r.Priority = prio
 		if k == 0 {
 			r.Arrival = arr
 		} else {
@@ -304,6 +315,18 @@ func (t *traceReader) request(path string, in, out *int64, inIDs, outIDs []int32
 		return Request{}, t.lines.errorf(nil, `%sspec_acceptance_rate is missing; engine.speculative.acceptance: trace needs it on every request: add "spec_acceptance_rate": <α in [0, 1)> or set acceptance_rate in the scenario`, path)
 	}
 	return Request{InputTokens: nIn, OutputTokens: nOut, InputIDs: inIDs, OutputIDs: outIDs, SpecAcceptance: alpha}, nil
+}
+
+// priority checks the optional priority field (0 when absent): an
+// integer in the int32 range.
+func (t *traceReader) priority(p *int64) (int32, error) {
+	if p == nil {
+		return 0, nil
+	}
+	if *p < math.MinInt32 || *p > math.MaxInt32 {
+		return 0, t.lines.errorf(nil, "priority %d is out of range [%d, %d]; it is the request's scheduling priority (smaller: served first under scheduling_policy priority)", *p, math.MinInt32, math.MaxInt32)
+	}
+	return int32(*p), nil
 }
 
 // count checks one token count: present and in [1, maxTokens].

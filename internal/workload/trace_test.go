@@ -56,6 +56,20 @@ func TestTraceReaderValid(t *testing.T) {
 			},
 		},
 		{
+			name: "priorities on a plain line and a session line",
+			data: `{"input_toks": 1, "output_toks": 1, "arrival_time_ns": 0, "priority": -3}
+{"session_id": "s", "arrival_time_ns": 1, "priority": 2, "sub_requests": [{"input_toks": 1, "output_toks": 1}, {"input_toks": 2, "output_toks": 1}]}
+{"input_toks": 1, "output_toks": 1, "arrival_time_ns": 2}`,
+			want: []Entry{
+				{Requests: []Request{{ID: 0, InputTokens: 1, OutputTokens: 1, Priority: -3}}},
+				{Session: "s", Requests: []Request{
+					{ID: 1, Arrival: 1, InputTokens: 1, OutputTokens: 1, Priority: 2},
+					{ID: 2, InputTokens: 2, OutputTokens: 1, Priority: 2},
+				}},
+				{Requests: []Request{{ID: 3, Arrival: 2, InputTokens: 1, OutputTokens: 1}}},
+			},
+		},
+		{
 			name: "single-request session, tail tool time ignored, null ids",
 			data: `{"session_id": "a", "arrival_time_ns": 3, "sub_requests": [{"input_toks": 5, "output_toks": 6, "tool_duration_ns": 99, "input_tok_ids": null}]}`,
 			want: []Entry{{Session: "a", Requests: []Request{{ID: 0, Arrival: 3, InputTokens: 5, OutputTokens: 6}}}},
@@ -98,6 +112,10 @@ func TestTraceReaderErrors(t *testing.T) {
 		{"zero output", `{"input_toks": 1, "output_toks": 0, "arrival_time_ns": 0}`, "t.jsonl:1: output_toks must be > 0 (got 0);"},
 		{"negative output", `{"input_toks": 1, "output_toks": -1, "arrival_time_ns": 0}`, "t.jsonl:1: output_toks must be > 0 (got -1);"},
 		{"missing arrival", `{"input_toks": 1, "output_toks": 1}`, "t.jsonl:1: arrival_time_ns is missing;"},
+		{"priority out of int32", `{"input_toks": 1, "output_toks": 1, "arrival_time_ns": 0, "priority": 2147483648}`, "t.jsonl:1: priority 2147483648 is out of range [-2147483648, 2147483647]"},
+		{"priority fraction", `{"input_toks": 1, "output_toks": 1, "arrival_time_ns": 0, "priority": 0.5}`, "t.jsonl:1: field priority: got a JSON number 0.5"},
+		{"priority string", `{"input_toks": 1, "output_toks": 1, "arrival_time_ns": 0, "priority": "high"}`, "t.jsonl:1: field priority: got a JSON string, want an integer"},
+		{"priority in a sub-request", `{"session_id": "s", "arrival_time_ns": 0, "sub_requests": [{"input_toks": 1, "output_toks": 1, "priority": 1}]}`, `t.jsonl:1: unknown field "priority"`},
 		{"null line", `null`, "t.jsonl:1: arrival_time_ns is missing;"},
 		{"negative arrival", `{"input_toks": 1, "output_toks": 1, "arrival_time_ns": -1}`, "t.jsonl:1: arrival_time_ns must be >= 0 (got -1);"},
 		{"input ids mismatch", `{"input_toks": 3, "output_toks": 1, "arrival_time_ns": 0, "input_tok_ids": [1, 2]}`, "t.jsonl:1: input_tok_ids has 2 ids but input_toks is 3;"},

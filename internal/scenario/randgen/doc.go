@@ -1,6 +1,6 @@
-// Package randgen draws random, valid prefill/decode scenarios for property
-// tests: a scenario file (YAML, exactly as a user would write it for
-// `servesim run`) and the JSONL trace it serves.
+// Package randgen draws random, valid serving scenarios (disaggregated
+// and colocated) for property tests: a scenario file (YAML, exactly as a
+// user would write it for `servesim run`) and the JSONL trace it serves.
 //
 // The draws cover the P/D space wide rather than deep: heterogeneous decode
 // pools (per-group num_gpu_blocks, max_num_seqs and tp), mixed groups next
@@ -13,8 +13,10 @@
 // roofline predictors with tensor and pipeline parallelism, link
 // bandwidths and latencies, KV tiers with pinned-KV offload, quantised
 // weights and KV cache, speculative decoding (every method, or n-gram on
-// decode only), MoE models with zipf routing and dp/ep mixed groups, and
-// bursts of arrivals at one instant.
+// decode only), MoE models with zipf routing and dp/ep mixed groups,
+// bursts of arrivals at one instant, colocated clusters (mixed groups
+// only), vLLM's priority scheduling with trace priorities or a priority
+// mix, client aborts, the closed loop and run limits.
 //
 // Draw returns a Case; Check (package randgen's property harness, see
 // check.go) builds it the way the CLI does (config.Load, assemble.Build,

@@ -223,20 +223,30 @@ func Draw(t *rapid.T) Case {
 		g.ngram = spec == "decode-ngram" && role == "decode"
 		return g
 	}
-	nPrefill := rapid.IntRange(0, 2).Draw(t, "prefillGroups")
-	mixed := rapid.IntRange(0, 3).Draw(t, "mixedGroup") == 0
-	if nPrefill == 0 && !mixed {
-		nPrefill = 1
-	}
-	for i := 0; i < nPrefill; i++ {
-		groups = append(groups, drawGroup("prefill", i))
-	}
-	if mixed {
-		groups = append(groups, drawGroup("mixed", 0))
-	}
-	nDecode := rapid.IntRange(1, 3).Draw(t, "decodeGroups")
-	for i := 0; i < nDecode; i++ {
-		groups = append(groups, drawGroup("decode", i))
+	// One draw in five is colocated: one or two mixed groups, no
+	// handoff (where MoE dp/ep, tiers, speculation, closed loop and
+	// limits meet without P/D).
+	colocated := rapid.IntRange(0, 4).Draw(t, "colocated") == 0
+	if colocated {
+		for i := range rapid.IntRange(1, 2).Draw(t, "mixedGroups") {
+			groups = append(groups, drawGroup("mixed", i))
+		}
+	} else {
+		nPrefill := rapid.IntRange(0, 2).Draw(t, "prefillGroups")
+		mixed := rapid.IntRange(0, 3).Draw(t, "mixedGroup") == 0
+		if nPrefill == 0 && !mixed {
+			nPrefill = 1
+		}
+		for i := 0; i < nPrefill; i++ {
+			groups = append(groups, drawGroup("prefill", i))
+		}
+		if mixed {
+			groups = append(groups, drawGroup("mixed", 0))
+		}
+		nDecode := rapid.IntRange(1, 3).Draw(t, "decodeGroups")
+		for i := 0; i < nDecode; i++ {
+			groups = append(groups, drawGroup("decode", i))
+		}
 	}
 	w.open(0, "instances")
 	for i, g := range groups {
@@ -270,6 +280,38 @@ func Draw(t *rapid.T) Case {
 	}
 	w.kv(0, "router", string(rapid.SampledFrom(routers).Draw(t, "router")))
 
+	policy := "colocated"
+	if !colocated {
+		policy = drawHandoff(t, &w)
+	}
+	// KV tiers below the GPU (they need prefix caching), small enough to
+	// evict, sometimes with a slow disk; under pull, sometimes offloading
+	// pinned handoff KV to host.
+	tiers := prefixCaching && rapid.IntRange(0, 2).Draw(t, "kvTiers") == 0
+	if tiers && policy == "pull" {
+		if after := rapid.SampledFrom([]float64{0, 0.01, 0.5}).Draw(t, "offloadAfterS"); after > 0 {
+			w.kv(1, "offload_pinned_after_s", after)
+		}
+	}
+	drawTail(t, &w, tiers, blockSize)
+	prio := drawPriorities(t, &w)
+	trace, n := drawTrace(t, prio)
+	// Run limits, drawn last: one case in four stops at an event count
+	// or a simulated time, cutting requests off wherever they are.
+	switch rapid.IntRange(0, 7).Draw(t, "limit") {
+	case 0:
+		w.open(0, "limits")
+		w.kv(1, "max_events", rapid.SampledFrom([]int{1, 10, 200, 5000}).Draw(t, "maxEvents"))
+	case 1:
+		w.open(0, "limits")
+		w.kv(1, "max_sim_time_s", rapid.SampledFrom([]float64{0.001, 0.5, 5}).Draw(t, "maxSimTimeS"))
+	}
+	return Case{Scenario: w.b.String(), Trace: trace, TraceFile: traceFile, Requests: n, Policy: policy}
+}
+
+// drawHandoff writes the handoff block of a P/D draw and returns its
+// policy.
+func drawHandoff(t *rapid.T, w *yamlWriter) string {
 	policy := rapid.SampledFrom(policies).Draw(t, "policy")
 	w.open(0, "handoff")
 	w.kv(1, "policy", policy)
@@ -286,15 +328,15 @@ func Draw(t *rapid.T) Case {
 	w.kv(1, "push_overflow", rapid.SampledFrom([]string{"spill", "drop"}).Draw(t, "pushOverflow"))
 	w.kv(1, "local_prefill_below", rapid.SampledFrom([]int{0, 0, 64, 500}).Draw(t, "localPrefillBelow"))
 	w.kv(1, "max_reprefills", rapid.SampledFrom([]int{3, 0, 1, 10}).Draw(t, "maxReprefills"))
-	// KV tiers below the GPU (they need prefix caching), small enough to
-	// evict, sometimes with a slow disk; under pull, sometimes offloading
-	// pinned handoff KV to host.
-	tiers := prefixCaching && rapid.IntRange(0, 2).Draw(t, "kvTiers") == 0
-	if tiers && policy == "pull" {
-		if after := rapid.SampledFrom([]float64{0, 0.01, 0.5}).Draw(t, "offloadAfterS"); after > 0 {
-			w.kv(1, "offload_pinned_after_s", after)
-		}
-	}
+	return policy
+}
+
+// traceFile is the name a draw's scenario gives its trace.
+const traceFile = "trace.jsonl"
+
+// drawTail writes the KV tiers, links, workload, swap, offload cap, front
+// end and invariant checks of a draw.
+func drawTail(t *rapid.T, w *yamlWriter, tiers bool, blockSize int) {
 	if tiers {
 		w.open(0, "kv_tiers")
 		w.kv(1, "chunk_tokens", blockSize*rapid.SampledFrom([]int{1, 4, 16}).Draw(t, "chunkBlocks"))
@@ -318,7 +360,6 @@ func Draw(t *rapid.T) Case {
 		w.kv(1, "latency_us", rapid.SampledFrom([]float64{-1, 0, 2, 100}).Draw(t, "latencyUs"))
 	}
 
-	const traceFile = "trace.jsonl"
 	w.open(0, "workload")
 	w.kv(1, "trace", traceFile)
 	if c := rapid.SampledFrom([]int{0, 0, 0, 1, 4}).Draw(t, "maxConcurrency"); c > 0 {
@@ -351,19 +392,35 @@ func Draw(t *rapid.T) Case {
 		w.b.WriteString("frontend: {api_server_count: 2, stream_interval: 3, jitter_us: 0}\n")
 	}
 	w.kv(0, "check_invariants", true)
+}
 
-	trace, n := drawTrace(t)
-	// Run limits, drawn last: one case in four stops at an event count
-	// or a simulated time, cutting requests off wherever they are.
-	switch rapid.IntRange(0, 7).Draw(t, "limit") {
-	case 0:
-		w.open(0, "limits")
-		w.kv(1, "max_events", rapid.SampledFrom([]int{1, 10, 200, 5000}).Draw(t, "maxEvents"))
-	case 1:
-		w.open(0, "limits")
-		w.kv(1, "max_sim_time_s", rapid.SampledFrom([]float64{0.001, 0.5, 5}).Draw(t, "maxSimTimeS"))
+// drawPriorities draws where request priorities come from and writes the
+// scenario side: vLLM's priority scheduling policy with priorities in the
+// trace, the policy with a workload.priorities mix, trace priorities under
+// fcfs, or none. It reports whether the trace lines carry priorities.
+func drawPriorities(t *rapid.T, w *yamlWriter) bool {
+	mode := rapid.IntRange(0, 4).Draw(t, "priorityMode")
+	sc := w.b.String()
+	if mode <= 1 {
+		sc = strings.Replace(sc, "\nengine:\n", "\nengine:\n  scheduling_policy: priority\n", 1)
 	}
-	return Case{Scenario: w.b.String(), Trace: trace, TraceFile: traceFile, Requests: n, Policy: policy}
+	if mode == 1 {
+		var parts []string
+		p := rapid.IntRange(-3, 0).Draw(t, "priorityBase")
+		for k := range rapid.IntRange(1, 3).Draw(t, "priorityClasses") {
+			weight := 1.0
+			if k > 0 {
+				weight = rapid.SampledFrom([]float64{0, 0.5, 3}).Draw(t, "priorityWeight")
+			}
+			parts = append(parts, fmt.Sprintf("{priority: %d, weight: %g}", p, weight))
+			p += rapid.IntRange(1, 1000).Draw(t, "priorityStep")
+		}
+		line := "  trace: " + strconv.Quote(traceFile) + "\n"
+		sc = strings.Replace(sc, line, line+"  priorities: ["+strings.Join(parts, ", ")+"]\n", 1)
+	}
+	w.b.Reset()
+	w.b.WriteString(sc)
+	return mode == 0 || mode == 2
 }
 
 // writeSpec writes an engine.speculative block at indent: k proposals and
@@ -397,18 +454,30 @@ type traceReq struct {
 	ArrivalNs   *int64  `json:"arrival_time_ns,omitempty"`
 	ToolNs      *int64  `json:"tool_duration_ns,omitempty"`
 	InputTokIDs []int32 `json:"input_tok_ids,omitempty"`
+	AbortNs     *int64  `json:"abort_time_ns,omitempty"`
+	Priority    *int    `json:"priority,omitempty"`
 }
 
 type traceSession struct {
 	SessionID   string     `json:"session_id"`
 	ArrivalNs   int64      `json:"arrival_time_ns"`
+	Priority    *int       `json:"priority,omitempty"`
 	SubRequests []traceReq `json:"sub_requests"`
 }
 
 // drawTrace draws a JSONL trace of plain requests and sessions, with token
-// ids drawn from a few shared prefixes when ids are on. It returns the
-// trace and its number of requests (sub-requests included).
-func drawTrace(t *rapid.T) (string, int) {
+// ids drawn from a few shared prefixes when ids are on, priorities on
+// every line when prio, and on some plain lines a client abort. It
+// returns the trace and its number of requests (sub-requests included).
+func drawTrace(t *rapid.T, prio bool) (string, int) {
+	aborts := rapid.IntRange(0, 3).Draw(t, "aborts") == 0
+	priority := func() *int {
+		if !prio {
+			return nil
+		}
+		p := rapid.IntRange(-2, 3).Draw(t, "linePriority")
+		return &p
+	}
 	withIDs := rapid.IntRange(0, 2).Draw(t, "tokenIDs") == 0
 	var prefixes [][]int32
 	if withIDs {
@@ -463,7 +532,7 @@ func drawTrace(t *rapid.T) (string, int) {
 			at += int64(rapid.SampledFrom([]int{0, 1, 10, 50, 200, 1000}).Draw(t, "gapMs")) * 1e6
 		}
 		if rapid.IntRange(0, 4).Draw(t, "session") == 0 {
-			s := traceSession{SessionID: fmt.Sprintf("s%d", i), ArrivalNs: at}
+			s := traceSession{SessionID: fmt.Sprintf("s%d", i), ArrivalNs: at, Priority: priority()}
 			k := rapid.IntRange(1, 4).Draw(t, "subRequests")
 			for j := 0; j < k; j++ {
 				r := drawReq("sub")
@@ -478,6 +547,11 @@ func drawTrace(t *rapid.T) (string, int) {
 		r := drawReq("req")
 		a := at
 		r.ArrivalNs = &a
+		r.Priority = priority()
+		if aborts && rapid.Bool().Draw(t, "abort") {
+			ab := at + int64(rapid.SampledFrom([]int{1, 20, 300, 5000}).Draw(t, "abortAfterMs"))*1e6
+			r.AbortNs = &ab
+		}
 		total++
 		mustEncode(enc, r)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -181,10 +182,13 @@ func sortedKeys(m map[string]int) []string {
 // every output byte for byte. Scenarios the validator or the build refuses
 // are skipped and counted; they must stay a small fraction.
 //
-// The long run is documented in docs/testing.md:
+// The normal suite draws rapid's default 100 cases (20 under -short);
+// SERVESIM_RANDGEN_CASES=N (or -rapid.checks=N) draws N, the long run
+// documented in docs/testing.md:
 //
-//	go test ./internal/scenario/randgen -run TestRandomPD -rapid.checks=10000
+//	SERVESIM_RANDGEN_CASES=1000 go test ./internal/scenario/randgen -run 'TestRandomPD$' -timeout 1h
 func TestRandomPD(t *testing.T) {
+	setChecks(t)
 	tl := &tally{skipped: map[string]int{}, classes: map[string]int{}, first: map[string]string{}, causes: map[string]int{}}
 	rapid.Check(t, func(rt *rapid.T) {
 		c := Draw(rt)
@@ -432,6 +436,39 @@ func TestCheckFile(t *testing.T) {
 	default:
 		t.Logf("ok after %d events", res.Events)
 	}
+}
+
+// setChecks sets rapid's case count for one test from
+// SERVESIM_RANDGEN_CASES unless -rapid.checks was given; the count is
+// restored when the test ends.
+func setChecks(t *testing.T) {
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "rapid.checks" })
+	n := ""
+	switch v := os.Getenv("SERVESIM_RANDGEN_CASES"); {
+	case explicit:
+		return
+	case v != "":
+		if k, err := strconv.Atoi(v); err != nil || k <= 0 {
+			t.Fatalf("SERVESIM_RANDGEN_CASES=%q: want a positive number of cases", v)
+		}
+		n = v
+	default:
+		return
+	}
+	f := flag.Lookup("rapid.checks")
+	if f == nil {
+		t.Fatal("rapid registers no -rapid.checks flag")
+	}
+	old := f.Value.String()
+	if err := f.Value.Set(n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Value.Set(old); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // TestDecodeLaneChangesNothing draws random P/D scenarios (see Draw) and
