@@ -89,6 +89,8 @@ type Built struct {
 	// PD is the handoff configuration of a disaggregated scenario (nil for
 	// colocated serving).
 	PD *cluster.PDConfig
+	// Faults is the run's fault model (nil: none).
+	Faults *cluster.FaultConfig
 	// tiers configures the KV tiers below the GPUs (nil: none).
 	tiers *kvtier.Config
 	// engines are the instance groups' effective engine settings, every
@@ -206,6 +208,11 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 			nodes[i].PrefillTokensPerSec = in.prefillRate
 		}
 		if err := sim.EnablePD(*b.PD, nodes, net); err != nil {
+			return nil, err
+		}
+	}
+	if b.Faults != nil {
+		if err := sim.EnableFaults(*b.Faults); err != nil {
 			return nil, err
 		}
 	}
@@ -346,6 +353,9 @@ func (bl *builder) finish() (*Built, error) {
 			return nil, err
 		}
 		b.PD = pdc
+	}
+	if b.Faults, err = faultConfig(b); err != nil {
+		return nil, err
 	}
 	open, err := workloadOpener(s, src)
 	if err != nil {

@@ -162,6 +162,12 @@ type Sim struct {
 	tokensSeen int64  // prompt and output tokens of the requests admitted
 	live       map[int64]liveReq
 
+	ft *faultState // the fault model (fault.go); nil: none
+	// reArriving: the request being placed is sent again after a loss and
+	// keeps its arrival reArrival.
+	reArriving bool
+	reArrival  int64
+
 	aborting []int64 // aborts waiting for their request to leave a batch or a handoff (abort.go)
 }
 
@@ -339,6 +345,8 @@ func (s *Sim) dispatch(ev des.Event) error {
 		s.feDelivered(ev.Arg, ev.At)
 	case evAbort:
 		err = s.abort(ev.Arg, ev.At)
+	case evLose, evRestart, evSlow, evLinkWin:
+		err = s.faultEvent(ev)
 	}
 	return err
 }
@@ -357,6 +365,9 @@ func (s *Sim) settle(err error) error {
 	}
 	if err == nil && s.pd != nil && s.checks {
 		err = s.checkPDDue()
+	}
+	if err == nil && s.ft != nil && s.pd == nil && s.checks {
+		err = s.checkFaults()
 	}
 	if err != nil {
 		var stop *StopReport
@@ -458,6 +469,16 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 // retry timer of a request that left the state it was armed in, or a
 // network wake-up superseded by a later one.
 func (s *Sim) stale(ev des.Event) bool {
+	if s.ft != nil {
+		switch ev.Kind {
+		case evLose, evRestart, evSlow, evLinkWin:
+			return s.faultStale(ev)
+		case evStepEnd:
+			if s.ft.down[ev.Target] || ev.Arg <= s.ft.floor[ev.Target] {
+				return true // a batch of a lost instance
+			}
+		}
+	}
 	if ev.Kind == evTier {
 		return s.tierStale(ev)
 	}
@@ -516,6 +537,11 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 		s.end(&rec, now)
 		return nil
 	}
+	if s.ft != nil && !s.liveCandidates() {
+		rec := failedRecord(req, now, "instance lost: no live instance can serve the request")
+		s.end(&rec, now)
+		return nil
+	}
 	if s.groups != nil {
 		s.balancedCandidates()
 	}
@@ -529,15 +555,35 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 			inst = s.pickRank(int(gi), now)
 		}
 	}
-	s.seedHashes(inst, s.engines[inst].Add(req, now), req)
+	slot := s.engines[inst].Add(req, now)
+	if s.reArriving {
+		s.engines[inst].Record(slot).Arrival = s.reArrival
+	}
+	s.seedHashes(inst, slot, req)
 	s.kick(inst, now)
 	return nil
+}
+
+// liveCandidates drops lost instances from s.candidates and reports
+// whether any is left.
+func (s *Sim) liveCandidates() bool {
+	out := s.candidates[:0]
+	for _, c := range s.candidates {
+		if !s.ft.down[c] {
+			out = append(out, c)
+		}
+	}
+	s.candidates = out
+	return len(out) > 0
 }
 
 // kick starts a step on an instance that has work and can take another
 // batch (with pipeline parallelism, several batches are in flight). A step
 // whose end overflows the clock is a run error (kept in s.err).
 func (s *Sim) kick(inst int, now int64) {
+	if s.ft != nil && s.ft.down[inst] {
+		return
+	}
 	if s.groups != nil && s.groupOf[inst] >= 0 {
 		s.kickGroup(int(s.groupOf[inst]), now)
 		return
@@ -628,6 +674,9 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		return // ends when its client has the last chunk
 	}
 	s.terminal++
+	if s.ft != nil && len(s.ft.retries) > 0 {
+		delete(s.ft.retries, rec.ID)
+	}
 	s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now)
 	delete(s.live, rec.ID)
 	s.ph.drop(rec.ID)

@@ -242,6 +242,9 @@ func (s *Sim) pdUnfit(req *workload.Request) string {
 	f := s.bounds()
 	if f.fitsAllDecode(req) && f.fitsAllPrefill(req) {
 		s.candidates = append(s.candidates[:0], p.prefill...)
+		if s.ft != nil {
+			s.liveCandidates()
+		}
 		return ""
 	}
 	reason := ""
@@ -259,6 +262,15 @@ func (s *Sim) pdUnfit(req *workload.Request) string {
 	}
 	if s.prefillCandidates(req) {
 		return ""
+	}
+	if s.ft != nil {
+		// Some prefill instance fits but none is alive: the caller finds
+		// no candidate.
+		for _, i := range p.prefill {
+			if s.prefillUnfit(req, i) == "" {
+				return ""
+			}
+		}
 	}
 	return s.prefillUnfit(req, p.prefill[0])
 }
@@ -280,7 +292,7 @@ func (s *Sim) prefillUnfit(req *workload.Request, i int) string {
 func (s *Sim) prefillCandidates(req *workload.Request) bool {
 	s.candidates = s.candidates[:0]
 	for _, i := range s.pd.prefill {
-		if s.prefillUnfit(req, i) == "" {
+		if !s.isDown(i) && s.prefillUnfit(req, i) == "" {
 			s.candidates = append(s.candidates, i)
 		}
 	}
@@ -296,12 +308,20 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 		return nil
 	}
 	// pdUnfit left the prefill candidates in s.candidates.
+	if len(s.candidates) == 0 {
+		rec := failedRecord(req, now, "instance lost: no live prefill instance can take the request")
+		s.end(&rec, now)
+		return nil
+	}
 	pi := s.candidates[0]
 	s.ph.reset()
 	if len(s.candidates) > 1 {
 		pi = s.router.Route(req, s.candidates, view{s})
 	}
 	h := p.newHand(req, now)
+	if s.reArriving {
+		h.rec.Arrival = s.reArrival
+	}
 	h.p = pi
 	if p.adm != nil {
 		if why := p.adm.admission(s, h, now); why != "" {
@@ -321,6 +341,13 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 	}
 	if p.cfg.LocalPrefillBelow > 0 {
 		d := s.placeDecode(h, -1)
+		if d < 0 {
+			rec := h.rec
+			rec.Outcome, rec.Reason = metrics.Failed, "instance lost: no live decode instance can admit the request"
+			p.freeHand(h)
+			s.end(&rec, now)
+			return nil
+		}
 		e := s.engines[d]
 		if req.InputTokens-e.PrefixHitTokens(req) < p.cfg.LocalPrefillBelow && e.Unfit(req) == "" {
 			// Conditional disaggregation: prefilled and decoded on d.
@@ -492,6 +519,7 @@ func (s *Sim) reserved(h *hand, res engine.Reservation, now int64) error {
 		return s.transferDone(h, now)
 	}
 	h.bytes = s.transferBytes(h, h.d, res.TransferBlocks)
+	h.loadFail = s.loadFails()
 	return s.startFlows(h, now, h.bytes, 0)
 }
 
@@ -555,6 +583,10 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 // transferDone: the KV is on the decode instance; the prefill side frees
 // its copy and the request joins the decode batch.
 func (s *Sim) transferDone(h *hand, now int64) error {
+	if h.loadFail {
+		h.loadFail = false
+		return s.loadFailed(h, now)
+	}
 	if err := s.transition(h, hDecoding, h.d, now); err != nil {
 		return err
 	}

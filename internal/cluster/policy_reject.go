@@ -25,6 +25,9 @@ func (rejectPolicy) admission(s *Sim, h *hand, now int64) string {
 	if p.cfg.MaxDecodeKVFraction > 0 {
 		var demand, capacity float64
 		for _, d := range p.decode {
+			if s.isDown(d) {
+				continue // a lost instance's capacity is gone
+			}
 			e := s.engines[d]
 			capacity += float64(e.Pool().Capacity())
 			demand += float64(e.Pool().Used())

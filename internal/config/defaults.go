@@ -68,6 +68,9 @@ func (s *Scenario) FillGroups() {
 			g.PP = intPtr(1)
 		}
 	}
+	if s.Faults != nil {
+		s.Faults.defaults()
+	}
 }
 
 func intPtr(v int) *int { return &v }

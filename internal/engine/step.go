@@ -81,7 +81,7 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 		e.formDraft = e.draftNs()
 		d += e.formDraft
 	}
-	return e.Launch(now, d), true
+	return e.Launch(now, e.Slowed(d)), true
 }
 
 // Form forms the next batch at now without starting it, and reports
