@@ -85,6 +85,8 @@ type ddScenario struct {
 	prefillRate float64
 	insts       []ddInstance
 	reqs        []workload.Request
+	faults      *FaultConfig // fault_dd_test.go; nil: none
+	router      Router       // nil: round-robin
 }
 
 func newDDScenario(d *datadriven.TestData) (*ddScenario, error) {
@@ -199,7 +201,11 @@ func (sc *ddScenario) build() (*Sim, *collect, error) {
 		engines = append(engines, e)
 	}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New(engines, &sliceSrc{reqs: sc.reqs}, &RoundRobin{}, c)
+	router := sc.router
+	if router == nil {
+		router = &RoundRobin{}
+	}
+	sim, err := New(engines, &sliceSrc{reqs: sc.reqs}, router, c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +222,13 @@ func (sc *ddScenario) build() (*Sim, *collect, error) {
 			cfg.PushBufferBlocks[i] = sc.insts[i].buf
 		}
 	}
-	return sim, c, sim.EnablePD(cfg, nodes, net)
+	if err := sim.EnablePD(cfg, nodes, net); err != nil {
+		return nil, nil, err
+	}
+	if sc.faults != nil {
+		return sim, c, sim.EnableFaults(*sc.faults)
+	}
+	return sim, c, nil
 }
 
 func (sc *ddScenario) run(t *testing.T, trace bool) string {
@@ -268,6 +280,13 @@ func (sc *ddScenario) run(t *testing.T, trace bool) string {
 	}
 	if sim.Stopped() != nil {
 		return b.String() // the eager policy stopped the run, with its report
+	}
+	if st := sim.FaultStats(end); st != nil {
+		fmt.Fprintf(&b, "faults: losses %d restarts %d retried %d replaced %d kv-lost %d load-failures %d recomputed %d\n",
+			st.Losses, st.Restarts, st.Retried, st.Replaced, st.KVLost, st.LoadFailures, st.LoadRecomputed)
+		for _, e := range st.Events {
+			fmt.Fprintf(&b, "  t=%d %s %s\n", e.At/1000, e.Unit, e.Kind)
+		}
 	}
 	if c.dup != 0 || len(c.recs) != len(sc.reqs) {
 		t.Errorf("%d terminal records (%d duplicates) for %d requests", len(c.recs), c.dup, len(sc.reqs))

@@ -426,6 +426,9 @@ func (s *Sim) handLost(h *hand, decodeRecs map[int64]metrics.Record, now int64) 
 		if f.cfg.OnLoss == FailOnLoss {
 			return s.endLost(h, rec, now, fmt.Sprintf("instance lost: decode instance %d failed while the request ran there (faults.on_loss fail)", h.d))
 		}
+		if h.lossRetries >= f.cfg.MaxRetries {
+			return s.endLost(h, rec, now, retryLimit(h.lossRetries, f.cfg.MaxRetries))
+		}
 		return s.resend(h, now)
 	}
 	return fmt.Errorf("cluster: invariant violated: request %d in handoff state %s on a lost instance", h.req.ID, h.st)
@@ -449,11 +452,17 @@ func (s *Sim) endLost(h *hand, rec metrics.Record, now int64, reason string) err
 func (s *Sim) resend(h *hand, now int64) error {
 	f := s.ft
 	if h.lossRetries >= f.cfg.MaxRetries {
-		return s.failLostHand(h, now, fmt.Sprintf("instance lost: retry limit reached after %d retries (faults.max_retries %d)", h.lossRetries, f.cfg.MaxRetries))
+		return s.failLostHand(h, now, retryLimit(h.lossRetries, f.cfg.MaxRetries))
 	}
 	h.lossRetries++
 	f.stats.Retried++
 	return s.prefillElsewhere(h, now)
+}
+
+// retryLimit is the failure reason of a request whose retry budget is
+// spent.
+func retryLimit(n, limit int) string {
+	return fmt.Sprintf("instance lost: retry limit reached after %d retries (faults.max_retries %d)", n, limit)
 }
 
 // failLostHand fails a handoff in any state a loss leaves it in.
@@ -491,7 +500,7 @@ func (s *Sim) heldLost(hr *heldReq, unit string, now int64) error {
 	if f.cfg.OnLoss == FailOnLoss || f.retries[id] >= f.cfg.MaxRetries {
 		reason := fmt.Sprintf("instance lost: %s failed while the request ran there (faults.on_loss fail)", unit)
 		if f.cfg.OnLoss != FailOnLoss {
-			reason = fmt.Sprintf("instance lost: retry limit reached after %d retries (faults.max_retries %d)", f.retries[id], f.cfg.MaxRetries)
+			reason = retryLimit(f.retries[id], f.cfg.MaxRetries)
 		}
 		delete(f.retries, id)
 		rec := hr.rec
