@@ -349,6 +349,16 @@ func (s *Sim) lose(u int, now int64) error {
 	}
 	f.held = held[:0]
 	if s.pd != nil {
+		// Reservations given back on surviving decode instances may admit
+		// the next handoffs.
+		for _, d := range s.pd.decode {
+			if !f.down[d] {
+				if err := s.reserve(d, now); err != nil {
+					return err
+				}
+				s.kick(d, now)
+			}
+		}
 		if err := s.wakeNet(); err != nil {
 			return err
 		}
@@ -626,6 +636,10 @@ func (s *Sim) loadFailed(h *hand, now int64) error {
 		delete(s.pd.hands, h.req.ID)
 		s.pd.freeHand(h)
 		s.end(&rec, now)
+		// The reservation given back may admit the next handoffs.
+		if err := s.reserve(d, now); err != nil {
+			return err
+		}
 		s.kick(d, now)
 		return nil
 	}
