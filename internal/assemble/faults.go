@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/model"
 )
 
@@ -53,10 +54,15 @@ func reloadNs(b *Built, i int, gbps float64) (int64, error) {
 // faultConfig translates the scenario's faults section (nil when absent).
 func faultConfig(b *Built) (*cluster.FaultConfig, error) {
 	f := b.Scenario.Faults
-	if f == nil {
+	if f == nil && b.Scenario.Autoscaler == nil {
 		return nil, nil
 	}
 	units, byName := faultUnits(b)
+	if f == nil {
+		// Autoscaling alone: no faults.
+		zero, never := 0, true
+		f = &config.Faults{MaxRetries: &zero, Restart: config.Restart{Never: never}}
+	}
 	cfg := &cluster.FaultConfig{Units: units, MaxRetries: *f.MaxRetries, TransferFailure: f.Transfers.FailureRate, Seed: b.Scenario.Seed}
 	if f.OnLoss == "fail" {
 		cfg.OnLoss = cluster.FailOnLoss
@@ -128,6 +134,13 @@ func faultConfig(b *Built) (*cluster.FaultConfig, error) {
 		}
 		cfg.Stragglers = append(cfg.Stragglers, cluster.StragglerWindow{Engine: eng, Start: sec(st.StartS), End: sec(st.EndS), Factor: st.Factor})
 	}
+	if a := b.Scenario.Autoscaler; a != nil {
+		as, err := autoscalerConfig(b, a, cfg.Units)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Autoscaler = as
+	}
 	for i, w := range f.LinkDegradation {
 		u, err := ref(fmt.Sprintf("faults.link_degradation[%d].instance", i), w.Instance)
 		if err != nil {
@@ -139,3 +152,33 @@ func faultConfig(b *Built) (*cluster.FaultConfig, error) {
 }
 
 func sec(s float64) int64 { return int64(math.Round(s * 1e9)) }
+
+// autoscalerConfig translates the autoscaler section over the units.
+func autoscalerConfig(b *Built, a *config.Autoscaler, units []cluster.FaultUnit) (*cluster.AutoscalerConfig, error) {
+	out := &cluster.AutoscalerConfig{Interval: sec(a.IntervalS)}
+	for i, p := range a.Pools {
+		sp := cluster.ScalePool{Name: p.Group, Target: p.Target, Window: sec(p.WindowS), Min: p.Min, Max: *p.Max, Initial: *p.Initial,
+			UpCooldown: sec(*p.ScaleUpCooldownS), DownCooldown: sec(*p.ScaleDownCooldownS)}
+		switch p.Metric {
+		case "kv_usage":
+			sp.Metric = cluster.KVUsageMetric
+		case "ttft_p90":
+			sp.Metric = cluster.TTFTP90Metric
+		}
+		for u := range units {
+			if units[u].Pool == p.Group {
+				sp.Units = append(sp.Units, u)
+			}
+		}
+		if len(sp.Units) == 0 {
+			return nil, fmt.Errorf("autoscaler.pools[%d].group: no instance of group %s", i, p.Group)
+		}
+		load, err := reloadNs(b, units[sp.Units[0]].Engines[0], *p.LoadGBps)
+		if err != nil {
+			return nil, err
+		}
+		sp.ColdStart = sec(*p.ProvisionS) + load
+		out.Pools = append(out.Pools, sp)
+	}
+	return out, nil
+}

@@ -345,7 +345,7 @@ func (s *Sim) dispatch(ev des.Event) error {
 		s.feDelivered(ev.Arg, ev.At)
 	case evAbort:
 		err = s.abort(ev.Arg, ev.At)
-	case evLose, evRestart, evSlow, evLinkWin:
+	case evLose, evRestart, evSlow, evLinkWin, evScale, evReady:
 		err = s.faultEvent(ev)
 	}
 	return err
@@ -471,7 +471,7 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 func (s *Sim) stale(ev des.Event) bool {
 	if s.ft != nil {
 		switch ev.Kind {
-		case evLose, evRestart, evSlow, evLinkWin:
+		case evLose, evRestart, evSlow, evLinkWin, evScale, evReady:
 			return s.faultStale(ev)
 		case evStepEnd:
 			if s.ft.down[ev.Target] || ev.Arg <= s.ft.floor[ev.Target] {
@@ -569,7 +569,7 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 func (s *Sim) liveCandidates() bool {
 	out := s.candidates[:0]
 	for _, c := range s.candidates {
-		if !s.ft.down[c] {
+		if !s.ft.closed[c] {
 			out = append(out, c)
 		}
 	}
@@ -641,6 +641,9 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		s.retryAborts(now)
 	}
 	s.kick(inst, now)
+	if u, ok := s.unitDraining(inst); ok {
+		defer s.maybePark(u, now)
+	}
 	if s.pd != nil && e.Config().Role == engine.Decode {
 		// Forming the next batch released the slots and blocks of the
 		// requests that just finished: admit handoffs into them.
@@ -674,8 +677,13 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		return // ends when its client has the last chunk
 	}
 	s.terminal++
-	if s.ft != nil && len(s.ft.retries) > 0 {
-		delete(s.ft.retries, rec.ID)
+	if s.ft != nil {
+		if len(s.ft.retries) > 0 {
+			delete(s.ft.retries, rec.ID)
+		}
+		if s.ft.scale != nil {
+			s.noteTTFT(rec, now)
+		}
 	}
 	s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now)
 	delete(s.live, rec.ID)

@@ -287,6 +287,10 @@ func (sc *ddScenario) run(t *testing.T, trace bool) string {
 		for _, e := range st.Events {
 			fmt.Fprintf(&b, "  t=%d %s %s\n", e.At/1000, e.Unit, e.Kind)
 		}
+		if st.ScaleUps+st.ScaleDowns > 0 {
+			fmt.Fprintf(&b, "scale-ups %d scale-downs %d\n", st.ScaleUps, st.ScaleDowns)
+		}
+		fmt.Fprintf(&b, "gpu-us %.0f\n", st.GPUHours*3600e6)
 	}
 	if c.dup != 0 || len(c.recs) != len(sc.reqs) {
 		t.Errorf("%d terminal records (%d duplicates) for %d requests", len(c.recs), c.dup, len(sc.reqs))

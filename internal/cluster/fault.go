@@ -93,6 +93,8 @@ type FaultConfig struct {
 	Links           []LinkWindow
 	// Seed seeds the per-unit failure streams and the transfer stream.
 	Seed uint64
+	// Autoscaler scales pools of units (autoscale.go); nil: none.
+	Autoscaler *AutoscalerConfig
 }
 
 // FaultEvent is one change of an instance's state, for reports.
@@ -123,7 +125,8 @@ type FaultStats struct {
 // faultState is the run state of the fault model.
 type faultState struct {
 	cfg      FaultConfig
-	down     []bool  // per engine
+	down     []bool  // per engine: not serving
+	closed   []bool  // per engine: takes no new requests (down or draining)
 	floor    []int64 // per engine: batches at or below this id were lost
 	unitOf   []int32 // per engine: its unit, -1 none
 	mtbfGen  []int64 // per unit: generation of its pending MTBF loss
@@ -136,6 +139,12 @@ type faultState struct {
 	held []heldReq
 	// restoreBW keeps the bandwidth of NICs under a degradation window.
 	restoreBW map[int]float64
+	// Per unit: its state, and the GPU time it held (billedNs, plus the
+	// open interval from billedFrom, -1 when not holding GPUs).
+	ustate     []unitState
+	billedFrom []int64
+	billedNs   []int64
+	scale      *scaler // nil: no autoscaler
 }
 
 type heldReq struct {
@@ -147,9 +156,9 @@ type heldReq struct {
 // Run.
 func (s *Sim) EnableFaults(cfg FaultConfig) error {
 	n := len(s.engines)
-	f := &faultState{cfg: cfg, down: make([]bool, n), floor: make([]int64, n), unitOf: make([]int32, n),
+	f := &faultState{cfg: cfg, down: make([]bool, n), closed: make([]bool, n), floor: make([]int64, n), unitOf: make([]int32, n),
 		mtbfGen: make([]int64, len(cfg.Units)), lostAt: make([]int64, len(cfg.Units)), retries: map[int64]int{},
-		restoreBW: map[int]float64{}}
+		restoreBW: map[int]float64{}, ustate: make([]unitState, len(cfg.Units)), billedFrom: make([]int64, len(cfg.Units)), billedNs: make([]int64, len(cfg.Units))}
 	for i := range f.unitOf {
 		f.unitOf[i] = -1
 	}
@@ -171,6 +180,12 @@ func (s *Sim) EnableFaults(cfg FaultConfig) error {
 		}
 		f.rng = append(f.rng, des.Stream(cfg.Seed, fmt.Sprintf("faults/%d", u)))
 	}
+	s.ft = f
+	if cfg.Autoscaler != nil {
+		if err := s.setupScaler(*cfg.Autoscaler); err != nil {
+			return err
+		}
+	}
 	for _, w := range cfg.Stragglers {
 		if w.Engine < 0 || w.Engine >= n || !(w.Factor >= 1) || w.End <= w.Start {
 			return fmt.Errorf("cluster: invalid straggler window on engine %d", w.Engine)
@@ -180,7 +195,6 @@ func (s *Sim) EnableFaults(cfg FaultConfig) error {
 		return fmt.Errorf("cluster: link degradation needs a disaggregated cluster")
 	}
 	f.transfer = des.Stream(cfg.Seed, "faults/transfers")
-	s.ft = f
 	for _, l := range cfg.Losses {
 		if l.Unit < 0 || l.Unit >= len(cfg.Units) {
 			return fmt.Errorf("cluster: scheduled loss of unknown unit %d", l.Unit)
@@ -190,6 +204,9 @@ func (s *Sim) EnableFaults(cfg FaultConfig) error {
 		}
 	}
 	for u := range cfg.Units {
+		if f.ustate[u] != uServing {
+			continue // parked: armed when it starts serving
+		}
 		if err := s.armMTBF(u, 0); err != nil {
 			return err
 		}
@@ -230,8 +247,13 @@ func (s *Sim) armMTBF(u int, now int64) error {
 	return s.schedule(des.Event{At: at, Kind: evLose, Target: int32(u), Arg: f.mtbfGen[u]})
 }
 
-// down reports whether engine i is lost (not serving).
+// isDown reports whether engine i is not serving (lost, parked or
+// starting).
 func (s *Sim) isDown(i int) bool { return s.ft != nil && s.ft.down[i] }
+
+// isClosed reports whether engine i takes no new requests: not serving,
+// or draining.
+func (s *Sim) isClosed(i int) bool { return s.ft != nil && s.ft.closed[i] }
 
 // faultStale reports whether a fault-model event no longer applies: the
 // run has nothing left to serve (so a failure process cannot keep it
@@ -262,6 +284,10 @@ func (s *Sim) faultEvent(ev des.Event) error {
 		return s.straggle(int(ev.Target), ev.Arg == 0, ev.At)
 	case evLinkWin:
 		return s.degrade(int(ev.Target), ev.Arg == 0, ev.At)
+	case evScale:
+		return s.scaleTick(ev.At)
+	case evReady:
+		return s.ready(int(ev.Target), ev.At)
 	}
 	return nil
 }
@@ -276,14 +302,16 @@ func (s *Sim) logFault(now int64, u int, kind string) {
 func (s *Sim) lose(u int, now int64) error {
 	f := s.ft
 	unit := &f.cfg.Units[u]
-	if f.down[unit.Engines[0]] {
-		return nil // already down: the restart re-arms the failure process
+	if st := f.ustate[u]; st != uServing && st != uDraining {
+		return nil // already down (lost, parked or starting)
 	}
+	wasDraining := f.ustate[u] == uDraining
+	f.ustate[u] = uLost
 	f.stats.Losses++
 	f.lostAt[u] = now
 	s.logFault(now, u, "lost")
 	for _, e := range unit.Engines {
-		f.down[e] = true
+		f.down[e], f.closed[e] = true, true
 	}
 	// What the engines held, outside the handoffs (which carry their own
 	// state), and the handoffs touching the unit, in id order.
@@ -363,7 +391,10 @@ func (s *Sim) lose(u int, now int64) error {
 			return err
 		}
 	}
-	if unit.Recovery < 0 {
+	if unit.Recovery < 0 || wasDraining {
+		// Gone for good, or it was being scaled down anyway.
+		f.ustate[u] = uParked
+		s.unbill(u, now)
 		return nil
 	}
 	return s.schedule(des.Event{At: satAdd(now, unit.Recovery), Kind: evRestart, Target: int32(u)})
@@ -531,10 +562,14 @@ func (s *Sim) heldLost(hr *heldReq, unit string, now int64) error {
 func (s *Sim) restart(u int, now int64) error {
 	f := s.ft
 	unit := &f.cfg.Units[u]
+	if f.ustate[u] != uLost {
+		return nil
+	}
+	f.ustate[u] = uServing
 	f.stats.Restarts++
 	s.logFault(now, u, "restarted")
 	for _, e := range unit.Engines {
-		f.down[e] = false
+		f.down[e], f.closed[e] = false, false
 	}
 	for _, e := range unit.Engines {
 		s.kick(e, now)
@@ -659,11 +694,16 @@ func (s *Sim) FaultStats(end int64) *FaultStats {
 	if s.ft == nil {
 		return nil
 	}
-	st := s.ft.stats
+	f := s.ft
+	st := f.stats
 	st.Events = slices.Clone(st.Events)
 	gpuNs := 0.0
-	for _, u := range s.ft.cfg.Units {
-		gpuNs += float64(u.GPUs) * float64(end)
+	for u, unit := range f.cfg.Units {
+		held := f.billedNs[u]
+		if f.billedFrom[u] >= 0 && end > f.billedFrom[u] {
+			held += end - f.billedFrom[u]
+		}
+		gpuNs += float64(unit.GPUs) * float64(held)
 	}
 	st.GPUHours = gpuNs / 3600e9
 	return &st

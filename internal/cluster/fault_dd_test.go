@@ -64,6 +64,40 @@ func TestFaultScenarios(t *testing.T) {
 					}
 				}
 				return "ok"
+			case "autoscale":
+				var interval, cold int64
+				var pool string
+				sp := ScalePool{Min: 1, Max: 1, Initial: 1, Target: 1}
+				d.ScanArgs(t, "interval", &interval)
+				d.ScanArgs(t, "pool", &pool)
+				d.ScanArgs(t, "target", &sp.Target)
+				d.ScanArgs(t, "min", &sp.Min)
+				d.ScanArgs(t, "max", &sp.Max)
+				d.ScanArgs(t, "initial", &sp.Initial)
+				d.ScanArgs(t, "cold", &cold)
+				sp.Name, sp.ColdStart = pool, cold*1000
+				for _, k := range []struct {
+					arg string
+					dst *int64
+				}{{"up-cool", &sp.UpCooldown}, {"down-cool", &sp.DownCooldown}, {"window", &sp.Window}} {
+					if d.HasArg(k.arg) {
+						var us int64
+						d.ScanArgs(t, k.arg, &us)
+						*k.dst = us * 1000
+					}
+				}
+				if d.HasArg("metric") {
+					var m string
+					d.ScanArgs(t, "metric", &m)
+					sp.Metric = map[string]ScaleMetric{"queue": QueueDepthMetric, "kv": KVUsageMetric, "ttft": TTFTP90Metric}[m]
+				}
+				for u, unit := range sc.faults.Units {
+					if unit.Pool == pool {
+						sp.Units = append(sp.Units, u)
+					}
+				}
+				sc.faults.Autoscaler = &AutoscalerConfig{Interval: interval * 1000, Pools: []ScalePool{sp}}
+				return "ok"
 			case "lose":
 				var unit int
 				var at int64

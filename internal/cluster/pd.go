@@ -292,7 +292,7 @@ func (s *Sim) prefillUnfit(req *workload.Request, i int) string {
 func (s *Sim) prefillCandidates(req *workload.Request) bool {
 	s.candidates = s.candidates[:0]
 	for _, i := range s.pd.prefill {
-		if !s.isDown(i) && s.prefillUnfit(req, i) == "" {
+		if !s.isClosed(i) && s.prefillUnfit(req, i) == "" {
 			s.candidates = append(s.candidates, i)
 		}
 	}
@@ -596,6 +596,9 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 	}
 	s.engines[h.d].TransferDone(h.dSlot, now)
 	s.kick(h.d, now)
+	if u, ok := s.unitDraining(h.p); ok {
+		s.maybePark(u, now) // its last pinned KV handed off
+	}
 	return nil
 }
 

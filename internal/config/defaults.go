@@ -71,6 +71,9 @@ func (s *Scenario) FillGroups() {
 	if s.Faults != nil {
 		s.Faults.defaults()
 	}
+	if s.Autoscaler != nil {
+		s.Autoscaler.defaults(s)
+	}
 }
 
 func intPtr(v int) *int { return &v }

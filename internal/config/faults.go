@@ -260,3 +260,149 @@ func (s *Scenario) hasGroup(name string) bool {
 	}
 	return false
 }
+
+// Autoscaler scales instance groups with load (docs/faults.md). Each
+// pool's group count is its largest size; instances beyond the current
+// size are parked (not serving, not counted in GPU-hours).
+type Autoscaler struct {
+	// IntervalS is the time between evaluations, seconds. Default 10.
+	IntervalS float64 `yaml:"interval_s" json:"interval_s"`
+	// Pools lists the autoscaled groups.
+	Pools []ScalePool `yaml:"pools" json:"pools"`
+}
+
+// ScalePool autoscales one instance group.
+type ScalePool struct {
+	Group string `yaml:"group" json:"group"`
+	// Metric is queue_depth (requests waiting, or queued for a handoff,
+	// per serving instance; default), kv_usage (mean fraction of KV
+	// blocks in use) or ttft_p90 (p90 TTFT in ms of the requests finished
+	// within window_s, cluster-wide).
+	Metric string  `yaml:"metric" json:"metric"`
+	Target float64 `yaml:"target" json:"target"`
+	// WindowS is the ttft_p90 window, seconds. Default 60.
+	WindowS float64 `yaml:"window_s" json:"window_s"`
+	// Min and Max bound the pool's size (Max default: the group count);
+	// Initial is its size at the start (default Min).
+	Min     int  `yaml:"min" json:"min"`
+	Max     *int `yaml:"max" json:"max"`
+	Initial *int `yaml:"initial" json:"initial"`
+	// Cool-downs after a scale-up and after a scale-down, seconds.
+	// Defaults 30 and 120.
+	ScaleUpCooldownS   *float64 `yaml:"scale_up_cooldown_s" json:"scale_up_cooldown_s"`
+	ScaleDownCooldownS *float64 `yaml:"scale_down_cooldown_s" json:"scale_down_cooldown_s"`
+	// Cold start: ProvisionS (default 60) then loading the weights at
+	// LoadGBps per GPU (default 2; 0: instant).
+	ProvisionS *float64 `yaml:"provision_s" json:"provision_s"`
+	LoadGBps   *float64 `yaml:"load_gbps" json:"load_gbps"`
+}
+
+func f64(v float64) *float64 { return &v }
+
+// defaults fills the autoscaler's defaults (group counts known).
+func (a *Autoscaler) defaults(s *Scenario) {
+	if a.IntervalS == 0 {
+		a.IntervalS = 10
+	}
+	for i := range a.Pools {
+		p := &a.Pools[i]
+		if p.Metric == "" {
+			p.Metric = "queue_depth"
+		}
+		if p.WindowS == 0 {
+			p.WindowS = 60
+		}
+		if p.Max == nil {
+			for _, g := range s.Instances {
+				if g.Name == p.Group && g.Count != nil {
+					n := *g.Count
+					p.Max = &n
+				}
+			}
+		}
+		if p.Initial == nil {
+			n := p.Min
+			p.Initial = &n
+		}
+		if p.ScaleUpCooldownS == nil {
+			p.ScaleUpCooldownS = f64(30)
+		}
+		if p.ScaleDownCooldownS == nil {
+			p.ScaleDownCooldownS = f64(120)
+		}
+		if p.ProvisionS == nil {
+			p.ProvisionS = f64(60)
+		}
+		if p.LoadGBps == nil {
+			p.LoadGBps = f64(DefaultLoadGBps)
+		}
+	}
+}
+
+// validateAutoscaler checks the autoscaler section.
+func (s *Scenario) validateAutoscaler(bad func(field, format string, args ...any)) {
+	a := s.Autoscaler
+	if a == nil {
+		return
+	}
+	if !(a.IntervalS > 0) || a.IntervalS > MaxDurationS {
+		bad("autoscaler.interval_s", "must be in (0, %g] seconds (got %g)", float64(MaxDurationS), a.IntervalS)
+	}
+	if len(a.Pools) == 0 {
+		bad("autoscaler.pools", "list at least one pool ({group: NAME, target: N}) or remove the section")
+	}
+	seen := map[string]bool{}
+	for i, p := range a.Pools {
+		f := fmt.Sprintf("autoscaler.pools[%d]", i)
+		count := -1
+		for _, g := range s.Instances {
+			if g.Name == p.Group {
+				count = *g.Count
+				if dp, _ := g.Parallel(); dp > 1 {
+					bad(f+".group", "group %s has data-parallel instances; autoscaling them is not modelled", p.Group)
+				}
+			}
+		}
+		if count < 0 {
+			bad(f+".group", "no instance group is named %q (groups: %s)", p.Group, strings.Join(s.groupNames(), ", "))
+			continue
+		}
+		if seen[p.Group] {
+			bad(f+".group", "group %s is autoscaled twice", p.Group)
+		}
+		seen[p.Group] = true
+		switch p.Metric {
+		case "queue_depth", "kv_usage", "ttft_p90":
+		default:
+			bad(f+".metric", "must be queue_depth, kv_usage or ttft_p90 (got %q)", p.Metric)
+		}
+		if !(p.Target > 0) || p.Target > 1e9 || (p.Metric == "kv_usage" && p.Target > 1) {
+			bad(f+".target", "must be > 0 (a fraction <= 1 for kv_usage) (got %g)", p.Target)
+		}
+		if !(p.WindowS > 0) || p.WindowS > MaxDurationS {
+			bad(f+".window_s", "must be in (0, %g] seconds (got %g)", float64(MaxDurationS), p.WindowS)
+		}
+		if p.Min < 1 || *p.Max < p.Min || *p.Max > count {
+			bad(f, "needs 1 <= min <= max <= the group's count %d (got min %d, max %d)", count, p.Min, *p.Max)
+		} else if *p.Initial < p.Min || *p.Initial > *p.Max {
+			bad(f+".initial", "must be within [min %d, max %d] (got %d)", p.Min, *p.Max, *p.Initial)
+		}
+		for _, d := range []struct {
+			name string
+			v    float64
+		}{{"scale_up_cooldown_s", *p.ScaleUpCooldownS}, {"scale_down_cooldown_s", *p.ScaleDownCooldownS}, {"provision_s", *p.ProvisionS}} {
+			if !(d.v >= 0) || d.v > MaxDurationS {
+				bad(f+"."+d.name, "must be in [0, %g] seconds (got %g)", float64(MaxDurationS), d.v)
+			}
+		}
+		if v := *p.LoadGBps; !(v >= 0) || v > 1e4 {
+			bad(f+".load_gbps", "must be in [0, 10000] GB/s, 0 for instant loading (got %g)", v)
+		}
+	}
+	if s.PD() && s.Handoff.Policy != "pull" && s.Handoff.Policy != "reject" {
+		bad("autoscaler", "is modelled with handoff.policy pull or reject (got %s)", s.Handoff.Policy)
+	}
+	if s.KVTiers != nil || s.FrontEnd != nil {
+		bad("autoscaler", "cannot be combined with kv_tiers or frontend yet; remove one")
+	}
+}

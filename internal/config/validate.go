@@ -85,6 +85,7 @@ func (s *Scenario) Validate() error {
 	}
 	s.validateHandoff(bad)
 	s.validateFaults(bad)
+	s.validateAutoscaler(bad)
 	s.validateSwap(bad)
 	s.validateBounds(bad)
 	if t := s.KVTiers; t != nil {

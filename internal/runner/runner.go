@@ -196,6 +196,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	tiers := sim.Tiers()
 	swaps := tiers != nil && swapping(sim.Engines()) // swap needs the tiers (validated)
+	faults := b.Faults != nil
 	snap := func(i int) metrics.SnapshotFunc {
 		return func() metrics.Snapshot {
 			st := sim.State(i)
@@ -206,6 +207,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 				n := tiers.NodeOf(i)
 				sn.HostChunks, sn.DiskChunks = tiers.Occupied(n, kvtier.Host), tiers.Occupied(n, kvtier.Disk)
 				sn.TierLoading = sim.Engines()[i].Loading()
+			}
+			if faults {
+				sn.Alive, sn.State = sim.Alive(i), sim.UnitState(i)
 			}
 			if swaps {
 				// Swap preemption needs KV tiers: its copies run on their links,
@@ -224,6 +228,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		sopts := wopts
 		if swaps {
 			sopts = append(sopts[:len(sopts):len(sopts)], metrics.WithSwapColumns())
+		}
+		if faults {
+			sopts = append(sopts[:len(sopts):len(sopts)], metrics.WithFaultColumns())
 		}
 		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod, sopts...)
 		for i := range b.Instances {
