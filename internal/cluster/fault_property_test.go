@@ -16,7 +16,9 @@ import (
 // reject handoffs, every placement, short leases, sessions) under random
 // faults: scheduled losses, seeded MTBF losses with and without restarts,
 // both loss policies and retry budgets, KV load failures under both
-// policies, straggler windows and link degradation. With the full
+// policies, straggler windows and link degradation, with or without an
+// autoscaler on each pool (every metric, cool-downs, cold starts,
+// drains). With the full
 // invariant check after every event (which includes that no pinned KV,
 // lease, queue slot or reservation outlives its instance and that a lost
 // instance holds nothing), every request must end exactly once with
@@ -98,7 +100,7 @@ func TestFaultProperty(t *testing.T) {
 			fc.OnLoss = FailOnLoss
 		}
 		for i := range engines {
-			u := FaultUnit{Name: fmt.Sprintf("inst[%d]", i), Engines: []int{i}, GPUs: 1, Recovery: -1}
+			u := FaultUnit{Name: fmt.Sprintf("inst[%d]", i), Pool: engines[i].Config().Role.String(), Engines: []int{i}, GPUs: 1, Recovery: -1}
 			if rapid.IntRange(0, 3).Draw(rt, "restarts") > 0 {
 				u.Recovery = int64(rapid.IntRange(0, 500).Draw(rt, "recoveryMs")) * 1e6
 			}
@@ -127,6 +129,30 @@ func TestFaultProperty(t *testing.T) {
 					Start: start, End: start + int64(rapid.IntRange(1, 2000).Draw(rt, "linkMs"))*1e6, Factor: rapid.Float64Range(0.01, 1).Draw(rt, "linkFactor")})
 			}
 		}
+		if rapid.Bool().Draw(rt, "autoscale") {
+			as := &AutoscalerConfig{Interval: int64(rapid.IntRange(1, 200).Draw(rt, "intervalMs")) * 1e6}
+			for _, pool := range []string{"prefill", "decode", "mixed"} {
+				var units []int
+				for u := range fc.Units {
+					if fc.Units[u].Pool == pool {
+						units = append(units, u)
+					}
+				}
+				if len(units) == 0 || rapid.IntRange(0, 2).Draw(rt, "poolOn") == 0 {
+					continue
+				}
+				mx := rapid.IntRange(1, len(units)).Draw(rt, "max")
+				mn := rapid.IntRange(1, mx).Draw(rt, "min")
+				as.Pools = append(as.Pools, ScalePool{Name: pool, Units: units, Metric: ScaleMetric(rapid.IntRange(0, 2).Draw(rt, "metric")),
+					Target: rapid.SampledFrom([]float64{0.3, 1, 4, 200}).Draw(rt, "target"), Window: int64(rapid.IntRange(1, 500).Draw(rt, "windowMs")) * 1e6,
+					Min: mn, Max: mx, Initial: rapid.IntRange(mn, mx).Draw(rt, "initial"),
+					UpCooldown: int64(rapid.IntRange(0, 300).Draw(rt, "upMs")) * 1e6, DownCooldown: int64(rapid.IntRange(0, 300).Draw(rt, "downMs")) * 1e6,
+					ColdStart: int64(rapid.IntRange(0, 500).Draw(rt, "coldMs")) * 1e6})
+			}
+			if len(as.Pools) > 0 {
+				fc.Autoscaler = as
+			}
+		}
 		if err := sim.EnableFaults(fc); err != nil {
 			rt.Fatal(err)
 		}
@@ -136,7 +162,8 @@ func TestFaultProperty(t *testing.T) {
 			}
 		}
 		sim.SetLimits(Limits{MaxEvents: 200_000})
-		if _, err := sim.Run(); err != nil {
+		end, err := sim.Run()
+		if err != nil {
 			rt.Fatal(err)
 		}
 		if l := sim.LimitReached(); l != "" {
@@ -171,9 +198,13 @@ func TestFaultProperty(t *testing.T) {
 		if sim.pd != nil && len(sim.pd.hands) != 0 {
 			rt.Fatalf("%d handoffs left in flight", len(sim.pd.hands))
 		}
-		st := sim.FaultStats(0)
+		st := sim.FaultStats(end)
 		if st.Restarts > st.Losses {
 			rt.Fatalf("%d restarts after %d losses", st.Restarts, st.Losses)
+		}
+		// GPU time: never more than every unit for the whole run.
+		if limit := float64(len(fc.Units)) * float64(end) / 3600e9; st.GPUHours > limit*(1+1e-9) {
+			rt.Fatalf("GPU-hours %g exceed %d units for the whole run (%g)", st.GPUHours, len(fc.Units), limit)
 		}
 	})
 }
