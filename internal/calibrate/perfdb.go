@@ -270,17 +270,31 @@ func compareVersion(a, b string) int {
 	return len(pa) - len(pb)
 }
 
+// ServingModels are the models whose per-GPU layer shapes select the
+// database rows a calibration is fitted and checked on: the embedded
+// models when the embedded calibrations were fitted. The list is fixed so
+// that adding a model to the catalog changes neither a fit nor the check
+// of an embedded calibration.
+var ServingModels = []string{
+	"Qwen/Qwen3-30B-A3B-Instruct-2507",
+	"Qwen/Qwen3-32B",
+	"meta-llama/Llama-3.1-70B",
+	"meta-llama/Llama-3.1-8B",
+	"microsoft/Phi-mini-MoE-instruct",
+	"mistralai/Mixtral-8x7B-v0.1",
+}
+
 // ServingTPs are the tensor-parallel degrees whose per-GPU layer shapes
 // select the GEMM rows (see ServingGEMMShapes).
 var ServingTPs = []int{1, 2, 4, 8}
 
 // ServingAttentionShapes returns the per-GPU (query heads, KV heads, head
-// size) of the attention of every embedded model at a tensor-parallel
+// size) of the attention of every model of ServingModels at a tensor-parallel
 // degree of ServingTPs that divides its heads (KV heads max(1,
 // kv_heads/tp), as the roofline shards them).
 func ServingAttentionShapes() (map[[3]int]bool, error) {
 	out := map[[3]int]bool{}
-	for _, name := range model.List(model.Builtin()) {
+	for _, name := range ServingModels {
 		c, err := model.Load(model.Builtin(), name)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: serving shapes: %w", err)
@@ -302,13 +316,13 @@ func ServingAttentionShapes() (map[[3]int]bool, error) {
 }
 
 // ServingGEMMShapes returns the (N, K) of every linear layer a serving step
-// of an embedded model runs on one GPU at a tensor-parallel degree of
+// of a model of ServingModels runs on one GPU at a tensor-parallel degree of
 // ServingTPs that divides its heads: qkv_proj, o_proj, and for a dense
 // model gate_up_proj and down_proj (an MoE model's experts are the MoE
 // table's), and lm_head; sorted, without repeats.
 func ServingGEMMShapes() ([][2]int, error) {
 	seen := map[[2]int]bool{}
-	for _, name := range model.List(model.Builtin()) {
+	for _, name := range ServingModels {
 		c, err := model.Load(model.Builtin(), name)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: serving shapes: %w", err)

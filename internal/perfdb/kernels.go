@@ -73,6 +73,14 @@ type MoEShape struct {
 //     from its top two points (log-log for context, linear for
 //     generation), never beyond the longest length any row measured.
 //
+//     The same holds for GEMMs: the table times a handful of copies of
+//     one layer in a loop (a single copy for fp8_block and nvfp4), so
+//     weights that fit the L2 cache are read from it warm, while in a
+//     model step every layer streams its own weights from device memory.
+//     A GEMM time is therefore never less than streaming its weights,
+//     input and output at the system's peak memory bandwidth (weights
+//     and input at the GEMM dtype's size, the output in bfloat16).
+//
 //   - MoE: linear in tokens at the exact (dtype, distribution, hidden,
 //     inter, top-k, experts, tp, ep).
 //
@@ -82,9 +90,13 @@ type MoEShape struct {
 //     smallest's time (the latency floor).
 type Kernels struct {
 	gemm, gemmBF16 *gemmIndex
-	context        *grid2
-	generation     *grid2
-	moe            *curve
+	// gemmBytes is the bytes per weight and input element of the
+	// quantised GEMM dtype; nsPerByte the time to stream one byte at
+	// the system's peak memory bandwidth (0 when it is unknown).
+	gemmBytes, nsPerByte float64
+	context              *grid2
+	generation           *grid2
+	moe                  *curve
 	// kvNsPerToken is the time to stream one token's KV of one layer
 	// from device memory at the system's peak bandwidth, ns.
 	kvNsPerToken float64
@@ -394,11 +406,13 @@ func (db *DB) Kernels(s Shape) (*Kernels, error) {
 	if s.GEMMDtype != "bfloat16" {
 		k.gemm = newGEMMIndex(db.GEMM, s.GEMMDtype)
 	}
+	k.gemmBytes = gemmElementBytes(s.GEMMDtype)
 	kvb := 2.0
 	if s.KVDtype == "fp8" {
 		kvb = 1
 	}
 	if db.Spec.MemBW > 0 {
+		k.nsPerByte = 1e9 / db.Spec.MemBW
 		k.kvNsPerToken = 2 * float64(s.KVHeads*s.HeadDim) * kvb / db.Spec.MemBW * 1e9
 	}
 	kernel := attentionKernel(db.Spec.SMVersion)
@@ -426,10 +440,26 @@ func (db *DB) Kernels(s Shape) (*Kernels, error) {
 // GEMM is the time of an (m×k)·(k×n) product of a linear layer: in the
 // shape's GEMM dtype when quantized, else in bfloat16.
 func (k *Kernels) GEMM(quantized bool, m, n, kk int) (float64, bool) {
+	g, b := k.gemmBF16, 2.0
 	if quantized {
-		return k.gemm.at(m, n, kk)
+		g, b = k.gemm, k.gemmBytes
 	}
-	return k.gemmBF16.at(m, n, kk)
+	t, ok := g.at(m, n, kk)
+	stream := (b*float64(n)*float64(kk) + b*float64(m)*float64(kk) + 2*float64(m)*float64(n)) * k.nsPerByte
+	return max(t, stream), ok
+}
+
+// gemmElementBytes is the size of one weight (and input) element of a
+// gemm_dtype: 2 for bfloat16, 1 for the fp8 kinds, 4.5 bits for nvfp4
+// and mxfp4 (a 4-bit value plus an 8-bit scale per 16 elements).
+func gemmElementBytes(dtype string) float64 {
+	switch dtype {
+	case "fp8", "fp8_block", "fp8_static", "int8_wo":
+		return 1
+	case "nvfp4", "mxfp4", "int4_wo", "w4a16":
+		return 0.5625
+	}
+	return 2
 }
 
 // ContextAttention is one layer's attention over seqs sequences

@@ -100,6 +100,33 @@ func TestGenerationBandwidthFloor(t *testing.T) {
 	}
 }
 
+// The GEMM table times a few copies of one layer in a loop (weights warm
+// in L2 when they fit); a step cannot stream them faster than the peak
+// bandwidth.
+func TestGEMMBandwidthFloor(t *testing.T) {
+	db := synthetic()
+	db.Spec.MemBW = 1e9 // 1 GB/s: the floor dominates
+	k, err := db.Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := k.GEMM(false, 16, 4096, 1024)
+	// weights 4096×1024, input 16×1024, output 16×4096, 2 bytes each, at 1 GB/s.
+	want := (4096*1024 + 16*1024 + 16*4096) * 2.0
+	if !ok || !near(got, want) {
+		t.Fatalf("floor: got %g ns, want %g", got, want)
+	}
+	// Above the floor the table's time stands.
+	db.Spec.MemBW = 1e12
+	k, err = db.Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := k.GEMM(false, 16, 4096, 1024); !near(got, gemmMs(16, 4096, 1024)*1e6) {
+		t.Fatalf("above the floor: got %g ns, want the table's %g", got, gemmMs(16, 4096, 1024)*1e6)
+	}
+}
+
 func TestCollectivesLookup(t *testing.T) {
 	c := synthetic().Collectives(2)
 	for _, tt := range []struct {
