@@ -14,7 +14,7 @@ import (
 )
 
 func newCatalogCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "catalog",
 		Short: "List the accelerators, models, profile bundles and workloads servesim knows",
 		Args:  cobra.NoArgs,
@@ -62,4 +62,6 @@ func newCatalogCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.AddCommand(newCatalogModelsCmd())
+	return cmd
 }

@@ -8,7 +8,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/compare"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/report"
@@ -71,7 +70,7 @@ The runs are independent and use all cores; each is deterministic.`,
 			names := strings.Split(f.handoff, ",")
 			for i, n := range names {
 				names[i] = strings.TrimSpace(n)
-				if _, err := cluster.ParsePolicy(names[i]); err != nil {
+				if _, err := config.ParseHandoffPolicy(names[i]); err != nil {
 					return badInput(fmt.Errorf("--handoff: %w", err))
 				}
 			}

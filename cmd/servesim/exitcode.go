@@ -17,6 +17,7 @@ const (
 	exitBadInput    = 2   // usage or input error: the message says what to fix
 	exitStopped     = 3   // the eager handoff policy stopped the run
 	exitInterrupted = 130 // SIGINT or SIGTERM stopped the command
+	exitBrokenPipe  = 141 // an output's reader went away (128 + SIGPIPE, as a shell reports it)
 )
 
 // inputError marks errors caused by the user's input: exit code 2.
@@ -53,6 +54,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &stop):
 		return exitStopped
+	case errors.Is(err, syscall.EPIPE):
+		return exitBrokenPipe
 	case errors.Is(err, context.Canceled), errors.Is(err, cluster.ErrInterrupted):
 		return exitInterrupted
 	case errors.As(err, &usage), errors.As(err, &input), errors.As(err, &line), errors.As(err, &wl):

@@ -36,6 +36,7 @@ func TestExitCodes(t *testing.T) {
 		{"read-only output", fmt.Errorf("output: %w", &os.PathError{Op: "open", Path: "r.csv", Err: syscall.EROFS}), 2},
 		{"interrupted (context)", wrap(context.Canceled), 130},
 		{"interrupted (simulation)", wrap(cluster.ErrInterrupted), 130},
+		{"broken pipe", fmt.Errorf("output: %w", &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}), 141},
 	}
 	for _, tc := range tests {
 		if got := exitCode(tc.err); got != tc.want {

@@ -6,7 +6,9 @@
 // report it); 2 usage error or bad input (the message names the file:line
 // or field and the fix); 3 the run was stopped by the eager handoff policy
 // (a decode instance was out of memory at a handoff; the report says which
-// request and instance); 130 interrupted by SIGINT or SIGTERM.
+// request and instance); 130 interrupted by SIGINT or SIGTERM; 141 an
+// output's reader closed its pipe (e.g. "| head"), silently, as a program
+// killed by SIGPIPE.
 package main
 
 import (
@@ -42,7 +44,11 @@ func execute(args []string, stdout, stderr io.Writer) (code int) {
 		return 0
 	}
 	line, code := errorLine(err)
-	fmt.Fprintln(stderr, line)
+	if code != exitBrokenPipe {
+		// A closed pipe is the reader's choice ("| head -1"), not an error
+		// to report: the command stops quietly, as the tools of a shell do.
+		fmt.Fprintln(stderr, line)
+	}
 	return code
 }
 

@@ -27,3 +27,11 @@ func checkOutputFile(flag, path string) error {
 	}
 	return nil
 }
+
+// createWriteOnly creates or truncates path for writing only. Unlike
+// os.Create (read-write), it leaves a pipe such as /dev/stdout with its own
+// reader only, so a reader that goes away makes writes fail (EPIPE)
+// instead of blocking once the pipe is full.
+func createWriteOnly(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+}

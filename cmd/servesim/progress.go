@@ -53,7 +53,8 @@ func knownRequests(s *config.Scenario) int64 {
 // conversations, each turn a request). It returns 0 when the workload
 // cannot be read; the run itself then reports why.
 func workloadRequests(b *assemble.Built) int64 {
-	if n := knownRequests(b.Scenario); n > 0 {
+	s := b.Scenario()
+	if n := knownRequests(&s); n > 0 {
 		return n
 	}
 	src, closer, err := b.Open()

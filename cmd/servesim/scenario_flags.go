@@ -138,7 +138,7 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 		s.Workload.Trace, s.Workload.Synthetic, s.Workload.Chat, s.Workload.SharedPrefix = trace, nil, nil, nil
 	}
 	if set("workload-format") {
-		s.Workload.Format = f.format
+		s.Workload.Format = config.TraceFormat(f.format)
 	}
 	if set("limit") {
 		s.Workload.Limit = f.limit
@@ -155,13 +155,13 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 		}
 	}
 	if set("handoff") && !f.handoffList {
-		s.Handoff.Policy = f.handoff
+		s.Handoff.Policy = config.HandoffPolicy(f.handoff)
 	}
 	if set("placement") {
-		s.Handoff.Placement = f.placement
+		s.Handoff.Placement = config.HandoffPlacement(f.placement)
 	}
 	if set("predictor") {
-		s.Predictor.Kind = f.predictor
+		s.Predictor.Kind = config.PredictorKind(f.predictor)
 	}
 	if set("max-sim-time") {
 		s.Limits.MaxSimTimeS = f.maxSimTime

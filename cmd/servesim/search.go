@@ -237,16 +237,13 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 		fmt.Fprintf(&b, "Max rate of %s: no per-request bounds", r.Scenario)
 	}
 	for _, t := range s.SLO.Percentiles {
-		fmt.Fprintf(&b, "; p%d %s <= %g ms", t.Percentile, strings.ToUpper(t.Metric), t.MaxMs)
+		fmt.Fprintf(&b, "; p%d %s <= %g ms", t.Percentile, strings.ToUpper(string(t.Metric)), t.MaxMs)
 	}
 	fmt.Fprintf(&b, " (from %s)\n", sloFrom)
-	wl := s.Workload.Trace
-	if s.Workload.Synthetic != nil {
-		wl = "synthetic"
-	}
-	fmt.Fprintf(&b, "Workload %s at %.4g req/s, scaled through %s (%d runs)\n\n", wl, r.BaseRateRPS, r.Scaling, len(r.Probes))
+	wl, unit := searchedWorkload(s)
+	fmt.Fprintf(&b, "Workload %s at %.4g %s, scaled through %s (%d runs)\n\n", wl, r.BaseRateRPS, unit, r.Scaling, len(r.Probes))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\trate (req/s)\tmultiplier\tattainment\tgoodput (req/s)\tTTFT p90 (ms)\tTPOT p90 (ms)\tfinished\t")
+	fmt.Fprintf(tw, "\trate (%s)\tmultiplier\tattainment\tgoodput (req/s)\tTTFT p90 (ms)\tTPOT p90 (ms)\tfinished\t\n", unit)
 	perRequest := r.SLO != (search.SLO{})
 	row := func(label string, p search.Probe) {
 		att, good := "n/a", "n/a"
@@ -260,11 +257,11 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 	row(fmt.Sprintf("+%g %%", 100*r.Margin), r.Above)
 	tw.Flush()
 	if perRequest {
-		fmt.Fprintf(&b, "\n%.4g req/s meets the target (attainment %.1f %%); %g %% more, %.4g req/s, misses it (attainment %.1f %%).\n",
-			r.Best.RateRPS, 100*r.Best.Attainment, 100*r.Margin, r.Above.RateRPS, 100*r.Above.Attainment)
+		fmt.Fprintf(&b, "\n%.4g %s meets the target (attainment %.1f %%); %g %% more, %.4g %s, misses it (attainment %.1f %%).\n",
+			r.Best.RateRPS, unit, 100*r.Best.Attainment, 100*r.Margin, r.Above.RateRPS, unit, 100*r.Above.Attainment)
 	} else {
-		fmt.Fprintf(&b, "\n%.4g req/s meets the percentile targets; %g %% more, %.4g req/s, misses them.\n",
-			r.Best.RateRPS, 100*r.Margin, r.Above.RateRPS)
+		fmt.Fprintf(&b, "\n%.4g %s meets the percentile targets; %g %% more, %.4g %s, misses them.\n",
+			r.Best.RateRPS, unit, 100*r.Margin, r.Above.RateRPS, unit)
 	}
 	if iv := r.Interval; iv != nil {
 		fmt.Fprintf(&b, "max rate %.4g req/s (%.0f %% interval %.4g–%.4g)\n", r.Best.RateRPS, 100*iv.Coverage, iv.LoRPS, iv.HiRPS)
@@ -283,6 +280,22 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 		fmt.Fprintf(&b, "warning: %s\n", r.Warning)
 	}
 	return b.String()
+}
+
+// searchedWorkload names the workload a rate search scales and the unit
+// of its rate: a generated chat workload's arrivals are conversation
+// starts, each several requests.
+func searchedWorkload(s *config.Scenario) (name, unit string) {
+	w := &s.Workload
+	switch {
+	case w.Synthetic != nil:
+		return "synthetic", "req/s"
+	case w.Chat != nil:
+		return "chat", "conversations/s"
+	case w.SharedPrefix != nil:
+		return "shared prefix", "req/s"
+	}
+	return w.Trace, "req/s"
 }
 
 func newPDRatioCmd() *cobra.Command {

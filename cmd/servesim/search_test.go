@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/search"
 )
 
@@ -154,5 +155,25 @@ func TestMaxRateSeedErrorBarsCLI(t *testing.T) {
 	code, _, stderr = run(t, "search", "max-rate", "-q", "-c", sc, "--error-bars", "--seed-replicas", "1")
 	if code != 2 || !strings.Contains(stderr, "--seed-replicas") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Fatalf("1 replica: exit %d, %q", code, stderr)
+	}
+}
+
+// TestSearchedWorkloadUnit: a rate search over a chat workload scales
+// conversation starts and says so; request workloads keep req/s.
+func TestSearchedWorkloadUnit(t *testing.T) {
+	for _, c := range []struct {
+		yaml, name, unit string
+	}{
+		{"workload: {chat: {conversations: 5, arrival: {kind: poisson, rate: 2}, turns: {kind: fixed, mean: 3}, think_ms: {kind: fixed, mean: 100}, message: {kind: fixed, mean: 10}, output: {kind: fixed, mean: 5}}}\n", "chat", "conversations/s"},
+		{"workload: {synthetic: {requests: 5, arrival: {kind: poisson, rate: 2}, input: {kind: fixed, mean: 10}, output: {kind: fixed, mean: 5}}}\n", "synthetic", "req/s"},
+		{"", "builtin:", "req/s"},
+	} {
+		s, err := config.Parse([]byte(c.yaml), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name, unit := searchedWorkload(s); unit != c.unit || !strings.HasPrefix(name, c.name) {
+			t.Errorf("%q: workload %q in %q, want %q in %q", c.yaml, name, unit, c.name, c.unit)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -75,7 +74,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if f.perInstance && (built.PD != nil || f.record != "") {
+	if _, isPD := built.PD(); f.perInstance && (isPD || f.record != "") {
 		return usageError{errors.New("--per-instance serves colocated instances without --record: a P/D scenario serves through its handoff on one port, and a recording replays the scenario's router, not the ports")}
 	}
 	host, portText, err := net.SplitHostPort(f.addr)
@@ -88,7 +87,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	opts := serve.Options{Config: serve.Config{Speed: f.speed}, ModelName: f.modelName, Version: version(), DefaultMaxTokens: f.maxTokens}
 	if f.record != "" {
-		file, err := os.Create(f.record)
+		file, err := createWriteOnly(f.record)
 		if err != nil {
 			return badInput(fmt.Errorf("--record: %w", err))
 		}
@@ -97,7 +96,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	var jsonl *metrics.JSONLWriter
 	var jsonlErr error
 	if f.jsonl != "" {
-		file, err := os.Create(f.jsonl)
+		file, err := createWriteOnly(f.jsonl)
 		if err != nil {
 			return badInput(fmt.Errorf("--requests-jsonl: %w", err))
 		}
@@ -124,7 +123,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		}
 	}
 	if f.perInstance {
-		for i := range built.Instances {
+		for i := range built.NumInstances() {
 			p := port
 			if p != 0 {
 				p += i

@@ -200,7 +200,7 @@ func runBenchValidate(cmd *cobra.Command, file string, o benchOpts) (*validate.R
 		return nil, err
 	}
 	if set("predictor") {
-		s.Predictor.Kind = o.predictor
+		s.Predictor.Kind = config.PredictorKind(o.predictor)
 	}
 	if o.calibration != "" {
 		s.Predictor.Calibration = o.calibration

@@ -22,7 +22,7 @@ func TestRooflineOnEveryAccelerator(t *testing.T) {
 			t.Fatalf("%s: %d requests ended, want 40", a.Name, done)
 		}
 		// One decode step of 8 sequences at 1,000 tokens of context.
-		tpot[a.Name] = float64(b.Instances[0].Predictor.StepTime(&perf.Batch{NumDecode: 8, DecodeKVSum: 8000, DecodeKVMax: 1000, DecodeKVMin: 1000}))
+		tpot[a.Name] = float64(b.instances[0].Predictor.StepTime(&perf.Batch{NumDecode: 8, DecodeKVSum: 8000, DecodeKVMax: 1000, DecodeKVMin: 1000}))
 	}
 	if !(tpot["B200"] < tpot["H200"] && tpot["H200"] < tpot["H100"] && tpot["H100"] < tpot["A100"]) {
 		t.Errorf("decode step times must follow memory bandwidth: %v", tpot)
@@ -86,14 +86,14 @@ func TestPipelineParallelGroup(t *testing.T) {
 	if done != 40 {
 		t.Fatalf("%d requests ended, want 40", done)
 	}
-	cfg := two.Instances[0].Engine
-	if cfg.PipelineParallel != 2 || cfg.PPSend.BytesPerToken != int64(two.Model.HiddenSize)*2 || cfg.PPSend.Bandwidth <= 0 {
+	cfg := two.instances[0].Engine
+	if cfg.PipelineParallel != 2 || cfg.PPSend.BytesPerToken != int64(two.model.HiddenSize)*2 || cfg.PPSend.Bandwidth <= 0 {
 		t.Fatalf("pipeline not configured: %+v", cfg)
 	}
-	if one.Instances[0].Engine.PipelineParallel > 1 {
+	if one.instances[0].Engine.PipelineParallel > 1 {
 		t.Fatal("pp defaults to 1")
 	}
-	if b1, b2 := one.Instances[0].NumBlocks, two.Instances[0].NumBlocks; b2 < 2*b1 || two.Instances[0].PP != 2 {
+	if b1, b2 := one.instances[0].NumBlocks, two.instances[0].NumBlocks; b2 < 2*b1 || two.instances[0].PP != 2 {
 		t.Fatalf("pp=2 holds %d blocks, pp=1 %d: want at least twice", b2, b1)
 	}
 	// Disaggregated serving with a pipelined prefill instance.
@@ -113,8 +113,8 @@ func TestPipelineParallelFitsLargerModel(t *testing.T) {
 		t.Fatalf("pp: 0 must be rejected, got %v", err)
 	}
 	b, done := buildAndRun(t, base+"instances: [{memory_gb: 16, pp: 2}]\n")
-	if done != 20 || b.Instances[0].NumBlocks <= 0 {
-		t.Fatalf("%d requests ended, %d blocks", done, b.Instances[0].NumBlocks)
+	if done != 20 || b.instances[0].NumBlocks <= 0 {
+		t.Fatalf("%d requests ended, %d blocks", done, b.instances[0].NumBlocks)
 	}
 }
 
@@ -163,8 +163,8 @@ func TestUnknownRouterIsAnError(t *testing.T) {
 		t.Fatalf("unknown router: %v", err)
 	}
 	for _, r := range config.Routers {
-		b := mustBuild(t, r+".yaml", "workload: {limit: 5}\ninstances: [{count: 2}]\nrouter: "+r+"\n")
-		if done := runToEnd(t, r, b); done != 5 {
+		b := mustBuild(t, string(r)+".yaml", "workload: {limit: 5}\ninstances: [{count: 2}]\nrouter: "+string(r)+"\n")
+		if done := runToEnd(t, string(r), b); done != 5 {
 			t.Errorf("%s: %d requests ended, want 5", r, done)
 		}
 	}

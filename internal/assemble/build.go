@@ -5,7 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"strings"
+	"slices"
 
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/cluster"
@@ -28,7 +28,7 @@ import (
 type Instance struct {
 	Index     int
 	Group     string
-	Role      string
+	Role      config.Role
 	Hardware  string
 	TP        int
 	PP        int
@@ -40,6 +40,9 @@ type Instance struct {
 	PredictedBlocks int
 	PredictErr      error
 	BlockSize       int
+	// KVLayout describes a hybrid (sliding-window or chunked) or MLA KV
+	// cache; "" for a plain one.
+	KVLayout string
 	// Engine is the engine configuration every run starts from.
 	Engine engine.Config
 	// Predictor is the instance's step-latency predictor (stateless).
@@ -80,17 +83,19 @@ func tpNodes(tp, nodeGPUs int) int {
 	return (tp + nodeGPUs - 1) / nodeGPUs
 }
 
-// Built is a scenario assembled into runnable parts. It is immutable:
-// NewSim creates fresh engines, router and workload source for every run.
+// Built is a scenario assembled into runnable parts. It is immutable: its
+// fields are read through accessors that return copies (or, for the
+// model, a configuration nothing modifies), and NewSim creates fresh
+// engines, router and workload source for every run.
 type Built struct {
-	Scenario  *config.Scenario
-	Model     *model.Config
-	Instances []Instance
-	// PD is the handoff configuration of a disaggregated scenario (nil for
+	scenario  config.Scenario // a copy of the scenario built
+	model     *model.Config
+	instances []Instance
+	// pd is the handoff configuration of a disaggregated scenario (nil for
 	// colocated serving).
-	PD *cluster.PDConfig
-	// Faults is the run's fault model (nil: none).
-	Faults *cluster.FaultConfig
+	pd *cluster.PDConfig
+	// faults is the run's fault model (nil: none).
+	faults *cluster.FaultConfig
 	// tiers configures the KV tiers below the GPUs (nil: none).
 	tiers *kvtier.Config
 	// engines are the instance groups' effective engine settings, every
@@ -112,29 +117,83 @@ type Built struct {
 	// perfdb describes, per accelerator, the database tables that time
 	// its steps (predictor.kind perfdb; nil otherwise).
 	perfdb map[string]string
-	// Open returns a fresh workload source (it can be called again to
-	// replay the same workload) and a closer for the file behind it.
-	Open func() (workload.Source, io.Closer, error)
+	// open returns a fresh workload source and a closer for the file
+	// behind it (see Open).
+	open func() (workload.Source, io.Closer, error)
+}
+
+// Scenario returns a copy of the scenario b was built from (its sections
+// behind pointers are shared: read them only).
+func (b *Built) Scenario() config.Scenario { return b.scenario }
+
+// Model returns the served model's configuration (read only).
+func (b *Built) Model() *model.Config { return b.model }
+
+// NumInstances returns the number of built instances (engines).
+func (b *Built) NumInstances() int { return len(b.instances) }
+
+// Instance returns a copy of instance i.
+func (b *Built) Instance(i int) Instance { return b.instances[i] }
+
+// Instances returns a copy of the built instances.
+func (b *Built) Instances() []Instance { return slices.Clone(b.instances) }
+
+// PD returns the handoff configuration of a disaggregated scenario, and
+// false for colocated serving.
+func (b *Built) PD() (cluster.PDConfig, bool) {
+	if b.pd == nil {
+		return cluster.PDConfig{}, false
+	}
+	return *b.pd, true
+}
+
+// HasFaults reports whether runs have a fault model or an autoscaler.
+func (b *Built) HasFaults() bool { return b.faults != nil }
+
+// Open returns a fresh workload source (it can be called again to replay
+// the same workload) and a closer for the file behind it.
+func (b *Built) Open() (workload.Source, io.Closer, error) { return b.open() }
+
+// WithSource returns a copy of b whose runs read the workload from open
+// instead of the scenario's (a replay of a measured run).
+func (b *Built) WithSource(open func() (workload.Source, io.Closer, error)) *Built {
+	c := *b
+	c.open = open
+	return &c
+}
+
+// WithoutDecodeLane returns a copy of b whose engines visit every running
+// request in every step (engine.Config.NoDecodeLane): the reference the
+// decode lane's outputs are checked against.
+func (b *Built) WithoutDecodeLane() *Built {
+	c := *b
+	c.instances = slices.Clone(b.instances)
+	for i := range c.instances {
+		c.instances[i].Engine.NoDecodeLane = true
+	}
+	return &c
 }
 
 // NewSim assembles a simulation from a built scenario with fresh engines,
 // a fresh router and a fresh workload source. The closer must be closed
 // after the run.
 func (b *Built) NewSim(obs cluster.Observer) (*cluster.Sim, io.Closer, error) {
-	sim, _, closer, err := b.NewRun(obs)
+	sim, _, closer, err := b.NewRun(obs, nil)
 	return sim, closer, err
 }
 
 // NewRun is NewSim that also returns the run's table counts: how many
 // op evaluations the measured-kernel predictors (predictor.kind perfdb)
 // timed from their tables and how many fell back to the roofline.
-func (b *Built) NewRun(obs cluster.Observer) (*cluster.Sim, *perf.TableCounts, io.Closer, error) {
+// interrupt, when set, is polled during the run and stops it
+// (cluster.Config.Interrupt).
+func (b *Built) NewRun(obs cluster.Observer, interrupt func() bool) (*cluster.Sim, *perf.TableCounts, io.Closer, error) {
 	src, closer, err := b.Open()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	counts := &perf.TableCounts{}
-	sim, err := b.newSim(src, obs, nil, counts)
+	sim, err := b.newSim(src, obs, nil, counts, runTime{interrupt: interrupt})
 	if err != nil {
 		closer.Close()
 		return nil, nil, nil, err
@@ -143,19 +202,28 @@ func (b *Built) NewRun(obs cluster.Observer) (*cluster.Sim, *perf.TableCounts, i
 }
 
 // Router returns a fresh instance of the scenario's arrival router.
-func (b *Built) Router() (cluster.Router, error) { return newRouter(b.Scenario) }
+func (b *Built) Router() (cluster.Router, error) { return newRouter(&b.scenario) }
 
 // NewSimFrom is NewSim with the workload source and the arrival router
 // given (nil router: the scenario's), as a driver that feeds requests in
-// real time needs (servesim serve).
+// real time needs (servesim serve). A served simulation has no end: the
+// scenario's run limits (meant for batch runs) do not apply; the
+// automatic event budget still stops one that loops without progress.
 func (b *Built) NewSimFrom(src workload.Source, obs cluster.Observer, router cluster.Router) (*cluster.Sim, error) {
-	return b.newSim(src, obs, router, &perf.TableCounts{})
+	return b.newSim(src, obs, router, &perf.TableCounts{}, runTime{served: true})
 }
 
-func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster.Router, counts *perf.TableCounts) (*cluster.Sim, error) {
-	engines := make([]*engine.Engine, len(b.Instances))
-	for i := range b.Instances {
-		in := &b.Instances[i]
+// runTime are the parts of a simulation that come from how it is run,
+// not from the scenario.
+type runTime struct {
+	interrupt func() bool // polled during the run (nil: none)
+	served    bool        // a served simulation: no run limits
+}
+
+func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster.Router, counts *perf.TableCounts, rt runTime) (*cluster.Sim, error) {
+	engines := make([]*engine.Engine, len(b.instances))
+	for i := range b.instances {
+		in := &b.instances[i]
 		e, err := engine.New(i, in.Engine, perf.ForRun(in.Predictor, counts))
 		if err != nil {
 			return nil, fmt.Errorf("instance %d (group %s): %w", i, in.Group, err)
@@ -164,59 +232,55 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 	}
 	if router == nil {
 		var err error
-		if router, err = newRouter(b.Scenario); err != nil {
+		if router, err = newRouter(&b.scenario); err != nil {
 			return nil, err
 		}
 	}
-	sim, err := cluster.New(engines, src, router, obs)
-	if err != nil {
-		return nil, err
+	cfg := cluster.Config{Engines: engines, Source: src, Router: router, Observer: obs,
+		CheckInvariants: b.scenario.CheckInvariants,
+		MaxConcurrency:  b.scenario.Workload.MaxConcurrency,
+		Warmup:          int64(b.scenario.Workload.WarmupRequests),
+		Interrupt:       rt.interrupt}
+	if !rt.served {
+		cfg.Limits = cluster.Limits{MaxTime: int64(math.Round(b.scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.scenario.Limits.MaxEvents}
 	}
-	sim.CheckInvariants(b.Scenario.CheckInvariants)
-	sim.SetMaxConcurrency(b.Scenario.Workload.MaxConcurrency)
-	sim.SetWarmup(int64(b.Scenario.Workload.WarmupRequests))
-	if fe := b.Scenario.FrontEnd; fe != nil {
-		sim.SetFrontEnd(frontend.New(*fe, b.Scenario.Seed, len(engines)))
+	if fe := b.scenario.FrontEnd; fe != nil {
+		cfg.FrontEnd = frontend.New(*fe, b.scenario.Seed, len(engines))
 	}
-	sim.SetLimits(cluster.Limits{MaxTime: int64(math.Round(b.Scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.Scenario.Limits.MaxEvents})
 	if len(b.groups) > 0 {
 		groups, err := b.dpGroups(counts)
-		if err == nil {
-			err = sim.SetDPGroups(groups)
-		}
 		if err != nil {
 			return nil, err
 		}
+		cfg.DPGroups = groups
 	}
 	if b.tiers != nil {
 		h, err := kvtier.New(*b.tiers)
 		if err != nil {
 			return nil, err
 		}
-		sim.EnableTiers(h)
+		cfg.Tiers = h
 	}
-	if b.PD != nil {
+	if b.pd != nil {
 		net := link.New()
 		nodes := make([]cluster.Node, len(engines))
 		for i := range nodes {
-			in := &b.Instances[i]
+			in := &b.instances[i]
 			for _, n := range in.nics {
-				nodes[i].Endpoints = append(nodes[i].Endpoints, net.AddEndpoint(n.bw, n.latency))
+				ep, err := net.AddEndpoint(n.bw, n.latency)
+				if err != nil {
+					return nil, fmt.Errorf("instance %d (group %s) NIC: %w", i, in.Group, err)
+				}
+				nodes[i].Endpoints = append(nodes[i].Endpoints, ep)
 			}
 			nodes[i].KVBytesPerToken = in.kvPerToken
 			nodes[i].Layers = b.layers
 			nodes[i].PrefillTokensPerSec = in.prefillRate
 		}
-		if err := sim.EnablePD(*b.PD, nodes, net); err != nil {
-			return nil, err
-		}
+		cfg.PD = &cluster.PDSetup{Config: *b.pd, Nodes: nodes, Net: net}
 	}
-	if b.Faults != nil {
-		if err := sim.EnableFaults(*b.Faults); err != nil {
-			return nil, err
-		}
-	}
-	return sim, nil
+	cfg.Faults = b.faults
+	return cluster.New(cfg)
 }
 
 // Build resolves a validated scenario: it loads the model and hardware,
@@ -275,12 +339,12 @@ func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) 
 	}
 	cat, err := perf.LoadCatalog(assets.FS(), m.ModelType)
 	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", s.Model, err)
+		return nil, fmt.Errorf("model %s: config.json field model_type %q is not supported: %w", s.Model, m.ModelType, err)
 	}
 	in := &buildInputs{s: s, src: src, m: m, bpe: bpe, qf: qf, profiles: profiles, cat: cat,
 		arch:       perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},
 		overheadNs: int64(s.Predictor.StepOverheadUs * 1000)}
-	if s.Predictor.Kind == "perfdb" {
+	if s.Predictor.Kind == config.PredictorPerfDB {
 		if in.dbs, err = newPerfDBs(s, src); err != nil {
 			return nil, err
 		}
@@ -297,19 +361,19 @@ type builder struct {
 	// Per predictor key (see groupPredictor): the predictors, their GPU-time
 	// part (speculative heads), the per-rank MoE timers and rooflines, and
 	// whether the MoE time is the tp1 table divided by tp.
-	predictors map[string]perf.Predictor
-	gpuTime    map[string]perf.Predictor
-	timers     map[string]moe.LayerTimer
-	rooflines  map[string]*perf.Roofline
-	scaledMoE  map[string]bool
+	predictors map[predictorKey]perf.Predictor
+	gpuTime    map[predictorKey]perf.Predictor
+	timers     map[predictorKey]moe.LayerTimer
+	rooflines  map[predictorKey]*perf.Roofline
+	scaledMoE  map[predictorKey]bool
 }
 
 // newBuilder starts a build from the shared inputs.
 func newBuilder(in *buildInputs) *builder {
-	bl := &builder{buildInputs: in, b: &Built{Scenario: in.s, Model: in.m, src: in.src},
+	bl := &builder{buildInputs: in, b: &Built{scenario: *in.s, model: in.m, src: in.src},
 		place:      placer{open: map[string]*openNode{}},
-		predictors: map[string]perf.Predictor{}, gpuTime: map[string]perf.Predictor{},
-		timers: map[string]moe.LayerTimer{}, rooflines: map[string]*perf.Roofline{}, scaledMoE: map[string]bool{}}
+		predictors: map[predictorKey]perf.Predictor{}, gpuTime: map[predictorKey]perf.Predictor{},
+		timers: map[predictorKey]moe.LayerTimer{}, rooflines: map[predictorKey]*perf.Roofline{}, scaledMoE: map[predictorKey]bool{}}
 	if in.dbs != nil {
 		bl.b.perfdb = map[string]string{}
 	}
@@ -326,7 +390,7 @@ func (bl *builder) finish() (*Built, error) {
 		if m.NumExperts == 0 {
 			return nil, fmt.Errorf("moe: %s is a dense model (no experts); the moe section applies to mixture-of-experts models: remove it", m.Name)
 		}
-		if r.Routing == "histogram" {
+		if r.Routing == config.RoutingHistogram {
 			routing, err := readHistogram(resolve(src, r.Histogram), int(m.NumExperts), m.NumMoELayers())
 			if err != nil {
 				return nil, err
@@ -344,17 +408,17 @@ func (bl *builder) finish() (*Built, error) {
 		}
 	}
 	if s.PD() {
-		pushBuf := make([]int, len(b.Instances))
-		for i := range b.Instances {
-			pushBuf[i] = b.Instances[i].pushBuf
+		pushBuf := make([]int, len(b.instances))
+		for i := range b.instances {
+			pushBuf[i] = b.instances[i].pushBuf
 		}
 		pdc, err := pdConfig(s, pushBuf, acc0HostBW(s))
 		if err != nil {
 			return nil, err
 		}
-		b.PD = pdc
+		b.pd = pdc
 	}
-	if b.Faults, err = faultConfig(b); err != nil {
+	if b.faults, err = faultConfig(b); err != nil {
 		return nil, err
 	}
 	open, err := workloadOpener(s, src)
@@ -364,7 +428,7 @@ func (bl *builder) finish() (*Built, error) {
 	if open, err = requireAcceptance(s, open); err != nil {
 		return nil, err
 	}
-	b.Open = open
+	b.open = open
 	return b, nil
 }
 
@@ -403,23 +467,56 @@ func repeatNIC(n nic, k int) []nic {
 	return out
 }
 
-func parseRole(r string) (engine.Role, error) {
+// engineRole is the engine's role of a group role.
+func engineRole(r config.Role) (engine.Role, error) {
 	switch r {
-	case "prefill":
+	case config.RolePrefill:
 		return engine.Prefill, nil
-	case "decode":
+	case config.RoleDecode:
 		return engine.Decode, nil
-	case "mixed":
+	case config.RoleMixed:
 		return engine.Mixed, nil
 	}
 	return 0, fmt.Errorf("unknown role %q", r)
+}
+
+// clusterPolicy is the cluster's handoff policy of a configured one.
+func clusterPolicy(p config.HandoffPolicy) (cluster.PolicyName, error) {
+	switch p {
+	case config.PolicyPull:
+		return cluster.Pull, nil
+	case config.PolicyReserve:
+		return cluster.Reserve, nil
+	case config.PolicyReject:
+		return cluster.Reject, nil
+	case config.PolicyPush:
+		return cluster.Push, nil
+	case config.PolicyEager:
+		return cluster.Eager, nil
+	}
+	return 0, fmt.Errorf("unknown handoff policy %q (valid: pull, reserve, reject, push, eager)", p)
+}
+
+// clusterPlacement is the cluster's decode placement of a configured one.
+func clusterPlacement(p config.HandoffPlacement) (cluster.Placement, error) {
+	switch p {
+	case config.PlacementRoundRobin:
+		return cluster.RoundRobinPlacement, nil
+	case config.PlacementLeastLoaded:
+		return cluster.LeastLoadedPlacement, nil
+	case config.PlacementMostFreeKV:
+		return cluster.MostFreeKVPlacement, nil
+	case config.PlacementRetry:
+		return cluster.RetryPlacement, nil
+	}
+	return 0, fmt.Errorf("unknown decode placement %q (valid: round-robin, least-loaded, most-free-kv, retry)", p)
 }
 
 // acc0HostBW is the host-to-device bandwidth of the first decode group's
 // accelerator (for push spills).
 func acc0HostBW(s *config.Scenario) float64 {
 	for _, g := range s.Instances {
-		if g.Role == "decode" {
+		if g.Role == config.RoleDecode {
 			if acc, err := hw.Lookup(g.Hardware); err == nil {
 				return acc.Node.HostBandwidth
 			}
@@ -431,11 +528,11 @@ func acc0HostBW(s *config.Scenario) float64 {
 // pdConfig translates the scenario's handoff section.
 func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDConfig, error) {
 	h := s.Handoff
-	pol, err := cluster.ParsePolicy(h.Policy)
+	pol, err := clusterPolicy(h.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("handoff.policy: %w", err)
 	}
-	pl, err := cluster.ParsePlacement(h.Placement)
+	pl, err := clusterPlacement(h.Placement)
 	if err != nil {
 		return nil, fmt.Errorf("handoff.placement: %w", err)
 	}
@@ -447,12 +544,12 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 		OffloadPinnedAfter:  int64(math.Round(h.OffloadPinnedAfterS * 1e9)),
 		OffloadPinnedMax:    int64(math.Round(h.OffloadPinnedMaxGB * 1e9)),
 		Heartbeat:           *h.Heartbeat,
-		ExpiryFails:         h.OnExpiry == "fail",
+		ExpiryFails:         h.OnExpiry == config.ExpiryFail,
 		RetryAfter:          int64(h.RetryAfterS * 1e9),
 		MaxPrefillQueue:     int64(h.MaxPrefillQueueS * 1e9),
 		MaxDecodeKVFraction: h.MaxDecodeKVFraction,
 		PushBufferBlocks:    pushBuf,
-		PushSpill:           h.PushOverflow == "spill",
+		PushSpill:           h.PushOverflow == config.OverflowSpill,
 		HostBandwidth:       hostBW,
 		LocalPrefillBelow:   h.LocalPrefillBelow,
 		MaxReprefills:       h.MaxReprefills,
@@ -463,24 +560,24 @@ func pdConfig(s *config.Scenario, pushBuf []int, hostBW float64) (*cluster.PDCon
 // the seed's "routing" stream.
 func newRouter(s *config.Scenario) (cluster.Router, error) {
 	switch s.Router {
-	case "round-robin":
+	case config.RouterRoundRobin:
 		return &cluster.RoundRobin{}, nil
-	case "random":
+	case config.RouterRandom:
 		return cluster.Random{Rand: des.Stream(s.Seed, "routing")}, nil
-	case "least-loaded":
+	case config.RouterLeastLoaded:
 		return cluster.LeastLoaded{}, nil
-	case "least-kv":
+	case config.RouterLeastKV:
 		return cluster.LeastKV{}, nil
-	case "prefix-affinity":
+	case config.RouterPrefixAffinity:
 		return cluster.PrefixAffinity{}, nil
-	case "kv-aware":
+	case config.RouterKVAware:
 		return cluster.KVAware{}, nil
-	case "power-of-two":
+	case config.RouterPowerOfTwo:
 		return cluster.PowerOfTwo{Rand: des.Stream(s.Seed, "routing")}, nil
 	}
 	// Validate refuses it; a scenario built in code must not fall back
 	// to round-robin silently.
-	return nil, fmt.Errorf("router: unknown router %q (valid: %s)", s.Router, strings.Join(config.Routers, ", "))
+	return nil, fmt.Errorf("router: unknown router %q (valid: %s)", s.Router, config.RouterNames())
 }
 
 // enginePath names where group gi's engine settings come from: its own

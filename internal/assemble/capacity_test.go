@@ -34,7 +34,7 @@ func TestRTX4090Capacity(t *testing.T) {
 		s.Hardware = "RTX4090"
 		s.Engine.MaxNumSeqs = c.seqs
 		b := buildOneGroup(t, s)
-		if got := b.Instances[0].NumBlocks; got != c.want {
+		if got := b.instances[0].NumBlocks; got != c.want {
 			t.Errorf("max_num_seqs %d: %d blocks, want %d", c.seqs, got, c.want)
 		}
 	}
@@ -56,7 +56,7 @@ func TestPinnedCapacityIsPredictedToo(t *testing.T) {
 		s.Engine.MaxNumSeqs = 128
 		s.Engine.NumGPUBlocks = 1000
 		b := buildOneGroup(t, s)
-		in := b.Instances[0]
+		in := b.instances[0]
 		if in.NumBlocks != 1000 || in.Engine.NumBlocks != 1000 || in.PredictedBlocks != c.predicted {
 			t.Errorf("%s: %d blocks (engine %d), predicted %d; want 1000 and %d", c.model, in.NumBlocks, in.Engine.NumBlocks, in.PredictedBlocks, c.predicted)
 		}
@@ -76,7 +76,7 @@ func TestLargeInstanceBlocks(t *testing.T) {
 	const base = "predictor: {kind: roofline}\nmodel: Qwen/Qwen3-30B-A3B-Instruct-2507\nhardware: B200\nworkload: {limit: 5}\ninstances: [{tp: 4, pp: 2}]\n"
 	one := mustBuild(t, "bs1.yaml", base+"engine: {block_size: 1}\n")
 	sixteen := mustBuild(t, "bs16.yaml", base+"engine: {block_size: 16}\n")
-	b1, b16 := one.Instances[0].NumBlocks, sixteen.Instances[0].NumBlocks
+	b1, b16 := one.instances[0].NumBlocks, sixteen.instances[0].NumBlocks
 	if b1 <= 1<<22 || b1/16 != b16 {
 		t.Fatalf("block_size 1: %d blocks, block_size 16: %d; want over %d and %d = %d / 16", b1, b16, 1<<22, b16, b1)
 	}

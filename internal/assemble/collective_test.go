@@ -26,7 +26,7 @@ func TestCollectiveScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b.Instances[0].Predictor.StepTime(&perf.Batch{PrefillTokens: 512, PrefillSeqs: 1, NumDecode: 32, DecodeKVSum: 32 * 1000})
+		return b.instances[0].Predictor.StepTime(&perf.Batch{PrefillTokens: 512, PrefillSeqs: 1, NumDecode: 32, DecodeKVSum: 32 * 1000})
 	}
 	t0, t1, t2, t3 := step(2, 0), step(2, 1), step(2, 2), step(2, 3)
 	t.Logf("tp 2 step: %d ns at scale 1, +%d ns per unit of scale", t1, t2-t1)
@@ -82,7 +82,7 @@ func TestTPCommNodeGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := &perf.Batch{PrefillTokens: 4096, PrefillSeqs: 1}
-	spans, inside := b.Instances[0].Predictor.StepTime(batch), b.Instances[1].Predictor.StepTime(batch)
+	spans, inside := b.instances[0].Predictor.StepTime(batch), b.instances[1].Predictor.StepTime(batch)
 	if spans <= inside {
 		t.Errorf("tp 16 step: %d ns across two 8-GPU nodes, %d ns inside one 16-GPU node; want the first slower", spans, inside)
 	}

@@ -81,7 +81,7 @@ func resolveBatch(eng *config.Engine, d batchDefaults, maxLen int) BatchOrigin {
 // max_model_len and KV blocks as computed. Running it simulates the same
 // engines; `run --print-config` prints it.
 func (b *Built) Resolved() *config.Scenario {
-	s := *b.Scenario
+	s := b.scenario
 	s.Instances = slices.Clone(s.Instances)
 	for i := range s.Instances {
 		e := b.engines[i]
@@ -107,9 +107,9 @@ func resolveGraphs(e *config.Engine, et perf.EngineTime) {
 		e.DisableCustomAllReduce = &f
 	}
 	if e.CUDAGraphMode == "" {
-		e.CUDAGraphMode = "full_and_piecewise"
+		e.CUDAGraphMode = config.GraphFullAndPiecewise
 	}
-	if !*e.EnforceEager && e.CUDAGraphMode != "none" {
+	if !*e.EnforceEager && e.CUDAGraphMode != config.GraphNone {
 		e.CUDAGraphCaptureSizes = slices.Clone(et.CaptureSizes)
 	}
 }

@@ -45,7 +45,7 @@ func TestBatchDefaultsFollowVLLM(t *testing.T) {
 			if g.MaxNumSeqsFrom != c.seqsFrom || g.MaxNumBatchedTokensFrom != c.toksFrom {
 				t.Errorf("origins %q, %q; want %q, %q", g.MaxNumSeqsFrom, g.MaxNumBatchedTokensFrom, c.seqsFrom, c.toksFrom)
 			}
-			in := b.Instances[0].Engine
+			in := b.instances[0].Engine
 			if in.MaxNumSeqs != c.seqs || in.MaxNumBatchedTokens != c.tokens {
 				t.Errorf("engine config %d / %d, want %d / %d", in.MaxNumSeqs, in.MaxNumBatchedTokens, c.seqs, c.tokens)
 			}
@@ -94,7 +94,7 @@ func TestResolvedReplaysTheSameEngines(t *testing.T) {
 	g1 := r.Instances[1].Engine
 	// RTX4090 (23.65 GiB): the small defaults, max_num_seqs as set; the
 	// model's 131072-token context; graphs up to min(2 x 64, 512, 2048).
-	if g1.MaxNumSeqs != 64 || g1.MaxNumBatchedTokens != 2048 || g1.MaxModelLen != 131072 || g1.NumGPUBlocks != b.Instances[2].NumBlocks ||
+	if g1.MaxNumSeqs != 64 || g1.MaxNumBatchedTokens != 2048 || g1.MaxModelLen != 131072 || g1.NumGPUBlocks != b.instances[2].NumBlocks ||
 		g1.CUDAGraphMode != "full_and_piecewise" || g1.CUDAGraphCaptureSizes[len(g1.CUDAGraphCaptureSizes)-1] != 128 {
 		t.Errorf("resolved group 1 engine %+v", *g1)
 	}
@@ -103,9 +103,9 @@ func TestResolvedReplaysTheSameEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 	b2 := mustBuild(t, "resolved.yaml", string(y))
-	for i := range b.Instances {
-		if b.Instances[i].Engine != b2.Instances[i].Engine {
-			t.Errorf("instance %d: engine %+v, replayed %+v", i, b.Instances[i].Engine, b2.Instances[i].Engine)
+	for i := range b.instances {
+		if b.instances[i].Engine != b2.instances[i].Engine {
+			t.Errorf("instance %d: engine %+v, replayed %+v", i, b.instances[i].Engine, b2.instances[i].Engine)
 		}
 	}
 	if got := b2.Describe().Groups[0].MaxNumSeqsFrom; got != FromScenario {

@@ -61,19 +61,21 @@ type GroupDescription struct {
 	// TPNodes is the number of nodes a tensor-parallel group larger than
 	// a node spans (omitted when it fits in one).
 	TPNodes int `json:"tp_nodes,omitempty"`
+	// KVLayout describes a hybrid or MLA KV cache (omitted otherwise).
+	KVLayout string `json:"kv_layout,omitempty"`
 }
 
 // Describe returns what b simulates.
 func (b *Built) Describe() Description {
-	s := b.Scenario
-	d := Description{Name: s.Name, Seed: s.Seed, Model: s.Model, Dtype: s.Dtype, Predictor: s.Predictor.Kind, Workload: describeWorkload(&s.Workload)}
+	s := &b.scenario
+	d := Description{Name: s.Name, Seed: s.Seed, Model: s.Model, Dtype: s.Dtype, Predictor: string(s.Predictor.Kind), Workload: describeWorkload(&s.Workload)}
 	if qf, err := s.Format(); err == nil && !qf.Off() {
 		d.Format = qf.String()
 		if b.formatScaled {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("profile: the %s tables are scaled to %s by the roofline's step-time ratio (predictor.format_scaling: %s; approximate, see docs/quantization.md)", s.Dtype, qf.Variant(), s.Predictor.FormatScaling))
 		}
 		seen := map[string]bool{}
-		for _, in := range b.Instances {
+		for _, in := range b.instances {
 			acc, err := hw.Lookup(in.Hardware)
 			if err != nil || seen[acc.Name] {
 				continue
@@ -90,24 +92,24 @@ func (b *Built) Describe() Description {
 	if fe := s.FrontEnd; fe != nil {
 		d.FrontEnd = fe.Describe()
 	}
-	if b.PD != nil {
+	if b.pd != nil {
 		d.Handoff = fmt.Sprintf("policy %s, placement %s", s.Handoff.Policy, s.Handoff.Placement)
 	}
 	warned := map[string]bool{}
-	for i := 0; i < len(b.Instances); {
-		in := b.Instances[i]
+	for i := 0; i < len(b.instances); {
+		in := b.instances[i]
 		n := 1
-		for i+n < len(b.Instances) && b.Instances[i+n].Group == in.Group {
+		for i+n < len(b.instances) && b.instances[i+n].Group == in.Group {
 			n++
 		}
 		count := n
 		if in.DP > 1 {
 			count = n / in.DP
 		}
-		g := GroupDescription{Name: in.Group, Count: count, Role: in.Role, Hardware: in.Hardware, TP: in.TP, PP: in.PP,
+		g := GroupDescription{Name: in.Group, Count: count, Role: string(in.Role), Hardware: in.Hardware, TP: in.TP, PP: in.PP,
 			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens, MaxNumSeqsFrom: in.BatchOrigin.Seqs,
-			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes}
+			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes, KVLayout: in.KVLayout}
 		if in.DP > 1 || in.EP > 1 {
 			g.DP, g.EP = in.DP, in.EP
 		}
@@ -126,7 +128,7 @@ func (b *Built) Describe() Description {
 // one host: the all-reduces crossing nodes are priced on that path, which
 // no network between two hosts matches, unless links.tp_* set the rate.
 func (b *Built) spanWarning(in Instance) string {
-	l := b.Scenario.Links
+	l := b.scenario.Links
 	if in.TPNodes < 2 || l.TPBandwidthGBps > 0 || l.TPLatencyUs >= 0 {
 		return ""
 	}
@@ -141,8 +143,8 @@ func (b *Built) spanWarning(in Instance) string {
 // latencySource names where an instance's step times come from, and adds
 // a warning (once per accelerator) when it borrows a calibration.
 func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]string) (string, map[string]bool) {
-	s := b.Scenario
-	if s.Predictor.Kind == "perfdb" {
+	s := &b.scenario
+	if s.Predictor.Kind == config.PredictorPerfDB {
 		src := b.perfdb[in.Hardware]
 		acc, err := hw.Lookup(in.Hardware)
 		if err != nil {
@@ -158,7 +160,7 @@ func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]s
 		}
 		return src + "; outside the tables: roofline, " + desc, warned
 	}
-	if s.Predictor.Kind != "roofline" {
+	if s.Predictor.Kind != config.PredictorRoofline {
 		variant := s.Dtype
 		if qf, err := s.Format(); err == nil && !qf.Off() {
 			variant = qf.Variant()
@@ -196,14 +198,19 @@ func describeWorkload(w *config.Workload) string {
 			syn.Requests, syn.Arrival.Kind, rate(syn.Arrival.Rate), dist(syn.Input.Kind, syn.Input.Mean), dist(syn.Output.Kind, syn.Output.Mean)))
 	case w.Chat != nil:
 		c := w.Chat
-		parts = append(parts, fmt.Sprintf("chat: %d conversations, %s starts%s, %s turns", c.Conversations, c.Arrival.Kind, rate(c.Arrival.Rate), c.Turns.Kind))
+		// The arrival rate is of conversations, each several requests.
+		starts := ""
+		if c.Arrival.Rate != 0 {
+			starts = fmt.Sprintf(" at %g conversations/s", c.Arrival.Rate)
+		}
+		parts = append(parts, fmt.Sprintf("chat: %d conversations, %s starts%s, %s turns", c.Conversations, c.Arrival.Kind, starts, c.Turns.Kind))
 	case w.SharedPrefix != nil:
 		sp := w.SharedPrefix
 		parts = append(parts, fmt.Sprintf("shared prefix: %d requests over %d contexts, %s arrivals%s", sp.Requests, sp.Prefixes, sp.Arrival.Kind, rate(sp.Arrival.Rate)))
 	default:
 		parts = append(parts, "trace "+w.Trace)
-		if w.Format != "jsonl" {
-			parts = append(parts, "format "+w.Format)
+		if w.Format != config.TraceJSONL {
+			parts = append(parts, "format "+string(w.Format))
 		}
 	}
 	if w.Limit > 0 {
@@ -214,6 +221,9 @@ func describeWorkload(w *config.Workload) string {
 	}
 	if w.MaxConcurrency > 0 {
 		parts = append(parts, fmt.Sprintf("max concurrency %d", w.MaxConcurrency))
+	}
+	if w.IgnoreArrivalTimes {
+		parts = append(parts, "arrival times ignored (all due at 0)")
 	}
 	if w.WarmupRequests > 0 {
 		parts = append(parts, fmt.Sprintf("%d warm-up requests", w.WarmupRequests))
@@ -260,6 +270,9 @@ func (d Description) Lines() []string {
 				g.Name, g.Count, g.Role, g.Hardware, shape, g.KVBlocks, g.BlockSize, per),
 			"  "+batchLine(g),
 			"  step latency: "+g.Latency)
+		if g.KVLayout != "" {
+			lines = append(lines, "  KV cache: "+g.KVLayout)
+		}
 		if g.TPNodes > 1 {
 			lines = append(lines, fmt.Sprintf("  tp %d spans %d nodes: all-reduces over the NICs (docs/engine-time.md)", g.TP, g.TPNodes))
 		}

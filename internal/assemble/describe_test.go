@@ -31,10 +31,16 @@ func TestDescribeSaysWhatIsSimulated(t *testing.T) {
 		{"model: Qwen/Qwen3-30B-A3B-Instruct-2507\ninstances: [{tp: 2}]\n",
 			[]string{"profile RTXPRO6000/Qwen/Qwen3-30B-A3B-Instruct-2507/bf16/tp2", "tp1 table divided by tp"}, 1},
 		{"model: Qwen/Qwen3-30B-A3B-Instruct-2507\ninstances: [{dp: 2, ep: 2}]\n", []string{"dp 2 ep 2"}, 0},
+		// A chat workload's rate is of conversation starts, not requests.
+		{"workload: {chat: {conversations: 5, arrival: {kind: poisson, rate: 2}, turns: {kind: fixed, mean: 3}, think_ms: {kind: fixed, mean: 100}, message: {kind: fixed, mean: 10}, output: {kind: fixed, mean: 5}}}\n",
+			[]string{"chat: 5 conversations, poisson starts at 2 conversations/s"}, 0},
 	} {
 		b := mustBuild(t, "d.yaml", c.yaml)
 		d := b.Describe()
 		text := strings.Join(d.Lines(), "\n")
+		if strings.Contains(text, "starts at") && strings.Contains(text, "req/s") {
+			t.Errorf("conversation starts labelled req/s:\n%s", text)
+		}
 		for _, w := range c.want {
 			if !strings.Contains(text, w) {
 				t.Errorf("description of %q lacks %q:\n%s", c.yaml, w, text)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
@@ -27,14 +28,17 @@ type groupSpec struct {
 // own seeded load stream) and its predictor's per-run copy counting into
 // counts.
 func (b *Built) dpGroups(counts *perf.TableCounts) ([]cluster.DPGroup, error) {
-	m := b.Model
+	m := b.model
 	routing := moe.Routing{}
-	if r := b.Scenario.MoE; r != nil {
-		routing = moe.Routing{Kind: r.Routing, Skew: r.Skew, Weights: b.routing}
+	if r := b.scenario.MoE; r != nil {
+		routing = moe.Routing{Skew: r.Skew, Weights: b.routing}
+		if r.Routing == config.RoutingZipf {
+			routing.Kind = moe.Zipf
+		}
 	}
 	out := make([]cluster.DPGroup, len(b.groups))
 	for gi, g := range b.groups {
-		in := b.Instances[g.ranks[0]]
+		in := b.instances[g.ranks[0]]
 		dp := len(g.ranks)
 		cfg := moe.Config{Layers: m.NumMoELayers(), Experts: int(m.NumExperts), TopK: int(m.ExpertsPerTok), EP: in.EP,
 			Routing: routing, Timer: g.timer}
@@ -47,12 +51,12 @@ func (b *Built) dpGroups(counts *perf.TableCounts) ([]cluster.DPGroup, error) {
 			comm := perf.NewAllReduce(dp, perf.Interconnect{NVLink: g.link.Kind == hw.LinkNVLink, P2P: g.link.P2P, LinkBW: bw}, true)
 			cfg.Dispatch = moe.AllGatherReduceScatter{Comm: comm, HiddenBytes: g.hiddenBytes}
 		}
-		mm, err := moe.New(cfg, b.Scenario.Seed+uint64(gi)*0x9e3779b97f4a7c15)
+		mm, err := moe.New(cfg, b.scenario.Seed+uint64(gi)*0x9e3779b97f4a7c15)
 		if err != nil {
 			return nil, fmt.Errorf("instance group %s: %w", in.Group, err)
 		}
 		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: perf.ForRun(g.pred, counts), MoE: mm, Graph: g.graph.Dispatch, Balance: g.balance,
-			SeededTies: g.seededTies, TieSeed: b.Scenario.Seed + uint64(gi)}
+			SeededTies: g.seededTies, TieSeed: b.scenario.Seed + uint64(gi)}
 	}
 	return out, nil
 }

@@ -58,10 +58,10 @@ func TestDPGroupBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Instances) != 2 || len(b.groups) != 1 || len(b.groups[0].ranks) != 2 {
-		t.Fatalf("%d engines, groups %+v", len(b.Instances), b.groups)
+	if len(b.instances) != 2 || len(b.groups) != 1 || len(b.groups[0].ranks) != 2 {
+		t.Fatalf("%d engines, groups %+v", len(b.instances), b.groups)
 	}
-	for i, in := range b.Instances {
+	for i, in := range b.instances {
 		if in.DP != 2 || in.EP != 2 || in.Rank != i {
 			t.Errorf("engine %d: dp %d ep %d rank %d", i, in.DP, in.EP, in.Rank)
 		}
@@ -109,7 +109,7 @@ func TestNodePlacement(t *testing.T) {
 		}
 		for i, want := range c.want {
 			for r := 0; r < 2; r++ {
-				if got := b.Instances[2*i+r].Node; got != want {
+				if got := b.instances[2*i+r].Node; got != want {
 					t.Errorf("node_gpus %d: instance %d rank %d on node %d, want %d", c.nodeGPUs, i, r, got, want)
 				}
 			}

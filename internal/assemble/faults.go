@@ -16,8 +16,8 @@ func faultUnits(b *Built) ([]cluster.FaultUnit, map[string]int) {
 	var units []cluster.FaultUnit
 	byName := map[string]int{}
 	perGroup := map[string]int{}
-	for i := range b.Instances {
-		in := &b.Instances[i]
+	for i := range b.instances {
+		in := &b.instances[i]
 		if in.Rank == 0 {
 			name := fmt.Sprintf("%s[%d]", in.Group, perGroup[in.Group])
 			perGroup[in.Group]++
@@ -31,13 +31,13 @@ func faultUnits(b *Built) ([]cluster.FaultUnit, map[string]int) {
 	return units, byName
 }
 
-// reloadNs is how long an instance of b.Instances[i]'s shape takes to load
+// reloadNs is how long an instance of b.instances[i]'s shape takes to load
 // its weights at gbps GB/s per GPU (every GPU loads its shard at once).
 func reloadNs(b *Built, i int, gbps float64) (int64, error) {
 	if gbps == 0 {
 		return 0, nil
 	}
-	s := b.Scenario
+	s := b.scenario
 	bpe, err := model.BytesPerElem(s.Dtype)
 	if err != nil {
 		return 0, fmt.Errorf("dtype: %w", err)
@@ -46,15 +46,15 @@ func reloadNs(b *Built, i int, gbps float64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	in := &b.Instances[i]
-	w := weightsPerGPU(b.Model, in.TP, max(in.PP, 1), max(in.EP, 1), bpe, qf.WeightBytes())
+	in := &b.instances[i]
+	w := weightsPerGPU(b.model, in.TP, max(in.PP, 1), max(in.EP, 1), bpe, qf.WeightBytes())
 	return int64(math.Ceil(float64(w) / (gbps * 1e9) * 1e9)), nil
 }
 
 // faultConfig translates the scenario's faults section (nil when absent).
 func faultConfig(b *Built) (*cluster.FaultConfig, error) {
-	f := b.Scenario.Faults
-	if f == nil && b.Scenario.Autoscaler == nil {
+	f := b.scenario.Faults
+	if f == nil && b.scenario.Autoscaler == nil {
 		return nil, nil
 	}
 	units, byName := faultUnits(b)
@@ -63,11 +63,11 @@ func faultConfig(b *Built) (*cluster.FaultConfig, error) {
 		zero, never := 0, true
 		f = &config.Faults{MaxRetries: &zero, Restart: config.Restart{Never: never}}
 	}
-	cfg := &cluster.FaultConfig{Units: units, MaxRetries: *f.MaxRetries, TransferFailure: f.Transfers.FailureRate, Seed: b.Scenario.Seed}
-	if f.OnLoss == "fail" {
+	cfg := &cluster.FaultConfig{Units: units, MaxRetries: *f.MaxRetries, TransferFailure: f.Transfers.FailureRate, Seed: b.scenario.Seed}
+	if f.OnLoss == config.LossFail {
 		cfg.OnLoss = cluster.FailOnLoss
 	}
-	if f.Transfers.KVLoadFailurePolicy == "fail" {
+	if f.Transfers.KVLoadFailurePolicy == config.LoadFail {
 		cfg.LoadFailure = cluster.FailOnLoadFailure
 	}
 	mtbf := map[string]float64{}
@@ -107,7 +107,7 @@ func faultConfig(b *Built) (*cluster.FaultConfig, error) {
 		}
 		n := 0
 		for u := range cfg.Units {
-			if b.Instances[cfg.Units[u].Engines[0]].Node == *l.Node {
+			if b.instances[cfg.Units[u].Engines[0]].Node == *l.Node {
 				cfg.Losses = append(cfg.Losses, cluster.ScheduledLoss{Unit: u, At: at})
 				n++
 			}
@@ -124,7 +124,7 @@ func faultConfig(b *Built) (*cluster.FaultConfig, error) {
 		}
 		unit := &cfg.Units[u]
 		eng := unit.Engines[0]
-		in := &b.Instances[eng]
+		in := &b.instances[eng]
 		switch {
 		case len(unit.Engines) > 1 && st.Rank < len(unit.Engines):
 			eng = unit.Engines[st.Rank]
@@ -134,7 +134,7 @@ func faultConfig(b *Built) (*cluster.FaultConfig, error) {
 		}
 		cfg.Stragglers = append(cfg.Stragglers, cluster.StragglerWindow{Engine: eng, Start: sec(st.StartS), End: sec(st.EndS), Factor: st.Factor})
 	}
-	if a := b.Scenario.Autoscaler; a != nil {
+	if a := b.scenario.Autoscaler; a != nil {
 		as, err := autoscalerConfig(b, a, cfg.Units)
 		if err != nil {
 			return nil, err
@@ -160,9 +160,9 @@ func autoscalerConfig(b *Built, a *config.Autoscaler, units []cluster.FaultUnit)
 		sp := cluster.ScalePool{Name: p.Group, Target: p.Target, Window: sec(p.WindowS), Min: p.Min, Max: *p.Max, Initial: *p.Initial,
 			UpCooldown: sec(*p.ScaleUpCooldownS), DownCooldown: sec(*p.ScaleDownCooldownS)}
 		switch p.Metric {
-		case "kv_usage":
+		case config.MetricKVUsage:
 			sp.Metric = cluster.KVUsageMetric
-		case "ttft_p90":
+		case config.MetricTTFTP90:
 			sp.Metric = cluster.TTFTP90Metric
 		}
 		for u := range units {

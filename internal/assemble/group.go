@@ -70,7 +70,7 @@ func (bl *builder) addGroup(gi int) error {
 	}
 	m, tp, pp := bl.m, gs.tp, gs.pp
 	tmpl := Instance{Group: gs.g.Name, Role: gs.g.Role, Hardware: gs.acc.Name,
-		TP: tp, PP: pp, DP: gs.dp, EP: gs.ep, NumBlocks: kv.blocks, PredictedBlocks: kv.predicted, PredictErr: kv.predictErr, BlockSize: gs.eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: gs.origin,
+		TP: tp, PP: pp, DP: gs.dp, EP: gs.ep, NumBlocks: kv.blocks, PredictedBlocks: kv.predicted, KVLayout: kv.layout, PredictErr: kv.predictErr, BlockSize: gs.eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: gs.origin,
 		nics: repeatNIC(bl.groupNIC(gs.acc), tp*pp), kvPerToken: kvPerTokenPerGPU(m, bl.qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: prefillRate(pred, gs.eng), pushBuf: pushBuf,
 		Speculative: sb.desc, TPNodes: tpNodes(tp, gs.linkGPUs)}
 	bl.placeInstances(gs, tmpl, spec)
@@ -137,21 +137,41 @@ func (bl *builder) resolveGroup(gi int) (*groupShape, error) {
 	return gs, nil
 }
 
+// predictorKey is everything a group's predictor depends on beyond the
+// scenario-wide inputs (model, formats, predictor section, links): groups
+// share a predictor only when their keys are equal.
+type predictorKey struct {
+	acc    string // accelerator name
+	tp, ep int    // the measured MoE tables depend on ep
+	// nodeGPUs and nvlinkDomain are the node size and NVLink domain
+	// after the group's node_gpus: where its collectives run.
+	nodeGPUs, nvlinkDomain int
+	// customAROff is engine.disable_custom_all_reduce.
+	customAROff bool
+	// et is the engine-time model before the tables' kernel floor,
+	// printed (it holds the capture sizes, a slice).
+	et string
+}
+
+// keyOf returns the group's predictor key.
+func keyOf(gs *groupShape) predictorKey {
+	return predictorKey{acc: gs.acc.Name, tp: gs.tp, ep: gs.ep,
+		nodeGPUs: gs.acc.Node.GPUs, nvlinkDomain: gs.acc.Node.NVLinkDomain,
+		customAROff: gs.eng.DisableCustomAllReduce != nil && *gs.eng.DisableCustomAllReduce,
+		et:          fmt.Sprintf("%+v", gs.et)}
+}
+
 // groupPredictor returns the group's step-time predictor and the key it is
-// cached under: groups on the same accelerator, tensor-parallel degree and
-// engine timing share one. Building a new one sets gs.et.StepKernelNs from
-// the kernel floor of its tables.
-func (bl *builder) groupPredictor(gs *groupShape) (string, perf.Predictor, error) {
+// cached under (groups of equal keys share one). It sets
+// gs.et.StepKernelNs from the kernel floor of the predictor's tables.
+func (bl *builder) groupPredictor(gs *groupShape) (predictorKey, perf.Predictor, error) {
 	s, acc, tp, linkGPUs := bl.s, gs.acc, gs.tp, gs.linkGPUs
-	key := fmt.Sprintf("%s/tp%d/%+v", acc.Name, tp, gs.et)
-	if linkGPUs > 0 && tp > linkGPUs {
-		key += "/spans-nodes" // all-reduces over the NICs (tpComm)
-	}
+	key := keyOf(gs)
 	pred, ok := bl.predictors[key]
 	if !ok {
 		base, db, err := bl.basePredictor(gs, key)
 		if err != nil {
-			return "", nil, err
+			return key, nil, err
 		}
 		// The profile tables exclude collectives; the roofline times
 		// single-GPU ops too: add the tensor-parallel all-reduces.
@@ -173,6 +193,8 @@ func (bl *builder) groupPredictor(gs *groupShape) (string, perf.Predictor, error
 		base = perf.WithEngineTime(base, gs.et)
 		pred = perf.WithOverhead(base, bl.overheadNs)
 		bl.predictors[key] = pred
+	} else if mk, ok := bl.gpuTime[key].(interface{ MinKernelNs() float64 }); ok {
+		gs.et.StepKernelNs = mk.MinKernelNs() // as the group that built it
 	}
 	bl.b.moeTPScaled = bl.b.moeTPScaled || (gs.ep == 1 && bl.scaledMoE[key])
 	return key, pred, nil
@@ -182,10 +204,10 @@ func (bl *builder) groupPredictor(gs *groupShape) (string, perf.Predictor, error
 // group (the measured database, the roofline or the profile tables) and
 // records under key what the data-parallel ranks and reports need of it.
 // db is the measured database (perfdb only).
-func (bl *builder) basePredictor(gs *groupShape, key string) (base perf.Predictor, db *perfdb.DB, err error) {
+func (bl *builder) basePredictor(gs *groupShape, key predictorKey) (base perf.Predictor, db *perfdb.DB, err error) {
 	s, src, m, acc, tp, path := bl.s, bl.src, bl.m, gs.acc, gs.tp, gs.path
 	switch s.Predictor.Kind {
-	case "perfdb":
+	case config.PredictorPerfDB:
 		var rl *perf.Roofline
 		base, rl, db, err = measuredPredictor(s, src, bl.dbs, m, acc, tp, gs.ep, bl.qf)
 		if err != nil {
@@ -193,7 +215,7 @@ func (bl *builder) basePredictor(gs *groupShape, key string) (base perf.Predicto
 		}
 		bl.rooflines[key] = rl
 		bl.b.perfdb[acc.Name] = describePerfDB(db, bl.dbs.name)
-	case "roofline":
+	case config.PredictorRoofline:
 		base, err = roofline(s, src, m, acc, tp, bl.qf)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -219,7 +241,7 @@ func (bl *builder) basePredictor(gs *groupShape, key string) (base perf.Predicto
 }
 
 // groupSpeculative builds the group's speculative decoding (zero: off).
-func (bl *builder) groupSpeculative(gs *groupShape, key string) (specBuild, error) {
+func (bl *builder) groupSpeculative(gs *groupShape, key predictorKey) (specBuild, error) {
 	sp := gs.eng.Speculative
 	if sp == nil {
 		return specBuild{}, nil
@@ -237,6 +259,7 @@ func (bl *builder) groupSpeculative(gs *groupShape, key string) (specBuild, erro
 type groupKV struct {
 	blocks, predicted int
 	predictErr        error
+	layout            string // the KV layout of a hybrid or MLA model, "" otherwise
 }
 
 // groupMemory sizes the group's KV cache per instance from its GPU memory
@@ -250,6 +273,13 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	mem.Weights += sb.weights
 	mem.KVPerToken += sb.kvPerToken
 	predicted, perr := mem.Blocks(gs.eng.BlockSize)
+	layout := kvLayout(m, tp, pp, bl.qf.KVBytes())
+	if hy, ok := hybridLayout(m, gs.eng, tp, pp, bl.qf.KVBytes()); ok {
+		var pool int
+		if predicted, pool, perr = hy.Blocks(mem); perr == nil {
+			layout = fmt.Sprintf("hybrid, %s; vLLM pool %d blocks", hy, pool)
+		}
+	}
 	if perr != nil {
 		shape := fmt.Sprintf("tp=%d", tp)
 		if pp > 1 {
@@ -274,7 +304,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	if bl.totalBlocks > config.MaxTotalBlocks {
 		return groupKV{}, fmt.Errorf("%s: the cluster's KV blocks exceed the simulator's bound of %d; use fewer instances, engine.num_gpu_blocks or a larger engine.block_size", path, config.MaxTotalBlocks)
 	}
-	return groupKV{blocks: blocks, predicted: predicted, predictErr: perr}, nil
+	return groupKV{blocks: blocks, predicted: predicted, predictErr: perr, layout: layout}, nil
 }
 
 // engineConfig makes the group's engine configuration with blocks KV
@@ -303,7 +333,7 @@ func (bl *builder) engineConfig(gs *groupShape, blocks int, sb specBuild) (cfg e
 		cfg.PipelineParallel = gs.pp
 		cfg.PPSend = engine.PPSend{LatencyNs: tc.LinkLatencyNs, BytesPerToken: int64(m.HiddenSize) * int64(bl.bpe), Bandwidth: tc.LinkBW}
 	}
-	role, err := parseRole(gs.g.Role)
+	role, err := engineRole(gs.g.Role)
 	if err != nil {
 		return engine.Config{}, 0, fmt.Errorf("%s.role: %w", path, err)
 	}
@@ -311,7 +341,7 @@ func (bl *builder) engineConfig(gs *groupShape, blocks int, sb specBuild) (cfg e
 	if role == engine.Decode {
 		cfg.ReservedDecodeTokens = s.Handoff.ReservedDecodeTokens
 	}
-	if s.PD() && role == engine.Decode && s.Handoff.Policy == "push" {
+	if s.PD() && role == engine.Decode && s.Handoff.Policy == config.PolicyPush {
 		pushBuf = int(float64(blocks) * s.Handoff.PushBufferFraction)
 		cfg.NumBlocks = blocks - pushBuf
 	}
@@ -349,7 +379,7 @@ func prefillRate(pred perf.Predictor, eng config.Engine) float64 {
 
 // dpSpec is how the group's data- or expert-parallel instances time
 // their lockstep steps (zero for an ordinary group).
-func (bl *builder) dpSpec(gs *groupShape, key string, pred perf.Predictor) (groupSpec, error) {
+func (bl *builder) dpSpec(gs *groupShape, key predictorKey, pred perf.Predictor) (groupSpec, error) {
 	s, m, acc, dp, ep, path := bl.s, bl.m, gs.acc, gs.dp, gs.ep, gs.path
 	if dp <= 1 && ep <= 1 {
 		return groupSpec{}, nil
@@ -372,7 +402,7 @@ func (bl *builder) dpSpec(gs *groupShape, key string, pred perf.Predictor) (grou
 	}
 	graph := gs.et
 	graph.CaptureSizes = slices.Sorted(slices.Values(gs.et.CaptureSizes))
-	return groupSpec{pred: pred, timer: timer, graph: graph, balance: gs.g.DPBalance != "router", seededTies: gs.g.DPBalanceTies == "seeded",
+	return groupSpec{pred: pred, timer: timer, graph: graph, balance: gs.g.DPBalance != config.DPBalanceRouter, seededTies: gs.g.DPBalanceTies == config.TiesSeeded,
 		hiddenBytes: m.HiddenSize * int64(bl.bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9}, nil
 }
 
@@ -386,12 +416,12 @@ func (bl *builder) placeInstances(gs *groupShape, tmpl Instance, spec groupSpec)
 		spec.ranks = nil
 		for r := 0; r < dp; r++ {
 			if dp > 1 || gs.ep > 1 {
-				spec.ranks = append(spec.ranks, len(b.Instances))
+				spec.ranks = append(spec.ranks, len(b.instances))
 			}
 			in := tmpl
-			in.Index, in.Rank, in.Node = len(b.Instances), r, node
+			in.Index, in.Rank, in.Node = len(b.instances), r, node
 			in.nics = slices.Clone(tmpl.nics)
-			b.Instances = append(b.Instances, in)
+			b.instances = append(b.instances, in)
 		}
 		if spec.ranks != nil {
 			b.groups = append(b.groups, spec)

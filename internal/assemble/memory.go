@@ -85,6 +85,9 @@ func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, qf quant.Form
 		}
 		mem := gpuMemory(m, memBytes, t, pp, bpe, qf, eng)
 		n, err := mem.Blocks(eng.BlockSize)
+		if hy, ok := hybridLayout(m, eng, t, pp, qf.KVBytes()); ok {
+			n, _, err = hy.Blocks(mem)
+		}
 		return err == nil && n > 0
 	}
 	var parts []string
@@ -105,8 +108,19 @@ func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, qf quant.Form
 			parts = append(parts, fmt.Sprintf("tp=%d on %s", tp, strings.Join(accs, ", ")))
 		}
 	}
+	hint := checkpointHint(m, qf)
 	if len(parts) == 0 {
+		return hint
+	}
+	return " (it fits with " + strings.Join(parts, ", or ") + ")" + hint
+}
+
+// checkpointHint points at the checkpoint's own weight format when the
+// scenario leaves a quantised checkpoint (DeepSeek-V3's fp8, gpt-oss's
+// mxfp4) unquantised.
+func checkpointHint(m *model.Config, qf quant.Format) string {
+	if qf.Quantized() || m.QuantMethod == "" {
 		return ""
 	}
-	return " (it fits with " + strings.Join(parts, ", or ") + ")"
+	return fmt.Sprintf("; the %s checkpoint ships %s weights (config.json quantization_config): set quantization: %s", m.Name, m.QuantMethod, m.QuantMethod)
 }

@@ -68,7 +68,7 @@ func (p *perfdbs) system(s *config.Scenario, acc hw.Accelerator) (*perfdb.DB, er
 
 // gemmDtype is the gemm_perf dtype of qf's linear layers on acc: fp8
 // (per-tensor) or fp8_block where the part has FP8 tensor cores, nvfp4;
-// "" for formats the table does not measure (awq, gptq, fp8 weight-only),
+// "" for formats the table does not measure (awq, gptq, mxfp4, fp8 weight-only),
 // whose linear layers are then timed by the roofline.
 func gemmDtype(qf quant.Format, acc hw.Accelerator) string {
 	switch qf.Method {
@@ -181,7 +181,16 @@ func kernelShape(s *config.Scenario, m *model.Config, acc hw.Accelerator, tp int
 	if qf.KVBytes() == 1 {
 		shape.KVDtype = "fp8"
 	}
+	shape.MLA = deepSeekV3MLA(m)
 	return shape, nil
+}
+
+// deepSeekV3MLA reports an MLA of DeepSeek-V3's dimensions (hidden 7168,
+// q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128; any
+// head count), the module AIConfigurator's MLA tables measure.
+func deepSeekV3MLA(m *model.Config) bool {
+	return m.IsMLA() && m.HiddenSize == 7168 && m.QLoraRank == 1536 && m.KVLoraRank == 512 &&
+		m.QKNopeHeadDim == 128 && m.QKRopeHeadDim == 64 && m.VHeadDim == 128
 }
 
 // moeShape selects the moe_perf rows of m's MoE block split over tp

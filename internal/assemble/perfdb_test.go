@@ -30,7 +30,7 @@ func TestPerfDBEverySystem(t *testing.T) {
 		if lat := d.Groups[0].Latency; !strings.Contains(lat, "perfdb "+acc.PerfDBSystem) || !strings.Contains(lat, "gemm_perf") {
 			t.Errorf("%s: latency source %q does not name the system and its tables", name, lat)
 		}
-		if got := b.Instances[0].Predictor.StepTime(&perf.Batch{NumDecode: 16, DecodeKVSum: 16 * 500, DecodeKVMax: 500, DecodeKVMin: 500}); got <= 0 {
+		if got := b.instances[0].Predictor.StepTime(&perf.Batch{NumDecode: 16, DecodeKVSum: 16 * 500, DecodeKVMax: 500, DecodeKVMin: 500}); got <= 0 {
 			t.Errorf("%s: decode step %d ns", name, got)
 		}
 	}

@@ -175,13 +175,13 @@ func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links, en
 }
 
 // graphModes maps engine.cudagraph_mode to the predictor's mode.
-var graphModes = map[string]perf.GraphMode{
-	"":                   perf.GraphsFullAndPiecewise,
-	"full_and_piecewise": perf.GraphsFullAndPiecewise,
-	"piecewise":          perf.GraphsPiecewise,
-	"full":               perf.GraphsFull,
-	"full_decode_only":   perf.GraphsFullDecodeOnly,
-	"none":               perf.GraphsNone,
+var graphModes = map[config.CUDAGraphMode]perf.GraphMode{
+	"":                           perf.GraphsFullAndPiecewise,
+	config.GraphFullAndPiecewise: perf.GraphsFullAndPiecewise,
+	config.GraphPiecewise:        perf.GraphsPiecewise,
+	config.GraphFull:             perf.GraphsFull,
+	config.GraphFullDecodeOnly:   perf.GraphsFullDecodeOnly,
+	config.GraphNone:             perf.GraphsNone,
 }
 
 // engineTime resolves the engine-side time model of an instance: vLLM

@@ -28,7 +28,7 @@ func TestQuantizedKVCapacity(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", extra, err)
 		}
-		return b.Instances[0].NumBlocks
+		return b.instances[0].NumBlocks
 	}
 	bf := blocks("")
 	kv8 := blocks("kv_cache_dtype: fp8\n")
@@ -42,7 +42,7 @@ func TestQuantizedKVCapacity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := b.Instances[0].kvPerToken; got != want {
+		if got := b.instances[0].kvPerToken; got != want {
 			t.Errorf("%q: %d KV bytes per token, want %d", y, got, want)
 		}
 	}
@@ -82,7 +82,7 @@ func TestProfileRefusesUnmeasuredFormat(t *testing.T) {
 		t.Errorf("description lacks the format or the approximation warning: %+v", d)
 	}
 	b := perf.Batch{NumDecode: 32, DecodeKVSum: 32000, DecodeKVMax: 1000, DecodeKVMin: 1000}
-	p, q := plain.Instances[0].Predictor.StepTime(&b), scaled.Instances[0].Predictor.StepTime(&b)
+	p, q := plain.instances[0].Predictor.StepTime(&b), scaled.instances[0].Predictor.StepTime(&b)
 	if !(q < p && q > p/2) {
 		t.Errorf("decode step: bf16 %d ns, fp8 scaled %d ns; want between half and all of it", p, q)
 	}

@@ -10,9 +10,9 @@ import "github.com/servesim/servesim/internal/perf"
 // step-error band with it. b is not changed.
 func (b *Built) Scaled(f float64) *Built {
 	c := *b
-	c.Instances = append([]Instance(nil), b.Instances...)
-	for i := range c.Instances {
-		c.Instances[i].Predictor = perf.Scale(c.Instances[i].Predictor, f)
+	c.instances = append([]Instance(nil), b.instances...)
+	for i := range c.instances {
+		c.instances[i].Predictor = perf.Scale(c.instances[i].Predictor, f)
 	}
 	c.groups = append([]groupSpec(nil), b.groups...)
 	for i := range c.groups {

@@ -89,6 +89,9 @@ func (nopCloser) Close() error { return nil }
 func workloadOpener(s *config.Scenario, src config.Source) (func() (workload.Source, io.Closer, error), error) {
 	w := s.Workload
 	wrap := func(ws workload.Source) workload.Source {
+		if w.IgnoreArrivalTimes {
+			ws = workload.AllDueAtZero(ws)
+		}
 		if w.TimeScale != 1 {
 			ws = workload.Scale(ws, w.TimeScale)
 		}
@@ -155,7 +158,7 @@ func workloadOpener(s *config.Scenario, src config.Source) (func() (workload.Sou
 			return nil, nil, err
 		}
 		switch w.Format {
-		case "vllm-requests":
+		case config.TraceVLLMRequests:
 			reqs, err := workload.ReadMeasured(bufio.NewReader(f), name)
 			f.Close()
 			if err != nil {

@@ -64,11 +64,11 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 	var cat *perf.Catalog
 	var err error
 	switch sp.Method {
-	case "ngram":
+	case config.SpecNgram:
 		b.cfg.HostNsPerToken = NgramHostNsPerToken
 		b.desc = fmt.Sprintf("ngram, k=%d: proposals on the host (no GPU draft)", k)
 		return b, nil
-	case "draft_model":
+	case config.SpecDraftModel:
 		if draft, err = loadDraft(s, src, sp.DraftModel); err != nil {
 			return b, fmt.Errorf("%s.draft_model: %w", path, err)
 		}
@@ -81,7 +81,7 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 		b.weights = weightsPerGPU(draft, tp, 1, 1, bpe, qf.WeightBytes()) + draft.RotaryCacheBytes(bpe)
 	default: // eagle, mtp: one decoder layer of the target's shape + lm_head
 		head := *m
-		head.Name = m.Name + " " + sp.Method + " head"
+		head.Name = m.Name + " " + string(sp.Method) + " head"
 		head.NumLayers, head.FirstDenseLayers, head.MLPOnlyLayers, head.DecoderSparseStep = 1, 0, nil, 0
 		draft = &head
 		if cat, err = perf.LoadCatalog(assets.FS(), m.ModelType); err != nil {
@@ -96,7 +96,7 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 
 	var base perf.Predictor
 	source := "roofline"
-	if sp.Method == "draft_model" && s.Predictor.Kind == "profile" {
+	if sp.Method == config.SpecDraftModel && s.Predictor.Kind == config.PredictorProfile {
 		want := s.Dtype
 		if !qf.Off() {
 			want = qf.Variant()
@@ -115,7 +115,7 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 		}
 		roof, isRoof := base.(*perf.Roofline)
 		prof, isProf := target.(*perf.Profile)
-		if sp.Method != "draft_model" && isRoof && isProf {
+		if sp.Method != config.SpecDraftModel && isRoof && isProf {
 			base = perf.HeadTime(roof, prof)
 			source = "roofline, attention from the target's measured per-layer table"
 		}
@@ -131,7 +131,7 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 	tc.Scale = s.Predictor.CollectiveScale
 	b.cfg.Draft = perf.WithEngineTime(perf.WithCollectives(base, tc), dt)
 	what := draft.Name
-	if sp.Method != "draft_model" {
+	if sp.Method != config.SpecDraftModel {
 		what = "one-layer head of the target's shape"
 	}
 	b.desc = fmt.Sprintf("%s, k=%d: %s priced by the %s, KV in the same pool", sp.Method, k, what, source)
@@ -165,7 +165,7 @@ func specPath(s *config.Scenario, gi int) string {
 func requireAcceptance(s *config.Scenario, open func() (workload.Source, io.Closer, error)) (func() (workload.Source, io.Closer, error), error) {
 	path := ""
 	for gi := range s.Instances {
-		if sp := s.Instances[gi].Merged(s.Engine).Speculative; sp != nil && sp.Acceptance == "trace" {
+		if sp := s.Instances[gi].Merged(s.Engine).Speculative; sp != nil && sp.Acceptance == config.AcceptanceTrace {
 			path = specPath(s, gi)
 			break
 		}

@@ -38,10 +38,10 @@ func TestSpecMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := on.Instances[0].kvPerToken; got != tc.kv {
+			if got := on.instances[0].kvPerToken; got != tc.kv {
 				t.Errorf("%d KV bytes per token per GPU, want %d", got, tc.kv)
 			}
-			bOn, bOff := on.Instances[0].NumBlocks, off.Instances[0].NumBlocks
+			bOn, bOff := on.instances[0].NumBlocks, off.instances[0].NumBlocks
 			if tc.name == "ngram" {
 				if bOn != bOff {
 					t.Errorf("n-gram: %d blocks, %d without speculation; want equal (no GPU proposer)", bOn, bOff)
@@ -50,7 +50,7 @@ func TestSpecMemory(t *testing.T) {
 			}
 			// Fewer blocks than the KV ratio alone gives: the proposer's
 			// weights take memory too.
-			if ratio := float64(bOff) * float64(off.Instances[0].kvPerToken) / float64(tc.kv); float64(bOn) >= ratio {
+			if ratio := float64(bOff) * float64(off.instances[0].kvPerToken) / float64(tc.kv); float64(bOn) >= ratio {
 				t.Errorf("%d blocks with the proposer, want fewer than %.0f (KV ratio alone)", bOn, ratio)
 			}
 		})
@@ -128,9 +128,9 @@ func TestSpecProposerCost(t *testing.T) {
 	}
 	decode := perf.Batch{NumDecode: 32, DecodeKVSum: 32 * 2000, DecodeKVMax: 2000, DecodeKVMin: 2000}
 	off := build("")
-	target := off.Instances[0].Predictor.StepTime(&decode)
-	head := build("engine: {speculative: {method: eagle, num_speculative_tokens: 1, acceptance_rate: 0.5}}\n").Instances[0]
-	draft := build("engine: {speculative: {method: draft_model, draft_model: meta-llama/Llama-3.1-8B, num_speculative_tokens: 1, acceptance_rate: 0.5}}\n").Instances[0]
+	target := off.instances[0].Predictor.StepTime(&decode)
+	head := build("engine: {speculative: {method: eagle, num_speculative_tokens: 1, acceptance_rate: 0.5}}\n").instances[0]
+	draft := build("engine: {speculative: {method: draft_model, draft_model: meta-llama/Llama-3.1-8B, num_speculative_tokens: 1, acceptance_rate: 0.5}}\n").instances[0]
 	h, d := head.Engine.Spec.Draft.StepTime(&decode), draft.Engine.Spec.Draft.StepTime(&decode)
 	if !(h > 0 && h < d && d < target) {
 		t.Errorf("one pass: head %d ns, 8B draft %d ns, 70B target %d ns; want 0 < head < draft < target", h, d, target)
@@ -143,7 +143,7 @@ func TestSpecProposerCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := b.Instances[0].Speculative; !strings.Contains(d, "priced by the profile RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp1") {
+	if d := b.instances[0].Speculative; !strings.Contains(d, "priced by the profile RTXPRO6000/meta-llama/Llama-3.1-8B/bf16/tp1") {
 		t.Errorf("description %q does not name the profile bundle", d)
 	}
 }
@@ -219,7 +219,7 @@ func TestSpecPDHandoff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p, d := b.Instances[0].kvPerToken, b.Instances[1].kvPerToken; p != tc.p || d != tc.d {
+			if p, d := b.instances[0].kvPerToken, b.instances[1].kvPerToken; p != tc.p || d != tc.d {
 				t.Errorf("KV bytes per token: prefill %d, decode %d; want %d, %d", p, d, tc.p, tc.d)
 			}
 		})

@@ -24,7 +24,7 @@ func TestSwapBlocks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := b.Instances[0].Engine.SwapBlocks; got != tt.want {
+			if got := b.instances[0].Engine.SwapBlocks; got != tt.want {
 				t.Errorf("swap space %d blocks, want %d", got, tt.want)
 			}
 		})

@@ -23,8 +23,8 @@ func tierConfig(s *config.Scenario, b *Built) (*kvtier.Config, error) {
 	// Nodes that hold instances, numbered densely in order of first use
 	// (an instance larger than a node spans several node ids).
 	dense := map[int]int{}
-	for i := range b.Instances {
-		in := &b.Instances[i]
+	for i := range b.instances {
+		in := &b.instances[i]
 		if cfg.BlockSize == 0 {
 			cfg.BlockSize = in.BlockSize
 		} else if in.BlockSize != cfg.BlockSize {

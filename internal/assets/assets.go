@@ -8,13 +8,18 @@
 // The files come from the LLMServingSim project under the MIT licence; see
 // data/LICENSE.LLMServingSim. The per-op performance database under
 // data/aiconfigurator comes from NVIDIA AIConfigurator under the Apache
-// License 2.0; see data/aiconfigurator/LICENSE.
+// License 2.0; see data/aiconfigurator/LICENSE. The *.compact files beside
+// the profile bundles' CSVs are the parsed tables in a compact binary form
+// that loads without parsing (perf.CompactTables), generated from those
+// CSVs by go generate.
 package assets
 
 import (
 	"embed"
 	"io/fs"
 )
+
+//go:generate go run ./gencompact
 
 //go:embed data
 var data embed.FS

@@ -18,7 +18,7 @@ func ModelOf(c *model.Config, dtype string) (perf.RooflineModel, error) {
 	if err != nil {
 		return perf.RooflineModel{}, fmt.Errorf("roofline model %s: %w", c.Name, err)
 	}
-	return perf.RooflineModel{
+	m := perf.RooflineModel{
 		Layers:             int(c.NumLayers),
 		Hidden:             int(c.HiddenSize),
 		Intermediate:       int(c.IntermediateSize),
@@ -33,11 +33,34 @@ func ModelOf(c *model.Config, dtype string) (perf.RooflineModel, error) {
 		BytesPerElem:       b,
 		QKNorm:             c.QKNorm,
 		TieEmbeddings:      c.TieWordEmbeddings,
-	}, nil
+		RooflineFrontier:   frontierOf(c),
+	}
+	return m, nil
+}
+
+// frontierOf is the roofline's view of c's MLA, its window-bounded layers
+// (sliding windows, or Llama 4's chunks when it has no sliding layer) and
+// the dense layers of an MoE model.
+func frontierOf(c *model.Config) perf.RooflineFrontier {
+	f := perf.RooflineFrontier{
+		QLoraRank: int(c.QLoraRank), KVLoraRank: int(c.KVLoraRank),
+		QKNopeHeadDim: int(c.QKNopeHeadDim), QKRopeHeadDim: int(c.QKRopeHeadDim), VHeadDim: int(c.VHeadDim),
+		AttnUnquantized: c.UnquantizedAttention,
+	}
+	if c.NumExperts > 0 {
+		f.DenseLayers = int(c.NumLayers) - c.NumMoELayers()
+	}
+	if n := c.NumLayersOfKind(model.AttnSliding); n > 0 {
+		f.LocalLayers, f.LocalWindow = n, int(c.SlidingWindow)
+	} else if n := c.NumLayersOfKind(model.AttnChunked); n > 0 {
+		f.LocalLayers, f.LocalWindow, f.LocalChunked = n, int(c.AttentionChunkSize), true
+	}
+	return f
 }
 
 // HWOf converts an accelerator into the roofline's hardware, computing in
-// dtype (its tensor-core peak), with GQA-packed attention on Hopper.
+// dtype (its tensor-core peak), with GQA-packed attention on Hopper and
+// FlashAttention 2's swapped-GQA decode where vLLM runs FlashAttention 2.
 func HWOf(a hw.Accelerator, dtype string) (perf.RooflineHW, error) {
 	peak, err := a.PeakFLOPS(dtype)
 	if err != nil {
@@ -48,5 +71,10 @@ func HWOf(a hw.Accelerator, dtype string) (perf.RooflineHW, error) {
 	// get_flash_attn_version); FA3 packs GQA for varlen calls
 	// (flash-attention hopper/heuristics.h, should_pack_gqa).
 	packGQA := a.ComputeCapability >= 9 && a.ComputeCapability < 10
-	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth, PackGQA: packGQA}, nil
+	// FlashAttention 2 on compute capability 8.x and 12.x; vLLM 0.19
+	// runs FlashInfer on 10.x (vllm/platforms/cuda.py,
+	// _get_backend_priorities). A catalog entry without a compute
+	// capability is taken as FlashAttention 2 too.
+	swap := a.ComputeCapability < 9 || a.ComputeCapability >= 12
+	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth, PackGQA: packGQA, SwapGQADecode: swap}, nil
 }

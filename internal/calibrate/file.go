@@ -77,6 +77,11 @@ type AttentionEntry struct {
 	// (0: no skew correction).
 	Skew       float64 `yaml:"skew,omitempty"`
 	DecodeSkew float64 `yaml:"decode_skew,omitempty"`
+	// DecodeCopyUs is perf.Efficiency.AttnDecodeCopyNs in µs (0: not
+	// charged).
+	DecodeCopyUs float64 `yaml:"decode_copy_us,omitempty"`
+	// DecodeUnitUs is perf.Efficiency.AttnDecodeUnitNs in µs (0: unit_us).
+	DecodeUnitUs float64 `yaml:"decode_unit_us,omitempty"`
 }
 
 // FitStats is the accuracy of a fit on one table: median and 90th
@@ -115,6 +120,8 @@ func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 			CacheSpeed:      round4(e.AttnCacheSpeed),
 			Skew:            round4(e.AttnSkew),
 			DecodeSkew:      round4(e.AttnDecodeSkew),
+			DecodeCopyUs:    round4(e.AttnDecodeCopyNs / 1e3),
+			DecodeUnitUs:    round4(e.AttnDecodeUnitNs / 1e3),
 		},
 	}
 	if len(e.OpScale) > 0 {
@@ -159,6 +166,8 @@ func (en *Entry) Efficiency() perf.Efficiency {
 		AttnCacheSpeed:     a.CacheSpeed,
 		AttnSkew:           a.Skew,
 		AttnDecodeSkew:     a.DecodeSkew,
+		AttnDecodeCopyNs:   a.DecodeCopyUs * 1e3,
+		AttnDecodeUnitNs:   a.DecodeUnitUs * 1e3,
 	}
 	if len(en.OpScale) > 0 {
 		e.OpScale = map[string]float64{}

@@ -43,11 +43,6 @@ const OpGEMM = "gemm"
 // no step of a default server runs.
 const MaxStepTokens = 8192
 
-// cacheBound is the KV size above which a generation row must stream its
-// KV from device memory: larger than the L2 cache of every GPU the
-// database covers (the largest, RTX PRO 6000 Blackwell's, is 128 MB).
-const cacheBound = 128e6
-
 // KeepFrom is the calibration whose fields a database fit keeps: the
 // RTX PRO 6000's, fitted on whole-step vLLM profile tables.
 const KeepFrom = "RTXPRO6000"
@@ -60,14 +55,36 @@ const KeepFrom = "RTXPRO6000"
 // database times no mixed step).
 const KeptFields = "op_scale, cache_mb, cache_speed, sampler_passes, sampler_us, attention skew, decode_skew, empty_us"
 
+// decodeCopyParam is the cost of FlashAttention 2's query transpose before
+// a pure-decode launch (perf.Efficiency.AttnDecodeCopyNs). Only a table
+// that times decode batches of one request or one KV head beside larger
+// ones tells it apart from the decode launch, so only the database fit of
+// a GPU that runs that path (perf.RooflineHW.SwapGQADecode) frees it.
+var decodeCopyParam = field("attn_decode_copy", func(e *perf.Efficiency) *float64 { return &e.AttnDecodeCopyNs }, 3000, 10, 1e5)
+
+// decodeUnitParam is the fixed cost of a pure-decode work unit
+// (perf.Efficiency.AttnDecodeUnitNs), freed by the database fit of tables
+// measured with vLLM's FlashInfer backend, whose decode and prefill are
+// different kernels.
+var decodeUnitParam = field("attn_decode_unit", func(e *perf.Efficiency) *float64 { return &e.AttnDecodeUnitNs }, 1000, 10, 1e5)
+
 // perfDBAttnParams are the attention parameters the database's context
-// and generation rows inform: all but attn_empty.
-func perfDBAttnParams() []param {
+// and generation rows inform: all but attn_empty; the decode copy when
+// swap (the accelerator transposes GQA decode queries), the decode unit
+// cost when flashInfer (the tables time FlashInfer's separate decode
+// kernel).
+func perfDBAttnParams(swap, flashInfer bool) []param {
 	var out []param
 	for _, p := range attnParams {
 		if p.name != "attn_empty" {
 			out = append(out, p)
 		}
+	}
+	if swap {
+		out = append(out, decodeCopyParam)
+	}
+	if flashInfer {
+		out = append(out, decodeUnitParam)
 	}
 	return out
 }
@@ -95,6 +112,10 @@ type PerfDBInput struct {
 	// Dropped counts, per table, the rows faster than the accelerator can
 	// physically run them (see NewPerfDBInput), left out.
 	Dropped map[string]int
+	// FlashInfer reports that the selected attention rows were measured
+	// with vLLM's FlashInfer backend (kernel_source vllm_flashinfer*),
+	// whose decodes run a kernel of their own (see FitPerfDB).
+	FlashInfer bool
 
 	tables map[string][]sample
 	inputs []*Input
@@ -126,13 +147,22 @@ func AcceleratorOfSystem(system string) (hw.Accelerator, error) {
 // bf16 KV cache, context rows of Batch×Seq <= MaxStepTokens; fp8 GEMMs
 // (same M bound) for the fp8 check when acc has FP8 tensor cores.
 //
-// Rows faster than physics allows are left out and counted (Dropped): a
-// context row whose causal attention FLOPs (4·heads·head_dim·Batch·
-// Seq(Seq+1)/2) would run above the accelerator's peak bf16 rate, and a
-// generation row whose KV (Batch·Seq·2·kv_heads·head_dim·2 bytes), larger
-// than any L2 cache, would stream above its memory bandwidth. Neither can
-// be a timing of that computation (h200_sxm's context table holds rows up
-// to 78× above peak).
+// Rows faster than a serving step can run are left out and counted
+// (Dropped): a context row whose causal attention FLOPs (4·heads·head_dim·
+// Batch·Seq(Seq+1)/2) would run above the accelerator's peak bf16 rate
+// (not a timing of that computation: h200_sxm's context table holds rows
+// up to 78× above peak), and a generation row whose KV (Batch·Seq·2·
+// kv_heads·head_dim·2 bytes) would stream above its memory bandwidth (read
+// from an L2 the benchmark left warm, see impossible).
+//
+// A context row of one-token sequences measured with vLLM's FlashInfer
+// backend is a decode batch: that backend classifies a request by its
+// query length (at most reorder_batch_threshold = 1 token is a decode,
+// vllm/v1/attention/backends/flashinfer.py, split_decodes_and_prefills),
+// so the row ran the decode kernel on Batch requests of one token of
+// context, not the prefill kernel; AIConfigurator's collector records it
+// so (collector/vllm/collect_attn.py). FlashAttention runs every request
+// in one varlen kernel, so its one-token rows stay prefills.
 func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 	hwBF16, err := HWOf(acc, "bfloat16")
 	if err != nil {
@@ -200,12 +230,16 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 				ip = in.input(m, hwBF16)
 				attnShapes[key] = ip
 			}
+			in.FlashInfer = in.FlashInfer || strings.HasPrefix(r.Kernel, "vllm_flashinfer")
 			b := batch(r)
 			in.tables[table] = append(in.tables[table], sample{in: ip, b: &b,
 				p: perf.Point{Category: table, Op: perf.OpAttention, Ns: r.Ms * 1e6}})
 		}
 	}
 	attn(db.Context, TableContext, func(r perfdb.AttnRow) perf.Batch {
+		if r.Seq == 1 && strings.HasPrefix(r.Kernel, "vllm_flashinfer") {
+			return perf.Batch{NumDecode: r.Batch, DecodeKVSum: int64(r.Batch), DecodeKVMax: 1, DecodeKVMin: 1}
+		}
 		return perf.Batch{PrefillTokens: r.Batch * r.Seq, PrefillSeqs: r.Batch}
 	})
 	attn(db.Generation, TableGeneration, func(r perfdb.AttnRow) perf.Batch {
@@ -416,10 +450,13 @@ func gemmGrid(rows []perfdb.GEMMRow) (map[[2]int]bool, error) {
 	return out, nil
 }
 
-// impossible reports whether attention row r of table is faster than acc
-// can run it: a context row above the peak bf16 FLOP rate, a generation
-// row with more KV than any cache holds streamed above the memory
-// bandwidth.
+// impossible reports whether attention row r of table is faster than a
+// serving step on acc can run it: a context row above the peak bf16 FLOP
+// rate, a generation row streaming its KV above the memory bandwidth. The
+// latter read their KV from L2, left warm by the benchmark's previous
+// repetition of the same one-layer kernel (the KV fits in L2); in a
+// serving step every layer's KV is cold, evicted by the other layers'
+// weights and KV since the previous step read it.
 func impossible(r perfdb.AttnRow, table string, acc hw.Accelerator) bool {
 	sec := r.Ms / 1e3
 	b, seq := float64(r.Batch), float64(r.Seq)
@@ -428,7 +465,7 @@ func impossible(r perfdb.AttnRow, table string, acc hw.Accelerator) bool {
 		return flops/sec > acc.PeakFLOPSBF16
 	}
 	kv := b * seq * float64(2*r.KVHeads*r.HeadDim*2)
-	return kv > cacheBound && kv/sec > acc.MemBandwidth
+	return kv/sec > acc.MemBandwidth
 }
 
 func (in *PerfDBInput) input(m perf.RooflineModel, h perf.RooflineHW) *Input {
@@ -468,7 +505,10 @@ func (in *PerfDBInput) Every(n int) *PerfDBInput {
 // GEMM parameters (compute and memory fractions, launch cost, sharpness)
 // on the bf16 GEMM rows, then the attention parameters on the context and
 // generation rows (tile and wave-width grid, then a full fit, as Fit does),
-// each table weighing the same. The fields the database cannot inform
+// each table weighing the same; the decode query copy too on an
+// accelerator running FlashAttention 2 (perf.RooflineHW.SwapGQADecode),
+// and the decode unit cost on tables measured with FlashInfer
+// (PerfDBInput.FlashInfer). The fields the database cannot inform
 // (KeptFields) are taken from keep, the calibration of keepName; the entry
 // says so (Entry.Kept). The report is the in-sample accuracy over every
 // selected row, fp8 GEMMs included as a check.
@@ -486,7 +526,11 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 	attn := append(append([]sample(nil), in.tables[TableContext]...), in.tables[TableGeneration]...)
 	opt.progress(fmt.Sprintf("fitting %d context and %d generation attention rows (tile and wave-width grid, then a full fit)",
 		len(in.tables[TableContext]), len(in.tables[TableGeneration])))
-	if eff, err = fitAttentionParams(eff, perfDBAttnParams(), attn, opt); err != nil {
+	swap := false
+	for _, ip := range in.inputs {
+		swap = swap || ip.HW.SwapGQADecode
+	}
+	if eff, err = fitAttentionParams(eff, perfDBAttnParams(swap, in.FlashInfer), attn, opt); err != nil {
 		return nil, nil, err
 	}
 	rep, err := CheckPerfDB(eff, in)

@@ -30,35 +30,45 @@ func (s *Sim) AbortAt(id, at int64) error {
 // abort handles an abort event: the request ends now if its instance lets
 // it leave, else it is tried again after each step.
 func (s *Sim) abort(id, now int64) error {
-	if !s.tryAbort(id, now) {
+	gone, err := s.tryAbort(id, now)
+	if err != nil {
+		return err
+	}
+	if !gone {
 		s.aborting = append(s.aborting, id)
 	}
-	return s.err
+	return nil
 }
 
 // retryAborts tries the pending aborts again (after a step ended).
-func (s *Sim) retryAborts(now int64) {
+func (s *Sim) retryAborts(now int64) error {
 	kept := s.aborting[:0]
-	for _, id := range s.aborting {
-		if !s.tryAbort(id, now) {
+	for i, id := range s.aborting {
+		gone, err := s.tryAbort(id, now)
+		if err != nil {
+			s.aborting = append(kept, s.aborting[i+1:]...)
+			return err
+		}
+		if !gone {
 			kept = append(kept, id)
 		}
 	}
 	s.aborting = kept
+	return nil
 }
 
 // tryAbort ends request id now if it can leave its instance, and reports
 // whether it is gone (ended now, or earlier).
-func (s *Sim) tryAbort(id, now int64) bool {
+func (s *Sim) tryAbort(id, now int64) (bool, error) {
 	if _, ok := s.live[id]; !ok {
-		return true
+		return true, nil
 	}
 	inst, slot := -1, int32(-1)
 	var h *hand
 	if s.pd != nil {
 		if h = s.pd.hands[id]; h != nil {
 			if h.st != hDecoding {
-				return false // prefilling, queued or on the wire: later
+				return false, nil // prefilling, queued or on the wire: later
 			}
 			inst, slot = h.d, h.dSlot
 		}
@@ -71,31 +81,33 @@ func (s *Sim) tryAbort(id, now int64) bool {
 			}
 		}
 		if inst < 0 {
-			return false // loading, swapping or just finishing: later
+			return false, nil // loading, swapping or just finishing: later
 		}
 	}
-	rec, ok := s.engines[inst].Abort(slot, AbortedReason)
-	if !ok {
-		return false
+	rec, ok, err := s.engines[inst].Abort(slot, AbortedReason)
+	if err != nil || !ok {
+		return false, err
 	}
 	if h != nil {
 		if err := s.transition(h, hDone, h.d, now); err != nil {
-			s.setErr(err)
-			return true
+			return true, err
 		}
 		delete(s.pd.hands, id)
 		s.pd.freeHand(h)
 	}
-	s.end(&rec, now)
+	if err := s.end(&rec, now); err != nil {
+		return true, err
+	}
 	// The blocks released may let waiting requests (or, on a decode
 	// instance, handoffs) in.
-	s.kick(inst, now)
+	if err := s.kick(inst, now); err != nil {
+		return true, err
+	}
 	if s.pd != nil && s.engines[inst].Config().Role == engine.Decode {
 		if err := s.reserve(inst, now); err != nil {
-			s.setErr(err)
-			return true
+			return true, err
 		}
-		s.kick(inst, now)
+		return true, s.kick(inst, now)
 	}
-	return true
+	return true, nil
 }

@@ -23,11 +23,10 @@ func abortSim(t fataler, src workload.Source, async bool) (*Sim, *collect) {
 		engines = append(engines, e)
 	}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New(engines, src, LeastLoaded{}, c)
+	sim, err := New(Config{Engines: engines, Source: src, Router: LeastLoaded{}, Observer: c, CheckInvariants: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim.CheckInvariants(true)
 	return sim, c
 }
 
@@ -122,7 +121,7 @@ func TestAbortWhileWaitingAndWhileRunning(t *testing.T) {
 		{ID: 1, Arrival: 1e6, InputTokens: 10, OutputTokens: 10, AbortAt: 5e6},
 	}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New([]*engine.Engine{e}, &sliceSrc{reqs: reqs}, nil, c)
+	sim, err := New(Config{Engines: []*engine.Engine{e}, Source: &sliceSrc{reqs: reqs}, Observer: c})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,9 @@ func (s *Sim) scalePool(pi int, now int64) error {
 		case uStarting:
 			starting++
 		case uDraining:
-			s.maybePark(u, now)
+			if err := s.maybePark(u, now); err != nil {
+				return err
+			}
 		}
 	}
 	v := s.poolMetric(p, now)
@@ -176,7 +178,9 @@ func (s *Sim) scalePool(pi int, now int64) error {
 			for _, e := range f.cfg.Units[u].Engines {
 				f.closed[e] = true
 			}
-			s.maybePark(u, now)
+			if err := s.maybePark(u, now); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -256,20 +260,20 @@ func (s *Sim) ready(u int, now int64) error {
 
 // maybePark parks draining unit u once it holds nothing: no request, no
 // queued or reserved handoff, no pinned KV.
-func (s *Sim) maybePark(u int, now int64) {
+func (s *Sim) maybePark(u int, now int64) error {
 	f := s.ft
 	if f.ustate[u] != uDraining {
-		return
+		return nil
 	}
 	for _, e := range f.cfg.Units[u].Engines {
 		eng := s.engines[e]
 		if eng.HasWork() || eng.InFlight() > 0 || eng.HandoffQueue() > 0 || eng.Reserved() > 0 || eng.PinnedBlocks() > 0 {
-			return
+			return nil
 		}
 	}
 	for _, e := range f.cfg.Units[u].Engines {
 		if s.pd != nil && s.pdHolds(e) {
-			return
+			return nil
 		}
 	}
 	f.ustate[u] = uParked
@@ -279,15 +283,25 @@ func (s *Sim) maybePark(u int, now int64) {
 		f.down[e], f.closed[e] = true, true
 		f.floor[e] = s.engines[e].NextBatchID()
 		if err := s.engines[e].Reset(); err != nil {
-			s.setErr(err)
+			return err
 		}
 	}
+	return nil
+}
+
+// parkIfDrained parks engine inst's unit once it is draining and holds
+// nothing any more.
+func (s *Sim) parkIfDrained(inst int, now int64) error {
+	if u, ok := s.unitDraining(inst); ok {
+		return s.maybePark(u, now)
+	}
+	return nil
 }
 
 // pdHolds reports whether a handoff still has state on engine e.
 func (s *Sim) pdHolds(e int) bool {
 	for _, h := range s.pd.hands {
-		if (h.p == e && (h.pinned || h.st == hPrefilling)) || (h.d == e && (h.st == hQueued || h.st == hTransfer || h.st == hDecoding)) {
+		if (h.p == e && (h.holds.has(holdPinned) || h.st == hPrefilling)) || (h.d == e && (h.st == hQueued || h.st == hTransfer || h.st == hDecoding)) {
 			return true
 		}
 	}

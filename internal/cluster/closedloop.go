@@ -33,11 +33,9 @@ type closedLoop struct {
 	genAt, fAt int64 // the two at the window's start
 }
 
-// SetWarmup makes the workload's first n requests (ids 0 to n-1) warm-up
-// requests, as vllm bench serve --num-warmups runs them: the measured
-// requests are sent only once every warm-up request has ended, and their
-// arrival schedule starts then. Call before Run.
-func (s *Sim) SetWarmup(n int64) {
+// setWarmup makes the workload's first n requests warm-up requests
+// (Config.Warmup).
+func (s *Sim) setWarmup(n int64) {
 	s.cl.warmup, s.cl.warmLeft, s.cl.warmEnd = n, n, -1
 	if n == 0 {
 		s.cl.warmEnd = 0
@@ -83,16 +81,16 @@ func (s *Sim) holdForWarmup() bool {
 
 // clEnded notes the end of request id at now: the warm-up count, the
 // finished count of the window.
-func (s *Sim) clEnded(id int64, finished bool, now int64) {
+func (s *Sim) clEnded(id int64, finished bool, now int64) error {
 	if finished {
 		s.cl.fin++
 	}
 	if id >= s.cl.warmup || s.cl.warmLeft == 0 {
-		return
+		return nil
 	}
 	s.cl.warmLeft--
 	if s.cl.warmLeft > 0 {
-		return
+		return nil
 	}
 	s.cl.warmEnd = now
 	if s.cl.warmBlock {
@@ -101,10 +99,9 @@ func (s *Sim) clEnded(id int64, finished bool, now int64) {
 			// The measured schedule starts now.
 			s.cl.shift = max(now-s.next.Requests[0].Arrival, 0)
 		}
-		if err := s.schedule(desArrival(now)); err != nil {
-			s.setErr(err)
-		}
+		return s.schedule(desArrival(now))
 	}
+	return nil
 }
 
 // clSent notes a send: the window opens when all clients are busy.

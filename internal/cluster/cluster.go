@@ -146,12 +146,6 @@ type Sim struct {
 	lastEvent  int64
 	checks     bool
 	checkDebt  int // handoff visits the P/D check owes (pd_check.go)
-	// err is the first error of a call that has no error result (kick,
-	// end); Run returns it after the event that raised it.
-	err error
-	// engFailed is set by an engine's failure hook (engineFailed), so Run
-	// need not ask every engine after every event.
-	engFailed bool
 
 	// Run limits (limits.go).
 	limits     Limits
@@ -170,36 +164,6 @@ type Sim struct {
 
 	aborting []int64 // aborts waiting for their request to leave a batch or a handoff (abort.go)
 }
-
-// New returns a simulation of engines serving src. Engines are indexed by
-// their position.
-func New(engines []*engine.Engine, src workload.Source, router Router, obs Observer) (*Sim, error) {
-	if len(engines) == 0 {
-		return nil, errors.New("cluster: at least one instance is required")
-	}
-	if router == nil {
-		router = &RoundRobin{}
-	}
-	s := &Sim{engines: engines, src: src, router: router, obs: obs, sessions: map[int64][]workload.Request{}}
-	s.rel, _ = src.(workload.Releaser)
-	for _, e := range engines {
-		e.OnFail(s.engineFailed)
-		if e.Err() != nil {
-			s.engFailed = true
-		}
-	}
-	return s, nil
-}
-
-// engineFailed is the engines' failure hook: Run looks for the failed
-// engine after the current event.
-func (s *Sim) engineFailed() { s.engFailed = true }
-
-// SetMaxConcurrency limits the workload entries in flight to n (0: no
-// limit), as a benchmark client with n concurrent requests does: an entry
-// is sent at its arrival time or, when n are in flight, as soon as one of
-// them ends, and its arrival is the time it was sent.
-func (s *Sim) SetMaxConcurrency(n int) { s.maxConc = n }
 
 // Engines returns the instances (read-only use).
 func (s *Sim) Engines() []*engine.Engine { return s.engines }
@@ -291,11 +255,6 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 		if err := s.settle(s.dispatch(ev)); err != nil {
 			return false, err
 		}
-		if s.engFailed {
-			if err := s.engineErr(); err != nil {
-				return false, err
-			}
-		}
 	}
 }
 
@@ -319,7 +278,7 @@ func (s *Sim) dispatch(ev des.Event) error {
 	case evStepEnd:
 		err = s.stepEnd(int(ev.Target), ev.Arg, ev.At)
 	case evStageFree:
-		s.kick(int(ev.Target), ev.At)
+		err = s.kick(int(ev.Target), ev.At)
 	case evFollowUp:
 		slot := int32(ev.Arg)
 		req := s.pending[slot]
@@ -342,7 +301,7 @@ func (s *Sim) dispatch(ev des.Event) error {
 	case evFEIngested:
 		err = s.feIngested(ev.Arg, ev.At)
 	case evFEDelivered:
-		s.feDelivered(ev.Arg, ev.At)
+		err = s.feDelivered(ev.Arg, ev.At)
 	case evAbort:
 		err = s.abort(ev.Arg, ev.At)
 	case evLose, evRestart, evSlow, evLinkWin, evScale, evReady:
@@ -357,9 +316,6 @@ func (s *Sim) dispatch(ev des.Event) error {
 // every request still has one outcome. It returns the error that ends
 // the run, if any.
 func (s *Sim) settle(err error) error {
-	if err == nil {
-		err = s.err
-	}
 	if err == nil && s.tiers != nil {
 		err = s.armTiers()
 	}
@@ -490,7 +446,7 @@ func (s *Sim) stale(ev des.Event) bool {
 		return ev.Arg != s.pd.netGen
 	case evLease, evRetry, evOffload:
 		h := s.pd.hands[ev.Arg]
-		return h == nil || h.gen != ev.Target || h.st != hQueued || !h.pinned
+		return h == nil || h.gen != ev.Target || h.st != hQueued || !h.holds.has(holdPinned)
 	}
 	return false
 }
@@ -534,13 +490,11 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 	}
 	if len(s.candidates) == 0 {
 		rec := failedRecord(req, now, "unfit: "+reason)
-		s.end(&rec, now)
-		return nil
+		return s.end(&rec, now)
 	}
 	if s.ft != nil && !s.liveCandidates() {
 		rec := failedRecord(req, now, "instance lost: no live instance can serve the request")
-		s.end(&rec, now)
-		return nil
+		return s.end(&rec, now)
 	}
 	if s.groups != nil {
 		s.balancedCandidates()
@@ -560,8 +514,7 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 		s.engines[inst].Record(slot).Arrival = s.reArrival
 	}
 	s.seedHashes(inst, slot, req)
-	s.kick(inst, now)
-	return nil
+	return s.kick(inst, now)
 }
 
 // liveCandidates drops lost instances from s.candidates and reports
@@ -579,44 +532,45 @@ func (s *Sim) liveCandidates() bool {
 
 // kick starts a step on an instance that has work and can take another
 // batch (with pipeline parallelism, several batches are in flight). A step
-// whose end overflows the clock is a run error (kept in s.err).
-func (s *Sim) kick(inst int, now int64) {
+// whose end overflows the clock, or an engine's invariant violation, is
+// a run error.
+func (s *Sim) kick(inst int, now int64) error {
 	if s.ft != nil && s.ft.down[inst] {
-		return
+		return nil
 	}
 	if s.groups != nil && s.groupOf[inst] >= 0 {
-		s.kickGroup(int(s.groupOf[inst]), now)
-		return
+		return s.kickGroup(int(s.groupOf[inst]), now)
 	}
 	e := s.engines[inst]
 	if e.Busy() {
-		return
+		return nil
 	}
-	if st, ok := e.Begin(now); ok {
-		if s.pd != nil && len(st.FirstScheduled) > 0 {
-			if err := s.prefillStarted(st.FirstScheduled, now); err != nil {
-				s.setErr(err)
-				return
-			}
-		}
-		if err := s.schedule(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID}); err != nil {
-			s.setErr(fmt.Errorf("instance %d step: %w", inst, err))
-			return
-		}
-		if st.Free < st.End {
-			// Pipeline parallelism: the next batch may start once this
-			// one has cleared the first stage.
-			if err := s.schedule(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)}); err != nil {
-				s.setErr(fmt.Errorf("instance %d pipeline stage: %w", inst, err))
-			}
+	st, ok, err := e.Begin(now)
+	if err != nil || !ok {
+		return err
+	}
+	if s.pd != nil && len(st.FirstScheduled) > 0 {
+		if err := s.prefillStarted(st.FirstScheduled, now); err != nil {
+			return err
 		}
 	}
+	if err := s.schedule(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID}); err != nil {
+		return fmt.Errorf("instance %d step: %w", inst, err)
+	}
+	if st.Free < st.End {
+		// Pipeline parallelism: the next batch may start once this one
+		// has cleared the first stage.
+		if err := s.schedule(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)}); err != nil {
+			return fmt.Errorf("instance %d pipeline stage: %w", inst, err)
+		}
+	}
+	return nil
 }
 
 func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	e := s.engines[inst]
-	r := e.FinishBatch(id, now)
-	if err := e.Err(); err != nil {
+	r, err := e.FinishBatch(id, now)
+	if err != nil {
 		return err
 	}
 	s.cl.gen += int64(r.GenTokens)
@@ -630,7 +584,9 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		s.feRestore(r)
 	}
 	for i := range r.Finished {
-		s.end(&r.Finished[i], now)
+		if err := s.end(&r.Finished[i], now); err != nil {
+			return err
+		}
 	}
 	if s.pd != nil {
 		if err := s.pdStepEnd(r, now); err != nil {
@@ -638,11 +594,12 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		}
 	}
 	if len(s.aborting) > 0 {
-		s.retryAborts(now)
+		if err := s.retryAborts(now); err != nil {
+			return err
+		}
 	}
-	s.kick(inst, now)
-	if u, ok := s.unitDraining(inst); ok {
-		defer s.maybePark(u, now)
+	if err := s.kick(inst, now); err != nil {
+		return err
 	}
 	if s.pd != nil && e.Config().Role == engine.Decode {
 		// Forming the next batch released the slots and blocks of the
@@ -650,31 +607,19 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		if err := s.reserve(inst, now); err != nil {
 			return err
 		}
-		s.kick(inst, now)
-	}
-	return e.Err()
-}
-
-// engineErr returns the first invariant violation any engine detected.
-func (s *Sim) engineErr() error {
-	for _, e := range s.engines {
-		if err := e.Err(); err != nil {
+		if err := s.kick(inst, now); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.parkIfDrained(inst, now)
 }
 
-// CheckInvariants turns on the cluster-level checks (every request in
-// exactly one handoff state): after every event while few requests are in
-// flight, amortised over events when many are (checkPDDue), and on the
-// state the run ends in.
-func (s *Sim) CheckInvariants(on bool) { s.checks = on }
-
 // end records a terminal request and releases its session successor.
-func (s *Sim) end(rec *metrics.Record, now int64) {
-	if s.fe != nil && !rec.FrontEnd && s.feHold(rec, now) {
-		return // ends when its client has the last chunk
+func (s *Sim) end(rec *metrics.Record, now int64) error {
+	if s.fe != nil && !rec.FrontEnd {
+		if held, err := s.feHold(rec, now); held || err != nil {
+			return err // ends when its client has the last chunk
+		}
 	}
 	s.terminal++
 	if s.ft != nil {
@@ -685,7 +630,9 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 			s.noteTTFT(rec, now)
 		}
 	}
-	s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now)
+	if err := s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now); err != nil {
+		return err
+	}
 	delete(s.live, rec.ID)
 	s.ph.drop(rec.ID)
 	if s.obs != nil {
@@ -693,8 +640,7 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 	}
 	rest, ok := s.sessions[rec.ID]
 	if !ok {
-		s.entryDone(now)
-		return
+		return s.entryDone(now)
 	}
 	delete(s.sessions, rec.ID)
 	next := rest[0]
@@ -705,8 +651,7 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		// The session cannot go on: its remaining sub-requests fail too.
 		s.total++
 		failed := failedRecord(&next, now, fmt.Sprintf("session: sub-request %d did not finish", rec.ID))
-		s.end(&failed, now)
-		return
+		return s.end(&failed, now)
 	}
 	var slot int32
 	if n := len(s.freePend); n > 0 {
@@ -725,24 +670,14 @@ func (s *Sim) end(rec *metrics.Record, now int64) {
 		s.freePend = append(s.freePend, slot)
 		s.total++
 		failed := failedRecord(&next, now, fmt.Sprintf("session: tool time of %d ns after t=%d ns overflows the simulated clock", next.Delay, now))
-		s.end(&failed, now)
-		return
+		return s.end(&failed, now)
 	}
-	if err := s.schedule(des.Event{At: at, Kind: evFollowUp, Arg: int64(slot)}); err != nil {
-		s.setErr(err)
-	}
-}
-
-// setErr keeps the first error raised where no error can be returned.
-func (s *Sim) setErr(err error) {
-	if s.err == nil {
-		s.err = err
-	}
+	return s.schedule(des.Event{At: at, Kind: evFollowUp, Arg: int64(slot)})
 }
 
 // entryDone frees the concurrency slot of a workload entry whose last
 // request ended, and sends an arrival that waited for it.
-func (s *Sim) entryDone(now int64) {
+func (s *Sim) entryDone(now int64) error {
 	s.inflight--
 	if !s.blocked {
 		s.clFreed(now)
@@ -751,10 +686,9 @@ func (s *Sim) entryDone(now int64) {
 		s.blocked = false
 		// As an event, not inline: the caller may be in the middle of an
 		// instance's step end.
-		if err := s.schedule(des.Event{At: now, Kind: evArrival}); err != nil {
-			s.setErr(err)
-		}
+		return s.schedule(des.Event{At: now, Kind: evArrival})
 	}
+	return nil
 }
 
 // failedRecord is the terminal record of a request that was never served.

@@ -101,9 +101,9 @@ func newDDScenario(d *datadriven.TestData) (*ddScenario, error) {
 		var err error
 		switch a.Key {
 		case "policy":
-			sc.cfg.Policy, err = ParsePolicy(v)
+			sc.cfg.Policy, err = parsePolicy(v)
 		case "placement":
-			sc.cfg.Placement, err = ParsePlacement(v)
+			sc.cfg.Placement, err = parsePlacement(v)
 		case "lease":
 			sc.cfg.Lease = int64(num() * 1000)
 		case "heartbeat":
@@ -201,15 +201,6 @@ func (sc *ddScenario) build() (*Sim, *collect, error) {
 		engines = append(engines, e)
 	}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	router := sc.router
-	if router == nil {
-		router = &RoundRobin{}
-	}
-	sim, err := New(engines, &sliceSrc{reqs: sc.reqs}, router, c)
-	if err != nil {
-		return nil, nil, err
-	}
-	sim.CheckInvariants(true)
 	net := link.New()
 	nodes := make([]Node, len(engines))
 	cfg := sc.cfg
@@ -217,18 +208,14 @@ func (sc *ddScenario) build() (*Sim, *collect, error) {
 		cfg.PushBufferBlocks = make([]int, len(engines))
 	}
 	for i := range nodes {
-		nodes[i] = Node{Endpoints: []link.EndpointID{net.AddEndpoint(sc.bw, sc.lat)}, KVBytesPerToken: 1000, Layers: 32, PrefillTokensPerSec: sc.prefillRate}
+		nodes[i] = Node{Endpoints: []link.EndpointID{must(net.AddEndpoint(sc.bw, sc.lat))}, KVBytesPerToken: 1000, Layers: 32, PrefillTokensPerSec: sc.prefillRate}
 		if cfg.Policy == Push {
 			cfg.PushBufferBlocks[i] = sc.insts[i].buf
 		}
 	}
-	if err := sim.EnablePD(cfg, nodes, net); err != nil {
-		return nil, nil, err
-	}
-	if sc.faults != nil {
-		return sim, c, sim.EnableFaults(*sc.faults)
-	}
-	return sim, c, nil
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: sc.reqs}, Router: sc.router, Observer: c, CheckInvariants: true,
+		PD: &PDSetup{Config: cfg, Nodes: nodes, Net: net}, Faults: sc.faults})
+	return sim, c, err
 }
 
 func (sc *ddScenario) run(t *testing.T, trace bool) string {
@@ -303,4 +290,25 @@ func (sc *ddScenario) run(t *testing.T, trace bool) string {
 		}
 	}
 	return b.String()
+}
+
+// parsePolicy returns the policy of a name in a testdata file (a
+// simulation gets its policy from config through assemble).
+func parsePolicy(s string) (PolicyName, error) {
+	for i, n := range Policies {
+		if n == s {
+			return PolicyName(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown handoff policy %q (valid: pull, reserve, reject, push, eager)", s)
+}
+
+// parsePlacement returns the placement of a name in a testdata file.
+func parsePlacement(s string) (Placement, error) {
+	for i, n := range Placements {
+		if n == s {
+			return Placement(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown decode placement %q (valid: round-robin, least-loaded, most-free-kv, retry)", s)
 }

@@ -4,13 +4,21 @@
 // step by step, chains the sub-requests of agentic sessions, and hands every
 // request's terminal record to an Observer exactly once.
 //
+// A simulation is made whole by New from a Config (config.go) that holds
+// everything it is made of (engines, source, router, limits, DP groups, KV
+// tiers, the P/D setup); Config.Validate checks it, and nothing is set on
+// a Sim afterwards.
+//
 // In disaggregated (P/D) mode it also coordinates the prefill -> decode
 // handoff (docs/handoff.md). Each handed-off request is a hand in one
-// hstate; every state change goes through Sim.transition, which refuses
+// hstate, with what it holds (its KV pinned, spilled, offloaded, streaming:
+// one holding value, holding.go, whose check says what each state allows);
+// every state change goes through Sim.transition, which refuses
 // edges not in the edge table (handoff.go) and keeps the per-instance
 // counters that make a placement or admission decision O(decode
 // instances). The protocols (pull, reserve, reject, push, eager) are Policy
-// implementations, one per file; decode placement (placement.go) only
+// implementations, one per file, reaching the simulation only through
+// handoffSim (tested alone on a fake, testdata/policy); decode placement (placement.go) only
 // considers instances a request can ever be admitted on. Recovery paths
 // (lease expiry, retry, bounded re-prefills) are in pd_recovery.go, and
 // checkPD (pd_check.go), run when invariant checks are on (after every
@@ -18,7 +26,7 @@
 // verifies each handoff's resources against its state and the engines'
 // queues and reservations against the handoffs.
 //
-// Data-parallel groups (dpgroup.go, SetDPGroups) are instances whose
+// Data-parallel groups (dpgroup.go, Config.DPGroups) are instances whose
 // ranks are engines stepping in lockstep, as vLLM runs an MoE model with
 // data and expert parallelism: a group step starts on every rank at once
 // (idle ranks run a one-token dummy batch), ranks pad to a common token
@@ -43,7 +51,7 @@
 // trace's abort_time_ns does: between its instance's steps, releasing its
 // KV; it ends failed with AbortedReason.
 //
-// Faults and autoscaling (fault.go, autoscale.go; EnableFaults) take
+// Faults and autoscaling (fault.go, autoscale.go; Config.Faults) take
 // instances down and bring them back: a loss empties the instance's
 // engines at once (engine.Reset) and every request it held is sent
 // again, failed, re-placed with its pinned KV or re-prefilled, by where
@@ -54,10 +62,10 @@
 // (engine.NextBatchID) and dropped as stale events; fault events never
 // keep an otherwise finished run alive.
 //
-// Limits (SetLimits) bound a run by simulated time and by events; by
+// Limits (Config.Limits) bound a run by simulated time and by events; by
 // default an automatic event budget proportional to the tokens seen stops a
 // run that loops without progress. At a limit, requests in flight end
 // failed (reason "limit") and those that never arrived end truncated, so
-// every request still has one outcome. SetInterrupt installs a caller's
+// every request still has one outcome. Config.Interrupt is a caller's
 // cancellation check polled every 1,024 events; the core reads no clock.
 package cluster

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 
 	"github.com/servesim/servesim/internal/des"
-	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/perf"
 )
 
@@ -70,18 +69,14 @@ type dpGroup struct {
 	bal     *dpBalancer
 }
 
-// SetDPGroups declares the data-parallel groups among the engines. An
-// engine belongs to at most one group; engines outside every group step
-// on their own. It must be called before Run.
-func (s *Sim) SetDPGroups(groups []DPGroup) error {
+// setDPGroups declares the data-parallel groups among the engines
+// (Config.DPGroups, validated).
+func (s *Sim) setDPGroups(groups []DPGroup) {
 	s.groupOf = make([]int32, len(s.engines))
 	for i := range s.groupOf {
 		s.groupOf[i] = -1
 	}
 	for gi, g := range groups {
-		if len(g.Ranks) == 0 || g.Pred == nil || g.Graph == nil {
-			return fmt.Errorf("cluster: DP group %d needs ranks, a predictor and a graph dispatch", gi)
-		}
 		if g.PublishNs <= 0 {
 			g.PublishNs = 100_000_000
 		}
@@ -89,22 +84,12 @@ func (s *Sim) SetDPGroups(groups []DPGroup) error {
 			g.HeartbeatNs = 4_000_000_000
 		}
 		for _, r := range g.Ranks {
-			if r < 0 || r >= len(s.engines) || s.groupOf[r] >= 0 {
-				return fmt.Errorf("cluster: DP group %d: engine %d is out of range or already in a group", gi, r)
-			}
-			if s.engines[r].Config().Role != engine.Mixed {
-				return fmt.Errorf("cluster: DP group %d: engine %d has role %s; DP ranks serve mixed", gi, r, s.engines[r].Config().Role)
-			}
-			if s.engines[r].Config().PipelineParallel > 1 {
-				return fmt.Errorf("cluster: DP group %d: engine %d uses pipeline parallelism, which DP ranks do not model", gi, r)
-			}
 			s.groupOf[r] = int32(gi)
 		}
 		n := len(g.Ranks)
 		s.groups = append(s.groups, &dpGroup{DPGroup: g, formed: make([]bool, n), batches: make([]perf.Batch, n), bal: newDPBalancer(n, g.PublishNs, g.HeartbeatNs, ties(g)),
 			last: GroupStep{Tokens: make([]int, n), Dummy: make([]bool, n), RankNs: make([]int64, n)}})
 	}
-	return nil
 }
 
 // ties is the random stream that breaks group g's balancer ties, nil for
@@ -125,11 +110,11 @@ func (s *Sim) LastGroupStep(g int) (GroupStep, int64) {
 // kickGroup starts a lockstep step of group gi at now when no rank has a
 // batch in flight and some rank has work: every rank forms its batch, idle
 // ranks run a dummy one, and all launch for the slowest rank's time.
-func (s *Sim) kickGroup(gi int, now int64) {
+func (s *Sim) kickGroup(gi int, now int64) error {
 	g := s.groups[gi]
 	for _, r := range g.Ranks {
 		if s.engines[r].InFlight() > 0 {
-			return
+			return nil
 		}
 	}
 	// Each rank's batch; an idle rank runs a dummy batch of one token.
@@ -138,7 +123,10 @@ func (s *Sim) kickGroup(gi int, now int64) {
 	any, sync, padTo, sum := false, perf.RunFull, 0, 0
 	for i, r := range g.Ranks {
 		e := s.engines[r]
-		g.formed[i] = e.Form(now)
+		var err error
+		if g.formed[i], err = e.Form(now); err != nil {
+			return err
+		}
 		if g.formed[i] {
 			any = true
 			g.batches[i] = e.FormedBatch()
@@ -156,7 +144,7 @@ func (s *Sim) kickGroup(gi int, now int64) {
 		}
 	}
 	if !any {
-		return
+		return nil
 	}
 	// vLLM's coordinate_batch_across_dp: the ranks agree on the least
 	// CUDA-graph mode; under a graph every rank pads to the largest padded
@@ -182,12 +170,15 @@ func (s *Sim) kickGroup(gi int, now int64) {
 		if !g.formed[i] {
 			continue
 		}
-		step := s.engines[r].Launch(now, d)
+		step, err := s.engines[r].Launch(now, d)
+		if err != nil {
+			return err
+		}
 		if err := s.schedule(des.Event{At: step.End, Kind: evStepEnd, Target: int32(r), Arg: step.ID}); err != nil {
-			s.setErr(fmt.Errorf("instance %d step: %w", r, err))
-			return
+			return fmt.Errorf("instance %d step: %w", r, err)
 		}
 	}
+	return nil
 }
 
 // pickRank is the rank vLLM's DP load balancer sends a request to at now

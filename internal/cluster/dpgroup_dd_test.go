@@ -113,23 +113,20 @@ func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []work
 		engines = append(engines, e)
 	}
 	log := &stepTrace{collect: collect{recs: map[int64]metrics.Record{}}}
-	sim, err := New(engines, &sliceSrc{reqs: append([]workload.Request(nil), reqs...)}, &RoundRobin{}, log)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	log.sim = sim
 	rs := make([]int, ranks)
 	for i := range rs {
 		rs[i] = i
 	}
-	if err := sim.SetDPGroups([]DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}}); err != nil {
+	var faults *FaultConfig
+	if slow != nil {
+		faults = &FaultConfig{Stragglers: slow}
+	}
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: append([]workload.Request(nil), reqs...)}, Router: &RoundRobin{}, Observer: log,
+		DPGroups: []DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}}, Faults: faults})
+	if err != nil {
 		return "error: " + err.Error()
 	}
-	if slow != nil {
-		if err := sim.EnableFaults(FaultConfig{Stragglers: slow}); err != nil {
-			return "error: " + err.Error()
-		}
-	}
+	log.sim = sim
 	if _, err := sim.Run(); err != nil {
 		return "error: " + err.Error()
 	}

@@ -70,18 +70,16 @@ func dpSim(t *testing.T, ranks int, reqs []workload.Request, pred perf.Predictor
 		engines = append(engines, e)
 	}
 	log := &groupLog{collect: collect{recs: map[int64]metrics.Record{}}}
-	sim, err := New(engines, &sliceSrc{reqs: reqs}, nil, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.sim = sim
 	rs := make([]int, ranks)
 	for i := range rs {
 		rs[i] = i
 	}
-	if err := sim.SetDPGroups([]DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: true}}); err != nil {
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: reqs}, Observer: log,
+		DPGroups: []DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: true}}})
+	if err != nil {
 		t.Fatal(err)
 	}
+	log.sim = sim
 	return sim, log
 }
 
@@ -260,18 +258,16 @@ func TestDPGroupProperty(t *testing.T) {
 			engines = append(engines, e)
 		}
 		log := &lockstepLog{collect: collect{recs: map[int64]metrics.Record{}}}
-		sim, err := New(engines, &sliceSrc{reqs: reqs}, &RoundRobin{}, log)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		log.sim = sim
 		rs := make([]int, ranks)
 		for i := range rs {
 			rs[i] = i
 		}
-		if err := sim.SetDPGroups([]DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(3), Graph: testGraph, Balance: balance}}); err != nil {
+		sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: reqs}, Router: &RoundRobin{}, Observer: log,
+			DPGroups: []DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(3), Graph: testGraph, Balance: balance}}})
+		if err != nil {
 			rt.Fatal(err)
 		}
+		log.sim = sim
 		if _, err := sim.Run(); err != nil {
 			rt.Fatal(err)
 		}

@@ -152,9 +152,9 @@ type heldReq struct {
 	rec metrics.Record
 }
 
-// EnableFaults installs the fault model; call after EnablePD and before
-// Run.
-func (s *Sim) EnableFaults(cfg FaultConfig) error {
+// setFaults installs the fault model (Config.Faults), after the P/D
+// setup.
+func (s *Sim) setFaults(cfg FaultConfig) error {
 	n := len(s.engines)
 	f := &faultState{cfg: cfg, down: make([]bool, n), closed: make([]bool, n), floor: make([]int64, n), unitOf: make([]int32, n),
 		mtbfGen: make([]int64, len(cfg.Units)), lostAt: make([]int64, len(cfg.Units)), retries: map[int64]int{},
@@ -341,17 +341,8 @@ func (s *Sim) lose(u int, now int64) error {
 			}
 		}
 		slices.SortFunc(hands, func(a, b *hand) int { return compareInt(a.req.ID, b.req.ID) })
-		// Transfers from or to the unit stop now; a surviving decode
-		// instance gives back the reservation of one whose KV source died.
-		for _, h := range hands {
-			if h.st == hTransfer {
-				s.pd.net.Cancel(now, h.req.ID)
-				h.streaming = false
-				if !f.down[h.d] && f.down[h.p] {
-					s.engines[h.d].Cancel(h.dSlot)
-					h.dSlot = -1
-				}
-			}
+		if err := s.stopTransfers(hands, now); err != nil {
+			return err
 		}
 	}
 	for _, e := range unit.Engines {
@@ -384,7 +375,9 @@ func (s *Sim) lose(u int, now int64) error {
 				if err := s.reserve(d, now); err != nil {
 					return err
 				}
-				s.kick(d, now)
+				if err := s.kick(d, now); err != nil {
+					return err
+				}
 			}
 		}
 		if err := s.wakeNet(); err != nil {
@@ -400,10 +393,33 @@ func (s *Sim) lose(u int, now int64) error {
 	return s.schedule(des.Event{At: satAdd(now, unit.Recovery), Kind: evRestart, Target: int32(u)})
 }
 
+// stopTransfers stops the transfers of hands from or to a lost unit; a
+// surviving decode instance gives back the reservation of one whose KV
+// source died.
+func (s *Sim) stopTransfers(hands []*hand, now int64) error {
+	f := s.ft
+	for _, h := range hands {
+		if h.st != hTransfer {
+			continue
+		}
+		if _, err := s.pd.net.Cancel(now, h.req.ID); err != nil {
+			return fmt.Errorf("cluster: request %d: cancelling its KV transfer: %w", h.req.ID, err)
+		}
+		h.holds.drop(holdStreaming)
+		if !f.down[h.d] && f.down[h.p] {
+			if err := s.engines[h.d].Cancel(h.dSlot); err != nil {
+				return err
+			}
+			h.dSlot = -1
+		}
+	}
+	return nil
+}
+
 // touches reports whether handoff h has state on one of engines.
 func (s *Sim) touches(h *hand, engines []int) bool {
 	for _, e := range engines {
-		if h.p == e && (h.st == hPrefilling || h.pinned) {
+		if h.p == e && (h.st == hPrefilling || h.holds.has(holdPinned)) {
 			return true
 		}
 		if h.d == e && (h.st == hQueued || h.st == hTransfer || h.st == hDecoding) {
@@ -418,9 +434,9 @@ func (s *Sim) touches(h *hand, engines []int) bool {
 func (s *Sim) handLost(h *hand, decodeRecs map[int64]metrics.Record, now int64) error {
 	f := s.ft
 	pLost, dLost := f.down[h.p], h.d >= 0 && f.down[h.d]
-	if pLost && h.pinned {
+	if pLost && h.holds.has(holdPinned) {
 		// The prefilled KV is gone with its instance.
-		h.pinned = false
+		h.holds.drop(holdPinned)
 		h.pSlot = -1
 		h.owned = h.owned[:0]
 	}
@@ -440,7 +456,9 @@ func (s *Sim) handLost(h *hand, decodeRecs map[int64]metrics.Record, now int64) 
 		if pLost {
 			// Its pinned KV is gone: the prompt is computed again on a
 			// live prefill instance (a re-prefill).
-			s.leaveQueue(h)
+			if err := s.leaveQueue(h); err != nil {
+				return err
+			}
 			if h.rec.Reprefills >= s.pd.cfg.MaxReprefills {
 				return s.failHand(h, now, fmt.Sprintf("re-prefill limit: prefill instance %d lost with the KV after %d re-prefills (handoff.max_reprefills %d)", h.p, h.rec.Reprefills, s.pd.cfg.MaxReprefills))
 			}
@@ -483,8 +501,7 @@ func (s *Sim) endLost(h *hand, rec metrics.Record, now int64, reason string) err
 	rec.Outcome, rec.Reason = metrics.Failed, reason
 	delete(s.pd.hands, h.req.ID)
 	s.pd.freeHand(h)
-	s.end(&rec, now)
-	return nil
+	return s.end(&rec, now)
 }
 
 // resend sends a handoff whose work was lost with its instance to a live
@@ -546,8 +563,7 @@ func (s *Sim) heldLost(hr *heldReq, unit string, now int64) error {
 		delete(f.retries, id)
 		rec := hr.rec
 		rec.Outcome, rec.Reason = metrics.Failed, reason
-		s.end(&rec, now)
-		return nil
+		return s.end(&rec, now)
 	}
 	f.retries[id]++
 	f.stats.Retried++
@@ -572,7 +588,9 @@ func (s *Sim) restart(u int, now int64) error {
 		f.down[e], f.closed[e] = false, false
 	}
 	for _, e := range unit.Engines {
-		s.kick(e, now)
+		if err := s.kick(e, now); err != nil {
+			return err
+		}
 		if s.pd != nil && s.pd.isDecode[e] {
 			if err := s.reserve(e, now); err != nil {
 				return err
@@ -616,7 +634,10 @@ func (s *Sim) degrade(i int, start bool, now int64) error {
 		for _, ep := range s.pd.nodes[e].Endpoints {
 			base, ok := f.restoreBW[int(ep)]
 			if !ok {
-				base = net.Bandwidth(ep)
+				var err error
+				if base, err = net.Bandwidth(ep); err != nil {
+					return fmt.Errorf("cluster: link window %d: %w", i, err)
+				}
 				f.restoreBW[int(ep)] = base
 			}
 			fac := 1.0
@@ -629,7 +650,9 @@ func (s *Sim) degrade(i int, start bool, now int64) error {
 					fac *= o.Factor
 				}
 			}
-			net.SetBandwidth(now, ep, base*fac)
+			if err := net.SetBandwidth(now, ep, base*fac); err != nil {
+				return fmt.Errorf("cluster: link window %d: %w", i, err)
+			}
 		}
 	}
 	kind := "link-degraded"
@@ -659,9 +682,13 @@ func (s *Sim) loadFailed(h *hand, now int64) error {
 	e := s.engines[h.d]
 	if f.cfg.LoadFailure == FailOnLoadFailure {
 		rec := *e.Record(h.dSlot)
-		e.Cancel(h.dSlot)
+		if err := e.Cancel(h.dSlot); err != nil {
+			return err
+		}
 		h.dSlot = -1
-		s.unpin(h, now)
+		if err := s.unpin(h, now); err != nil {
+			return err
+		}
 		if err := s.transition(h, hDone, h.d, now); err != nil {
 			return err
 		}
@@ -670,22 +697,26 @@ func (s *Sim) loadFailed(h *hand, now int64) error {
 		d := h.d
 		delete(s.pd.hands, h.req.ID)
 		s.pd.freeHand(h)
-		s.end(&rec, now)
+		if err := s.end(&rec, now); err != nil {
+			return err
+		}
 		// The reservation given back may admit the next handoffs.
 		if err := s.reserve(d, now); err != nil {
 			return err
 		}
-		s.kick(d, now)
-		return nil
+		return s.kick(d, now)
 	}
 	f.stats.LoadRecomputed++
 	if err := s.transition(h, hDecoding, h.d, now); err != nil {
 		return err
 	}
-	s.unpin(h, now)
-	e.LoadFailed(h.dSlot, now)
-	s.kick(h.d, now)
-	return nil
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
+	if err := e.LoadFailed(h.dSlot, now); err != nil {
+		return err
+	}
+	return s.kick(h.d, now)
 }
 
 // FaultStats returns what the faults did (nil without faults), with the
@@ -729,7 +760,7 @@ func (s *Sim) checkFaults() error {
 		return nil
 	}
 	for id, h := range s.pd.hands {
-		if (h.pinned || h.st == hPrefilling) && f.down[h.p] {
+		if (h.holds.has(holdPinned) || h.st == hPrefilling) && f.down[h.p] {
 			return fmt.Errorf("cluster: invariant violated: request %d in %s keeps state on lost prefill instance %d", id, h.st, h.p)
 		}
 		if h.d >= 0 && f.down[h.d] && (h.st == hQueued || h.st == hTransfer || h.st == hDecoding) {

@@ -72,11 +72,7 @@ func TestFaultProperty(t *testing.T) {
 			src.entries = append(src.entries, entry)
 		}
 		c := &collect{recs: map[int64]metrics.Record{}}
-		sim, err := New(engines, src, &RoundRobin{}, c)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		sim.CheckInvariants(true)
+		simCfg := Config{Engines: engines, Source: src, Router: &RoundRobin{}, Observer: c, CheckInvariants: true, Limits: Limits{MaxEvents: 200_000}}
 		maxReprefills := rapid.IntRange(0, 3).Draw(rt, "maxReprefills")
 		if pdMode {
 			cfg := PDConfig{Policy: PolicyName(rapid.SampledFrom([]int{int(Pull), int(Reject)}).Draw(rt, "policy")),
@@ -88,12 +84,10 @@ func TestFaultProperty(t *testing.T) {
 			net := link.New()
 			nodes := make([]Node, len(engines))
 			for i := range nodes {
-				nodes[i] = Node{Endpoints: []link.EndpointID{net.AddEndpoint(rapid.SampledFrom([]float64{1e8, 1e9, 25e9}).Draw(rt, "bw"), 0)},
+				nodes[i] = Node{Endpoints: []link.EndpointID{must(net.AddEndpoint(rapid.SampledFrom([]float64{1e8, 1e9, 25e9}).Draw(rt, "bw"), 0))},
 					KVBytesPerToken: 4096, Layers: 32, PrefillTokensPerSec: 1e5}
 			}
-			if err := sim.EnablePD(cfg, nodes, net); err != nil {
-				rt.Fatal(err)
-			}
+			simCfg.PD = &PDSetup{Config: cfg, Nodes: nodes, Net: net}
 		}
 		fc := FaultConfig{MaxRetries: rapid.IntRange(0, 3).Draw(rt, "maxRetries"), Seed: rapid.Uint64Range(1, 1<<40).Draw(rt, "seed")}
 		if rapid.Bool().Draw(rt, "failOnLoss") {
@@ -153,7 +147,9 @@ func TestFaultProperty(t *testing.T) {
 				fc.Autoscaler = as
 			}
 		}
-		if err := sim.EnableFaults(fc); err != nil {
+		simCfg.Faults = &fc
+		sim, err := New(simCfg)
+		if err != nil {
 			rt.Fatal(err)
 		}
 		if faultTrace && sim.pd != nil {
@@ -161,7 +157,6 @@ func TestFaultProperty(t *testing.T) {
 				rt.Logf("t=%d request %d: %s -> %s p=%d d=%d down=%v", now/1000, h.req.ID, from, h.st, h.p, h.d, sim.ft.down)
 			}
 		}
-		sim.SetLimits(Limits{MaxEvents: 200_000})
 		end, err := sim.Run()
 		if err != nil {
 			rt.Fatal(err)

@@ -33,7 +33,7 @@ func TestFitBoundsAgreeWithEngines(t *testing.T) {
 			}
 			engines = append(engines, e)
 		}
-		s, err := New(engines, &sliceSrc{}, nil, nil)
+		s, err := New(Config{Engines: engines, Source: &sliceSrc{}})
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -37,18 +37,6 @@ type feReq struct {
 	first int64 // when the client received its first chunk (-1: not yet)
 }
 
-// SetFrontEnd puts the served endpoint m between the clients and the
-// engines (nil: none). Arrivals become the clients' send times; records
-// get client-side times (metrics.Record.FrontEnd) and the gaps shown to
-// the observer are the client's. Call before Run.
-func (s *Sim) SetFrontEnd(m *frontend.Model) {
-	if m == nil {
-		s.fe = nil
-		return
-	}
-	s.fe = &feState{m: m, simple: m.Simple(), reqs: map[int64]feReq{}}
-}
-
 // send is a request leaving its client at now: straight to admission
 // without a front end, else on its way to an API server.
 func (s *Sim) send(req *workload.Request, now int64) error {
@@ -124,11 +112,11 @@ func (s *Sim) feRestore(r *engine.StepResult) { r.ITL = s.fe.saved }
 // feHold turns rec's times into the client's and reports whether its end
 // waits for the last chunk to reach the client (a finished request: it
 // ends then, by evFEDelivered).
-func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
+func (s *Sim) feHold(rec *metrics.Record, now int64) (bool, error) {
 	fe := s.fe
 	q, ok := fe.reqs[rec.ID]
 	if !ok {
-		return false // never sent (truncated)
+		return false, nil // never sent (truncated)
 	}
 	delete(fe.reqs, rec.ID)
 	rec.FrontEnd = true
@@ -148,7 +136,7 @@ func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
 		if rec.LastToken >= 0 && rec.LastToken < rec.FirstToken {
 			rec.LastToken = rec.FirstToken
 		}
-		return false
+		return false, nil
 	}
 	last := fe.m.Delivered(q.srv) + fe.m.Jitter()
 	if rec.EngineLastToken == rec.EngineFirstToken && rec.FirstToken >= 0 {
@@ -160,21 +148,18 @@ func (s *Sim) feHold(rec *metrics.Record, now int64) bool {
 			// Nothing waits for this client's last chunk (no closed loop,
 			// no session turn after it): the record ends now, with the
 			// client's times, rather than by an event.
-			return false
+			return false, nil
 		}
 	}
 	slot := fe.held.put(*rec)
-	if err := s.schedule(des.Event{At: max(rec.LastToken, now), Kind: evFEDelivered, Arg: int64(slot)}); err != nil {
-		s.setErr(err)
-	}
-	return true
+	return true, s.schedule(des.Event{At: max(rec.LastToken, now), Kind: evFEDelivered, Arg: int64(slot)})
 }
 
 // feDelivered ends the held request in slot: its client has the last chunk.
-func (s *Sim) feDelivered(slot int64, now int64) {
+func (s *Sim) feDelivered(slot int64, now int64) error {
 	fe := s.fe
 	rec := fe.held.take(int32(slot))
-	s.end(&rec, now)
+	return s.end(&rec, now)
 }
 
 // slotPool keeps values in reusable slots, so that an event can name one

@@ -96,21 +96,17 @@ type hand struct {
 	prefillEnd int64
 	queuedAt   int64 // when it joined the current decode queue
 	gen        int32 // invalidates stale lease and retry events
-	pinned     bool  // KV pinned on the prefill instance
+	// holds is where its KV is and which copies are under way
+	// (holding.go).
+	holds      holding
 	bufBlocks  int   // push: receive-buffer blocks held on d
-	spilled    bool  // push: KV in d's host memory
-	offloading bool  // pull: pinned KV being copied to p's host memory
-	offloaded  bool  // pull: KV in p's host memory (no longer pinned)
-	hostBytes  int64 // offloaded: bytes held in p's host memory
-	offloadTag int64 // offloading: the copy's tag
-	// offWait: pull, its offload waits for room in its node's deferred
-	// queue, at the entry holding offTicket (a retry keeps the place;
-	// leaving the decode queues drops it).
-	offWait    bool
-	offTicket  int64
-	streaming  bool  // reserve: the KV stream is on the link
-	streamDone bool  // reserve: the KV stream has arrived
-	bytes      int64 // transfer bytes per stream
+	hostBytes  int64 // holdOffloaded: bytes held in p's host memory
+	offloadTag int64 // holdOffloading: the copy's tag
+	// offTicket: with holdOffWait, the entry of its node's deferred
+	// offload queue that is its place (a retry keeps the place; leaving
+	// the decode queues drops it).
+	offTicket int64
+	bytes     int64 // transfer bytes per stream
 	// lossRetries counts how often the request was sent again after an
 	// instance loss; loadFail marks a transfer drawn to fail to load.
 	lossRetries int
@@ -152,7 +148,7 @@ func (s *Sim) transition(h *hand, to hstate, d int, now int64) error {
 	h.demand = 0
 	h.st, h.d, h.since = to, d, now
 	if to != hQueued {
-		h.offWait = false // the waiting offload's entry is now stale
+		h.holds.drop(holdOffWait) // the waiting offload's entry is now stale
 	}
 	switch to {
 	case hQueued, hAwaitReserve:

@@ -31,7 +31,7 @@ type pendingOffload struct {
 // armOffload schedules the offload of h's pinned KV, when configured.
 func (s *Sim) armOffload(h *hand, now int64) error {
 	p := s.pd
-	if p.cfg.OffloadPinnedAfter <= 0 || s.tiers == nil || !h.pinned || h.offloading || h.offWait {
+	if p.cfg.OffloadPinnedAfter <= 0 || s.tiers == nil || !h.holds.has(holdPinned) || h.holds.has(holdOffloading) || h.holds.has(holdOffWait) {
 		return nil // none, or already under way or waiting in its place
 	}
 	return s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.OffloadPinnedAfter)), Kind: evOffload, Arg: h.req.ID, Target: h.gen})
@@ -40,7 +40,7 @@ func (s *Sim) armOffload(h *hand, now int64) error {
 // offloadDue starts copying h's pinned KV to host memory.
 func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
 	h := s.pd.hands[id]
-	if h == nil || h.gen != gen || h.st != hQueued || !h.pinned || h.offloading || h.offWait {
+	if h == nil || h.gen != gen || h.st != hQueued || !h.holds.has(holdPinned) || h.holds.has(holdOffloading) || h.holds.has(holdOffWait) {
 		return nil
 	}
 	t := s.tiers
@@ -53,16 +53,18 @@ func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
 			t.deferred = make([][]deferredOffload, t.h.Nodes())
 		}
 		t.nextTicket++
-		h.offWait, h.offTicket = true, t.nextTicket
+		h.holds.set(holdOffWait)
+		h.offTicket = t.nextTicket
 		t.deferred[node] = append(t.deferred[node], deferredOffload{id: id, ticket: t.nextTicket})
-		s.retryOffloads(node, now)
-		if !h.offloading {
+		if err := s.retryOffloads(node, now); err != nil {
+			return err
+		}
+		if !h.holds.has(holdOffloading) {
 			t.offloadDeferred++
 		}
 		return nil
 	}
-	s.startOffload(h, id, s.offloadBytes(h), now)
-	return nil
+	return s.startOffload(h, id, s.offloadBytes(h), now)
 }
 
 // offloadBytes is the size of h's pinned prompt KV.
@@ -79,53 +81,60 @@ type deferredOffload struct {
 }
 
 // startOffload starts the copy of h's pinned KV (bytes) to host memory.
-func (s *Sim) startOffload(h *hand, id, bytes, now int64) {
+func (s *Sim) startOffload(h *hand, id, bytes, now int64) error {
 	t := s.tiers
 	t.nextOffload++
 	if t.offloads == nil {
 		t.offloads = map[int64]pendingOffload{}
 	}
 	t.offloads[t.nextOffload] = pendingOffload{id: id, inst: h.p, bytes: bytes}
-	h.offloading, h.offloadTag = true, t.nextOffload
-	t.h.Offload(h.p, t.nextOffload, bytes, now)
+	h.holds.set(holdOffloading)
+	h.offloadTag = t.nextOffload
+	if err := t.h.Offload(h.p, t.nextOffload, bytes, now); err != nil {
+		return fmt.Errorf("cluster: request %d: offloading its pinned KV: %w", h.req.ID, err)
+	}
 	if t.onOffloadStart != nil {
 		t.onOffloadStart(id)
 	}
+	return nil
 }
 
 // retryOffloads starts the deferred offloads of node, in order, while they
 // fit under the bound; those whose request no longer waits with pinned
 // KV are dropped.
-func (s *Sim) retryOffloads(node int, now int64) {
+func (s *Sim) retryOffloads(node int, now int64) error {
 	t := s.tiers
 	if s.pd.cfg.OffloadPinnedMax <= 0 || t.deferred == nil {
-		return
+		return nil
 	}
 	q := t.deferred[node]
 	for len(q) > 0 {
 		d := q[0]
 		h := s.pd.hands[d.id]
-		if h == nil || !h.offWait || h.offTicket != d.ticket {
+		if h == nil || !h.holds.has(holdOffWait) || h.offTicket != d.ticket {
 			q = q[1:] // the request moved on
 			continue
 		}
 		bytes := s.offloadBytes(h)
 		if bytes > s.pd.cfg.OffloadPinnedMax {
 			q = q[1:] // larger than the bound: it stays pinned
-			h.offWait = false
+			h.holds.drop(holdOffWait)
 			continue
 		}
 		if t.h.HandoffBytes(node)+bytes > s.pd.cfg.OffloadPinnedMax {
 			break
 		}
 		q = q[1:]
-		h.offWait = false
-		s.startOffload(h, d.id, bytes, now)
+		h.holds.drop(holdOffWait)
+		if err := s.startOffload(h, d.id, bytes, now); err != nil {
+			return err
+		}
 	}
 	if len(q) == 0 {
 		q = t.deferred[node][:0] // reuse the array
 	}
 	t.deferred[node] = q
+	return nil
 }
 
 // OffloadDeferred is the number of pinned-KV offloads that could not
@@ -150,19 +159,21 @@ func (s *Sim) offloaded(d kvtier.Done, now int64) error {
 	}
 	delete(t.offloads, d.Tag)
 	h := s.pd.hands[po.id]
-	if h == nil || !h.offloading || h.offloadTag != d.Tag || h.st != hQueued || !h.pinned {
+	if h == nil || !h.holds.has(holdOffloading) || h.offloadTag != d.Tag || h.st != hQueued || !h.holds.has(holdPinned) {
 		if h != nil && h.offloadTag == d.Tag {
-			h.offloading = false
+			h.holds.drop(holdOffloading)
 		}
 		if err := t.h.Release(po.inst, po.bytes); err != nil {
 			return err
 		}
-		s.retryOffloads(t.h.NodeOf(po.inst), now)
-		return nil
+		return s.retryOffloads(t.h.NodeOf(po.inst), now)
 	}
-	h.offloading = false
-	s.unpin(h, now)
-	h.offloaded, h.hostBytes = true, po.bytes
+	h.holds.drop(holdOffloading)
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
+	h.holds.set(holdOffloaded)
+	h.hostBytes = po.bytes
 	return nil
 }
 
@@ -170,18 +181,17 @@ func (s *Sim) offloaded(d kvtier.Done, now int64) error {
 // offload copy in flight (its end releases it). The room freed goes to
 // deferred offloads.
 func (s *Sim) dropOffloaded(h *hand, now int64) error {
-	h.offloading = false
-	if !h.offloaded {
+	h.holds.drop(holdOffloading)
+	if !h.holds.has(holdOffloaded) {
 		return nil
 	}
-	h.offloaded = false
+	h.holds.drop(holdOffloaded)
 	bytes := h.hostBytes
 	h.hostBytes = 0
 	if err := s.tiers.h.Release(h.p, bytes); err != nil {
 		return err
 	}
-	s.retryOffloads(s.tiers.h.NodeOf(h.p), now)
-	return nil
+	return s.retryOffloads(s.tiers.h.NodeOf(h.p), now)
 }
 
 func cdiv(a, b int) int { return (a + b - 1) / b }

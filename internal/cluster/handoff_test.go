@@ -107,8 +107,8 @@ func TestCheckerCatchesLeakedReservation(t *testing.T) {
 	if err := sim.checkPD(); err == nil || !strings.Contains(err.Error(), "admission queue") {
 		t.Fatalf("an orphan admission-queue entry was not reported: %v", err)
 	}
-	if res := d.Reserve(0, false, nil); len(res) != 1 {
-		t.Fatalf("injected reservation not made: %v", res)
+	if res, err := d.Reserve(0, false, nil); len(res) != 1 || err != nil {
+		t.Fatalf("injected reservation not made: %v (%v)", res, err)
 	}
 	err := sim.checkPD()
 	if err == nil || !strings.Contains(err.Error(), "leaked reservation") {
@@ -121,7 +121,7 @@ func TestCheckerCatchesLeakedReservation(t *testing.T) {
 func TestCheckerCatchesInconsistentResources(t *testing.T) {
 	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 100, seqs: 4, budget: 256, bw: 1e9, kvPerToken: 1, pred: linear{base: 1}}
 	sim, _ := ps.build(t, nil)
-	sim.pd.hands[5] = &hand{req: workload.Request{ID: 5}, st: hDecoding, d: 1, pinned: true, pSlot: -1, dSlot: -1}
+	sim.pd.hands[5] = &hand{req: workload.Request{ID: 5}, st: hDecoding, d: 1, holds: holdPinned, pSlot: -1, dSlot: -1}
 	err := sim.checkPD()
 	if err == nil || !strings.Contains(err.Error(), "request 5 in handoff state decoding") {
 		t.Fatalf("pinned KV in state decoding not reported: %v", err)

@@ -58,14 +58,6 @@ type liveReq struct {
 	session       string
 }
 
-// SetLimits sets the run's limits; call before Run.
-func (s *Sim) SetLimits(l Limits) { s.limits = l }
-
-// SetInterrupt installs a check called every few thousand events; when it
-// returns true Run stops and returns ErrInterrupted. The check is the
-// caller's (e.g. a context's Done channel): the core reads no clock.
-func (s *Sim) SetInterrupt(check func() bool) { s.interrupt = check }
-
 // LimitReached says which limit ended the run ("" if none).
 func (s *Sim) LimitReached() string { return s.limited }
 
@@ -140,11 +132,15 @@ func (s *Sim) cutOff(now int64, reason string) error {
 			rec.Session, rec.InputTokens, rec.OutputTokens = l.session, l.input, l.output
 		}
 		rec.Outcome, rec.Reason = metrics.Failed, reason
-		s.end(&rec, now)
+		if err := s.end(&rec, now); err != nil {
+			return err
+		}
 	}
 	slices.SortFunc(notArrived, func(a, b workload.Request) int { return compareInt(a.ID, b.ID) })
 	for i := range notArrived {
-		s.truncate(&notArrived[i], now)
+		if err := s.truncate(&notArrived[i], now); err != nil {
+			return err
+		}
 	}
 	// The rest of the workload never arrived: counted at once when the
 	// source can count it and the observer take a count, else read entry
@@ -153,7 +149,9 @@ func (s *Sim) cutOff(now int64, reason string) error {
 	for read := 1; ; read++ {
 		if s.hasNext {
 			for i := range s.next.Requests {
-				s.truncate(&s.next.Requests[i], now)
+				if err := s.truncate(&s.next.Requests[i], now); err != nil {
+					return err
+				}
 			}
 			s.hasNext = false
 		}
@@ -243,12 +241,12 @@ func latest(a, b metrics.Record) metrics.Record {
 }
 
 // truncate ends a request that never arrived.
-func (s *Sim) truncate(req *workload.Request, now int64) {
+func (s *Sim) truncate(req *workload.Request, now int64) error {
 	s.total++
 	rec := metrics.NewRecord(req.ID, -1)
 	rec.InputTokens, rec.OutputTokens = req.InputTokens, req.OutputTokens
 	rec.Outcome, rec.Reason = metrics.Truncated, "limit: never arrived"
-	s.end(&rec, now)
+	return s.end(&rec, now)
 }
 
 func compareInt(a, b int64) int {

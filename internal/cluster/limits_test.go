@@ -64,11 +64,10 @@ func TestLimitUnreadWorkload(t *testing.T) {
 	const total = int64(1e18)
 
 	obs := &countingObs{collect: collect{recs: map[int64]metrics.Record{}}}
-	sim, err := New(colocated(t, 1, cfg), &endless{count: true, left: total}, nil, obs)
+	sim, err := New(Config{Engines: colocated(t, 1, cfg), Source: &endless{count: true, left: total}, Observer: obs, Limits: Limits{MaxEvents: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim.SetLimits(Limits{MaxEvents: 10})
 	if err := runBounded(t, sim); err != nil {
 		t.Fatal(err)
 	}
@@ -78,12 +77,11 @@ func TestLimitUnreadWorkload(t *testing.T) {
 	}
 
 	calls := 0
-	sim, err = New(colocated(t, 1, cfg), &endless{}, nil, &collect{recs: map[int64]metrics.Record{}})
+	sim, err = New(Config{Engines: colocated(t, 1, cfg), Source: &endless{}, Observer: &collect{recs: map[int64]metrics.Record{}},
+		Limits: Limits{MaxEvents: 10}, Interrupt: func() bool { calls++; return calls > 3 }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim.SetLimits(Limits{MaxEvents: 10})
-	sim.SetInterrupt(func() bool { calls++; return calls > 3 })
 	if err := runBounded(t, sim); !errors.Is(err, ErrInterrupted) {
 		t.Errorf("endless uncountable workload after the limit: %v, want %v", err, ErrInterrupted)
 	}

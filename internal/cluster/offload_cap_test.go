@@ -60,14 +60,14 @@ func TestOffloadDeferredRetry(t *testing.T) {
 		cfg: PDConfig{Policy: Pull, Placement: RetryPlacement, RetryAfter: 2e5, Heartbeat: true, MaxReprefills: 3,
 			OffloadPinnedAfter: 1e6, OffloadPinnedMax: one},
 		bw: 1e10, latency: 1000, kvPerToken: 1000, pred: linear{base: 1e6, perTok: 1000}}
-	sim, c := ps.build(t, reqs)
 	h, err := kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 16000,
 		Nodes:     []kvtier.Node{hostNode(1e9, 1e11)},
 		Instances: []kvtier.Instance{{Node: 0, GPUs: 1}, {Node: 0, GPUs: 1}, {Node: 0, GPUs: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim.EnableTiers(h)
+	ps.tiers = h
+	sim, c := ps.build(t, reqs)
 	var started []int64
 	sim.tiers.onOffloadStart = func(id int64) { started = append(started, id) }
 	if _, err := sim.Run(); err != nil {

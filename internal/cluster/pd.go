@@ -137,18 +137,13 @@ const (
 	evOffload                   // pinned KV due to move to host: Arg = request id, Target = generation
 )
 
-// EnablePD turns the simulation into a disaggregated one: nodes describe
-// every instance's network attachment (index-aligned with the engines).
-func (s *Sim) EnablePD(cfg PDConfig, nodes []Node, net *link.Network) error {
-	if len(nodes) != len(s.engines) {
-		return fmt.Errorf("cluster: %d network nodes for %d instances", len(nodes), len(s.engines))
-	}
+// setPD turns the simulation into a disaggregated one (Config.PD,
+// validated): nodes describe every instance's network attachment
+// (index-aligned with the engines).
+func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	pol, err := newPolicy(cfg.Policy)
 	if err != nil {
 		return err
-	}
-	if cfg.MaxReprefills < 0 {
-		return fmt.Errorf("cluster: max_reprefills must be >= 0 (got %d)", cfg.MaxReprefills)
 	}
 	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, hands: map[int64]*hand{}}
 	p.adm, _ = pol.(admitter)
@@ -163,12 +158,6 @@ func (s *Sim) EnablePD(cfg PDConfig, nodes []Node, net *link.Network) error {
 		default:
 			p.prefill = append(p.prefill, i)
 		}
-	}
-	if len(p.decode) == 0 {
-		return fmt.Errorf("cluster: P/D mode needs at least one decode instance")
-	}
-	if len(p.prefill) == 0 {
-		return fmt.Errorf("cluster: P/D mode needs at least one prefill instance")
 	}
 	p.demandBS = s.engines[p.decode[0]].Config().BlockSize
 	if su, ok := pol.(setupper); ok {
@@ -215,7 +204,10 @@ func (s *Sim) LinkUtilisation(i int) float64 {
 	eps := s.pd.nodes[i].Endpoints
 	u := 0.0
 	for _, ep := range eps {
-		eg, in := s.pd.net.Utilisation(ep)
+		eg, in, err := s.pd.net.Utilisation(ep)
+		if err != nil {
+			return math.NaN() // unreachable: New checked every endpoint (Config.Validate)
+		}
 		u += math.Max(eg, in)
 	}
 	return u / float64(len(eps))
@@ -304,14 +296,12 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 	p := s.pd
 	if why := s.pdUnfit(req); why != "" {
 		rec := failedRecord(req, now, "unfit: "+why)
-		s.end(&rec, now)
-		return nil
+		return s.end(&rec, now)
 	}
 	// pdUnfit left the prefill candidates in s.candidates.
 	if len(s.candidates) == 0 {
 		rec := failedRecord(req, now, "instance lost: no live prefill instance can take the request")
-		s.end(&rec, now)
-		return nil
+		return s.end(&rec, now)
 	}
 	pi := s.candidates[0]
 	s.ph.reset()
@@ -328,16 +318,14 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			rec := h.rec
 			rec.Outcome, rec.Reason = metrics.Rejected, why
 			p.freeHand(h)
-			s.end(&rec, now)
-			return nil
+			return s.end(&rec, now)
 		}
 	}
 	if s.engines[pi].Config().Role == engine.Mixed {
 		// A mixed instance serves the whole request: no handoff.
 		s.seedHashes(pi, s.engines[pi].AddRecord(req, h.rec, now), req)
 		p.freeHand(h)
-		s.kick(pi, now)
-		return nil
+		return s.kick(pi, now)
 	}
 	if p.cfg.LocalPrefillBelow > 0 {
 		d := s.placeDecode(h, -1)
@@ -345,16 +333,14 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			rec := h.rec
 			rec.Outcome, rec.Reason = metrics.Failed, "instance lost: no live decode instance can admit the request"
 			p.freeHand(h)
-			s.end(&rec, now)
-			return nil
+			return s.end(&rec, now)
 		}
 		e := s.engines[d]
 		if req.InputTokens-e.PrefixHitTokens(req) < p.cfg.LocalPrefillBelow && e.Unfit(req) == "" {
 			// Conditional disaggregation: prefilled and decoded on d.
 			s.seedHashes(d, e.AddRecord(req, h.rec, now), req)
 			p.freeHand(h)
-			s.kick(d, now)
-			return nil
+			return s.kick(d, now)
 		}
 	}
 	p.hands[req.ID] = h
@@ -399,8 +385,7 @@ func (s *Sim) enqueuePrefill(h *hand, now int64) error {
 		s.engines[h.p].RestorePrivate(h.pSlot, h.owned)
 		h.owned = h.owned[:0]
 	}
-	s.kick(h.p, now)
-	return nil
+	return s.kick(h.p, now)
 }
 
 // prefilled handles a prompt computed on a prefill instance: its KV is
@@ -417,7 +402,7 @@ func (s *Sim) prefilled(f *engine.Prefilled, now int64) error {
 	}
 	h.rec = f.Record
 	h.prefillEnd = now
-	h.pinned = true
+	h.holds.set(holdPinned)
 	s.trackPinned(h.p, now)
 	return p.pol.prefilled(s, h, now)
 }
@@ -446,7 +431,7 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 	h.queuedAt = now
 	h.dSlot = s.engines[d].Enqueue(&h.req, h.rec, now)
 	h.gen++
-	if !p.cfg.Heartbeat && p.cfg.Lease > 0 && h.pinned {
+	if !p.cfg.Heartbeat && p.cfg.Lease > 0 && h.holds.has(holdPinned) {
 		if err := s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.Lease)), Kind: evLease, Arg: h.req.ID, Target: h.gen}); err != nil {
 			return err
 		}
@@ -464,7 +449,10 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 func (s *Sim) reserve(d int, now int64) error {
 	p := s.pd
 	e := s.engines[d]
-	p.resv = e.Reserve(now, p.cfg.SkipAhead, p.resv[:0])
+	var err error
+	if p.resv, err = e.Reserve(now, p.cfg.SkipAhead, p.resv[:0]); err != nil {
+		return err
+	}
 	for _, res := range p.resv {
 		h := p.hands[res.ID]
 		if h == nil {
@@ -503,7 +491,7 @@ func (s *Sim) reserved(h *hand, res engine.Reservation, now int64) error {
 	r.CapacityWait = now - h.prefillEnd
 	r.TransferStart = now
 	switch {
-	case h.spilled:
+	case h.holds.has(holdSpilled):
 		// Push overflow: the KV waits in the decode host's memory and is
 		// copied to the device over PCIe.
 		bytes := h.bytes * int64(len(p.nodes[h.d].Endpoints))
@@ -529,10 +517,14 @@ func (s *Sim) startFlows(h *hand, now int64, bytes int64, rate float64) error {
 	p := s.pd
 	from, to := p.nodes[h.p].Endpoints, p.nodes[h.d].Endpoints
 	n := min(len(from), len(to))
+	var err error
 	if rate > 0 {
-		p.net.StartParallelCapped(now, from[:n], to[:n], bytes, rate, h.req.ID)
+		_, err = p.net.StartParallelCapped(now, from[:n], to[:n], bytes, rate, h.req.ID)
 	} else {
-		p.net.StartParallel(now, from[:n], to[:n], bytes, h.req.ID)
+		_, err = p.net.StartParallel(now, from[:n], to[:n], bytes, h.req.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: request %d: KV transfer from instance %d to %d: %w", h.req.ID, h.p, h.d, err)
 	}
 	return s.wakeNet()
 }
@@ -555,7 +547,10 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 	if gen != p.netGen {
 		return nil // superseded by a later wake-up
 	}
-	p.done = p.net.Advance(now, p.done[:0])
+	var err error
+	if p.done, err = p.net.Advance(now, p.done[:0]); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
 	for _, c := range p.done {
 		h := p.hands[c.Tag]
 		if h == nil {
@@ -566,9 +561,11 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 		case hPushing:
 			err = s.pushArrived(h, now)
 		case hReservedPrefill:
-			h.streaming, h.streamDone = false, true // the prefill has not ended: wait for it
+			h.holds.drop(holdStreaming)
+			h.holds.set(holdStreamDone) // the prefill has not ended: wait for it
 		case hTransfer:
-			h.streaming, h.streamDone = false, true
+			h.holds.drop(holdStreaming)
+			h.holds.set(holdStreamDone)
 			err = s.transferDone(h, now)
 		default:
 			err = fmt.Errorf("cluster: invariant violated: request %d: transfer completed in handoff state %s", h.req.ID, h.st)
@@ -590,28 +587,33 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 	if err := s.transition(h, hDecoding, h.d, now); err != nil {
 		return err
 	}
-	s.unpin(h, now)
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
-	s.engines[h.d].TransferDone(h.dSlot, now)
-	s.kick(h.d, now)
-	if u, ok := s.unitDraining(h.p); ok {
-		s.maybePark(u, now) // its last pinned KV handed off
+	if err := s.engines[h.d].TransferDone(h.dSlot, now); err != nil {
+		return err
 	}
-	return nil
+	if err := s.kick(h.d, now); err != nil {
+		return err
+	}
+	return s.parkIfDrained(h.p, now) // its last pinned KV handed off
 }
 
 // unpin releases the prefill instance's copy of the KV.
-func (s *Sim) unpin(h *hand, now int64) {
-	if !h.pinned {
-		return
+func (s *Sim) unpin(h *hand, now int64) error {
+	if !h.holds.has(holdPinned) {
+		return nil
 	}
-	h.pinned = false
-	s.engines[h.p].ReleasePinned(h.pSlot)
+	h.holds.drop(holdPinned)
+	if err := s.engines[h.p].ReleasePinned(h.pSlot); err != nil {
+		return err
+	}
 	h.pSlot = -1
 	s.trackPinned(h.p, now)
-	s.kick(h.p, now)
+	return s.kick(h.p, now)
 }
 
 // pdStepEnd handles P/D outcomes of a finished step on instance i.

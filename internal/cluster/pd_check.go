@@ -148,7 +148,7 @@ func (s *Sim) checkDeferred() error {
 	for node, q := range t.deferred {
 		for _, d := range q {
 			h := s.pd.hands[d.id]
-			if h == nil || !h.offWait || h.offTicket != d.ticket {
+			if h == nil || !h.holds.has(holdOffWait) || h.offTicket != d.ticket {
 				continue
 			}
 			live++
@@ -159,7 +159,7 @@ func (s *Sim) checkDeferred() error {
 	}
 	waiting := 0
 	for _, h := range s.pd.hands {
-		if h.offWait {
+		if h.holds.has(holdOffWait) {
 			waiting++
 		}
 	}
@@ -174,40 +174,10 @@ func (s *Sim) checkHand(id int64, h *hand) error {
 	if h.req.ID != id {
 		return fmt.Errorf("filed under id %d but is request %d", id, h.req.ID)
 	}
-	// KV in host memory: spilled (push) or offloaded (pull).
-	away := h.spilled || h.offloaded
-	buffered := h.bufBlocks > 0 || away
-	if h.bufBlocks > 0 && h.spilled || h.spilled && h.offloaded {
-		return fmt.Errorf("KV in two places: buffered (%d blocks), spilled %v, offloaded %v", h.bufBlocks, h.spilled, h.offloaded)
+	if err := h.holds.check(h.st, h.bufBlocks); err != nil {
+		return err
 	}
-	if h.offWait && (h.st != hQueued || !h.pinned || h.offloading || h.offloaded) {
-		return fmt.Errorf("offload waiting for host memory while pinned %v, offloading %v, offloaded %v", h.pinned, h.offloading, h.offloaded)
-	}
-	if h.offloading && !h.pinned {
-		return fmt.Errorf("KV being offloaded to host but not pinned")
-	}
-	var okRes bool
-	switch h.st {
-	case hPrefilling, hAwaitReserve, hReservedPrefill:
-		okRes = !h.pinned && !buffered
-	case hDecoding:
-		okRes = !h.pinned && !buffered && !h.streaming
-	case hPushing:
-		okRes = h.pinned && buffered
-	case hQueued:
-		okRes = h.pinned != buffered
-	case hTransfer:
-		okRes = h.pinned != away && h.bufBlocks == 0
-	default:
-		return fmt.Errorf("state not allowed in flight")
-	}
-	if !okRes {
-		return fmt.Errorf("inconsistent resources: pinned %v, buffer blocks %d, spilled %v, offloaded %v, streaming %v", h.pinned, h.bufBlocks, h.spilled, h.offloaded, h.streaming)
-	}
-	if h.streaming && h.st != hReservedPrefill && h.st != hTransfer {
-		return fmt.Errorf("KV stream on the link in a state without a reservation")
-	}
-	if h.pinned {
+	if h.holds.has(holdPinned) {
 		if got := s.engines[h.p].SlotState(h.pSlot); got != "pinned" && got != "prefilled" {
 			return fmt.Errorf("pinned KV on instance %d, but its slot there is %s", h.p, got)
 		}

@@ -115,26 +115,24 @@ func TestPDPropertyWide(t *testing.T) {
 			src.entries = append(src.entries, entry)
 		}
 		c := &collect{recs: map[int64]metrics.Record{}}
-		sim, err := New(engines, src, &RoundRobin{}, c)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		sim.CheckInvariants(true)
+		var limits Limits
 		if rapid.IntRange(0, 3).Draw(rt, "limited") == 0 {
 			// A run cut off early: requests in flight fail with "limit".
-			sim.SetLimits(Limits{MaxEvents: int64(rapid.IntRange(1, 5000).Draw(rt, "maxEvents"))})
+			limits = Limits{MaxEvents: int64(rapid.IntRange(1, 5000).Draw(rt, "maxEvents"))}
 		}
 		net := link.New()
 		bw := rapid.SampledFrom([]float64{link.Unlimited, 1e9, 25e9}).Draw(rt, "bw")
 		nodes := make([]Node, len(engines))
 		for i := range nodes {
 			for r := 0; r < tp; r++ {
-				nodes[i].Endpoints = append(nodes[i].Endpoints, net.AddEndpoint(bw, int64(rapid.IntRange(0, 20_000).Draw(rt, "lat"))))
+				nodes[i].Endpoints = append(nodes[i].Endpoints, must(net.AddEndpoint(bw, int64(rapid.IntRange(0, 20_000).Draw(rt, "lat")))))
 			}
 			nodes[i].KVBytesPerToken, nodes[i].Layers = 4096, 32
 			nodes[i].PrefillTokensPerSec = rapid.SampledFrom([]float64{0, 1e4, 1e6}).Draw(rt, "prefillRate")
 		}
-		if err := sim.EnablePD(cfg, nodes, net); err != nil {
+		sim, err := New(Config{Engines: engines, Source: src, Router: &RoundRobin{}, Observer: c, CheckInvariants: true, Limits: limits,
+			PD: &PDSetup{Config: cfg, Nodes: nodes, Net: net}})
+		if err != nil {
 			rt.Fatal(err)
 		}
 		_, err = sim.Run()

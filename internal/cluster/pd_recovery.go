@@ -15,7 +15,7 @@ import (
 func (s *Sim) leaseExpired(id int64, gen int32, now int64) error {
 	p := s.pd
 	h := p.hands[id]
-	if h == nil || h.gen != gen || h.st != hQueued || !h.pinned {
+	if h == nil || h.gen != gen || h.st != hQueued || !h.holds.has(holdPinned) {
 		return nil
 	}
 	if p.cfg.ExpiryFails {
@@ -33,14 +33,18 @@ func (s *Sim) reprefill(h *hand, now int64, why string) error {
 	if h.rec.Reprefills >= p.cfg.MaxReprefills {
 		return s.failHand(h, now, fmt.Sprintf("re-prefill limit: %s after %d re-prefills (handoff.max_reprefills %d)", why, h.rec.Reprefills, p.cfg.MaxReprefills))
 	}
-	s.leaveQueue(h)
-	if h.pinned {
+	if err := s.leaveQueue(h); err != nil {
+		return err
+	}
+	if h.holds.has(holdPinned) {
 		// Blocks of a request without token ids are private to it: note
 		// where they are, so the recompute hits them as a request with
 		// known tokens hits its blocks by hash.
 		h.owned = s.engines[h.p].PrivateBlocks(h.pSlot, h.owned[:0])
 	}
-	s.unpin(h, now)
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
@@ -49,11 +53,14 @@ func (s *Sim) reprefill(h *hand, now int64, why string) error {
 }
 
 // leaveQueue withdraws h from its decode admission queue, if it is in one.
-func (s *Sim) leaveQueue(h *hand) {
+func (s *Sim) leaveQueue(h *hand) error {
 	if h.st == hQueued && h.dSlot >= 0 {
-		s.engines[h.d].Withdraw(h.dSlot)
+		if err := s.engines[h.d].Withdraw(h.dSlot); err != nil {
+			return err
+		}
 		h.dSlot = -1
 	}
+	return nil
 }
 
 // failHand ends h as failed with reason, releasing what it holds: its
@@ -62,13 +69,17 @@ func (s *Sim) leaveQueue(h *hand) {
 func (s *Sim) failHand(h *hand, now int64, reason string) error {
 	p := s.pd
 	d := h.d
-	s.leaveQueue(h)
-	s.unpin(h, now)
+	if err := s.leaveQueue(h); err != nil {
+		return err
+	}
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
 	if h.bufBlocks > 0 {
 		p.bufFree[d] += h.bufBlocks
 		h.bufBlocks = 0
 	}
-	h.spilled = false
+	h.holds.drop(holdSpilled)
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
@@ -80,8 +91,7 @@ func (s *Sim) failHand(h *hand, now int64, reason string) error {
 	rec.Outcome, rec.Reason = metrics.Failed, reason
 	delete(p.hands, h.req.ID)
 	p.freeHand(h)
-	s.end(&rec, now)
-	return nil
+	return s.end(&rec, now)
 }
 
 // retry moves a request that waited retry_after in one decode queue to
@@ -91,7 +101,7 @@ func (s *Sim) failHand(h *hand, now int64, reason string) error {
 func (s *Sim) retry(id int64, gen int32, now int64) error {
 	p := s.pd
 	h := p.hands[id]
-	if h == nil || h.gen != gen || h.st != hQueued || !h.pinned {
+	if h == nil || h.gen != gen || h.st != hQueued || !h.holds.has(holdPinned) {
 		return nil
 	}
 	old := h.d
@@ -100,7 +110,9 @@ func (s *Sim) retry(id int64, gen int32, now int64) error {
 		return s.schedule(des.Event{At: satAdd(now, p.cfg.RetryAfter), Kind: evRetry, Arg: h.req.ID, Target: h.gen})
 	}
 	retries := s.engines[old].Record(h.dSlot).Retries
-	s.leaveQueue(h)
+	if err := s.leaveQueue(h); err != nil {
+		return err
+	}
 	h.rec.Retries = retries + 1
 	if err := s.enqueueDecode(h, d, now); err != nil {
 		return err
@@ -111,9 +123,9 @@ func (s *Sim) retry(id int64, gen int32, now int64) error {
 // hostCopied: spilled KV is back on the decode device.
 func (s *Sim) hostCopied(id int64, gen int32, now int64) error {
 	h := s.pd.hands[id]
-	if h == nil || h.gen != gen || h.st != hTransfer || !h.spilled {
+	if h == nil || h.gen != gen || h.st != hTransfer || !h.holds.has(holdSpilled) {
 		return fmt.Errorf("cluster: invariant violated: host copy done for request %d, which is not copying spilled KV", id)
 	}
-	h.spilled = false
+	h.holds.drop(holdSpilled)
 	return s.transferDone(h, now)
 }

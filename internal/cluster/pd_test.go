@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/engine"
+	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/link"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/perf"
@@ -63,6 +64,7 @@ type pdSetup struct {
 	latency          int64
 	kvPerToken       int64
 	pred             perf.Predictor
+	tiers            *kvtier.Hierarchy // nil: none
 }
 
 // fataler is the part of testing.TB and *rapid.T the setup needs.
@@ -90,15 +92,10 @@ func (ps pdSetup) build(t fataler, reqs []workload.Request) (*Sim, *collect) {
 		add(engine.Decode, ps.dBlocks)
 	}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New(engines, &sliceSrc{reqs: reqs}, &RoundRobin{}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim.CheckInvariants(true)
 	net := link.New()
 	nodes := make([]Node, len(engines))
 	for i := range nodes {
-		nodes[i] = Node{Endpoints: []link.EndpointID{net.AddEndpoint(ps.bw, ps.latency)}, KVBytesPerToken: ps.kvPerToken, Layers: 32, PrefillTokensPerSec: 20000}
+		nodes[i] = Node{Endpoints: []link.EndpointID{must(net.AddEndpoint(ps.bw, ps.latency))}, KVBytesPerToken: ps.kvPerToken, Layers: 32, PrefillTokensPerSec: 20000}
 	}
 	cfg := ps.cfg
 	if cfg.Policy == Push && cfg.PushBufferBlocks == nil {
@@ -107,7 +104,9 @@ func (ps pdSetup) build(t fataler, reqs []workload.Request) (*Sim, *collect) {
 			cfg.PushBufferBlocks[i] = ps.dBlocks / 10
 		}
 	}
-	if err := sim.EnablePD(cfg, nodes, net); err != nil {
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: reqs}, Router: &RoundRobin{}, Observer: c, CheckInvariants: true,
+		Tiers: ps.tiers, PD: &PDSetup{Config: cfg, Nodes: nodes, Net: net}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return sim, c
@@ -148,7 +147,7 @@ func TestDecodePhaseMatchesPreloadedMixed(t *testing.T) {
 		warm.Arrival = 0
 		warm.OutputTokens = 1
 		c := &collect{recs: map[int64]metrics.Record{}}
-		ms, _ := New([]*engine.Engine{mixed}, &sliceSrc{reqs: []workload.Request{warm, {ID: r.ID, Arrival: 10e9, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputIDs: r.InputIDs}}}, nil, c)
+		ms, _ := New(Config{Engines: []*engine.Engine{mixed}, Source: &sliceSrc{reqs: []workload.Request{warm, {ID: r.ID, Arrival: 10e9, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, InputIDs: r.InputIDs}}}, Observer: c})
 		if _, err := ms.Run(); err != nil {
 			t.Fatal(err)
 		}
@@ -346,15 +345,25 @@ func TestRouters(t *testing.T) {
 		}
 		engines = append(engines, e)
 	}
-	sim, _ := New(engines, &sliceSrc{}, nil, nil)
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Instance 0 caches the prompt's prefix; instance 1 has a queue.
 	warm := workload.Request{ID: 1, InputTokens: 64, OutputTokens: 1, InputIDs: ids}
 	engines[0].Add(&warm, 0)
 	for engines[0].HasWork() {
-		st, _ := engines[0].Begin(0)
-		engines[0].FinishBatch(st.ID, st.End)
+		st, _, err := engines[0].Begin(0)
+		if err == nil {
+			_, err = engines[0].FinishBatch(st.ID, st.End)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	engines[0].Begin(0) // release the finished request's slot
+	if _, _, err := engines[0].Begin(0); err != nil { // release the finished request's slot
+		t.Fatal(err)
+	}
 	for k := 0; k < 3; k++ {
 		engines[1].Add(&workload.Request{ID: int64(10 + k), InputTokens: 10, OutputTokens: 5}, 0)
 	}

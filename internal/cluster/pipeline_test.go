@@ -38,7 +38,7 @@ func TestPipelineEventLoop(t *testing.T) {
 		reqs = append(reqs, workload.Request{ID: int64(i), InputTokens: 1, OutputTokens: 6})
 	}
 	log := &stepLog{}
-	sim, err := New([]*engine.Engine{e}, &sliceSrc{reqs: reqs}, nil, log)
+	sim, err := New(Config{Engines: []*engine.Engine{e}, Source: &sliceSrc{reqs: reqs}, Observer: log})
 	if err != nil {
 		t.Fatal(err)
 	}

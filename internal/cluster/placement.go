@@ -16,16 +16,6 @@ const (
 // Placements lists the placement names in order.
 var Placements = []string{"round-robin", "least-loaded", "most-free-kv", "retry"}
 
-// ParsePlacement returns the placement of a name.
-func ParsePlacement(s string) (Placement, error) {
-	for i, n := range Placements {
-		if n == s {
-			return Placement(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown decode placement %q (valid: round-robin, least-loaded, most-free-kv, retry)", s)
-}
-
 // String returns the placement's name.
 func (pl Placement) String() string {
 	if int(pl) < len(Placements) {

@@ -1,6 +1,10 @@
 package cluster
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/engine"
+)
 
 // PolicyName names a prefill -> decode handoff protocol in a PDConfig.
 type PolicyName uint8
@@ -33,16 +37,6 @@ const (
 // Policies lists the policy names in order.
 var Policies = []string{"pull", "reserve", "reject", "push", "eager"}
 
-// ParsePolicy returns the policy of a name.
-func ParsePolicy(s string) (PolicyName, error) {
-	for i, n := range Policies {
-		if n == s {
-			return PolicyName(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown handoff policy %q (valid: pull, reserve, reject, push, eager)", s)
-}
-
 // String returns the policy's name.
 func (p PolicyName) String() string {
 	if int(p) < len(Policies) {
@@ -57,15 +51,126 @@ func (p PolicyName) String() string {
 type Policy interface {
 	// start begins the handoff of a request that will be handed off (state
 	// new, prefill instance h.p chosen).
-	start(s *Sim, h *hand, now int64) error
+	start(s handoffSim, h *hand, now int64) error
 	// prefilled continues it once its prompt is computed on h.p.
-	prefilled(s *Sim, h *hand, now int64) error
+	prefilled(s handoffSim, h *hand, now int64) error
 }
 
 // admitter is the optional ability of a policy to refuse a request at
 // arrival; it returns the reason, or "" to admit.
 type admitter interface {
-	admission(s *Sim, h *hand, now int64) string
+	admission(s handoffSim, h *hand, now int64) string
+}
+
+// handoffSim is what a policy asks of the simulation: the shared steps of
+// every protocol. *Sim implements it; the policies' tests drive them on a
+// fake that records the steps (policy_dd_test.go).
+type handoffSim interface {
+	// config is the handoff configuration.
+	config() *PDConfig
+	// transition moves h to state to on decode instance d.
+	transition(h *hand, to hstate, d int, now int64) error
+	// startPrefill queues h on its prefill instance.
+	startPrefill(h *hand, now int64) error
+	// placeDecode chooses h's decode instance (not exclude).
+	placeDecode(h *hand, exclude int) int
+	// enqueueDecode queues prefilled h for admission on decode instance d.
+	enqueueDecode(h *hand, d int, now int64) error
+	// awaitReserve queues h on decode instance d before its prefill
+	// (reserve), setting h.dSlot.
+	awaitReserve(h *hand, d int, now int64)
+	// reserve admits what decode instance d can take now.
+	reserve(d int, now int64) error
+	// seqSlotFree reports whether decode instance d has a sequence slot.
+	seqSlotFree(d int) bool
+	// forceReserve reserves h's blocks on h.d at once (eager), or reports
+	// the blocks needed and free.
+	forceReserve(h *hand, now int64) (res engine.Reservation, needed, free int, ok bool, err error)
+	// reserved continues h once its decode blocks are reserved.
+	reserved(h *hand, res engine.Reservation, now int64) error
+	// stopRun stops the run: h's needed blocks are not free (eager).
+	stopRun(h *hand, needed, free int, now int64) error
+	// pinPrefill notes h's KV pinned on its prefill instance and merges
+	// its prefill record into the decode record (reserve).
+	pinPrefill(h *hand, now int64)
+	// startStream puts h's KV stream on the link (reserve).
+	startStream(h *hand, now int64) error
+	// transferDone ends h's transfer: it joins the decode batch.
+	transferDone(h *hand, now int64) error
+	// promptBlocks is h's prompt KV in blocks of decode instance d.
+	promptBlocks(h *hand, d int) int
+	// transferBytes is the bytes per stream of blocks of h's KV to d.
+	transferBytes(h *hand, d, blocks int) int64
+	// takeBuffer takes blocks of d's push receive buffer if free.
+	takeBuffer(d, blocks int) bool
+	// startFlows puts h's KV on the network (rate 0: uncapped).
+	startFlows(h *hand, now int64, bytes int64, rate float64) error
+	// reprefill recomputes h's prompt after its KV was lost.
+	reprefill(h *hand, now int64, why string) error
+	// failHand ends h as failed with reason.
+	failHand(h *hand, now int64, reason string) error
+	// prefillQueueNs is the predicted queueing time of prefill instance
+	// p (0 when its prefill rate is unknown).
+	prefillQueueNs(p int) float64
+	// decodeDemand is the decode KV demand with h admitted, and the
+	// decode pools' capacity, in blocks.
+	decodeDemand(h *hand) (demand, capacity float64)
+}
+
+// The handoffSim steps *Sim has no other use for.
+
+func (s *Sim) config() *PDConfig { return &s.pd.cfg }
+
+func (s *Sim) awaitReserve(h *hand, d int, now int64) {
+	h.dSlot = s.engines[d].Enqueue(&h.req, h.rec, now)
+	h.queuedAt = now
+}
+
+func (s *Sim) seqSlotFree(d int) bool { return s.engines[d].SeqSlotFree() }
+
+func (s *Sim) forceReserve(h *hand, now int64) (engine.Reservation, int, int, bool, error) {
+	return s.engines[h.d].ForceReserve(h.dSlot, now)
+}
+
+func (s *Sim) stopRun(h *hand, needed, free int, now int64) error {
+	terminal, _ := s.Progress()
+	s.pd.stopped = &StopReport{Request: h.req.ID, Instance: h.d, Needed: needed, Free: free, At: now, Completed: terminal}
+	return s.pd.stopped
+}
+
+func (s *Sim) pinPrefill(h *hand, now int64) {
+	h.holds.set(holdPinned)
+	s.trackPinned(h.p, now)
+	s.mergePrefill(s.engines[h.d].Record(h.dSlot), h)
+}
+
+func (s *Sim) takeBuffer(d, blocks int) bool {
+	if s.pd.bufFree[d] < blocks {
+		return false
+	}
+	s.pd.bufFree[d] -= blocks
+	return true
+}
+
+func (s *Sim) prefillQueueNs(p int) float64 {
+	node := s.pd.nodes[p]
+	if node.PrefillTokensPerSec <= 0 {
+		return 0
+	}
+	return float64(s.engines[p].WaitingTokens()) / node.PrefillTokensPerSec * 1e9
+}
+
+func (s *Sim) decodeDemand(h *hand) (demand, capacity float64) {
+	p := s.pd
+	for _, d := range p.decode {
+		if s.isDown(d) {
+			continue // a lost instance's capacity is gone
+		}
+		e := s.engines[d]
+		capacity += float64(e.Pool().Capacity())
+		demand += float64(e.Pool().Used())
+	}
+	return demand + float64(p.demand+p.demandBlocks(&h.req)), capacity
 }
 
 // setupper is the optional ability of a policy to prepare per-instance

@@ -8,22 +8,21 @@ package cluster
 // its admission queue for one, as with pull.
 type eagerPolicy struct{}
 
-func (eagerPolicy) start(s *Sim, h *hand, now int64) error { return s.startPrefill(h, now) }
+func (eagerPolicy) start(s handoffSim, h *hand, now int64) error { return s.startPrefill(h, now) }
 
-func (eagerPolicy) prefilled(s *Sim, h *hand, now int64) error {
-	p := s.pd
+func (eagerPolicy) prefilled(s handoffSim, h *hand, now int64) error {
 	if err := s.enqueueDecode(h, s.placeDecode(h, -1), now); err != nil {
 		return err
 	}
-	e := s.engines[h.d]
-	if !e.SeqSlotFree() {
+	if !s.seqSlotFree(h.d) {
 		return nil
 	}
-	res, needed, free, ok := e.ForceReserve(h.dSlot, now)
+	res, needed, free, ok, err := s.forceReserve(h, now)
+	if err != nil {
+		return err
+	}
 	if !ok {
-		terminal, _ := s.Progress()
-		p.stopped = &StopReport{Request: h.req.ID, Instance: h.d, Needed: needed, Free: free, At: now, Completed: terminal}
-		return p.stopped
+		return s.stopRun(h, needed, free, now)
 	}
 	return s.reserved(h, res, now)
 }

@@ -5,9 +5,9 @@ package cluster
 // decode side pulls the KV once it has reserved blocks and a slot.
 type pullPolicy struct{}
 
-func (pullPolicy) start(s *Sim, h *hand, now int64) error { return s.startPrefill(h, now) }
+func (pullPolicy) start(s handoffSim, h *hand, now int64) error { return s.startPrefill(h, now) }
 
-func (pullPolicy) prefilled(s *Sim, h *hand, now int64) error {
+func (pullPolicy) prefilled(s handoffSim, h *hand, now int64) error {
 	d := s.placeDecode(h, -1)
 	if d < 0 {
 		return s.failHand(h, now, "instance lost: no live decode instance can admit the request")

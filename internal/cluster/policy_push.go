@@ -9,7 +9,7 @@ import "fmt"
 // max_reprefills times).
 type pushPolicy struct{}
 
-func (pushPolicy) start(s *Sim, h *hand, now int64) error { return s.startPrefill(h, now) }
+func (pushPolicy) start(s handoffSim, h *hand, now int64) error { return s.startPrefill(h, now) }
 
 // setup sizes the receive buffers: one per instance, in blocks.
 func (pushPolicy) setup(p *pd, n int) error {
@@ -21,20 +21,19 @@ func (pushPolicy) setup(p *pd, n int) error {
 	return nil
 }
 
-func (pushPolicy) prefilled(s *Sim, h *hand, now int64) error {
-	p := s.pd
+func (pushPolicy) prefilled(s handoffSim, h *hand, now int64) error {
+	cfg := s.config()
 	d := s.placeDecode(h, -1)
 	blocks := s.promptBlocks(h, d)
 	h.bytes = s.transferBytes(h, d, blocks)
 	switch {
-	case !p.cfg.PushSpill && blocks > p.cfg.PushBufferBlocks[d]:
+	case !cfg.PushSpill && blocks > cfg.PushBufferBlocks[d]:
 		// It can never fit the receive buffer and may not spill.
-		return s.failHand(h, now, fmt.Sprintf("unfit: prompt KV of %d blocks exceeds the push receive buffer of %d blocks on instance %d and overflow is drop", blocks, p.cfg.PushBufferBlocks[d], d))
-	case p.bufFree[d] >= blocks:
-		p.bufFree[d] -= blocks
+		return s.failHand(h, now, fmt.Sprintf("unfit: prompt KV of %d blocks exceeds the push receive buffer of %d blocks on instance %d and overflow is drop", blocks, cfg.PushBufferBlocks[d], d))
+	case s.takeBuffer(d, blocks):
 		h.bufBlocks = blocks
-	case p.cfg.PushSpill:
-		h.spilled = true
+	case cfg.PushSpill:
+		h.holds.set(holdSpilled)
 	default:
 		// Dropped: the prefill copy is freed and the prompt recomputed.
 		return s.reprefill(h, now, "push receive buffer full")
@@ -48,7 +47,9 @@ func (pushPolicy) prefilled(s *Sim, h *hand, now int64) error {
 // pushArrived: the pushed KV is in the receive buffer (or host memory);
 // the prefill side frees its copy and the request queues for admission.
 func (s *Sim) pushArrived(h *hand, now int64) error {
-	s.unpin(h, now)
+	if err := s.unpin(h, now); err != nil {
+		return err
+	}
 	if err := s.enqueueDecode(h, h.d, now); err != nil {
 		return err
 	}

@@ -15,13 +15,12 @@ import "github.com/servesim/servesim/internal/engine"
 // end.
 type reservePolicy struct{}
 
-func (reservePolicy) start(s *Sim, h *hand, now int64) error {
+func (reservePolicy) start(s handoffSim, h *hand, now int64) error {
 	d := s.placeDecode(h, -1)
 	if err := s.transition(h, hAwaitReserve, d, now); err != nil {
 		return err
 	}
-	h.dSlot = s.engines[d].Enqueue(&h.req, h.rec, now)
-	h.queuedAt = now
+	s.awaitReserve(h, d, now)
 	return s.reserve(d, now)
 }
 
@@ -42,7 +41,7 @@ func (s *Sim) prefillStarted(ids []int64, now int64) error {
 	p := s.pd
 	for _, id := range ids {
 		h := p.hands[id]
-		if h == nil || h.st != hReservedPrefill || h.streaming || h.streamDone {
+		if h == nil || h.st != hReservedPrefill || h.holds.has(holdStreaming) || h.holds.has(holdStreamDone) {
 			continue // not a reserve handoff
 		}
 		if err := s.startStream(h, now); err != nil {
@@ -58,18 +57,16 @@ func (s *Sim) startStream(h *hand, now int64) error {
 	s.engines[h.d].Record(h.dSlot).TransferStart = now
 	node := s.pd.nodes[h.p]
 	rate := node.PrefillTokensPerSec * float64(node.KVBytesPerToken)
-	h.streaming = true
+	h.holds.set(holdStreaming)
 	return s.startFlows(h, now, h.bytes, rate)
 }
 
-func (reservePolicy) prefilled(s *Sim, h *hand, now int64) error {
-	h.pinned = true
-	s.trackPinned(h.p, now)
-	s.mergePrefill(s.engines[h.d].Record(h.dSlot), h)
-	if h.streamDone {
+func (reservePolicy) prefilled(s handoffSim, h *hand, now int64) error {
+	s.pinPrefill(h, now)
+	if h.holds.has(holdStreamDone) {
 		return s.transferDone(h, now)
 	}
-	if !h.streaming {
+	if !h.holds.has(holdStreaming) {
 		// Not seen scheduled (cannot happen with a prefill instance that
 		// reports its batches): stream everything now.
 		if err := s.startStream(h, now); err != nil {

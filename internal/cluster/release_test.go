@@ -64,7 +64,7 @@ func TestReleasedEntriesAreNotRetained(t *testing.T) {
 				}
 				c = &collect{recs: map[int64]metrics.Record{}}
 				var err error
-				if sim, err = New(engines, src, LeastLoaded{}, c); err != nil {
+				if sim, err = New(Config{Engines: engines, Source: src, Router: LeastLoaded{}, Observer: c}); err != nil {
 					rt.Fatal(err)
 				}
 			}

@@ -44,7 +44,7 @@ func TestSessionsChainSubRequests(t *testing.T) {
 		}},
 	}}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New([]*engine.Engine{e}, src, nil, c)
+	sim, err := New(Config{Engines: []*engine.Engine{e}, Source: src, Observer: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestSessionToolTimeOverflowIsCounted(t *testing.T) {
 		{ID: 2, Delay: 0, InputTokens: 30, OutputTokens: 2},
 	}}}}
 	c := &collect{recs: map[int64]metrics.Record{}}
-	sim, err := New([]*engine.Engine{e}, src, nil, c)
+	sim, err := New(Config{Engines: []*engine.Engine{e}, Source: src, Observer: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestStepEndOverflowIsRunError(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &entrySrc{es: []workload.Entry{{Requests: []workload.Request{{ID: 0, InputTokens: 20, OutputTokens: 5}}}}}
-	sim, err := New([]*engine.Engine{e}, src, nil, &collect{recs: map[int64]metrics.Record{}})
+	sim, err := New(Config{Engines: []*engine.Engine{e}, Source: src, Observer: &collect{recs: map[int64]metrics.Record{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,10 +33,10 @@ type tierState struct {
 	onOffloadStart func(id int64)
 }
 
-// EnableTiers connects every prefix-caching engine, and every engine that
+// setTiers connects every prefix-caching engine, and every engine that
 // swaps preempted requests' KV to host, to the KV tiers h, whose instances
 // are the engines in order.
-func (s *Sim) EnableTiers(h *kvtier.Hierarchy) {
+func (s *Sim) setTiers(h *kvtier.Hierarchy) {
 	s.tiers = &tierState{h: h, at: -1}
 	for _, e := range s.engines {
 		if e.Config().PrefixCaching || e.Config().SwapBlocks > 0 {
@@ -81,22 +81,29 @@ func (s *Sim) tierStale(ev des.Event) bool {
 func (s *Sim) tierEvent(now int64) error {
 	t := s.tiers
 	t.at = -1
-	for _, d := range t.h.Advance(now) {
+	done, err := t.h.Advance(now)
+	if err != nil {
+		return fmt.Errorf("cluster: KV tiers at t=%d ns: %w", now, err)
+	}
+	for _, d := range done {
 		if d.Offload {
 			if err := s.offloaded(d, now); err != nil {
 				return err
 			}
 			continue
 		}
+		var err error
 		if d.Swap {
-			s.engines[d.Inst].SwapDone(d.Slot, d.Out, now)
+			err = s.engines[d.Inst].SwapDone(d.Slot, d.Out, now)
 		} else {
-			s.engines[d.Inst].LoadDone(d.Slot, now)
+			err = s.engines[d.Inst].LoadDone(d.Slot, now)
 		}
-		s.kick(d.Inst, now)
-	}
-	if err := t.h.Err(); err != nil {
-		return fmt.Errorf("kv tiers: invariant violated at t=%d ns: %w", now, err)
+		if err == nil {
+			err = s.kick(d.Inst, now)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	t.events++
 	if s.checks && t.events%64 == 0 {

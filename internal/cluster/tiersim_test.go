@@ -46,12 +46,10 @@ func runTiered(t fataler, engines []*engine.Engine, cfg kvtier.Config, src workl
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := New(engines, src, nil, obs)
+	sim, err := New(Config{Engines: engines, Source: src, Observer: obs, CheckInvariants: true, Tiers: h})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim.CheckInvariants(true)
-	sim.EnableTiers(h)
 	if _, err := sim.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,14 +103,14 @@ func offloadRun(t *testing.T, reqs []workload.Request, cfg PDConfig) (*Sim, *col
 	t.Helper()
 	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 30, seqs: 8, budget: 2048,
 		cfg: cfg, bw: 1e10, latency: 1000, kvPerToken: 1000, pred: linear{base: 1e6, perTok: 1000}}
-	sim, c := ps.build(t, reqs)
 	h, err := kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 16000,
 		Nodes:     []kvtier.Node{hostNode(1e9, 1e11)},
 		Instances: []kvtier.Instance{{Node: 0, GPUs: 1}, {Node: 0, GPUs: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim.EnableTiers(h)
+	ps.tiers = h
+	sim, c := ps.build(t, reqs)
 	if _, err := sim.Run(); err != nil {
 		t.Fatal(err)
 	}

@@ -132,9 +132,9 @@ func runOne(ctx context.Context, v *Variant, withReport bool) (Result, error) {
 // Instances lists a built scenario's instances as an HTML report names
 // them.
 func Instances(b *assemble.Built) []report.InstanceInfo {
-	out := make([]report.InstanceInfo, len(b.Instances))
-	for i, in := range b.Instances {
-		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: in.Role}
+	out := make([]report.InstanceInfo, b.NumInstances())
+	for i, in := range b.Instances() {
+		out[i] = report.InstanceInfo{Index: in.Index, Group: in.Group, Role: string(in.Role)}
 	}
 	return out
 }
@@ -147,11 +147,12 @@ func Policies(base *config.Scenario, src config.Source, names []string) ([]Varia
 	}
 	vs := make([]Variant, len(names))
 	for i, n := range names {
-		if _, err := cluster.ParsePolicy(n); err != nil {
+		p, err := config.ParseHandoffPolicy(n)
+		if err != nil {
 			return nil, err
 		}
 		s := *base
-		s.Handoff.Policy = n
+		s.Handoff.Policy = p
 		vs[i] = Variant{Name: n, Policy: true, Scenario: &s, Source: src}
 	}
 	return vs, nil
@@ -166,6 +167,9 @@ func Table(title string, rs []Result) string {
 	w := 13
 	for i := range rs {
 		w = max(w, len(rs[i].Name()))
+		if s := rs[i].Summary.SLO; s != nil {
+			w = max(w, len(boundsText(s)))
+		}
 	}
 	fmt.Fprintf(&b, "%-32s", "")
 	for i := range rs {
@@ -250,6 +254,7 @@ func Table(title string, rs []Result) string {
 			return fl(r.Summary.Faults.GPUHours, 3)
 		})
 	}
+	sloRows(rs, row)
 	for _, r := range rs {
 		if r.Stopped != "" {
 			fmt.Fprintf(&b, "\n%s: %s\n", r.Name(), r.Stopped)
@@ -266,4 +271,76 @@ func anyFaults(rs []Result) bool {
 		}
 	}
 	return false
+}
+
+// sloRows adds, when some variant sets an slo section, its bounds, SLO
+// attainment and goodput (vLLM's bench serve definitions, as the run
+// summary prints them) and each percentile target's value and verdict.
+// A variant without that bound or target reads "-", and attainment and
+// goodput read "n/a" without per-request bounds.
+func sloRows(rs []Result, row func(string, func(*Result) string)) {
+	var targets []string
+	seen := map[string]bool{}
+	set := false
+	for i := range rs {
+		s := rs[i].Summary.SLO
+		if s == nil {
+			continue
+		}
+		set = true
+		for _, t := range s.Targets {
+			if l := targetLabel(t); !seen[l] {
+				seen[l] = true
+				targets = append(targets, l)
+			}
+		}
+	}
+	if !set {
+		return
+	}
+	perRequest := func(r *Result, f func(*metrics.SLOResult) string) string {
+		if s := r.Summary.SLO; s != nil && s.Attainment != nil {
+			return f(s)
+		}
+		return "n/a"
+	}
+	row("SLO TTFT/TPOT/E2E bounds (ms)", func(r *Result) string { return perRequest(r, boundsText) })
+	row("SLO attainment (%)", func(r *Result) string {
+		return perRequest(r, func(s *metrics.SLOResult) string { return fmt.Sprintf("%.2f", *s.Attainment*100) })
+	})
+	row("goodput (req/s, met / duration)", func(r *Result) string {
+		return perRequest(r, func(s *metrics.SLOResult) string { return fmt.Sprintf("%.3f", *s.GoodputRPS) })
+	})
+	for _, l := range targets {
+		row(l, func(r *Result) string {
+			if s := r.Summary.SLO; s != nil {
+				for _, t := range s.Targets {
+					if targetLabel(t) != l {
+						continue
+					}
+					if !t.Met {
+						return t.ValueString(1) + " MISSED"
+					}
+					return t.ValueString(1) + " met"
+				}
+			}
+			return "-"
+		})
+	}
+}
+
+// targetLabel is a percentile target's row label.
+func targetLabel(t metrics.TargetResult) string {
+	return fmt.Sprintf("target p%d %s <= %g ms", t.Percentile, strings.ToUpper(string(t.Metric)), t.MaxMs)
+}
+
+// boundsText renders the per-request SLO bounds, "-" for one not set.
+func boundsText(s *metrics.SLOResult) string {
+	bound := func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%g", v)
+	}
+	return bound(s.TTFTMs) + "/" + bound(s.TPOTMs) + "/" + bound(s.E2EMs)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servesim/servesim/internal/metrics"
 	"strings"
 	"testing"
 
@@ -89,6 +90,35 @@ func TestTableNoSamples(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestTableSLO: with an slo section the table ends with its bounds, SLO
+// attainment, goodput and each percentile target's value and verdict, as
+// the run summary prints them; a variant without per-request bounds reads
+// n/a, one without the target "-". Without any slo there are no SLO rows.
+func TestTableSLO(t *testing.T) {
+	met, att, good := int64(45), 0.9, 4.5
+	v1, v2 := 1324.5, 116.0
+	rs := []Result{{Policy: "a"}, {Policy: "b"}, {Policy: "c"}}
+	rs[0].Summary.SLO = &metrics.SLOResult{TTFTMs: 2000, TPOTMs: 100, Met: &met, Attainment: &att, GoodputRPS: &good,
+		Targets: []metrics.TargetResult{{Metric: "ttft", Percentile: 99, MaxMs: 2000, ValueMs: &v1, Met: true}}}
+	rs[1].Summary.SLO = &metrics.SLOResult{Targets: []metrics.TargetResult{{Metric: "tpot", Percentile: 99, MaxMs: 116, ValueMs: &v2}}}
+	got := Table("T", rs)
+	for _, want := range []string{
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "SLO TTFT/TPOT/E2E bounds (ms)", "2000/100/-", "n/a", "n/a"),
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "SLO attainment (%)", "90.00", "n/a", "n/a"),
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "goodput (req/s, met / duration)", "4.500", "n/a", "n/a"),
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "target p99 TTFT <= 2000 ms", "1324.5 met", "-", "-"),
+		fmt.Sprintf("%-32s %13s %13s %13s\n", "target p99 TPOT <= 116 ms", "-", "116.0 MISSED", "-"),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	rs[0].Summary.SLO, rs[1].Summary.SLO = nil, nil
+	if got := Table("T", rs); strings.Contains(got, "SLO") || strings.Contains(got, "goodput") {
+		t.Errorf("SLO rows without an slo section:\n%s", got)
 	}
 }
 

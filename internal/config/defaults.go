@@ -24,7 +24,7 @@ func Default() *Scenario {
 		Model:     DefaultModel,
 		Hardware:  DefaultHardware,
 		Dtype:     "bf16",
-		Predictor: Predictor{Kind: "profile", StepOverheadUs: DefaultStepOverheadUs},
+		Predictor: Predictor{Kind: PredictorProfile, StepOverheadUs: DefaultStepOverheadUs},
 		Engine: Engine{
 			BlockSize:            16,
 			GPUMemoryUtilization: 0.9,
@@ -32,12 +32,12 @@ func Default() *Scenario {
 			PrefixCaching:        boolPtr(true),
 			AsyncScheduling:      boolPtr(true),
 		},
-		Router: "round-robin",
-		Handoff: Handoff{Policy: "pull", Placement: "round-robin", LeaseS: 30, Heartbeat: boolPtr(true),
-			OnExpiry: "reprefill", RetryAfterS: 1, MaxPrefillQueueS: 5, MaxDecodeKVFraction: 1, MaxReprefills: 3,
-			PushBufferFraction: 0.1, PushOverflow: "spill"},
+		Router: RouterRoundRobin,
+		Handoff: Handoff{Policy: PolicyPull, Placement: PlacementRoundRobin, LeaseS: 30, Heartbeat: boolPtr(true),
+			OnExpiry: ExpiryReprefill, RetryAfterS: 1, MaxPrefillQueueS: 5, MaxDecodeKVFraction: 1, MaxReprefills: 3,
+			PushBufferFraction: 0.1, PushOverflow: OverflowSpill},
 		Links:    Links{LatencyUs: -1, TPLatencyUs: -1},
-		Workload: Workload{Trace: DefaultTrace, Format: "jsonl", TimeScale: 1},
+		Workload: Workload{Trace: DefaultTrace, Format: TraceJSONL, TimeScale: 1},
 	}
 }
 
@@ -56,7 +56,7 @@ func (s *Scenario) FillGroups() {
 			g.Count = intPtr(1)
 		}
 		if g.Role == "" {
-			g.Role = "mixed"
+			g.Role = RoleMixed
 		}
 		if g.Hardware == "" {
 			g.Hardware = s.Hardware

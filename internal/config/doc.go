@@ -7,7 +7,10 @@
 // simulation is package assemble's job; config imports nothing of the
 // simulator but the workload schema.//
 // Files: scenario.go holds the top-level Scenario and its small sections
-// (limits, SLO, workload); engine.go the engine and predictor sections
+// (limits, SLO, workload); choices.go the typed choices (router, role,
+// handoff policy, predictor kind...), each a string type with one constant
+// per name, so that the rest of the simulator compares constants, never
+// names; engine.go the engine and predictor sections
 // with speculative decoding; group.go instance groups, MoE and
 // parallelism; handoff.go the P/D handoff and links; kvtiers.go the KV
 // tiers; defaults.go the defaults; validate.go Validate; bounds.go the

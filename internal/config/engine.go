@@ -12,7 +12,7 @@ type Predictor struct {
 	// accelerator, from FLOPs and bytes with calibrated efficiencies) or
 	// "perfdb" (the roofline's ops timed from a per-op kernel database
 	// measured on the accelerator, see path; docs/perfdb.md).
-	Kind string `yaml:"kind" json:"kind"`
+	Kind PredictorKind `yaml:"kind" json:"kind"`
 	// Path is, for kind perfdb, the database's systems folder (the
 	// layout of NVIDIA AIConfigurator's aic-core/.../systems), relative
 	// to the scenario file. Empty: the copy embedded in servesim.
@@ -51,7 +51,7 @@ type Predictor struct {
 	// measured kernel time of every step by the roofline's time of that
 	// step in the requested format over its time in the bundle's format
 	// (an approximation; docs/quantization.md). Empty (default): refuse.
-	FormatScaling string `yaml:"format_scaling,omitempty" json:"format_scaling,omitempty"`
+	FormatScaling FormatScaling `yaml:"format_scaling,omitempty" json:"format_scaling,omitempty"`
 }
 
 // Engine mirrors vLLM's engine arguments.
@@ -94,7 +94,7 @@ type Engine struct {
 	EnforceEager *bool `yaml:"enforce_eager" json:"enforce_eager"`
 	// CUDAGraphMode is vLLM's cudagraph_mode: full_and_piecewise
 	// (default), piecewise, full, full_decode_only or none.
-	CUDAGraphMode string `yaml:"cudagraph_mode" json:"cudagraph_mode"`
+	CUDAGraphMode CUDAGraphMode `yaml:"cudagraph_mode" json:"cudagraph_mode"`
 	// CUDAGraphCaptureSizes are the captured batch sizes in tokens
 	// (default: vLLM 0.19's list up to min(2 x max_num_seqs, 512,
 	// max_num_batched_tokens)).
@@ -110,7 +110,7 @@ type Engine struct {
 	// recompute (default; vLLM v1's only mode) or swap, the legacy vLLM
 	// v0 mode that copies its KV blocks to host memory and back over the
 	// GPU's PCIe link (needs kv_tiers; docs/kv-tiers.md).
-	PreemptionMode string `yaml:"preemption_mode,omitempty" json:"preemption_mode,omitempty"`
+	PreemptionMode PreemptionMode `yaml:"preemption_mode,omitempty" json:"preemption_mode,omitempty"`
 	// SwapSpace is the host memory per GPU for swapped-out KV, GiB (vLLM
 	// v0's swap_space). Default 0: 4 GiB with preemption_mode swap.
 	SwapSpace float64 `yaml:"swap_space,omitempty" json:"swap_space,omitempty"`
@@ -121,7 +121,7 @@ type Engine struct {
 // verifies them in the same step.
 type Speculative struct {
 	// Method is draft_model, eagle, mtp or ngram.
-	Method string `yaml:"method" json:"method"`
+	Method SpecMethod `yaml:"method" json:"method"`
 	// NumSpeculativeTokens is k, the proposals per sequence and step (1..16).
 	NumSpeculativeTokens int `yaml:"num_speculative_tokens" json:"num_speculative_tokens"`
 	// AcceptanceRate is the i.i.d. conditional acceptance probability α of
@@ -133,13 +133,10 @@ type Speculative struct {
 	AcceptancePerPosition []float64 `yaml:"acceptance_per_position,omitempty" json:"acceptance_per_position,omitempty"`
 	// Acceptance "trace" takes each request's α from the workload trace's
 	// spec_acceptance_rate field.
-	Acceptance string `yaml:"acceptance,omitempty" json:"acceptance,omitempty"`
+	Acceptance SpecAcceptance `yaml:"acceptance,omitempty" json:"acceptance,omitempty"`
 	// DraftModel is the catalog model that drafts (method draft_model).
 	DraftModel string `yaml:"draft_model,omitempty" json:"draft_model,omitempty"`
 }
-
-// SpecMethods are the valid engine.speculative.method values, vLLM's names.
-var SpecMethods = []string{"draft_model", "eagle", "mtp", "ngram"}
 
 // MaxSpecTokens bounds engine.speculative.num_speculative_tokens.
 const MaxSpecTokens = 16
@@ -171,13 +168,13 @@ func (sp *Speculative) validate(path string, bad func(field, format string, args
 			}
 		}
 	}
-	if sp.Acceptance != "" && sp.Acceptance != "trace" {
+	if sp.Acceptance != "" && sp.Acceptance != AcceptanceTrace {
 		bad(path+".acceptance", "must be trace (per-request rates from the trace's spec_acceptance_rate) or unset (got %q)", sp.Acceptance)
 	}
 	switch {
-	case sp.Method == "draft_model" && sp.DraftModel == "":
+	case sp.Method == SpecDraftModel && sp.DraftModel == "":
 		bad(path+".draft_model", "method draft_model needs the drafting model's name, a model with the target's vocabulary from servesim catalog or the models folder, e.g. draft_model: meta-llama/Llama-3.1-8B")
-	case sp.Method != "draft_model" && sp.DraftModel != "":
+	case sp.Method != SpecDraftModel && sp.DraftModel != "":
 		bad(path+".draft_model", "is only used with method draft_model (got method %q); remove it", sp.Method)
 	}
 }
@@ -213,6 +210,3 @@ func (e *Engine) validate(path string, bad func(field, format string, args ...an
 	}
 	e.validatePreemption(path, bad)
 }
-
-// CUDAGraphModes are the valid engine.cudagraph_mode values, vLLM's names.
-var CUDAGraphModes = []string{"full_and_piecewise", "piecewise", "full", "full_decode_only", "none"}

@@ -14,7 +14,7 @@ type Faults struct {
 	// OnLoss is what happens to a request running (or waiting) on an
 	// instance that is lost: retry (default: the router sends it again
 	// to a live instance, from scratch) or fail.
-	OnLoss string `yaml:"on_loss" json:"on_loss"`
+	OnLoss LossAction `yaml:"on_loss" json:"on_loss"`
 	// MaxRetries bounds how many times one request is sent again after
 	// losses (retry); the next loss fails it. Default 3.
 	MaxRetries *int `yaml:"max_retries" json:"max_retries"`
@@ -81,7 +81,7 @@ type TransferFaults struct {
 	FailureRate float64 `yaml:"failure_rate" json:"failure_rate"`
 	// KVLoadFailurePolicy is vLLM's kv_load_failure_policy: recompute
 	// (default: the decode instance computes the prompt itself) or fail.
-	KVLoadFailurePolicy string `yaml:"kv_load_failure_policy" json:"kv_load_failure_policy"`
+	KVLoadFailurePolicy LoadFailurePolicy `yaml:"kv_load_failure_policy" json:"kv_load_failure_policy"`
 }
 
 // LinkWindow scales an instance's KV NIC bandwidth by Factor (in (0, 1])
@@ -93,6 +93,37 @@ type LinkWindow struct {
 	Factor   float64 `yaml:"factor" json:"factor"`
 }
 
+// LossAction is what happens to a request on a lost instance
+// (faults.on_loss).
+type LossAction string
+
+// Loss actions.
+const (
+	LossRetry LossAction = "retry"
+	LossFail  LossAction = "fail"
+)
+
+// LoadFailurePolicy is vLLM's kv_load_failure_policy
+// (faults.transfers.kv_load_failure_policy).
+type LoadFailurePolicy string
+
+// KV load failure policies.
+const (
+	LoadRecompute LoadFailurePolicy = "recompute"
+	LoadFail      LoadFailurePolicy = "fail"
+)
+
+// ScaleMetric is an autoscaled pool's metric
+// (autoscaler.pools[].metric).
+type ScaleMetric string
+
+// Autoscaler metrics.
+const (
+	MetricQueueDepth ScaleMetric = "queue_depth"
+	MetricKVUsage    ScaleMetric = "kv_usage"
+	MetricTTFTP90    ScaleMetric = "ttft_p90"
+)
+
 // Fault defaults.
 const (
 	DefaultMaxRetries = 3
@@ -103,7 +134,7 @@ const (
 // defaults fills a faults section's defaults.
 func (f *Faults) defaults() {
 	if f.OnLoss == "" {
-		f.OnLoss = "retry"
+		f.OnLoss = LossRetry
 	}
 	if f.MaxRetries == nil {
 		n := DefaultMaxRetries
@@ -118,7 +149,7 @@ func (f *Faults) defaults() {
 		f.Restart.LoadGBps = &v
 	}
 	if f.Transfers.KVLoadFailurePolicy == "" {
-		f.Transfers.KVLoadFailurePolicy = "recompute"
+		f.Transfers.KVLoadFailurePolicy = LoadRecompute
 	}
 }
 
@@ -177,7 +208,7 @@ func (s *Scenario) validateFaults(bad func(field, format string, args ...any)) {
 	if f == nil {
 		return
 	}
-	if f.OnLoss != "retry" && f.OnLoss != "fail" {
+	if f.OnLoss != LossRetry && f.OnLoss != LossFail {
 		bad("faults.on_loss", "must be retry or fail (got %q)", f.OnLoss)
 	}
 	if *f.MaxRetries < 0 || *f.MaxRetries > 1000 {
@@ -227,7 +258,7 @@ func (s *Scenario) validateFaults(bad func(field, format string, args ...any)) {
 	if !(t.FailureRate >= 0 && t.FailureRate <= 1) {
 		bad("faults.transfers.failure_rate", "must be a probability in [0, 1] (got %g)", t.FailureRate)
 	}
-	if t.KVLoadFailurePolicy != "recompute" && t.KVLoadFailurePolicy != "fail" {
+	if t.KVLoadFailurePolicy != LoadRecompute && t.KVLoadFailurePolicy != LoadFail {
 		bad("faults.transfers.kv_load_failure_policy", "must be recompute or fail, as vLLM's kv_load_failure_policy (got %q)", t.KVLoadFailurePolicy)
 	}
 	for i, w := range f.LinkDegradation {
@@ -241,7 +272,7 @@ func (s *Scenario) validateFaults(bad func(field, format string, args ...any)) {
 	if (t.FailureRate > 0 || len(f.LinkDegradation) > 0) && !s.PD() {
 		bad("faults.transfers", "KV transfer failures and link degradation apply to disaggregated (prefill/decode) clusters only")
 	}
-	if s.PD() && s.Handoff.Policy != "pull" && s.Handoff.Policy != "reject" {
+	if s.PD() && s.Handoff.Policy != PolicyPull && s.Handoff.Policy != PolicyReject {
 		bad("faults", "are modelled with handoff.policy pull or reject (got %s): the reserve, push and eager policies' in-flight states are not covered", s.Handoff.Policy)
 	}
 	if s.KVTiers != nil {
@@ -278,8 +309,8 @@ type ScalePool struct {
 	// per serving instance; default), kv_usage (mean fraction of KV
 	// blocks in use) or ttft_p90 (p90 TTFT in ms of the requests finished
 	// within window_s, cluster-wide).
-	Metric string  `yaml:"metric" json:"metric"`
-	Target float64 `yaml:"target" json:"target"`
+	Metric ScaleMetric `yaml:"metric" json:"metric"`
+	Target float64     `yaml:"target" json:"target"`
 	// WindowS is the ttft_p90 window, seconds. Default 60.
 	WindowS float64 `yaml:"window_s" json:"window_s"`
 	// Min and Max bound the pool's size (Max default: the group count);
@@ -307,7 +338,7 @@ func (a *Autoscaler) defaults(s *Scenario) {
 	for i := range a.Pools {
 		p := &a.Pools[i]
 		if p.Metric == "" {
-			p.Metric = "queue_depth"
+			p.Metric = MetricQueueDepth
 		}
 		if p.WindowS == 0 {
 			p.WindowS = 60
@@ -372,11 +403,11 @@ func (s *Scenario) validateAutoscaler(bad func(field, format string, args ...any
 		}
 		seen[p.Group] = true
 		switch p.Metric {
-		case "queue_depth", "kv_usage", "ttft_p90":
+		case MetricQueueDepth, MetricKVUsage, MetricTTFTP90:
 		default:
 			bad(f+".metric", "must be queue_depth, kv_usage or ttft_p90 (got %q)", p.Metric)
 		}
-		if !(p.Target > 0) || p.Target > 1e9 || (p.Metric == "kv_usage" && p.Target > 1) {
+		if !(p.Target > 0) || p.Target > 1e9 || (p.Metric == MetricKVUsage && p.Target > 1) {
 			bad(f+".target", "must be > 0 (a fraction <= 1 for kv_usage) (got %g)", p.Target)
 		}
 		if !(p.WindowS > 0) || p.WindowS > MaxDurationS {
@@ -399,7 +430,7 @@ func (s *Scenario) validateAutoscaler(bad func(field, format string, args ...any
 			bad(f+".load_gbps", "must be in [0, 10000] GB/s, 0 for instant loading (got %g)", v)
 		}
 	}
-	if s.PD() && s.Handoff.Policy != "pull" && s.Handoff.Policy != "reject" {
+	if s.PD() && s.Handoff.Policy != PolicyPull && s.Handoff.Policy != PolicyReject {
 		bad("autoscaler", "is modelled with handoff.policy pull or reject (got %s)", s.Handoff.Policy)
 	}
 	if s.KVTiers != nil || s.FrontEnd != nil {

@@ -8,7 +8,7 @@ type Group struct {
 	Count *int `yaml:"count" json:"count"`
 	// Role is mixed (default: prompts and outputs), prefill (prompts only;
 	// the KV is handed to a decode instance) or decode.
-	Role string `yaml:"role" json:"role"`
+	Role Role `yaml:"role" json:"role"`
 	// Hardware overrides the scenario's accelerator.
 	Hardware string `yaml:"hardware" json:"hardware"`
 	// TP is the tensor-parallel degree. Default 1.
@@ -30,14 +30,14 @@ type Group struct {
 	// ranks: vllm (default; vLLM's DP load balancer, lowest 4 x waiting +
 	// running from counts published every 100 ms plus local increments)
 	// or router (the scenario's router addresses the ranks directly).
-	DPBalance string `yaml:"dp_balance,omitempty" json:"dp_balance,omitempty"`
+	DPBalance DPBalance `yaml:"dp_balance,omitempty" json:"dp_balance,omitempty"`
 	// DPBalanceTies is how vLLM's balancer breaks a tie between ranks of
 	// equal score: lowest (default; vLLM's rule, the lowest rank) or
 	// seeded (a rank drawn from the scenario's seed, standing in for the
 	// timing noise of a real deployment, which decides near-ties; a
 	// study of how much the placement alone moves the results,
 	// docs/moe.md).
-	DPBalanceTies string `yaml:"dp_balance_ties,omitempty" json:"dp_balance_ties,omitempty"`
+	DPBalanceTies DPBalanceTies `yaml:"dp_balance_ties,omitempty" json:"dp_balance_ties,omitempty"`
 	// NodeGPUs overrides the GPUs per node of the accelerator's catalog
 	// node description. The GPUs of one data-parallel instance must sit
 	// on one node (its expert-parallel collectives use the intra-node
@@ -55,7 +55,7 @@ type MoE struct {
 	// uniform (default), zipf (expert popularity 1/rank^skew, the ranking
 	// shuffled per layer with the scenario's seed) or histogram (measured
 	// per-expert counts from Histogram).
-	Routing string `yaml:"routing" json:"routing"`
+	Routing MoERouting `yaml:"routing" json:"routing"`
 	// Skew is the Zipf exponent (routing zipf), >= 0.
 	Skew float64 `yaml:"skew" json:"skew"`
 	// Histogram is a CSV file of measured routed-token counts (routing
@@ -122,19 +122,19 @@ func (s *Scenario) validateParallel(g *Group, p string, bad func(field, format s
 	if (dp > 1 || ep > 1) && g.PP != nil && *g.PP > 1 {
 		bad(p+".pp", "pipeline parallelism inside data- or expert-parallel ranks is not modelled; use pp: 1 with dp %d, ep %d", dp, ep)
 	}
-	if (dp > 1 || ep > 1) && g.Role != "mixed" {
+	if (dp > 1 || ep > 1) && g.Role != RoleMixed {
 		bad(p+".role", "data- and expert-parallel groups serve mixed (P/D with per-phase DP/EP is not modelled yet); use role: mixed, or dp: 1 and ep: 1")
 	}
 	if g.NodeGPUs < 0 || g.NodeGPUs > 1024 {
 		bad(p+".node_gpus", "must be in [1, 1024] (got %d)", g.NodeGPUs)
 	}
 	switch g.DPBalance {
-	case "", "vllm", "router":
+	case "", DPBalanceVLLM, DPBalanceRouter:
 	default:
 		bad(p+".dp_balance", "must be vllm or router (got %q)", g.DPBalance)
 	}
 	switch g.DPBalanceTies {
-	case "", "lowest", "seeded":
+	case "", TiesLowest, TiesSeeded:
 	default:
 		bad(p+".dp_balance_ties", "must be lowest or seeded (got %q)", g.DPBalanceTies)
 	}

@@ -3,10 +3,10 @@ package config
 // Handoff configures the prefill -> decode KV handoff.
 type Handoff struct {
 	// Policy is pull (default), reserve, reject, push or eager.
-	Policy string `yaml:"policy" json:"policy"`
+	Policy HandoffPolicy `yaml:"policy" json:"policy"`
 	// Placement picks the decode instance: round-robin (default),
 	// least-loaded, most-free-kv or retry.
-	Placement string `yaml:"placement" json:"placement"`
+	Placement HandoffPlacement `yaml:"placement" json:"placement"`
 	// SkipAhead lets a decode instance admit later requests past a head
 	// request that does not fit (default false: FCFS, head-of-line).
 	SkipAhead bool `yaml:"skip_ahead" json:"skip_ahead"`
@@ -17,7 +17,7 @@ type Handoff struct {
 	// decode instance. Default true.
 	Heartbeat *bool `yaml:"heartbeat" json:"heartbeat"`
 	// OnExpiry is reprefill (default) or fail.
-	OnExpiry string `yaml:"on_expiry" json:"on_expiry"`
+	OnExpiry ExpiryAction `yaml:"on_expiry" json:"on_expiry"`
 	// RetryAfterS is, for placement retry, the wait in one decode queue
 	// before moving to another decode instance, seconds. Default 1.
 	RetryAfterS float64 `yaml:"retry_after_s" json:"retry_after_s"`
@@ -37,7 +37,7 @@ type Handoff struct {
 	PushBufferFraction float64 `yaml:"push_buffer_fraction" json:"push_buffer_fraction"`
 	// PushOverflow (push) is spill (default: to the decode host's memory,
 	// copied back over PCIe at admission) or drop (re-prefill).
-	PushOverflow string `yaml:"push_overflow" json:"push_overflow"`
+	PushOverflow PushOverflow `yaml:"push_overflow" json:"push_overflow"`
 	// LocalPrefillBelow enables conditional disaggregation: prompts whose
 	// part not already cached on the chosen decode instance is shorter
 	// than this many tokens are prefilled there, with no handoff. Default
@@ -79,19 +79,19 @@ type Links struct {
 func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) {
 	h := &s.Handoff
 	switch h.Policy {
-	case "pull", "reserve", "reject", "push", "eager":
+	case PolicyPull, PolicyReserve, PolicyReject, PolicyPush, PolicyEager:
 	default:
 		bad("handoff.policy", "must be pull, reserve, reject, push or eager (got %q)", h.Policy)
 	}
 	switch h.Placement {
-	case "round-robin", "least-loaded", "most-free-kv", "retry":
+	case PlacementRoundRobin, PlacementLeastLoaded, PlacementMostFreeKV, PlacementRetry:
 	default:
 		bad("handoff.placement", "must be round-robin, least-loaded, most-free-kv or retry (got %q)", h.Placement)
 	}
-	if h.OnExpiry != "reprefill" && h.OnExpiry != "fail" {
+	if h.OnExpiry != ExpiryReprefill && h.OnExpiry != ExpiryFail {
 		bad("handoff.on_expiry", "must be reprefill or fail (got %q)", h.OnExpiry)
 	}
-	if h.PushOverflow != "spill" && h.PushOverflow != "drop" {
+	if h.PushOverflow != OverflowSpill && h.PushOverflow != OverflowDrop {
 		bad("handoff.push_overflow", "must be spill or drop (got %q)", h.PushOverflow)
 	}
 	if h.LocalPrefillBelow < 0 {
@@ -105,7 +105,7 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	}
 	if !(h.OffloadPinnedAfterS >= 0) || h.OffloadPinnedAfterS > MaxDurationS {
 		bad("handoff.offload_pinned_after_s", "must be a finite number in [0, %g] seconds (got %g)", float64(MaxDurationS), h.OffloadPinnedAfterS)
-	} else if h.OffloadPinnedAfterS > 0 && (h.Policy != "pull" || s.KVTiers == nil) {
+	} else if h.OffloadPinnedAfterS > 0 && (h.Policy != PolicyPull || s.KVTiers == nil) {
 		bad("handoff.offload_pinned_after_s", "needs handoff.policy pull and a kv_tiers section (the host tier receives the KV); got policy %s, kv_tiers set: %t", h.Policy, s.KVTiers != nil)
 	}
 	if !(h.OffloadPinnedMaxGB >= 0) || h.OffloadPinnedMaxGB > maxPlausibleTierCapacity {
@@ -116,8 +116,8 @@ func (s *Scenario) validateHandoff(bad func(field, format string, args ...any)) 
 	if s.PD() {
 		var p, d bool
 		for _, g := range s.Instances {
-			p = p || g.Role == "prefill" || g.Role == "mixed"
-			d = d || g.Role == "decode"
+			p = p || g.Role == RolePrefill || g.Role == RoleMixed
+			d = d || g.Role == RoleDecode
 		}
 		if !p || !d {
 			bad("instances", "a disaggregated cluster needs at least one prefill (or mixed) and one decode group")

@@ -12,7 +12,7 @@ type KVTiers struct {
 	// LoadPolicy is always (load every lower-tier hit, as vLLM and LMCache
 	// do; default) or cost_based (recompute when loading would take
 	// longer than prefilling those tokens).
-	LoadPolicy string `yaml:"load_policy" json:"load_policy"`
+	LoadPolicy LoadPolicy `yaml:"load_policy" json:"load_policy"`
 	// PCIeGBps overrides the host<->device bandwidth per GPU and
 	// direction, GB/s (default: the accelerator catalog's node host_bw_gbps).
 	PCIeGBps float64 `yaml:"pcie_gbps" json:"pcie_gbps"`
@@ -58,8 +58,6 @@ const (
 	DefaultDiskWriteGBps     = 4.0
 	DefaultDiskLatencyUs     = 100
 	DefaultPCIeLatencyUs     = 10
-	LoadPolicyAlways         = "always"
-	LoadPolicyCostBased      = "cost_based"
 	maxPlausibleTierGBps     = 10000
 	maxPlausibleTierCapacity = 1e6 // GB
 )

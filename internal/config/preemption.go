@@ -2,14 +2,8 @@ package config
 
 import "fmt"
 
-// Preemption modes (engine.preemption_mode).
+// Swap space bounds (engine.swap_space).
 const (
-	// PreemptRecompute discards a preempted request's KV and recomputes
-	// it (vLLM v1's only mode; the default).
-	PreemptRecompute = "recompute"
-	// PreemptSwap copies a preempted request's KV to host swap space and
-	// back (vLLM v0's legacy swap mode).
-	PreemptSwap = "swap"
 	// DefaultSwapSpaceGiB is vLLM v0's default swap_space per GPU.
 	DefaultSwapSpaceGiB = 4
 	// maxSwapSpaceGiB bounds engine.swap_space (host memory per GPU).

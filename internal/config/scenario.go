@@ -31,7 +31,8 @@ type Scenario struct {
 	Dtype string `yaml:"dtype" json:"dtype"`
 	// Quantization is the weight quantization method, with vLLM's names:
 	// fp8 (W8A8, per-tensor or block-wise), awq or gptq (integer
-	// weight-only), modelopt_fp4 (NVFP4, Blackwell only). Empty (default):
+	// weight-only), modelopt_fp4 (NVFP4, Blackwell only), mxfp4 (gpt-oss
+	// experts; weight-only). Empty (default):
 	// unquantised. See docs/quantization.md.
 	Quantization string `yaml:"quantization,omitempty" json:"quantization,omitempty"`
 	// QuantizationConfig holds the checkpoint's quantization parameters,
@@ -52,7 +53,7 @@ type Scenario struct {
 	// least loaded), kv-aware (fewest prompt tokens to compute before this
 	// request, docs/kv-tiers.md) or power-of-two (the less loaded of two
 	// random picks).
-	Router string `yaml:"router" json:"router"` // one of Routers
+	Router Router `yaml:"router" json:"router"`
 	// Handoff configures prefill/decode disaggregation; it applies when
 	// some instance group has role prefill or decode.
 	Handoff Handoff `yaml:"handoff" json:"handoff"`
@@ -140,9 +141,9 @@ type SLO struct {
 
 // PercentileTarget is one run-level latency target.
 type PercentileTarget struct {
-	Metric     string  `yaml:"metric" json:"metric"`         // ttft, tpot, itl or e2e
-	Percentile int     `yaml:"percentile" json:"percentile"` // 50, 90, 95 or 99
-	MaxMs      float64 `yaml:"max_ms" json:"max_ms"`
+	Metric     SLOMetric `yaml:"metric" json:"metric"`         // ttft, tpot, itl or e2e
+	Percentile int       `yaml:"percentile" json:"percentile"` // 50, 90, 95 or 99
+	MaxMs      float64   `yaml:"max_ms" json:"max_ms"`
 }
 
 // Workload selects the requests.
@@ -153,7 +154,7 @@ type Workload struct {
 	Trace string `yaml:"trace" json:"trace"`
 	// Format of Trace: "jsonl" (default) or "vllm-requests" (a measured
 	// vLLM requests.jsonl; arrivals at its queued_ts offsets).
-	Format string `yaml:"format" json:"format"`
+	Format TraceFormat `yaml:"format" json:"format"`
 	// Limit keeps only the first Limit requests (0: all); every
 	// sub-request of a session counts, and a session is cut at the limit.
 	Limit int `yaml:"limit" json:"limit"`
@@ -168,6 +169,13 @@ type Workload struct {
 	// or whole sessions) are in flight; one due while all are taken is
 	// sent as soon as one ends.
 	MaxConcurrency int `yaml:"max_concurrency,omitempty" json:"max_concurrency,omitempty"`
+	// IgnoreArrivalTimes makes every entry of the workload due at 0,
+	// whatever its arrival time (a trace's, or a generated schedule's):
+	// with MaxConcurrency, a closed-loop replay of a trace's requests in
+	// order, each sent as soon as a client is free, as vllm bench serve
+	// --request-rate inf --max-concurrency N replays a dataset. A client's
+	// abort time keeps its distance from the arrival.
+	IgnoreArrivalTimes bool `yaml:"ignore_arrival_times,omitempty" json:"ignore_arrival_times,omitempty"`
 	// WarmupRequests makes the first N requests (ids 0 to N-1) warm-up
 	// requests, as vllm bench serve --num-warmups: they run first, the
 	// measured requests are sent once they have all ended (their arrival
@@ -186,10 +194,6 @@ func (w *Workload) Generated() bool {
 	return w.Synthetic != nil || w.Chat != nil || w.SharedPrefix != nil
 }
 
-// FormatScalingRooflineRatio is the predictor.format_scaling value that
-// scales profile tables to another weight or KV-cache format.
-const FormatScalingRooflineRatio = "roofline-ratio"
-
 // MaxConcurrencyBound is the largest workload.max_concurrency accepted.
 const MaxConcurrencyBound = 1 << 20
 
@@ -201,13 +205,9 @@ func BuiltinName(trace string) (string, bool) {
 // PD reports whether the scenario disaggregates prefill and decode.
 func (s *Scenario) PD() bool {
 	for _, g := range s.Instances {
-		if g.Role == "prefill" || g.Role == "decode" {
+		if g.Role == RolePrefill || g.Role == RoleDecode {
 			return true
 		}
 	}
 	return false
 }
-
-// Routers are the valid values of Scenario.Router, the one list that
-// validation, the assembly and the random scenarios use.
-var Routers = []string{"round-robin", "random", "least-loaded", "least-kv", "prefix-affinity", "kv-aware", "power-of-two"}

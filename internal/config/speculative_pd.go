@@ -7,12 +7,12 @@ import "fmt"
 // for a one-layer EAGLE/MTP head, the draft model's name for draft_model.
 func proposerKV(sp *Speculative) string {
 	switch {
-	case sp == nil || sp.Method == "ngram":
+	case sp == nil || sp.Method == SpecNgram:
 		return ""
-	case sp.Method == "draft_model":
-		return "draft_model " + sp.DraftModel
+	case sp.Method == SpecDraftModel:
+		return string(SpecDraftModel) + " " + sp.DraftModel
 	}
-	return sp.Method
+	return string(sp.Method)
 }
 
 // describeProposerKV is proposerKV for people.
@@ -36,7 +36,7 @@ func (s *Scenario) validatePDSpec(bad func(field, format string, args ...any)) {
 	pi, di := -1, -1
 	for i := range s.Instances {
 		g := &s.Instances[i]
-		if g.Role == "decode" {
+		if g.Role == RoleDecode {
 			if di < 0 {
 				di = i
 			}

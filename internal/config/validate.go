@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // Validate checks a defaulted scenario and returns every problem, each
@@ -25,13 +24,13 @@ func (s *Scenario) Validate() error {
 		bad("predictor.format_scaling", "must be empty (refuse formats the profile was not measured with) or %s (got %q)", FormatScalingRooflineRatio, s.Predictor.FormatScaling)
 	}
 	switch s.Predictor.Kind {
-	case "profile", "roofline":
+	case PredictorProfile, PredictorRoofline:
 		for _, f := range []struct{ name, v string }{{"path", s.Predictor.Path}, {"system", s.Predictor.System}, {"version", s.Predictor.Version}, {"moe_distribution", s.Predictor.MoEDistribution}} {
 			if f.v != "" {
 				bad("predictor."+f.name, "applies to predictor.kind perfdb only (kind is %s); remove it or set kind: perfdb", s.Predictor.Kind)
 			}
 		}
-	case "perfdb":
+	case PredictorPerfDB:
 		switch s.Predictor.MoEDistribution {
 		case "", "balanced", "power_law_1.01", "power_law_1.2":
 		default:
@@ -65,7 +64,7 @@ func (s *Scenario) Validate() error {
 			bad(p+".count", "must be > 0 (got %d)", *g.Count)
 		}
 		switch g.Role {
-		case "mixed", "prefill", "decode":
+		case RoleMixed, RolePrefill, RoleDecode:
 		default:
 			bad(p+".role", "must be mixed, prefill or decode (got %q)", g.Role)
 		}
@@ -81,7 +80,7 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	if !slices.Contains(Routers, s.Router) {
-		bad("router", "must be %s or %s (got %q)", strings.Join(Routers[:len(Routers)-1], ", "), Routers[len(Routers)-1], s.Router)
+		bad("router", "must be %s or %s (got %q)", joinNames(Routers[:len(Routers)-1], ", "), Routers[len(Routers)-1], s.Router)
 	}
 	s.validateHandoff(bad)
 	s.validateFaults(bad)
@@ -96,8 +95,8 @@ func (s *Scenario) Validate() error {
 	}
 	if m := s.MoE; m != nil {
 		switch m.Routing {
-		case "", "uniform", "zipf":
-		case "histogram":
+		case "", RoutingUniform, RoutingZipf:
+		case RoutingHistogram:
 			if m.Histogram == "" {
 				bad("moe.histogram", "routing histogram needs a CSV file of per-expert counts (expert,count)")
 			}
@@ -112,7 +111,7 @@ func (s *Scenario) Validate() error {
 	for i, t := range s.SLO.Percentiles {
 		p := fmt.Sprintf("slo.percentiles[%d]", i)
 		switch t.Metric {
-		case "ttft", "tpot", "itl", "e2e":
+		case MetricTTFT, MetricTPOT, MetricITL, MetricE2E:
 		default:
 			bad(p+".metric", "must be ttft, tpot, itl or e2e (got %q)", t.Metric)
 		}
@@ -129,7 +128,7 @@ func (s *Scenario) Validate() error {
 	case n > 1:
 		bad("workload", "set only one of trace, synthetic, chat and shared_prefix")
 	}
-	if w.Format != "jsonl" && w.Format != "vllm-requests" {
+	if w.Format != TraceJSONL && w.Format != TraceVLLMRequests {
 		bad("workload.format", "must be jsonl or vllm-requests (got %q)", w.Format)
 	}
 	if w.Limit < 0 {
@@ -140,6 +139,9 @@ func (s *Scenario) Validate() error {
 	}
 	if w.MaxConcurrency < 0 || w.MaxConcurrency > MaxConcurrencyBound {
 		bad("workload.max_concurrency", "must be in [0, %d] (got %d; 0 means no limit)", MaxConcurrencyBound, w.MaxConcurrency)
+	}
+	if w.IgnoreArrivalTimes && w.TimeScale != 1 {
+		bad("workload.time_scale", "has no effect with workload.ignore_arrival_times (every entry is due at 0; got %g); leave it at 1 or drop ignore_arrival_times", w.TimeScale)
 	}
 	if w.Chat != nil {
 		if err := w.Chat.Validate(); err != nil {

@@ -269,7 +269,7 @@ func (c *converter) expertsFit(in *instance, dtype string, eng *outEngine) (Sect
 // over every GPU of the group (ep_size = n x tp_size), mixed role, no
 // pipeline parallelism.
 func (c *converter) realDP(in *instance, n int) bool {
-	return in.dpGroup != "" && n > 1 && c.model != nil && isMoE(c.model) && in.ep == n*in.tp && in.pp <= 1 && in.role == "mixed"
+	return in.dpGroup != "" && n > 1 && c.model != nil && isMoE(c.model) && in.ep == n*in.tp && in.pp <= 1 && in.role == config.RoleMixed
 }
 
 // parallelismNotes records how DP and EP were approximated.
@@ -312,9 +312,9 @@ func (c *converter) links(cl *cluster) *outLinks {
 
 // predictor chooses the latency predictor.
 func (c *converter) predictor(modelName, dtype string, groups []outGroup) (outPredictor, error) {
-	p := outPredictor{Kind: c.opts.Predictor, Profiles: c.opts.Profiles}
+	p := outPredictor{Kind: config.PredictorKind(c.opts.Predictor), Profiles: c.opts.Profiles}
 	switch p.Kind {
-	case "profile", "roofline":
+	case config.PredictorProfile, config.PredictorRoofline:
 		return p, nil
 	case "", "auto":
 	default:
@@ -339,9 +339,9 @@ func (c *converter) predictor(modelName, dtype string, groups []outGroup) (outPr
 			missing = appendNew(missing, fmt.Sprintf("%s tp=%d", g.Hardware, g.TP))
 		}
 	}
-	p.Kind = "profile"
+	p.Kind = config.PredictorProfile
 	if len(missing) > 0 {
-		p.Kind = "roofline"
+		p.Kind = config.PredictorRoofline
 		where := "embedded"
 		if c.opts.Profiles != "" {
 			where = c.opts.Profiles

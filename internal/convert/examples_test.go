@@ -73,7 +73,7 @@ func TestExamplesConvertAndRun(t *testing.T) {
 				t.Fatalf("build (predictor %s): %v\n%s", s.Predictor.Kind, err, res.YAML)
 			}
 			var gpus, pipelined int
-			for _, in := range b.Instances {
+			for _, in := range b.Instances() {
 				gpus += in.TP * in.PP
 				if in.PP > 1 {
 					pipelined++

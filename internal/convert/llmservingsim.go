@@ -104,7 +104,7 @@ type instance struct {
 	tp, pp     int
 	ep         int // 0 when absent
 	dpGroup    string
-	role       string
+	role       config.Role
 	// Runtime overrides; nil when absent.
 	maxSeqs, maxTokens, longPrefill, blockSize *int
 	chunked, prefix                            *bool
@@ -331,9 +331,9 @@ func (r *reader) readInstance(o *object) *instance {
 	r.fail(err)
 	switch {
 	case !ok || role == "":
-		in.role = "mixed"
+		in.role = config.RoleMixed
 	case role == "prefill" || role == "decode":
-		in.role = role
+		in.role = config.Role(role)
 	default:
 		r.fail(fmt.Errorf("%s: must be \"prefill\", \"decode\" or null (got %q)", o.at("pd_type"), role))
 	}

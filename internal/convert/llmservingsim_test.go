@@ -199,7 +199,7 @@ func TestMapping(t *testing.T) {
 			}
 			for i, want := range tc.groups {
 				g := s.Instances[i]
-				got := group{count: *g.Count, tp: *g.TP, pp: *g.PP, role: g.Role, hw: g.Hardware, memGB: g.MemoryGB}
+				got := group{count: *g.Count, tp: *g.TP, pp: *g.PP, role: string(g.Role), hw: g.Hardware, memGB: g.MemoryGB}
 				if want.pp == 0 {
 					want.pp = 1
 				}
@@ -412,8 +412,8 @@ func TestDPGroupBecomesDPEP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
-	if len(b.Instances) != 2 {
-		t.Errorf("%d engines, want one per DP rank", len(b.Instances))
+	if b.NumInstances() != 2 {
+		t.Errorf("%d engines, want one per DP rank", b.NumInstances())
 	}
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "lockstep data-parallel ranks") {
 		t.Errorf("notes do not say how the group maps: %v", res.Notes)
@@ -525,10 +525,10 @@ func TestPipelineParallel(t *testing.T) {
 					want = append(want, g.pp)
 				}
 			}
-			if len(b.Instances) != len(want) {
-				t.Fatalf("built %d instances, want %d", len(b.Instances), len(want))
+			if b.NumInstances() != len(want) {
+				t.Fatalf("built %d instances, want %d", b.NumInstances(), len(want))
 			}
-			for i, in := range b.Instances {
+			for i, in := range b.Instances() {
 				if in.PP != want[i] {
 					t.Errorf("built instance %d has pp %d, want %d", i, in.PP, want[i])
 				}

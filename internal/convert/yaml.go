@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/servesim/servesim/internal/config"
 )
 
 // The output types mirror the subset of config.Scenario a conversion sets,
@@ -24,21 +26,21 @@ type outScenario struct {
 }
 
 type outPredictor struct {
-	Kind     string `yaml:"kind"`
-	Profiles string `yaml:"profiles,omitempty"`
+	Kind     config.PredictorKind `yaml:"kind"`
+	Profiles string               `yaml:"profiles,omitempty"`
 }
 
 type outGroup struct {
-	Name     string     `yaml:"name"`
-	Count    int        `yaml:"count"`
-	Role     string     `yaml:"role"`
-	Hardware string     `yaml:"hardware"`
-	TP       int        `yaml:"tp"`
-	PP       int        `yaml:"pp,omitempty"` // pipeline stages; omitted for 1
-	DP       int        `yaml:"dp,omitempty"` // data-parallel ranks; omitted for 1
-	EP       int        `yaml:"ep,omitempty"` // expert-parallel degree; omitted for 1
-	MemoryGB float64    `yaml:"memory_gb"`
-	Engine   *outEngine `yaml:"engine,omitempty"`
+	Name     string      `yaml:"name"`
+	Count    int         `yaml:"count"`
+	Role     config.Role `yaml:"role"`
+	Hardware string      `yaml:"hardware"`
+	TP       int         `yaml:"tp"`
+	PP       int         `yaml:"pp,omitempty"` // pipeline stages; omitted for 1
+	DP       int         `yaml:"dp,omitempty"` // data-parallel ranks; omitted for 1
+	EP       int         `yaml:"ep,omitempty"` // expert-parallel degree; omitted for 1
+	MemoryGB float64     `yaml:"memory_gb"`
+	Engine   *outEngine  `yaml:"engine,omitempty"`
 }
 
 type outEngine struct {

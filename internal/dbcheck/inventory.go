@@ -16,7 +16,7 @@ import (
 type SystemInfo struct {
 	Name string            `json:"system"`
 	Spec perfdb.SystemSpec `json:"spec"`
-	// Versions lists, per op folder (gemm, attention, comm, moe and
+	// Versions lists, per op folder (gemm, attention, comm, moe, mla and
 	// comm/nccl), the version folders present.
 	Versions map[string][]string `json:"versions"`
 	// Tables are the tables a run at the requested version reads: file,
@@ -29,7 +29,7 @@ type SystemInfo struct {
 }
 
 // opFolders are the op folders whose versions Inventory lists.
-var opFolders = []string{"gemm/vllm", "attention/vllm", "comm/vllm", "moe/vllm", "comm/nccl"}
+var opFolders = []string{"gemm/vllm", "attention/vllm", "comm/vllm", "moe/vllm", "mla/vllm", "comm/nccl"}
 
 // Inventory opens the systems of fsys (perfdb.Systems; only the one named
 // when system is set) at framework vLLM and version (perfdb.DefaultVersion

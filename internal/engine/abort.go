@@ -14,20 +14,20 @@ import "github.com/servesim/servesim/internal/metrics"
 // flight, loading a prefix, swapping, in a handoff state, finished) it
 // changes nothing and reports false; the caller tries again after the
 // instance's next step.
-func (e *Engine) Abort(slot int32, reason string) (metrics.Record, bool) {
+func (e *Engine) Abort(slot int32, reason string) (metrics.Record, bool, error) {
 	if slot < 0 || int(slot) >= len(e.slots) {
-		return metrics.Record{}, false
+		return metrics.Record{}, false, e.err
 	}
 	s := &e.slots[slot]
 	switch s.state {
 	case stWaiting:
 		if !e.waiting.remove(slot) {
-			return metrics.Record{}, false
+			return metrics.Record{}, false, e.err
 		}
 		e.waitingTokens -= int64(s.numTokens())
 	case stRunning:
 		if s.inFlight || (e.pp() == 1 && len(e.flights) > 0) {
-			return metrics.Record{}, false
+			return metrics.Record{}, false, e.err
 		}
 		if s.inLane() {
 			e.leave(s)
@@ -41,13 +41,13 @@ func (e *Engine) Abort(slot int32, reason string) (metrics.Record, bool) {
 		}
 		e.release(s)
 	default:
-		return metrics.Record{}, false
+		return metrics.Record{}, false, e.err
 	}
 	rec := *s.syncRecord()
 	rec.Generated = int(s.generated)
 	rec.Outcome, rec.Reason = metrics.Failed, reason
 	e.freeSlot(slot)
-	return rec, true
+	return rec, true, e.err
 }
 
 // SlotOf returns the slot holding request id in a state Abort may end

@@ -48,6 +48,11 @@ type Config struct {
 	// (SetTiers); without them preemption recomputes.
 	SwapBlocks      int
 	CheckInvariants bool // verify block accounting after every step
+	// NoDecodeLane visits every running request in every step instead of
+	// letting steady decoders progress in the decode lane (lane.go): the
+	// reference the lane is checked against. Outputs are identical either
+	// way; only the speed differs.
+	NoDecodeLane bool
 }
 
 // PPSend is the cost of sending one batch's activations from one pipeline

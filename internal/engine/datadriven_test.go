@@ -205,7 +205,7 @@ func stepTimes(e *Engine, now *int64, times bool, later *[]arrival) string {
 	}
 	*now += d
 	r := finish(e, *now)
-	if err := e.Err(); err != nil {
+	if err := e.err; err != nil {
 		return line + " ERROR " + err.Error() + "\n"
 	}
 	var ev []string

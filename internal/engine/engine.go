@@ -55,13 +55,15 @@ type Engine struct {
 	// Minimum and maximum of laneOff; stale after an extreme member left.
 	laneLo, laneHi int64
 	laneStale      bool
-	tick           int64 // batches finished
-	prevEnd        int64 // end of the latest finished batch
-	gapRing        [laneWindow]int64
+	tick           int64  // batches finished
+	prevEnd        int64  // end of the latest finished batch
+	gaps           gapMax // gaps between the last laneWindow batch ends
 	dueRing        [laneWindow][]int32
-	nextOrder      int64   // admission-order stamp of the next running request
-	mergeBuf       []int32 // scratch of mergeRunning
-	noLane         bool    // tests: every request explicit, as a reference
+	fillRing       [laneWindow][]int32 // lane members whose block fills in a batch (lanefill.go)
+	allocRing      [laneWindow][]int32 // lane members whose next token needs a block in a batch (lanefill.go)
+	nextOrder      int64               // admission-order stamp of the next running request
+	mergeBuf       []int32             // scratch of mergeRunning
+	noLane         bool                // tests: every request explicit, as a reference
 
 	waitingTokens int64        // tokens the waiting queue must compute
 	probe         []uint64     // scratch hashes for PrefixHitTokens
@@ -73,10 +75,9 @@ type Engine struct {
 	result        StepResult
 	scratch       []int32
 	formBudget    int32 // token budget left by the last Form (invariant check)
-	err           error
-	onFail        func() // called when err is first set; see OnFail
-	tiers         Tiers  // KV tiers below the GPU; nil: none
-	loading       int    // requests in stLoading
+	err           error // the first invariant violation (fail)
+	tiers         Tiers // KV tiers below the GPU; nil: none
+	loading       int   // requests in stLoading
 	swap          swapState
 	checks        int // slot walks of the invariant check (invariants.go)
 	checkDebt     int // slot visits the invariant check owes
@@ -149,24 +150,14 @@ func (e *Engine) HasWork() bool {
 	return e.numRunning() > 0 || e.waiting.len() > 0 || e.ready.len() > 0 || e.swap.queue.len() > 0
 }
 
-// fail records the first internal inconsistency; see Err.
+// fail records the first internal inconsistency (a bug in the simulator,
+// never a property of the workload). The engine is then broken: the
+// method that detected it, and every method with an error result called
+// after, returns it.
 func (e *Engine) fail(err error) {
 	if e.err == nil {
 		e.err = fmt.Errorf("instance %d: invariant violated: %w", e.id, err)
-		if e.onFail != nil {
-			e.onFail()
-		}
 	}
 }
-
-// OnFail registers f to be called once, when the engine records its first
-// invariant violation (the error is then available from Err). A driver of
-// many engines uses it to learn of a failure without polling every engine
-// after every event. A nil f removes the hook.
-func (e *Engine) OnFail(f func()) { e.onFail = f }
-
-// Err returns the first invariant violation detected, if any. A non-nil
-// error is a bug in the simulator, never a property of the workload.
-func (e *Engine) Err() error { return e.err }
 
 func cdiv(a, b int) int { return (a + b - 1) / b }

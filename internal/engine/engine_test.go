@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 
@@ -38,7 +39,7 @@ func drive(t testing.TB, e *Engine, reqs []workload.Request) []metrics.Record {
 		}
 		now += d
 		r := finish(e, now)
-		if err := e.Err(); err != nil {
+		if err := e.err; err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r.Finished...)
@@ -174,7 +175,7 @@ func TestSchedulerLimitsProperty(t *testing.T) {
 			}
 			now += d
 			r := finish(e, now)
-			if err := e.Err(); err != nil {
+			if err := e.err; err != nil {
 				rt.Fatal(err)
 			}
 			for _, f := range r.Finished {
@@ -244,15 +245,30 @@ func drawRequests(rt *rapid.T, e *Engine, withArrivals bool) []workload.Request 
 // begin and finish drive an engine one batch at a time through Begin and
 // FinishBatch: begin returns the batch's duration, finish applies the
 // oldest batch in flight.
+// A violated invariant stays in e.err for the caller to check.
 func begin(e *Engine, now int64) (int64, bool) {
-	st, ok := e.Begin(now)
+	st, ok, err := e.Begin(now)
+	sameErr(e, err)
 	if !ok {
 		return 0, false
 	}
 	return st.End - now, true
 }
 
-func finish(e *Engine, end int64) *StepResult { return e.FinishBatch(e.flights[0].id, end) }
+func finish(e *Engine, end int64) *StepResult {
+	r, err := e.FinishBatch(e.flights[0].id, end)
+	sameErr(e, err)
+	return r
+}
+
+// sameErr panics unless err, returned by a method of e, is the violation
+// e recorded (nil when none): the engine has one error, and every method
+// reports it.
+func sameErr(e *Engine, err error) {
+	if err != e.err {
+		panic(fmt.Sprintf("engine returned %v, recorded %v", err, e.err))
+	}
+}
 
 // TestSlotLayout checks that a request slot is a whole number of cache
 // lines and that its hot fields (everything a decode step touches) share

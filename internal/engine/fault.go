@@ -35,7 +35,7 @@ func (e *Engine) EachHeld(f func(req *workload.Request, rec *metrics.Record)) {
 // block, queue and batch in flight is gone, the KV pool is new and empty.
 // It keeps the configuration, the identity, the batch counter (so a batch
 // of the lost state is never mistaken for a new one, see NextBatchID),
-// the failure hook, the run totals and the slowdown factor. Callers read
+// the first invariant violation, the run totals and the slowdown factor. Callers read
 // what the instance held (EachHeld) first.
 func (e *Engine) Reset() error {
 	pool, err := kv.NewPool(e.cfg.NumBlocks, e.cfg.PrefixCaching)
@@ -43,7 +43,7 @@ func (e *Engine) Reset() error {
 		return fmt.Errorf("engine: instance %d restart: %w", e.id, err)
 	}
 	*e = Engine{cfg: e.cfg, id: e.id, pred: e.pred, pool: pool, scratch: make([]int32, e.cfg.BlockSize),
-		hqHead: -1, hqTail: -1, nextID: e.nextID, onFail: e.onFail, tiers: e.tiers, noLane: e.noLane,
+		hqHead: -1, hqTail: -1, nextID: e.nextID, tiers: e.tiers, noLane: e.noLane,
 		specRand: e.specRand, specTotal: e.specTotal, preemptions: e.preemptions, slow: e.slow, err: e.err,
 		swap: swapState{stats: e.swap.stats}}
 	return nil
@@ -74,12 +74,13 @@ func (e *Engine) Slowed(d int64) int64 {
 // kv_load_failure_policy recompute): its reserved blocks are released and
 // it joins the front of the waiting queue to compute its prompt on this
 // instance, as a preempted request recomputes. It keeps its sequence
-// record; the transfer's end is stamped now.
-func (e *Engine) LoadFailed(slot int32, now int64) {
+// record; the transfer's end is stamped now. An invariant violation is
+// returned.
+func (e *Engine) LoadFailed(slot int32, now int64) error {
 	s := &e.slots[slot]
 	if s.state != stReserved {
 		e.fail(fmt.Errorf("request %d: KV load failure in state %s", s.rec.ID, s.state))
-		return
+		return e.err
 	}
 	e.release(s)
 	e.reservedSeqs--
@@ -89,4 +90,5 @@ func (e *Engine) LoadFailed(slot int32, now int64) {
 	s.enqueued = now
 	e.waitingTokens += int64(s.numTokens())
 	e.requeueFront(slot)
+	return e.err
 }

@@ -21,20 +21,25 @@ func TestLoadFailedRecomputes(t *testing.T) {
 	}
 	r := workload.Request{ID: 1, InputTokens: 100, OutputTokens: 3}
 	slot := e.Enqueue(&r, metrics.NewRecord(1, 0), 0)
-	res := e.Reserve(0, false, nil)
+	res, err := e.Reserve(0, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(res) != 1 || e.Reserved() != 1 || e.Pool().Used() != 7 {
 		t.Fatalf("reserved %d (%d held), %d blocks used; want 1 request, 7 blocks", len(res), e.Reserved(), e.Pool().Used())
 	}
-	e.LoadFailed(slot, 500)
+	if err := e.LoadFailed(slot, 500); err != nil {
+		t.Fatal(err)
+	}
 	if e.Reserved() != 0 || e.Pool().Used() != 0 || e.Waiting() != 1 || e.WaitingTokens() != 100 {
 		t.Fatalf("after the failed load: %d reserved, %d blocks used, %d waiting (%d tokens)", e.Reserved(), e.Pool().Used(), e.Waiting(), e.WaitingTokens())
 	}
-	st, ok := e.Begin(500)
-	if !ok {
-		t.Fatal("no step formed")
+	st, ok, err := e.Begin(500)
+	if err != nil || !ok {
+		t.Fatalf("no step formed (%v)", err)
 	}
-	out := e.FinishBatch(st.ID, st.End)
-	if err := e.Err(); err != nil {
+	out, err := e.FinishBatch(st.ID, st.End)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if out.PromptTokens != 100 || len(out.First) != 1 || out.First[0] != 1 {
@@ -57,9 +62,9 @@ func TestResetEmpties(t *testing.T) {
 		r := workload.Request{ID: int64(i), InputTokens: 50, OutputTokens: 10}
 		e.Add(&r, 0)
 	}
-	st, ok := e.Begin(0)
-	if !ok {
-		t.Fatal("no step formed")
+	st, ok, err := e.Begin(0)
+	if err != nil || !ok {
+		t.Fatalf("no step formed (%v)", err)
 	}
 	held := 0
 	e.EachHeld(func(req *workload.Request, rec *metrics.Record) {
@@ -80,8 +85,8 @@ func TestResetEmpties(t *testing.T) {
 	}
 	r := workload.Request{ID: 9, InputTokens: 20, OutputTokens: 2}
 	e.Add(&r, st.End)
-	st2, ok := e.Begin(st.End)
-	if !ok || st2.ID <= floor {
+	st2, ok, err := e.Begin(st.End)
+	if err != nil || !ok || st2.ID <= floor {
 		t.Fatalf("batch after Reset: %v, id %d, want > %d", ok, st2.ID, floor)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // decode emit a token, and finished requests release their blocks. The
 // returned result is valid until the next FinishBatch. With pipeline
 // parallelism batches may finish out of Begin's order.
-func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
+func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 	r := &e.result
 	i := 0
 	for i < len(e.flights) && e.flights[i].id != id {
@@ -20,7 +20,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 	if i == len(e.flights) {
 		e.fail(fmt.Errorf("batch %d finished at t=%d ns is not in flight", id, end))
 		*r = StepResult{Start: end, End: end, ITL: r.ITL[:0], Finished: r.Finished[:0], First: r.First[:0], Prefilled: r.Prefilled[:0]}
-		return r
+		return r, e.err
 	}
 	f := e.flights[i]
 	e.flights = append(e.flights[:i], e.flights[i+1:]...)
@@ -40,11 +40,12 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 		// Every lane member emits a token whose gap is this step's.
 		e.tick++
 		gap := end - e.prevEnd
-		e.gapRing[e.tick&(laneWindow-1)] = gap
+		e.gaps.push(e.tick, gap)
 		e.prevEnd = end
 		if f.lane > 0 {
 			r.ITL = append(r.ITL, Gap{NS: gap, Count: int64(f.lane)})
 		}
+		e.laneFills()
 	}
 	gen := e.finishScheduled(f.sched, r, end)
 	r.GenTokens = gen + f.lane
@@ -61,7 +62,7 @@ func (e *Engine) FinishBatch(id int64, end int64) *StepResult {
 			e.fail(fmt.Errorf("after the step ending at t=%d ns: %w", end, err))
 		}
 	}
-	return r
+	return r, e.err
 }
 
 // finishScheduled applies the scheduled part of a finished batch at time

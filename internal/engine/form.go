@@ -16,8 +16,11 @@ func (e *Engine) form(now, formed int64) int32 {
 	stalled := false // a running request lacks blocks until a batch in flight ends
 	if e.laneOn() {
 		e.leaveDue()
-		if !e.laneFits(budget) {
+		if e.laneFits(budget) {
+			e.laneAllocate()
+		} else {
 			e.flush()
+			e.allocRing[(e.tick+1)&(laneWindow-1)] = e.allocRing[(e.tick+1)&(laneWindow-1)][:0]
 		}
 		budget -= int32(len(e.lane)) // the members come after the explicit requests
 	}

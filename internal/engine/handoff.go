@@ -85,23 +85,24 @@ func (e *Engine) Reserved() int { return e.reservedSeqs }
 
 // ReleasePinned frees the pinned KV blocks of a prefilled request once its
 // handoff is over (transfer done, lease expired or request failed).
-func (e *Engine) ReleasePinned(slot int32) {
+func (e *Engine) ReleasePinned(slot int32) error {
 	s := &e.slots[slot]
 	if s.state != stPinned && s.state != stPrefilled {
 		e.fail(fmt.Errorf("request %d: release of pinned KV in state %s (released twice?)", s.rec.ID, s.state))
-		return
+		return e.err
 	}
 	e.unpin(s)
 	if s.state == stPinned {
 		e.release(s)
 		e.freeSlot(slot)
-		return
+		return e.err
 	}
 	// Still holding its slot in the batch set (async scheduling): release
 	// the blocks now and let the next formation drop it.
 	e.release(s)
 	s.computed = 0
 	s.state = stDone
+	return e.err
 }
 
 // PrivateBlocks appends to out, for the prefilled request in slot, the
@@ -134,13 +135,14 @@ func (e *Engine) Enqueue(r *workload.Request, rec metrics.Record, now int64) int
 
 // Withdraw removes a request from the admission queue (it moves to another
 // decode instance, or its lease expired) and frees its slot.
-func (e *Engine) Withdraw(slot int32) {
+func (e *Engine) Withdraw(slot int32) error {
 	if slot < 0 || int(slot) >= len(e.slots) || e.slots[slot].state != stHandoff {
 		e.fail(fmt.Errorf("withdraw of slot %d that is not in the admission queue", slot))
-		return
+		return e.err
 	}
 	e.hqRemove(slot)
 	e.freeSlot(slot)
+	return e.err
 }
 
 // Reservation is one admitted handoff.
@@ -162,9 +164,9 @@ type Reservation struct {
 // KV is remote queue behind them in the one waiting queue: while any
 // wait, nothing is admitted. Otherwise a steady stream of handoffs takes
 // every block freed and a preempted request starves.
-func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) []Reservation {
+func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) ([]Reservation, error) {
 	if e.waiting.len() > 0 {
-		return out
+		return out, e.err
 	}
 	for slot := e.hqHead; slot >= 0; {
 		// Finished requests still in the batch set (async scheduling) give
@@ -187,27 +189,27 @@ func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) []Reserva
 		out = append(out, Reservation{Slot: slot, ID: s.rec.ID, TransferBlocks: tb})
 		slot = next
 	}
-	return out
+	return out, e.err
 }
 
 // ForceReserve reserves blocks for one queued request right now, ignoring
 // the sequence limit (the legacy eager handoff). It reports the blocks
 // needed and free when they do not fit.
-func (e *Engine) ForceReserve(slot int32, now int64) (r Reservation, needed, free int, ok bool) {
+func (e *Engine) ForceReserve(slot int32, now int64) (r Reservation, needed, free int, ok bool, err error) {
 	s := &e.slots[slot]
 	if s.state != stHandoff {
 		e.fail(fmt.Errorf("request %d: forced reservation in state %s", s.rec.ID, s.state))
-		return Reservation{}, 0, 0, false
+		return Reservation{}, 0, 0, false, e.err
 	}
 	e.hqRemove(slot)
 	tb, ok := e.reserve(slot)
 	if !ok {
 		e.hqPush(slot) // still queued: the caller stops the run
 		need := cdiv(int(s.prompt)+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize)
-		return Reservation{}, need, e.pool.Free(), false
+		return Reservation{}, need, e.pool.Free(), false, e.err
 	}
 	s.rec.Reserved = now
-	return Reservation{Slot: slot, ID: s.rec.ID, TransferBlocks: tb}, 0, 0, true
+	return Reservation{Slot: slot, ID: s.rec.ID, TransferBlocks: tb}, 0, 0, true, e.err
 }
 
 // reserve allocates a queued request's prompt blocks (prefix hits first)
@@ -245,30 +247,32 @@ func (e *Engine) reserve(slot int32) (int, bool) {
 // TransferDone marks a reserved request's KV as arrived: it joins the next
 // batch, which computes its last prompt token and samples its first output
 // token.
-func (e *Engine) TransferDone(slot int32, now int64) {
+func (e *Engine) TransferDone(slot int32, now int64) error {
 	s := &e.slots[slot]
 	if s.state != stReserved {
 		e.fail(fmt.Errorf("request %d: transfer done in state %s", s.rec.ID, s.state))
-		return
+		return e.err
 	}
 	s.rec.TransferEnd = now
 	s.computed = s.prompt - 1
 	s.state = stReady
 	s.enqueued = now
 	e.ready.pushBack(slot)
+	return e.err
 }
 
 // Cancel drops a reserved request whose handoff failed, releasing its
 // decode blocks.
-func (e *Engine) Cancel(slot int32) {
+func (e *Engine) Cancel(slot int32) error {
 	s := &e.slots[slot]
 	if s.state != stReserved {
 		e.fail(fmt.Errorf("request %d: cancel in state %s", s.rec.ID, s.state))
-		return
+		return e.err
 	}
 	e.release(s)
 	e.reservedSeqs--
 	e.freeSlot(slot)
+	return e.err
 }
 
 // PrefixHitTokens is how many of r's prompt tokens this instance's prefix

@@ -80,7 +80,7 @@ func TestPinnedBlocksDistinct(t *testing.T) {
 			finish(e, now)
 		}
 	}
-	if err := e.Err(); err != nil {
+	if err := e.err; err != nil {
 		t.Fatal(err)
 	}
 	if got, used := e.PinnedBlocks(), e.Pool().Used(); got != 7 || used != 7 {
@@ -98,7 +98,9 @@ func TestPinnedBlocksDistinct(t *testing.T) {
 		t.Fatalf("check of a per-request pinned count: %v, want a distinct-block violation", err)
 	}
 	e.pinned = 7
-	e.ReleasePinned(slots[1])
+	if err := e.ReleasePinned(slots[1]); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.CheckNow(now); err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestAmortisedCheckCatchesCorruption(t *testing.T) {
 				if !ok {
 					t.Fatalf("no batch at t=%d", now)
 				}
-				if e.Err() != nil {
+				if e.err != nil {
 					return 1
 				}
 				now += d
@@ -54,15 +54,15 @@ func TestAmortisedCheckCatchesCorruption(t *testing.T) {
 			for range 5 {
 				step()
 			}
-			if err := e.Err(); err != nil {
+			if err := e.err; err != nil {
 				t.Fatalf("uncorrupted run fails its check: %v", err)
 			}
 			e.pinned += 3 // no pinned request: the counter is now wrong
 			checks := 0
-			for e.Err() == nil && checks <= bound {
+			for e.err == nil && checks <= bound {
 				checks += step()
 			}
-			err = e.Err()
+			err = e.err
 			if err == nil || !strings.Contains(err.Error(), "pinned count is 3") {
 				t.Fatalf("corrupted pinned count not reported within %d checks (%d run): %v", bound, checks, err)
 			}
@@ -84,7 +84,7 @@ func TestAmortisedCheckCatchesCorruption(t *testing.T) {
 			step()
 			f.pinned += 3
 			f.checkDebt = 0
-			if err := f.CheckNow(now); err == nil || !strings.Contains(err.Error(), "at the end of the run") || f.Err() == nil {
+			if err := f.CheckNow(now); err == nil || !strings.Contains(err.Error(), "at the end of the run") || f.err == nil {
 				t.Fatalf("CheckNow did not report the corrupted final state: %v", err)
 			}
 		})

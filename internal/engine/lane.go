@@ -16,14 +16,14 @@ package engine
 // counts are the stored ones plus tick-joinTick (computed one more while a
 // batch is in flight), its last token came at the end of the latest batch
 // (prevEnd), and its largest gap is the larger of the stored one and the
-// gaps between consecutive batch ends since it joined (gapRing).
+// gaps between consecutive batch ends since it joined (gapMax).
 //
 // A request joins when a batch it emitted a token in finishes and it is a
 // steady decoder for at least the next batch. At joining, the engine
 // computes the first batch that needs it explicitly (due): the one whose
 // forming must allocate a block, whose end fills a block (prefix-cache
 // commit) or whose end is its last token; due is capped to laneWindow-1
-// batches ahead so that gapRing covers a member's whole stay. Before that
+// batches ahead so that gapMax covers a member's whole stay. Before that
 // batch is formed the member leaves the lane (its counters are brought up to
 // date) and is handled by the ordinary code; it joins again after.
 //
@@ -43,7 +43,7 @@ const laneWindow = 64
 
 // laneOn reports whether the lane is used on this engine.
 func (e *Engine) laneOn() bool {
-	return e.pp() == 1 && e.cfg.Role != Prefill && !e.noLane && !e.specOn()
+	return e.pp() == 1 && e.cfg.Role != Prefill && !e.noLane && !e.cfg.NoDecodeLane && !e.specOn()
 }
 
 // numRunning is the number of requests in the running set, explicit and in
@@ -74,13 +74,7 @@ func (e *Engine) laneRecord(s *seq) {
 
 // gapsSince is the largest gap between consecutive batch ends among the
 // batches finished after batch number t (at most laneWindow-1 of them).
-func (e *Engine) gapsSince(t int64) int64 {
-	m := int64(-1)
-	for j := t + 1; j <= e.tick; j++ {
-		m = max(m, e.gapRing[j&(laneWindow-1)])
-	}
-	return m
-}
+func (e *Engine) gapsSince(t int64) int64 { return e.gaps.since(t) }
 
 // join puts the running request in slot, which emitted a token in the batch
 // that just finished, into the lane if it is a steady decoder for at least
@@ -92,14 +86,31 @@ func (e *Engine) join(slot int32) bool {
 	}
 	bs := int32(e.cfg.BlockSize)
 	t := e.tick
-	due := t + int64(len(s.blocks))*int64(bs) - int64(s.computed) + 1 // forming it allocates
-	due = min(due, t+int64(s.output-s.generated))                     // its end is the last token
+	alloc := t + int64(len(s.blocks))*int64(bs) - int64(s.computed) + 1 // forming it allocates
+	due := t + int64(s.output-s.generated)                              // its end is the last token
+	fill := int64(-1)                                                   // the batch whose end the lane commits a block at
 	if e.cfg.PrefixCaching {
-		due = min(due, t+int64((s.committed+1)*bs-s.computed)) // its end fills a block
+		f := t + int64((s.committed+1)*bs-s.computed) // its end fills a block
+		if int(s.committed)+1 == len(s.blocks) && e.laneCommits(s) {
+			fill = f // committed by the lane (lanefill.go)
+		} else {
+			due = min(due, f)
+		}
 	}
 	due = min(due, t+laneWindow-1)
+	if alloc >= due {
+		alloc = -1 // the member leaves the lane first
+	}
 	if due < t+2 {
 		return false
+	}
+	if fill > t && fill < due {
+		b := &e.fillRing[fill&(laneWindow-1)]
+		*b = append(*b, slot)
+	}
+	if alloc > t {
+		b := &e.allocRing[alloc&(laneWindow-1)]
+		*b = append(*b, slot) // allocated by the lane (lanefill.go)
 	}
 	s.laneAt = int32(len(e.lane))
 	s.joinTick, s.due = t, due
@@ -212,7 +223,7 @@ func (e *Engine) mergeRunning(n int) {
 // whole chunks (with the lane's one token per member) within the budget and
 // the free blocks, so that walking them before the lane changes nothing.
 func (e *Engine) laneFits(budget int32) bool {
-	tokens, blocks := int64(len(e.lane)), 0
+	tokens, blocks := int64(len(e.lane)), e.laneBlocksDue()
 	bs := int32(e.cfg.BlockSize)
 	for _, slot := range e.running {
 		s := &e.slots[slot]

@@ -49,8 +49,10 @@ func TestDecodeLaneMatchesExplicit(t *testing.T) {
 				ref.Add(&reqs[next], now)
 				next++
 			}
-			s1, ok1 := lane.Begin(now)
-			s2, ok2 := ref.Begin(now)
+			s1, ok1, err1 := lane.Begin(now)
+			s2, ok2, err2 := ref.Begin(now)
+			sameErr(lane, err1)
+			sameErr(ref, err2)
 			if ok1 != ok2 || s1.End != s2.End || lane.batch != ref.batch {
 				rt.Fatalf("t=%d: lane batch %v %+v ends %d, reference %v %+v ends %d", now, ok1, lane.batch, s1.End, ok2, ref.batch, s2.End)
 			}
@@ -62,9 +64,12 @@ func TestDecodeLaneMatchesExplicit(t *testing.T) {
 				continue
 			}
 			now = s1.End
-			r1, r2 := lane.FinishBatch(s1.ID, now), ref.FinishBatch(s2.ID, now)
+			r1, err1 := lane.FinishBatch(s1.ID, now)
+			r2, err2 := ref.FinishBatch(s2.ID, now)
+			sameErr(lane, err1)
+			sameErr(ref, err2)
 			for _, e := range []*Engine{lane, ref} {
-				if err := e.Err(); err != nil {
+				if err := e.err; err != nil {
 					rt.Fatal(err)
 				}
 			}
@@ -98,8 +103,10 @@ func TestDecodeLaneMatchesExplicit(t *testing.T) {
 					rt.Fatalf("t=%d: request %d found %v, reference %v", now, id, ok1, ok2)
 				}
 				if ok1 {
-					a1, ok1 := lane.Abort(s1, "gone")
-					a2, ok2 := ref.Abort(s2, "gone")
+					a1, ok1, err1 := lane.Abort(s1, "gone")
+					a2, ok2, err2 := ref.Abort(s2, "gone")
+					sameErr(lane, err1)
+					sameErr(ref, err2)
 					if ok1 != ok2 || a1 != a2 {
 						rt.Fatalf("t=%d: abort %v %+v, reference %v %+v", now, ok1, a1, ok2, a2)
 					}

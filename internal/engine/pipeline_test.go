@@ -33,7 +33,11 @@ func pipeDrive(e *Engine, now int64, limit int, f func(ev pipeEvent) error) (int
 		return f(ev)
 	}
 	for limit == 0 || events < limit {
-		if st, ok := e.Begin(now); ok {
+		st, ok, err := e.Begin(now)
+		if err != nil {
+			return now, err
+		}
+		if ok {
 			ev := pipeEvent{at: now, start: true, id: st.ID, end: st.End, free: st.Free,
 				sched: append([]scheduled(nil), e.flights[len(e.flights)-1].sched...), preempted: e.preempted}
 			if err := emit(ev); err != nil {
@@ -60,8 +64,8 @@ func pipeDrive(e *Engine, now int64, limit int, f func(ev pipeEvent) error) (int
 		now = next
 		for len(e.flights) > 0 && e.flights[0].end == now && (limit == 0 || events < limit) {
 			id := e.flights[0].id
-			r := e.FinishBatch(id, now)
-			if err := e.Err(); err != nil {
+			r, err := e.FinishBatch(id, now)
+			if err != nil {
 				return now, err
 			}
 			if err := emit(pipeEvent{at: now, id: id, finished: append([]metrics.Record(nil), r.Finished...)}); err != nil {
@@ -172,9 +176,9 @@ func TestPipelineOneBatchLatency(t *testing.T) {
 		ChunkedPrefill: true, CheckInvariants: true, PipelineParallel: 4, PPSend: send}
 	e, _ := New(0, cfg, fixedStep{base: 4000})
 	e.Add(&workload.Request{ID: 1, InputTokens: 1000, OutputTokens: 1}, 0)
-	st, ok := e.Begin(0)
-	if !ok {
-		t.Fatal("no batch")
+	st, ok, err := e.Begin(0)
+	if !ok || err != nil {
+		t.Fatalf("no batch (%v)", err)
 	}
 	if st.End != 4*1000+3*1050 || st.Free != 1000+1050 {
 		t.Fatalf("end %d free %d, want %d %d", st.End, st.Free, 4*1000+3*1050, 1000+1050)

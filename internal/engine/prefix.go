@@ -22,7 +22,9 @@ func (e *Engine) commitBlocks(s *seq, now int64) {
 	full := int(s.computed / bs)
 	e.ensureHashes(s, full)
 	if e.tiers != nil && int(s.committed) < int(s.shared) {
-		e.tiers.Store(int(e.id), s.hashes, int(s.committed), min(full, int(s.shared)), int(s.prompt/bs), now)
+		if err := e.tiers.Store(int(e.id), s.hashes, int(s.committed), min(full, int(s.shared)), int(s.prompt/bs), now); err != nil {
+			e.fail(fmt.Errorf("request %d: %w", s.rec.ID, err))
+		}
 	}
 	for i := int(s.committed); i < full; i++ {
 		if i < int(s.shared) {

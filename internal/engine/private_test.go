@@ -79,7 +79,7 @@ func TestPreemptedRequestRehitsPrivateBlocks(t *testing.T) {
 		t.Fatalf("after re-admission computed %d (want 80 cached + 4), preemptions %d", s.computed, s.rec.Preemptions)
 	}
 	finish(e, now+d)
-	if err := e.Err(); err != nil {
+	if err := e.err; err != nil {
 		t.Fatal(err)
 	}
 }

@@ -190,14 +190,17 @@ func TestSpecProperties(t *testing.T) {
 					e.Add(&reqs[next], now)
 					next++
 				}
-				st, ok := e.Begin(now)
+				st, ok, err := e.Begin(now)
+				if err != nil {
+					rt.Fatal(err)
+				}
 				if !ok {
 					now = reqs[next].Arrival
 					continue
 				}
 				now = st.End
-				r := e.FinishBatch(st.ID, now)
-				if err := e.Err(); err != nil {
+				r, err := e.FinishBatch(st.ID, now)
+				if err != nil {
 					rt.Fatal(err)
 				}
 				out = append(out, r.Finished...)
@@ -205,8 +208,8 @@ func TestSpecProperties(t *testing.T) {
 					rt.Fatal("no progress")
 				}
 			}
-			if _, ok := e.Begin(now); ok { // releases the last finished requests' blocks (async)
-				rt.Fatal("a batch formed with no work left")
+			if _, ok, err := e.Begin(now); ok || err != nil { // releases the last finished requests' blocks (async)
+				rt.Fatalf("a batch formed with no work left (%v)", err)
 			}
 			if refs := e.Pool().TotalRefs(); refs != 0 {
 				rt.Fatalf("%d block references left after every request finished", refs)

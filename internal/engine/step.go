@@ -72,16 +72,17 @@ type Prefilled struct {
 // when as many batches as pipeline stages are in flight, or when the first
 // stage is still busy (before NextFree). It is Form then Launch for the
 // predictor's step time.
-func (e *Engine) Begin(now int64) (Step, bool) {
-	if !e.Form(now) {
-		return Step{}, false
+func (e *Engine) Begin(now int64) (Step, bool, error) {
+	if ok, err := e.Form(now); !ok || err != nil {
+		return Step{}, false, err
 	}
 	d := e.pred.StepTime(&e.batch)
 	if e.specOn() {
 		e.formDraft = e.draftNs()
 		d += e.formDraft
 	}
-	return e.Launch(now, e.Slowed(d)), true
+	st, err := e.Launch(now, e.Slowed(d))
+	return st, true, err
 }
 
 // Form forms the next batch at now without starting it, and reports
@@ -89,14 +90,14 @@ func (e *Engine) Begin(now int64) (Step, bool) {
 // same now before anything else touches the engine. Form and Launch let a
 // caller time several engines' batches jointly, as a data-parallel group
 // whose ranks step in lockstep does.
-func (e *Engine) Form(now int64) bool {
+func (e *Engine) Form(now int64) (bool, error) {
 	if e.Busy() || (len(e.flights) > 0 && now < e.stages[0]) {
-		return false
+		return false, e.err
 	}
 	if !e.HasWork() {
 		e.releaseZombies()
 		e.justEnded = false
-		return false
+		return false, e.err
 	}
 	// The moment this batch is formed: with async scheduling, a batch that
 	// starts right as a step ends was formed when that step started.
@@ -118,7 +119,7 @@ func (e *Engine) Form(now int64) bool {
 		budget = e.form(now, now)
 	}
 	e.formBudget = budget
-	return len(e.sched) > 0 || len(e.lane) > 0
+	return len(e.sched) > 0 || len(e.lane) > 0, e.err
 }
 
 // FormedBatch is the batch the last successful Form formed, as the
@@ -127,7 +128,7 @@ func (e *Engine) FormedBatch() perf.Batch { return e.batch }
 
 // Launch starts the batch formed by Form at now, lasting d nanoseconds
 // (the pipeline stages split d when pp > 1).
-func (e *Engine) Launch(now, d int64) Step {
+func (e *Engine) Launch(now, d int64) (Step, error) {
 	budget := e.formBudget
 	e.stepStart = now
 	end, free := now+d, now+d
@@ -161,7 +162,7 @@ func (e *Engine) Launch(now, d int64) Step {
 		}
 	}
 	e.sched = spare
-	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}
+	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}, e.err
 }
 
 // pipeline times a batch of step time d entering the first of N stages at

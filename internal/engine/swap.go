@@ -81,7 +81,9 @@ func (e *Engine) swapOut(slot int32, s *seq, now int64) bool {
 	s.loadEnd = int32(nb) // swap-space blocks held
 	s.loadStart = now
 	s.state = stSwapOut
-	e.tiers.Swap(int(e.id), slot, nb, true, now)
+	if err := e.tiers.Swap(int(e.id), slot, nb, true, now); err != nil {
+		e.fail(fmt.Errorf("request %d: %w", s.rec.ID, err))
+	}
 	return true
 }
 
@@ -91,7 +93,7 @@ func (e *Engine) swapWait() bool { return e.swap.gpuOut > 0 }
 
 // SwapDone marks the swap copy of the request in slot as ended at now
 // (out: a swap-out).
-func (e *Engine) SwapDone(slot int32, out bool, now int64) {
+func (e *Engine) SwapDone(slot int32, out bool, now int64) error {
 	s := &e.slots[slot]
 	want := stSwapIn
 	if out {
@@ -99,7 +101,7 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) {
 	}
 	if s.state != want {
 		e.fail(fmt.Errorf("request %d: swap copy (out: %t) done in state %s", s.rec.ID, out, s.state))
-		return
+		return e.err
 	}
 	e.swap.copying--
 	// The engine itself moved the request: visible to the next batch
@@ -126,6 +128,7 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) {
 		e.waiting.pushFront(slot)
 		e.waitingTokens += int64(s.numTokens())
 	}
+	return e.err
 }
 
 // swapIns starts the swap-ins of the requests at the head of the swapped
@@ -164,7 +167,9 @@ func (e *Engine) startSwapIn(slot int32, s *seq, now int64) bool {
 	e.swap.stats.BlocksIn += int64(s.loadEnd)
 	s.state = stSwapIn
 	s.loadStart = now
-	e.tiers.Swap(int(e.id), slot, int(s.loadEnd), false, now)
+	if err := e.tiers.Swap(int(e.id), slot, int(s.loadEnd), false, now); err != nil {
+		e.fail(fmt.Errorf("request %d: %w", s.rec.ID, err))
+	}
 	return true
 }
 

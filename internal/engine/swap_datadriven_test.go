@@ -28,10 +28,11 @@ func (c *copyTiers) Lookup(_ int, _ []uint64, from, _ int) (int, int) { return f
 func (c *copyTiers) Load(int, int32, []uint64, int, int, int, int64) error {
 	return fmt.Errorf("no prefix tier")
 }
-func (c *copyTiers) Store(int, []uint64, int, int, int, int64) {}
-func (c *copyTiers) Weight(int, int) float64                   { return 0 }
-func (c *copyTiers) Swap(_ int, slot int32, blocks int, out bool, now int64) {
+func (c *copyTiers) Store(int, []uint64, int, int, int, int64) error { return nil }
+func (c *copyTiers) Weight(int, int) float64                         { return 0 }
+func (c *copyTiers) Swap(_ int, slot int32, blocks int, out bool, now int64) error {
 	c.pending = append(c.pending, pendingCopy{slot: slot, out: out, blocks: blocks, end: now + int64(blocks)*c.perBlock})
+	return nil
 }
 
 // TestSwapScheduler runs the scenario files in testdata/swap: step-by-step
@@ -87,7 +88,9 @@ func TestSwapScheduler(t *testing.T) {
 						}
 						p := ct.pending[i]
 						ct.pending = append(ct.pending[:i], ct.pending[i+1:]...)
-						e.SwapDone(p.slot, p.out, p.end)
+						if err := e.SwapDone(p.slot, p.out, p.end); err != nil {
+							return "error: " + err.Error()
+						}
 						dir := "in"
 						if p.out {
 							dir = "out"
@@ -114,7 +117,7 @@ func TestSwapScheduler(t *testing.T) {
 					fmt.Fprintf(&b, "t=%d idle until t=%d\n", now, next)
 					now = max(now, next)
 				}
-				if err := e.Err(); err != nil {
+				if err := e.err; err != nil {
 					b.WriteString("ERROR " + err.Error() + "\n")
 				}
 				st := e.SwapTotals()

@@ -20,13 +20,13 @@ type Tiers interface {
 	Load(inst int, slot int32, hashes []uint64, from, end, tier int, now int64) error
 	// Store offers blocks [from, to) just computed; promptBlocks is the
 	// number of full blocks of the prompt.
-	Store(inst int, hashes []uint64, from, to, promptBlocks int, now int64)
+	Store(inst int, hashes []uint64, from, to, promptBlocks int, now int64) error
 	// Weight is what reusing a token held in tier saves relative to one
 	// on the GPU, in [0, 1].
 	Weight(inst, tier int) float64
 	// Swap starts copying blocks of the request in slot out to host swap
 	// space (out) or back in; the caller reports its end with SwapDone.
-	Swap(inst int, slot int32, blocks int, out bool, now int64)
+	Swap(inst int, slot int32, blocks int, out bool, now int64) error
 }
 
 // TieredPrefixTokens is how many of r's prompt tokens this instance could
@@ -115,11 +115,11 @@ func (e *Engine) startLoad(slot int32, s *seq, hit, end, tier int, budget int32,
 // LoadDone marks the lower-tier load of the request in slot as ended at
 // now: its loaded blocks hold their content (and join the prefix cache),
 // and it returns to the front of the waiting queue.
-func (e *Engine) LoadDone(slot int32, now int64) {
+func (e *Engine) LoadDone(slot int32, now int64) error {
 	s := &e.slots[slot]
 	if s.state != stLoading {
 		e.fail(fmt.Errorf("request %d: tier load done in state %s", s.rec.ID, s.state))
-		return
+		return e.err
 	}
 	e.loading--
 	s.computed = s.loadEnd * int32(e.cfg.BlockSize)
@@ -129,6 +129,7 @@ func (e *Engine) LoadDone(slot int32, now int64) {
 	s.enqueued = now
 	e.waiting.pushFront(slot)
 	e.waitingTokens += int64(s.numTokens())
+	return e.err
 }
 
 // admitLoaded admits a request whose prefix was loaded. It holds blocks

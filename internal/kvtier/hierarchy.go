@@ -93,7 +93,6 @@ type Hierarchy struct {
 	handoffMax []int64           // the most bytes of handoff KV each node held at once
 	bufDropped int64             // chunks not stored for want of write-buffer room
 	from, to   []link.EndpointID // scratch
-	err        error
 }
 
 // New builds the tiers of cfg, all empty.
@@ -120,8 +119,12 @@ func New(cfg Config) (*Hierarchy, error) {
 				return nil, fmt.Errorf("node %d %s tier: %w", i, TierName(t), err)
 			}
 			nt.tiers[t] = tier
-			nt.read[t] = h.net.AddEndpoint(sp.ReadBW, sp.LatencyNs)
-			nt.write[t] = h.net.AddEndpoint(sp.WriteBW, sp.LatencyNs)
+			if nt.read[t], err = h.net.AddEndpoint(sp.ReadBW, sp.LatencyNs); err == nil {
+				nt.write[t], err = h.net.AddEndpoint(sp.WriteBW, sp.LatencyNs)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("kvtier: node %d %s tier: %w", i, TierName(t), err)
+			}
 		}
 		h.nodes = append(h.nodes, nt)
 	}
@@ -131,7 +134,10 @@ func New(cfg Config) (*Hierarchy, error) {
 		n := cfg.Nodes[in.Node]
 		eps := make([]link.EndpointID, in.GPUs)
 		for g := range eps {
-			eps[g] = h.net.AddEndpoint(n.PCIeBW, n.PCIeLatencyNs)
+			var err error
+			if eps[g], err = h.net.AddEndpoint(n.PCIeBW, n.PCIeLatencyNs); err != nil {
+				return nil, fmt.Errorf("kvtier: node %d PCIe link: %w", in.Node, err)
+			}
 		}
 		h.pcie = append(h.pcie, eps)
 	}
@@ -143,9 +149,6 @@ func (h *Hierarchy) ChunkBlocks() int { return h.blkPerChk }
 
 // Tier returns node n's tier t (nil when absent), for observation.
 func (h *Hierarchy) Tier(n, t int) *Tier { return h.nodes[n].tiers[t] }
-
-// Err returns the first internal inconsistency found, if any.
-func (h *Hierarchy) Err() error { return h.err }
 
 // Stats returns the counters of tier t (Host or Disk) over all nodes.
 func (h *Hierarchy) Stats(t int) Stats {
@@ -278,7 +281,9 @@ func (h *Hierarchy) Load(inst int, slot int32, hashes []uint64, from, end, t int
 	for c := from / h.blkPerChk; c < end/h.blkPerChk; c++ {
 		sid, ok := tr.BeginRead(h.key(hashes, c))
 		if !ok {
-			h.endReads(o)
+			if err := h.endReads(o); err != nil {
+				return err
+			}
 			h.freeOp(id)
 			return fmt.Errorf("kvtier: instance %d: chunk %d of a prefix found in the %s tier is not readable", inst, c, TierName(t))
 		}
@@ -295,7 +300,9 @@ func (h *Hierarchy) Load(inst int, slot int32, hashes []uint64, from, end, t int
 		h.from = append(h.from, nt.read[t])
 		h.to = append(h.to, ep)
 	}
-	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
+	if _, err := h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id)); err != nil {
+		return fmt.Errorf("kvtier: load: %w", err)
+	}
 	return nil
 }
 
@@ -305,7 +312,7 @@ func (h *Hierarchy) Load(inst int, slot int32, hashes []uint64, from, end, t int
 // promptBlocks blocks (the prompt's full blocks). The copy is
 // write-behind: it does not delay the engine; the chunks become readable
 // when it ends (and are then copied on to the disk tier, if any).
-func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int, now int64) {
+func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int, now int64) error {
 	if !h.cfg.SaveDecodeCache {
 		to = min(to, promptBlocks)
 	}
@@ -314,7 +321,7 @@ func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int,
 	// Chunks whose last block is in [from, to).
 	c0, c1 := from/k, to/k
 	if c0 >= c1 {
-		return
+		return nil
 	}
 	in := h.cfg.Instances[inst]
 	nt := &h.nodes[in.Node]
@@ -342,7 +349,7 @@ func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int,
 		}
 	}
 	if id < 0 {
-		return
+		return nil
 	}
 	o := &h.ops[id]
 	o.kind, o.tier, o.inst, o.slot, o.node, o.start = opStore, Host, int32(inst), -1, int32(in.Node), now
@@ -355,11 +362,14 @@ func (h *Hierarchy) Store(inst int, hashes []uint64, from, to, promptBlocks int,
 		h.from = append(h.from, ep)
 		h.to = append(h.to, nt.write[Host])
 	}
-	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
+	if _, err := h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id)); err != nil {
+		return fmt.Errorf("kvtier: store: %w", err)
+	}
+	return nil
 }
 
 // spill copies chunks just stored in node n's host tier on to its disk.
-func (h *Hierarchy) spill(n int32, hashes []uint64, now int64) {
+func (h *Hierarchy) spill(n int32, hashes []uint64, now int64) error {
 	nt := &h.nodes[n]
 	disk := nt.tiers[Disk]
 	id := int32(-1)
@@ -374,14 +384,17 @@ func (h *Hierarchy) spill(n int32, hashes []uint64, now int64) {
 		h.ops[id].ids = append(h.ops[id].ids, sid)
 	}
 	if id < 0 {
-		return
+		return nil
 	}
 	o := &h.ops[id]
 	o.kind, o.tier, o.inst, o.slot, o.node, o.start = opSpill, Disk, -1, -1, n, now
 	o.bytes = int64(len(o.ids)) * h.chunkBytes
 	h.stats[Disk].BytesWritten += o.bytes
 	h.stats[Disk].Stored += int64(len(o.ids))
-	h.net.Start(now, nt.read[Host], nt.write[Disk], o.bytes, int64(id))
+	if _, err := h.net.Start(now, nt.read[Host], nt.write[Disk], o.bytes, int64(id)); err != nil {
+		return fmt.Errorf("kvtier: spill to disk: %w", err)
+	}
+	return nil
 }
 
 // NextEvent is the next time Advance must be called, if any.
@@ -389,9 +402,12 @@ func (h *Hierarchy) NextEvent() (int64, bool) { return h.net.NextEvent() }
 
 // Advance moves the copies to now and returns the loads and offloads that
 // finished, in order of completion (valid until the next Advance).
-func (h *Hierarchy) Advance(now int64) []Done {
+func (h *Hierarchy) Advance(now int64) ([]Done, error) {
 	h.loaded = h.loaded[:0]
-	h.done = h.net.Advance(now, h.done[:0])
+	var err error
+	if h.done, err = h.net.Advance(now, h.done[:0]); err != nil {
+		return nil, fmt.Errorf("kvtier: %w", err)
+	}
 	var keys []uint64
 	for _, c := range h.done {
 		id := int32(c.Tag)
@@ -400,7 +416,9 @@ func (h *Hierarchy) Advance(now int64) []Done {
 		tr := nt.tiers[o.tier]
 		switch o.kind {
 		case opLoad:
-			h.endReads(o)
+			if err := h.endReads(o); err != nil {
+				return nil, err
+			}
 			h.stats[o.tier].LoadNs += c.At - o.start
 			h.loaded = append(h.loaded, Done{Inst: int(o.inst), Slot: o.slot})
 		case opOffload:
@@ -412,8 +430,8 @@ func (h *Hierarchy) Advance(now int64) []Done {
 				nt.buffered -= o.bytes
 			}
 			for _, sid := range o.ids {
-				if err := tr.EndWrite(sid); err != nil && h.err == nil {
-					h.err = err
+				if err := tr.EndWrite(sid); err != nil {
+					return nil, fmt.Errorf("kvtier: invariant violated: %w", err)
 				}
 				if o.kind == opStore && nt.tiers[Disk] != nil {
 					keys = append(keys, tr.slots[sid].hash)
@@ -422,22 +440,26 @@ func (h *Hierarchy) Advance(now int64) []Done {
 			if len(keys) > 0 {
 				// The copy on to disk starts now: the network has been
 				// advanced to now, which may be after the store ended.
-				h.spill(o.node, keys, now)
+				if err := h.spill(o.node, keys, now); err != nil {
+					return nil, err
+				}
 				keys = keys[:0]
 			}
 		}
 		h.freeOp(id)
 	}
-	return h.loaded
+	return h.loaded, nil
 }
 
-func (h *Hierarchy) endReads(o *op) {
+// endReads ends the reads of load o's chunks.
+func (h *Hierarchy) endReads(o *op) error {
 	tr := h.nodes[o.node].tiers[o.tier]
 	for _, sid := range o.ids {
-		if err := tr.EndRead(sid); err != nil && h.err == nil {
-			h.err = err
+		if err := tr.EndRead(sid); err != nil {
+			return fmt.Errorf("kvtier: invariant violated: %w", err)
 		}
 	}
+	return nil
 }
 
 func (h *Hierarchy) newOp() int32 {

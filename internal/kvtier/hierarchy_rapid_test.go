@@ -37,12 +37,13 @@ func TestHierarchyProperties(t *testing.T) {
 			if err := h.Check(); err != nil {
 				rt.Fatal(err)
 			}
-			if h.Err() != nil {
-				rt.Fatal(h.Err())
-			}
 		}
 		advance := func(to int64) {
-			for _, d := range h.Advance(to) {
+			done, err := h.Advance(to)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			for _, d := range done {
 				if d.Offload {
 					continue
 				}
@@ -62,7 +63,7 @@ func TestHierarchyProperties(t *testing.T) {
 			switch rapid.IntRange(0, 3).Draw(rt, "op") {
 			case 0:
 				to := rapid.IntRange(0, 16).Draw(rt, "to")
-				h.Store(inst, hs, rapid.IntRange(0, to).Draw(rt, "from"), to, rapid.IntRange(0, 16).Draw(rt, "prompt"), now)
+				noErr(h.Store(inst, hs, rapid.IntRange(0, to).Draw(rt, "from"), to, rapid.IntRange(0, 16).Draw(rt, "prompt"), now))
 			case 1:
 				from := rapid.IntRange(0, 8).Draw(rt, "gpu")
 				end, tier := h.Lookup(inst, hs, from, 16)
@@ -76,7 +77,7 @@ func TestHierarchyProperties(t *testing.T) {
 				}
 			case 2:
 				b := int64(rapid.IntRange(1, 8).Draw(rt, "blocks")) * 1e6
-				h.Offload(inst, int64(step), b, now)
+				noErr(h.Offload(inst, int64(step), b, now))
 				offloaded += b
 			case 3:
 				now += int64(rapid.IntRange(0, 20_000_000).Draw(rt, "dt"))

@@ -36,15 +36,16 @@ func drain(t *testing.T, h *Hierarchy) map[int32]int64 {
 		if !ok {
 			break
 		}
-		for _, l := range h.Advance(at) {
+		done, err := h.Advance(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range done {
 			out[l.Slot] = at
 		}
 		if err := h.Check(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if h.Err() != nil {
-		t.Fatal(h.Err())
 	}
 	return out
 }
@@ -81,7 +82,7 @@ func TestLoadTimeExact(t *testing.T) {
 			hs := seqHashes(100, 9)
 			// Store blocks [0, 9): chunks 0 and 1 (blocks 0-7); block 8 is a
 			// partial chunk and is not stored.
-			h.Store(0, hs, 0, 9, 9, 0)
+			noErr(h.Store(0, hs, 0, 9, 9, 0))
 			drain(t, h)
 			if got := h.Tier(0, Host).Occupied(); got != 2 {
 				t.Fatalf("host holds %d chunks, want 2", got)
@@ -132,7 +133,7 @@ func TestStoreChunks(t *testing.T) {
 			c.SaveDecodeCache = tt.save
 			h := newH(t, c)
 			hs := seqHashes(7, 12)
-			h.Store(0, hs, tt.from, tt.to, tt.prompt, 0)
+			noErr(h.Store(0, hs, tt.from, tt.to, tt.prompt, 0))
 			drain(t, h)
 			if got := h.Tier(0, Host).Occupied(); got != tt.wantChunks {
 				t.Errorf("stored %d chunks, want %d", got, tt.wantChunks)
@@ -150,16 +151,16 @@ func TestStoreChunks(t *testing.T) {
 func TestStoreIsWriteBehind(t *testing.T) {
 	h := newH(t, testConfig(1, 1e12))
 	hs := seqHashes(1, 4)
-	h.Store(0, hs, 0, 4, 4, 0)
+	noErr(h.Store(0, hs, 0, 4, 4, 0))
 	// Not readable until the copy has ended: 10 us + 4 ms.
 	if end, _ := h.Lookup(0, hs, 0, 4); end != 0 {
 		t.Fatalf("chunk readable while being written")
 	}
-	h.Advance(10000 + 4_000_000 - 1)
+	must(h.Advance(10000 + 4_000_000 - 1))
 	if end, _ := h.Lookup(0, hs, 0, 4); end != 0 {
 		t.Fatalf("chunk readable before its write ended")
 	}
-	h.Advance(10000 + 4_000_000)
+	must(h.Advance(10000 + 4_000_000))
 	if end, _ := h.Lookup(0, hs, 0, 4); end != 4 {
 		t.Fatalf("chunk not readable after its write ended")
 	}
@@ -174,9 +175,9 @@ func TestDiskTierAndCostBased(t *testing.T) {
 	c.Instances[0].PrefillTokensPerSec = 10000 // 64 tokens in 6.4 ms
 	h := newH(t, c)
 	a, b := seqHashes(1000, 4), seqHashes(2000, 4)
-	h.Store(0, a, 0, 4, 4, 0)
+	noErr(h.Store(0, a, 0, 4, 4, 0))
 	drain(t, h)
-	h.Store(0, b, 0, 4, 4, 1e9)
+	noErr(h.Store(0, b, 0, 4, 4, 1e9))
 	drain(t, h)
 	if end, tier := h.Lookup(0, a, 0, 4); end != 4 || tier != Disk {
 		t.Fatalf("evicted chunk: lookup = %d in tier %d, want 4 in disk", end, tier)
@@ -206,17 +207,17 @@ func TestReadingNotEvictable(t *testing.T) {
 	c.Nodes[0].Host.CapacityBytes = 4e6 // one chunk
 	h := newH(t, c)
 	a, b := seqHashes(1, 4), seqHashes(50, 4)
-	h.Store(0, a, 0, 4, 4, 0)
+	noErr(h.Store(0, a, 0, 4, 4, 0))
 	drain(t, h)
 	if err := h.Load(0, 0, a, 0, 4, Host, 1e9); err != nil {
 		t.Fatal(err)
 	}
-	h.Store(0, b, 0, 4, 4, 1e9) // dropped: the only slot is being read
+	noErr(h.Store(0, b, 0, 4, 4, 1e9)) // dropped: the only slot is being read
 	if st := h.Stats(Host); st.Dropped != 1 || st.Stored != 1 {
 		t.Fatalf("stats %+v, want one store dropped", st)
 	}
 	drain(t, h)
-	h.Store(0, b, 0, 4, 4, 2e9) // evicts a now
+	noErr(h.Store(0, b, 0, 4, 4, 2e9)) // evicts a now
 	drain(t, h)
 	if h.Tier(0, Host).Readable(a[3]) || !h.Tier(0, Host).Readable(b[3]) {
 		t.Fatal("LRU eviction after the read ended did not happen")
@@ -257,19 +258,19 @@ func TestWriteBuffer(t *testing.T) {
 		c := testConfig(2, 1e12)
 		c.WriteBufferBytes = tt.buffer
 		h := newH(t, c)
-		h.Store(0, seqHashes(100, 12), 0, 12, 12, 0)
-		h.Store(1, seqHashes(200, 4), 0, 4, 4, 1)
+		noErr(h.Store(0, seqHashes(100, 12), 0, 12, 12, 0))
+		noErr(h.Store(1, seqHashes(200, 4), 0, 4, 4, 1))
 		if s := h.Stats(Host); s.Stored != tt.stored || s.Dropped != tt.dropped {
 			t.Errorf("buffer %d: stored %d dropped %d, want %d and %d", tt.buffer, s.Stored, s.Dropped, tt.stored, tt.dropped)
 		}
 		if err := h.Check(); err != nil {
 			t.Fatal(err)
 		}
-		h.Advance(10000 + 8_000_000)
+		must(h.Advance(10000 + 8_000_000))
 		if err := h.Check(); err != nil {
 			t.Fatal(err)
 		}
-		h.Store(1, seqHashes(300, 4), 0, 4, 4, 10000+8_000_000)
+		noErr(h.Store(1, seqHashes(300, 4), 0, 4, 4, 10000+8_000_000))
 		if s := h.Stats(Host); s.Stored != tt.after {
 			t.Errorf("buffer %d: %d chunks stored after the first stores ended, want %d", tt.buffer, s.Stored, tt.after)
 		}
@@ -279,5 +280,20 @@ func TestWriteBuffer(t *testing.T) {
 	c.WriteBufferBytes = 3e6
 	if _, err := New(c); err == nil || !strings.Contains(err.Error(), "kv_tiers.write_buffer_mb") {
 		t.Errorf("a buffer smaller than a chunk: error %v", err)
+	}
+}
+
+// must returns v, panicking on err (a call the test expects to succeed).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// noErr panics on err (a call the test expects to succeed).
+func noErr(err error) {
+	if err != nil {
+		panic(err)
 	}
 }

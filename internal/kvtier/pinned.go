@@ -10,7 +10,7 @@ import "fmt"
 // (sharing them with stores); Advance reports the end with tag. The
 // bytes are held in host memory outside the chunk tiers (a pinned
 // staging area: they are never evicted) until Release.
-func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) {
+func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) error {
 	in := h.cfg.Instances[inst]
 	nt := &h.nodes[in.Node]
 	id := h.newOp()
@@ -23,7 +23,10 @@ func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) {
 		h.from = append(h.from, ep)
 		h.to = append(h.to, nt.write[Host])
 	}
-	h.net.StartParallel(now, h.from, h.to, ceilDiv(bytes, int64(in.GPUs)), int64(id))
+	if _, err := h.net.StartParallel(now, h.from, h.to, ceilDiv(bytes, int64(in.GPUs)), int64(id)); err != nil {
+		return fmt.Errorf("kvtier: offload: %w", err)
+	}
+	return nil
 }
 
 // Swap starts copying blocks of the KV of the preempted request in slot
@@ -33,7 +36,7 @@ func (h *Hierarchy) Offload(inst int, tag, bytes int64, now int64) {
 // each GPU's PCIe ingress (shared with loads). The swap space is the
 // engine's own (package engine accounts its blocks); Advance reports the
 // end with Done.Swap.
-func (h *Hierarchy) Swap(inst int, slot int32, blocks int, out bool, now int64) {
+func (h *Hierarchy) Swap(inst int, slot int32, blocks int, out bool, now int64) error {
 	in := h.cfg.Instances[inst]
 	nt := &h.nodes[in.Node]
 	id := h.newOp()
@@ -53,7 +56,10 @@ func (h *Hierarchy) Swap(inst int, slot int32, blocks int, out bool, now int64) 
 	if out {
 		o.kind = opSwapOut
 	}
-	h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id))
+	if _, err := h.net.StartParallel(now, h.from, h.to, ceilDiv(o.bytes, int64(in.GPUs)), int64(id)); err != nil {
+		return fmt.Errorf("kvtier: swap: %w", err)
+	}
+	return nil
 }
 
 // Swapping is the number of swap copies in flight (counted over the

@@ -44,16 +44,16 @@ func TestSwapTimeExact(t *testing.T) {
 			for _, op := range tt.ops {
 				if op.kind == "load" {
 					// Stored beforehand, at time 0, on an idle link.
-					h.Store(op.inst, hashes, 0, op.blocks, op.blocks, 0)
-					h.Advance(t0)
+					noErr(h.Store(op.inst, hashes, 0, op.blocks, op.blocks, 0))
+					must(h.Advance(t0))
 				}
 			}
 			for i, op := range tt.ops {
 				switch op.kind {
 				case "out", "in":
-					h.Swap(op.inst, int32(i), op.blocks, op.kind == "out", t0)
+					noErr(h.Swap(op.inst, int32(i), op.blocks, op.kind == "out", t0))
 				case "store":
-					h.Store(op.inst, hashes, 0, op.blocks, op.blocks, t0)
+					noErr(h.Store(op.inst, hashes, 0, op.blocks, op.blocks, t0))
 				case "load":
 					if end, tier := h.Lookup(op.inst, hashes, 0, op.blocks); end != op.blocks || tier != Host {
 						t.Fatalf("stored prefix not found: end %d tier %d", end, tier)
@@ -72,7 +72,7 @@ func TestSwapTimeExact(t *testing.T) {
 				if !ok {
 					break
 				}
-				for _, d := range h.Advance(at) {
+				for _, d := range must(h.Advance(at)) {
 					if d.Swap {
 						if d.Out != (tt.ops[d.Slot].kind == "out") {
 							t.Errorf("copy %d reported out=%t", d.Slot, d.Out)

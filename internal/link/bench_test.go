@@ -17,12 +17,12 @@ func BenchmarkSteadyState(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			n := link.New()
 			for i := range tc.endpoints {
-				n.AddEndpoint(float64(25+i%4*25)*1e9, 2000)
+				must(n.AddEndpoint(float64(25+i%4*25)*1e9, 2000))
 			}
 			start := func(now int64) {
 				from := link.EndpointID(rng.IntN(tc.endpoints))
 				to := link.EndpointID(rng.IntN(tc.endpoints))
-				n.Start(now, from, to, 1+rng.Int64N(64<<20), 0)
+				must(n.Start(now, from, to, 1+rng.Int64N(64<<20), 0))
 			}
 			for range tc.flows {
 				start(0)
@@ -35,7 +35,7 @@ func BenchmarkSteadyState(b *testing.B) {
 				if !ok {
 					b.Fatal("idle network")
 				}
-				done = n.Advance(at, done[:0])
+				done = must(n.Advance(at, done[:0]))
 				for range done {
 					start(at)
 				}

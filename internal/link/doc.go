@@ -85,8 +85,10 @@
 // the network's own events, so the results depend only on the sequence of
 // Start calls and their times.
 //
-// Calls must not go back in time: Start and Advance panic if now is
-// earlier than the latest time already passed to either. They also panic on
-// invalid arguments (unknown endpoints, negative byte counts), which are
-// programming errors in the caller.
+// Calls must not go back in time: Start and Advance return an error
+// wrapping ErrInvalid if now is earlier than the latest time already passed
+// to either, as every call does on invalid arguments (unknown endpoints,
+// negative byte counts, a bandwidth or latency out of range); a refused
+// call changes nothing. Nothing in the package panics: an internal
+// inconsistency (a bug) is returned as an error too.
 package link

@@ -2,6 +2,7 @@ package link
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -114,6 +115,16 @@ type Network struct {
 	onRecompute func()
 }
 
+// ErrInvalid is the error, wrapped, of a call with invalid arguments (a
+// bandwidth, latency or size out of range, an unknown endpoint, a time
+// before Now). Such a call changes nothing.
+var ErrInvalid = errors.New("link: invalid input")
+
+// invalid returns an ErrInvalid error saying what was wrong.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
 // New returns an empty network at time 0.
 func New() *Network {
 	return &Network{nextAt: never}
@@ -121,16 +132,16 @@ func New() *Network {
 
 // AddEndpoint adds a NIC of bandwidth bw bytes per second in each
 // direction (> 0, possibly [Unlimited]) and latency latencyNs (>= 0), and
-// returns its ID. It panics on invalid values.
-func (n *Network) AddEndpoint(bw float64, latencyNs int64) EndpointID {
+// returns its ID.
+func (n *Network) AddEndpoint(bw float64, latencyNs int64) (EndpointID, error) {
 	if !(bw > 0) { // also rejects NaN
-		panic(fmt.Sprintf("link: endpoint bandwidth must be > 0, got %v", bw))
+		return 0, invalid("endpoint bandwidth must be > 0, got %v", bw)
 	}
 	if latencyNs < 0 {
-		panic(fmt.Sprintf("link: endpoint latency must be >= 0, got %d", latencyNs))
+		return 0, invalid("endpoint latency must be >= 0, got %d", latencyNs)
 	}
 	if len(n.eps) >= math.MaxInt32/2 {
-		panic("link: too many endpoints")
+		return 0, invalid("too many endpoints (%d)", len(n.eps))
 	}
 	id := EndpointID(len(n.eps))
 	n.eps = append(n.eps, endpoint{bw: bw, latency: latencyNs})
@@ -140,7 +151,7 @@ func (n *Network) AddEndpoint(bw float64, latencyNs int64) EndpointID {
 	n.used = append(n.used, 0, 0)
 	n.off = append(n.off, 0, 0)
 	n.fill = append(n.fill, 0, 0)
-	return id
+	return id, nil
 }
 
 // Endpoints returns the number of endpoints.
@@ -153,18 +164,26 @@ func (n *Network) Now() int64 { return n.now }
 // to endpoint to at time now, and returns its ID. tag is reported back in
 // its [Completion]. Events due at or before now are processed first (their
 // completions are returned by the next Advance).
-func (n *Network) Start(now int64, from, to EndpointID, bytes int64, tag int64) TransferID {
-	n.checkEndpoint(from)
-	n.checkEndpoint(to)
-	if bytes < 0 {
-		panic(fmt.Sprintf("link: negative transfer size %d", bytes))
+func (n *Network) Start(now int64, from, to EndpointID, bytes int64, tag int64) (TransferID, error) {
+	if err := n.checkEndpoint(from); err != nil {
+		return 0, err
 	}
-	n.advanceTo(now)
+	if err := n.checkEndpoint(to); err != nil {
+		return 0, err
+	}
+	if bytes < 0 {
+		return 0, invalid("negative transfer size %d", bytes)
+	}
+	if err := n.advanceTo(now); err != nil {
+		return 0, err
+	}
 	tr := n.newTransfer(now, tag, 1, bytes)
 	id := tr.id // tr is recycled if the transfer completes right away
 	n.addFlow(now, tr, from, to, bytes, Unlimited)
-	n.advanceTo(now) // flows with zero latency become active now
-	return id
+	if err := n.processTo(now); err != nil { // flows with zero latency become active now
+		return id, err
+	}
+	return id, nil
 }
 
 // StartParallel starts a transfer of len(from) parallel flows at time now,
@@ -173,7 +192,7 @@ func (n *Network) Start(now int64, from, to EndpointID, bytes int64, tag int64) 
 // tensor-parallel KV transfer: rank i of the sending instance to rank i of
 // the receiving one. from and to must have the same, non-zero length. The
 // slices are not retained.
-func (n *Network) StartParallel(now int64, from, to []EndpointID, bytesPerFlow int64, tag int64) TransferID {
+func (n *Network) StartParallel(now int64, from, to []EndpointID, bytesPerFlow int64, tag int64) (TransferID, error) {
 	return n.StartParallelCapped(now, from, to, bytesPerFlow, Unlimited, tag)
 }
 
@@ -184,31 +203,39 @@ func (n *Network) StartParallel(now int64, from, to []EndpointID, bytesPerFlow i
 // share of its NICs but never more than the cap; what it leaves goes to
 // the other flows. Between two endpoints of [Unlimited] bandwidth a capped
 // flow takes bytesPerFlow/rateCap seconds.
-func (n *Network) StartParallelCapped(now int64, from, to []EndpointID, bytesPerFlow int64, rateCap float64, tag int64) TransferID {
+func (n *Network) StartParallelCapped(now int64, from, to []EndpointID, bytesPerFlow int64, rateCap float64, tag int64) (TransferID, error) {
 	if len(from) == 0 || len(from) != len(to) {
-		panic(fmt.Sprintf("link: StartParallel needs equal, non-zero numbers of senders and receivers, got %d and %d", len(from), len(to)))
+		return 0, invalid("StartParallel needs equal, non-zero numbers of senders and receivers, got %d and %d", len(from), len(to))
 	}
 	for i := range from {
-		n.checkEndpoint(from[i])
-		n.checkEndpoint(to[i])
+		if err := n.checkEndpoint(from[i]); err != nil {
+			return 0, err
+		}
+		if err := n.checkEndpoint(to[i]); err != nil {
+			return 0, err
+		}
 	}
 	if bytesPerFlow < 0 {
-		panic(fmt.Sprintf("link: negative transfer size %d", bytesPerFlow))
+		return 0, invalid("negative transfer size %d", bytesPerFlow)
 	}
 	if bytesPerFlow > 0 && int64(len(from)) > math.MaxInt64/bytesPerFlow {
-		panic("link: transfer size overflows int64")
+		return 0, invalid("transfer size %d x %d flows overflows int64", bytesPerFlow, len(from))
 	}
 	if !(rateCap > 0) {
-		panic(fmt.Sprintf("link: rate cap must be > 0, got %v", rateCap))
+		return 0, invalid("rate cap must be > 0, got %v", rateCap)
 	}
-	n.advanceTo(now)
+	if err := n.advanceTo(now); err != nil {
+		return 0, err
+	}
 	tr := n.newTransfer(now, tag, len(from), bytesPerFlow*int64(len(from)))
 	id := tr.id // tr is recycled if the transfer completes right away
 	for i := range from {
 		n.addFlow(now, tr, from[i], to[i], bytesPerFlow, rateCap)
 	}
-	n.advanceTo(now)
-	return id
+	if err := n.processTo(now); err != nil {
+		return id, err
+	}
+	return id, nil
 }
 
 // NextEvent returns the earliest time at which the network must be
@@ -230,11 +257,14 @@ func (n *Network) NextEvent() (at int64, ok bool) {
 // done the transfers that completed at or before now and were not
 // reported yet, ordered by completion time, then TransferID. It returns
 // the extended slice. It does not allocate when done has room. Advancing
-// to a time at which nothing is due only moves Now() forward.
-func (n *Network) Advance(now int64, done []Completion) []Completion {
-	n.advanceTo(now)
+// to a time at which nothing is due only moves Now() forward; advancing
+// to a time before Now() is an error.
+func (n *Network) Advance(now int64, done []Completion) ([]Completion, error) {
+	if err := n.advanceTo(now); err != nil {
+		return done, err
+	}
 	if len(n.ready) == 0 {
-		return done
+		return done, nil
 	}
 	slices.SortFunc(n.ready, func(a, b Completion) int {
 		if c := cmp.Compare(a.At, b.At); c != 0 {
@@ -246,15 +276,17 @@ func (n *Network) Advance(now int64, done []Completion) []Completion {
 	n.live -= len(n.ready)
 	clear(n.ready)
 	n.ready = n.ready[:0]
-	return done
+	return done, nil
 }
 
 // Utilisation returns the fraction of endpoint ep's egress and ingress
 // bandwidth in use at Now() (0 for an [Unlimited] direction). Between
 // events it is constant, so sampling it after each Start and Advance gives
-// an exact step function.
-func (n *Network) Utilisation(ep EndpointID) (egress, ingress float64) {
-	n.checkEndpoint(ep)
+// an exact step function. An unknown endpoint is an error.
+func (n *Network) Utilisation(ep EndpointID) (egress, ingress float64, err error) {
+	if err := n.checkEndpoint(ep); err != nil {
+		return 0, 0, err
+	}
 	frac := func(r int) float64 {
 		c := n.capacity[r]
 		if math.IsInf(c, 1) {
@@ -262,7 +294,7 @@ func (n *Network) Utilisation(ep EndpointID) (egress, ingress float64) {
 		}
 		return n.used[r] / c
 	}
-	return frac(2 * int(ep)), frac(2*int(ep) + 1)
+	return frac(2 * int(ep)), frac(2*int(ep) + 1), nil
 }
 
 // Active returns the number of transfers started and not yet returned by
@@ -273,10 +305,12 @@ func (n *Network) Active() int { return n.live }
 // latency phase or moving data.
 func (n *Network) ActiveFlows() int { return len(n.pending) + len(n.active) }
 
-func (n *Network) checkEndpoint(ep EndpointID) {
+// checkEndpoint refuses an endpoint the network does not have.
+func (n *Network) checkEndpoint(ep EndpointID) error {
 	if ep < 0 || int(ep) >= len(n.eps) {
-		panic(fmt.Sprintf("link: unknown endpoint %d (have %d)", ep, len(n.eps)))
+		return invalid("unknown endpoint %d (have %d)", ep, len(n.eps))
 	}
+	return nil
 }
 
 func (n *Network) newTransfer(now, tag int64, flows int, bytes int64) *transfer {
@@ -315,20 +349,30 @@ func (n *Network) addFlow(now int64, tr *transfer, from, to EndpointID, bytes in
 	n.nextAt = min(n.nextAt, f.activeAt)
 }
 
-// advanceTo processes every event at or before now, in time order.
-func (n *Network) advanceTo(now int64) {
+// advanceTo processes every event at or before now, in time order; a
+// time before Now() is an error.
+func (n *Network) advanceTo(now int64) error {
 	if now < n.now {
-		panic(fmt.Sprintf("link: time went backwards: %d after %d", now, n.now))
+		return invalid("time went backwards: %d after %d", now, n.now)
 	}
+	return n.processTo(now)
+}
+
+// processTo processes every event at or before now (>= Now()), in time
+// order. Its only error is an internal inconsistency (a bug).
+func (n *Network) processTo(now int64) error {
 	for n.nextAt <= now && (n.nextAt != never || len(n.pending)+len(n.active) > 0) {
-		n.step(n.nextAt)
+		if err := n.step(n.nextAt); err != nil {
+			return err
+		}
 	}
 	n.now = now
+	return nil
 }
 
 // step processes the events at time t (= n.nextAt): completions, then
 // activations, then recomputes the rates.
-func (n *Network) step(t int64) {
+func (n *Network) step(t int64) error {
 	n.now = t
 	// Completions.
 	k := 0
@@ -364,7 +408,9 @@ func (n *Network) step(t int64) {
 	clear(n.pending[k:])
 	n.pending = n.pending[:k]
 
-	n.recompute(t)
+	if err := n.recompute(t); err != nil {
+		return err
+	}
 
 	next := never
 	for _, f := range n.pending {
@@ -374,6 +420,7 @@ func (n *Network) step(t int64) {
 		next = min(next, f.finishAt)
 	}
 	n.nextAt = next
+	return nil
 }
 
 // finish retires flow f at time t, and its transfer if f was the last.
@@ -402,7 +449,7 @@ func (n *Network) finish(f *flow, t int64, residual float64) {
 // the resources of active flows are visited (plus a sort of them), not
 // every endpoint of the network: a large cluster with a few transfers in
 // flight pays for those few.
-func (n *Network) recompute(t int64) {
+func (n *Network) recompute(t int64) error {
 	// The resources the previous computation used go back to idle; every
 	// flow froze then, so their counts are already 0.
 	for _, r := range n.touched {
@@ -491,7 +538,7 @@ func (n *Network) recompute(t int64) {
 			continue
 		}
 		if best < 0 {
-			panic("link: internal error: active flow without a finite resource or cap")
+			return errors.New("link: internal error: active flow without a finite resource or cap")
 		}
 		// Shares never decrease in exact arithmetic; keep it so under
 		// rounding, and keep them positive.
@@ -521,6 +568,7 @@ func (n *Network) recompute(t int64) {
 	if n.onRecompute != nil {
 		n.onRecompute()
 	}
+	return nil
 }
 
 // ceilNs rounds a non-negative duration in ns up to a whole number of ns,

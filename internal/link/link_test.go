@@ -1,8 +1,10 @@
 package link_test
 
 import (
+	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/link"
@@ -39,7 +41,7 @@ func run(t *testing.T, eps []ep, starts []start) []int64 {
 	t.Helper()
 	n := link.New()
 	for _, e := range eps {
-		n.AddEndpoint(e.bw, e.lat)
+		must(n.AddEndpoint(e.bw, e.lat))
 	}
 	got := make([]int64, len(starts))
 	for i := range got {
@@ -53,7 +55,7 @@ func run(t *testing.T, eps []ep, starts []start) []int64 {
 			if !ok || at > upto {
 				return
 			}
-			done = n.Advance(at, done[:0])
+			done = must(n.Advance(at, done[:0]))
 			for _, c := range done {
 				i := ids[c.Transfer]
 				if got[i] != -1 {
@@ -71,11 +73,11 @@ func run(t *testing.T, eps []ep, starts []start) []int64 {
 		var id link.TransferID
 		switch {
 		case s.rateCap > 0:
-			id = n.StartParallelCapped(s.at, s.from, s.to, s.bytes, s.rateCap, int64(i))
+			id = must(n.StartParallelCapped(s.at, s.from, s.to, s.bytes, s.rateCap, int64(i)))
 		case len(s.from) == 1:
-			id = n.Start(s.at, s.from[0], s.to[0], s.bytes, int64(i))
+			id = must(n.Start(s.at, s.from[0], s.to[0], s.bytes, int64(i)))
 		default:
-			id = n.StartParallel(s.at, s.from, s.to, s.bytes, int64(i))
+			id = must(n.StartParallel(s.at, s.from, s.to, s.bytes, int64(i)))
 		}
 		ids[id] = i
 	}
@@ -289,18 +291,18 @@ func TestExactTimes(t *testing.T) {
 
 func TestOrderAndTags(t *testing.T) {
 	n := link.New()
-	a := n.AddEndpoint(gbps, 0)
-	b := n.AddEndpoint(gbps, 0)
+	a := must(n.AddEndpoint(gbps, 0))
+	b := must(n.AddEndpoint(gbps, 0))
 	// Started in reverse order of completion; two complete at the same time.
-	t0 := n.Start(0, a, b, 3*mb, 100)
-	t1 := n.Start(0, b, a, 1*mb, 101)
-	t2 := n.Start(0, b, a, 1*mb, 102)
+	t0 := must(n.Start(0, a, b, 3*mb, 100))
+	t1 := must(n.Start(0, b, a, 1*mb, 101))
+	t2 := must(n.Start(0, b, a, 1*mb, 102))
 	at, ok := n.NextEvent()
 	if !ok || at != 2_000_000 {
 		t.Fatalf("NextEvent = %d, %v; want 2000000, true", at, ok)
 	}
 	// Advance past everything in one call: order by time, then ID.
-	got := n.Advance(10_000_000, nil)
+	got := must(n.Advance(10_000_000, nil))
 	want := []link.Completion{
 		{Transfer: t1, Tag: 101, At: 2_000_000, Bytes: mb, Flows: 1},
 		{Transfer: t2, Tag: 102, At: 2_000_000, Bytes: mb, Flows: 1},
@@ -312,21 +314,21 @@ func TestOrderAndTags(t *testing.T) {
 	if _, ok := n.NextEvent(); ok {
 		t.Fatal("NextEvent reports an event on an idle network")
 	}
-	if got := n.Advance(20_000_000, nil); len(got) != 0 {
+	if got := must(n.Advance(20_000_000, nil)); len(got) != 0 {
 		t.Fatalf("idle Advance returned %v", got)
 	}
 }
 
 func TestZeroCostNextEventIsNow(t *testing.T) {
 	n := link.New()
-	a := n.AddEndpoint(link.Unlimited, 0)
-	b := n.AddEndpoint(link.Unlimited, 0)
-	n.Advance(42, nil)
-	id := n.Start(42, a, b, 1<<30, 7)
+	a := must(n.AddEndpoint(link.Unlimited, 0))
+	b := must(n.AddEndpoint(link.Unlimited, 0))
+	must(n.Advance(42, nil))
+	id := must(n.Start(42, a, b, 1<<30, 7))
 	if at, ok := n.NextEvent(); !ok || at != 42 {
 		t.Fatalf("NextEvent = %d, %v; want 42, true", at, ok)
 	}
-	got := n.Advance(42, nil)
+	got := must(n.Advance(42, nil))
 	if len(got) != 1 || got[0].Transfer != id || got[0].At != 42 || got[0].Tag != 7 {
 		t.Fatalf("got %+v", got)
 	}
@@ -337,14 +339,14 @@ func TestCompletionsBufferedByStart(t *testing.T) {
 	// its own time and is returned by the next Advance, and NextEvent never
 	// reports a time before Now().
 	n := link.New()
-	a := n.AddEndpoint(gbps, 0)
-	b := n.AddEndpoint(gbps, 0)
-	first := n.Start(0, a, b, mb, 0)
-	n.Start(5_000_000, a, b, mb, 1)
+	a := must(n.AddEndpoint(gbps, 0))
+	b := must(n.AddEndpoint(gbps, 0))
+	first := must(n.Start(0, a, b, mb, 0))
+	must(n.Start(5_000_000, a, b, mb, 1))
 	if at, ok := n.NextEvent(); !ok || at != 5_000_000 {
 		t.Fatalf("NextEvent = %d, %v; want 5000000, true", at, ok)
 	}
-	got := n.Advance(5_000_000, nil)
+	got := must(n.Advance(5_000_000, nil))
 	if len(got) != 1 || got[0].Transfer != first || got[0].At != 1_000_000 {
 		t.Fatalf("got %+v", got)
 	}
@@ -355,92 +357,142 @@ func TestCompletionsBufferedByStart(t *testing.T) {
 
 func TestUtilisation(t *testing.T) {
 	n := link.New()
-	s0 := n.AddEndpoint(gbps, 0)
-	s1 := n.AddEndpoint(4*gbps, 0)
-	r := n.AddEndpoint(3*gbps, lat)
+	s0 := must(n.AddEndpoint(gbps, 0))
+	s1 := must(n.AddEndpoint(4*gbps, 0))
+	r := must(n.AddEndpoint(3*gbps, lat))
 	check := func(ep link.EndpointID, eg, in float64) {
 		t.Helper()
-		ge, gi := n.Utilisation(ep)
+		ge, gi := util(n, ep)
 		if math.Abs(ge-eg) > 1e-12 || math.Abs(gi-in) > 1e-12 {
 			t.Fatalf("Utilisation(%d) = %v, %v; want %v, %v", ep, ge, gi, eg, in)
 		}
 	}
-	n.Start(0, s0, r, 2*mb, 0)
-	n.Start(0, s1, r, 2*mb, 1)
+	must(n.Start(0, s0, r, 2*mb, 0))
+	must(n.Start(0, s1, r, 2*mb, 1))
 	check(s0, 0, 0) // latency phase: nothing in use yet
 	check(r, 0, 0)
-	n.Advance(lat, nil)
+	must(n.Advance(lat, nil))
 	check(s0, 1, 0)
 	check(s1, 0.5, 0)
 	check(r, 0, 1)
-	n.Advance(lat+1_000_000, nil) // s1's flow is done
+	must(n.Advance(lat+1_000_000, nil)) // s1's flow is done
 	check(s0, 1, 0)
 	check(s1, 0, 0)
 	check(r, 0, 1.0/3)
-	n.Advance(lat+2_000_000, nil)
+	must(n.Advance(lat+2_000_000, nil))
 	check(s0, 0, 0)
 	check(r, 0, 0)
 
 	u := link.New()
-	x := u.AddEndpoint(link.Unlimited, 0)
-	y := u.AddEndpoint(gbps, 0)
-	u.Start(0, x, y, mb, 0)
-	if eg, in := u.Utilisation(x); eg != 0 || in != 0 {
+	x := must(u.AddEndpoint(link.Unlimited, 0))
+	y := must(u.AddEndpoint(gbps, 0))
+	must(u.Start(0, x, y, mb, 0))
+	if eg, in := util(u, x); eg != 0 || in != 0 {
 		t.Fatalf("unlimited endpoint utilisation %v, %v; want 0, 0", eg, in)
 	}
-	if _, in := u.Utilisation(y); in != 1 {
+	if _, in := util(u, y); in != 1 {
 		t.Fatalf("receiver ingress utilisation %v; want 1", in)
 	}
 }
 
-func TestPanics(t *testing.T) {
-	mustPanic := func(name string, f func()) {
-		t.Helper()
-		defer func() {
-			if recover() == nil {
-				t.Errorf("%s: no panic", name)
-			}
-		}()
-		f()
-	}
-	mustPanic("zero bandwidth", func() { link.New().AddEndpoint(0, 0) })
-	mustPanic("NaN bandwidth", func() { link.New().AddEndpoint(math.NaN(), 0) })
-	mustPanic("negative latency", func() { link.New().AddEndpoint(1, -1) })
+// TestInvalidInput: every call with invalid arguments returns an error
+// wrapping ErrInvalid, naming what was wrong, and changes nothing.
+func TestInvalidInput(t *testing.T) {
 	n := link.New()
-	a := n.AddEndpoint(gbps, 0)
-	mustPanic("unknown endpoint", func() { n.Start(0, a, 5, 1, 0) })
-	mustPanic("negative bytes", func() { n.Start(0, a, a, -1, 0) })
-	mustPanic("mismatched parallel", func() { n.StartParallel(0, []link.EndpointID{a}, nil, 1, 0) })
-	n.Advance(10, nil)
-	mustPanic("time backwards (Advance)", func() { n.Advance(9, nil) })
-	mustPanic("time backwards (Start)", func() { n.Start(9, a, a, 1, 0) })
+	a := must(n.AddEndpoint(gbps, 0))
+	must(n.Advance(10, nil))
+	for _, tc := range []struct {
+		name, want string
+		call       func() error
+	}{
+		{"zero bandwidth", "bandwidth must be > 0", func() error { _, err := n.AddEndpoint(0, 0); return err }},
+		{"NaN bandwidth", "bandwidth must be > 0", func() error { _, err := n.AddEndpoint(math.NaN(), 0); return err }},
+		{"negative latency", "latency must be >= 0", func() error { _, err := n.AddEndpoint(1, -1); return err }},
+		{"unknown sender", "unknown endpoint 5", func() error { _, err := n.Start(10, 5, a, 1, 0); return err }},
+		{"unknown receiver", "unknown endpoint -1", func() error { _, err := n.Start(10, a, -1, 1, 0); return err }},
+		{"negative bytes", "negative transfer size", func() error { _, err := n.Start(10, a, a, -1, 0); return err }},
+		{"mismatched parallel", "equal, non-zero numbers", func() error {
+			_, err := n.StartParallel(10, []link.EndpointID{a}, nil, 1, 0)
+			return err
+		}},
+		{"no parallel flows", "equal, non-zero numbers", func() error { _, err := n.StartParallel(10, nil, nil, 1, 0); return err }},
+		{"unknown parallel endpoint", "unknown endpoint 7", func() error {
+			_, err := n.StartParallel(10, []link.EndpointID{a}, []link.EndpointID{7}, 1, 0)
+			return err
+		}},
+		{"parallel size overflow", "overflows int64", func() error {
+			_, err := n.StartParallel(10, []link.EndpointID{a, a}, []link.EndpointID{a, a}, math.MaxInt64/2+1, 0)
+			return err
+		}},
+		{"zero rate cap", "rate cap must be > 0", func() error {
+			_, err := n.StartParallelCapped(10, []link.EndpointID{a}, []link.EndpointID{a}, 1, 0, 0)
+			return err
+		}},
+		{"NaN rate cap", "rate cap must be > 0", func() error {
+			_, err := n.StartParallelCapped(10, []link.EndpointID{a}, []link.EndpointID{a}, 1, math.NaN(), 0)
+			return err
+		}},
+		{"time backwards (Advance)", "time went backwards: 9 after 10", func() error { _, err := n.Advance(9, nil); return err }},
+		{"time backwards (Start)", "time went backwards: 9 after 10", func() error { _, err := n.Start(9, a, a, 1, 0); return err }},
+		{"unknown endpoint (Utilisation)", "unknown endpoint 3", func() error { _, _, err := n.Utilisation(3); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if !errors.Is(err, link.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v; want one wrapping link.ErrInvalid containing %q", err, tc.want)
+			}
+			if n.Endpoints() != 1 || n.Now() != 10 || n.Active() != 0 || n.ActiveFlows() != 0 {
+				t.Errorf("refused call changed the network: %d endpoints, now %d, %d transfers, %d flows", n.Endpoints(), n.Now(), n.Active(), n.ActiveFlows())
+			}
+		})
+	}
+}
+
+// must returns v, panicking on err (a call the test expects to succeed).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// util is n.Utilisation of an endpoint the test knows exists.
+func util(n *link.Network, ep link.EndpointID) (egress, ingress float64) {
+	return must2(n.Utilisation(ep))
+}
+
+func must2(a, b float64, err error) (float64, float64) {
+	if err != nil {
+		panic(err)
+	}
+	return a, b
 }
 
 func TestAdvanceDoesNotAllocate(t *testing.T) {
 	n := link.New()
 	var eps []link.EndpointID
 	for range 8 {
-		eps = append(eps, n.AddEndpoint(gbps, lat))
+		eps = append(eps, must(n.AddEndpoint(gbps, lat)))
 	}
 	done := make([]link.Completion, 0, 64)
 	now := int64(0)
 	// Warm up the pools.
 	for i := range 32 {
-		n.Start(now, eps[i%8], eps[(i*3+1)%8], int64(1000+i*97), int64(i))
+		must(n.Start(now, eps[i%8], eps[(i*3+1)%8], int64(1000+i*97), int64(i)))
 	}
 	for n.Active() > 0 {
 		at, _ := n.NextEvent()
 		now = at
-		done = n.Advance(now, done[:0])
+		done = must(n.Advance(now, done[:0]))
 	}
 	allocs := testing.AllocsPerRun(20, func() {
 		for i := range 32 {
-			n.Start(now, eps[i%8], eps[(i*3+1)%8], int64(1000+i*97), int64(i))
+			must(n.Start(now, eps[i%8], eps[(i*3+1)%8], int64(1000+i*97), int64(i)))
 		}
 		for n.Active() > 0 {
 			at, _ := n.NextEvent()
 			now = at
-			done = n.Advance(now, done[:0])
+			done = must(n.Advance(now, done[:0]))
 		}
 	})
 	if allocs > 0 {
@@ -452,14 +504,14 @@ func TestSaturatedTimes(t *testing.T) {
 	// A transfer too slow to finish within int64 ns saturates at
 	// math.MaxInt64 instead of overflowing, and is still reported.
 	n := link.New()
-	a := n.AddEndpoint(1, 0)
-	b := n.AddEndpoint(1, math.MaxInt64-10)
-	id := n.Start(100, a, b, math.MaxInt64, 3)
+	a := must(n.AddEndpoint(1, 0))
+	b := must(n.AddEndpoint(1, math.MaxInt64-10))
+	id := must(n.Start(100, a, b, math.MaxInt64, 3))
 	at, ok := n.NextEvent()
 	if !ok || at != math.MaxInt64 {
 		t.Fatalf("NextEvent = %d, %v; want MaxInt64, true", at, ok)
 	}
-	got := n.Advance(math.MaxInt64, nil)
+	got := must(n.Advance(math.MaxInt64, nil))
 	if len(got) != 1 || got[0].Transfer != id || got[0].At != math.MaxInt64 {
 		t.Fatalf("got %+v", got)
 	}

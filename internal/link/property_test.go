@@ -88,7 +88,10 @@ func checkInvariants(t *rapid.T, n *Network) {
 		}
 	}
 	for i := range n.eps {
-		eg, in := n.Utilisation(EndpointID(i))
+		eg, in, err := n.Utilisation(EndpointID(i))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, u := range []float64{eg, in} {
 			if math.IsNaN(u) || u < 0 || u > 1+1e-9 {
 				t.Fatalf("endpoint %d utilisation %v, %v", i, eg, in)
@@ -117,7 +120,7 @@ func checkInvariants(t *rapid.T, n *Network) {
 func simulate(t *rapid.T, eps []propEP, ops []propOp, spurious, check bool) []Completion {
 	n := New()
 	for _, e := range eps {
-		n.AddEndpoint(e.bw, e.lat)
+		must(n.AddEndpoint(e.bw, e.lat))
 	}
 	if check {
 		n.onRecompute = func() { checkInvariants(t, n) }
@@ -135,7 +138,7 @@ func simulate(t *rapid.T, eps []propEP, ops []propOp, spurious, check bool) []Co
 		}
 		last = now
 		before := len(all)
-		all = n.Advance(now, all)
+		all = must(n.Advance(now, all))
 		for i, c := range all[before:] {
 			if c.At > now {
 				t.Fatalf("completion at %d returned by Advance(%d)", c.At, now)
@@ -172,11 +175,11 @@ func simulate(t *rapid.T, eps []propEP, ops []propOp, spurious, check bool) []Co
 		upto(now)
 		switch {
 		case op.rateCap > 0:
-			n.StartParallelCapped(now, op.from, op.to, op.bytes, op.rateCap, int64(i))
+			must(n.StartParallelCapped(now, op.from, op.to, op.bytes, op.rateCap, int64(i)))
 		case len(op.from) == 1:
-			n.Start(now, op.from[0], op.to[0], op.bytes, int64(i))
+			must(n.Start(now, op.from[0], op.to[0], op.bytes, int64(i)))
 		default:
-			n.StartParallel(now, op.from, op.to, op.bytes, int64(i))
+			must(n.StartParallel(now, op.from, op.to, op.bytes, int64(i)))
 		}
 	}
 	upto(math.MaxInt64)
@@ -238,4 +241,12 @@ func TestPropertyFlows(t *testing.T) {
 			t.Fatalf("results depend on spurious Advance calls:\n%+v\n%+v", all, again)
 		}
 	})
+}
+
+// must returns v, panicking on err (a call the test expects to succeed).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

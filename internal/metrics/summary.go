@@ -41,6 +41,18 @@ type dist struct {
 	sum      int64 // ns; overflows only past ~292 years of summed latency
 	min, max int64 // ns
 	err      error // first value the histogram refused (see Summary.Err)
+	// bounds are the percentile targets' bounds on this metric (ns) and
+	// within[i] counts the values <= bounds[i], exactly: a target's
+	// verdict must not depend on the histogram's rounding.
+	bounds, within []int64
+}
+
+// watch registers a bound (ns) whose exact count of values within it is
+// kept, and returns its index. Call before the first add.
+func (d *dist) watch(bound int64) int {
+	d.bounds = append(d.bounds, bound)
+	d.within = append(d.within, 0)
+	return len(d.bounds) - 1
 }
 
 func newDist() dist {
@@ -60,6 +72,11 @@ func (d *dist) add(ns int64) {
 	}
 	d.n++
 	d.sum += ns
+	for i, b := range d.bounds {
+		if ns <= b {
+			d.within[i]++
+		}
+	}
 	// toUs clamps to the histogram's range, so this does not fail; if it
 	// ever did, Summary.Err reports it rather than a silently short count.
 	if err := d.h.RecordValue(toUs(ns)); err != nil && d.err == nil {
@@ -80,6 +97,11 @@ func (d *dist) addN(ns, count int64) {
 	}
 	d.n += count
 	d.sum += ns * count
+	for i, b := range d.bounds {
+		if ns <= b {
+			d.within[i] += count
+		}
+	}
 	if err := d.h.RecordValues(toUs(ns), count); err != nil && d.err == nil {
 		d.err = fmt.Errorf("metrics: record %d x %d ns: %w", count, ns, err)
 	}
@@ -167,22 +189,44 @@ type SLOResult struct {
 	Targets []TargetResult `json:"targets,omitempty"`
 }
 
+// Metric names a latency distribution of a Result.
+type Metric string
+
+// The latency metrics a target can bound.
+const (
+	TTFT Metric = "ttft"
+	TPOT Metric = "tpot"
+	ITL  Metric = "itl"
+	E2E  Metric = "e2e"
+)
+
 // Target is a percentile latency target, e.g. p99 TTFT <= 2000 ms.
 type Target struct {
-	Metric     string  // ttft, tpot, itl or e2e
+	Metric     Metric  // TTFT, TPOT, ITL or E2E
 	Percentile int     // 50, 90, 95 or 99
 	MaxMs      float64 // bound in ms
 }
 
 // TargetResult is a Target with the run's value and verdict.
 type TargetResult struct {
-	Metric     string  `json:"metric"`
+	Metric     Metric  `json:"metric"`
 	Percentile int     `json:"percentile"`
 	MaxMs      float64 `json:"max_ms"`
 	// ValueMs is the run's percentile; nil (JSON null) when the metric
 	// has no samples (nothing finished), and then the target is missed.
 	ValueMs *float64 `json:"value_ms"`
 	Met     bool     `json:"met"`
+	// Count is the metric's samples and Within those <= MaxMs, counted
+	// exactly; Met compares Within with the percentile's rank.
+	Count  int64 `json:"count"`
+	Within int64 `json:"within"`
+}
+
+// Straddles reports whether the shown value and the exact verdict
+// disagree: the histogram's bucket holding the percentile spans the
+// bound, so the value rounds to the other side of it.
+func (t TargetResult) Straddles() bool {
+	return t.ValueMs != nil && (*t.ValueMs <= t.MaxMs) != t.Met
 }
 
 // ValueString renders ValueMs with prec decimals, or "-" without samples.
@@ -193,35 +237,62 @@ func (t TargetResult) ValueString(prec int) string {
 	return strconv.FormatFloat(*t.ValueMs, 'f', prec, 64)
 }
 
-// CheckTargets evaluates percentile targets against the run's latency
-// distributions (finished requests). A target on a metric with no samples
-// is not met.
-func (r *Result) CheckTargets(ts []Target) {
-	if len(ts) == 0 {
-		return
-	}
-	if r.SLO == nil {
-		r.SLO = &SLOResult{}
-	}
+// SetTargets registers percentile targets, checked exactly at Finish:
+// a target "pP <= X ms" is met when at least HdrHistogram's nearest rank
+// of the values, max(1, round(P/100 x count)), are <= X, counted value by
+// value as they arrive. The percentile shown beside the verdict is the
+// histogram's (within 0.05 %), so a value within that rounding of the
+// bound cannot turn a miss into "met". A target on a metric without
+// samples is missed. Call before the first Add.
+func (s *Summary) SetTargets(ts []Target) {
 	for _, t := range ts {
-		var st Stat
-		switch t.Metric {
-		case "ttft":
-			st = r.TTFT
-		case "tpot":
-			st = r.TPOT
-		case "itl":
-			st = r.ITL
-		case "e2e":
-			st = r.E2E
+		d := s.targetDist(t.Metric)
+		if d == nil {
+			continue // validated before; an unknown metric is reported missed
 		}
-		tr := TargetResult{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs}
-		if st.Count > 0 {
-			v := map[int]float64{50: st.P50, 90: st.P90, 95: st.P95, 99: st.P99}[t.Percentile]
-			tr.ValueMs, tr.Met = &v, v <= t.MaxMs
-		}
-		r.SLO.Targets = append(r.SLO.Targets, tr)
+		s.targets = append(s.targets, watchedTarget{t, d, d.watch(int64(math.Round(t.MaxMs * 1e6)))})
 	}
+}
+
+// targetDist is the distribution a target's metric names (nil if none).
+func (s *Summary) targetDist(metric Metric) *dist {
+	switch metric {
+	case TTFT:
+		return &s.ttft
+	case TPOT:
+		return &s.tpot
+	case ITL:
+		return &s.itl
+	case E2E:
+		return &s.e2e
+	}
+	return nil
+}
+
+// watchedTarget is a registered target, its distribution and the index
+// of its bound there.
+type watchedTarget struct {
+	Target
+	d *dist
+	i int
+}
+
+// targetResults returns the registered targets' verdicts, showing the
+// percentiles of res.
+func (s *Summary) targetResults(res *Result) []TargetResult {
+	stats := map[Metric]Stat{TTFT: res.TTFT, TPOT: res.TPOT, ITL: res.ITL, E2E: res.E2E}
+	out := make([]TargetResult, 0, len(s.targets))
+	for _, w := range s.targets {
+		tr := TargetResult{Metric: w.Metric, Percentile: w.Percentile, MaxMs: w.MaxMs, Count: w.d.n, Within: w.d.within[w.i]}
+		if w.d.n > 0 {
+			st := stats[w.Metric]
+			v := map[int]float64{50: st.P50, 90: st.P90, 95: st.P95, 99: st.P99}[w.Percentile]
+			rank := max(int64(float64(w.Percentile)/100*float64(w.d.n)+0.5), 1)
+			tr.ValueMs, tr.Met = &v, tr.Within >= rank
+		}
+		out = append(out, tr)
+	}
+	return out
 }
 
 // Summary accumulates run-level metrics from a stream of records without
@@ -257,7 +328,8 @@ type Summary struct {
 	// TPOT kept beside them.
 	client             bool
 	engTTFT, engTPOT   dist
-	warmup, warmupSeen int64 // SetWarmup: ids below warmup are excluded
+	warmup, warmupSeen int64           // SetWarmup: ids below warmup are excluded
+	targets            []watchedTarget // SetTargets
 }
 
 // SetClientSide says that the records' times are client-side (a front
@@ -612,6 +684,12 @@ func (s *Summary) Finish(simTimeNs int64) Result {
 			Attainment: &attainment,
 			GoodputRPS: &goodput,
 		}
+	}
+	if len(s.targets) > 0 {
+		if res.SLO == nil {
+			res.SLO = &SLOResult{}
+		}
+		res.SLO.Targets = s.targetResults(&res)
 	}
 	return res
 }

@@ -124,6 +124,7 @@ func TestSummaryCounts(t *testing.T) {
 // used to read 100 % beside a missed target); the target's verdict stands.
 func TestPercentileTargetsAloneHaveNoAttainment(t *testing.T) {
 	s := NewSummary()
+	s.SetTargets([]Target{{Metric: "ttft", Percentile: 99, MaxMs: 2000}})
 	for i, ttft := range []int64{100e6, 3000e6} {
 		rec := NewRecord(int64(i), 0)
 		rec.Outcome, rec.InputTokens, rec.OutputTokens, rec.Generated = Finished, 10, 1, 1
@@ -131,7 +132,6 @@ func TestPercentileTargetsAloneHaveNoAttainment(t *testing.T) {
 		s.Add(&rec)
 	}
 	r := s.Finish(4e9)
-	r.CheckTargets([]Target{{Metric: "ttft", Percentile: 99, MaxMs: 2000}})
 	if r.SLO == nil || r.SLO.Attainment != nil || r.SLO.GoodputRPS != nil || r.SLO.Met != nil {
 		t.Fatalf("attainment without per-request bounds: %+v", r.SLO)
 	}
@@ -149,11 +149,11 @@ func TestPercentileTargetsAloneHaveNoAttainment(t *testing.T) {
 // never a 0.0 ms that reads as met-but-missed.
 func TestTargetWithoutSamples(t *testing.T) {
 	s := NewSummary()
+	s.SetTargets([]Target{{Metric: "ttft", Percentile: 99, MaxMs: 10}, {Metric: "e2e", Percentile: 50, MaxMs: 1000}})
 	rec := NewRecord(0, 0)
 	rec.Outcome, rec.InputTokens, rec.OutputTokens, rec.Reason = Failed, 10, 1, "unfit: too long"
 	s.Add(&rec)
 	r := s.Finish(1e9)
-	r.CheckTargets([]Target{{Metric: "ttft", Percentile: 99, MaxMs: 10}, {Metric: "e2e", Percentile: 50, MaxMs: 1000}})
 	for _, tg := range r.SLO.Targets {
 		if tg.Met || tg.ValueMs != nil {
 			t.Fatalf("target without samples: %+v", tg)
@@ -166,6 +166,63 @@ func TestTargetWithoutSamples(t *testing.T) {
 	text := r.String()
 	if !strings.Contains(text, "- MISSED (no samples)") || strings.Contains(text, "0.0 MISSED") {
 		t.Fatalf("summary:\n%s", text)
+	}
+}
+
+// TestTargetVerdictIsExact: a percentile target missed by less than the
+// histogram's rounding is MISSED. 100 requests with TPOT 116.028 ms (each
+// one token after the first, so TPOT = the gap) against p99 <= 116 ms: the
+// histogram's bucket holding 116.028 ms has its midpoint below 116 ms, so
+// comparing the shown percentile printed "met"; the verdict counts the
+// values within the bound (0 of 100, rank 99 needed). The same values
+// against 116.1 ms are met (100 within); one slow request in 100 still
+// meets p99 (99 within), two do not.
+func TestTargetVerdictIsExact(t *testing.T) {
+	run := func(bound float64, tpots ...int64) TargetResult {
+		t.Helper()
+		s := NewSummary()
+		s.SetTargets([]Target{{Metric: "tpot", Percentile: 99, MaxMs: bound}})
+		for i, tp := range tpots {
+			rec := NewRecord(int64(i), 0)
+			rec.Outcome, rec.InputTokens, rec.OutputTokens, rec.Generated = Finished, 10, 2, 2
+			rec.Queued, rec.Scheduled, rec.FirstToken, rec.LastToken = 0, 0, 10e6, 10e6+tp
+			s.Add(&rec)
+		}
+		r := s.Finish(10e9)
+		if r.SLO == nil || len(r.SLO.Targets) != 1 {
+			t.Fatalf("targets: %+v", r.SLO)
+		}
+		return r.SLO.Targets[0]
+	}
+	same := func(n int, v int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	// Alone, equal values show the exact value (the bucket of the max);
+	// between a faster and a slower request they show the bucket's
+	// midpoint, 116.000 ms.
+	if tg := run(116, same(100, 116_028_000)...); tg.Met || tg.Within != 0 || tg.Count != 100 || tg.Straddles() {
+		t.Errorf("p99 TPOT of 116.028 ms against 116 ms: %+v, want missed with 0 of 100 within", tg)
+	}
+	tg := run(116, append(append([]int64{50e6}, same(98, 116_028_000)...), 200e6)...)
+	if tg.Met || tg.Within != 1 || *tg.ValueMs > 116 || !tg.Straddles() {
+		t.Errorf("p99 TPOT of 116.028 ms shown as %g against 116 ms: %+v, want missed, 1 of 100 within, straddling", *tg.ValueMs, tg)
+	}
+	text := (&Result{TPOT: Stat{Count: 1}, SLO: &SLOResult{Targets: []TargetResult{tg}}}).String()
+	if !strings.Contains(text, "116.000 MISSED (1 of 100 within") {
+		t.Errorf("summary line:\n%s", text)
+	}
+	if tg := run(116.1, same(100, 116_028_000)...); !tg.Met || tg.Within != 100 {
+		t.Errorf("116.028 ms against 116.1 ms: %+v, want met", tg)
+	}
+	if tg := run(116, append(same(99, 100e6), 200e6)...); !tg.Met || tg.Within != 99 {
+		t.Errorf("99 of 100 within: %+v, want met (rank 99)", tg)
+	}
+	if tg := run(116, append(same(98, 100e6), 200e6, 200e6)...); tg.Met || tg.Within != 98 {
+		t.Errorf("98 of 100 within: %+v, want missed (rank 99)", tg)
 	}
 }
 

@@ -78,7 +78,11 @@ func (r Result) String() string {
 			if t.ValueMs == nil {
 				verdict = "MISSED (no samples)"
 			}
-			kv(fmt.Sprintf("Target p%d %s <= %g ms:", t.Percentile, strings.ToUpper(t.Metric), t.MaxMs), t.ValueString(1)+" "+verdict)
+			if t.Straddles() {
+				// The histogram's bucket spans the bound: say what decided.
+				verdict += fmt.Sprintf(" (%d of %d within; the value is the histogram's, within 0.05 %%)", t.Within, t.Count)
+			}
+			kv(fmt.Sprintf("Target p%d %s <= %g ms:", t.Percentile, strings.ToUpper(string(t.Metric)), t.MaxMs), t.ValueString(3)+" "+verdict)
 		}
 	}
 

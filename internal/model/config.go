@@ -87,6 +87,10 @@ type Config struct {
 	DecoderSparseStep int64
 	// MLPOnlyLayers lists layer indices with a dense MLP (mlp_only_layers).
 	MLPOnlyLayers []int64
+
+	// Frontier holds MLA, per-layer attention kinds, sinks, MTP and the
+	// other features of the frontier architectures (frontier.go).
+	Frontier
 }
 
 // rawConfig mirrors the JSON fields read from config.json. Pointers tell
@@ -123,6 +127,8 @@ type rawConfig struct {
 	MLPOnlyLayers                []int64 `json:"mlp_only_layers"`
 
 	TextConfig json.RawMessage `json:"text_config"`
+
+	rawFrontier
 }
 
 // Parse decodes a HuggingFace config.json. source names the data in error
@@ -150,6 +156,9 @@ func Parse(data []byte, source string) (*Config, error) {
 		}
 		if inner.TorchDtype == nil && inner.Dtype == nil {
 			inner.TorchDtype, inner.Dtype = top.TorchDtype, top.Dtype
+		}
+		if inner.QuantizationConfig == nil {
+			inner.QuantizationConfig = top.QuantizationConfig
 		}
 		r = inner
 	}
@@ -221,8 +230,8 @@ func optional(p *int64, field string) (int64, error) {
 func flag(p *bool) bool { return p != nil && *p }
 
 func (r *rawConfig) toConfig() (*Config, error) {
-	if r.KVLoraRank != nil && *r.KVLoraRank > 0 {
-		return nil, errors.New("multi-head latent attention (kv_lora_rank) is not supported")
+	if r.KVLoraRank != nil && *r.KVLoraRank > 0 && (r.ModelType == nil || (*r.ModelType != "deepseek_v3" && *r.ModelType != "kimi_k2")) {
+		return nil, errors.New("multi-head latent attention (kv_lora_rank) is supported for model_type deepseek_v3 and kimi_k2 only")
 	}
 	c := &Config{
 		TieWordEmbeddings: flag(r.TieWordEmbeddings),
@@ -284,6 +293,9 @@ func (r *rawConfig) toConfig() (*Config, error) {
 		if c.SlidingWindow, err = optional(r.SlidingWindow, "sliding_window"); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.frontier(c); err != nil {
+		return nil, err
 	}
 
 	if err := r.moe(c); err != nil {
@@ -381,7 +393,7 @@ func (c *Config) approxParams() float64 {
 	mlp := 3 * h * (float64(c.IntermediateSize) +
 		float64(c.NumExperts)*float64(c.MoEIntermediateSize) +
 		float64(c.NumSharedExperts)*float64(c.SharedExpertIntermediateSize))
-	return L*(2*h*q+2*h*kv+mlp+h*float64(c.NumExperts)+4*h) + 2*float64(c.VocabSize)*h + 2*float64(c.VocabSize)
+	return L*(2*h*q+2*h*kv+mlp+h*float64(c.NumExperts)+4*h) + 2*float64(c.VocabSize)*h + 2*float64(c.VocabSize) + c.approxMLA()
 }
 
 // IsMoE reports whether the model has routed experts.

@@ -257,7 +257,7 @@ func TestParseErrors(t *testing.T) {
 		{"mlp only layer out of range", `{"hidden_size": 8, "intermediate_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 1, "num_experts": 2, "num_experts_per_tok": 1, "mlp_only_layers": [5]}`,
 			`mlp_only_layers: layer 5 out of range [0, 1)`},
 		{"mla", `{"hidden_size": 8, "intermediate_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 1, "kv_lora_rank": 512}`,
-			`multi-head latent attention (kv_lora_rank) is not supported`},
+			`multi-head latent attention (kv_lora_rank) is supported for model_type deepseek_v3 and kimi_k2 only`},
 		{"not an object", `[1, 2]`, `model config src.json: line 1, column 1: config must be a JSON object, got array`},
 		{"overflow", `{"hidden_size": 4611686018427387904, "intermediate_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 1}`,
 			`model config src.json: implausible sizes: about 8.51e+37 parameters (limit 1e+15)`},
@@ -401,6 +401,9 @@ func TestBytesPerElem(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(minimal))
 	f.Add([]byte(`{"text_config": null}`))
+	f.Add([]byte(`{"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4, "vocab_size": 100, "kv_lora_rank": 16, "q_lora_rank": 24, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1, "num_nextn_predict_layers": 1}`))
+	f.Add([]byte(`{"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"]}`))
+	f.Add([]byte(`{"model_type": "llama4", "text_config": {"model_type": "llama4_text", "hidden_size": 64, "intermediate_size": 32, "intermediate_size_mlp": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100, "num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "attention_chunk_size": 16}}`))
 	f.Add([]byte(`{"hidden_size": 9223372036854775807, "intermediate_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, "fuzz")

@@ -19,27 +19,16 @@ func (c *Config) ParamCount() int64 { return c.params(c.NumExperts) }
 func (c *Config) ActiveParamCount() int64 { return c.params(c.ExpertsPerTok) }
 
 func (c *Config) params(experts int64) int64 {
-	h, d := c.HiddenSize, c.HeadDim
-	q, kv := c.NumHeads*d, c.NumKVHeads*d
-
-	attn := h*q + 2*h*kv + q*h
-	if c.AttentionBias {
-		attn += q + 2*kv + h
-	}
-	if c.QKNorm {
-		attn += 2 * d
-	}
-	norms := 2 * h
+	h := c.HiddenSize
+	lin, other := c.attnParams()
+	attn := lin + other
+	norms := c.normsPerLayer() * h
 
 	dense := 3 * h * c.IntermediateSize
 	if c.MLPBias {
 		dense += 2*c.IntermediateSize + h
 	}
-	moe := experts*3*h*c.MoEIntermediateSize + h*c.NumExperts +
-		c.NumSharedExperts*3*h*c.SharedExpertIntermediateSize
-	if c.SharedExpertGate {
-		moe += h
-	}
+	moe := c.moeParams(experts)
 
 	nMoE := int64(c.NumMoELayers())
 	total := c.NumLayers*(attn+norms) + nMoE*moe + (c.NumLayers-nMoE)*dense
@@ -75,11 +64,15 @@ func (c *Config) WeightBytes(bytesPerParam int) int64 {
 // stores quantised: per layer the q, k, v and o projections and the MLP
 // (dense: gate, up and down; MoE: every routed and shared expert). Biases,
 // norms, the MoE router and shared-expert gate, embeddings and lm_head are
-// not counted: vLLM keeps them in the compute dtype.
+// not counted: vLLM keeps them in the compute dtype. Neither are the
+// attention projections of a checkpoint that keeps them unquantised
+// (UnquantizedAttention, gpt-oss).
 func (c *Config) LinearParamCount() int64 {
-	h, d := c.HiddenSize, c.HeadDim
-	q, kv := c.NumHeads*d, c.NumKVHeads*d
-	attn := h*q + 2*h*kv + q*h
+	h := c.HiddenSize
+	attn, _ := c.attnParams()
+	if c.UnquantizedAttention {
+		attn = 0
+	}
 	dense := 3 * h * c.IntermediateSize
 	moe := c.NumExperts*3*h*c.MoEIntermediateSize + c.NumSharedExperts*3*h*c.SharedExpertIntermediateSize
 	nMoE := int64(c.NumMoELayers())
@@ -123,15 +116,16 @@ func (c *Config) KVBytesPerToken(bytesPerElem int) int64 {
 // KVBytesPerTokenPerRank is the KV-cache size of one token held by each
 // rank of a tensor-parallel group of size tp: 2 · layers ·
 // max(1, ⌈kv_heads/tp⌉) · head_dim · bytesPerElem. KV heads are split across
-// ranks and replicated when tp exceeds them. tp < 1 counts as 1; the result
-// is 0 when bytesPerElem <= 0.
+// ranks and replicated when tp exceeds them. With MLA it is layers ·
+// (kv_lora_rank + qk_rope_head_dim) · bytesPerElem on every rank (the latent
+// is not split by heads). Every layer counts as full attention here (see
+// KVGroups for the sliding-window and chunked layers). tp < 1 counts as 1;
+// the result is 0 when bytesPerElem <= 0.
 func (c *Config) KVBytesPerTokenPerRank(bytesPerElem, tp int) int64 {
 	if bytesPerElem <= 0 {
 		return 0
 	}
-	tp = max(tp, 1)
-	heads := max((c.NumKVHeads+int64(tp)-1)/int64(tp), 1)
-	return 2 * c.NumLayers * heads * c.HeadDim * int64(bytesPerElem)
+	return c.NumLayers * c.KVElemsPerTokenLayer(tp) * int64(bytesPerElem)
 }
 
 // BytesPerElem is the size in bytes of one element of dtype. It accepts

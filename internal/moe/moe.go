@@ -44,10 +44,22 @@ func (a AllGatherReduceScatter) LayerNs(gathered int) int64 {
 	return 2 * g
 }
 
+// RoutingKind is the shape of the expert popularity.
+type RoutingKind uint8
+
+// Routing kinds.
+const (
+	// Uniform spreads routed tokens evenly over the experts.
+	Uniform RoutingKind = iota
+	// Zipf gives the expert of popularity rank i a share proportional
+	// to 1/i^Skew.
+	Zipf
+)
+
 // Routing is the expert popularity.
 type Routing struct {
-	// Kind is "uniform" (or "") or "zipf".
-	Kind string
+	// Kind is Uniform (the zero value) or Zipf.
+	Kind RoutingKind
 	// Skew is the Zipf exponent s: expert of popularity rank i (from 1)
 	// receives a share proportional to 1/i^s. 0 is uniform.
 	Skew float64
@@ -102,7 +114,7 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	perm := des.Stream(seed, "moe-ranking")
 	pop := make([]float64, cfg.Experts)
 	s := cfg.Routing.Skew
-	if cfg.Routing.Kind != "zipf" {
+	if cfg.Routing.Kind != Zipf {
 		s = 0
 	}
 	if w := cfg.Routing.Weights; w != nil {

@@ -101,7 +101,7 @@ func TestZipfSkewRaisesStepTime(t *testing.T) {
 	p := qwenProfile(t)
 	prev := 0.0
 	for _, skew := range []float64{0, 0.25, 0.5, 1, 1.5, 2} {
-		m, err := New(Config{Layers: 48, Experts: 128, TopK: 8, EP: 2, Timer: p, Routing: Routing{Kind: "zipf", Skew: skew}}, 7)
+		m, err := New(Config{Layers: 48, Experts: 128, TopK: 8, EP: 2, Timer: p, Routing: Routing{Kind: Zipf, Skew: skew}}, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestZipfSkewRaisesStepTime(t *testing.T) {
 // TestSharesAndDeterminism: the shares of a layer sum to 1, uniform
 // routing gives every rank 1/ep, and a seed reproduces the draws.
 func TestSharesAndDeterminism(t *testing.T) {
-	for _, r := range []Routing{{}, {Kind: "zipf", Skew: 1.2}} {
+	for _, r := range []Routing{{}, {Kind: Zipf, Skew: 1.2}} {
 		a, err := New(Config{Layers: 4, Experts: 128, TopK: 8, EP: 4, Timer: constTimer(1), Routing: r}, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +130,7 @@ func TestSharesAndDeterminism(t *testing.T) {
 			sum := 0.0
 			for rank := 0; rank < 4; rank++ {
 				sum += a.Share(l, rank)
-				if r.Kind == "" && math.Abs(a.Share(l, rank)-0.25) > 1e-12 {
+				if r.Kind == Uniform && math.Abs(a.Share(l, rank)-0.25) > 1e-12 {
 					t.Errorf("uniform share %g, want 0.25", a.Share(l, rank))
 				}
 			}
@@ -155,7 +155,7 @@ func TestBadConfigs(t *testing.T) {
 		{Layers: 1, Experts: 128, TopK: 8, EP: 3, Timer: constTimer(1)},
 		{Layers: 1, Experts: 128, TopK: 0, EP: 2, Timer: constTimer(1)},
 		{Layers: 1, Experts: 128, TopK: 8, EP: 2},
-		{Layers: 1, Experts: 128, TopK: 8, EP: 2, Timer: constTimer(1), Routing: Routing{Kind: "zipf", Skew: math.NaN()}},
+		{Layers: 1, Experts: 128, TopK: 8, EP: 2, Timer: constTimer(1), Routing: Routing{Kind: Zipf, Skew: math.NaN()}},
 	} {
 		if _, err := New(c, 1); err == nil {
 			t.Errorf("%+v: no error", c)

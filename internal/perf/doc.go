@@ -118,4 +118,16 @@
 //
 // A decorator may set Batch.PadTokens on the caller's batch for the
 // duration of the inner call; it restores it before returning.
+//
+// # Frontier attention in the roofline
+//
+// RooflineModel.RooflineFrontier (roofline_frontier.go) adds multi-head
+// latent attention (the attention op is then MLA's expanded form for
+// prefill tokens and absorbed form for decodes, MLACost; qkv_proj and
+// o_proj are MLA's projections), window-bounded layers (their attention is
+// the separate op attention_local, the full model at contexts clipped to
+// the sliding window or the attention chunk) and the dense layers of an
+// MoE model (gate_up_proj, act_fn and down_proj on those layers, moe on
+// the rest). The measured-kernel predictor times all three with the
+// roofline and counts MLA attention as a table fallback (docs/attention.md).
 package perf

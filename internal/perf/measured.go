@@ -22,6 +22,17 @@ type KernelTimes interface {
 	MoE(tokens int) (float64, bool)
 }
 
+// MLAKernelTimes is implemented by kernel tables that time a whole MLA
+// self-attention module of one layer (its projections, rotary embedding,
+// attention and o_proj), as AIConfigurator's mla_*_module_perf tables do.
+type MLAKernelTimes interface {
+	// MLAContext times seqs sequences prefilling tokens tokens each from
+	// an empty KV cache.
+	MLAContext(seqs int, tokens float64) (float64, bool)
+	// MLAGeneration times n decodes with ctx tokens of context each.
+	MLAGeneration(n int, ctx float64) (float64, bool)
+}
+
 // TableOp names an op a measured-kernel predictor times from a table.
 type TableOp uint8
 
@@ -124,11 +135,19 @@ type Measured struct {
 	tokOps           uint16 // the linear-layer table ops of the model
 	quantized        bool
 	skew, decodeSkew float64
-	layers           float64
+	layers           float64 // full-attention layers
+	moeLayers        float64 // layers with an MoE block
+	localLayers      float64 // window-bounded attention layers (always the roofline's)
 	counts           *TableCounts
-	hasMoE           bool
-	linear           []linearOp
-	elementwise      []OpUse
+	// mla times MLA modules from tables (nil: the roofline's); mlaProj is
+	// the roofline time of the module's parts outside attention
+	// (qkv_proj, rotary_emb, o_proj, every layer) by padded tokens, which a
+	// module time replaces.
+	mla         MLAKernelTimes
+	mlaProj     opRow
+	hasMoE      bool
+	linear      []linearOp
+	elementwise []OpUse
 }
 
 // opRow holds an op group's time and fallen-back table ops by count,
@@ -176,8 +195,23 @@ func NewMeasured(r *Roofline, k KernelTimes, quantized bool) (*Measured, error) 
 		return nil, fmt.Errorf("measured predictor: a roofline and kernel tables are required")
 	}
 	m := &Measured{r: r, k: k, quantized: quantized, maxT: MeasuredTokenLimit,
-		skew: r.eff.AttnSkew, decodeSkew: r.eff.AttnDecodeSkew, layers: float64(r.m.Layers)}
+		skew: r.eff.AttnSkew, decodeSkew: r.eff.AttnDecodeSkew}
 	for _, u := range r.ops {
+		switch {
+		case r.IsMLA() && (u.Op == OpQKVProj || u.Op == OpOProj):
+			// MLA's projections are not the GEMMs the tables hold for
+			// these names: the roofline's.
+			m.elementwise = append(m.elementwise, u)
+			continue
+		case u.Op == OpAttentionLocal:
+			m.localLayers = u.Count
+			continue
+		case u.Op == OpAttention:
+			m.layers = u.Count
+			continue
+		case u.Op == OpMoE:
+			m.moeLayers = u.Count
+		}
 		switch u.Op {
 		case OpQKVProj, OpOProj, OpGateUpProj, OpDownProj:
 			n, kk := r.linearShape(u.Op)
@@ -190,6 +224,10 @@ func NewMeasured(r *Roofline, k KernelTimes, quantized bool) (*Measured, error) 
 		default:
 			m.elementwise = append(m.elementwise, u)
 		}
+	}
+	if mk, ok := k.(MLAKernelTimes); ok && r.IsMLA() {
+		m.mla = mk
+		m.mlaProj = newOpRow(m.maxT, m.mlaProjOps)
 	}
 	m.tok = newOpRow(m.maxT, m.tokenOps)
 	m.seq = newOpRow(m.maxT, m.seqOps)
@@ -253,11 +291,59 @@ func (m *Measured) moeOp(t int) (float64, uint16) {
 		ns = m.r.OpNs(OpMoE, &Batch{PrefillTokens: t})
 		fell = 1 << TableMoE
 	}
-	return m.layers * ns, fell
+	return m.moeLayers * ns, fell
 }
 
-// attention times every attention layer of the step.
+// mlaProjOps is the roofline time of an MLA module's parts outside the
+// attention kernel at t padded tokens, every layer.
+func (m *Measured) mlaProjOps(t int) (float64, uint16) {
+	b := &Batch{PrefillTokens: t}
+	var s float64
+	for _, u := range m.r.ops {
+		switch u.Op {
+		case OpQKVProj, OpRotaryEmb, OpOProj:
+			s += u.Count * m.r.OpNs(u.Op, b)
+		}
+	}
+	return s, 0
+}
+
+// mlaModule times the step's MLA layers from the module tables: the
+// module time of every layer, less the roofline's projections already
+// counted among the token ops. ok is false outside the tables.
+func (m *Measured) mlaModule(b *Batch, pc, n int) (float64, bool) {
+	var t float64
+	var ok bool
+	if pc > 0 {
+		ps := max(b.PrefillSeqs, 1)
+		t, ok = m.mla.MLAContext(ps, float64(pc)/float64(ps))
+	} else {
+		t, ok = m.mla.MLAGeneration(n, float64(max(b.DecodeKVSum, 0))/float64(n))
+	}
+	if !ok {
+		return 0, false
+	}
+	proj, _ := m.mlaProj.at(paddedTokens(b))
+	return m.layers*t - proj, true
+}
+
+// attention times every attention layer of the step: the full-attention
+// layers from the tables where they apply, the window-bounded layers by
+// the roofline.
 func (m *Measured) attention(b *Batch) (float64, uint16, uint16) {
+	t, present, fell := m.fullAttention(b)
+	if m.localLayers > 0 {
+		t += m.localLayers * m.r.localAttention(b)
+	}
+	return t, present, fell
+}
+
+// fullAttention times the full-attention layers of the step. An MLA
+// model's pure prefills from an empty cache and pure decodes come from the
+// MLA module tables when the kernel tables have them (mlaModule); its
+// other steps, and every step without those tables, are the roofline's
+// MLA model, counted as a fallback.
+func (m *Measured) fullAttention(b *Batch) (float64, uint16, uint16) {
 	pc := max(b.PrefillTokens, 0)
 	n := max(b.NumDecode, 0)
 	var present uint16
@@ -275,9 +361,14 @@ func (m *Measured) attention(b *Batch) (float64, uint16, uint16) {
 	default:
 		return 0, 0, 0
 	}
-	if b.SpecTokens > 0 {
+	if m.mla != nil && b.SpecTokens == 0 {
+		if t, ok := m.mlaModule(b, pc, n); ok {
+			return t, present, 0
+		}
+	}
+	if b.SpecTokens > 0 || m.r.IsMLA() {
 		// The generation table has one query token per sequence: a
-		// verification step's attention is the roofline's.
+		// verification step's attention is the roofline's, as is MLA's.
 		return m.layers * m.r.OpNs(OpAttention, b), present, present
 	}
 	var ctx, gen float64

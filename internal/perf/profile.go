@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -223,7 +224,7 @@ func (p *Profile) loadTables(fsys fs.FS, dir string, arch Arch, cat *Catalog) er
 		}
 	}
 	if need[CategoryAttention] {
-		if p.attn, err = readFile(fsys, path.Join(dir, "attention.csv"), readAttentionCSV); err != nil {
+		if p.attn, err = loadAttention(fsys, dir); err != nil {
 			return err
 		}
 	}
@@ -335,15 +336,29 @@ func loadSkew(fsys fs.FS, dir string, meta *bundleMeta, tp int) (*skewTable, err
 		return nil, nil
 	}
 	name := path.Join(dir, "skew_fit.csv")
-	f, err := fsys.Open(name)
+	csv, err := fs.ReadFile(fsys, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // no skew data: alpha 0
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open profile table: %w", err)
 	}
-	defer f.Close()
-	if err := s.readSkewFitCSV(name, f); err != nil {
+	// The compact form (compact.go), when one made from this meta.yaml
+	// and CSV is beside them.
+	if b, err := fs.ReadFile(fsys, path.Join(dir, skewCompactName)); err == nil {
+		metaBytes, err := fs.ReadFile(fsys, path.Join(path.Dir(dir), "meta.yaml"))
+		if err != nil {
+			return nil, fmt.Errorf("read bundle metadata: %w", err)
+		}
+		ok, err := decodeSkew(s, b, sumOf(metaBytes, csv))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w (delete it, or regenerate it with go generate ./internal/assets)", path.Join(dir, skewCompactName), err)
+		}
+		if ok {
+			return s, nil
+		}
+	}
+	if err := s.readSkewFitCSV(name, bytes.NewReader(csv)); err != nil {
 		return nil, err
 	}
 	return s, nil

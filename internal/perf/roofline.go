@@ -44,6 +44,9 @@ type RooflineModel struct {
 	// not change the step time (the matrix is read by both ops either way)
 	// and is kept for completeness.
 	TieEmbeddings bool
+	// RooflineFrontier: MLA, window-bounded layers, dense layers of an MoE
+	// model (roofline_frontier.go).
+	RooflineFrontier
 }
 
 // RooflineHW is what the roofline predictor needs to know about one
@@ -62,6 +65,16 @@ type RooflineHW struct {
 	// for every varlen call), so each unit reads its KV head once. Without
 	// it only pure-decode steps are packed (FlashAttention 2).
 	PackGQA bool
+	// SwapGQADecode says the pure-decode path packs GQA by transposing
+	// the queries before the kernel rather than inside it (FlashAttention
+	// 2's varlen call with one query token per request and more query
+	// heads than KV heads, seqlenq_ngroups_swapped in flash_api.cpp): the
+	// (request, KV head, group) query layout becomes (request, group, KV
+	// head), which is a copy, one more kernel, whenever the batch has two
+	// or more requests and two or more KV heads per GPU (with one of
+	// either the transpose is a view). Efficiency.AttnDecodeCopyNs is its
+	// cost.
+	SwapGQADecode bool
 }
 
 // Efficiency holds the calibrated constants that turn the ideal roofline of
@@ -122,6 +135,12 @@ type Efficiency struct {
 	// AttnLaunchNs for pure-decode steps, which run FlashAttention's
 	// GQA-packed decode path (the query heads of one KV head in one unit).
 	AttnDecodeMemory, AttnDecodeLaunchNs float64
+	// AttnDecodeUnitNs replaces AttnUnitNs for the work units of a
+	// pure-decode step where the decode kernel is not the prefill kernel's
+	// (vLLM's FlashInfer backend on SM 10.x runs TensorRT-LLM's generation
+	// kernel for decodes and its context kernel for prefills, each with its
+	// own per-unit prologue and epilogue). 0: AttnUnitNs.
+	AttnDecodeUnitNs float64
 	// AttnEmptyNs is the cost of an empty work unit: the kernel launches
 	// ceil(longest chunk/AttnTileQ) query tiles for every sequence and head,
 	// and the tiles past a shorter sequence's end exit at once. ns per unit,
@@ -136,6 +155,13 @@ type Efficiency struct {
 	// correction. AttnDecodeSkew replaces it for pure-decode steps, which
 	// run the GQA-packed decode path (fewer, longer units per request).
 	AttnSkew, AttnDecodeSkew float64
+	// AttnDecodeCopyNs is the cost of the query transpose a pure-decode
+	// step runs before the attention kernel on hardware that swaps GQA
+	// groups (RooflineHW.SwapGQADecode), when the batch has two or more
+	// requests of one query token and the GPU two or more KV heads, ns. 0
+	// charges nothing (calibrations whose fit absorbed the copy in
+	// AttnDecodeLaunchNs, having always measured it).
+	AttnDecodeCopyNs float64
 
 	// OpScale multiplies the traffic of individual memory-bound ops, by op
 	// name (embedding, layernorm, final_layernorm, qk_norm, rotary_emb,
@@ -219,6 +245,7 @@ func (e Efficiency) Validate() error {
 		{"attn_decode_memory", e.AttnDecodeMemory, 1.5}, {"attn_decode_launch", e.AttnDecodeLaunchNs, 1e9},
 		{"sampler_passes", e.SamplerPasses, 1e3}, {"sampler", e.SamplerNs, 1e9},
 		{"attn_skew", e.AttnSkew, 1}, {"attn_decode_skew", e.AttnDecodeSkew, 1},
+		{"attn_decode_copy", e.AttnDecodeCopyNs, 1e9}, {"attn_decode_unit", e.AttnDecodeUnitNs, 1e9},
 	} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
 			return fmt.Errorf("efficiency %s = %g: want a value in [0, %g]", f.name, f.v, f.max)
@@ -350,6 +377,9 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	case math.IsNaN(acc.QuantPeakFLOPS) || acc.QuantPeakFLOPS < 0 || math.IsInf(acc.QuantPeakFLOPS, 0):
 		return nil, fmt.Errorf("roofline: quantised GEMM peak FLOP/s must be finite and >= 0 (got %g)", acc.QuantPeakFLOPS)
 	}
+	if err := validateFrontier(m); err != nil {
+		return nil, err
+	}
 	if m.WeightBytes == 0 {
 		m.WeightBytes = float64(m.BytesPerElem)
 	}
@@ -420,6 +450,9 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 		r.ops = append(r.ops, OpUse{OpGateUpProj, L}, OpUse{OpActFn, L}, OpUse{OpDownProj, L})
 	}
 	r.ops = append(r.ops, OpUse{OpFinalLayernorm, 1}, OpUse{OpLMHead, 1}, OpUse{OpSampler, 1})
+	if hasFrontier(m) {
+		r.ops = frontierOps(m)
+	}
 	r.moeOp = slices.IndexFunc(r.ops, func(u OpUse) bool { return u.Op == OpMoE })
 	r.cache = newOpCache(r.ops)
 	return r, nil
@@ -509,14 +542,30 @@ func (r *Roofline) OpNs(op string, b *Batch) float64 {
 		// per-head RMSNorm of queries and keys, read and written.
 		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scQKNorm)
 	case OpRotaryEmb:
+		if r.IsMLA() {
+			// the rope parts of the rank's query heads and of the latent key.
+			return r.elementwise(T, 2*T*(r.heads+1)*float64(r.m.QKRopeHeadDim)*bb, r.scRotary)
+		}
 		// rotate queries and keys in place.
 		return r.elementwise(T, 2*T*(r.heads+r.kvHeads)*r.hd*bb, r.scRotary)
 	case OpActFn:
 		// SiLU(gate)*up: read both halves, write one.
 		return r.elementwise(T, 3*T*r.inter*bb, r.scAct)
 	case OpQKVProj:
+		if r.IsMLA() {
+			return r.mlaQKVNs(T)
+		}
+		if r.m.AttnUnquantized {
+			return r.gemm(T, h, r.qkvN)
+		}
 		return r.linear(T, h, r.qkvN)
 	case OpOProj:
+		if r.IsMLA() {
+			return r.linear(T, r.heads*float64(r.m.VHeadDim), h)
+		}
+		if r.m.AttnUnquantized {
+			return r.gemm(T, r.heads*r.hd, h)
+		}
 		return r.linear(T, r.heads*r.hd, h)
 	case OpGateUpProj:
 		return r.linear(T, h, 2*r.inter)
@@ -530,7 +579,12 @@ func (r *Roofline) OpNs(op string, b *Batch) float64 {
 		}
 		return r.eff.SamplerNs + r.eff.SamplerPasses*S*float64(r.m.Vocab)*4/r.memRate*1e9
 	case OpAttention:
+		if r.IsMLA() {
+			return r.mlaAttention(b)
+		}
 		return r.attention(b)
+	case OpAttentionLocal:
+		return r.localAttention(b)
 	case OpMoE:
 		return r.moe(float64(paddedTokens(b)))
 	}

@@ -35,7 +35,10 @@ import "math"
 //
 // Time = launch (AttnDecodeLaunchNs for pure decode, else AttnLaunchNs)
 // + softmax(compute, memory) with AttnSharpness, plus LaunchNs for the
-// split-KV combine kernel.
+// split-KV combine kernel, plus, with RooflineHW.SwapGQADecode, the
+// query transpose FlashAttention 2 copies before a pure-decode launch of
+// two or more requests on two or more KV heads (AttnDecodeCopyNs; with
+// one request or one KV head the transpose is a view and costs nothing).
 //
 // Skewed decode contexts. The terms above see the decode contexts only
 // through their sum, i.e. as if every request had the mean context. A real
@@ -88,6 +91,13 @@ func (r *Roofline) attention(b *Batch) float64 {
 // speculative decoding) share its KV reads and fill its query tiles: more
 // tiles only when q (GQA-packed: q x the group size) exceeds a tile.
 func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
+	return r.attentionWindowed(pc, kp, ps, n, q, kvSum, 0)
+}
+
+// attentionWindowed is attentionUniform for layers that attend to at most
+// win tokens (0: no limit): each prefill tile visits at most win KV
+// positions beyond its own rows.
+func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float64 {
 	// Two classes of work units: prefill tiles (np units visiting lp KV
 	// positions on average) and decode units (nd, ld). uniq: distinct KV
 	// bytes; req: KV bytes the units request (a decode packed by GQA reads
@@ -105,6 +115,9 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
 		chunk, hist := pc/ps, kp/ps
 		m := math.Ceil(chunk * rows / r.tileQ)
 		perSeq := m*hist + r.tileQ/rows*m*(m-1)/2 + chunk // KV positions over one head's tiles
+		if win > 0 {
+			perSeq = math.Min(perSeq, m*(win+r.tileQ/rows))
+		}
 		np = heads * ps * m
 		lp = perSeq / m
 		uniq += (kp + pc) * r.kvBytesPerTok
@@ -129,7 +142,11 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
 		}
 		uniq += kvSum * r.kvBytesPerTok
 	}
-	tc := r.schedule(np, lp, nd, ld)
+	o := r.eff.AttnUnitNs
+	if pc == 0 && r.eff.AttnDecodeUnitNs > 0 {
+		o = r.eff.AttnDecodeUnitNs
+	}
+	tc := r.schedule(np, lp, nd, ld, o)
 	if empty > 0 {
 		u := r.units
 		if u == 0 {
@@ -157,6 +174,9 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
 	}
 	miss += (pc + n*q) * (2*r.heads*r.hd*r.b + r.kvBytesPerTok)
 	if pc == 0 {
+		if r.hw.SwapGQADecode && q == 1 && n >= 2 && r.kvHeads >= 2 && r.gqa > 1 {
+			extra += r.eff.AttnDecodeCopyNs
+		}
 		return r.eff.AttnDecodeLaunchNs + extra + softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9, r.invAttnP)
 	}
 	tm := (miss + hits/r.eff.AttnCacheSpeed) / r.attnMem * 1e9
@@ -164,13 +184,13 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
 }
 
 // schedule is the compute time of two classes of work units (n1 units of
-// l1 KV positions, n2 of l2) run AttnUnits at a time: the longer class in
-// whole waves, the shorter one first filling the idle slots of the longer
-// class's last wave, then in whole waves of its own. Without AttnUnits the
-// work is spread evenly over the whole device.
-func (r *Roofline) schedule(n1, l1, n2, l2 float64) float64 {
+// l1 KV positions, n2 of l2, each costing o ns plus its positions) run
+// AttnUnits at a time: the longer class in whole waves, the shorter one
+// first filling the idle slots of the longer class's last wave, then in
+// whole waves of its own. Without AttnUnits the work is spread evenly over
+// the whole device.
+func (r *Roofline) schedule(n1, l1, n2, l2, o float64) float64 {
 	c := r.attnUnitNsPerKV
-	o := r.eff.AttnUnitNs
 	if r.units == 0 {
 		return c*(n1*l1+n2*l2) + o*(n1+n2)
 	}

@@ -74,7 +74,7 @@ func newOpCache(ops []OpUse) *opCache {
 	c := &opCache{key: make([]opKey, len(ops)), col: make([]int, len(ops))}
 	for i, u := range ops {
 		switch u.Op {
-		case OpAttention:
+		case OpAttention, OpAttentionLocal:
 			c.key[i] = keyBatch
 		case OpLMHead, OpSampler:
 			c.key[i], c.col[i] = keySeqs, c.seqCols
@@ -166,7 +166,7 @@ func (r *Roofline) stepNs(b *Batch) (s float64, ok bool) {
 		case keySeqs:
 			t = math.Float64frombits(seq[p.col].Load())
 		case keyBatch:
-			t = r.attention(b) // OpNs of OpAttention
+			t = r.batchOpNs(p.idx, b)
 		default: // keyMoE
 			if b.MoENs > 0 {
 				s += float64(b.MoENs)
@@ -177,6 +177,17 @@ func (r *Roofline) stepNs(b *Batch) (s float64, ok bool) {
 		s += p.count * t
 	}
 	return s, true
+}
+
+// batchOpNs is OpNs of the batch-keyed op i (an attention op).
+func (r *Roofline) batchOpNs(i int, b *Batch) float64 {
+	switch {
+	case r.ops[i].Op == OpAttentionLocal:
+		return r.localAttention(b)
+	case r.IsMLA():
+		return r.mlaAttention(b)
+	}
+	return r.attention(b)
 }
 
 // stepCounts are the counts a step's cached op times are keyed by,

@@ -260,7 +260,7 @@ func TestSchedule(t *testing.T) {
 		{"then waves of their own", 5, 100, 15, 50, u(100) + u(50)},
 		{"longest unit bounds", 10, 50, 1, 1000, u(1000)},
 	} {
-		nearNs(t, tc.name, r.schedule(tc.n1, tc.l1, tc.n2, tc.l2), tc.want)
+		nearNs(t, tc.name, r.schedule(tc.n1, tc.l1, tc.n2, tc.l2, r.eff.AttnUnitNs), tc.want)
 	}
 }
 
@@ -472,5 +472,55 @@ func TestRooflineUnderEngineTimePads(t *testing.T) {
 	e.Mode = GraphsNone
 	if got, want := WithEngineTime(r, e).StepTime(&b), r.StepTime(&b); got != want {
 		t.Errorf("eager step %d ns, want the unpadded roofline's %d", got, want)
+	}
+}
+
+// TestRooflineSwappedGQADecodeCopy: with FlashAttention 2's swapped-GQA
+// decode, a pure-decode step of two or more requests on two or more KV
+// heads per GPU costs AttnDecodeCopyNs more than the same step without
+// the swap (the query transpose is a copy); one request, one KV head, no
+// GQA, speculative rows, a prefill in the step, or hardware without the
+// swap cost nothing more.
+func TestRooflineSwappedGQADecodeCopy(t *testing.T) {
+	swapped := tinyHW
+	swapped.SwapGQADecode = true
+	eff := tinyEff
+	eff.AttnDecodeCopyNs = 4000
+	mqa, mha := tinyModel, tinyModel
+	mqa.KVHeads, mha.KVHeads = 1, mha.Heads
+	decodes := func(n int) Batch {
+		return Batch{NumDecode: n, DecodeKVSum: int64(n) * 1000, DecodeKVMax: 1000, DecodeKVMin: 1000}
+	}
+	spec := decodes(4)
+	spec.SpecTokens = 4
+	mixed := decodes(4)
+	mixed.PrefillTokens, mixed.PrefillSeqs = 64, 1
+	for _, c := range []struct {
+		name string
+		m    RooflineModel
+		hw   RooflineHW
+		b    Batch
+		more float64 // ns over the same step on tinyHW
+	}{
+		{"4 decodes, 2 KV heads", tinyModel, swapped, decodes(4), 4000},
+		{"2 decodes, 2 KV heads", tinyModel, swapped, decodes(2), 4000},
+		{"1 decode: a view", tinyModel, swapped, decodes(1), 0},
+		{"1 KV head: a view", mqa, swapped, decodes(4), 0},
+		{"no GQA: not swapped", mha, swapped, decodes(4), 0},
+		{"speculative rows: not swapped", tinyModel, swapped, spec, 0},
+		{"mixed step: one varlen launch", tinyModel, swapped, mixed, 0},
+		{"no swap on this hardware", tinyModel, tinyHW, decodes(4), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, err := NewRoofline(c.m, tinyHW, eff, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := NewRoofline(c.m, c.hw, eff, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nearNs(t, c.name, r.OpNs(OpAttention, &c.b)-base.OpNs(OpAttention, &c.b), c.more)
+		})
 	}
 }

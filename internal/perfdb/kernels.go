@@ -19,6 +19,9 @@ type Shape struct {
 	KVDtype                 string
 	// MoE is the fused MoE block of one rank (nil for a dense model).
 	MoE *MoEShape
+	// MLA selects the MLA module tables (Heads is then the rank's query
+	// heads; KVHeads and HeadDim are not used for them).
+	MLA bool
 }
 
 // MoEShape selects the moe_perf rows of one model's MoE block.
@@ -97,6 +100,9 @@ type Kernels struct {
 	context              *grid2
 	generation           *grid2
 	moe                  *curve
+	// mlaContext and mlaGeneration are the MLA module grids (nil unless
+	// the shape asks for MLA and the tables have its rows).
+	mlaContext, mlaGeneration *grid2
 	// kvNsPerToken is the time to stream one token's KV of one layer
 	// from device memory at the system's peak bandwidth, ns.
 	kvNsPerToken float64
@@ -418,6 +424,10 @@ func (db *DB) Kernels(s Shape) (*Kernels, error) {
 	kernel := attentionKernel(db.Spec.SMVersion)
 	k.context = newGrid2(db.Context, s, kernel, true)
 	k.generation = newGrid2(db.Generation, s, kernel, false)
+	if s.MLA {
+		k.mlaContext = mlaGrid(db.MLAContext, s, true)
+		k.mlaGeneration = mlaGrid(db.MLAGeneration, s, false)
+	}
 	if db.Spec.BF16FLOPS > 0 {
 		// causal attention: 2·s²·head_dim FLOPs per head and sequence.
 		k.ctxNsPerSeq2 = 2 * float64(s.Heads*s.HeadDim) / db.Spec.BF16FLOPS * 1e9

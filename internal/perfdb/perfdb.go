@@ -29,6 +29,9 @@ type DB struct {
 	// all_reduce, all_gather, reduce_scatter or alltoall, Backend "nccl").
 	CustomAR, NCCL []CommRow
 	MoE            []MoERow
+	// MLAContext and MLAGeneration time DeepSeek-V3's whole MLA
+	// self-attention module (mla.go); absent on systems without them.
+	MLAContext, MLAGeneration []MLARow
 	// Tables says where every table was read from.
 	Tables []Table
 }
@@ -100,6 +103,8 @@ var tables = []tableSpec{
 	{name: "generation_attention_perf", op: "attention", read: readGeneration},
 	{name: "custom_allreduce_perf", op: "comm", optional: true, read: readCustomAR},
 	{name: "moe_perf", op: "moe", optional: true, read: readMoE},
+	{name: "mla_context_module_perf", op: "mla", optional: true, read: readMLAContext},
+	{name: "mla_generation_module_perf", op: "mla", optional: true, read: readMLAGeneration},
 }
 
 // Open reads the tables of system for framework at version (DefaultVersion

@@ -21,6 +21,11 @@ const (
 	// NVFP4 (vLLM "modelopt_fp4") is FP4 E2M1 weights and activations
 	// with an FP8 E4M3 scale per 16 values (W4A4).
 	NVFP4 = "modelopt_fp4"
+	// MXFP4 is OCP microscaling FP4: E2M1 values with one E8M0 (1-byte)
+	// scale per 32, as the gpt-oss checkpoints store their experts. vLLM
+	// runs it weight-only (values dequantised in the kernel) with bf16
+	// activations on Hopper and older parts.
+	MXFP4 = "mxfp4"
 )
 
 // KV-cache dtypes, as vLLM's --kv-cache-dtype names them.
@@ -74,7 +79,7 @@ type Format struct {
 func Default() Format { return Format{Dtype: "bf16", KV: KVAuto} }
 
 // Methods lists the accepted quantization values for error messages.
-const Methods = "none (omit the field), fp8, awq, gptq or modelopt_fp4"
+const Methods = "none (omit the field), fp8, awq, gptq, modelopt_fp4 or mxfp4"
 
 // KVDtypes lists the accepted kv_cache_dtype values for error messages.
 const KVDtypes = "auto, fp8, fp8_e4m3 or fp8_e5m2"
@@ -162,6 +167,14 @@ func Parse(s Spec) (Format, error) {
 			return Format{}, err
 		}
 		f.Bits, f.GroupSize = 4, 16
+	case MXFP4:
+		if err := intOnly(); err != nil {
+			return Format{}, err
+		}
+		if err := noInt(); err != nil {
+			return Format{}, err
+		}
+		f.Bits, f.GroupSize = 4, 32
 	default:
 		hint := ""
 		switch strings.ToLower(s.Quantization) {
@@ -209,7 +222,8 @@ func (f Format) KVBytes() int {
 //     only the b/8 of the values (their scales are under 0.1 % for any
 //     input width of 2048 or more);
 //   - nvfp4: 0.5 + 1/16 (an FP8 E4M3 scale per 16 values; the fp32
-//     per-tensor scale is ignored).
+//     per-tensor scale is ignored);
+//   - mxfp4: 0.5 + 1/32 (an E8M0 scale per 32 values).
 func (f Format) WeightBytes() float64 {
 	switch f.Method {
 	case FP8:
@@ -225,6 +239,8 @@ func (f Format) WeightBytes() float64 {
 		return v
 	case NVFP4:
 		return 0.5 + 1.0/16
+	case MXFP4:
+		return 0.5 + 1.0/32
 	}
 	return float64(f.ComputeBytes())
 }
@@ -275,6 +291,8 @@ func (f Format) Variant() string {
 		v = fmt.Sprintf("%s-int%d-%s", f.Method, f.Bits, g)
 	case NVFP4:
 		v = "nvfp4"
+	case MXFP4:
+		v = "mxfp4"
 	}
 	if f.KV != KVAuto {
 		v += "-kv-" + f.KV

@@ -391,16 +391,16 @@ func sloTable(runs []Run) tableView {
 	return t
 }
 
-func metricLabel(m string) string {
+func metricLabel(m metrics.Metric) string {
 	switch m {
-	case "ttft", "tpot", "itl", "e2e":
+	case metrics.TTFT, metrics.TPOT, metrics.ITL, metrics.E2E:
 		b := []byte(m)
 		for i := range b {
 			b[i] -= 'a' - 'A'
 		}
 		return string(b)
 	}
-	return m
+	return string(m)
 }
 
 // latencyRows lists the latency metrics of a Result in table order; side

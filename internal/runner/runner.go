@@ -13,6 +13,7 @@ import (
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/kvtier"
 	"github.com/servesim/servesim/internal/metrics"
@@ -121,8 +122,12 @@ func (o *observer) TruncatedUnread(n int64) {
 	o.done += n
 }
 
+// create opens path write-only (created or truncated). Write-only matters
+// for a named pipe or /dev/stdout: a read-write open would make this
+// process a reader of its own pipe, so a reader that went away would leave
+// the writes blocked instead of failing with EPIPE.
 func create(path string, closers *[]io.Closer) (*bufio.Writer, error) {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
@@ -147,18 +152,19 @@ func (c flushCloser) Close() error {
 // Run simulates b with the given outputs and returns the summary.
 func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	o := &observer{sum: metrics.NewSummary(), opts: &opts}
-	slo := b.Scenario.SLO
+	slo := b.Scenario().SLO
 	if opts.SLO == (metrics.SLO{}) {
 		opts.SLO = metrics.SLO{TTFT: int64(slo.TTFTMs * 1e6), TPOT: int64(slo.TPOTMs * 1e6), E2E: int64(slo.E2EMs * 1e6)}
 	}
 	for _, t := range slo.Percentiles {
-		opts.Targets = append(opts.Targets, metrics.Target{Metric: t.Metric, Percentile: t.Percentile, MaxMs: t.MaxMs})
+		opts.Targets = append(opts.Targets, metrics.Target{Metric: targetMetric(t.Metric), Percentile: t.Percentile, MaxMs: t.MaxMs})
 	}
 	o.sum.SetSLO(opts.SLO)
-	if b.Scenario.FrontEnd != nil {
+	o.sum.SetTargets(opts.Targets)
+	if b.Scenario().FrontEnd != nil {
 		o.sum.SetClientSide()
 	}
-	warm := int64(b.Scenario.Workload.WarmupRequests)
+	warm := int64(b.Scenario().Workload.WarmupRequests)
 	o.sum.SetWarmup(warm)
 	defer func() {
 		for _, c := range o.closers {
@@ -166,10 +172,10 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 	}()
 	var wopts []metrics.Option
-	if b.Scenario.KVTiers != nil {
+	if b.Scenario().KVTiers != nil {
 		wopts = append(wopts, metrics.WithTierColumns())
 	}
-	if b.Scenario.FrontEnd != nil {
+	if b.Scenario().FrontEnd != nil {
 		wopts = append(wopts, metrics.WithFrontEndColumns())
 	}
 	if opts.RequestsCSV != "" {
@@ -186,7 +192,12 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		}
 		o.jsonl = metrics.NewJSONLWriter(w, wopts...)
 	}
-	sim, tables, closer, err := b.NewRun(o)
+	// A failed output (a full disk, a reader that closed its pipe) stops
+	// the run at the next check: the rest would be simulated for nothing.
+	interrupt := func() bool {
+		return o.err != nil || (opts.Interrupt != nil && opts.Interrupt())
+	}
+	sim, tables, closer, err := b.NewRun(o, interrupt)
 	if err != nil {
 		return metrics.Result{}, err
 	}
@@ -196,7 +207,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	tiers := sim.Tiers()
 	swaps := tiers != nil && swapping(sim.Engines()) // swap needs the tiers (validated)
-	faults := b.Faults != nil
+	faults := b.HasFaults()
 	snap := func(i int) metrics.SnapshotFunc {
 		return func() metrics.Snapshot {
 			st := sim.State(i)
@@ -233,19 +244,21 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 			sopts = append(sopts[:len(sopts):len(sopts)], metrics.WithFaultColumns())
 		}
 		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod, sopts...)
-		for i := range b.Instances {
+		for i := range b.NumInstances() {
 			o.ivs = append(o.ivs, o.series.Add(i, snap(i)))
 		}
 	}
 	if opts.Sampler != nil {
-		for i := range b.Instances {
+		for i := range b.NumInstances() {
 			opts.Sampler.Watch(i, snap(i))
 		}
 	}
-	sim.SetInterrupt(opts.Interrupt)
 	end, err := sim.Run()
 	if opts.Sampler != nil {
 		opts.Sampler.Close(end)
+	}
+	if o.err != nil {
+		return metrics.Result{}, fmt.Errorf("output: %w", o.err)
 	}
 	var stop *cluster.StopReport
 	if errors.As(err, &stop) {
@@ -257,9 +270,6 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if err != nil {
 		return metrics.Result{}, err
-	}
-	if o.err != nil {
-		return metrics.Result{}, fmt.Errorf("output: %w", o.err)
 	}
 	if err := o.sum.Err(); err != nil {
 		return metrics.Result{}, err
@@ -292,13 +302,12 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if w, ok := sim.SteadyWindow(); ok {
 		secs := float64(w.End-w.Start) / 1e9
-		res.Steady = &metrics.SteadyResult{Clients: b.Scenario.Workload.MaxConcurrency, StartS: float64(w.Start-origin) / 1e9, EndS: float64(w.End-origin) / 1e9,
+		res.Steady = &metrics.SteadyResult{Clients: b.Scenario().Workload.MaxConcurrency, StartS: float64(w.Start-origin) / 1e9, EndS: float64(w.End-origin) / 1e9,
 			Finished: w.Finished, OutputTokens: w.OutputTokens, ThroughputRPS: float64(w.Finished) / secs, OutputTokS: float64(w.OutputTokens) / secs}
 	}
 	describe(b, &res)
 	res.KernelTables = tableUses(tables)
 	res.Limit = sim.LimitReached()
-	res.CheckTargets(opts.Targets)
 	if tiers != nil {
 		res.KVTiers = tierResults(tiers, o.sum)
 		res.Swap = swapResult(sim.Engines(), tiers.BlockBytes())
@@ -312,7 +321,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	if peak, mean := sim.PinnedStats(); peak != nil {
 		for i := range peak {
-			if b.Instances[i].Role == "prefill" {
+			if b.Instance(i).Role == config.RolePrefill {
 				res.PinnedKV = append(res.PinnedKV, metrics.PinnedKV{Instance: i, PeakBlocks: peak[i], MeanBlocks: mean[i]})
 			}
 		}
@@ -415,4 +424,19 @@ func faultResult(st *cluster.FaultStats) *metrics.FaultResult {
 		r.Events = append(r.Events, metrics.FaultEventResult{AtS: float64(e.At) / 1e9, Instance: e.Unit, Pool: e.Pool, Kind: e.Kind})
 	}
 	return r
+}
+
+// targetMetric is the summary's latency metric of a configured target.
+func targetMetric(m config.SLOMetric) metrics.Metric {
+	switch m {
+	case config.MetricTTFT:
+		return metrics.TTFT
+	case config.MetricTPOT:
+		return metrics.TPOT
+	case config.MetricITL:
+		return metrics.ITL
+	case config.MetricE2E:
+		return metrics.E2E
+	}
+	return metrics.Metric(m) // refused by Validate; the target is then reported unmet
 }

@@ -5,8 +5,12 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/assemble"
+	"github.com/servesim/servesim/internal/cluster"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/frontend"
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/workload"
 )
 
@@ -191,6 +195,92 @@ func BenchmarkSimulateChatTiers(b *testing.B) {
 				}))
 			}
 			reportRate(b, reqs, false)
+		})
+	}
+}
+
+// BenchmarkStartup loads and builds examples/bench-100k.yaml, the work a
+// run does before its first event (start-up). Run: go test
+// ./internal/runner -run '^$' -bench Startup -benchtime 20x
+func BenchmarkStartup(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		exampleScenario(b, "bench-100k", nil)
+	}
+}
+
+// steadyObserver measures how long an instance's batch keeps its
+// composition: a step continues the current run when it has the previous
+// step's decode count and no prefill tokens, the previous step emitted no
+// first token and finished nothing, and (for blockRuns) the instance's
+// pool holds as many blocks as at the previous step's end.
+type steadyObserver struct {
+	sim                  *cluster.Sim
+	steps                int64
+	runs, blockRuns      int64 // runs started, without and with the block condition
+	prevDecode, prevUsed []int
+	prevDone             []bool
+	// shapes holds the batches seen (cleared at 1<<16 entries), hits
+	// the steps whose batch was among them: what a bounded step-time
+	// memo keyed by the batch's shape would hit.
+	shapes map[perf.Batch]struct{}
+	hits   int64
+}
+
+func (o *steadyObserver) Advance(int64)            {}
+func (o *steadyObserver) Terminal(*metrics.Record) {}
+func (o *steadyObserver) StepDone(inst int, r *engine.StepResult) {
+	used := o.sim.Engines()[inst].Pool().Used()
+	same := o.steps > 0 && r.Batch.PrefillTokens == 0 && r.Batch.NumDecode == o.prevDecode[inst] && !o.prevDone[inst]
+	if !same {
+		o.runs++
+	}
+	if !same || used != o.prevUsed[inst] {
+		o.blockRuns++
+	}
+	if _, ok := o.shapes[r.Batch]; ok {
+		o.hits++
+	} else {
+		if len(o.shapes) == 1<<16 {
+			clear(o.shapes)
+		}
+		o.shapes[r.Batch] = struct{}{}
+	}
+	o.steps++
+	o.prevDecode[inst], o.prevUsed[inst] = r.Batch.NumDecode, used
+	o.prevDone[inst] = len(r.Finished) > 0 || len(r.First) > 0
+}
+
+// BenchmarkSteadyRuns reports how many engine steps an unchanged batch
+// lasts on bench-100k (20,000 requests) and on 20,000 requests of the
+// 32-instance example: steps/run counts runs that end at an arrival, a
+// first token or a finished request; steps/blockrun also ends them when a
+// block is allocated or released; shape-hits is the fraction of steps
+// whose batch (perf.Batch, as the predictor sees it) repeats one of the
+// last 65,536 distinct batches. These bound what advancing several
+// steps as one event could save (docs/performance.md).
+// Run: go test ./internal/runner -run '^$' -bench SteadyRuns -benchtime 1x
+func BenchmarkSteadyRuns(b *testing.B) {
+	const n = 20_000
+	for _, name := range []string{"bench-100k", "bench-1m-32mixed"} {
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				built := exampleScenario(b, name, func(s *config.Scenario) { s.Workload.Synthetic.Requests = n })
+				o := &steadyObserver{shapes: map[perf.Batch]struct{}{}}
+				sim, closer, err := built.NewSim(o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				k := len(sim.Engines())
+				o.sim, o.prevDecode, o.prevUsed, o.prevDone = sim, make([]int, k), make([]int, k), make([]bool, k)
+				if _, err := sim.Run(); err != nil {
+					b.Fatal(err)
+				}
+				closer.Close()
+				b.ReportMetric(float64(o.steps)/n, "steps/req")
+				b.ReportMetric(float64(o.steps)/float64(o.runs), "steps/run")
+				b.ReportMetric(float64(o.steps)/float64(o.blockRuns), "steps/blockrun")
+				b.ReportMetric(float64(o.hits)/float64(o.steps), "shape-hits")
+			}
 		})
 	}
 }

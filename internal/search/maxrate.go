@@ -321,6 +321,9 @@ type rateScaler struct {
 
 func newRateScaler(base *config.Scenario, src config.Source) (*rateScaler, error) {
 	r := &rateScaler{base: base, src: src}
+	if base.Workload.IgnoreArrivalTimes {
+		return nil, fmt.Errorf("workload.ignore_arrival_times: every request is due at 0, so there is no arrival rate to search; drop it (a closed-loop load is set by max_concurrency)")
+	}
 	if syn := base.Workload.Synthetic; syn != nil {
 		p, err := sweep.ParsePath("workload.synthetic.arrival.rate")
 		if err != nil {

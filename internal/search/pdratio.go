@@ -60,9 +60,9 @@ func Templates(s *config.Scenario) (prefill, decode config.Group, err error) {
 			return prefill, decode, fmt.Errorf("instances[%d].dp: pd-ratio splits GPUs into prefill and decode instances, and P/D with data-parallel (DP/EP) instances is not modelled yet; search a dp: 1 scenario, or use search max-rate for the DP/EP instance", i)
 		}
 		switch g.Role {
-		case "prefill":
+		case config.RolePrefill:
 			ps = append(ps, g)
-		case "decode":
+		case config.RoleDecode:
 			ds = append(ds, g)
 		default:
 			ms = append(ms, g)
@@ -77,7 +77,7 @@ func Templates(s *config.Scenario) (prefill, decode config.Group, err error) {
 	default:
 		return prefill, decode, fmt.Errorf("instances: pd-ratio needs exactly one prefill and one decode group, or one mixed group to split (got %d prefill, %d decode, %d mixed groups)", len(ps), len(ds), len(ms))
 	}
-	prefill.Role, decode.Role = "prefill", "decode"
+	prefill.Role, decode.Role = config.RolePrefill, config.RoleDecode
 	return prefill, decode, nil
 }
 
@@ -97,7 +97,9 @@ func Splits(gpus, prefillTP, decodeTP int) []Split {
 }
 
 // SplitScenario returns base with its instances replaced by p prefill and
-// d decode instances made from the templates.
+// d decode instances made from the templates, named after base and the
+// split ("pd-2p2d 3P+5D"), so that each split's results and messages say
+// which one they are.
 func SplitScenario(base *config.Scenario, prefill, decode config.Group, p, d int) (*config.Scenario, error) {
 	prefill.Count, decode.Count = &p, &d
 	path, err := sweep.ParsePath("instances")
@@ -108,6 +110,7 @@ func SplitScenario(base *config.Scenario, prefill, decode config.Group, p, d int
 	if err != nil {
 		return nil, fmt.Errorf("%d prefill + %d decode: %w", p, d, err)
 	}
+	s.Name = fmt.Sprintf("%s %dP+%dD", base.Name, p, d)
 	return s, nil
 }
 

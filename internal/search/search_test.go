@@ -130,6 +130,12 @@ func TestMaxRateErrors(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
 	}
+	// Arrival times ignored: there is no rate to scale.
+	closed := *base
+	closed.Workload.IgnoreArrivalTimes, closed.Workload.MaxConcurrency = true, 4
+	if _, err := MaxRate(ctx, &closed, src, Options{SLO: pdSLO}); err == nil || !strings.Contains(err.Error(), "workload.ignore_arrival_times") {
+		t.Errorf("ignored arrival times: %v", err)
+	}
 	// An SLO no rate can meet: TTFT below one prefill step.
 	lim := *base
 	lim.Workload.Limit = 30
@@ -162,6 +168,11 @@ func TestSplits(t *testing.T) {
 	s, err := SplitScenario(def, p, d, 3, 5)
 	if err != nil || !s.PD() || *s.Instances[0].Count != 3 || *s.Instances[1].Count != 5 {
 		t.Fatalf("split scenario: %v", err)
+	}
+	// A split is a variant of the base: it carries its own name (the base
+	// scenario's name on every split hid which one a result was).
+	if want := def.Name + " 3P+5D"; s.Name != want || def.Name == want {
+		t.Errorf("split scenario named %q, want %q (base %q)", s.Name, want, def.Name)
 	}
 	two := *def
 	two.Instances = append(append([]config.Group(nil), def.Instances...), def.Instances...)

@@ -127,10 +127,6 @@ func NewDriver(b *assemble.Built, cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A served simulation has no end: the scenario's run limits (meant for
-	// batch runs) do not apply; the automatic event budget still stops a
-	// simulation that loops without progress.
-	sim.SetLimits(cluster.Limits{})
 	d.sim = sim
 	return d, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/cluster"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -49,14 +50,14 @@ type Server struct {
 // Start starts its clock.
 func NewServer(b *assemble.Built, opts Options) (*Server, error) {
 	if opts.ModelName == "" {
-		opts.ModelName = b.Scenario.Model
+		opts.ModelName = b.Scenario().Model
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
 	lim := limits{model: opts.ModelName, defaultMax: opts.DefaultMaxTokens}
-	for _, in := range b.Instances {
-		if in.Role == "prefill" {
+	for _, in := range b.Instances() {
+		if in.Role == config.RolePrefill {
 			continue // a prompt must also fit where it is decoded
 		}
 		if n := in.Engine.MaxModelLen; n > lim.maxModelLen {
@@ -67,8 +68,8 @@ func NewServer(b *assemble.Built, opts Options) (*Server, error) {
 	if lim.maxModelLen == 0 {
 		return nil, errors.New("serve: no instance decodes: the scenario needs a mixed or decode instance")
 	}
-	m := NewMetrics(opts.ModelName, len(b.Instances), lim.maxModelLen)
-	for i, in := range b.Instances {
+	m := NewMetrics(opts.ModelName, b.NumInstances(), lim.maxModelLen)
+	for i, in := range b.Instances() {
 		m.CacheConfig(i, in.BlockSize, in.NumBlocks, in.Engine.PrefixCaching)
 	}
 	opts.Metrics = m

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/metrics"
 )
 
@@ -129,12 +130,43 @@ var metricCols = func() []metricCol {
 			}
 			return strconv.Itoa(peak)
 		}},
+		metricCol{"gpus", func(r *metrics.Result) string {
+			gs := groups(r)
+			if gs == nil {
+				return ""
+			}
+			n := 0
+			for _, g := range gs {
+				n += g.Count * g.TP * max(g.PP, 1) * max(g.DP, 1)
+			}
+			return strconv.Itoa(n)
+		}},
+		metricCol{"kv_blocks", func(r *metrics.Result) string {
+			gs := groups(r)
+			if len(gs) == 1 {
+				return strconv.Itoa(gs[0].KVBlocks)
+			}
+			parts := make([]string, len(gs))
+			for i, g := range gs {
+				parts[i] = fmt.Sprintf("%s=%d", g.Name, g.KVBlocks)
+			}
+			return strings.Join(parts, "; ")
+		}},
 		metricCol{"failure_reasons", func(r *metrics.Result) string { return reasons(r.FailureReasons) }},
 		metricCol{"rejection_reasons", func(r *metrics.Result) string { return reasons(r.RejectionReasons) }},
 		metricCol{"stopped", func(r *metrics.Result) string { return r.Stopped }},
 	)
 	return cols
 }()
+
+// groups returns the instance groups of a run's description (nil for a
+// point that did not run).
+func groups(r *metrics.Result) []assemble.GroupDescription {
+	if d, ok := r.Scenario.(assemble.Description); ok {
+		return d.Groups
+	}
+	return nil
+}
 
 // reasons renders a reason count map as "reason=n; reason=n", sorted.
 func reasons(m map[string]int64) string {

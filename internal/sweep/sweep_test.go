@@ -3,11 +3,13 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -654,5 +656,37 @@ func TestCancelStopsTheCheck(t *testing.T) {
 		t.Logf("stopped %v after the start (cancelled at 50ms)", time.Since(start))
 	case <-time.After(10 * time.Second):
 		t.Fatal("the check of 10,201 points did not stop within 10 s of the cancellation")
+	}
+}
+
+// TestGPUsAndKVBlocksColumns: each row says how many GPUs its layout uses
+// (count x tp x pp x dp summed over the groups: 2 prefill + 2 or 3 decode
+// instances of tp 1) and each group's KV blocks per instance.
+func TestGPUsAndKVBlocksColumns(t *testing.T) {
+	base, src := loadPD(t)
+	g, err := ParseGrid([]byte("workload.limit: 10\nengine.num_gpu_blocks: 3000\ninstances[1].count: [2, 3]\n"), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(context.Background(), base, src, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(runSweep(t, p, 1, Shard{}, false))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := func(name string) int {
+		i := slices.Index(rows[0], name)
+		if i < 0 {
+			t.Fatalf("no column %s in %v", name, rows[0])
+		}
+		return i
+	}
+	gpus, kv := col("gpus"), col("kv_blocks")
+	for i, want := range []string{"4", "5"} {
+		if r := rows[i+1]; r[gpus] != want || r[kv] != "prefill=3000; decode=3000" {
+			t.Errorf("row %d: gpus %q, kv_blocks %q; want %s and prefill=3000; decode=3000", i, r[gpus], r[kv], want)
+		}
 	}
 }

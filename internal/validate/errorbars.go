@@ -45,7 +45,7 @@ func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
 	if !on {
 		return nil, nil
 	}
-	if s.Predictor.Kind != "roofline" {
+	if s.Predictor.Kind != config.PredictorRoofline {
 		return nil, fmt.Errorf("--error-bars needs --predictor roofline: the intervals come from the roofline's residuals on the accelerator's profile tables (predictor %q)", s.Predictor.Kind)
 	}
 	if len(s.Instances) == 0 || s.Instances[0].TP == nil {

@@ -54,7 +54,7 @@ var errNoPlacement = errors.New("--placement-replicas: the run has no data-paral
 // by data-parallel ranks that vLLM's balancer feeds.
 func balancedGroups(s *config.Scenario) bool {
 	for _, g := range s.Instances {
-		if dp, _ := g.Parallel(); dp > 1 && g.DPBalance != "router" {
+		if dp, _ := g.Parallel(); dp > 1 && g.DPBalance != config.DPBalanceRouter {
 			return true
 		}
 	}
@@ -74,7 +74,7 @@ func addPlacementSpread(rep *Report, s *config.Scenario, cs config.Source, newSr
 		rs.Seed = s.Seed + uint64(r)
 		rs.Instances = slices.Clone(s.Instances)
 		for i := range rs.Instances {
-			rs.Instances[i].DPBalanceTies = "seeded"
+			rs.Instances[i].DPBalanceTies = config.TiesSeeded
 		}
 		built, err := assemble.Build(&rs, cs)
 		if err != nil {
@@ -153,9 +153,9 @@ func simStats(built *assemble.Built, newSrc func() (workload.Source, error), off
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+	replay := built.WithSource(func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil })
 	unfinished := 0
-	if _, err := runner.Run(built, runner.Options{OnRecord: func(r *metrics.Record) {
+	if _, err := runner.Run(replay, runner.Options{OnRecord: func(r *metrics.Record) {
 		if r.Outcome != metrics.Finished {
 			unfinished++
 			return

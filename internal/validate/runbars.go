@@ -111,7 +111,7 @@ func RunErrorBars(s *config.Scenario, src config.Source, nominal *metrics.Result
 	stats := statsOf(nominal)
 	var band *calibrate.Band
 	var bandErr error
-	if s.Predictor.Kind == "roofline" {
+	if s.Predictor.Kind == config.PredictorRoofline {
 		band, bandErr = errorBand(true, s)
 	} else {
 		bandErr = errors.New("the step-model band needs predictor.kind roofline")

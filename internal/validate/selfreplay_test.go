@@ -101,7 +101,7 @@ func TestReplayOwnRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+			built = built.WithSource(func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil })
 			if _, err := runner.Run(built, runner.Options{OnRecord: func(r *metrics.Record) {
 				rc := *r
 				sim = append(sim, &rc)

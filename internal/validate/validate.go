@@ -219,8 +219,8 @@ type resolvedConfig struct {
 // serialises it as a [decode, mixed] pair of 0 (NONE), 1 (PIECEWISE) and
 // 2 (FULL), e.g. [2, 1] for FULL_AND_PIECEWISE, or as one of those numbers
 // or a name.
-func graphMode(raw json.RawMessage) (string, error) {
-	names := map[[2]int]string{{2, 1}: "full_and_piecewise", {2, 0}: "full_decode_only", {2, 2}: "full", {1, 1}: "piecewise", {0, 0}: "none"}
+func graphMode(raw json.RawMessage) (config.CUDAGraphMode, error) {
+	names := map[[2]int]config.CUDAGraphMode{{2, 1}: config.GraphFullAndPiecewise, {2, 0}: config.GraphFullDecodeOnly, {2, 2}: config.GraphFull, {1, 1}: config.GraphPiecewise, {0, 0}: config.GraphNone}
 	var pair []int
 	if err := json.Unmarshal(raw, &pair); err == nil && len(pair) == 2 {
 		if n, ok := names[[2]int{pair[0], pair[1]}]; ok {
@@ -235,7 +235,7 @@ func graphMode(raw json.RawMessage) (string, error) {
 	}
 	var name string
 	if err := json.Unmarshal(raw, &name); err == nil {
-		n := strings.ToLower(name)
+		n := config.CUDAGraphMode(strings.ToLower(name))
 		for _, v := range names {
 			if v == n {
 				return n, nil
@@ -419,7 +419,7 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 		s.Predictor.CollectiveScale = *o.CollectiveScale
 	}
 	if o.Predictor != "" {
-		s.Predictor.Kind = o.Predictor
+		s.Predictor.Kind = config.PredictorKind(o.Predictor)
 	}
 	s.Predictor.Calibration = o.Calibration
 	s.CheckInvariants = o.CheckInvariants
@@ -623,11 +623,11 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 	if err != nil {
 		return nil, err
 	}
-	built.Open = func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil }
+	built = built.WithSource(func() (workload.Source, io.Closer, error) { return src, io.NopCloser(nil), nil })
 	// Capacity may be pinned to the recorded value; the build predicts it
 	// anyway.
-	predicted := built.Instances[0].PredictedBlocks
-	if err := built.Instances[0].PredictErr; err != nil {
+	predicted := built.Instance(0).PredictedBlocks
+	if err := built.Instance(0).PredictErr; err != nil {
 		return nil, fmt.Errorf("predicting the KV capacity: %w", err)
 	}
 
@@ -664,7 +664,7 @@ func compare(s *config.Scenario, cs config.Source, reqs []workload.MeasuredReque
 	}
 	desc := built.Describe()
 	rep := &Report{Run: name, ClientOffsetMs: offsetMs, Model: s.Model, Hardware: s.Hardware, Requests: len(reqs),
-		KVBlocks: built.Instances[0].NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted,
+		KVBlocks: built.Instance(0).NumBlocks, KVBlocksRecorded: s.Engine.NumGPUBlocks, KVBlocksPredicted: predicted,
 		Latency: desc.Groups[0].Latency, Warnings: desc.Warnings,
 		Side: "engine-side on both sides (from queued_ts; servesim from the engine's arrival)"}
 	if !queue {

@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 
 	"github.com/servesim/servesim/internal/assets"
+	"github.com/servesim/servesim/internal/config"
 )
 
 func measured(t *testing.T, name string) fs.FS {
@@ -248,7 +249,7 @@ func TestResolvedConfigIsRead(t *testing.T) {
 }
 
 func TestGraphModeNames(t *testing.T) {
-	for raw, want := range map[string]string{`[2, 1]`: "full_and_piecewise", `[2,0]`: "full_decode_only", `2`: "full", `1`: "piecewise", `0`: "none", `"FULL_AND_PIECEWISE"`: "full_and_piecewise"} {
+	for raw, want := range map[string]config.CUDAGraphMode{`[2, 1]`: "full_and_piecewise", `[2,0]`: "full_decode_only", `2`: "full", `1`: "piecewise", `0`: "none", `"FULL_AND_PIECEWISE"`: "full_and_piecewise"} {
 		got, err := graphMode([]byte(raw))
 		if err != nil || got != want {
 			t.Errorf("%s: %q, %v; want %q", raw, got, err, want)

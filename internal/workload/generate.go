@@ -201,6 +201,35 @@ func (s *scaled) Release(e Entry) { Release(s.src, e) }
 // arrivals, not the count).
 func (s *scaled) Remaining() (int64, bool) { return Remaining(s.src) }
 
+// AllDueAtZero returns a Source whose entries all arrive at 0, in src's
+// order: the arrival times are ignored (closed-loop replays of a trace,
+// workload.ignore_arrival_times). A plain request's client abort time
+// keeps its distance from the arrival (at least 1 ns, as 0 means never).
+// Session sub-requests after the first keep their delays.
+func AllDueAtZero(src Source) Source { return &dueAtZero{src: src} }
+
+type dueAtZero struct{ src Source }
+
+// Next implements Source.
+func (d *dueAtZero) Next() (Entry, error) {
+	e, err := d.src.Next()
+	if err != nil || len(e.Requests) == 0 {
+		return e, err
+	}
+	first := &e.Requests[0]
+	if first.AbortAt > 0 {
+		first.AbortAt = max(first.AbortAt-first.Arrival, 1)
+	}
+	first.Arrival = 0
+	return e, nil
+}
+
+// Release implements Releaser by passing e to the wrapped source.
+func (d *dueAtZero) Release(e Entry) { Release(d.src, e) }
+
+// Remaining implements Counter for a wrapped Counter.
+func (d *dueAtZero) Remaining() (int64, bool) { return Remaining(d.src) }
+
 // Take returns a Source that yields the first n requests of src, then
 // io.EOF. Every sub-request of a session counts; a session that would
 // exceed n is cut after its first requests.

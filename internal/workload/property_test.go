@@ -216,6 +216,39 @@ func TestScaleProperty(t *testing.T) {
 	})
 }
 
+// TestAllDueAtZeroProperty: every entry arrives at 0, in the same order,
+// with its sub-requests' delays, token counts and ids unchanged, and a
+// plain request's abort time at the same distance after its arrival.
+func TestAllDueAtZeroProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		want := genEntries(t)
+		got, err := Collect(AllDueAtZero(NewTraceReader(strings.NewReader(encodeEntries(t, want)), "s")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d entries, want %d", len(got), len(want))
+		}
+		for i := range got {
+			for k, r := range got[i].Requests {
+				w := want[i].Requests[k]
+				if k == 0 {
+					if r.Arrival != 0 {
+						t.Fatalf("entry %d arrives at %d, want 0", i, r.Arrival)
+					}
+					if w.AbortAt > 0 && r.AbortAt != max(w.AbortAt-w.Arrival, 1) {
+						t.Fatalf("entry %d: abort %d after arrival %d became %d", i, w.AbortAt, w.Arrival, r.AbortAt)
+					}
+					w.Arrival, w.AbortAt = r.Arrival, r.AbortAt
+				}
+				if !reflect.DeepEqual(r, w) {
+					t.Fatalf("entry %d.%d changed beyond its arrival: %+v from %+v", i, k, r, w)
+				}
+			}
+		}
+	})
+}
+
 func TestScaleTakeErrors(t *testing.T) {
 	src, err := NewSynthetic(ShareGPTLike(10, 1), 1)
 	if err != nil {

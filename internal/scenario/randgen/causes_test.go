@@ -41,7 +41,7 @@ func knownCauses(path string) []string {
 	set := map[string]bool{}
 	var engines []*engine.Engine
 	hasMixed := false
-	for i, in := range b.Instances {
+	for i, in := range b.Instances() {
 		e, err := engine.New(i, in.Engine, in.Predictor)
 		if err != nil {
 			return nil

@@ -32,6 +32,7 @@ const (
 	ClassTime        = "time-backwards"   // the simulated clock went backwards
 	ClassDeterminism = "nondeterministic" // two runs differ
 	ClassEagerUnfit  = "eager-unfit-stop" // eager stopped on an instance the request never fits
+	ClassLane        = "lane-differs"     // outputs differ with the decode lane off
 )
 
 // Options bound and extend one check.
@@ -44,6 +45,10 @@ type Options struct {
 	// Determinism runs the scenario twice with every output on and
 	// compares the outputs byte for byte.
 	Determinism bool
+	// NoLane is Determinism with the second run's engines visiting every
+	// request in every step (engine.Config.NoDecodeLane): the decode lane
+	// must not change any output.
+	NoLane bool
 }
 
 // Defaults of Options.
@@ -147,6 +152,10 @@ func CheckFile(path string, requests int, opts Options) Result {
 	}
 	var out [2]runOutput
 	runs := 1
+	differs := ClassDeterminism
+	if opts.NoLane {
+		opts.Determinism, differs = true, ClassLane
+	}
 	if opts.Determinism {
 		runs = 2
 	}
@@ -155,6 +164,9 @@ func CheckFile(path string, requests int, opts Options) Result {
 			// A fresh build: engines carry state from the first run.
 			if built, err = assemble.Build(s, src); err != nil {
 				return Result{Failure: fail(ClassDeterminism, "second build failed: %v", err)}
+			}
+			if opts.NoLane {
+				built = built.WithoutDecodeLane()
 			}
 		}
 		dir := ""
@@ -171,11 +183,11 @@ func CheckFile(path string, requests int, opts Options) Result {
 	}
 	if opts.Determinism {
 		if out[0].summary != out[1].summary {
-			return Result{Failure: fail(ClassDeterminism, "summaries differ:\n%s\n----\n%s", out[0].summary, out[1].summary)}
+			return Result{Failure: fail(differs, "summaries differ:\n%s\n----\n%s", out[0].summary, out[1].summary)}
 		}
 		for name, a := range out[0].files {
 			if !bytes.Equal(a, out[1].files[name]) {
-				return Result{Failure: fail(ClassDeterminism, "%s differs between two runs of the same scenario", name)}
+				return Result{Failure: fail(differs, "%s differs between two runs of the same scenario", name)}
 			}
 		}
 	}
@@ -217,7 +229,7 @@ func (c *counter) Advance(now int64) {
 // runBounded runs built once under the event budget and the wall-clock
 // backstop and checks its outcomes and records. With dir set, every output
 // is written there and read back.
-func runBounded(built *assemble.Built, policy string, requests int, dir string, opts Options) runOutput {
+func runBounded(built *assemble.Built, policy config.HandoffPolicy, requests int, dir string, opts Options) runOutput {
 	done := make(chan runOutput, 1)
 	go func() { done <- runOnce(built, policy, requests, dir, opts) }()
 	select {
@@ -230,7 +242,7 @@ func runBounded(built *assemble.Built, policy string, requests int, dir string, 
 	}
 }
 
-func runOnce(built *assemble.Built, policy string, requests int, dir string, opts Options) (o runOutput) {
+func runOnce(built *assemble.Built, policy config.HandoffPolicy, requests int, dir string, opts Options) (o runOutput) {
 	cnt := &counter{max: opts.MaxEvents, last: -1 << 62}
 	defer func() { o.events = cnt.events }()
 	seen := map[int64]bool{}
@@ -264,7 +276,7 @@ func runOnce(built *assemble.Built, policy string, requests int, dir string, opt
 	var stop *cluster.StopReport
 	stopped := errors.As(err, &stop)
 	switch {
-	case stopped && policy == "eager":
+	case stopped && policy == config.PolicyEager:
 		// The legacy policy's documented stop: a report, and no more
 		// checks on a run that was cut short.
 		if res.Stopped == "" {
@@ -272,8 +284,8 @@ func runOnce(built *assemble.Built, policy string, requests int, dir string, opt
 		}
 		// It may stop because the instance it chose is full now, never
 		// because it chose one the request can never fit.
-		if stop.Instance >= 0 && stop.Instance < len(built.Instances) {
-			if c := built.Instances[stop.Instance].Engine.NumBlocks; stop.Needed > c {
+		if stop.Instance >= 0 && stop.Instance < built.NumInstances() {
+			if c := built.Instance(stop.Instance).Engine.NumBlocks; stop.Needed > c {
 				return runOutput{failure: fail(ClassEagerUnfit, "eager stopped on instance %d, which holds %d blocks in all, for a request needing %d: %v", stop.Instance, c, stop.Needed, err)}
 			}
 		}

@@ -268,7 +268,7 @@ func Draw(t *rapid.T) Case {
 			}
 		}
 	}
-	w.kv(0, "router", rapid.SampledFrom(routers).Draw(t, "router"))
+	w.kv(0, "router", string(rapid.SampledFrom(routers).Draw(t, "router")))
 
 	policy := rapid.SampledFrom(policies).Draw(t, "policy")
 	w.open(0, "handoff")

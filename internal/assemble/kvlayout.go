@@ -1,0 +1,42 @@
+package assemble
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/kv"
+	"github.com/servesim/servesim/internal/model"
+)
+
+// hybridLayout is vLLM's hybrid KV cache layout of a model with
+// window-bounded layers (sliding window or chunked local attention) on one
+// GPU of a tp x pp instance: each pipeline stage holds ⌈layers/pp⌉ of each
+// kind, a page is one block of one layer's KV on the GPU. ok is false for a
+// model whose layers are all full attention.
+func hybridLayout(m *model.Config, eng config.Engine, tp, pp, kvBytes int) (kv.Hybrid, bool) {
+	kind := model.AttnSliding
+	if m.NumLayersOfKind(kind) == 0 {
+		kind = model.AttnChunked
+	}
+	local, full := m.NumLayersOfKind(kind), m.NumLayersOfKind(model.AttnFull)
+	if local == 0 || full == 0 {
+		return kv.Hybrid{}, false
+	}
+	pp = max(pp, 1)
+	return kv.Hybrid{
+		FullLayers: (full + pp - 1) / pp, LocalLayers: (local + pp - 1) / pp,
+		Window: int(m.Window(kind)), Chunked: kind == model.AttnChunked,
+		PageBytes: int64(eng.BlockSize) * m.KVElemsPerTokenLayer(tp) * int64(kvBytes),
+		BlockSize: eng.BlockSize, MaxSeqs: eng.MaxNumSeqs,
+	}, true
+}
+
+// kvLayout describes an MLA model's KV cache: one latent per token and
+// layer, the same on every tensor-parallel rank.
+func kvLayout(m *model.Config, tp, pp, kvBytes int) string {
+	if !m.IsMLA() {
+		return ""
+	}
+	return fmt.Sprintf("MLA latent, %d + %d elements x %d B per token per layer (%d B per token on every tp rank)",
+		m.KVLoraRank, m.QKRopeHeadDim, kvBytes, kvPerTokenPerGPU(m, kvBytes, tp, pp))
+}
