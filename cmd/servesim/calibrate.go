@@ -15,6 +15,7 @@ import (
 	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/validate"
 	"github.com/spf13/cobra"
@@ -256,6 +257,15 @@ func checkedEntry(file *calibrate.File, name, acc, use string) (string, *calibra
 		return "", nil, "", badInput(fmt.Errorf("--use %s: %s has no such accelerator (it has %s)", use, name, strings.Join(file.Names(), ", ")))
 	}
 	lender, ok := file.Fallback()
+	if a, err := hw.Lookup(acc); err == nil {
+		// As a run: its calibration_from, else the nearest calibrated
+		// architecture.
+		if cat, err := hw.Default(); err == nil {
+			if l, _, lok, lerr := file.Lender(a, cat); lerr == nil && lok {
+				lender, ok = l, true
+			}
+		}
+	}
 	if !ok {
 		return "", nil, "", badInput(fmt.Errorf("%s is not calibrated in %s and no calibration may be lent; give --use NAME", acc, name))
 	}

@@ -14,6 +14,7 @@ import (
 )
 
 func newCatalogCmd() *cobra.Command {
+	var accels string
 	cmd := &cobra.Command{
 		Use:   "catalog",
 		Short: "List the accelerators, models, profile bundles and workloads servesim knows",
@@ -23,6 +24,11 @@ func newCatalogCmd() *cobra.Command {
 			cat, err := hw.Default()
 			if err != nil {
 				return err
+			}
+			if accels != "" {
+				if cat, err = hw.LoadFile(accels); err != nil {
+					return badInput(fmt.Errorf("--accelerators: %w", err))
+				}
 			}
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ACCELERATOR\tMEMORY (GB)\tBANDWIDTH (GB/s)\tBF16 (TFLOP/s)\tPRODUCT")
@@ -34,6 +40,11 @@ func newCatalogCmd() *cobra.Command {
 			fmt.Fprintln(out, "MODELS (embedded HuggingFace configs)")
 			for _, m := range model.List(model.Builtin()) {
 				fmt.Fprintln(out, "  "+m)
+			}
+			fmt.Fprintln(out)
+			fmt.Fprintln(out, "MODEL ARCHITECTURES (config.json model_type accepted, and the layer catalog that times it)")
+			for _, a := range model.Architectures() {
+				fmt.Fprintf(out, "  %-12s %-12s %s\n", a.ModelType, a.LayerCatalog, a.Note)
 			}
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "PROFILE BUNDLES (embedded; servesim calibrate --profiles takes these names)")
@@ -62,6 +73,7 @@ func newCatalogCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&accels, "accelerators", "", "YAML file of accelerators in the catalog's shape, listed with the built-in ones")
 	cmd.AddCommand(newCatalogModelsCmd())
 	return cmd
 }

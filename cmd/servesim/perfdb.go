@@ -297,7 +297,7 @@ perfdb_system is the system).`,
 			if err != nil {
 				return err
 			}
-			link := perf.Interconnect{NVLink: acc.Link.Kind == hw.LinkNVLink, P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
+			link := perf.Interconnect{NVLink: acc.Link.FullyConnected(), P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
 			t, err := dbcheck.Collectives(db, gpus, link)
 			if err != nil {
 				return badInput(err)

@@ -225,11 +225,11 @@ func writeJSON(path string, v any) error {
 }
 
 // withAbsolutePaths returns a copy of s whose file references (trace,
-// models, profiles, calibration) are absolute, so that the scenario.yaml
+// models, accelerators_file, profiles, calibration) are absolute, so that the scenario.yaml
 // written into an output directory runs from anywhere.
 func withAbsolutePaths(s *config.Scenario, src config.Source) (*config.Scenario, error) {
 	c := *s
-	for _, p := range []*string{&c.Workload.Trace, &c.Models, &c.Predictor.Profiles, &c.Predictor.Calibration} {
+	for _, p := range []*string{&c.Workload.Trace, &c.Models, &c.AcceleratorsFile, &c.Predictor.Profiles, &c.Predictor.Calibration} {
 		if *p == "" || strings.HasPrefix(*p, "builtin:") || filepath.IsAbs(*p) {
 			continue
 		}

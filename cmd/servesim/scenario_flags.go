@@ -20,6 +20,7 @@ type scenarioFlags struct {
 	seed       uint64
 	model      string
 	models     string
+	accels     string
 	profiles   string
 	trace      string
 	format     string
@@ -59,6 +60,7 @@ func (f *scenarioFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (overrides seed)")
 	fs.StringVar(&f.model, "model", "", "model id org/name (overrides model)")
 	fs.StringVar(&f.models, "models", "", "directory of extra HuggingFace configs <org>/<name>.json (overrides models)")
+	fs.StringVar(&f.accels, "accelerators", "", "YAML file of accelerators in the catalog's shape, added to the catalog (overrides accelerators_file)")
 	f.groups.register(fs, "", true)
 	fs.StringVar(&f.profiles, "profiles", "", "root of profile bundles <hw>/<org>/<model>/<dtype>/tp<N> (overrides predictor.profiles)")
 	fs.StringVar(&f.trace, "workload", "", "JSONL trace file or builtin:NAME (overrides workload.trace)")
@@ -120,6 +122,11 @@ func (f *scenarioFlags) load() (*config.Scenario, config.Source, error) {
 	if set("models") {
 		if s.Models, err = cwdPath(f.models); err != nil {
 			return nil, src, badInput(fmt.Errorf("--models: %w", err))
+		}
+	}
+	if set("accelerators") {
+		if s.AcceleratorsFile, err = cwdPath(f.accels); err != nil {
+			return nil, src, badInput(fmt.Errorf("--accelerators: %w", err))
 		}
 	}
 	if err := f.groups.apply(s, set, f.note); err != nil {

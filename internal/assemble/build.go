@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"slices"
 
 	"github.com/servesim/servesim/internal/assets"
@@ -117,6 +118,9 @@ type Built struct {
 	// perfdb describes, per accelerator, the database tables that time
 	// its steps (predictor.kind perfdb; nil otherwise).
 	perfdb map[string]string
+	// hw is the accelerator catalog of the scenario: the built-in one
+	// with its accelerators_file and accelerators.
+	hw *hw.Catalog
 	// open returns a fresh workload source and a closer for the file
 	// behind it (see Open).
 	open func() (workload.Source, io.Closer, error)
@@ -316,12 +320,17 @@ type buildInputs struct {
 	arch       perf.Arch
 	overheadNs int64
 	dbs        *perfdbs // predictor.kind perfdb; nil otherwise
+	hw         *hw.Catalog
 }
 
 // resolveInputs loads the model and resolves the scenario-wide inputs of
 // Build.
 func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) {
 	m, err := loadModel(s, src)
+	if err != nil {
+		return nil, err
+	}
+	hwcat, err := HardwareCatalog(s, src)
 	if err != nil {
 		return nil, err
 	}
@@ -337,13 +346,13 @@ func resolveInputs(s *config.Scenario, src config.Source) (*buildInputs, error) 
 	if err != nil {
 		return nil, err
 	}
-	cat, err := perf.LoadCatalog(assets.FS(), m.ModelType)
+	cat, err := layerCatalog(m)
 	if err != nil {
-		return nil, fmt.Errorf("model %s: config.json field model_type %q is not supported: %w", s.Model, m.ModelType, err)
+		return nil, err
 	}
 	in := &buildInputs{s: s, src: src, m: m, bpe: bpe, qf: qf, profiles: profiles, cat: cat,
-		arch:       perf.Arch{ModelType: m.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},
-		overheadNs: int64(s.Predictor.StepOverheadUs * 1000)}
+		arch:       perf.Arch{ModelType: cat.ModelType, NumLayers: int(m.NumLayers), NumExperts: int(m.NumExperts), ExpertsPerTok: int(m.ExpertsPerTok)},
+		overheadNs: int64(s.Predictor.StepOverheadUs * 1000), hw: hwcat}
 	if s.Predictor.Kind == config.PredictorPerfDB {
 		if in.dbs, err = newPerfDBs(s, src); err != nil {
 			return nil, err
@@ -370,7 +379,7 @@ type builder struct {
 
 // newBuilder starts a build from the shared inputs.
 func newBuilder(in *buildInputs) *builder {
-	bl := &builder{buildInputs: in, b: &Built{scenario: *in.s, model: in.m, src: in.src},
+	bl := &builder{buildInputs: in, b: &Built{scenario: *in.s, model: in.m, src: in.src, hw: in.hw},
 		place:      placer{open: map[string]*openNode{}},
 		predictors: map[predictorKey]perf.Predictor{}, gpuTime: map[predictorKey]perf.Predictor{},
 		timers: map[predictorKey]moe.LayerTimer{}, rooflines: map[predictorKey]*perf.Roofline{}, scaledMoE: map[predictorKey]bool{}}
@@ -412,7 +421,7 @@ func (bl *builder) finish() (*Built, error) {
 		for i := range b.instances {
 			pushBuf[i] = b.instances[i].pushBuf
 		}
-		pdc, err := pdConfig(s, pushBuf, acc0HostBW(s))
+		pdc, err := pdConfig(s, pushBuf, acc0HostBW(s, b.hw))
 		if err != nil {
 			return nil, err
 		}
@@ -514,10 +523,10 @@ func clusterPlacement(p config.HandoffPlacement) (cluster.Placement, error) {
 
 // acc0HostBW is the host-to-device bandwidth of the first decode group's
 // accelerator (for push spills).
-func acc0HostBW(s *config.Scenario) float64 {
+func acc0HostBW(s *config.Scenario, cat *hw.Catalog) float64 {
 	for _, g := range s.Instances {
 		if g.Role == config.RoleDecode {
-			if acc, err := hw.Lookup(g.Hardware); err == nil {
+			if acc, err := cat.Lookup(g.Hardware); err == nil {
 				return acc.Node.HostBandwidth
 			}
 		}
@@ -603,4 +612,47 @@ func checkBatchLimits(path string, eng config.Engine, maxLen int) error {
 			path, eng.MaxNumBatchedTokens, maxLen, maxLen, eng.MaxNumBatchedTokens)
 	}
 	return nil
+}
+
+// layerCatalog loads the layer catalog that times model m's architecture
+// (model.Architecture: a Mistral config runs the Llama catalog). An
+// unsupported model_type is an error listing the supported ones.
+func layerCatalog(m *model.Config) (*perf.Catalog, error) {
+	a, err := m.Architecture()
+	if err != nil {
+		return nil, err
+	}
+	cat, err := perf.LoadCatalog(assets.FS(), a.LayerCatalog)
+	if err != nil {
+		return nil, fmt.Errorf("model %s (%s): %w", m.Name, a.ModelType, err)
+	}
+	return cat, nil
+}
+
+// HardwareCatalog returns the accelerator catalog scenario s runs on: the
+// built-in catalog, extended with its accelerators_file (relative to the
+// scenario file) and then its accelerators list. Errors name the file
+// position or the field.
+func HardwareCatalog(s *config.Scenario, src config.Source) (*hw.Catalog, error) {
+	cat, err := hw.Default()
+	if err != nil {
+		return nil, err
+	}
+	if s.AcceleratorsFile != "" {
+		p := resolve(src, s.AcceleratorsFile)
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("accelerators_file: %w", err)
+		}
+		defer f.Close()
+		if cat, err = cat.Extend(f, p); err != nil {
+			return nil, fmt.Errorf("accelerators_file: %w", err)
+		}
+	}
+	if len(s.Accelerators) > 0 {
+		if cat, err = cat.With(s.Accelerators, config.AcceleratorField); err != nil {
+			return nil, err
+		}
+	}
+	return cat, nil
 }

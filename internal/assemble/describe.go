@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/servesim/servesim/internal/config"
-	"github.com/servesim/servesim/internal/hw"
 )
 
 // Description says what a built scenario simulates, so that every output
@@ -76,7 +75,7 @@ func (b *Built) Describe() Description {
 		}
 		seen := map[string]bool{}
 		for _, in := range b.instances {
-			acc, err := hw.Lookup(in.Hardware)
+			acc, err := b.hw.Lookup(in.Hardware)
 			if err != nil || seen[acc.Name] {
 				continue
 			}
@@ -132,7 +131,7 @@ func (b *Built) spanWarning(in Instance) string {
 	if in.TPNodes < 2 || l.TPBandwidthGBps > 0 || l.TPLatencyUs >= 0 {
 		return ""
 	}
-	acc, err := hw.Lookup(in.Hardware)
+	acc, err := b.hw.Lookup(in.Hardware)
 	if err != nil || !acc.NIC.HostPath {
 		return ""
 	}
@@ -146,7 +145,7 @@ func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]s
 	s := &b.scenario
 	if s.Predictor.Kind == config.PredictorPerfDB {
 		src := b.perfdb[in.Hardware]
-		acc, err := hw.Lookup(in.Hardware)
+		acc, err := b.hw.Lookup(in.Hardware)
 		if err != nil {
 			return src, warned
 		}
@@ -170,7 +169,7 @@ func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]s
 		}
 		return fmt.Sprintf("profile %s/%s/%s/tp%d", in.Hardware, s.Model, variant, in.TP), warned
 	}
-	acc, err := hw.Lookup(in.Hardware)
+	acc, err := b.hw.Lookup(in.Hardware)
 	if err != nil {
 		return "roofline", warned
 	}
@@ -185,7 +184,7 @@ func (b *Built) latencySource(in Instance, warned map[string]bool, warnings *[]s
 		warned[acc.Name] = true
 		*warnings = append(*warnings, "roofline: "+desc)
 	}
-	return "roofline, borrowed calibration (see the warning)", warned
+	return "roofline, borrowed calibration of " + borrowedFrom(desc) + " (see the warning)", warned
 }
 
 // describeWorkload summarises the workload section in one line.

@@ -48,7 +48,7 @@ func (b *Built) dpGroups(counts *perf.TableCounts) ([]cluster.DPGroup, error) {
 				bw = g.linkBWOverride
 			}
 			// vLLM's dispatch and combine use NCCL (no custom kernel).
-			comm := perf.NewAllReduce(dp, perf.Interconnect{NVLink: g.link.Kind == hw.LinkNVLink, P2P: g.link.P2P, LinkBW: bw}, true)
+			comm := perf.NewAllReduce(dp, perf.Interconnect{NVLink: g.link.FullyConnected(), P2P: g.link.P2P, LinkBW: bw}, true)
 			cfg.Dispatch = moe.AllGatherReduceScatter{Comm: comm, HiddenBytes: g.hiddenBytes}
 		}
 		mm, err := moe.New(cfg, b.scenario.Seed+uint64(gi)*0x9e3779b97f4a7c15)

@@ -84,7 +84,7 @@ func (bl *builder) resolveGroup(gi int) (*groupShape, error) {
 	g := &s.Instances[gi]
 	gs := &groupShape{gi: gi, g: g, path: fmt.Sprintf("instances[%d]", gi)}
 	path := gs.path
-	acc, err := hw.Lookup(g.Hardware)
+	acc, err := bl.hw.Lookup(g.Hardware)
 	if err != nil {
 		return nil, fmt.Errorf("%s.hardware: %w", path, err)
 	}
@@ -96,6 +96,9 @@ func (bl *builder) resolveGroup(gi int) (*groupShape, error) {
 	gs.maxLen = gs.eng.MaxModelLen
 	if gs.maxLen == 0 {
 		gs.maxLen = int(m.MaxPositionEmbeddings)
+	}
+	if err := m.CheckSlidingWindow(int64(gs.maxLen)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	gs.origin = resolveBatch(&gs.eng, vllmBatchDefaults(acc, gs.memBytes), gs.maxLen)
 	tp := *g.TP

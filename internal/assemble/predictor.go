@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
@@ -108,10 +109,11 @@ func profile(s *config.Scenario, src config.Source, profiles fs.FS, m *model.Con
 
 // calibrationFor returns the roofline efficiencies of accelerator acc
 // from the scenario's calibration file (or the embedded one) and where
-// they come from. An uncalibrated accelerator borrows the first
-// accelerator calibrated on vLLM-kernel tables (calibrate.File.Fallback;
-// PyTorch-derived calibrations are never lent) (fractions of peak transfer better between
-// GPUs than generic defaults); the description says so.
+// they come from. An uncalibrated accelerator borrows the calibration its
+// catalog entry names (calibration_from), else that of the nearest
+// calibrated architecture (calibrate.File.Lender; PyTorch-derived
+// calibrations are never lent): fractions of peak transfer better between
+// GPUs than generic defaults. The description names the lender.
 func calibrationFor(s *config.Scenario, src config.Source, acc hw.Accelerator) (perf.Efficiency, string, error) {
 	var file *calibrate.File
 	var err error
@@ -138,12 +140,30 @@ func calibrationFor(s *config.Scenario, src config.Source, acc hw.Accelerator) (
 		}
 		return en.Efficiency(), desc, nil
 	}
-	lender, ok := file.Fallback()
+	cat, err := hw.Default()
+	if err != nil {
+		return perf.Efficiency{}, "", err
+	}
+	lender, why, ok, err := file.Lender(acc, cat)
+	if err != nil {
+		return perf.Efficiency{}, "", fmt.Errorf("hardware %s (%s): %w", acc.Name, name, err)
+	}
 	if !ok {
 		return perf.DefaultEfficiency, fmt.Sprintf("%s is not calibrated and %s has no vLLM-kernel calibration to borrow: generic default efficiencies", acc.Name, name), nil
 	}
 	eff, _ := file.Lookup(lender)
-	return eff, fmt.Sprintf("%s is not calibrated: efficiencies borrowed from %s (%s); run servesim calibrate on a %s profile bundle", acc.Name, lender, name, acc.Name), nil
+	return eff, fmt.Sprintf("%s is not calibrated: efficiencies borrowed from %s, %s (%s); run servesim calibrate on a %s profile bundle", acc.Name, lender, why, name, acc.Name), nil
+}
+
+// borrowedFrom returns the accelerator a calibration description (of
+// calibrationFor) says efficiencies are borrowed from, "" if none.
+func borrowedFrom(desc string) string {
+	_, rest, ok := strings.Cut(desc, "efficiencies borrowed from ")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ",")
+	return name
 }
 
 // tpComm describes the tensor-parallel collectives of one instance.
@@ -162,7 +182,7 @@ func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links, en
 	if !override {
 		// vLLM's choice of custom all-reduce or NCCL on the catalog link.
 		disable := eng.DisableCustomAllReduce != nil && *eng.DisableCustomAllReduce
-		intra := perf.Interconnect{NVLink: acc.Link.Kind == hw.LinkNVLink, P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
+		intra := perf.Interconnect{NVLink: acc.Link.FullyConnected(), P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
 		if g := acc.Node.LinkDomain(); g > 0 && tp > g {
 			// The group spans nodes beyond one NVLink domain: its ring
 			// crosses them on the NICs.

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/servesim/servesim/internal/assets"
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/hw"
@@ -50,42 +49,54 @@ type specBuild struct {
 // attention from the target's per-layer table (perf.HeadTime).
 func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path string, sp *config.Speculative, m *model.Config,
 	acc hw.Accelerator, tp, bpe int, qf quant.Format, eng config.Engine, et perf.EngineTime, target perf.Predictor) (specBuild, error) {
+	b, note, err := proposer(s, src, profiles, path, sp, m, acc, tp, bpe, qf, eng, et, target)
+	if err == nil && note != "" {
+		b.desc += "; " + note
+	}
+	return b, err
+}
+
+// proposer is buildSpec but for the note on a default acceptance, which
+// it returns beside the build ("" when the scenario sets the acceptance).
+func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string, sp *config.Speculative, m *model.Config,
+	acc hw.Accelerator, tp, bpe int, qf quant.Format, eng config.Engine, et perf.EngineTime, target perf.Predictor) (b specBuild, note string, err error) {
 	k := sp.NumSpeculativeTokens
-	b := specBuild{cfg: engine.Speculative{K: k, Seed: s.Seed}}
-	switch {
-	case sp.AcceptanceRate != nil:
-		b.cfg.Accept = engine.Rates(engine.IIDAcceptance(*sp.AcceptanceRate, k))
-	case sp.AcceptancePerPosition != nil:
-		b.cfg.Accept = engine.Rates(sp.AcceptancePerPosition)
-	default:
-		b.cfg.PerRequest = true
+	b = specBuild{cfg: engine.Speculative{K: k, Seed: s.Seed}}
+	if note, err = acceptance(&b.cfg, sp, k, path); err != nil {
+		return b, "", err
 	}
 	var draft *model.Config
 	var cat *perf.Catalog
-	var err error
 	switch sp.Method {
 	case config.SpecNgram:
 		b.cfg.HostNsPerToken = NgramHostNsPerToken
 		b.desc = fmt.Sprintf("ngram, k=%d: proposals on the host (no GPU draft)", k)
-		return b, nil
+		return b, note, nil
 	case config.SpecDraftModel:
 		if draft, err = loadDraft(s, src, sp.DraftModel); err != nil {
-			return b, fmt.Errorf("%s.draft_model: %w", path, err)
+			return b, "", fmt.Errorf("%s.draft_model: %w", path, err)
 		}
 		if draft.VocabSize != m.VocabSize {
-			return b, fmt.Errorf("%s.draft_model: %s has a vocabulary of %d tokens, %s of %d; a draft model must share the target's tokenizer", path, draft.Name, draft.VocabSize, m.Name, m.VocabSize)
+			return b, "", fmt.Errorf("%s.draft_model: %s has a vocabulary of %d tokens, %s of %d; a draft model must share the target's tokenizer", path, draft.Name, draft.VocabSize, m.Name, m.VocabSize)
 		}
-		if cat, err = perf.LoadCatalog(assets.FS(), draft.ModelType); err != nil {
-			return b, fmt.Errorf("%s.draft_model %s: %w", path, draft.Name, err)
+		if cat, err = layerCatalog(draft); err != nil {
+			return b, "", fmt.Errorf("%s.draft_model: %w", path, err)
+		}
+		maxLen := int64(eng.MaxModelLen)
+		if maxLen == 0 {
+			maxLen = m.MaxPositionEmbeddings
+		}
+		if err = draft.CheckSlidingWindow(maxLen); err != nil {
+			return b, "", fmt.Errorf("%s.draft_model: %w", path, err)
 		}
 		b.weights = weightsPerGPU(draft, tp, 1, 1, bpe, qf.WeightBytes()) + draft.RotaryCacheBytes(bpe)
-	default: // eagle, mtp: one decoder layer of the target's shape + lm_head
+	default: // eagle, eagle3, mtp: one decoder layer of the target's shape + lm_head
 		head := *m
 		head.Name = m.Name + " " + string(sp.Method) + " head"
 		head.NumLayers, head.FirstDenseLayers, head.MLPOnlyLayers, head.DecoderSparseStep = 1, 0, nil, 0
 		draft = &head
-		if cat, err = perf.LoadCatalog(assets.FS(), m.ModelType); err != nil {
-			return b, fmt.Errorf("%s: %w", path, err)
+		if cat, err = layerCatalog(m); err != nil {
+			return b, "", fmt.Errorf("%s: %w", path, err)
 		}
 		// The head shares the target's token embeddings; its own lm_head
 		// is counted (EAGLE-3 heads and MTP modules carry one).
@@ -102,16 +113,16 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 			want = qf.Variant()
 		}
 		if _, ferr := perf.FindBundle(profiles, acc.Name, draft.Name, want, tp); ferr == nil {
-			arch := perf.Arch{ModelType: draft.ModelType, NumLayers: int(draft.NumLayers), NumExperts: int(draft.NumExperts), ExpertsPerTok: int(draft.ExpertsPerTok)}
+			arch := perf.Arch{ModelType: cat.ModelType, NumLayers: int(draft.NumLayers), NumExperts: int(draft.NumExperts), ExpertsPerTok: int(draft.ExpertsPerTok)}
 			if base, _, err = profile(s, src, profiles, draft, acc, tp, arch, cat, qf); err != nil {
-				return b, fmt.Errorf("%s.draft_model: %w", path, err)
+				return b, "", fmt.Errorf("%s.draft_model: %w", path, err)
 			}
 			source = fmt.Sprintf("profile %s/%s/%s/tp%d", acc.Name, draft.Name, want, tp)
 		}
 	}
 	if base == nil {
 		if base, err = roofline(s, src, draft, acc, tp, qf); err != nil {
-			return b, fmt.Errorf("%s: %w", path, err)
+			return b, "", fmt.Errorf("%s: %w", path, err)
 		}
 		roof, isRoof := base.(*perf.Roofline)
 		prof, isProf := target.(*perf.Profile)
@@ -135,7 +146,29 @@ func buildSpec(s *config.Scenario, src config.Source, profiles fs.FS, path strin
 		what = "one-layer head of the target's shape"
 	}
 	b.desc = fmt.Sprintf("%s, k=%d: %s priced by the %s, KV in the same pool", sp.Method, k, what, source)
-	return b, nil
+	return b, note, nil
+}
+
+// acceptance sets cfg's acceptance from sp: its rate, per-position rates
+// or per-request trace rates, else the method's default, whose
+// description it returns (config.DefaultAcceptanceNote; "" otherwise).
+func acceptance(cfg *engine.Speculative, sp *config.Speculative, k int, path string) (note string, err error) {
+	switch {
+	case sp.AcceptanceRate != nil:
+		cfg.Accept = engine.Rates(engine.IIDAcceptance(*sp.AcceptanceRate, k))
+	case sp.AcceptancePerPosition != nil:
+		cfg.Accept = engine.Rates(sp.AcceptancePerPosition)
+	case sp.Acceptance == config.AcceptanceTrace:
+		cfg.PerRequest = true
+	default:
+		rates, source, ok := config.DefaultAcceptance(sp.Method, k)
+		if !ok {
+			return "", fmt.Errorf("%s: method %s has no default acceptance; set acceptance_rate or acceptance_per_position", path, sp.Method)
+		}
+		cfg.Accept = engine.Rates(rates)
+		note = config.DefaultAcceptanceNote(rates, source)
+	}
+	return note, nil
 }
 
 // loadDraft loads a draft model by name: from the scenario's models

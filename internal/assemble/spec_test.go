@@ -159,12 +159,12 @@ func TestSpecErrors(t *testing.T) {
 	const sp = "predictor: {kind: roofline}\nhardware: H100\nengine: {speculative: {method: eagle, num_speculative_tokens: 2, "
 	tests := []struct{ yaml, want string }{
 		{sp + "acceptance_rate: 1}}\n", "engine.speculative.acceptance_rate: must be in [0, 1)"},
-		{sp + "acceptance_rate: 0.5, acceptance: trace}}\n", "set exactly one of acceptance_rate"},
+		{sp + "acceptance_rate: 0.5, acceptance: trace}}\n", "set at most one of acceptance_rate"},
 		{sp + "acceptance_per_position: [0.5, 0.6]}}\n", "engine.speculative.acceptance_per_position[1]: must not exceed the previous rate"},
 		{sp + "acceptance_per_position: [0.5]}}\n", "needs one rate per proposed token: 2 entries"},
 		{sp + "acceptance: trace}}\nworkload: {synthetic: {requests: 5, arrival: {kind: burst}, input: {kind: fixed, mean: 10}, output: {kind: fixed, mean: 10}}}\n", "engine.speculative.acceptance: trace takes each request's acceptance rate from the workload trace"},
 		{"predictor: {kind: roofline}\nhardware: H100\nengine: {speculative: {method: draft_model, num_speculative_tokens: 2, acceptance_rate: 0.5}}\n", "engine.speculative.draft_model: method draft_model needs"},
-		{"predictor: {kind: roofline}\nhardware: H100\nengine: {speculative: {method: medusa, num_speculative_tokens: 0, acceptance_rate: 0.5}}\n", "engine.speculative.method: must be draft_model, eagle, mtp or ngram"},
+		{"predictor: {kind: roofline}\nhardware: H100\nengine: {speculative: {method: medusa, num_speculative_tokens: 0, acceptance_rate: 0.5}}\n", "engine.speculative.method: must be draft_model, eagle, eagle3, mtp or ngram"},
 		{"predictor: {kind: roofline}\nhardware: H100\nengine: {speculative: {method: draft_model, draft_model: Qwen/Qwen3-32B, num_speculative_tokens: 2, acceptance_rate: 0.5}}\n", "must share the target's tokenizer"},
 	}
 	for _, tc := range tests {

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/servesim/servesim/internal/config"
-	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/kvtier"
 )
 
@@ -42,7 +41,7 @@ func tierConfig(s *config.Scenario, b *Built) (*kvtier.Config, error) {
 		if seen {
 			continue
 		}
-		acc, err := hw.Lookup(in.Hardware)
+		acc, err := b.hw.Lookup(in.Hardware)
 		if err != nil {
 			return nil, fmt.Errorf("kv_tiers: instance %d: %w", i, err)
 		}

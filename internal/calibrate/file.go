@@ -37,8 +37,9 @@ type Entry struct {
 	// every field (a performance database: GEMM and attention kernels
 	// only), names the calibration the other fields were kept from and
 	// which: "RTXPRO6000: op_scale, cache_mb, ...". Such an entry is used
-	// for its own accelerator, labelled, and never lent (see Fallback):
-	// the calibration it keeps from is.
+	// for its own accelerator, labelled, and is not the generic fallback
+	// (see Fallback: the calibration it keeps from is), though Lender may
+	// lend it to an accelerator of its architecture.
 	Kept string `yaml:"kept,omitempty"`
 
 	ComputeEff    float64            `yaml:"compute_eff"`

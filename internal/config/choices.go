@@ -136,12 +136,13 @@ type SpecMethod string
 const (
 	SpecDraftModel SpecMethod = "draft_model"
 	SpecEagle      SpecMethod = "eagle"
+	SpecEagle3     SpecMethod = "eagle3"
 	SpecMTP        SpecMethod = "mtp"
 	SpecNgram      SpecMethod = "ngram"
 )
 
 // SpecMethods are the valid engine.speculative.method values.
-var SpecMethods = []SpecMethod{SpecDraftModel, SpecEagle, SpecMTP, SpecNgram}
+var SpecMethods = []SpecMethod{SpecDraftModel, SpecEagle, SpecEagle3, SpecMTP, SpecNgram}
 
 // SpecAcceptance is where per-request acceptance rates come from
 // (engine.speculative.acceptance; empty: the block's own rates).

@@ -329,10 +329,10 @@ func TestSpeculativeFields(t *testing.T) {
 		t.Errorf("decode group's speculative block %+v", sp)
 	}
 	for in, want := range map[string]string{
-		"engine: {speculative: {method: eagle, num_speculative_tokens: 17, acceptance_rate: 0.5}}\n":               "s.yaml:1:63: engine.speculative.num_speculative_tokens: must be in [1, 16] (got 17)",
-		"engine: {speculative: {method: eagle, num_speculative_tokens: 2}}\n":                                      "engine.speculative: set exactly one of acceptance_rate",
-		"engine: {speculative: {method: ngram, num_speculative_tokens: 2, acceptance: trace, draft_model: x}}\n":   "engine.speculative.draft_model: is only used with method draft_model",
-		"engine: {speculative: {method: eagle, num_speculative_tokens: 2, acceptance_per_position: [0.9, 1.5]}}\n": "engine.speculative.acceptance_per_position[1]: must be in [0, 1] (got 1.5)",
+		"engine: {speculative: {method: eagle, num_speculative_tokens: 17, acceptance_rate: 0.5}}\n":                      "s.yaml:1:63: engine.speculative.num_speculative_tokens: must be in [1, 16] (got 17)",
+		"engine: {speculative: {method: draft_model, draft_model: meta-llama/Llama-3.1-8B, num_speculative_tokens: 2}}\n": "engine.speculative: method draft_model has no default acceptance",
+		"engine: {speculative: {method: ngram, num_speculative_tokens: 2, acceptance: trace, draft_model: x}}\n":          "engine.speculative.draft_model: is only used with method draft_model",
+		"engine: {speculative: {method: eagle, num_speculative_tokens: 2, acceptance_per_position: [0.9, 1.5]}}\n":        "engine.speculative.acceptance_per_position[1]: must be in [0, 1] (got 1.5)",
 	} {
 		_, err := Parse([]byte(in), "s.yaml")
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -120,7 +120,7 @@ type Engine struct {
 // proposes NumSpeculativeTokens tokens per step and the target model
 // verifies them in the same step.
 type Speculative struct {
-	// Method is draft_model, eagle, mtp or ngram.
+	// Method is draft_model, eagle, eagle3, mtp or ngram.
 	Method SpecMethod `yaml:"method" json:"method"`
 	// NumSpeculativeTokens is k, the proposals per sequence and step (1..16).
 	NumSpeculativeTokens int `yaml:"num_speculative_tokens" json:"num_speculative_tokens"`
@@ -143,15 +143,19 @@ const MaxSpecTokens = 16
 
 func (sp *Speculative) validate(path string, bad func(field, format string, args ...any)) {
 	if !slices.Contains(SpecMethods, sp.Method) {
-		bad(path+".method", "must be draft_model, eagle, mtp or ngram (got %q)", sp.Method)
+		bad(path+".method", "must be draft_model, eagle, eagle3, mtp or ngram (got %q)", sp.Method)
 	}
 	k := sp.NumSpeculativeTokens
 	if k < 1 || k > MaxSpecTokens {
 		bad(path+".num_speculative_tokens", "must be in [1, %d] (got %d); it is the number of tokens proposed per sequence and step", MaxSpecTokens, k)
 	}
 	n := countSet(sp.AcceptanceRate != nil, sp.AcceptancePerPosition != nil, sp.Acceptance != "")
-	if n != 1 {
-		bad(path, "set exactly one of acceptance_rate (i.i.d. conditional α), acceptance_per_position (vLLM's per-position rates) or acceptance: trace (got %d)", n)
+	_, _, hasDefault := DefaultAcceptance(sp.Method, max(k, 1))
+	switch {
+	case n > 1:
+		bad(path, "set at most one of acceptance_rate (i.i.d. conditional α), acceptance_per_position (vLLM's per-position rates) or acceptance: trace (got %d)", n)
+	case n == 0 && !hasDefault && slices.Contains(SpecMethods, sp.Method):
+		bad(path, "method %s has no default acceptance (it depends on the draft/target pair): set acceptance_rate (i.i.d. conditional α), acceptance_per_position (vLLM's per-position rates, from its spec-decode metrics) or acceptance: trace", sp.Method)
 	}
 	if a := sp.AcceptanceRate; a != nil && !(*a >= 0 && *a < 1) {
 		bad(path+".acceptance_rate", "must be in [0, 1) (got %g); it is the probability of accepting a proposal given the previous ones were", *a)

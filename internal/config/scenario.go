@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/servesim/servesim/internal/frontend"
+	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/quant"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -27,6 +28,15 @@ type Scenario struct {
 	// Hardware is the accelerator name in the hardware catalog. Default
 	// "RTXPRO6000".
 	Hardware string `yaml:"hardware" json:"hardware"`
+	// Accelerators adds accelerators to the hardware catalog, or
+	// overrides fields of catalog ones, for this scenario: entries of the
+	// shape of the catalog (internal/hw/catalog.yaml; see
+	// docs/accelerators.md). Default: none.
+	Accelerators []hw.Spec `yaml:"accelerators,omitempty" json:"accelerators,omitempty"`
+	// AcceleratorsFile is a YAML file of accelerators in the catalog's
+	// shape (a top-level accelerators list), added before Accelerators
+	// (relative to the scenario file). Default: none.
+	AcceleratorsFile string `yaml:"accelerators_file,omitempty" json:"accelerators_file,omitempty"`
 	// Dtype of weights and KV cache: bf16 (default) or fp16.
 	Dtype string `yaml:"dtype" json:"dtype"`
 	// Quantization is the weight quantization method, with vLLM's names:

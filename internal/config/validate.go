@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/servesim/servesim/internal/hw"
 )
 
 // Validate checks a defaulted scenario and returns every problem, each
@@ -40,6 +42,9 @@ func (s *Scenario) Validate() error {
 		bad("predictor.kind", "must be profile, roofline or perfdb (got %q)", s.Predictor.Kind)
 	}
 	s.Engine.validate("engine", bad)
+	if err := s.validateAccelerators(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -170,4 +175,27 @@ func countSet(flags ...bool) int {
 		}
 	}
 	return n
+}
+
+// validateAccelerators checks the scenario's own accelerators against the
+// built-in catalog, each error naming its field
+// ("accelerators[0].mem_bw_gbps: ..."). With an accelerators_file the
+// entries may build on the file's, which is read when the scenario is
+// assembled (relative to the scenario file), so they are checked then.
+func (s *Scenario) validateAccelerators() error {
+	if len(s.Accelerators) == 0 || s.AcceleratorsFile != "" {
+		return nil
+	}
+	base, err := hw.Default()
+	if err != nil {
+		return err
+	}
+	_, err = base.With(s.Accelerators, AcceleratorField)
+	return err
+}
+
+// AcceleratorField names field of the scenario's accelerators[i] in
+// errors.
+func AcceleratorField(i int, field string) string {
+	return fmt.Sprintf("accelerators[%d].%s", i, field)
 }

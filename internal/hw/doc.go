@@ -31,6 +31,15 @@
 // entry as a copy of NAME. Every size must be > 0 (tflops_fp8 and tflops_fp4 may be 0:
 // no FP8 or FP4 tensor cores; latencies may be 0).
 //
+// A scenario's own accelerators arrive as [Spec] values (the YAML form of
+// an entry, decoded with the scenario) and join a catalog through
+// [Catalog.With], which names each field in errors by a caller-given
+// position or path. An entry may name the calibrated accelerator whose
+// roofline efficiencies it borrows (calibration_from; the calibration
+// package picks the nearest calibrated architecture otherwise). Links are
+// nvlink, xgmi (AMD Infinity Fabric; like NVLink, every GPU reaches every
+// other: [Link.FullyConnected]) or pcie.
+//
 // Names are matched case-insensitively and ignoring spaces and punctuation,
 // against each entry's name and aliases ("rtx pro 6000" finds
 // RTXPRO6000). An unknown name yields an error wrapping

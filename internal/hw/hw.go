@@ -29,13 +29,22 @@ type LinkKind string
 // Link kinds.
 const (
 	LinkNVLink LinkKind = "nvlink"
-	LinkPCIe   LinkKind = "pcie"
+	// LinkXGMI is AMD Infinity Fabric (xGMI): every GPU of the node linked
+	// to every other.
+	LinkXGMI LinkKind = "xgmi"
+	LinkPCIe LinkKind = "pcie"
 )
+
+// FullyConnected reports whether every GPU of the link's domain reaches
+// every other directly over it (NVLink through NVSwitch, or the xGMI mesh),
+// so that collectives run on it without staging and the serving engine's
+// custom all-reduce applies to any group size.
+func (l Link) FullyConnected() bool { return l.Kind == LinkNVLink || l.Kind == LinkXGMI }
 
 // Link is the GPU-to-GPU interconnect inside a node, used by tensor- and
 // expert-parallel collectives.
 type Link struct {
-	// Kind is nvlink or pcie.
+	// Kind is nvlink, xgmi or pcie.
 	Kind LinkKind
 	// Bandwidth is per GPU and per direction, bytes/s.
 	Bandwidth float64
@@ -122,6 +131,11 @@ type Accelerator struct {
 	NIC NIC
 	// Node is the server the accelerator sits in.
 	Node Node
+	// CalibrationFrom names the calibrated accelerator whose roofline
+	// efficiencies this one borrows when it has none of its own; "" lets
+	// the run pick the nearest calibrated architecture. YAML
+	// "calibration_from".
+	CalibrationFrom string
 }
 
 // PeakFLOPS returns the peak dense tensor throughput for computing in dtype:
@@ -157,7 +171,7 @@ type Catalog struct {
 // entry keeps the raw YAML values next to the converted ones so an
 // override can change single fields.
 type entry struct {
-	raw rawAccel
+	raw Spec
 	acc Accelerator
 }
 
@@ -224,10 +238,18 @@ func (c *Catalog) Extend(r io.Reader, source string) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.With(f.Accelerators, func(i int, field string) string { return position(data, source, i, field) })
+}
+
+// With returns a new catalog: c plus specs, merged as [Catalog.Extend]
+// merges a file's entries. at(i, field) names where field of specs[i] is
+// written (a file position, or a field path such as
+// "accelerators[0].mem_bw_gbps"); every error starts with it.
+func (c *Catalog) With(specs []Spec, at func(i int, field string) string) (*Catalog, error) {
 	out := c.clone()
-	seen := map[string]int{} // normalized name -> index in f.Accelerators
-	for i, ra := range f.Accelerators {
-		at := func(field string) string { return position(data, source, i, field) }
+	seen := map[string]int{} // normalized name -> index in specs
+	for i, ra := range specs {
+		at := func(field string) string { return at(i, field) }
 		key := normalize(ra.Name)
 		if key == "" {
 			return nil, fmt.Errorf("%s: accelerators[%d]: missing name", at("name"), i)
@@ -244,7 +266,7 @@ func (c *Catalog) Extend(r io.Reader, source string) (*Catalog, error) {
 }
 
 // add merges one raw entry into c.
-func (c *Catalog) add(ra rawAccel, at func(field string) string) error {
+func (c *Catalog) add(ra Spec, at func(field string) string) error {
 	merged := ra
 	existing, exists := c.index[normalize(ra.Name)]
 	switch {

@@ -20,7 +20,8 @@ func mustDefault(t *testing.T) *Catalog {
 
 func TestEmbeddedCatalog(t *testing.T) {
 	c := mustDefault(t)
-	want := []string{"A100", "A6000", "B200", "B300", "GB200", "GB300", "H100", "H200", "L40S", "RTX3090", "RTX4090", "RTXPRO6000"}
+	want := []string{"A100", "A100-40GB", "A6000", "B200", "B300", "GB200", "GB300", "H100", "H100-PCIe", "H20", "H200", "L4", "L40S",
+		"MI300X", "MI325X", "RTX3090", "RTX4090", "RTX6000Ada", "RTXPRO6000"}
 	if got := c.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -36,7 +37,7 @@ func TestEmbeddedCatalog(t *testing.T) {
 		if a.Product == "" || a.Source == "" {
 			t.Errorf("%s: missing product or source", a.Name)
 		}
-		if a.Link.Kind != LinkNVLink && a.Link.Kind != LinkPCIe {
+		if a.Link.Kind != LinkNVLink && a.Link.Kind != LinkPCIe && a.Link.Kind != LinkXGMI {
 			t.Errorf("%s: link kind %q", a.Name, a.Link.Kind)
 		}
 		got, err := c.Lookup(a.Name)
@@ -82,6 +83,18 @@ func TestSpecValues(t *testing.T) {
 		{"B300", 288_396_316_508, 7750e9, 2250e12, 4500e12, LinkNVLink, 900e9, 100e9, 8, 2000e9, 63e9},
 		{"GB200", 198_674_449_694, 8000e9, 2500e12, 5000e12, LinkNVLink, 900e9, 50e9, 4, 960e9, 225e9},
 		{"GB300", 298_017_043_251, 8000e9, 2500e12, 5000e12, LinkNVLink, 900e9, 100e9, 4, 960e9, 225e9},
+		// The datasheet figures cited in catalog.yaml: A100 40GB 1,555 GB/s;
+		// H100 PCIe 2 TB/s, 1,513/3,026 TFLOPS sparse; H20 4.0 TB/s, 148/296
+		// dense; L4 300 GB/s, 242/485 sparse; RTX 6000 Ada 960 GB/s, FP8
+		// 1,457 sparse; MI300X 5.3 TB/s, MI325X 6 TB/s, 1,307.4/2,614.9
+		// dense, Infinity Fabric 896 GB/s bidirectional.
+		{"A100-40GB", 40 << 30, 1555e9, 312e12, 0, LinkNVLink, 300e9, 25e9, 8, 1000e9, 31.5e9},
+		{"H100-PCIe", 80 << 30, 2000e9, 756.5e12, 1513e12, LinkPCIe, 63e9, 50e9, 8, 1000e9, 63e9},
+		{"H20", 96 << 30, 4000e9, 148e12, 296e12, LinkNVLink, 450e9, 50e9, 8, 2000e9, 63e9},
+		{"L4", 24 << 30, 300e9, 121e12, 242.5e12, LinkPCIe, 31.5e9, 12.5e9, 8, 384e9, 31.5e9},
+		{"RTX6000Ada", 48 << 30, 960e9, 364.25e12, 728.5e12, LinkPCIe, 31.5e9, 31.5e9, 4, 256e9, 31.5e9},
+		{"MI300X", 192 << 30, 5300e9, 1307.4e12, 2614.9e12, LinkXGMI, 448e9, 50e9, 8, 2000e9, 63e9},
+		{"MI325X", 256 << 30, 6000e9, 1307.4e12, 2614.9e12, LinkXGMI, 448e9, 50e9, 8, 2000e9, 63e9},
 	}
 	near := func(a, b float64) bool { return a == b || (b != 0 && (a-b)/b < 1e-12 && (b-a)/b < 1e-12) }
 	for _, tt := range tests {
@@ -123,6 +136,13 @@ func TestPerfDBSystemAndDomain(t *testing.T) {
 		{"RTX4090", "", 0, 2, 2, 8.9},
 		{"A6000", "", 0, 2, 2, 8.6},
 		{"RTX3090", "", 0, 2, 2, 8.6},
+		{"A100-40GB", "", 0, 8, 8, 8.0},
+		{"H100-PCIe", "", 0, 8, 8, 9.0},
+		{"H20", "", 0, 8, 8, 9.0},
+		{"L4", "", 0, 8, 8, 8.9},
+		{"RTX6000Ada", "", 0, 4, 4, 8.9},
+		{"MI300X", "", 0, 8, 8, 0},
+		{"MI325X", "", 0, 8, 8, 0},
 	}
 	if got, want := len(tests), len(mustDefault(t).All()); got != want {
 		t.Fatalf("table covers %d accelerators, the catalog has %d", got, want)
@@ -170,7 +190,7 @@ func TestLookup(t *testing.T) {
 		{"geforce rtx 4090", "RTX4090", ""},
 		{"a100-sxm4-80gb", "A100", ""},
 		{"l40s", "L40S", ""},
-		{"H10", "", `unknown accelerator "H10"; closest: H100, A100, H200 (known: A100, A6000, B200, B300, GB200, GB300, H100, H200, L40S, RTX3090, RTX4090, RTXPRO6000)`},
+		{"H10", "", `unknown accelerator "H10"; closest: H100, H20, A100 (known: A100, A100-40GB, A6000, B200, B300, GB200, GB300, H100, H100-PCIe, H20, H200, L4, L40S, MI300X, MI325X, RTX3090, RTX4090, RTX6000Ada, RTXPRO6000)`},
 		{"RTX5090", "", `unknown accelerator "RTX5090"; closest: RTX3090, RTX4090,`},
 		{"", "", `unknown accelerator ""; closest:`},
 		{"---", "", `unknown accelerator "---"`},
@@ -300,17 +320,17 @@ func TestExtendErrors(t *testing.T) {
 		{"negative fp8", "accelerators:\n  - name: H100\n    tflops_fp8: -1\n", `accelerator H100: tflops_fp8: must be > 0 and plausible, got -1`},
 		{"compute capability", "accelerators:\n  - name: H100\n    compute_capability: 90\n", `user.yaml:3:25: accelerator H100: compute_capability: must be a CUDA compute capability such as 9.0, got 90`},
 		{"both memories", "accelerators:\n  - name: H100\n    memory_gb: 80\n    memory_gib: 80\n", `user.yaml:4:17: accelerator H100: memory_gib: give memory_gb or memory_gib, not both`},
-		{"link kind", "accelerators:\n  - name: H100\n    link: {kind: infiniband}\n", `user.yaml:3:18: accelerator H100: link.kind: must be nvlink or pcie, got "infiniband"`},
+		{"link kind", "accelerators:\n  - name: H100\n    link: {kind: infiniband}\n", `user.yaml:3:18: accelerator H100: link.kind: must be nvlink, xgmi or pcie, got "infiniband"`},
 		{"negative latency", "accelerators:\n  - name: H100\n    nic: {latency_ns: -5}\n", `accelerator H100: nic.latency_ns: must be >= 0 and plausible, got -5`},
 		{"zero gpus", "accelerators:\n  - name: H100\n    node: {gpus: 0}\n", `accelerator H100: node.gpus: must be > 0 and plausible, got 0`},
 		{"zero host bw", "accelerators:\n  - name: H100\n    node: {host_bw_gbps: 0}\n", `accelerator H100: node.host_bw_gbps: must be > 0 and plausible, got 0`},
 		{"incomplete new", "accelerators:\n  - name: New\n    memory_gb: 3\n", `user.yaml:2:5: accelerator New: mem_bw_gbps: missing (required)`},
 		{"new without memory", "accelerators:\n  - name: New\n", `user.yaml:2:5: accelerator New: memory_gb: missing (required)`},
 		{"new without link", strings.Replace(complete, "    link: {kind: pcie, bw_gbps: 32, latency_ns: 0}\n", "", 1), `accelerator MyGPU: link: missing (required: kind, bw_gbps, latency_ns)`},
-		{"new without link kind", strings.Replace(complete, "kind: pcie, ", "", 1), `accelerator MyGPU: link.kind: missing (nvlink or pcie)`},
+		{"new without link kind", strings.Replace(complete, "kind: pcie, ", "", 1), `accelerator MyGPU: link.kind: missing (nvlink, xgmi or pcie)`},
 		{"new without nic latency", strings.Replace(complete, ", latency_ns: 1500", "", 1), `accelerator MyGPU: nic.latency_ns: missing (required; 0 is allowed)`},
 		{"new without node", strings.Replace(complete, "    node: {gpus: 4, host_memory_gb: 256, host_bw_gbps: 32}\n", "", 1), `accelerator MyGPU: node: missing (required: gpus, host_memory_gb, host_bw_gbps)`},
-		{"unknown base", "accelerators:\n  - name: H100x\n    base: H101\n", `user.yaml:3:11: accelerator H100x: base: unknown accelerator "H101"; closest: H100, A100, H200`},
+		{"unknown base", "accelerators:\n  - name: H100x\n    base: H101\n", `user.yaml:3:11: accelerator H100x: base: unknown accelerator "H101"; closest: H100, A100, H20`},
 		{"alias clash", "accelerators:\n  - name: H100-80\n    base: H100\n    aliases: [A100]\n", `user.yaml:4:14: accelerator H100-80: name or alias "A100" is already used by A100`},
 		{"override alias clash", "accelerators:\n  - name: H100\n    aliases: [h-200]\n", `accelerator H100: name or alias "h-200" is already used by H200`},
 		{"perfdb system", "accelerators:\n  - name: H100\n    perfdb_system: H100 SXM\n", `user.yaml:3:20: accelerator H100: perfdb_system: must be a performance-database system folder name`},

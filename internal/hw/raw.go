@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -14,50 +15,57 @@ import (
 
 // rawFile is the YAML document: a list of accelerators.
 type rawFile struct {
-	Accelerators []rawAccel `yaml:"accelerators"`
+	Accelerators []Spec `yaml:"accelerators,omitempty" json:"accelerators,omitempty"`
 }
 
-// rawAccel is one accelerator as written in YAML, in spec-sheet units.
-// Pointers tell "absent" (keep the base value) from zero.
-type rawAccel struct {
-	Name       string   `yaml:"name"`
-	Base       string   `yaml:"base"`
-	Aliases    []string `yaml:"aliases"`
-	Product    string   `yaml:"product"`
-	Source     string   `yaml:"source"`
-	MemoryGB   *float64 `yaml:"memory_gb"`
-	MemoryGiB  *float64 `yaml:"memory_gib"`
-	MemBWGBps  *float64 `yaml:"mem_bw_gbps"`
-	TFLOPSBF16 *float64 `yaml:"tflops_bf16"`
-	TFLOPSFP8  *float64 `yaml:"tflops_fp8"`
-	TFLOPSFP4  *float64 `yaml:"tflops_fp4"`
-	CC         *float64 `yaml:"compute_capability"`
-	PerfDB     *string  `yaml:"perfdb_system"`
-	Link       *rawLink `yaml:"link"`
-	NIC        *rawNIC  `yaml:"nic"`
-	Node       *rawNode `yaml:"node"`
+// Spec is one accelerator as written in YAML (a catalog file, or a
+// scenario's accelerators list), in spec-sheet units; see the header of
+// catalog.yaml. Pointers tell "absent" (keep the base value) from zero.
+type Spec struct {
+	Name       string    `yaml:"name,omitempty" json:"name,omitempty"`
+	Base       string    `yaml:"base,omitempty" json:"base,omitempty"`
+	Aliases    []string  `yaml:"aliases,omitempty" json:"aliases,omitempty"`
+	Product    string    `yaml:"product,omitempty" json:"product,omitempty"`
+	Source     string    `yaml:"source,omitempty" json:"source,omitempty"`
+	MemoryGB   *float64  `yaml:"memory_gb,omitempty" json:"memory_gb,omitempty"`
+	MemoryGiB  *float64  `yaml:"memory_gib,omitempty" json:"memory_gib,omitempty"`
+	MemBWGBps  *float64  `yaml:"mem_bw_gbps,omitempty" json:"mem_bw_gbps,omitempty"`
+	TFLOPSBF16 *float64  `yaml:"tflops_bf16,omitempty" json:"tflops_bf16,omitempty"`
+	TFLOPSFP8  *float64  `yaml:"tflops_fp8,omitempty" json:"tflops_fp8,omitempty"`
+	TFLOPSFP4  *float64  `yaml:"tflops_fp4,omitempty" json:"tflops_fp4,omitempty"`
+	CC         *float64  `yaml:"compute_capability,omitempty" json:"compute_capability,omitempty"`
+	PerfDB     *string   `yaml:"perfdb_system,omitempty" json:"perfdb_system,omitempty"`
+	Link       *LinkSpec `yaml:"link,omitempty" json:"link,omitempty"`
+	NIC        *NICSpec  `yaml:"nic,omitempty" json:"nic,omitempty"`
+	Node       *NodeSpec `yaml:"node,omitempty" json:"node,omitempty"`
+	// CalibrationFrom names the calibrated accelerator whose roofline
+	// efficiencies this one borrows when it has no calibration of its own
+	// (default: the nearest calibrated architecture).
+	CalibrationFrom *string `yaml:"calibration_from,omitempty" json:"calibration_from,omitempty"`
 }
 
-type rawLink struct {
-	Kind      *string  `yaml:"kind"`
-	BWGBps    *float64 `yaml:"bw_gbps"`
-	LatencyNs *float64 `yaml:"latency_ns"`
-	P2P       *bool    `yaml:"p2p"`
+// LinkSpec is the YAML form of [Link].
+type LinkSpec struct {
+	Kind      *string  `yaml:"kind,omitempty" json:"kind,omitempty"`
+	BWGBps    *float64 `yaml:"bw_gbps,omitempty" json:"bw_gbps,omitempty"`
+	LatencyNs *float64 `yaml:"latency_ns,omitempty" json:"latency_ns,omitempty"`
+	P2P       *bool    `yaml:"p2p,omitempty" json:"p2p,omitempty"`
 }
 
-type rawNIC struct {
-	BWGbit    *float64 `yaml:"bw_gbit"`
-	LatencyNs *float64 `yaml:"latency_ns"`
-	HostPath  *bool    `yaml:"host_path"`
+// NICSpec is the YAML form of [NIC].
+type NICSpec struct {
+	BWGbit    *float64 `yaml:"bw_gbit,omitempty" json:"bw_gbit,omitempty"`
+	LatencyNs *float64 `yaml:"latency_ns,omitempty" json:"latency_ns,omitempty"`
+	HostPath  *bool    `yaml:"host_path,omitempty" json:"host_path,omitempty"`
 }
 
-// Integer quantities are decoded as floats so that 1.5 is reported rather
-// than silently truncated.
-type rawNode struct {
-	GPUs         *float64 `yaml:"gpus"`
-	HostMemoryGB *float64 `yaml:"host_memory_gb"`
-	HostBWGBps   *float64 `yaml:"host_bw_gbps"`
-	NVLinkDomain *float64 `yaml:"nvlink_domain"`
+// NodeSpec is the YAML form of [Node]. Integer quantities are decoded as
+// floats so that 1.5 is reported rather than silently truncated.
+type NodeSpec struct {
+	GPUs         *float64 `yaml:"gpus,omitempty" json:"gpus,omitempty"`
+	HostMemoryGB *float64 `yaml:"host_memory_gb,omitempty" json:"host_memory_gb,omitempty"`
+	HostBWGBps   *float64 `yaml:"host_bw_gbps,omitempty" json:"host_bw_gbps,omitempty"`
+	NVLinkDomain *float64 `yaml:"nvlink_domain,omitempty" json:"nvlink_domain,omitempty"`
 }
 
 // decode parses data strictly: unknown fields, duplicate keys and type
@@ -126,7 +134,7 @@ func position(data []byte, source string, i int, field string) (pos string) {
 }
 
 // overlay returns base with every field set in over replacing it.
-func overlay(base, over rawAccel) rawAccel {
+func overlay(base, over Spec) Spec {
 	out := base
 	out.Aliases = over.Aliases
 	out.Name = over.Name
@@ -147,8 +155,11 @@ func overlay(base, over rawAccel) rawAccel {
 	if over.PerfDB != nil {
 		out.PerfDB = over.PerfDB
 	}
+	if over.CalibrationFrom != nil {
+		out.CalibrationFrom = over.CalibrationFrom
+	}
 	if over.Link != nil {
-		l := rawLink{}
+		l := LinkSpec{}
 		if out.Link != nil {
 			l = *out.Link
 		}
@@ -163,7 +174,7 @@ func overlay(base, over rawAccel) rawAccel {
 		out.Link = &l
 	}
 	if over.NIC != nil {
-		n := rawNIC{}
+		n := NICSpec{}
 		if out.NIC != nil {
 			n = *out.NIC
 		}
@@ -175,7 +186,7 @@ func overlay(base, over rawAccel) rawAccel {
 		out.NIC = &n
 	}
 	if over.Node != nil {
-		n := rawNode{}
+		n := NodeSpec{}
 		if out.Node != nil {
 			n = *out.Node
 		}
@@ -205,7 +216,7 @@ const (
 
 // toAccelerator converts and validates. at gives the source position of a
 // field for error messages.
-func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, error) {
+func (r Spec) toAccelerator(at func(field string) string) (Accelerator, error) {
 	a := Accelerator{Name: r.Name, Aliases: r.Aliases, Product: r.Product, Source: r.Source}
 	fail := func(field, format string, args ...any) error {
 		return fmt.Errorf("%s: accelerator %s: %s: %s", at(field), r.Name, field, fmt.Sprintf(format, args...))
@@ -273,11 +284,11 @@ func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, erro
 	}
 	switch {
 	case r.Link.Kind == nil:
-		return a, fail("link.kind", "missing (nvlink or pcie)")
-	case LinkKind(*r.Link.Kind) == LinkNVLink || LinkKind(*r.Link.Kind) == LinkPCIe:
+		return a, fail("link.kind", "missing (nvlink, xgmi or pcie)")
+	case LinkKind(*r.Link.Kind) == LinkNVLink || LinkKind(*r.Link.Kind) == LinkXGMI || LinkKind(*r.Link.Kind) == LinkPCIe:
 		a.Link.Kind = LinkKind(*r.Link.Kind)
 	default:
-		return a, fail("link.kind", "must be nvlink or pcie, got %q", *r.Link.Kind)
+		return a, fail("link.kind", "must be nvlink, xgmi or pcie, got %q", *r.Link.Kind)
 	}
 	if a.Link.Bandwidth, err = positive("link.bw_gbps", r.Link.BWGBps, gb); err != nil {
 		return a, err
@@ -286,6 +297,12 @@ func (r rawAccel) toAccelerator(at func(field string) string) (Accelerator, erro
 		return a, err
 	}
 	a.Link.P2P = r.Link.P2P == nil || *r.Link.P2P
+	if r.CalibrationFrom != nil {
+		if strings.TrimSpace(*r.CalibrationFrom) == "" {
+			return a, fail("calibration_from", "is empty; name a calibrated accelerator (e.g. H100) or remove the field to borrow the nearest")
+		}
+		a.CalibrationFrom = strings.TrimSpace(*r.CalibrationFrom)
+	}
 
 	if r.NIC == nil {
 		return a, fail("nic", "missing (required: bw_gbit, latency_ns)")

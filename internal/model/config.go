@@ -59,8 +59,16 @@ type Config struct {
 	MLPBias bool
 	// LMHeadBias reports a bias on lm_head.
 	LMHeadBias bool
-	// QKNorm reports per-head RMSNorm on queries and keys (Qwen3 family).
+	// QKNorm reports RMSNorm on queries and keys (Qwen3 family: per head).
 	QKNorm bool
+	// QKNormFull reports that the q/k norms span the whole q and k
+	// projections (OLMo 2) rather than one head.
+	QKNormFull bool
+	// QKVBias reports biases on the q, k and v projections only (Qwen2),
+	// which its config.json does not state.
+	QKVBias bool
+	// ParamFreeNorms reports LayerNorms without weights (OLMo 1).
+	ParamFreeNorms bool
 
 	// NumExperts is the number of routed experts per MoE layer
 	// (num_experts, num_local_experts or n_routed_experts); 0 for a dense
@@ -111,6 +119,7 @@ type rawConfig struct {
 	SlidingWindow         *int64  `json:"sliding_window"`
 	UseSlidingWindow      *bool   `json:"use_sliding_window"`
 	AttentionBias         *bool   `json:"attention_bias"`
+	Bias                  *bool   `json:"bias"` // InternLM2's name for the attention biases
 	MLPBias               *bool   `json:"mlp_bias"`
 	LMHeadBias            *bool   `json:"lm_head_bias"`
 	KVLoraRank            *int64  `json:"kv_lora_rank"`
@@ -243,10 +252,7 @@ func (r *rawConfig) toConfig() (*Config, error) {
 	if r.ModelType != nil {
 		c.ModelType = *r.ModelType
 	}
-	switch c.ModelType {
-	case "qwen3", "qwen3_moe":
-		c.QKNorm = true
-	}
+	applyArchitecture(r, c)
 	switch {
 	case r.TorchDtype != nil && *r.TorchDtype != "":
 		c.Dtype = strings.ToLower(*r.TorchDtype)

@@ -19,6 +19,14 @@
 // present and > 0, and the error names the source and the JSON field.
 // Nothing here panics on bad input.
 //
+// Which model_types a scenario may use is one table, [Architectures]
+// (arch.go): per type, the layer catalog that times it and the structure
+// its config.json leaves implicit (Qwen2's q/k/v biases, OLMo's norms).
+// [Parse] accepts any type, so a directory can be listed; a run asks
+// [Config.Architecture], which refuses an unknown type with the list of
+// supported ones, and [Config.CheckSlidingWindow], which refuses a
+// sliding window the simulator does not model but the context would use.
+//
 // [Load] and [List] read a model directory laid out as <org>/<name>.json,
 // for example the embedded catalog returned by [Builtin] or a user directory
 // (os.DirFS) given with --models DIR. A file system that has a top-level

@@ -385,10 +385,16 @@ func (c *Config) attnParams() (linear, other int64) {
 	d := c.HeadDim
 	q, kv := c.NumHeads*d, c.NumKVHeads*d
 	linear = h*q + 2*h*kv + q*h
-	if c.AttentionBias {
+	switch {
+	case c.AttentionBias:
 		other += q + 2*kv + h
+	case c.QKVBias:
+		other += q + 2*kv
 	}
-	if c.QKNorm {
+	switch {
+	case c.QKNormFull:
+		other += q + kv
+	case c.QKNorm:
 		other += 2 * d
 	}
 	if c.AttentionSinks {

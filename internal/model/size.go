@@ -8,9 +8,10 @@ import (
 
 // ParamCount is the total number of parameters: token embeddings; per layer
 // the attention projections q, k, v, o (with biases when AttentionBias and
-// per-head q/k norms when QKNorm), the MLP (dense: gate, up and down,
+// q/k norms when QKNorm; q/k/v biases only when QKVBias), the MLP (dense: gate, up and down,
 // 3·h·i; MoE: E·3·h·i_e for the experts, h·E for the router, plus shared
-// experts) and two norms; the final norm; and lm_head unless tied.
+// experts) and two norms (none with ParamFreeNorms); the final norm; and
+// lm_head unless tied.
 func (c *Config) ParamCount() int64 { return c.params(c.NumExperts) }
 
 // ActiveParamCount is the number of parameters one token passes through:
@@ -22,7 +23,10 @@ func (c *Config) params(experts int64) int64 {
 	h := c.HiddenSize
 	lin, other := c.attnParams()
 	attn := lin + other
-	norms := c.normsPerLayer() * h
+	norms, finalNorm := c.normsPerLayer()*h, h
+	if c.ParamFreeNorms {
+		norms, finalNorm = 0, 0
+	}
 
 	dense := 3 * h * c.IntermediateSize
 	if c.MLPBias {
@@ -33,7 +37,7 @@ func (c *Config) params(experts int64) int64 {
 	nMoE := int64(c.NumMoELayers())
 	total := c.NumLayers*(attn+norms) + nMoE*moe + (c.NumLayers-nMoE)*dense
 	total += c.VocabSize * h // embeddings
-	total += h               // final norm
+	total += finalNorm
 	if !c.TieWordEmbeddings {
 		total += c.VocabSize * h
 	}

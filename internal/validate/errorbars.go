@@ -111,10 +111,12 @@ func errorBand(on bool, s *config.Scenario) (*calibrate.Band, error) {
 // does one whose own calibration was fitted on per-op tables
 // (calibrate.Entry.Kept) when it has no step tables to take a band from.
 func noTablesBand(file *calibrate.File, root fs.FS, hwName, model string, noTables error) (*calibrate.Band, error) {
-	if acc, err := hw.Lookup(hwName); err == nil {
+	acc, accErr := hw.Lookup(hwName)
+	if accErr == nil {
 		hwName = acc.Name
 	}
-	if en, own := file.Entry(hwName); own {
+	en, own := file.Entry(hwName)
+	if own {
 		b, err := crossModelBand(en, root, hwName, model, noTables)
 		if err == nil || en.Kept == "" {
 			return b, err
@@ -125,10 +127,19 @@ func noTablesBand(file *calibrate.File, root fs.FS, hwName, model string, noTabl
 		// (the transfer band of the one it keeps fields from) stands in.
 	}
 	lender, ok := file.Fallback()
+	if !own && accErr == nil {
+		// The calibration a run borrows (calibration_from, else the
+		// nearest calibrated architecture): its transfer band.
+		if cat, err := hw.Default(); err == nil {
+			if l, _, lok, lerr := file.Lender(acc, cat); lerr == nil && lok {
+				lender, ok = l, true
+			}
+		}
+	}
 	if !ok {
 		return nil, fmt.Errorf("error bars: %s is not calibrated and no calibration may be lent: no band", hwName)
 	}
-	en, _ := file.Entry(lender)
+	en, _ = file.Entry(lender)
 	sub, err := fs.Sub(assets.FS(), "profiles")
 	if err != nil {
 		return nil, err
