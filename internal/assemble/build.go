@@ -95,6 +95,8 @@ type Built struct {
 	// pd is the handoff configuration of a disaggregated scenario (nil for
 	// colocated serving).
 	pd *cluster.PDConfig
+	// faults is the run's fault model (nil: none).
+	faults *cluster.FaultConfig
 	// tiers configures the KV tiers below the GPUs (nil: none).
 	tiers *kvtier.Config
 	// engines are the instance groups' effective engine settings, every
@@ -148,6 +150,9 @@ func (b *Built) PD() (cluster.PDConfig, bool) {
 	}
 	return *b.pd, true
 }
+
+// HasFaults reports whether runs have a fault model or an autoscaler.
+func (b *Built) HasFaults() bool { return b.faults != nil }
 
 // Open returns a fresh workload source (it can be called again to replay
 // the same workload) and a closer for the file behind it.
@@ -278,6 +283,7 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 		}
 		cfg.PD = &cluster.PDSetup{Config: *b.pd, Nodes: nodes, Net: net}
 	}
+	cfg.Faults = b.faults
 	return cluster.New(cfg)
 }
 
@@ -420,6 +426,9 @@ func (bl *builder) finish() (*Built, error) {
 			return nil, err
 		}
 		b.pd = pdc
+	}
+	if b.faults, err = faultConfig(b); err != nil {
+		return nil, err
 	}
 	open, err := workloadOpener(s, src)
 	if err != nil {

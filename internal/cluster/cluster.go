@@ -159,6 +159,12 @@ type Sim struct {
 	tokensSeen int64  // prompt and output tokens of the requests admitted
 	live       map[int64]liveReq
 
+	ft *faultState // the fault model (fault.go); nil: none
+	// reArriving: the request being placed is sent again after a loss and
+	// keeps its arrival reArrival.
+	reArriving bool
+	reArrival  int64
+
 	aborting []int64 // aborts waiting for their request to leave a batch or a handoff (abort.go)
 }
 
@@ -301,6 +307,8 @@ func (s *Sim) dispatch(ev des.Event) error {
 		err = s.feDelivered(ev.Arg, ev.At)
 	case evAbort:
 		err = s.abort(ev.Arg, ev.At)
+	case evLose, evRestart, evSlow, evLinkWin, evScale, evReady:
+		err = s.faultEvent(ev)
 	}
 	return err
 }
@@ -316,6 +324,9 @@ func (s *Sim) settle(err error) error {
 	}
 	if err == nil && s.pd != nil && s.checks {
 		err = s.checkPDDue()
+	}
+	if err == nil && s.ft != nil && s.pd == nil && s.checks {
+		err = s.checkFaults()
 	}
 	if err != nil {
 		var stop *StopReport
@@ -417,6 +428,16 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 // retry timer of a request that left the state it was armed in, or a
 // network wake-up superseded by a later one.
 func (s *Sim) stale(ev des.Event) bool {
+	if s.ft != nil {
+		switch ev.Kind {
+		case evLose, evRestart, evSlow, evLinkWin, evScale, evReady:
+			return s.faultStale(ev)
+		case evStepEnd:
+			if s.ft.down[ev.Target] || ev.Arg <= s.ft.floor[ev.Target] {
+				return true // a batch of a lost instance
+			}
+		}
+	}
 	if ev.Kind == evTier {
 		return s.tierStale(ev)
 	}
@@ -474,6 +495,10 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 		rec := failedRecord(req, now, "unfit: "+reason)
 		return s.end(&rec, now)
 	}
+	if s.ft != nil && !s.liveCandidates() {
+		rec := failedRecord(req, now, "instance lost: no live instance can serve the request")
+		return s.end(&rec, now)
+	}
 	if s.groups != nil {
 		s.balancedCandidates()
 	}
@@ -487,8 +512,25 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 			inst = s.pickRank(int(gi), now)
 		}
 	}
-	s.seedHashes(inst, s.engines[inst].Add(req, now), req)
+	slot := s.engines[inst].Add(req, now)
+	if s.reArriving {
+		s.engines[inst].Record(slot).Arrival = s.reArrival
+	}
+	s.seedHashes(inst, slot, req)
 	return s.kick(inst, now)
+}
+
+// liveCandidates drops lost instances from s.candidates and reports
+// whether any is left.
+func (s *Sim) liveCandidates() bool {
+	out := s.candidates[:0]
+	for _, c := range s.candidates {
+		if !s.ft.closed[c] {
+			out = append(out, c)
+		}
+	}
+	s.candidates = out
+	return len(out) > 0
 }
 
 // kick starts a step on an instance that has work and can take another
@@ -496,6 +538,9 @@ func (s *Sim) place(req *workload.Request, now int64) error {
 // whose end overflows the clock, or an engine's invariant violation, is
 // a run error.
 func (s *Sim) kick(inst int, now int64) error {
+	if s.ft != nil && s.ft.down[inst] {
+		return nil
+	}
 	if s.groups != nil && s.groupOf[inst] >= 0 {
 		return s.kickGroup(int(s.groupOf[inst]), now)
 	}
@@ -565,9 +610,11 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		if err := s.reserve(inst, now); err != nil {
 			return err
 		}
-		return s.kick(inst, now)
+		if err := s.kick(inst, now); err != nil {
+			return err
+		}
 	}
-	return nil
+	return s.parkIfDrained(inst, now)
 }
 
 // end records a terminal request and releases its session successor.
@@ -578,6 +625,14 @@ func (s *Sim) end(rec *metrics.Record, now int64) error {
 		}
 	}
 	s.terminal++
+	if s.ft != nil {
+		if len(s.ft.retries) > 0 {
+			delete(s.ft.retries, rec.ID)
+		}
+		if s.ft.scale != nil {
+			s.noteTTFT(rec, now)
+		}
+	}
 	if err := s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now); err != nil {
 		return err
 	}

@@ -60,6 +60,9 @@ type Config struct {
 	Tiers *kvtier.Hierarchy
 	// PD disaggregates prefill and decode (nil: colocated serving).
 	PD *PDSetup
+	// Faults is the run's fault model and autoscaler (fault.go,
+	// autoscale.go; nil: none).
+	Faults *FaultConfig
 }
 
 // PDSetup is a disaggregated simulation's handoff configuration and KV
@@ -201,6 +204,11 @@ func New(cfg Config) (*Sim, error) {
 	}
 	if p := cfg.PD; p != nil {
 		if err := s.setPD(p.Config, p.Nodes, p.Net); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Faults != nil {
+		if err := s.setFaults(*cfg.Faults); err != nil {
 			return nil, err
 		}
 	}

@@ -85,6 +85,8 @@ type ddScenario struct {
 	prefillRate float64
 	insts       []ddInstance
 	reqs        []workload.Request
+	faults      *FaultConfig // fault_dd_test.go; nil: none
+	router      Router       // nil: round-robin
 }
 
 func newDDScenario(d *datadriven.TestData) (*ddScenario, error) {
@@ -211,8 +213,8 @@ func (sc *ddScenario) build() (*Sim, *collect, error) {
 			cfg.PushBufferBlocks[i] = sc.insts[i].buf
 		}
 	}
-	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: sc.reqs}, Router: &RoundRobin{}, Observer: c, CheckInvariants: true,
-		PD: &PDSetup{Config: cfg, Nodes: nodes, Net: net}})
+	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: sc.reqs}, Router: sc.router, Observer: c, CheckInvariants: true,
+		PD: &PDSetup{Config: cfg, Nodes: nodes, Net: net}, Faults: sc.faults})
 	return sim, c, err
 }
 
@@ -265,6 +267,17 @@ func (sc *ddScenario) run(t *testing.T, trace bool) string {
 	}
 	if sim.Stopped() != nil {
 		return b.String() // the eager policy stopped the run, with its report
+	}
+	if st := sim.FaultStats(end); st != nil {
+		fmt.Fprintf(&b, "faults: losses %d restarts %d retried %d replaced %d kv-lost %d load-failures %d recomputed %d\n",
+			st.Losses, st.Restarts, st.Retried, st.Replaced, st.KVLost, st.LoadFailures, st.LoadRecomputed)
+		for _, e := range st.Events {
+			fmt.Fprintf(&b, "  t=%d %s %s\n", e.At/1000, e.Unit, e.Kind)
+		}
+		if st.ScaleUps+st.ScaleDowns > 0 {
+			fmt.Fprintf(&b, "scale-ups %d scale-downs %d\n", st.ScaleUps, st.ScaleDowns)
+		}
+		fmt.Fprintf(&b, "gpu-us %.0f\n", st.GPUHours*3600e6)
 	}
 	if c.dup != 0 || len(c.recs) != len(sc.reqs) {
 		t.Errorf("%d terminal records (%d duplicates) for %d requests", len(c.recs), c.dup, len(sc.reqs))

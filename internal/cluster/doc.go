@@ -51,6 +51,17 @@
 // trace's abort_time_ns does: between its instance's steps, releasing its
 // KV; it ends failed with AbortedReason.
 //
+// Faults and autoscaling (fault.go, autoscale.go; Config.Faults) take
+// instances down and bring them back: a loss empties the instance's
+// engines at once (engine.Reset) and every request it held is sent
+// again, failed, re-placed with its pinned KV or re-prefilled, by where
+// it stood (docs/faults.md); straggler windows scale a rank's step time,
+// KV loads fail per kv_load_failure_policy, link windows change NIC
+// bandwidth, and the autoscaler parks, cold-starts and drains instances
+// of a pool. Batches of a lost engine are recognised by their id
+// (engine.NextBatchID) and dropped as stale events; fault events never
+// keep an otherwise finished run alive.
+//
 // Limits (Config.Limits) bound a run by simulated time and by events; by
 // default an automatic event budget proportional to the tokens seen stops a
 // run that loops without progress. At a limit, requests in flight end

@@ -161,7 +161,7 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 	for i := range g.Ranks {
 		b := &g.batches[i]
 		b.DPPadTo, b.DPSynced, b.DPMode, b.MoENs = st.PadTo, true, sync, st.MoENs
-		st.RankNs[i] = g.Pred.StepTime(b)
+		st.RankNs[i] = s.engines[g.Ranks[i]].Slowed(g.Pred.StepTime(b))
 		d = max(d, st.RankNs[i])
 	}
 	st.End = now + d

@@ -19,7 +19,9 @@ import (
 // gathered token; graphs are captured for 1, 2, 4, 8 and 16 tokens. Times
 // print in ns.
 //
-//	group ranks=N [seqs=N] [budget=N] [router]   a group of N ranks (router: round-robin addresses ranks)
+//	group ranks=N [seqs=N] [budget=N] [router] [slow=RANK,FACTOR,FROM,TO]
+//	                                             a group of N ranks (router: round-robin addresses ranks;
+//	                                             slow: a straggler window on a rank, times in ns)
 //	request id=N in=N out=N [at=NS]              queue a request
 //	run                                          run to the end; print every group step and the outcomes
 func TestDPGroupScenarios(t *testing.T) {
@@ -27,6 +29,7 @@ func TestDPGroupScenarios(t *testing.T) {
 		var ranks, seqs, budget int
 		var balance bool
 		var reqs []workload.Request
+		var slow []StragglerWindow
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "group":
@@ -39,7 +42,13 @@ func TestDPGroupScenarios(t *testing.T) {
 					d.ScanArgs(t, "budget", &budget)
 				}
 				balance = !d.HasArg("router")
-				reqs = nil
+				reqs, slow = nil, nil
+				if d.HasArg("slow") {
+					var rank, from, to int
+					var factor float64
+					d.ScanArgs(t, "slow", &rank, &factor, &from, &to)
+					slow = append(slow, StragglerWindow{Engine: rank, Factor: factor, Start: int64(from), End: int64(to)})
+				}
 				return "ok"
 			case "request":
 				var id, in, out int
@@ -53,7 +62,7 @@ func TestDPGroupScenarios(t *testing.T) {
 				reqs = append(reqs, workload.Request{ID: int64(id), Arrival: at, InputTokens: in, OutputTokens: out})
 				return fmt.Sprintf("%d requests", len(reqs))
 			case "run":
-				return runDPGroup(t, ranks, seqs, budget, balance, reqs)
+				return runDPGroup(t, ranks, seqs, budget, balance, reqs, slow)
 			}
 			t.Fatalf("unknown command %q", d.Cmd)
 			return ""
@@ -92,7 +101,7 @@ func (l *stepTrace) StepDone(inst int, r *engine.StepResult) {
 		st.Start, st.End, strings.Join(ranks, " "), pad, st.Gathered, st.MoENs, st.RankNs)
 }
 
-func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []workload.Request) string {
+func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []workload.Request, slow []StragglerWindow) string {
 	pred := padPred{base: 1000, perTok: 100}
 	var engines []*engine.Engine
 	for i := 0; i < ranks; i++ {
@@ -108,8 +117,12 @@ func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []work
 	for i := range rs {
 		rs[i] = i
 	}
+	var faults *FaultConfig
+	if slow != nil {
+		faults = &FaultConfig{Stragglers: slow}
+	}
 	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: append([]workload.Request(nil), reqs...)}, Router: &RoundRobin{}, Observer: log,
-		DPGroups: []DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}}})
+		DPGroups: []DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}}, Faults: faults})
 	if err != nil {
 		return "error: " + err.Error()
 	}

@@ -62,7 +62,11 @@ var edges = [...]edge{
 	{hQueued, hTransfer},              // decode blocks reserved; transfer starts
 	{hQueued, hPrefilling},            // lease expired: re-prefill
 	{hQueued, hDone},                  // lease expired (on_expiry fail, or re-prefill limit)
-	{hTransfer, hDecoding},            // KV arrived on the decode instance
+	{hTransfer, hDecoding},            // KV arrived on the decode instance (or failed to load: recomputed there)
+	{hTransfer, hQueued},              // decode instance lost: another one takes the handoff
+	{hTransfer, hPrefilling},          // prefill instance lost with the KV: re-prefill
+	{hTransfer, hDone},                // KV load failed (fail policy), or no live instance left
+	{hDecoding, hPrefilling},          // decode instance lost: sent again from scratch (faults.on_loss retry)
 	{hDecoding, hDone},                // finished (or failed) on the decode instance
 }
 
@@ -103,8 +107,12 @@ type hand struct {
 	// the decode queues drops it).
 	offTicket int64
 	bytes     int64 // transfer bytes per stream
-	qBlocks   int   // blocks counted in pd.queuedBlocks[d]
-	demand    int   // blocks counted in pd.demand
+	// lossRetries counts how often the request was sent again after an
+	// instance loss; loadFail marks a transfer drawn to fail to load.
+	lossRetries int
+	loadFail    bool
+	qBlocks     int // blocks counted in pd.queuedBlocks[d]
+	demand      int // blocks counted in pd.demand
 }
 
 // TransitionError reports an illegal handoff transition; it is an

@@ -234,6 +234,9 @@ func (s *Sim) pdUnfit(req *workload.Request) string {
 	f := s.bounds()
 	if f.fitsAllDecode(req) && f.fitsAllPrefill(req) {
 		s.candidates = append(s.candidates[:0], p.prefill...)
+		if s.ft != nil {
+			s.liveCandidates()
+		}
 		return ""
 	}
 	reason := ""
@@ -251,6 +254,15 @@ func (s *Sim) pdUnfit(req *workload.Request) string {
 	}
 	if s.prefillCandidates(req) {
 		return ""
+	}
+	if s.ft != nil {
+		// Some prefill instance fits but none is alive: the caller finds
+		// no candidate.
+		for _, i := range p.prefill {
+			if s.prefillUnfit(req, i) == "" {
+				return ""
+			}
+		}
 	}
 	return s.prefillUnfit(req, p.prefill[0])
 }
@@ -272,7 +284,7 @@ func (s *Sim) prefillUnfit(req *workload.Request, i int) string {
 func (s *Sim) prefillCandidates(req *workload.Request) bool {
 	s.candidates = s.candidates[:0]
 	for _, i := range s.pd.prefill {
-		if s.prefillUnfit(req, i) == "" {
+		if !s.isClosed(i) && s.prefillUnfit(req, i) == "" {
 			s.candidates = append(s.candidates, i)
 		}
 	}
@@ -287,12 +299,19 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 		return s.end(&rec, now)
 	}
 	// pdUnfit left the prefill candidates in s.candidates.
+	if len(s.candidates) == 0 {
+		rec := failedRecord(req, now, "instance lost: no live prefill instance can take the request")
+		return s.end(&rec, now)
+	}
 	pi := s.candidates[0]
 	s.ph.reset()
 	if len(s.candidates) > 1 {
 		pi = s.router.Route(req, s.candidates, view{s})
 	}
 	h := p.newHand(req, now)
+	if s.reArriving {
+		h.rec.Arrival = s.reArrival
+	}
 	h.p = pi
 	if p.adm != nil {
 		if why := p.adm.admission(s, h, now); why != "" {
@@ -310,6 +329,12 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 	}
 	if p.cfg.LocalPrefillBelow > 0 {
 		d := s.placeDecode(h, -1)
+		if d < 0 {
+			rec := h.rec
+			rec.Outcome, rec.Reason = metrics.Failed, "instance lost: no live decode instance can admit the request"
+			p.freeHand(h)
+			return s.end(&rec, now)
+		}
 		e := s.engines[d]
 		if req.InputTokens-e.PrefixHitTokens(req) < p.cfg.LocalPrefillBelow && e.Unfit(req) == "" {
 			// Conditional disaggregation: prefilled and decoded on d.
@@ -483,6 +508,7 @@ func (s *Sim) reserved(h *hand, res engine.Reservation, now int64) error {
 		return s.transferDone(h, now)
 	}
 	h.bytes = s.transferBytes(h, h.d, res.TransferBlocks)
+	h.loadFail = s.loadFails()
 	return s.startFlows(h, now, h.bytes, 0)
 }
 
@@ -555,6 +581,10 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 // transferDone: the KV is on the decode instance; the prefill side frees
 // its copy and the request joins the decode batch.
 func (s *Sim) transferDone(h *hand, now int64) error {
+	if h.loadFail {
+		h.loadFail = false
+		return s.loadFailed(h, now)
+	}
 	if err := s.transition(h, hDecoding, h.d, now); err != nil {
 		return err
 	}
@@ -567,7 +597,10 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 	if err := s.engines[h.d].TransferDone(h.dSlot, now); err != nil {
 		return err
 	}
-	return s.kick(h.d, now)
+	if err := s.kick(h.d, now); err != nil {
+		return err
+	}
+	return s.parkIfDrained(h.p, now) // its last pinned KV handed off
 }
 
 // unpin releases the prefill instance's copy of the KV.

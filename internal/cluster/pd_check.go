@@ -57,6 +57,11 @@ func (s *Sim) checkPD() error {
 	if err := s.checkDeferred(); err != nil {
 		return err
 	}
+	if s.ft != nil {
+		if err := s.checkFaults(); err != nil {
+			return err
+		}
+	}
 	if demand != p.demand {
 		return fmt.Errorf("cluster: invariant violated: decode demand counter is %d blocks but the handoffs add up to %d", p.demand, demand)
 	}

@@ -42,6 +42,9 @@ func (s *Sim) placeDecode(h *hand, exclude int) int {
 		for range cands {
 			d := cands[p.rr%len(cands)]
 			p.rr++
+			if s.isClosed(d) {
+				continue
+			}
 			if !all && !s.engines[d].HandoffFits(&h.req) {
 				continue
 			}
@@ -56,7 +59,7 @@ func (s *Sim) placeDecode(h *hand, exclude int) int {
 	best, bestScore, fallback := -1, 0, -1
 	for _, d := range cands {
 		e := s.engines[d]
-		if !all && !e.HandoffFits(&h.req) {
+		if s.isClosed(d) || !all && !e.HandoffFits(&h.req) {
 			continue
 		}
 		if d == exclude {

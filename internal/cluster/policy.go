@@ -163,6 +163,9 @@ func (s *Sim) prefillQueueNs(p int) float64 {
 func (s *Sim) decodeDemand(h *hand) (demand, capacity float64) {
 	p := s.pd
 	for _, d := range p.decode {
+		if s.isDown(d) {
+			continue // a lost instance's capacity is gone
+		}
 		e := s.engines[d]
 		capacity += float64(e.Pool().Capacity())
 		demand += float64(e.Pool().Used())

@@ -8,7 +8,11 @@ type pullPolicy struct{}
 func (pullPolicy) start(s handoffSim, h *hand, now int64) error { return s.startPrefill(h, now) }
 
 func (pullPolicy) prefilled(s handoffSim, h *hand, now int64) error {
-	if err := s.enqueueDecode(h, s.placeDecode(h, -1), now); err != nil {
+	d := s.placeDecode(h, -1)
+	if d < 0 {
+		return s.failHand(h, now, "instance lost: no live decode instance can admit the request")
+	}
+	if err := s.enqueueDecode(h, d, now); err != nil {
 		return err
 	}
 	return s.reserve(h.d, now)

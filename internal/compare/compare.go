@@ -232,6 +232,28 @@ func Table(title string, rs []Result) string {
 	row("preemptions", func(r *Result) string { return num(r.Summary.Preemptions) })
 	row("re-prefills", func(r *Result) string { return num(r.Summary.Reprefills) })
 	row("retries", func(r *Result) string { return num(r.Summary.Retries) })
+	if anyFaults(rs) {
+		// Fault and autoscaler variants; "-" for a variant without either.
+		fr := func(label string, f func(*metrics.FaultResult) string) {
+			row(label, func(r *Result) string {
+				if r.Summary.Faults == nil {
+					return "-"
+				}
+				return f(r.Summary.Faults)
+			})
+		}
+		fr("instance losses", func(f *metrics.FaultResult) string { return num(f.Losses) })
+		fr("requests retried after a loss", func(f *metrics.FaultResult) string { return num(f.Retried) })
+		fr("re-prefilled (KV lost)", func(f *metrics.FaultResult) string { return num(f.KVLost) })
+		fr("KV loads failed", func(f *metrics.FaultResult) string { return num(f.LoadFailures) })
+		fr("scale-ups / scale-downs", func(f *metrics.FaultResult) string { return fmt.Sprintf("%d/%d", f.ScaleUps, f.ScaleDowns) })
+		row("GPU-hours", func(r *Result) string {
+			if r.Summary.Faults == nil {
+				return "-"
+			}
+			return fl(r.Summary.Faults.GPUHours, 3)
+		})
+	}
 	sloRows(rs, row)
 	for _, r := range rs {
 		if r.Stopped != "" {
@@ -239,6 +261,16 @@ func Table(title string, rs []Result) string {
 		}
 	}
 	return b.String()
+}
+
+// anyFaults reports whether some variant ran with faults or an autoscaler.
+func anyFaults(rs []Result) bool {
+	for i := range rs {
+		if rs[i].Summary.Faults != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // sloRows adds, when some variant sets an slo section, its bounds, SLO

@@ -98,6 +98,23 @@ func TestParseErrors(t *testing.T) {
 		{"priority fraction", "workload: {priorities: [{priority: 0.5, weight: 1}]}\n", []string{"s.yaml:1:", "whole number"}},
 		{"priority unknown field", "workload: {priorities: [{prio: 1, weight: 1}]}\n", []string{"s.yaml:1:", "prio"}},
 		{"bad moe distribution", "predictor: {kind: perfdb, moe_distribution: zipf}\n", []string{"predictor.moe_distribution", "power_law_1.01"}},
+		{"faults unknown field", "faults: {loss: []}\n", []string{"s.yaml:1:", "loss"}},
+		{"faults on_loss", "faults: {on_loss: maybe}\n", []string{"s.yaml:1:", "faults.on_loss", "retry or fail"}},
+		{"faults instance ref", "faults: {losses: [{at_s: 1, instance: g0}]}\n", []string{"faults.losses[0].instance", "group[index]"}},
+		{"faults instance range", "faults: {losses: [{at_s: 1, instance: 'g0[3]'}]}\n", []string{"faults.losses[0].instance", "index 3 is out of range"}},
+		{"faults loss target", "faults: {losses: [{at_s: 1}]}\n", []string{"faults.losses[0]", "exactly one of instance"}},
+		{"faults mtbf", "faults: {mtbf: [{group: g0, hours: 0}]}\n", []string{"faults.mtbf[0].hours", "(0, 1e6]"}},
+		{"faults straggler window", "faults: {stragglers: [{instance: 'g0[0]', start_s: 5, end_s: 1, factor: 2}]}\n", []string{"faults.stragglers[0].end_s", "after start_s"}},
+		{"faults straggler factor", "faults: {stragglers: [{instance: 'g0[0]', start_s: 0, end_s: 1, factor: 0.5}]}\n", []string{"faults.stragglers[0].factor", "[1, 1000]"}},
+		{"faults transfers colocated", "faults: {transfers: {failure_rate: 0.1}}\n", []string{"faults.transfers", "disaggregated"}},
+		{"faults load policy", "faults: {transfers: {kv_load_failure_policy: retry}}\n", []string{"faults.transfers.kv_load_failure_policy", "recompute or fail"}},
+		{"faults with push", "instances: [{role: prefill}, {role: decode}]\nhandoff: {policy: push}\nfaults: {}\n", []string{"faults", "pull or reject"}},
+		{"faults with tiers", "kv_tiers: {}\nfaults: {}\n", []string{"faults", "kv_tiers"}},
+		{"autoscaler min", "instances: [{name: a, count: 3}]\nautoscaler: {pools: [{group: a, min: 0, target: 1}]}\n", []string{"autoscaler.pools[0]", "1 <= min <= max"}},
+		{"autoscaler metric", "instances: [{name: a, count: 3}]\nautoscaler: {pools: [{group: a, min: 1, target: 1, metric: rps}]}\n", []string{"autoscaler.pools[0].metric", "queue_depth, kv_usage or ttft_p90"}},
+		{"autoscaler group", "autoscaler: {pools: [{group: b, min: 1, target: 1}]}\n", []string{"autoscaler.pools[0].group", "no instance group"}},
+		{"autoscaler kv target", "instances: [{name: a, count: 3}]\nautoscaler: {pools: [{group: a, min: 1, target: 2, metric: kv_usage}]}\n", []string{"autoscaler.pools[0].target", "fraction"}},
+		{"autoscaler no pools", "autoscaler: {}\n", []string{"autoscaler.pools", "at least one pool"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -68,6 +68,12 @@ func (s *Scenario) FillGroups() {
 			g.PP = intPtr(1)
 		}
 	}
+	if s.Faults != nil {
+		s.Faults.defaults()
+	}
+	if s.Autoscaler != nil {
+		s.Autoscaler.defaults(s)
+	}
 }
 
 func intPtr(v int) *int { return &v }

@@ -88,6 +88,12 @@ type Scenario struct {
 	// their arrival times and every latency is engine-side (the replay of
 	// a measured run).
 	FrontEnd *frontend.Config `yaml:"frontend,omitempty" json:"frontend,omitempty"`
+	// Faults injects instance losses, stragglers, KV transfer failures
+	// and link degradation (docs/faults.md); absent: none.
+	Faults *Faults `yaml:"faults,omitempty" json:"faults,omitempty"`
+	// Autoscaler scales instance groups with load (docs/faults.md);
+	// absent: fixed pools.
+	Autoscaler *Autoscaler `yaml:"autoscaler,omitempty" json:"autoscaler,omitempty"`
 	// CheckInvariants verifies KV-block conservation and scheduler limits
 	// after every step (slower; on in tests).
 	CheckInvariants bool `yaml:"check_invariants" json:"check_invariants"`

@@ -89,6 +89,8 @@ func (s *Scenario) Validate() error {
 		bad("router", "must be %s or %s (got %q)", joinNames(Routers[:len(Routers)-1], ", "), Routers[len(Routers)-1], s.Router)
 	}
 	s.validateHandoff(bad)
+	s.validateFaults(bad)
+	s.validateAutoscaler(bad)
 	s.validateSwap(bad)
 	s.validateBounds(bad)
 	if t := s.KVTiers; t != nil {

@@ -93,6 +93,8 @@ type Engine struct {
 	// preemptions counts every preemption (recompute or swap) on this
 	// instance, for the check that no request record loses one.
 	preemptions int64
+	// slow scales every step's time (a straggler, fault.go); 0 or 1: none.
+	slow float64
 }
 
 // New returns an idle engine with an empty KV pool. id is the instance index

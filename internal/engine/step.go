@@ -81,7 +81,7 @@ func (e *Engine) Begin(now int64) (Step, bool, error) {
 		e.formDraft = e.draftNs()
 		d += e.formDraft
 	}
-	st, err := e.Launch(now, d)
+	st, err := e.Launch(now, e.Slowed(d))
 	return st, true, err
 }
 

@@ -38,7 +38,16 @@ type Snapshot struct {
 	// and the bytes of swap space they hold.
 	Swapped       int
 	SwapUsedBytes int64
+	// Faults and autoscaling (FaultSeriesColumns): whether the instance
+	// serves (1) or not (0), and its state: serving, draining, starting,
+	// restarting, lost or parked.
+	Alive bool
+	State string
 }
+
+// FaultSeriesColumns are the time series columns added last in a run with
+// faults or an autoscaler (WithFaultColumns).
+var FaultSeriesColumns = []string{"alive", "state"}
 
 // TierSeriesColumns are the time series columns added after SeriesColumns
 // when KV tiers are on (WithTierColumns).
@@ -89,6 +98,7 @@ type SeriesWriter struct {
 	closed bool
 	tiers  bool // write TierSeriesColumns
 	swap   bool // write SwapSeriesColumns
+	faults bool // write FaultSeriesColumns
 }
 
 // DefaultSeriesPeriod is the interval length used when none is given: one
@@ -103,7 +113,7 @@ func NewSeriesWriter(w io.Writer, period int64, opts ...Option) *SeriesWriter {
 		period = DefaultSeriesPeriod
 	}
 	o := resolveOptions(opts)
-	s := &SeriesWriter{bw: bufio.NewWriterSize(w, 64<<10), period: period, next: period, tiers: o.tiers, swap: o.swap}
+	s := &SeriesWriter{bw: bufio.NewWriterSize(w, 64<<10), period: period, next: period, tiers: o.tiers, swap: o.swap, faults: o.faults}
 	s.buf = make([]byte, 0, 256)
 	for i, c := range SeriesColumns {
 		if i > 0 {
@@ -114,7 +124,7 @@ func NewSeriesWriter(w io.Writer, period int64, opts ...Option) *SeriesWriter {
 	for _, extra := range [...]struct {
 		on   bool
 		cols []string
-	}{{s.tiers, TierSeriesColumns}, {s.swap, SwapSeriesColumns}} {
+	}{{s.tiers, TierSeriesColumns}, {s.swap, SwapSeriesColumns}, {s.faults, FaultSeriesColumns}} {
 		if !extra.on {
 			continue
 		}
@@ -204,6 +214,16 @@ func (s *SeriesWriter) row(b []byte, iv *Interval) []byte {
 		b = strconv.AppendInt(b, int64(sn.Swapped), 10)
 		b = append(b, ',')
 		b = strconv.AppendFloat(b, float64(sn.SwapUsedBytes)/1e9, 'f', 3, 64)
+	}
+	if s.faults {
+		b = append(b, ',')
+		if sn.Alive {
+			b = append(b, '1')
+		} else {
+			b = append(b, '0')
+		}
+		b = append(b, ',')
+		b = append(b, sn.State...)
 	}
 	return append(b, '\n')
 }

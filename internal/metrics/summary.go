@@ -497,6 +497,8 @@ type Result struct {
 	// at once (handoff.offload_pinned_after_s; 0 when nothing was
 	// offloaded).
 	OffloadPeakBytes int64 `json:"offload_peak_bytes,omitempty"`
+	// Faults summarises injected faults and autoscaling (nil: none).
+	Faults *FaultResult `json:"faults,omitempty"`
 	// Swap summarises swap preemption (engine.preemption_mode swap; nil
 	// when off).
 	Swap *SwapResult `json:"swap,omitempty"`

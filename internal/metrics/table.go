@@ -139,6 +139,9 @@ func (r Result) String() string {
 			fmt.Fprintf(&b, "  offloads that waited for room in host memory: %d\n", r.OffloadDeferred)
 		}
 	}
+	if r.Faults != nil {
+		faultTable(&b, r.Faults)
+	}
 	if len(r.KVTiers) > 0 {
 		b.WriteString(strings.Repeat("-", tableWidth) + "\n")
 		b.WriteString("KV tiers    requests  load mean ms   hit tokens    GB read  GB written  chunks held/capacity  evicted  dropped\n")

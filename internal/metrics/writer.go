@@ -33,7 +33,7 @@ var FrontEndColumns = []string{"engine_arrival_ms", "engine_first_token_ms", "en
 // Option changes what a writer writes.
 type Option func(*options)
 
-type options struct{ tiers, swap, frontEnd, priority bool }
+type options struct{ tiers, swap, frontEnd, priority, faults bool }
 
 // PriorityColumn is the per-request column added last when requests have
 // priorities (WithPriorityColumn).
@@ -67,6 +67,10 @@ func WithTierColumns() Option { return func(o *options) { o.tiers = true } }
 // WithSwapColumns adds the swap-preemption columns (SwapSeriesColumns) to
 // time series rows; request rows are unchanged.
 func WithSwapColumns() Option { return func(o *options) { o.swap = true } }
+
+// WithFaultColumns adds the fault and autoscaling columns
+// (FaultSeriesColumns) to time series rows; request rows are unchanged.
+func WithFaultColumns() Option { return func(o *options) { o.faults = true } }
 
 func resolveOptions(opts []Option) options {
 	var o options

@@ -66,6 +66,8 @@ type lineChart struct {
 	logX                  bool    // logarithmic x axis (every x must be > 0)
 	yMax                  float64 // fixed y maximum when > 0; y starts at 0
 	empty                 string  // note drawn when no line has a point
+	// marks are x positions drawn as dashed vertical lines (events).
+	marks []float64
 }
 
 // xys adapts points to plotter.XYer.
@@ -161,6 +163,19 @@ func (c *lineChart) svg() (template.HTML, error) {
 		p.Add(lb)
 	} else if p.Y.Max <= p.Y.Min {
 		p.Y.Max = p.Y.Min + 1 // a flat zero series still gets a visible axis
+	}
+	if len(c.marks) > 0 && points > 0 {
+		top := max(p.Y.Max, 1)
+		for _, x := range c.marks {
+			m, err := plotter.NewLine(xys{{x: x, y: 0}, {x: x, y: top}})
+			if err != nil {
+				return "", fmt.Errorf("report: chart %q, mark at %g: %w", c.title, x, err)
+			}
+			m.LineStyle.Color = color.Gray{Y: 0x90}
+			m.LineStyle.Width = vg.Points(0.5)
+			m.LineStyle.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+			p.Add(m)
+		}
 	}
 	if nleg == 0 {
 		return render(p, nil, c.title)

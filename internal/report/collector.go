@@ -44,6 +44,7 @@ const (
 	fieldKVPinned
 	fieldKVCached
 	fieldLinkUtil
+	fieldAlive // 1 while the instance serves (runs with faults or an autoscaler)
 	numFields
 )
 
@@ -259,6 +260,9 @@ func (c *Collector) Sample(t int64, instance int, s metrics.Snapshot) {
 		fieldKVPinned: float64(s.KVPinnedBlocks),
 		fieldKVCached: float64(s.KVCachedBlocks),
 		fieldLinkUtil: s.LinkUtil,
+	}
+	if s.Alive {
+		v[fieldAlive] = 1
 	}
 	if math.IsNaN(v[fieldLinkUtil]) {
 		v[fieldLinkUtil] = 0

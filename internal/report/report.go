@@ -134,6 +134,7 @@ type runView struct {
 	Open      bool
 	Latency   tableView // per-run latency table (compare only)
 	Pinned    tableView
+	Faults    tableView
 	Instances tableView
 	Note      string
 	Series    []template.HTML
@@ -636,6 +637,7 @@ var seriesCharts = [numFields]struct{ title, yLabel string }{
 	fieldKVPinned: {"KV pinned (held for handoff)", "blocks"},
 	fieldKVCached: {"KV cached (prefix-cache blocks)", "blocks"},
 	fieldLinkUtil: {"KV link utilisation (peak of each point)", "% of NIC bandwidth"},
+	fieldAlive:    {"Instances serving per group (dashed: faults and scaling events)", "instances"},
 }
 
 func instanceName(info []InstanceInfo, idx int) (label, group, role string) {
@@ -702,6 +704,9 @@ func runDetails(r *Run) (runView, error) {
 		rv.Note = fmt.Sprintf("Each point is the mean of %d consecutive samples (the series is downsampled to at most %d points per instance); the table above gives exact peaks.", width, maxPoints)
 	}
 	for f := range numFields {
+		if f == fieldAlive {
+			continue // drawn per group below, with faults
+		}
 		lines := make([]line, len(sers))
 		for i, s := range sers {
 			lines[i].name, _, _ = instanceName(r.Instances, s.instance)
@@ -723,5 +728,54 @@ func runDetails(r *Run) (runView, error) {
 		}
 		rv.Series = append(rv.Series, svg)
 	}
+	if fr := r.Summary.Faults; fr != nil {
+		rv.Faults = faultTable(fr)
+		svg, err := aliveChart(r, sers)
+		if err != nil {
+			return runView{}, err
+		}
+		rv.Series = append([]template.HTML{svg}, rv.Series...)
+	}
 	return rv, nil
+}
+
+// faultTable lists a run's fault and scaling counts and events.
+func faultTable(f *metrics.FaultResult) tableView {
+	t := tableView{Caption: fmt.Sprintf("Faults and scaling: %d losses, %d restarts, %d retried, %d re-placed, %d re-prefilled, %d KV loads failed, %d scale-ups, %d scale-downs; %.3f GPU-hours",
+		f.Losses, f.Restarts, f.Retried, f.Replaced, f.KVLost, f.LoadFailures, f.ScaleUps, f.ScaleDowns, f.GPUHours), Head: []string{"t (s)", "instance", "event"}}
+	for _, e := range f.Events {
+		t.Rows = append(t.Rows, rowView{Label: ftoa(e.AtS, 3), Cells: []string{e.Instance, e.Kind}})
+	}
+	return t
+}
+
+// aliveChart draws the instances serving in each group over time, with
+// the fault and scaling events as dashed vertical marks.
+func aliveChart(r *Run, sers []*series) (template.HTML, error) {
+	byGroup := map[string][]point{}
+	var groups []string
+	for _, s := range sers {
+		_, group, _ := instanceName(r.Instances, s.instance)
+		pts := chartPoints(s, fieldAlive)
+		acc, ok := byGroup[group]
+		if !ok {
+			groups = append(groups, group)
+			byGroup[group] = pts
+			continue
+		}
+		for k := range acc {
+			if k < len(pts) {
+				acc[k].y += pts[k].y
+			}
+		}
+	}
+	lines := make([]line, 0, len(groups))
+	for _, g := range groups {
+		lines = append(lines, line{name: g, pts: byGroup[g]})
+	}
+	c := lineChart{title: seriesCharts[fieldAlive].title, xLabel: "simulated time (s)", yLabel: seriesCharts[fieldAlive].yLabel, lines: lines, empty: "no samples"}
+	for _, e := range r.Summary.Faults.Events {
+		c.marks = append(c.marks, e.AtS)
+	}
+	return c.svg()
 }

@@ -75,6 +75,7 @@ pre.setup{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:6px
 {{end}}<div class="tables">
 {{template "table" .Instances}}
 {{if .Pinned.Rows}}{{template "table" .Pinned}}{{end}}
+{{if .Faults.Caption}}{{template "table" .Faults}}{{end}}
 </div>
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}
 <div class="grid">

@@ -25,6 +25,13 @@ func TestBuiltRunsTwiceIdentically(t *testing.T) {
 			"think_ms: {kind: fixed, mean: 2000}, system_prompts: 2, system_prompt: {kind: fixed, mean: 600}, message: {kind: fixed, mean: 300}, " +
 			"output: {kind: fixed, mean: 100}}}\nengine: {num_gpu_blocks: 600}\ninstances: [{count: 2}]\nrouter: kv-aware\n" +
 			"kv_tiers: {host: {capacity_gb: 2}, disk: {capacity_gb: 100}}\ncheck_invariants: true\n",
+		// Losses by time and by seeded MTBF with restarts, a straggler,
+		// KV load failures, a degraded link and autoscaled pools.
+		"pd faults autoscaler": "workload: {limit: 200}\ninstances: [{name: p, role: prefill, count: 2}, {name: d, role: decode, count: 3}]\n" +
+			"faults: {losses: [{at_s: 3, instance: 'd[0]'}, {at_s: 6, instance: 'p[1]'}], mtbf: [{group: d, hours: 0.002}], restart: {provision_s: 2}, " +
+			"stragglers: [{instance: 'd[1]', start_s: 1, end_s: 9, factor: 2}], transfers: {failure_rate: 0.1}, " +
+			"link_degradation: [{instance: 'p[0]', start_s: 2, end_s: 5, factor: 0.1}]}\n" +
+			"autoscaler: {interval_s: 1, pools: [{group: d, min: 1, max: 3, initial: 2, target: 2, provision_s: 3, scale_down_cooldown_s: 5}]}\ncheck_invariants: true\n",
 		"pd offload": "workload: {limit: 200}\ninstances: [{role: prefill, count: 1}, {role: decode, count: 1, engine: {num_gpu_blocks: 3000}}]\n" +
 			"handoff: {offload_pinned_after_s: 0.2}\nkv_tiers: {}\ncheck_invariants: true\n",
 	}

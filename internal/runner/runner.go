@@ -210,6 +210,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	}
 	tiers := sim.Tiers()
 	swaps := tiers != nil && swapping(sim.Engines()) // swap needs the tiers (validated)
+	faults := b.HasFaults()
 	snap := func(i int) metrics.SnapshotFunc {
 		return func() metrics.Snapshot {
 			st := sim.State(i)
@@ -220,6 +221,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 				n := tiers.NodeOf(i)
 				sn.HostChunks, sn.DiskChunks = tiers.Occupied(n, kvtier.Host), tiers.Occupied(n, kvtier.Disk)
 				sn.TierLoading = sim.Engines()[i].Loading()
+			}
+			if faults {
+				sn.Alive, sn.State = sim.Alive(i), sim.UnitState(i)
 			}
 			if swaps {
 				// Swap preemption needs KV tiers: its copies run on their links,
@@ -238,6 +242,9 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		sopts := wopts
 		if swaps {
 			sopts = append(sopts[:len(sopts):len(sopts)], metrics.WithSwapColumns())
+		}
+		if faults {
+			sopts = append(sopts[:len(sopts):len(sopts)], metrics.WithFaultColumns())
 		}
 		o.series = metrics.NewSeriesWriter(w, metrics.DefaultSeriesPeriod, sopts...)
 		for i := range b.NumInstances() {
@@ -308,6 +315,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		res.KVTiers = tierResults(tiers, o.sum)
 		res.Swap = swapResult(sim.Engines(), tiers.BlockBytes())
 	}
+	res.Faults = faultResult(sim.FaultStats(end))
 	res.OffloadDeferred = sim.OffloadDeferred()
 	if tiers != nil {
 		for n := range tiers.Nodes() {
@@ -405,6 +413,20 @@ func tierResults(h *kvtier.Hierarchy, sum *metrics.Summary) []metrics.TierResult
 		out = append(out, r)
 	}
 	return out
+}
+
+// faultResult converts the fault model's counts (nil: no faults).
+func faultResult(st *cluster.FaultStats) *metrics.FaultResult {
+	if st == nil {
+		return nil
+	}
+	r := &metrics.FaultResult{Losses: st.Losses, Restarts: st.Restarts, Retried: st.Retried, Replaced: st.Replaced, KVLost: st.KVLost,
+		LoadFailures: st.LoadFailures, LoadRecomputed: st.LoadRecomputed, ScaleUps: st.ScaleUps, ScaleDowns: st.ScaleDowns,
+		GPUHours: st.GPUHours, Events: []metrics.FaultEventResult{}}
+	for _, e := range st.Events {
+		r.Events = append(r.Events, metrics.FaultEventResult{AtS: float64(e.At) / 1e9, Instance: e.Unit, Pool: e.Pool, Kind: e.Kind})
+	}
+	return r
 }
 
 // targetMetric is the summary's latency metric of a configured target.
