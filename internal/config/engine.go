@@ -157,7 +157,7 @@ func (sp *Speculative) validate(path string, bad func(field, format string, args
 		bad(path+".num_speculative_tokens", "must be in [1, %d] (got %d); it is the number of tokens proposed per sequence and step", MaxSpecTokens, k)
 	}
 	n := countSet(sp.AcceptanceRate != nil, sp.AcceptancePerPosition != nil, sp.Acceptance != "")
-	_, _, hasDefault := DefaultAcceptance(sp.Method, max(k, 1))
+	_, _, hasDefault := DefaultAcceptance(sp.Method, min(max(k, 1), MaxSpecTokens))
 	switch {
 	case n > 1:
 		bad(path, "set at most one of acceptance_rate (i.i.d. conditional α), acceptance_per_position (vLLM's per-position rates) or acceptance: trace (got %d)", n)

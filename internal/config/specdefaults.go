@@ -67,7 +67,7 @@ func geometric(alpha float64, n int) []float64 {
 // conditional rate (a_m / a_{m-1}, or a_1 for one measured position).
 func DefaultAcceptance(method SpecMethod, k int) (rates []float64, source string, ok bool) {
 	d, ok := specDefaults[method]
-	if !ok || k < 1 {
+	if !ok || k < 1 || k > MaxSpecTokens {
 		return nil, "", false
 	}
 	m := len(d.Rates)

@@ -66,3 +66,15 @@ func TestSpeculativeWithoutAcceptance(t *testing.T) {
 		t.Errorf("two acceptance settings: %v", err)
 	}
 }
+
+// A huge num_speculative_tokens without an acceptance setting is refused
+// by its range check; the default's lookup must not size a slice by it.
+func TestSpeculativeHugeKWithoutAcceptance(t *testing.T) {
+	_, err := Parse([]byte("engine:\n  speculative: {method: eagle, num_speculative_tokens: 4611686018427387904}\n"), "s.yaml")
+	if err == nil || !strings.Contains(err.Error(), "engine.speculative.num_speculative_tokens") {
+		t.Fatalf("got %v, want the num_speculative_tokens range error", err)
+	}
+	if _, _, ok := DefaultAcceptance("eagle", MaxSpecTokens+1); ok {
+		t.Error("a default for more than MaxSpecTokens proposals")
+	}
+}
