@@ -40,6 +40,7 @@ func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Acc
 			if rh.QuantPeakFLOPS, err = quantPeak(qf, acc); err != nil {
 				return nil, err
 			}
+			rh.QuantFP8 = rh.QuantPeakFLOPS > 0 && qf.PerTensorFP8()
 		}
 	}
 	return perf.NewRoofline(rm, rh, eff, tp)

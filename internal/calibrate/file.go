@@ -51,6 +51,13 @@ type Entry struct {
 	SamplerPasses float64            `yaml:"sampler_passes"`
 	SamplerUs     float64            `yaml:"sampler_us"`
 	OpScale       map[string]float64 `yaml:"op_scale,omitempty"`
+	// FP8ComputeEff and FP8QuantUs are perf.Efficiency.FP8Compute and
+	// FP8QuantNs (µs): the fp8 W8A8 GEMMs' fraction of the FP8 tensor rate
+	// and their activation quantisation kernel (0: compute_eff, none).
+	FP8ComputeEff float64 `yaml:"fp8_compute_eff,omitempty"`
+	FP8QuantUs    float64 `yaml:"fp8_quant_us,omitempty"`
+	// FP8Sharpness is perf.Efficiency.FP8Sharpness (0: sharpness).
+	FP8Sharpness float64 `yaml:"fp8_sharpness,omitempty"`
 
 	Attention AttentionEntry `yaml:"attention"`
 
@@ -106,6 +113,9 @@ func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 		CacheSpeed:    round4(e.CacheSpeed),
 		SamplerPasses: round4(e.SamplerPasses),
 		SamplerUs:     round4(e.SamplerNs / 1e3),
+		FP8ComputeEff: round4(e.FP8Compute),
+		FP8QuantUs:    round4(e.FP8QuantNs / 1e3),
+		FP8Sharpness:  round4(e.FP8Sharpness),
 		Attention: AttentionEntry{
 			ComputeEff:      round4(e.AttnCompute),
 			MemoryEff:       round4(e.AttnMemory),
@@ -153,6 +163,9 @@ func (en *Entry) Efficiency() perf.Efficiency {
 		CacheSpeed:         en.CacheSpeed,
 		SamplerPasses:      en.SamplerPasses,
 		SamplerNs:          en.SamplerUs * 1e3,
+		FP8Compute:         en.FP8ComputeEff,
+		FP8QuantNs:         en.FP8QuantUs * 1e3,
+		FP8Sharpness:       en.FP8Sharpness,
 		AttnCompute:        a.ComputeEff,
 		AttnMemory:         a.MemoryEff,
 		AttnDecodeMemory:   a.DecodeMemoryEff,

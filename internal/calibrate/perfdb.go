@@ -23,8 +23,8 @@ const (
 	// TableGeneration is the generation (decode) attention rows with a
 	// bf16 KV cache (generation_attention_perf), fitted.
 	TableGeneration = "generation_attention"
-	// TableGEMMFP8 is the fp8 (per-tensor W8A8) GEMM rows: checked, never
-	// fitted (see PerfDBInput).
+	// TableGEMMFP8 is the fp8 (per-tensor W8A8) GEMM rows: fitted for the
+	// fp8 terms only (fp8_compute_eff, fp8_quant_us; see FitPerfDB).
 	TableGEMMFP8 = "gemm_fp8"
 )
 
@@ -62,6 +62,14 @@ const KeptFields = "op_scale, cache_mb, cache_speed, sampler_passes, sampler_us,
 // a GPU that runs that path (perf.RooflineHW.SwapGQADecode) frees it.
 var decodeCopyParam = field("attn_decode_copy", func(e *perf.Efficiency) *float64 { return &e.AttnDecodeCopyNs }, 3000, 10, 1e5)
 
+// fp8Params are the fp8 W8A8 GEMM terms (perf.Efficiency.FP8Compute,
+// FP8QuantNs and FP8Sharpness) fitted on the fp8 rows with every bf16 term held.
+var fp8Params = []param{
+	field("fp8_compute", func(e *perf.Efficiency) *float64 { return &e.FP8Compute }, 0.7, 0.05, 1.2),
+	field("fp8_quant", func(e *perf.Efficiency) *float64 { return &e.FP8QuantNs }, 2000, 10, 1e5),
+	field("fp8_sharpness", func(e *perf.Efficiency) *float64 { return &e.FP8Sharpness }, 2.5, 1, 50),
+}
+
 // decodeUnitParam is the fixed cost of a pure-decode work unit
 // (perf.Efficiency.AttnDecodeUnitNs), freed by the database fit of tables
 // measured with vLLM's FlashInfer backend, whose decode and prefill are
@@ -93,9 +101,9 @@ func perfDBAttnParams(swap, flashInfer bool) []param {
 // row evaluated by the roofline's own op model at the row's shape. GEMM
 // rows are linear layers (perf.Roofline.LinearNs) of the model's dtype
 // (bf16); fp8 rows the same layer with 1-byte weights at the accelerator's
-// FP8 tensor rate (RooflineHW.QuantPeakFLOPS), the way a W8A8 model is
-// timed, with the efficiencies fitted on bf16: they check how far one
-// compute fraction carries to fp8, and are not fitted. Attention rows are
+// FP8 tensor rate (RooflineHW.QuantPeakFLOPS, QuantFP8), the way a W8A8
+// model is timed: the bf16 efficiencies plus the fp8 terms fitted on
+// them. Attention rows are
 // a one-layer model with the row's per-GPU query and KV heads and head
 // size at tp 1: a context row is a step of Batch prefill chunks of Seq
 // tokens each, no history (PrefillTokens Batch×Seq over Batch sequences);
@@ -180,6 +188,7 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 		q.WeightBytes = 1
 		h := hwBF16
 		h.QuantPeakFLOPS = acc.PeakFLOPSFP8
+		h.QuantFP8 = true
 		fp8 = in.input(q, h)
 	}
 	shapes, err := gemmGrid(db.GEMM)
@@ -503,7 +512,9 @@ func (in *PerfDBInput) Every(n int) *PerfDBInput {
 
 // FitPerfDB fits an accelerator's efficiencies on its database rows: the
 // GEMM parameters (compute and memory fractions, launch cost, sharpness)
-// on the bf16 GEMM rows, then the attention parameters on the context and
+// on the bf16 GEMM rows, the fp8 terms (the fraction of the FP8 rate, the
+// activation quantisation kernel) on the fp8 rows with those held, then
+// the attention parameters on the context and
 // generation rows (tile and wave-width grid, then a full fit, as Fit does),
 // each table weighing the same; the decode query copy too on an
 // accelerator running FlashAttention 2 (perf.RooflineHW.SwapGQADecode),
@@ -511,7 +522,7 @@ func (in *PerfDBInput) Every(n int) *PerfDBInput {
 // (PerfDBInput.FlashInfer). The fields the database cannot inform
 // (KeptFields) are taken from keep, the calibration of keepName; the entry
 // says so (Entry.Kept). The report is the in-sample accuracy over every
-// selected row, fp8 GEMMs included as a check.
+// selected row.
 func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Entry, *Report, error) {
 	if keep == nil {
 		return nil, nil, errors.New("calibrate: no calibration to keep the elementwise, sampler and skew fields from")
@@ -522,6 +533,12 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 	var err error
 	if eff, _, err = fitGroup(eff, denseParams[:4], gemm); err != nil {
 		return nil, nil, err
+	}
+	if fp8 := in.tables[TableGEMMFP8]; len(fp8) > 0 {
+		opt.progress(fmt.Sprintf("fitting the fp8 terms on %d of %d fp8 GEMM rows", min(len(fp8), maxDenseRows), len(fp8)))
+		if eff, _, err = fitGroup(eff, fp8Params, subsample(fp8, maxDenseRows)); err != nil {
+			return nil, nil, err
+		}
 	}
 	attn := append(append([]sample(nil), in.tables[TableContext]...), in.tables[TableGeneration]...)
 	opt.progress(fmt.Sprintf("fitting %d context and %d generation attention rows (tile and wave-width grid, then a full fit)",

@@ -159,7 +159,8 @@ func TestPerfDBInputFlashInferOneTokenRowsAreDecodes(t *testing.T) {
 func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 	truth := perf.Efficiency{Compute: 0.7, Memory: 0.85, LaunchNs: 3000, Sharpness: 3,
 		AttnCompute: 0.5, AttnMemory: 0.8, AttnDecodeMemory: 0.9, AttnLaunchNs: 5000, AttnDecodeLaunchNs: 6000,
-		AttnSharpness: 6, AttnTileQ: 64, AttnUnits: 96, AttnUnitNs: 500, AttnEmptyNs: 200, AttnDecodeCopyNs: 4000}
+		AttnSharpness: 6, AttnTileQ: 64, AttnUnits: 96, AttnUnitNs: 500, AttnEmptyNs: 200, AttnDecodeCopyNs: 4000,
+		FP8Compute: 0.45, FP8QuantNs: 1500, FP8Sharpness: 2}
 	acc := testAccel // compute capability 8.0: FlashAttention 2, decode queries transposed
 	h, err := HWOf(acc, "bfloat16")
 	if err != nil {
@@ -170,9 +171,16 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hq := h
+	hq.QuantPeakFLOPS, hq.QuantFP8 = acc.PeakFLOPSFP8, true
+	gq, err := perf.NewRoofline(perf.RooflineModel{Layers: 1, Hidden: 128, Intermediate: 128, Heads: 1, HeadDim: 128, Vocab: 1, WeightBytes: 1}, hq, truth, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, nk := range [][2]int{{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 8192}} {
 		for m := 1; m <= 8192; m *= 4 {
-			db.GEMM = append(db.GEMM, perfdb.GEMMRow{Dtype: "bfloat16", M: m, N: nk[0], K: nk[1], Ms: g.LinearNs(m, nk[1], nk[0]) / 1e6})
+			db.GEMM = append(db.GEMM, perfdb.GEMMRow{Dtype: "bfloat16", M: m, N: nk[0], K: nk[1], Ms: g.LinearNs(m, nk[1], nk[0]) / 1e6},
+				perfdb.GEMMRow{Dtype: "fp8", M: m, N: nk[0], K: nk[1], Ms: gq.LinearNs(m, nk[1], nk[0]) / 1e6})
 		}
 	}
 	a, err := perf.NewRoofline(perf.RooflineModel{Layers: 1, Hidden: 4096, Intermediate: 128, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 1}, h, truth, 1)
@@ -196,13 +204,18 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tb := range []string{TableGEMM, TableContext, TableGeneration} {
+	for _, tb := range []string{TableGEMM, TableContext, TableGeneration, TableGEMMFP8} {
 		if s := rep.Tables[tb]; s.Median > 0.01 || s.P90 > 0.03 {
 			t.Errorf("%s: %s, want a near-exact fit", tb, s)
 		}
 	}
 	if math.Abs(en.ComputeEff/0.7-1) > 0.03 || math.Abs(en.MemoryEff/0.85-1) > 0.05 {
 		t.Errorf("compute %g memory %g, want 0.7 and 0.85", en.ComputeEff, en.MemoryEff)
+	}
+	// The fp8 rows carry the activation quantisation kernel and their own
+	// fraction of the FP8 rate; the fit recovers both with the bf16 terms held.
+	if math.Abs(en.FP8ComputeEff/0.45-1) > 0.05 || math.Abs(en.FP8QuantUs/1.5-1) > 0.1 {
+		t.Errorf("fp8 compute %g quantise %g µs, want 0.45 and 1.5", en.FP8ComputeEff, en.FP8QuantUs)
 	}
 	// The one-request decodes have no query copy, the others do: the fit
 	// tells the copy from the decode launch. Not FlashInfer tables: no
@@ -213,7 +226,7 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 	if en.SamplerUs != 12 || en.CacheMB != 33 || en.OpScale["act_fn"] != 1.5 || en.Attention.Skew != 0.1 || en.Attention.DecodeSkew != 0.05 || en.Attention.EmptyUs != 0.7 {
 		t.Errorf("kept fields changed: %+v", en)
 	}
-	if en.Source != "perfdb:t/vllm/0.19.0" || en.Kept != "K: "+KeptFields || en.Fit[TableGEMM].Rows != len(db.GEMM) {
+	if en.Source != "perfdb:t/vllm/0.19.0" || en.Kept != "K: "+KeptFields || en.Fit[TableGEMM].Rows != len(db.GEMM)/2 || en.Fit[TableGEMMFP8].Rows != len(db.GEMM)/2 {
 		t.Errorf("source %q kept %q fit %+v", en.Source, en.Kept, en.Fit)
 	}
 	if l := en.Label(); !strings.Contains(l, "per-op kernel tables perfdb:t/vllm/0.19.0") || !strings.Contains(l, "kept from K: op_scale") {

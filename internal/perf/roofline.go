@@ -59,6 +59,11 @@ type RooflineHW struct {
 	// means PeakFLOPS (unquantised, or weight-only formats that
 	// dequantise to the compute dtype).
 	QuantPeakFLOPS float64
+	// QuantFP8 says the quantised linear layers are fp8 W8A8 with dynamic
+	// per-tensor activation scales (vLLM's Fp8LinearMethod): each runs an
+	// activation quantisation kernel (scaled_fp8_quant) before the
+	// scaled-mm GEMM, and reaches Efficiency.FP8Compute of QuantPeakFLOPS.
+	QuantFP8 bool
 	// PackGQA says the attention kernel packs the query heads of one KV
 	// head into the same work units in every step, prefill and mixed
 	// ones included (FlashAttention 3, which vLLM runs on Hopper, does so
@@ -163,6 +168,21 @@ type Efficiency struct {
 	// AttnDecodeLaunchNs, having always measured it).
 	AttnDecodeCopyNs float64
 
+	// FP8Compute replaces Compute for the GEMMs of fp8 W8A8 linear layers
+	// (RooflineHW.QuantFP8): the fraction of the FP8 tensor rate their
+	// scaled-mm kernels reach, which one bf16 fraction does not carry to.
+	// 0: Compute.
+	FP8Compute float64
+	// FP8QuantNs is the cost of the activation quantisation kernel an fp8
+	// W8A8 linear layer runs before its GEMM (RooflineHW.QuantFP8), ns; 0
+	// charges nothing.
+	FP8QuantNs float64
+	// FP8Sharpness replaces Sharpness in the blend of compute and memory
+	// time of the fp8 W8A8 GEMMs (a different kernel family, CUTLASS's
+	// scaled-mm, whose transition from memory- to compute-bound differs).
+	// 0: Sharpness.
+	FP8Sharpness float64
+
 	// OpScale multiplies the traffic of individual memory-bound ops, by op
 	// name (embedding, layernorm, final_layernorm, qk_norm, rotary_emb,
 	// act_fn): how far each kernel's access pattern is from a plain stream
@@ -246,6 +266,7 @@ func (e Efficiency) Validate() error {
 		{"sampler_passes", e.SamplerPasses, 1e3}, {"sampler", e.SamplerNs, 1e9},
 		{"attn_skew", e.AttnSkew, 1}, {"attn_decode_skew", e.AttnDecodeSkew, 1},
 		{"attn_decode_copy", e.AttnDecodeCopyNs, 1e9}, {"attn_decode_unit", e.AttnDecodeUnitNs, 1e9},
+		{"fp8_compute", e.FP8Compute, 1.5}, {"fp8_quant", e.FP8QuantNs, 1e9}, {"fp8_sharpness", e.FP8Sharpness, 1e3},
 	} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
 			return fmt.Errorf("efficiency %s = %g: want a value in [0, %g]", f.name, f.v, f.max)
@@ -337,7 +358,12 @@ type Roofline struct {
 	// per weight and the effective FLOP/s of the quantised linear layers;
 	// quant is false when they equal b and flopRate.
 	kvb, wb, qFlopRate float64
-	quant              bool
+	// qLaunch is the activation quantisation kernel of an fp8 W8A8
+	// linear layer (Efficiency.FP8QuantNs), ns.
+	qLaunch float64
+	// qInvP is 1/Efficiency.FP8Sharpness for fp8 W8A8 layers, else invP.
+	qInvP float64
+	quant bool
 }
 
 // NewRoofline builds the roofline predictor of model m on accelerator acc at
@@ -411,6 +437,15 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	r.flopRate = acc.PeakFLOPS * e.Compute
 	r.memRate = acc.MemBandwidth * e.Memory
 	r.wb, r.qFlopRate = m.WeightBytes, acc.QuantPeakFLOPS*e.Compute
+	if acc.QuantFP8 {
+		if e.FP8Compute > 0 {
+			r.qFlopRate = acc.QuantPeakFLOPS * e.FP8Compute
+		}
+		r.qLaunch = e.FP8QuantNs
+		if e.FP8Sharpness > 0 {
+			r.qInvP = 1 / e.FP8Sharpness
+		}
+	}
 	r.quant = r.wb != r.b || r.qFlopRate != r.flopRate
 	r.cacheRate = r.memRate * e.CacheSpeed
 	r.attnFlop = acc.PeakFLOPS * e.AttnCompute
@@ -427,6 +462,9 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	}
 	r.attnUnitNsPerKV = 4 * r.tileQ * r.hd / (r.attnFlop / u) * 1e9
 	r.invP = 1 / e.Sharpness
+	if r.qInvP == 0 {
+		r.qInvP = r.invP
+	}
 	r.invAttnP = 1 / e.AttnSharpness
 	r.experts, r.expertsTopK = m.Experts, m.ExpertsPerTok
 	scale := func(op string) float64 {
@@ -633,7 +671,7 @@ func (r *Roofline) linear(M, K, N float64) float64 {
 	}
 	flops := 2 * M * K * N
 	bytes := K*N*r.wb + (M*K+M*N)*r.b
-	return r.eff.LaunchNs + softMax(flops/r.qFlopRate*1e9, bytes/r.memRate*1e9, r.invP)
+	return r.eff.LaunchNs + r.qLaunch + softMax(flops/r.qFlopRate*1e9, bytes/r.memRate*1e9, r.qInvP)
 }
 
 // LinearNs is the time of one linear layer computing an (M×K)·(K×N)

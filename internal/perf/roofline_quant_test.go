@@ -180,3 +180,41 @@ func TestRooflineQuantOffIsIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestRooflineFP8TermsByHand: an fp8 W8A8 layer (QuantFP8) runs at
+// FP8Compute of the FP8 rate, pays the activation quantisation kernel and
+// blends with FP8Sharpness; without QuantFP8 (or with the terms at 0) it is
+// timed as before.
+func TestRooflineFP8TermsByHand(t *testing.T) {
+	fp8 := tinyModel
+	fp8.WeightBytes = 1
+	hw := tinyHW
+	hw.QuantPeakFLOPS = 2e14
+	eff := tinyEff
+	eff.FP8Compute, eff.FP8QuantNs, eff.FP8Sharpness = 0.25, 500, 1
+	prefill := Batch{PrefillTokens: 100, PrefillSeqs: 1}
+	for _, c := range []struct {
+		name string
+		fp8  bool
+		eff  Efficiency
+		want float64
+	}{
+		// FLOPs 314572800 at 2e14*0.25 -> 6291.456; bytes 2084864 at 5e11
+		// -> 4169.728 (sharpness 1 sums them); 1000 launch + 500 quantise.
+		{"fp8 terms", true, eff, 1000 + 500 + 6291.456 + 4169.728},
+		// Not flagged W8A8 per-tensor: the fp8 terms do not apply.
+		{"not QuantFP8", false, eff, 1000 + 3145.728 + 4169.728},
+		// Flagged, terms unset: Compute (0.5) and no quantisation kernel.
+		{"terms unset", true, tinyEff, 1000 + 3145.728 + 4169.728},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := hw
+			h.QuantFP8 = c.fp8
+			r, err := NewRoofline(fp8, h, c.eff, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nearNs(t, OpQKVProj, r.OpNs(OpQKVProj, &prefill), c.want)
+		})
+	}
+}

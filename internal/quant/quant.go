@@ -268,6 +268,11 @@ func (f Format) GEMM(accel string, hasFP8, hasFP4 bool) (class, note string, err
 	return GEMMCompute, "", nil
 }
 
+// PerTensorFP8 reports fp8 weights with per-tensor scales (no block
+// shape): vLLM's Fp8LinearMethod, which quantises each layer's input
+// activations dynamically (one scale per tensor) before a scaled-mm GEMM.
+func (f Format) PerTensorFP8() bool { return f.Method == FP8 && f.Block == [2]int{} }
+
 // Variant names the format as a profile bundle variant (the <dtype>
 // folder and meta.yaml "variant"): the compute dtype when nothing is
 // quantised ("bf16"), else the method with its parameters ("fp8",
