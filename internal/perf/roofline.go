@@ -441,7 +441,7 @@ func softMax(a, b, invP float64) float64 {
 		return 0
 	}
 	p := 1 / invP
-	return hi * math.Pow(1+math.Pow(lo/hi, p), invP)
+	return hi * powNear(1+powNear(lo/hi, p), invP)
 }
 
 // gemm times an (M×K)·(K×N) matrix product: its weights are read once per

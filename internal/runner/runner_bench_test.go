@@ -104,6 +104,14 @@ func BenchmarkSimulate100k(b *testing.B) {
 	benchRuns(b, n, func() *assemble.Built { return shareGPTScenario(b, n, nil) })
 }
 
+// BenchmarkSimulateRoofline100k is examples/bench-100k-roofline.yaml:
+// BenchmarkSimulate100k's workload with the roofline predictor, for the
+// roofline's step cost against the profile predictor's.
+// Run: go test ./internal/runner -run '^$' -bench 'Simulate(Roofline)?100k$' -benchtime 1x
+func BenchmarkSimulateRoofline100k(b *testing.B) {
+	benchRuns(b, 100_000, func() *assemble.Built { return exampleScenario(b, "bench-100k-roofline", nil) })
+}
+
 // BenchmarkSimulateFrontEnd100k is BenchmarkSimulate100k with the served
 // endpoint's front end (frontend: {}), for the front end's cost (see
 // docs/client.md).
