@@ -281,8 +281,8 @@ func TestSlotLayout(t *testing.T) {
 	if end := unsafe.Offsetof(s.blocks) + unsafe.Sizeof(s.blocks); end > 64 {
 		t.Errorf("hot fields end at byte %d, past the first cache line", end)
 	}
-	if start, end := unsafe.Offsetof(s.shared), unsafe.Offsetof(s.owned)+unsafe.Sizeof(s.owned); start != 64 || end > 128 {
-		t.Errorf("commit fields span bytes %d to %d, not the second cache line", start, end)
+	if start, end := unsafe.Offsetof(s.laneAt), unsafe.Offsetof(s.sharedDone)+unsafe.Sizeof(s.sharedDone); start != 64 || end > 128 {
+		t.Errorf("lane and commit fields span bytes %d to %d, not the second cache line", start, end)
 	}
 }
 

@@ -37,27 +37,30 @@ type seq struct {
 	maxITL    int64
 	blocks    []kv.BlockID
 
-	// Second line: what committing a filled block reads.
+	// Second line: what the decode lane's block events (lanefill.go),
+	// its joining and leaving (lane.go) and committing a filled block read
+	// besides the chained hashes.
+	//
+	// laneAt is the index in Engine.lane (-1: not a member); joinTick the
+	// number of batches finished when it joined, due the batch it must be
+	// explicit in, and order its admission order in the running set.
+	laneAt int32
 	// shared is how many leading blocks hash by content from the chain's
 	// seed (all their token ids known), so another request may share them;
 	// from the first block whose ids are unknown on, blocks are private:
 	// only this request can ever hit them again (after a preemption). The
 	// pool keeps them out of its shared index, tagged kv.Private(salt, i).
-	shared     int32
-	sharedDone bool // the block after the shared ones is known to be private
-	salt       uint64
-	hashes     []uint64 // chained hashes of the shared blocks, filled lazily
+	shared   int32
+	joinTick int64
+	due      int64
+	order    int64
 	// owned[i] is the block that held private block i when the request
 	// was last preempted (-1: none), where it may still be cached.
-	owned []kv.BlockID
+	owned      []kv.BlockID
+	sharedDone bool // the block after the shared ones is known to be private
 
-	// Decode lane (lane.go): index in Engine.lane (-1: not a member), the
-	// number of batches finished when it joined, the batch it must be
-	// explicit in, and its admission order in the running set.
-	laneAt    int32
-	joinTick  int64
-	due       int64
-	order     int64
+	salt      uint64
+	hashes    []uint64 // chained hashes of the shared blocks, filled lazily
 	rec       metrics.Record
 	inputIDs  []int32
 	outputIDs []int32
