@@ -12,18 +12,12 @@ import (
 //
 // The model is written for clarity, not speed: the free queue is a slice
 // in order of freeing, the cache index a map, exactly as doc.go describes
-// the pool. A free block without content is anonymous: its queue entry is
-// -1, and its id is one of the free ids; an allocation that takes an
-// anonymous entry, or evicts a block's content, hands out the first free
-// id at or after the one following the table's last block (a new table:
-// after the last id handed out), wrapping around.
+// the pool.
 
 type model struct {
 	capacity int
 	caching  bool
-	queue    []BlockID // free blocks, least recently freed first; -1: anonymous
-	anon     []bool    // anonymous free ids
-	cursor   BlockID
+	queue    []BlockID // free blocks, least recently freed first
 	ref      []int32
 	hash     []uint64
 	index    map[uint64]BlockID
@@ -33,31 +27,14 @@ func newModel(capacity int, caching bool) *model {
 	m := &model{
 		capacity: capacity,
 		caching:  caching,
-		anon:     make([]bool, capacity),
 		ref:      make([]int32, capacity),
 		hash:     make([]uint64, capacity),
 		index:    map[uint64]BlockID{},
 	}
 	for b := range capacity {
-		m.queue = append(m.queue, -1)
-		m.anon[b] = true
+		m.queue = append(m.queue, BlockID(b))
 	}
 	return m
-}
-
-// takeAnon is the first anonymous id at or after hint, wrapping.
-func (m *model) takeAnon(hint BlockID) BlockID {
-	if hint < 0 || int(hint) >= m.capacity {
-		hint = 0
-	}
-	for i := range m.capacity {
-		b := BlockID((int(hint) + i) % m.capacity)
-		if m.anon[b] {
-			m.anon[b] = false
-			return b
-		}
-	}
-	panic("model: no anonymous block for a queue entry")
 }
 
 func (m *model) match(hashes []uint64) int {
@@ -109,25 +86,18 @@ func (m *model) allocate(table []BlockID, n int) ([]BlockID, bool) {
 	for range n {
 		b := m.queue[0]
 		m.queue = m.queue[1:]
-		if b >= 0 { // evict its content; it becomes anonymous
-			delete(m.index, m.hash[b])
+		if h := m.hash[b]; h != 0 {
+			delete(m.index, h)
 			m.hash[b] = 0
-			m.anon[b] = true
 		}
-		hint := m.cursor
-		if len(table) > 0 {
-			hint = table[len(table)-1] + 1
-		}
-		c := m.takeAnon(hint)
-		m.cursor = c + 1
-		m.ref[c] = 1
-		table = append(table, c)
+		m.ref[b] = 1
+		table = append(table, b)
 	}
 	return table, true
 }
 
 func (m *model) commit(b BlockID, h uint64) {
-	if !m.caching || h == 0 || m.hash[b] != 0 || m.ref[b] == 0 {
+	if !m.caching || h == 0 || m.hash[b] != 0 {
 		return
 	}
 	if _, dup := m.index[h]; dup {
@@ -146,12 +116,7 @@ func (m *model) release(table []BlockID) error {
 		}
 		m.ref[b]--
 		if m.ref[b] == 0 {
-			if m.hash[b] == 0 {
-				m.queue = append(m.queue, -1)
-				m.anon[b] = true
-			} else {
-				m.queue = append(m.queue, b)
-			}
+			m.queue = append(m.queue, b)
 		}
 	}
 	return nil

@@ -1,9 +1,6 @@
 package kv
 
-import (
-	"fmt"
-	"math/bits"
-)
+import "fmt"
 
 // BlockID names one block of a pool, 0 <= id < Capacity.
 type BlockID = int32
@@ -37,19 +34,6 @@ type Pool struct {
 	qhead   int // ring index of the oldest entry
 	qlen    int // entries, holes included
 	numFree int
-
-	// A free block that holds no content, or private content without a
-	// tag, can never be looked for: nothing but its queue entry's kind
-	// (which the LRU order and the cached counts need) distinguishes it
-	// from another such block. Its entry keeps only that kind (an
-	// anonymous entry), its hot word is 0, and its id is a set bit of
-	// anon. An allocation that takes an anonymous entry, or evicts the
-	// content of an identified one, hands out the first anonymous id at or
-	// after the one following the table's last block (a new table: after
-	// the last id handed out), so that a request's blocks have nearby ids
-	// and their hot words share cache lines.
-	anon   []uint64
-	cursor int32 // where a new table's first block is looked for
 
 	index   index // hash -> block holding shared content
 	numPriv int   // blocks holding private content (see CommitPrivate)
@@ -90,14 +74,11 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
 	}
-	// Every block free and anonymous: capacity anonymous entries (kind
-	// none, the ring's zero value) and every id in anon.
-	p.anon = make([]uint64, (capacity+63)/64)
-	for i := range p.anon {
-		p.anon[i] = ^uint64(0)
-	}
-	if r := capacity % 64; r != 0 {
-		p.anon[len(p.anon)-1] = 1<<r - 1
+	// Every block free, without content, queued in id order: what
+	// pushBack would make of each in turn, written in one pass.
+	for b := range capacity {
+		p.ring[b] = uint32(b) << 2
+		p.hot[b] = uint32(b) << countShift
 	}
 	p.qlen, p.numFree = capacity, capacity
 	return p, nil
@@ -181,73 +162,29 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		// The entry's kind says what to evict without reading the block:
 		// only shared content needs its hash (to leave the index), and
 		// the hot entry's new kind (none) is what makes the old hash
-		// meaningless, so the hash is not cleared. A block whose content
-		// is evicted becomes anonymous.
+		// meaningless, so the hash is not cleared.
 		switch kind {
-		case kindPrivate:
+		case kindPrivate, kindTagged:
 			p.numPriv--
 			p.cachedFree--
-		case kindTagged:
-			p.numPriv--
-			p.cachedFree--
-			p.setAnon(b)
 		case kindShared:
 			// Commit never indexes a duplicate, so the entry is this
 			// block's.
 			p.index.del(p.hash[b])
 			p.cachedFree--
-			p.setAnon(b)
 		}
-		hint := p.cursor
-		if len(table) > 0 {
-			hint = table[len(table)-1] + 1
-		}
-		c := p.takeAnon(hint)
-		p.cursor = c + 1
-		p.hot[c] = heldBit | oneRef // kind none
-		table = append(table, c)
+		p.hot[b] = heldBit | oneRef // kind none
+		table = append(table, b)
 	}
 	p.refs += int64(n)
 	return table, true
 }
 
-// setAnon makes free block b anonymous: its hot word 0, its id in anon
-// (its queue entry, if any, is the caller's).
-func (p *Pool) setAnon(b int32) {
-	p.hot[b] = 0
-	p.anon[b>>6] |= 1 << (b & 63)
-}
-
-// takeAnon takes the first anonymous id at or after hint, wrapping around
-// the pool; one must exist (the queue held an entry for it).
-func (p *Pool) takeAnon(hint int32) int32 {
-	if hint < 0 || int(hint) >= p.capacity {
-		hint = 0
-	}
-	w := int(hint >> 6)
-	m := p.anon[w] &^ (1<<(hint&63) - 1)
-	for m == 0 {
-		w++
-		if w == len(p.anon) {
-			w = 0
-		}
-		m = p.anon[w]
-	}
-	c := int32(w<<6 + bits.TrailingZeros64(m))
-	p.anon[w] &^= 1 << (c & 63)
-	return c
-}
-
-// anonymous reports whether free block b is anonymous.
-func (p *Pool) anonymous(b int32) bool { return p.anon[b>>6]&(1<<(b&63)) != 0 }
-
 // Commit records that block b is full with content hash h, making it
 // available to later prefix matches. A hash already cached in another block
-// is not indexed twice. Hash 0 is reserved and ignored. Only a referenced
-// block, or a free one that already holds content, can be committed: a free
-// block without content is anonymous (see Pool.anon) and stays so.
+// is not indexed twice. Hash 0 is reserved and ignored.
 func (p *Pool) Commit(b BlockID, h uint64) {
-	if !p.caching || h == 0 || p.kindOf(b) != kindNone || p.hot[b]&heldBit == 0 {
+	if !p.caching || h == 0 || p.kindOf(b) != kindNone {
 		return
 	}
 	if _, dup := p.index.get(h); dup {
@@ -256,6 +193,20 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 	p.hash[b] = h
 	p.setKind(b, kindShared)
 	p.index.put(h, b)
+	p.requeue(b)
+}
+
+// requeue refreshes the queue entry of block b after its content changed
+// while it is free (callers normally commit blocks they hold).
+func (p *Pool) requeue(b int32) {
+	if p.hot[b]&heldBit != 0 {
+		return
+	}
+	e := &p.ring[p.hot[b]>>countShift]
+	if *e&3 == kindNone && p.kindOf(b) != kindNone {
+		p.cachedFree++
+	}
+	*e = uint32(b)<<2 | p.kindOf(b)
 }
 
 // CommitPrivate records that block b is full with content that only its
@@ -269,24 +220,25 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 // writes only the block's hot word. A block that already holds content is
 // unchanged.
 func (p *Pool) CommitPrivate(b BlockID) {
-	if !p.caching || p.kindOf(b) != kindNone || p.hot[b]&heldBit == 0 {
+	if !p.caching || p.kindOf(b) != kindNone {
 		return
 	}
 	p.setKind(b, kindPrivate)
 	p.numPriv++
+	p.requeue(b)
 }
 
 // TagPrivate records h as the tag of the private content of block b
 // (committed with CommitPrivate and not evicted since), so that Holds(b, h)
 // reports it until it is evicted. It does nothing when b holds no private
-// content, already has a tag, or h is 0, and to a free block (a free
-// block's untagged private content is anonymous: tag before releasing).
+// content, already has a tag, or h is 0.
 func (p *Pool) TagPrivate(b BlockID, h uint64) {
-	if h == 0 || p.kindOf(b) != kindPrivate || p.hot[b]&heldBit == 0 {
+	if h == 0 || p.kindOf(b) != kindPrivate {
 		return
 	}
 	p.hash[b] = h
 	p.setKind(b, kindTagged)
+	p.requeue(b)
 }
 
 // CommitPrivateBlocks is CommitPrivate for each block of bs, in order.
@@ -297,11 +249,14 @@ func (p *Pool) CommitPrivateBlocks(bs []BlockID) {
 	hot := p.hot
 	for _, b := range bs {
 		w := hot[b]
-		if w&kindMask != kindNone || w&heldBit == 0 {
-			continue // holds content already, or free and anonymous
+		if w&kindMask != kindNone {
+			continue
 		}
 		hot[b] = w | kindPrivate
 		p.numPriv++
+		if w&heldBit == 0 {
+			p.requeue(b)
+		}
 	}
 }
 
@@ -383,13 +338,8 @@ func (p *Pool) Release(table []BlockID) error {
 			p.cachedFree++
 		}
 		pos := (p.qhead + p.qlen) & mask
-		if kind <= kindPrivate {
-			ring[pos] = kind // anonymous
-			p.setAnon(b)
-		} else {
-			ring[pos] = uint32(b)<<2 | kind
-			hot[b] = uint32(pos)<<countShift | kind
-		}
+		ring[pos] = uint32(b)<<2 | kind
+		hot[b] = uint32(pos)<<countShift | kind
 		p.qlen++
 		p.numFree++
 	}
@@ -470,20 +420,15 @@ func (p *Pool) pushBack(b int32) {
 		p.cachedFree++
 	}
 	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
-	if kind <= kindPrivate {
-		p.ring[pos] = kind // anonymous
-		p.setAnon(b)
-	} else {
-		p.ring[pos] = uint32(b)<<2 | kind
-		p.hot[b] = uint32(pos)<<countShift | kind
-	}
+	p.ring[pos] = uint32(b)<<2 | kind
+	p.hot[b] = uint32(pos)<<countShift | kind
 	p.qlen++
 	p.numFree++
 }
 
-// popFront takes the least recently freed entry off the queue and returns
-// its block (meaningless for an anonymous entry, kind none or private) and
-// content kind; the caller evicts the content. The queue must not be empty.
+// popFront takes the least recently freed block off the queue and returns
+// it with its content kind; the caller evicts the content. The queue must
+// not be empty.
 func (p *Pool) popFront() (int32, uint32) {
 	mask := len(p.ring) - 1
 	for {
@@ -520,30 +465,19 @@ func (p *Pool) compact() {
 		}
 		pos := (p.qhead + n) & mask
 		p.ring[pos] = e
-		if e&3 > kindPrivate {
-			p.hot[e>>2] = uint32(pos)<<countShift | e&3
-		}
+		p.hot[e>>2] = uint32(pos)<<countShift | e&3
 		n++
 	}
 	p.qlen = n
 }
 
 // eachFree calls f for every free block in queue order (oldest first)
-// with its ring index, its id (-1 for an anonymous entry) and entry kind,
-// until f returns false.
+// with its ring index and entry kind, until f returns false.
 func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
 	mask := len(p.ring) - 1
 	for i := 0; i < p.qlen; i++ {
 		pos := (p.qhead + i) & mask
-		e := p.ring[pos]
-		if e == hole {
-			continue
-		}
-		b := int32(e >> 2)
-		if e&3 <= kindPrivate {
-			b = -1 // anonymous
-		}
-		if !f(pos, b, e&3) {
+		if e := p.ring[pos]; e != hole && !f(pos, int32(e>>2), e&3) {
 			return
 		}
 	}
@@ -553,16 +487,11 @@ func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
 // negative, the free queue holds exactly the unreferenced blocks, and
 // free + referenced = capacity. It costs O(capacity).
 func (p *Pool) Check() error {
-	inQueue, cachedFree, anonQueued, anonPriv := 0, 0, 0, 0
+	inQueue, cachedFree := 0, 0
 	var bad error
 	p.eachFree(func(pos int, b int32, kind uint32) bool {
 		switch {
-		case b < 0:
-			anonQueued++
-			if kind == kindPrivate {
-				anonPriv++
-			}
-		case int(b) >= p.capacity:
+		case b < 0 || int(b) >= p.capacity:
 			bad = fmt.Errorf("kv: free queue holds block %d outside the pool", b)
 		case p.hot[b]&heldBit != 0:
 			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.Refs(b))
@@ -570,8 +499,6 @@ func (p *Pool) Check() error {
 			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.hot[b]>>countShift)
 		case kind != p.kindOf(b):
 			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but records kind %d", b, kind, p.kindOf(b))
-		case p.anonymous(b):
-			bad = fmt.Errorf("kv: free block %d holds content but is also anonymous", b)
 		}
 		inQueue++
 		if kind != kindNone {
@@ -588,18 +515,8 @@ func (p *Pool) Check() error {
 	if inQueue != p.numFree {
 		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)
 	}
-	anonIDs := 0
-	for _, w := range p.anon {
-		anonIDs += bits.OnesCount64(w)
-	}
-	if anonIDs != anonQueued {
-		return fmt.Errorf("kv: %d anonymous free blocks but %d anonymous queue entries", anonIDs, anonQueued)
-	}
-	referenced, total, priv, shared := 0, int64(0), anonPriv, 0
+	referenced, total, priv, shared := 0, int64(0), 0, 0
 	for b := range p.hot {
-		if p.anonymous(int32(b)) && p.hot[b] != 0 {
-			return fmt.Errorf("kv: anonymous free block %d records state %#x", b, p.hot[b])
-		}
 		switch p.kindOf(int32(b)) {
 		case kindPrivate:
 			priv++
