@@ -189,7 +189,17 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 			return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, len(s.blocks), computed, need)
 		}
 	}
+	if e.hybrid() {
+		if err := e.checkLocal(slot, s); err != nil {
+			return err
+		}
+	}
+	var local []int32
+	if e.hybrid() && slot < len(e.loc) {
+		local = e.loc[slot].ids
+	}
 	if s.state == stPinned || s.state == stPrefilled {
+		t.pinned += len(local) // a request's own: never shared
 		// Distinct blocks: a shared prefix block pinned by several
 		// requests counts once.
 		for _, b := range s.blocks {
@@ -220,9 +230,12 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 	if s.state == stHandoff {
 		t.queued++
 	}
-	t.refs += int64(len(s.blocks))
+	t.refs += int64(len(s.blocks) + len(local))
 	if held != nil {
 		for _, b := range s.blocks {
+			held[b]++
+		}
+		for _, b := range local {
 			held[b]++
 		}
 	}
