@@ -294,7 +294,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 			// The engine frees window blocks as they slide: it runs
 			// with vLLM's whole pool.
 			predicted, perr = hy.PoolBlocks(mem)
-			layout = fmt.Sprintf("hybrid, %s; one pool, window blocks freed as they slide", hy.GroupsString())
+			layout = fmt.Sprintf("hybrid, %s; one pool of %d blocks, window blocks freed as they slide", hy.GroupsString(), predicted)
 			local = engine.LocalKV{Groups: groups, Window: hy.Window, Chunked: hy.Chunked}
 			localKV = hy.PageBytes / int64(hy.BlockSize) * int64(hy.LocalLayers)
 		}

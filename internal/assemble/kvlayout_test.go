@@ -6,12 +6,16 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/engine"
 )
 
-// gpt-oss-120b on one H100 with MXFP4 experts: the engine's blocks are
-// vLLM's pool less ⌈128/16⌉ + 1 = 9 sliding blocks for each of the 256
-// sequences (one full group, so one pool block per engine block); every
-// request runs to its end.
+// gpt-oss-120b on one H100 with MXFP4 experts: the engine runs on vLLM's
+// whole pool (one full group: the sliding group's blocks are freed as the
+// window slides), a block of 18 layers x 16 tokens x 2 x 8 KV heads x 64 x
+// 2 B = 589,824 B; the sliding layers hold 18 x 2,048 = 36,864 of the
+// 73,728 KV bytes per token. With kv_tiers the engine keeps the static
+// reservation: the pool less ⌈128/16⌉ + 1 = 9 sliding blocks for each of
+// the 256 sequences. Every request runs to its end.
 func TestHybridKVOnOneH100(t *testing.T) {
 	y := `predictor: {kind: roofline}
 model: openai/gpt-oss-120b
@@ -23,7 +27,7 @@ check_invariants: true
 `
 	b := mustBuild(t, "oss.yaml", y)
 	in := b.Instances()[0]
-	const head = "hybrid, 2 KV cache groups of 18 layers (1 full, 1 sliding-window 128), 9 local blocks per sequence; vLLM pool "
+	const head = "hybrid, 2 KV cache groups of 18 layers (1 full, 1 sliding-window 128); one pool of "
 	if !strings.HasPrefix(in.KVLayout, head) {
 		t.Fatalf("KV layout %q", in.KVLayout)
 	}
@@ -31,11 +35,20 @@ check_invariants: true
 	if _, err := fmt.Sscanf(strings.TrimPrefix(in.KVLayout, head), "%d blocks", &pool); err != nil {
 		t.Fatal(err)
 	}
-	if in.NumBlocks != pool-256*9 || pool < 10000 {
-		t.Errorf("engine blocks %d, pool %d; want pool - 2304 and a pool of over 10,000 blocks", in.NumBlocks, pool)
+	if in.NumBlocks != pool || pool < 10000 || in.Engine.Local != (engine.LocalKV{Groups: 1, Window: 128}) {
+		t.Errorf("engine blocks %d, pool %d, local groups %+v; want the pool, over 10,000 blocks, one sliding group of 128", in.NumBlocks, pool, in.Engine.Local)
+	}
+	if in.kvPerToken != 73728 || in.localKV != 36864 {
+		t.Errorf("KV per token %d, of it in sliding layers %d; want 73728 and 36864", in.kvPerToken, in.localKV)
 	}
 	if done := runToEnd(t, "oss", b); done != 30 {
 		t.Errorf("%d requests ended, want 30", done)
+	}
+
+	static := mustBuild(t, "oss.yaml", y+"kv_tiers: {}\n").Instances()[0]
+	const staticHead = "hybrid, 2 KV cache groups of 18 layers (1 full, 1 sliding-window 128), 9 local blocks per sequence; vLLM pool "
+	if !strings.HasPrefix(static.KVLayout, staticHead) || static.NumBlocks != pool-256*9 || static.Engine.Local.Groups != 0 || static.localKV != 0 {
+		t.Errorf("with kv_tiers: layout %q, %d blocks, local groups %d; want the static reservation, %d blocks", static.KVLayout, static.NumBlocks, static.Engine.Local.Groups, pool-256*9)
 	}
 }
 
