@@ -124,7 +124,7 @@ func TestLocalTransferBlocksByHand(t *testing.T) {
 	}{
 		{LocalKV{Groups: 1, Window: 128}, 5000, 313, 9},
 		{LocalKV{Groups: 1, Window: 128}, 5000, 4, 4},
-		{LocalKV{Groups: 3, Window: 8192, Chunked: true}, 8100, 507, 507},   // one chunk: all of it
+		{LocalKV{Groups: 3, Window: 8192, Chunked: true}, 8100, 507, 507},  // one chunk: all of it
 		{LocalKV{Groups: 3, Window: 8192, Chunked: true}, 10000, 625, 113}, // 625 - 8192/16
 		{LocalKV{}, 10000, 625, 0},
 	} {
