@@ -285,7 +285,12 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	layout := kvLayout(m, tp, pp, bl.qf.KVBytes())
 	var local engine.LocalKV
 	var localKV int64
-	if hy, ok := hybridLayout(m, gs.eng, tp, pp, bl.qf.KVBytes()); ok {
+	hy, hybrid := hybridLayout(m, gs.eng, tp, pp, bl.qf.KVBytes())
+	if hybrid && !hybridManager(bl.s, gs.eng) {
+		hybrid = false
+		layout = "every layer as full attention (vLLM's hybrid KV cache manager disabled: engine.disable_hybrid_kv_cache_manager, by default with a KV connector)"
+	}
+	if hybrid {
 		var pool int
 		if predicted, pool, perr = hy.Blocks(mem); perr == nil {
 			layout = fmt.Sprintf("hybrid, %s; vLLM pool %d blocks", hy, pool)
@@ -307,7 +312,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 		if ep > 1 {
 			shape += fmt.Sprintf(" dp=%d ep=%d", gs.dp, ep)
 		}
-		perr = fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, perr, fitHint(m, acc, tp, pp, bl.bpe, bl.qf, gs.eng, gs.g.MemoryGB))
+		perr = fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, perr, fitHint(m, acc, tp, pp, bl.bpe, bl.qf, gs.eng, gs.g.MemoryGB, hybridManager(bl.s, gs.eng)))
 	}
 	blocks := gs.eng.NumGPUBlocks
 	if blocks == 0 {

@@ -31,6 +31,20 @@ func hybridLayout(m *model.Config, eng config.Engine, tp, pp, kvBytes int) (kv.H
 	}, true
 }
 
+// hybridManager reports whether vLLM's hybrid KV cache manager runs:
+// engine.disable_hybrid_kv_cache_manager when set, else vLLM 0.19's
+// default, off with a KV connector (VllmConfig.__post_init__ disables it
+// whenever kv_transfer_config is set; NixlConnector supports it from
+// 0.19 when asked with --no-disable-hybrid-kv-cache-manager, and the
+// default became opt-out only after 0.19). A P/D scenario's instances and
+// kv_tiers' offloading run with a connector.
+func hybridManager(s *config.Scenario, eng config.Engine) bool {
+	if d := eng.DisableHybridKVCacheManager; d != nil {
+		return !*d
+	}
+	return !s.PD() && s.KVTiers == nil
+}
+
 // kvLayout describes an MLA model's KV cache: one latent per token and
 // layer, the same on every tensor-parallel rank.
 func kvLayout(m *model.Config, tp, pp, kvBytes int) string {

@@ -13,9 +13,7 @@ import (
 // whole pool (one full group: the sliding group's blocks are freed as the
 // window slides), a block of 18 layers x 16 tokens x 2 x 8 KV heads x 64 x
 // 2 B = 589,824 B; the sliding layers hold 18 x 2,048 = 36,864 of the
-// 73,728 KV bytes per token. With kv_tiers the engine keeps the static
-// reservation: the pool less ⌈128/16⌉ + 1 = 9 sliding blocks for each of
-// the 256 sequences. Every request runs to its end.
+// 73,728 KV bytes per token. Every request runs to its end.
 func TestHybridKVOnOneH100(t *testing.T) {
 	y := `predictor: {kind: roofline}
 model: openai/gpt-oss-120b
@@ -45,10 +43,18 @@ check_invariants: true
 		t.Errorf("%d requests ended, want 30", done)
 	}
 
-	static := mustBuild(t, "oss.yaml", y+"kv_tiers: {}\n").Instances()[0]
+	// A KV connector (kv_tiers here) turns vLLM 0.19's hybrid manager off:
+	// every layer as full attention, 36 instead of 18 layers a block, half
+	// the pool. Asked for with the connector, the engine keeps the static
+	// reservation (its KV tiers do not follow windows).
+	full := mustBuild(t, "oss.yaml", y+"kv_tiers: {}\n").Instances()[0]
+	if !strings.HasPrefix(full.KVLayout, "every layer as full attention") || full.NumBlocks != pool/2 || full.Engine.Local.Groups != 0 {
+		t.Errorf("with kv_tiers: layout %q, %d blocks; want every layer as full attention, %d blocks", full.KVLayout, full.NumBlocks, pool/2)
+	}
+	static := mustBuild(t, "oss.yaml", strings.Replace(y, "engine: {max_num_seqs: 256}", "engine: {max_num_seqs: 256, disable_hybrid_kv_cache_manager: false}", 1)+"kv_tiers: {}\n").Instances()[0]
 	const staticHead = "hybrid, 2 KV cache groups of 18 layers (1 full, 1 sliding-window 128), 9 local blocks per sequence; vLLM pool "
 	if !strings.HasPrefix(static.KVLayout, staticHead) || static.NumBlocks != pool-256*9 || static.Engine.Local.Groups != 0 || static.localKV != 0 {
-		t.Errorf("with kv_tiers: layout %q, %d blocks, local groups %d; want the static reservation, %d blocks", static.KVLayout, static.NumBlocks, static.Engine.Local.Groups, pool-256*9)
+		t.Errorf("with kv_tiers and the hybrid manager on: layout %q, %d blocks, local groups %d; want the static reservation, %d blocks", static.KVLayout, static.NumBlocks, static.Engine.Local.Groups, pool-256*9)
 	}
 }
 
