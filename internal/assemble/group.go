@@ -286,9 +286,9 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	var local engine.LocalKV
 	var localKV int64
 	hy, hybrid := hybridLayout(m, gs.eng, tp, pp, bl.qf.KVBytes())
-	if hybrid && !hybridManager(bl.s, gs.eng) {
+	if on, why := hybridManager(bl.s, gs.eng, hy.Chunked); hybrid && !on {
 		hybrid = false
-		layout = "every layer as full attention (vLLM's hybrid KV cache manager disabled: engine.disable_hybrid_kv_cache_manager, by default with a KV connector)"
+		layout = "every layer as full attention (vLLM's hybrid KV cache manager off: " + why + ")"
 	}
 	if hybrid {
 		var pool int
@@ -299,7 +299,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 			// The engine frees window blocks as they slide: it runs
 			// with vLLM's whole pool.
 			predicted, perr = hy.PoolBlocks(mem)
-			layout = fmt.Sprintf("hybrid, %s; one pool of %d blocks, window blocks freed as they slide", hy.GroupsString(), predicted)
+			layout = fmt.Sprintf("hybrid, %s; one pool of %d blocks (vLLM logs %d tokens), window blocks freed as they slide", hy.GroupsString(), predicted, predicted/(groups+1)*hy.BlockSize)
 			local = engine.LocalKV{Groups: groups, Window: hy.Window, Chunked: hy.Chunked}
 			localKV = hy.PageBytes / int64(hy.BlockSize) * int64(hy.LocalLayers)
 		}
@@ -312,7 +312,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 		if ep > 1 {
 			shape += fmt.Sprintf(" dp=%d ep=%d", gs.dp, ep)
 		}
-		perr = fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, perr, fitHint(m, acc, tp, pp, bl.bpe, bl.qf, gs.eng, gs.g.MemoryGB, hybridManager(bl.s, gs.eng)))
+		perr = fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, perr, fitHint(m, acc, tp, pp, bl.bpe, bl.qf, gs.eng, gs.g.MemoryGB, hybridOn(bl.s, gs.eng, chunkedLocal(m))))
 	}
 	blocks := gs.eng.NumGPUBlocks
 	if blocks == 0 {

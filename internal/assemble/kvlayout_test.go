@@ -90,3 +90,24 @@ func TestCheckpointQuantHint(t *testing.T) {
 		t.Fatalf("want the checkpoint's format named, got %v", err)
 	}
 }
+
+// vLLM turns its hybrid manager off for chunked local attention with an
+// EAGLE-style proposer (Llama 4 Scout with eagle: every layer as full
+// attention), not for sliding windows (gpt-oss with eagle keeps it; the
+// head's one layer is full attention and runs).
+func TestHybridManagerWithEagle(t *testing.T) {
+	for _, c := range []struct{ model, extra, want string }{
+		{"meta-llama/Llama-4-Scout-17B-16E-Instruct", "instances: [{tp: 8}]\n", "every layer as full attention (vLLM's hybrid KV cache manager off: chunked local attention with an EAGLE-style proposer)"},
+		{"openai/gpt-oss-120b", "quantization: mxfp4\n", "hybrid, 2 KV cache groups of 18 layers (1 full, 1 sliding-window 128); one pool of "},
+	} {
+		y := "predictor: {kind: roofline}\nmodel: " + c.model + "\nhardware: H100\n" + c.extra +
+			"engine: {max_num_seqs: 64, speculative: {method: eagle, num_speculative_tokens: 2}}\nworkload: {limit: 10}\ncheck_invariants: true\n"
+		b := mustBuild(t, "eagle.yaml", y)
+		if in := b.Instances()[0]; !strings.HasPrefix(in.KVLayout, c.want) {
+			t.Errorf("%s with eagle: KV layout %q, want %q", c.model, in.KVLayout, c.want)
+		}
+		if done := runToEnd(t, "eagle", b); done != 10 {
+			t.Errorf("%s with eagle: %d requests ended, want 10", c.model, done)
+		}
+	}
+}
