@@ -32,11 +32,14 @@ func (e *Engine) CheckNow(now int64) error {
 //     is in the running list or the decode lane, not both, and lane
 //     entries are consistent;
 //   - every request holds at least the blocks its computed tokens need, and
-//     queued ones (waiting, in the handoff queue) hold none;
+//     queued ones (waiting, in the handoff queue) hold none; a hybrid
+//     model's local groups hold blocks for exactly the positions from the
+//     window's first to the end of the request's full-attention table;
 //   - the distinct blocks held by pinned requests, recounted from their
 //     block lists, and decode reservations match their counters;
-//   - the blocks referenced by requests equal the pool's used blocks (each
-//     block referenced once per holder), so blocks are conserved;
+//   - the blocks referenced by requests (full-attention and local groups)
+//     equal the pool's used blocks (each block referenced once per
+//     holder), so blocks are conserved;
 //   - periodically, the pool's full structural check.
 //
 // The checks of the batch, the decode lane and the running list cost

@@ -22,10 +22,13 @@ import "fmt"
 //     (ChunkedLocalAttentionManager), so each keeps at most
 //     ⌈Window/BlockSize⌉ + 1 blocks per request.
 //
-// The simulator's engine allocates one block table per request; for a
-// hybrid model an engine block stands for one block in each full-attention
-// group (FullGroups pool blocks), and pool blocks are set aside for the
-// local groups. A sequence holds at most LocalBlocksPerRequest blocks in
+// With one full-attention group (FreesWindows) the simulator's engine
+// runs on the whole pool and keeps each local group's blocks per request,
+// freeing them as the window slides (engine.LocalKV). Otherwise (several
+// full groups, or KV tiers asked to run with the hybrid manager) it
+// allocates one block table per request, an engine block standing for one
+// block in each full-attention group (FullGroups pool blocks), and sets
+// pool blocks aside for the local groups (Blocks). A sequence holds at most LocalBlocksPerRequest blocks in
 // each local group, and never more than it holds in a full group plus
 // one; so with E engine blocks and MaxSeqs sequences the local groups hold
 // at most min(MaxSeqs·LocalGroups·LocalBlocksPerRequest, LocalGroups·(E +
