@@ -34,7 +34,7 @@ var (
 	// hybridModels mix full attention with sliding windows (vLLM's hybrid
 	// KV cache manager applies).
 	hybridModels = map[string]bool{"google/gemma-3-1b-it": true}
-	rooflineHW     = []string{"H100", "A100", "RTXPRO6000", "L40S", "B200"}
+	rooflineHW   = []string{"H100", "A100", "RTXPRO6000", "L40S", "B200"}
 	// moeModels are the mixture-of-experts models above (dp and ep apply).
 	moeModels  = map[string]bool{"mistralai/Mixtral-8x7B-v0.1": true, "Qwen/Qwen3-30B-A3B-Instruct-2507": true}
 	policies   = []string{"pull", "reserve", "reject", "push", "eager"}
