@@ -130,5 +130,8 @@ func (c *Config) Validate() error {
 	if err := c.Local.validate(); err != nil {
 		return err
 	}
+	if c.Local.Groups > 0 && c.SwapBlocks > 0 {
+		return fmt.Errorf("swap preemption does not support local KV cache groups (a hybrid model's windows)")
+	}
 	return c.Spec.validate()
 }

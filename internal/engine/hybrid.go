@@ -204,6 +204,9 @@ func (e *Engine) LocalTransferBlocks(prompt, blocks int) int {
 // table: none without one, else exactly the positions from lo to its end.
 func (e *Engine) checkLocal(slot int, s *seq) error {
 	if slot >= len(e.loc) {
+		if len(s.blocks) != 0 {
+			return fmt.Errorf("request %d holds %d full-attention blocks and no local table", s.rec.ID, len(s.blocks))
+		}
 		return nil
 	}
 	h := &e.loc[slot]
