@@ -33,7 +33,9 @@ func (e *Engine) form(now, formed int64) int32 {
 	// scheduled before: check verifies it).
 	bs := int32(e.cfg.BlockSize)
 	spec := e.specOn()
-	short := !spec && !e.hybrid() // no short path: verifications, or windows to slide
+	// The short path: not for verifications, nor for a hybrid model's
+	// decoder whose window slides in this step (steadyLocal).
+	short, hybrid := !spec && !e.hybrid(), !spec && e.hybrid()
 	var dn, dmin, dmax int
 	var dsum int64
 	for i := 0; i < len(e.running) && budget > 0; i++ {
@@ -42,7 +44,7 @@ func (e *Engine) form(now, formed int64) int32 {
 		if s.state != stRunning || s.inFlight {
 			continue // a request in a batch in flight waits for its end
 		}
-		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < int32(len(s.blocks))*bs && short {
+		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < int32(len(s.blocks))*bs && (short || hybrid && e.steadyLocal(slot, ctx)) {
 			c := int(ctx)
 			if dn == 0 || c < dmin {
 				dmin = c

@@ -45,11 +45,13 @@ func (l LocalKV) validate() error {
 }
 
 // localHold is what the local groups hold for one request slot: Groups
-// blocks for each position lo, lo+1, ... up to the end of the request's
-// full-attention table, position-major. Positions before lo slid out.
+// blocks for each of the n positions lo, lo+1, ... up to the end of the
+// request's full-attention table, position-major. Positions before lo
+// slid out; next is the computed count at which position lo slides out
+// too (nothing to free below it).
 type localHold struct {
-	lo  int32
-	ids []kv.BlockID
+	lo, n, next int32
+	ids         []kv.BlockID
 }
 
 // hybrid reports whether the engine keeps local KV cache groups.
@@ -64,8 +66,16 @@ func (e *Engine) hold(slot int32) *localHold {
 }
 
 // end is the first position past the ones h holds.
-func (e *Engine) end(h *localHold) int32 {
-	return h.lo + int32(len(h.ids)/e.cfg.Local.Groups)
+func (e *Engine) end(h *localHold) int32 { return h.lo + h.n }
+
+// nextSkip is the smallest computed count at which more than lo leading
+// positions are skipped (skipBlocks > lo).
+func (e *Engine) nextSkip(lo int32) int32 {
+	bs, w := int32(e.cfg.BlockSize), int32(e.cfg.Local.Window)
+	if e.cfg.Local.Chunked {
+		return ((lo+1)*bs + w - 1) / w * w
+	}
+	return (lo+1)*bs + w - 1
 }
 
 // skipBlocks is the number of leading block positions no token after the
@@ -94,7 +104,8 @@ func (e *Engine) trimLocal(slot, c int32) {
 		e.fail(err)
 	}
 	h.ids = h.ids[:copy(h.ids, h.ids[drop:])]
-	h.lo = k
+	h.n -= k - h.lo
+	h.lo, h.next = k, e.nextSkip(k)
 }
 
 // startLocal starts slot's local tables of a request whose first c tokens
@@ -103,6 +114,7 @@ func (e *Engine) trimLocal(slot, c int32) {
 func (e *Engine) startLocal(slot, c int32) {
 	h := e.hold(slot)
 	h.lo = e.skipBlocks(c)
+	h.n, h.next = 0, e.nextSkip(h.lo)
 	h.ids = h.ids[:0]
 }
 
@@ -120,13 +132,25 @@ func (e *Engine) extendLocal(slot int32, n int) {
 	var ok bool
 	if h.ids, ok = e.pool.Allocate(h.ids, need); !ok {
 		e.fail(fmt.Errorf("slot %d: %d local blocks checked free but allocation failed", slot, need))
+		return
 	}
+	h.n += int32(need / e.cfg.Local.Groups)
+}
+
+// steadyLocal reports whether slot's local groups free nothing when it
+// is scheduled with c tokens computed (the window has not reached the
+// next position).
+func (e *Engine) steadyLocal(slot, c int32) bool {
+	return int(slot) < len(e.loc) && c < e.loc[slot].next
 }
 
 // growHybrid is grow for a hybrid model: the local groups first free what
 // slid out (vLLM does so even when the allocation then fails), then every
 // group takes blocks up to computed+n tokens.
 func (e *Engine) growHybrid(slot int32, s *seq, n int32) bool {
+	if h := e.hold(slot); s.computed < h.next && s.computed+n <= int32(len(s.blocks))*int32(e.cfg.BlockSize) {
+		return true // nothing slid out, room in the last block
+	}
 	e.trimLocal(slot, s.computed)
 	want := max(len(s.blocks), cdiv(int(s.computed+n), e.cfg.BlockSize))
 	need := want - len(s.blocks)
@@ -150,7 +174,7 @@ func (e *Engine) releaseLocal(slot int32) {
 	if err := e.pool.Release(h.ids); err != nil {
 		e.fail(err)
 	}
-	h.ids, h.lo = h.ids[:0], 0
+	h.ids, h.lo, h.n, h.next = h.ids[:0], 0, 0, 0
 }
 
 // localPeak bounds the positions one request's local groups hold at once:
@@ -216,7 +240,7 @@ func (e *Engine) checkLocal(slot int, s *seq) error {
 		}
 		return nil
 	}
-	if len(h.ids)%e.cfg.Local.Groups != 0 || h.lo < 0 || e.end(h) != int32(len(s.blocks)) {
+	if len(h.ids) != int(h.n)*e.cfg.Local.Groups || h.lo < 0 || e.end(h) != int32(len(s.blocks)) || h.next != e.nextSkip(h.lo) {
 		return fmt.Errorf("request %d holds %d local blocks from position %d (%d groups) for %d full-attention blocks", s.rec.ID, len(h.ids), h.lo, e.cfg.Local.Groups, len(s.blocks))
 	}
 	return nil
