@@ -190,3 +190,22 @@ func TestHybridConservesBlocks(t *testing.T) {
 		}
 	})
 }
+
+// Local KV cache groups are refused with swap preemption (a swap moves a
+// request's full-attention blocks only) and with a window under a token.
+func TestLocalKVConfigRefused(t *testing.T) {
+	for _, c := range []struct {
+		local LocalKV
+		swap  int
+	}{
+		{LocalKV{Groups: 1, Window: 128}, 100},
+		{LocalKV{Groups: 1}, 0},
+		{LocalKV{Groups: -1, Window: 128}, 0},
+	} {
+		cfg := testConfig()
+		cfg.Local, cfg.SwapBlocks = c.local, c.swap
+		if _, err := New(0, cfg, fixedStep{base: 1}); err == nil {
+			t.Errorf("%+v with %d swap blocks accepted", c.local, c.swap)
+		}
+	}
+}
