@@ -477,6 +477,13 @@ func (s *Sim) reserve(d int, now int64) error {
 	return nil
 }
 
+// localBlocks is the blocks of d's local KV cache groups that arrive with
+// blocks full-attention blocks of h's prompt.
+func (s *Sim) localBlocks(h *hand, d, blocks int) int {
+	e := s.engines[d]
+	return e.Config().Local.Groups * e.LocalTransferBlocks(h.req.InputTokens, blocks)
+}
+
 // transferBytes is the per-stream size of moving blocks KV blocks.
 func (s *Sim) transferBytes(h *hand, d, blocks int) int64 {
 	node := s.pd.nodes[h.p]

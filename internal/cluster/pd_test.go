@@ -445,3 +445,26 @@ func checkTimestamps(r *metrics.Record) error {
 	}
 	return nil
 }
+
+// TestHybridPushBufferHoldsTheWindow: under the push policy a hybrid
+// model's KV arrives as its 100 full-attention blocks and the sliding
+// group's last 9: 109 blocks, which a receive buffer of 105 cannot take
+// (overflow drop), while 109 can.
+func TestHybridPushBufferHoldsTheWindow(t *testing.T) {
+	for _, c := range []struct {
+		buf  int
+		want metrics.Outcome
+	}{{105, metrics.Failed}, {109, metrics.Finished}} {
+		reqs := []workload.Request{{ID: 0, InputTokens: 1600, OutputTokens: 4}}
+		ps := pdSetup{prefill: 1, decode: 1, pBlocks: 1000, dBlocks: 1000, seqs: 8, budget: 2048,
+			cfg: PDConfig{Policy: Push, PushBufferBlocks: []int{0, c.buf}}, bw: 1e9, latency: 20_000, kvPerToken: 4096, pred: linear{base: 1e6},
+			local: engine.LocalKV{Groups: 1, Window: 128}, localKV: 2048}
+		sim, got := ps.build(t, reqs)
+		if _, err := sim.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if r := got.recs[0]; r.Outcome != c.want {
+			t.Errorf("buffer of %d blocks: outcome %v (%s), want %v", c.buf, r.Outcome, r.Reason, c.want)
+		}
+	}
+}
