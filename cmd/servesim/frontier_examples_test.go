@@ -16,6 +16,7 @@ func TestFrontierExamples(t *testing.T) {
 		{"gpt-oss-120b-h100.yaml", []string{"Instances oss: 1 x mixed on H100 tp 1", "KV cache: hybrid, 2 KV cache groups of 18 layers (1 full, 1 sliding-window 128)"}},
 		{"llama4-scout-h100x8.yaml", []string{"Instances scout: 1 x mixed on H100 tp 8", "KV cache: hybrid, 4 KV cache groups of 12 layers (1 full, 3 chunked-local 8192)"}},
 		{"gemma-3-27b-h100.yaml", []string{"Instances gemma: 1 x mixed on H100 tp 1", "KV cache: hybrid, 7 KV cache groups of 10 layers (1 full, 6 sliding-window 1024)"}},
+		{"pd-gpt-oss-h100.yaml", []string{"Instances prefill: 1 x prefill on H100 tp 1", "Instances decode: 1 x decode on H100 tp 1", "KV cache: every layer as full attention (vLLM's hybrid KV cache manager off: vLLM 0.19's default with a KV connector (P/D, kv_tiers))"}},
 		{"pd-deepseek-v3.yaml", []string{"Instances prefill: 1 x prefill on H200 tp 8", "Instances decode: 1 x decode on H200 tp 8", "KV cache: MLA latent"}},
 	}
 	for _, tt := range tests {

@@ -71,6 +71,7 @@ type Instance struct {
 
 	nics        []nic   // one per GPU
 	kvPerToken  int64   // KV bytes of one token on one GPU
+	localKV     int64   // the part of kvPerToken in window-bounded layers that free their blocks (hybrid models)
 	prefillRate float64 // tokens/s of a full prefill step (reject policy)
 	pushBuf     int     // push policy: receive-buffer blocks carved out of NumBlocks
 }
@@ -278,6 +279,7 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 				nodes[i].Endpoints = append(nodes[i].Endpoints, ep)
 			}
 			nodes[i].KVBytesPerToken = in.kvPerToken
+			nodes[i].LocalKVBytesPerToken = in.localKV
 			nodes[i].Layers = b.layers
 			nodes[i].PrefillTokensPerSec = in.prefillRate
 		}

@@ -60,6 +60,7 @@ func (bl *builder) addGroup(gi int) error {
 	if err != nil {
 		return err
 	}
+	cfg.Local = kv.local
 	resolved := gs.eng
 	resolved.NumGPUBlocks, resolved.MaxModelLen = kv.blocks, gs.maxLen
 	resolveGraphs(&resolved, gs.et)
@@ -71,7 +72,7 @@ func (bl *builder) addGroup(gi int) error {
 	m, tp, pp := bl.m, gs.tp, gs.pp
 	tmpl := Instance{Group: gs.g.Name, Role: gs.g.Role, Hardware: gs.acc.Name,
 		TP: tp, PP: pp, DP: gs.dp, EP: gs.ep, NumBlocks: kv.blocks, PredictedBlocks: kv.predicted, KVLayout: kv.layout, PredictErr: kv.predictErr, BlockSize: gs.eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: gs.origin,
-		nics: repeatNIC(bl.groupNIC(gs.acc), tp*pp), kvPerToken: kvPerTokenPerGPU(m, bl.qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: prefillRate(pred, gs.eng), pushBuf: pushBuf,
+		nics: repeatNIC(bl.groupNIC(gs.acc), tp*pp), kvPerToken: kvPerTokenPerGPU(m, bl.qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: prefillRate(pred, gs.eng), pushBuf: pushBuf, localKV: kv.localKV,
 		Speculative: sb.desc, TPNodes: tpNodes(tp, gs.linkGPUs)}
 	bl.placeInstances(gs, tmpl, spec)
 	return nil
@@ -263,6 +264,11 @@ type groupKV struct {
 	blocks, predicted int
 	predictErr        error
 	layout            string // the KV layout of a hybrid or MLA model, "" otherwise
+	// local is a hybrid model's window-bounded KV cache groups when the
+	// engine frees their blocks as the window slides (blocks is then
+	// vLLM's whole pool); localKV their KV bytes per token on one GPU.
+	local   engine.LocalKV
+	localKV int64
 }
 
 // groupMemory sizes the group's KV cache per instance from its GPU memory
@@ -277,10 +283,25 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	mem.KVPerToken += sb.kvPerToken
 	predicted, perr := mem.Blocks(gs.eng.BlockSize)
 	layout := kvLayout(m, tp, pp, bl.qf.KVBytes())
-	if hy, ok := hybridLayout(m, gs.eng, tp, pp, bl.qf.KVBytes()); ok {
+	var local engine.LocalKV
+	var localKV int64
+	hy, hybrid := hybridLayout(m, gs.eng, tp, pp, bl.qf.KVBytes())
+	if on, why := hybridManager(bl.s, gs.eng, hy.Chunked); hybrid && !on {
+		hybrid = false
+		layout = "every layer as full attention (vLLM's hybrid KV cache manager off: " + why + ")"
+	}
+	if hybrid {
 		var pool int
 		if predicted, pool, perr = hy.Blocks(mem); perr == nil {
 			layout = fmt.Sprintf("hybrid, %s; vLLM pool %d blocks", hy, pool)
+		}
+		if _, groups := hy.Groups(); hy.FreesWindows() && bl.s.KVTiers == nil {
+			// The engine frees window blocks as they slide: it runs
+			// with vLLM's whole pool.
+			predicted, perr = hy.PoolBlocks(mem)
+			layout = fmt.Sprintf("hybrid, %s; one pool of %d blocks (vLLM logs %d tokens), window blocks freed as they slide", hy.GroupsString(), predicted, predicted/(groups+1)*hy.BlockSize)
+			local = engine.LocalKV{Groups: groups, Window: hy.Window, Chunked: hy.Chunked}
+			localKV = hy.PageBytes / int64(hy.BlockSize) * int64(hy.LocalLayers)
 		}
 	}
 	if perr != nil {
@@ -291,7 +312,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 		if ep > 1 {
 			shape += fmt.Sprintf(" dp=%d ep=%d", gs.dp, ep)
 		}
-		perr = fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, perr, fitHint(m, acc, tp, pp, bl.bpe, bl.qf, gs.eng, gs.g.MemoryGB))
+		perr = fmt.Errorf("%s: %s on %s x %s: %w%s", path, m.Name, acc.Name, shape, perr, fitHint(m, acc, tp, pp, bl.bpe, bl.qf, gs.eng, gs.g.MemoryGB, hybridOn(bl.s, gs.eng, chunkedLocal(m))))
 	}
 	blocks := gs.eng.NumGPUBlocks
 	if blocks == 0 {
@@ -307,7 +328,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	if bl.totalBlocks > config.MaxTotalBlocks {
 		return groupKV{}, fmt.Errorf("%s: the cluster's KV blocks exceed the simulator's bound of %d; use fewer instances, engine.num_gpu_blocks or a larger engine.block_size", path, config.MaxTotalBlocks)
 	}
-	return groupKV{blocks: blocks, predicted: predicted, predictErr: perr, layout: layout}, nil
+	return groupKV{blocks: blocks, predicted: predicted, predictErr: perr, layout: layout, local: local, localKV: localKV}, nil
 }
 
 // engineConfig makes the group's engine configuration with blocks KV

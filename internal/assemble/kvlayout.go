@@ -31,6 +31,38 @@ func hybridLayout(m *model.Config, eng config.Engine, tp, pp, kvBytes int) (kv.H
 	}, true
 }
 
+// hybridManager reports whether vLLM's hybrid KV cache manager runs:
+// engine.disable_hybrid_kv_cache_manager when set, else vLLM 0.19's
+// default, off with a KV connector (VllmConfig.__post_init__ disables it
+// whenever kv_transfer_config is set; NixlConnector supports it from
+// 0.19 when asked with --no-disable-hybrid-kv-cache-manager, and the
+// default became opt-out only after 0.19). A P/D scenario's instances and
+// kv_tiers' offloading run with a connector. vLLM also turns it off for
+// chunked local attention with an EAGLE-style proposer (eagle, eagle3,
+// mtp: SpeculativeConfig.use_eagle), whatever the flag says.
+// When it is off, why says why.
+func hybridManager(s *config.Scenario, eng config.Engine, chunked bool) (on bool, why string) {
+	if sp := eng.Speculative; chunked && sp != nil && (sp.Method == config.SpecEagle || sp.Method == config.SpecEagle3 || sp.Method == config.SpecMTP) {
+		return false, "chunked local attention with an EAGLE-style proposer"
+	}
+	if d := eng.DisableHybridKVCacheManager; d != nil {
+		return !*d, "engine.disable_hybrid_kv_cache_manager"
+	}
+	if s.PD() || s.KVTiers != nil {
+		return false, "vLLM 0.19's default with a KV connector (P/D, kv_tiers)"
+	}
+	return true, ""
+}
+
+// hybridOn is hybridManager's answer without its reason.
+func hybridOn(s *config.Scenario, eng config.Engine, chunked bool) bool {
+	on, _ := hybridManager(s, eng, chunked)
+	return on
+}
+
+// chunkedLocal reports whether m has chunked local attention layers.
+func chunkedLocal(m *model.Config) bool { return m.NumLayersOfKind(model.AttnChunked) > 0 }
+
 // kvLayout describes an MLA model's KV cache: one latent per token and
 // layer, the same on every tensor-parallel rank.
 func kvLayout(m *model.Config, tp, pp, kvBytes int) string {

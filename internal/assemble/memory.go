@@ -77,7 +77,7 @@ func kvPerTokenPerGPU(m *model.Config, kvBytes, tp, pp int) int64 {
 // fitHint names the nearest valid choices when a model does not fit: the
 // smallest tensor-parallel degree that fits this accelerator, and the
 // catalog accelerators that hold it at this degree.
-func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, qf quant.Format, eng config.Engine, memGB float64) string {
+func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, qf quant.Format, eng config.Engine, memGB float64, hma bool) string {
 	fits := func(a hw.Accelerator, t int) bool {
 		memBytes := a.MemoryBytes
 		if memGB > 0 && a.Name == acc.Name {
@@ -85,7 +85,7 @@ func fitHint(m *model.Config, acc hw.Accelerator, tp, pp, bpe int, qf quant.Form
 		}
 		mem := gpuMemory(m, memBytes, t, pp, bpe, qf, eng)
 		n, err := mem.Blocks(eng.BlockSize)
-		if hy, ok := hybridLayout(m, eng, t, pp, qf.KVBytes()); ok {
+		if hy, ok := hybridLayout(m, eng, t, pp, qf.KVBytes()); ok && hma {
 			n, _, err = hy.Blocks(mem)
 		}
 		return err == nil && n > 0

@@ -94,6 +94,9 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 		head := *m
 		head.Name = m.Name + " " + string(sp.Method) + " head"
 		head.NumLayers, head.FirstDenseLayers, head.MLPOnlyLayers, head.DecoderSparseStep = 1, 0, nil, 0
+		// Its one layer attends fully (a hybrid target's window kinds
+		// are the target's layers', not the head's).
+		head.LayerKinds = nil
 		draft = &head
 		if cat, err = layerCatalog(m); err != nil {
 			return b, "", fmt.Errorf("%s: %w", path, err)

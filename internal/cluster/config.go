@@ -104,6 +104,12 @@ func (c *Config) Validate() error {
 		bad("limits must be >= 0 (got max time %d ns, max events %d)", c.Limits.MaxTime, c.Limits.MaxEvents)
 	}
 	c.validateDPGroups(bad)
+	for i, e := range c.Engines {
+		if c.Tiers != nil && e.Config().Local.Groups > 0 {
+			// Loads and swaps fill a request's full-attention blocks only.
+			bad("instance %d keeps local KV cache groups (a hybrid model's windows), which KV tiers do not support", i)
+		}
+	}
 	if c.PD != nil {
 		c.validatePD(bad)
 	}

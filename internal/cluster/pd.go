@@ -67,6 +67,11 @@ type Node struct {
 	Endpoints []link.EndpointID // one per tensor-parallel rank
 	// KVBytesPerToken is the KV size of one token on one rank.
 	KVBytesPerToken int64
+	// LocalKVBytesPerToken is the part of KVBytesPerToken in a hybrid
+	// model's window-bounded layers, of which a handoff moves only the
+	// blocks the decode side needs (engine.LocalTransferBlocks); 0 for
+	// other models.
+	LocalKVBytesPerToken int64
 	// Layers is the number of transformer layers.
 	Layers int
 	// PrefillTokensPerSec estimates the instance's prefill throughput: the
@@ -472,11 +477,19 @@ func (s *Sim) reserve(d int, now int64) error {
 	return nil
 }
 
+// localBlocks is the blocks of d's local KV cache groups that arrive with
+// blocks full-attention blocks of h's prompt.
+func (s *Sim) localBlocks(h *hand, d, blocks int) int {
+	e := s.engines[d]
+	return e.Config().Local.Groups * e.LocalTransferBlocks(h.req.InputTokens, blocks)
+}
+
 // transferBytes is the per-stream size of moving blocks KV blocks.
 func (s *Sim) transferBytes(h *hand, d, blocks int) int64 {
 	node := s.pd.nodes[h.p]
-	bs := s.engines[d].Config().BlockSize
-	return int64(blocks) * int64(bs) * node.KVBytesPerToken
+	bs := int64(s.engines[d].Config().BlockSize)
+	local := int64(s.engines[d].LocalTransferBlocks(h.req.InputTokens, blocks))
+	return int64(blocks)*bs*(node.KVBytesPerToken-node.LocalKVBytesPerToken) + local*bs*node.LocalKVBytesPerToken
 }
 
 // reserved starts the transfer of a queued request whose decode blocks

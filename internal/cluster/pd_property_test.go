@@ -39,6 +39,10 @@ func TestPDPropertyWide(t *testing.T) {
 		pp := rapid.IntRange(1, 2).Draw(rt, "pp")
 		nP := rapid.IntRange(1, 3).Draw(rt, "prefill")
 		nD := rapid.IntRange(1, 3).Draw(rt, "decode")
+		var local engine.LocalKV // a hybrid model's sliding or chunked groups, one run in three
+		if rapid.IntRange(0, 2).Draw(rt, "hybrid") == 0 {
+			local = engine.LocalKV{Groups: rapid.IntRange(1, 3).Draw(rt, "localGroups"), Window: rapid.SampledFrom([]int{32, 128, 1000}).Draw(rt, "window"), Chunked: rapid.Bool().Draw(rt, "chunkedLocal")}
+		}
 		var engines []*engine.Engine
 		var bufs []int
 		for i := 0; i < nP+nD; i++ {
@@ -51,7 +55,11 @@ func TestPDPropertyWide(t *testing.T) {
 			blocks := rapid.SampledFrom([]int{8, 40, 64, 300, 2000, 2000}).Draw(rt, "blocks")
 			cfg := engine.Config{MaxNumSeqs: rapid.IntRange(1, 16).Draw(rt, "seqs"), MaxNumBatchedTokens: budget, BlockSize: 16,
 				NumBlocks: blocks, MaxModelLen: maxLen, ChunkedPrefill: chunked, PrefixCaching: rapid.Bool().Draw(rt, "cache"),
-				AsyncScheduling: rapid.Bool().Draw(rt, "async"), Role: role, PipelineParallel: pp, CheckInvariants: true}
+				AsyncScheduling: rapid.Bool().Draw(rt, "async"), Role: role, PipelineParallel: pp, CheckInvariants: true, Local: local}
+			if local.Groups > 0 {
+				// Room for the local groups' window and a step's blocks.
+				cfg.NumBlocks += local.Groups * ((local.Window+max(budget, headroom+1))/16 + 3)
+			}
 			if cfg.MaxNumSeqs > budget {
 				cfg.MaxNumSeqs = budget
 			}
@@ -128,6 +136,9 @@ func TestPDPropertyWide(t *testing.T) {
 				nodes[i].Endpoints = append(nodes[i].Endpoints, must(net.AddEndpoint(bw, int64(rapid.IntRange(0, 20_000).Draw(rt, "lat")))))
 			}
 			nodes[i].KVBytesPerToken, nodes[i].Layers = 4096, 32
+			if local.Groups > 0 {
+				nodes[i].LocalKVBytesPerToken = 2048
+			}
 			nodes[i].PrefillTokensPerSec = rapid.SampledFrom([]float64{0, 1e4, 1e6}).Draw(rt, "prefillRate")
 		}
 		sim, err := New(Config{Engines: engines, Source: src, Router: &RoundRobin{}, Observer: c, CheckInvariants: true, Limits: limits,

@@ -65,6 +65,8 @@ type pdSetup struct {
 	kvPerToken       int64
 	pred             perf.Predictor
 	tiers            *kvtier.Hierarchy // nil: none
+	local            engine.LocalKV    // a hybrid model's window-bounded groups
+	localKV          int64             // their part of kvPerToken
 }
 
 // fataler is the part of testing.TB and *rapid.T the setup needs.
@@ -78,7 +80,7 @@ func (ps pdSetup) build(t fataler, reqs []workload.Request) (*Sim, *collect) {
 		e, err := engine.New(len(engines), engine.Config{
 			MaxNumSeqs: ps.seqs, MaxNumBatchedTokens: ps.budget, BlockSize: 16, NumBlocks: blocks,
 			ChunkedPrefill: true, PrefixCaching: true, AsyncScheduling: true, Role: role,
-			ReservedDecodeTokens: 0, CheckInvariants: true,
+			ReservedDecodeTokens: 0, CheckInvariants: true, Local: ps.local,
 		}, ps.pred)
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +97,7 @@ func (ps pdSetup) build(t fataler, reqs []workload.Request) (*Sim, *collect) {
 	net := link.New()
 	nodes := make([]Node, len(engines))
 	for i := range nodes {
-		nodes[i] = Node{Endpoints: []link.EndpointID{must(net.AddEndpoint(ps.bw, ps.latency))}, KVBytesPerToken: ps.kvPerToken, Layers: 32, PrefillTokensPerSec: 20000}
+		nodes[i] = Node{Endpoints: []link.EndpointID{must(net.AddEndpoint(ps.bw, ps.latency))}, KVBytesPerToken: ps.kvPerToken, LocalKVBytesPerToken: ps.localKV, Layers: 32, PrefillTokensPerSec: 20000}
 	}
 	cfg := ps.cfg
 	if cfg.Policy == Push && cfg.PushBufferBlocks == nil {
@@ -185,6 +187,27 @@ func TestTransferTimeOnIdleLink(t *testing.T) {
 	want := int64(20_000 + 6_553_600)
 	if d := r.TransferEnd - r.TransferStart; d != want {
 		t.Fatalf("transfer took %d ns, want %d", d, want)
+	}
+}
+
+// TestHybridTransferMovesWindowBlocks: for a model whose sliding-window
+// layers hold half the KV (W = 128), a 1,600-token prompt moves all 100
+// blocks of the full-attention layers and the last ⌈128/16⌉ + 1 = 9 of the
+// sliding ones (vLLM's NixlConnector clips them): (100 + 9) x 16 tokens x
+// 2,048 bytes = 3,571,712 bytes at 1 GB/s after 20 µs, instead of
+// 6,553,600.
+func TestHybridTransferMovesWindowBlocks(t *testing.T) {
+	reqs := []workload.Request{{ID: 0, InputTokens: 1600, OutputTokens: 4}}
+	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 1000, dBlocks: 1000, seqs: 8, budget: 2048,
+		cfg: PDConfig{Policy: Pull, Heartbeat: true, Lease: 30e9}, bw: 1e9, latency: 20_000, kvPerToken: 4096, pred: linear{base: 1e6},
+		local: engine.LocalKV{Groups: 1, Window: 128}, localKV: 2048}
+	sim, got := ps.build(t, reqs)
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	r := got.recs[0]
+	if d, want := r.TransferEnd-r.TransferStart, int64(20_000+3_571_712); d != want || r.Outcome != metrics.Finished {
+		t.Fatalf("transfer took %d ns, want %d (outcome %v)", d, want, r.Outcome)
 	}
 }
 
@@ -421,4 +444,27 @@ func checkTimestamps(r *metrics.Record) error {
 		return fmt.Errorf("request %d: transfer end %d ns before its start %d ns", r.ID, r.TransferEnd, r.TransferStart)
 	}
 	return nil
+}
+
+// TestHybridPushBufferHoldsTheWindow: under the push policy a hybrid
+// model's KV arrives as its 100 full-attention blocks and the sliding
+// group's last 9: 109 blocks, which a receive buffer of 105 cannot take
+// (overflow drop), while 109 can.
+func TestHybridPushBufferHoldsTheWindow(t *testing.T) {
+	for _, c := range []struct {
+		buf  int
+		want metrics.Outcome
+	}{{105, metrics.Failed}, {109, metrics.Finished}} {
+		reqs := []workload.Request{{ID: 0, InputTokens: 1600, OutputTokens: 4}}
+		ps := pdSetup{prefill: 1, decode: 1, pBlocks: 1000, dBlocks: 1000, seqs: 8, budget: 2048,
+			cfg: PDConfig{Policy: Push, PushBufferBlocks: []int{0, c.buf}}, bw: 1e9, latency: 20_000, kvPerToken: 4096, pred: linear{base: 1e6},
+			local: engine.LocalKV{Groups: 1, Window: 128}, localKV: 2048}
+		sim, got := ps.build(t, reqs)
+		if _, err := sim.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if r := got.recs[0]; r.Outcome != c.want {
+			t.Errorf("buffer of %d blocks: outcome %v (%s), want %v", c.buf, r.Outcome, r.Reason, c.want)
+		}
+	}
 }

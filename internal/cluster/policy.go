@@ -101,6 +101,10 @@ type handoffSim interface {
 	promptBlocks(h *hand, d int) int
 	// transferBytes is the bytes per stream of blocks of h's KV to d.
 	transferBytes(h *hand, d, blocks int) int64
+	// localBlocks is how many blocks of d a hybrid model's window-bounded
+	// layers add to blocks full-attention blocks of h's KV crossing to d
+	// (0 for other models).
+	localBlocks(h *hand, d, blocks int) int
 	// takeBuffer takes blocks of d's push receive buffer if free.
 	takeBuffer(d, blocks int) bool
 	// startFlows puts h's KV on the network (rate 0: uncapped).

@@ -114,6 +114,8 @@ func (f *fakeSim) promptBlocks(h *hand, d int) int { return f.blocks }
 
 func (f *fakeSim) transferBytes(h *hand, d, blocks int) int64 { return int64(blocks) * 1000 }
 
+func (f *fakeSim) localBlocks(h *hand, d, blocks int) int { return 0 }
+
 func (f *fakeSim) takeBuffer(d, blocks int) bool {
 	ok := f.bufFree >= blocks
 	if ok {

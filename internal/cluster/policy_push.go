@@ -26,6 +26,7 @@ func (pushPolicy) prefilled(s handoffSim, h *hand, now int64) error {
 	d := s.placeDecode(h, -1)
 	blocks := s.promptBlocks(h, d)
 	h.bytes = s.transferBytes(h, d, blocks)
+	blocks += s.localBlocks(h, d, blocks) // the buffer holds a window's blocks too
 	switch {
 	case !cfg.PushSpill && blocks > cfg.PushBufferBlocks[d]:
 		// It can never fit the receive buffer and may not spill.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/engine"
@@ -129,4 +130,23 @@ func offloadReqs() []workload.Request {
 		reqs = append(reqs, workload.Request{ID: int64(i), Arrival: int64(i) * 1e6, InputTokens: 320, OutputTokens: 50})
 	}
 	return reqs
+}
+
+// KV tiers load and swap a request's full-attention blocks only: an
+// engine keeping a hybrid model's local KV cache groups is refused.
+func TestTiersRefuseLocalKVGroups(t *testing.T) {
+	e, err := engine.New(0, engine.Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 256, BlockSize: 16, NumBlocks: 1000,
+		ChunkedPrefill: true, PrefixCaching: true, Local: engine.LocalKV{Groups: 1, Window: 128}}, linear{base: 1e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := kvtier.New(kvtier.Config{BlockSize: 16, ChunkTokens: 256, BlockBytes: 16000,
+		Nodes: []kvtier.Node{hostNode(1e9, 1e11)}, Instances: []kvtier.Instance{{Node: 0, GPUs: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Config{Engines: []*engine.Engine{e}, Source: &sliceSrc{}, Tiers: h})
+	if err == nil || !strings.Contains(err.Error(), "local KV cache groups") {
+		t.Fatalf("want the local groups refused with KV tiers, got %v", err)
+	}
 }

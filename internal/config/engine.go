@@ -121,6 +121,13 @@ type Engine struct {
 	// preempts the running request with the largest priority value;
 	// docs/scenario.md).
 	SchedulingPolicy SchedulingPolicy `yaml:"scheduling_policy,omitempty" json:"scheduling_policy,omitempty"`
+	// DisableHybridKVCacheManager is vLLM's
+	// disable_hybrid_kv_cache_manager for models mixing full attention
+	// with sliding-window or chunked-local layers: true sizes and keeps
+	// the KV of every layer as full attention. Default nil: vLLM 0.19's
+	// choice, true with a KV connector (a P/D scenario or kv_tiers), false
+	// otherwise (docs/attention.md).
+	DisableHybridKVCacheManager *bool `yaml:"disable_hybrid_kv_cache_manager,omitempty" json:"disable_hybrid_kv_cache_manager,omitempty"`
 }
 
 // Speculative is vLLM v1's speculative decoding: every decoding sequence

@@ -92,6 +92,7 @@ func (g *Group) Merged(base Engine) Engine {
 	set(&m.PreemptionMode, o.PreemptionMode)
 	set(&m.SwapSpace, o.SwapSpace)
 	set(&m.SchedulingPolicy, o.SchedulingPolicy)
+	set(&m.DisableHybridKVCacheManager, o.DisableHybridKVCacheManager)
 	return m
 }
 

@@ -39,7 +39,7 @@ func (e *Engine) Abort(slot int32, reason string) (metrics.Record, bool, error) 
 				}
 			}
 		}
-		e.release(s)
+		e.release(slot)
 	default:
 		return metrics.Record{}, false, e.err
 	}

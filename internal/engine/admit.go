@@ -16,14 +16,14 @@ func (e *Engine) Unfit(r *workload.Request) string {
 		return fmt.Sprintf("prompt+output %d tokens exceeds max_model_len %d", total, e.cfg.MaxModelLen)
 	}
 	need := cdiv(total, e.cfg.BlockSize)
-	if need > e.cfg.NumBlocks {
-		return fmt.Sprintf("prompt+output %d tokens needs %d KV blocks but instance %d holds %d", total, need, e.id, e.cfg.NumBlocks)
+	if need > e.fitBlocks() {
+		return fmt.Sprintf("prompt+output %d tokens needs %d KV blocks but instance %d holds %d", total, need, e.id, e.fitBlocks())
 	}
 	if k := e.cfg.Spec.K; k > 0 {
 		// The last verification holds its 1+K tokens and K lookahead
 		// slots past the last token's position.
-		if need := cdiv(total-1+2*k, e.cfg.BlockSize); need > e.cfg.NumBlocks {
-			return fmt.Sprintf("prompt+output %d tokens and %d speculative slots need %d KV blocks but instance %d holds %d", total, 2*k, need, e.id, e.cfg.NumBlocks)
+		if need := cdiv(total-1+2*k, e.cfg.BlockSize); need > e.fitBlocks() {
+			return fmt.Sprintf("prompt+output %d tokens and %d speculative slots need %d KV blocks but instance %d holds %d", total, 2*k, need, e.id, e.fitBlocks())
 		}
 	}
 	return ""

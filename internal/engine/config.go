@@ -59,6 +59,10 @@ type Config struct {
 	// the largest (priority, arrival) instead of the last admitted one
 	// (waitqueue.go, preempt.go).
 	PriorityScheduling bool
+	// Local is a hybrid model's window-bounded KV cache groups (hybrid.go);
+	// with Local.Groups > 0 NumBlocks is the pool they share with the
+	// full-attention group.
+	Local LocalKV
 }
 
 // PPSend is the cost of sending one batch's activations from one pipeline
@@ -122,6 +126,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("swap space must be >= 0 blocks (got %d)", c.SwapBlocks)
 	case c.PPSend.LatencyNs < 0 || c.PPSend.BytesPerToken < 0 || c.PPSend.Bandwidth < 0:
 		return fmt.Errorf("pipeline send cost must be >= 0 (got %+v)", c.PPSend)
+	}
+	if err := c.Local.validate(); err != nil {
+		return err
+	}
+	if c.Local.Groups > 0 && c.SwapBlocks > 0 {
+		return fmt.Errorf("swap preemption does not support local KV cache groups (a hybrid model's windows)")
 	}
 	return c.Spec.validate()
 }

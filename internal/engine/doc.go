@@ -57,6 +57,13 @@
 // lane is flushed whenever the budget or the free blocks could make the
 // admission order matter. Results are those of visiting every request.
 //
+// A hybrid model's sliding-window or chunked-local layers (Config.Local,
+// hybrid.go) keep KV cache groups of their own in the same pool, as vLLM's
+// hybrid KV cache manager does: each holds a block per position from the
+// first still inside the window to the end of the request's table, and
+// frees those that slide out whenever the request is scheduled. The
+// decode lane is off for them (windows move at every token).
+//
 // Speculative decoding (Config.Spec, spec.go): decoding requests verify K
 // proposals per step (1+K tokens, K lookahead KV slots), accept a seeded
 // random prefix of them and emit it plus one token; the proposer's time
@@ -76,6 +83,6 @@
 // preemption and the choice of its victim; finish.go applying a finished batch; lane.go the
 // decode lane; prefix.go prefix-cache matching and commits; tiers.go
 // offloaded KV loads; swap.go swap preemption; handoff.go the P/D handoff; spec.go speculative
-// decoding; abort.go client aborts (Abort) and the running requests' output
+// decoding; hybrid.go the local KV cache groups of hybrid models; abort.go client aborts (Abort) and the running requests' output
 // counts for streaming (EachRunning); invariants.go the checks.
 package engine

@@ -95,6 +95,9 @@ type Engine struct {
 	preemptions int64
 	// slow scales every step's time (a straggler, fault.go); 0 or 1: none.
 	slow float64
+	// loc[slot] is what the local KV cache groups hold for the request
+	// in slot (hybrid.go; empty without them).
+	loc []localHold
 }
 
 // New returns an idle engine with an empty KV pool. id is the instance index

@@ -82,7 +82,7 @@ func (e *Engine) LoadFailed(slot int32, now int64) error {
 		e.fail(fmt.Errorf("request %d: KV load failure in state %s", s.rec.ID, s.state))
 		return e.err
 	}
-	e.release(s)
+	e.release(slot)
 	e.reservedSeqs--
 	s.rec.TransferEnd = now
 	s.computed, s.committed = 0, 0

@@ -97,7 +97,7 @@ func (e *Engine) finishScheduled(sched []scheduled, r *StepResult, end int64) in
 			// produces the first output token).
 			s.rec.PrefillEnd = end
 			s.state = stPrefilled
-			e.pin(s)
+			e.pin(sc.slot, s)
 			e.zombies = append(e.zombies, sc.slot)
 			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: *s.syncRecord(), Blocks: len(s.blocks)})
 			continue

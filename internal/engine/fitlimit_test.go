@@ -70,6 +70,12 @@ func drawDecodeEngine(rt *rapid.T) *Engine {
 	if k := rapid.IntRange(0, 5).Draw(rt, "specK"); k > 0 {
 		cfg.Spec = Speculative{K: k, Accept: Rates(IIDAcceptance(0.5, k)), Seed: 1}
 	}
+	if rapid.Bool().Draw(rt, "hybrid") {
+		cfg.Local = LocalKV{Groups: rapid.IntRange(1, 6).Draw(rt, "groups"), Window: rapid.IntRange(1, 9000).Draw(rt, "window"), Chunked: rapid.Bool().Draw(rt, "chunked")}
+		if probe, err := New(0, cfg, fixedStep{base: 1}); err == nil {
+			cfg.NumBlocks += cfg.Local.Groups * probe.localPeak()
+		}
+	}
 	e, err := New(0, cfg, fixedStep{base: 1})
 	if err != nil {
 		rt.Fatal(err)

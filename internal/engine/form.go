@@ -33,6 +33,9 @@ func (e *Engine) form(now, formed int64) int32 {
 	// scheduled before: check verifies it).
 	bs := int32(e.cfg.BlockSize)
 	spec := e.specOn()
+	// The short path: not for verifications, nor for a hybrid model's
+	// decoder whose window slides in this step (steadyLocal).
+	short, hybrid := !spec && !e.hybrid(), !spec && e.hybrid()
 	var dn, dmin, dmax int
 	var dsum int64
 	for i := 0; i < len(e.running) && budget > 0; i++ {
@@ -41,7 +44,7 @@ func (e *Engine) form(now, formed int64) int32 {
 		if s.state != stRunning || s.inFlight {
 			continue // a request in a batch in flight waits for its end
 		}
-		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < int32(len(s.blocks))*bs && !spec {
+		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < int32(len(s.blocks))*bs && (short || hybrid && e.steadyLocal(slot, ctx)) {
 			c := int(ctx)
 			if dn == 0 || c < dmin {
 				dmin = c
@@ -115,7 +118,7 @@ func (e *Engine) form(now, formed int64) int32 {
 // and the index returned is its index after the preemptions (smaller when
 // a victim came before it, which only the priority policy chooses).
 func (e *Engine) makeRoom(slot int32, s *seq, n int32, now int64, at int) (int, bool, bool) {
-	for !e.grow(s, n) {
+	for !e.grow(slot, s, n) {
 		if e.swapWait() {
 			// Swap-outs in flight will free blocks: wait for them.
 			return at, false, true
@@ -231,7 +234,7 @@ func (e *Engine) releaseZombies() {
 		s := &e.slots[slot]
 		switch s.state {
 		case stDone:
-			e.release(s)
+			e.release(slot)
 			e.freeSlot(slot)
 		case stPrefilled:
 			s.state = stPinned
@@ -255,7 +258,10 @@ func (e *Engine) chunk(remaining, budget int32) int32 {
 
 // grow allocates the blocks s needs to hold computed+n tokens. The common
 // case, room left in the last block, costs a multiplication, no division.
-func (e *Engine) grow(s *seq, n int32) bool {
+func (e *Engine) grow(slot int32, s *seq, n int32) bool {
+	if e.hybrid() {
+		return e.growHybrid(slot, s, n)
+	}
 	bs := int32(e.cfg.BlockSize)
 	room := int32(len(s.blocks)) * bs
 	if s.computed+n <= room {
@@ -299,7 +305,11 @@ func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
 	if hitBlocks > 0 {
 		evictable = e.pool.EvictableBlocks(e.hits)
 	}
-	if need+evictable > e.pool.Free() {
+	local := 0
+	if e.hybrid() {
+		local = e.cfg.Local.Groups * (hitBlocks + need - int(e.skipBlocks(hitTokens)))
+	}
+	if need+evictable+local > e.pool.Free() {
 		return -1
 	}
 	if e.cfg.PrefixCaching && s.computed == 0 {
@@ -309,6 +319,10 @@ func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
 	if s.blocks, ok = e.pool.Allocate(s.blocks, need); !ok {
 		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
 		return -1
+	}
+	if e.hybrid() {
+		e.startLocal(slot, hitTokens)
+		e.extendLocal(slot, len(s.blocks))
 	}
 	s.computed = hitTokens
 	s.committed = int32(hitBlocks)

@@ -23,8 +23,14 @@ import (
 // them counts once.
 func (e *Engine) PinnedBlocks() int { return e.pinned }
 
-// pin counts the blocks of the just prefilled s as pinned.
-func (e *Engine) pin(s *seq) {
+// pin counts the blocks of the just prefilled s in slot as pinned: its
+// full-attention blocks and, for a hybrid model, the local groups' blocks
+// still in the window of its last token.
+func (e *Engine) pin(slot int32, s *seq) {
+	if e.hybrid() {
+		e.trimLocal(slot, s.computed)
+		e.pinned += len(e.hold(slot).ids)
+	}
 	if e.pinRefs == nil {
 		e.pinRefs = make([]int32, e.pool.Capacity())
 	}
@@ -36,8 +42,11 @@ func (e *Engine) pin(s *seq) {
 	}
 }
 
-// unpin undoes pin for s, whose pinned blocks are being released.
-func (e *Engine) unpin(s *seq) {
+// unpin undoes pin for s in slot, whose pinned blocks are being released.
+func (e *Engine) unpin(slot int32, s *seq) {
+	if e.hybrid() {
+		e.pinned -= len(e.hold(slot).ids)
+	}
 	for _, b := range s.blocks {
 		e.pinRefs[b]--
 		if e.pinRefs[b] == 0 {
@@ -91,15 +100,15 @@ func (e *Engine) ReleasePinned(slot int32) error {
 		e.fail(fmt.Errorf("request %d: release of pinned KV in state %s (released twice?)", s.rec.ID, s.state))
 		return e.err
 	}
-	e.unpin(s)
+	e.unpin(slot, s)
 	if s.state == stPinned {
-		e.release(s)
+		e.release(slot)
 		e.freeSlot(slot)
 		return e.err
 	}
 	// Still holding its slot in the batch set (async scheduling): release
 	// the blocks now and let the next formation drop it.
-	e.release(s)
+	e.release(slot)
 	s.computed = 0
 	s.state = stDone
 	return e.err
@@ -227,7 +236,11 @@ func (e *Engine) reserve(slot int32) (int, bool) {
 	if hit > 0 {
 		evictable = e.pool.EvictableBlocks(e.hits)
 	}
-	if need-hit+evictable > e.pool.Free() {
+	local := 0
+	if e.hybrid() {
+		local = e.cfg.Local.Groups * (need - int(e.skipBlocks(s.prompt-1)))
+	}
+	if need-hit+evictable+local > e.pool.Free() {
 		return 0, false
 	}
 	if hit > 0 {
@@ -237,6 +250,11 @@ func (e *Engine) reserve(slot int32) (int, bool) {
 	if s.blocks, ok = e.pool.Allocate(s.blocks, need-hit); !ok {
 		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need-hit))
 		return 0, false
+	}
+	if e.hybrid() {
+		// The KV arrives for the first prompt-1 tokens (TransferDone).
+		e.startLocal(slot, s.prompt-1)
+		e.extendLocal(slot, len(s.blocks))
 	}
 	s.committed = int32(hit)
 	s.state = stReserved
@@ -269,7 +287,7 @@ func (e *Engine) Cancel(slot int32) error {
 		e.fail(fmt.Errorf("request %d: cancel in state %s", s.rec.ID, s.state))
 		return e.err
 	}
-	e.release(s)
+	e.release(slot)
 	e.reservedSeqs--
 	e.freeSlot(slot)
 	return e.err
@@ -294,9 +312,9 @@ func (e *Engine) HandoffUnfit(r *workload.Request) string {
 	if why := e.Unfit(r); why != "" {
 		return why
 	}
-	if need := cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize); need > e.cfg.NumBlocks {
+	if need := cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize); need > e.fitBlocks() {
 		return fmt.Sprintf("prompt %d tokens plus reserved_decode_tokens %d needs %d KV blocks but instance %d holds %d",
-			r.InputTokens, e.cfg.ReservedDecodeTokens, need, e.id, e.cfg.NumBlocks)
+			r.InputTokens, e.cfg.ReservedDecodeTokens, need, e.id, e.fitBlocks())
 	}
 	return ""
 }
@@ -343,7 +361,7 @@ func (e *Engine) SlotState(slot int32) string {
 func (e *Engine) HandoffFits(r *workload.Request) bool {
 	// FitTokens covers max_model_len, the pool and the speculative
 	// lookahead, exactly as Unfit does.
-	return r.InputTokens+r.OutputTokens <= e.FitTokens() && cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize) <= e.cfg.NumBlocks
+	return r.InputTokens+r.OutputTokens <= e.FitTokens() && cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize) <= e.fitBlocks()
 }
 
 // SeqSlotFree reports whether a reservation would find a sequence slot

@@ -32,11 +32,14 @@ func (e *Engine) CheckNow(now int64) error {
 //     is in the running list or the decode lane, not both, and lane
 //     entries are consistent;
 //   - every request holds at least the blocks its computed tokens need, and
-//     queued ones (waiting, in the handoff queue) hold none;
+//     queued ones (waiting, in the handoff queue) hold none; a hybrid
+//     model's local groups hold blocks for exactly the positions from the
+//     window's first to the end of the request's full-attention table;
 //   - the distinct blocks held by pinned requests, recounted from their
 //     block lists, and decode reservations match their counters;
-//   - the blocks referenced by requests equal the pool's used blocks (each
-//     block referenced once per holder), so blocks are conserved;
+//   - the blocks referenced by requests (full-attention and local groups)
+//     equal the pool's used blocks (each block referenced once per
+//     holder), so blocks are conserved;
 //   - periodically, the pool's full structural check.
 //
 // The checks of the batch, the decode lane and the running list cost
@@ -189,7 +192,17 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 			return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, len(s.blocks), computed, need)
 		}
 	}
+	if e.hybrid() {
+		if err := e.checkLocal(slot, s); err != nil {
+			return err
+		}
+	}
+	var local []int32
+	if e.hybrid() && slot < len(e.loc) {
+		local = e.loc[slot].ids
+	}
 	if s.state == stPinned || s.state == stPrefilled {
+		t.pinned += len(local) // a request's own: never shared
 		// Distinct blocks: a shared prefix block pinned by several
 		// requests counts once.
 		for _, b := range s.blocks {
@@ -220,9 +233,12 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 	if s.state == stHandoff {
 		t.queued++
 	}
-	t.refs += int64(len(s.blocks))
+	t.refs += int64(len(s.blocks) + len(local))
 	if held != nil {
 		for _, b := range s.blocks {
+			held[b]++
+		}
+		for _, b := range local {
 			held[b]++
 		}
 	}

@@ -43,7 +43,7 @@ const laneWindow = 64
 
 // laneOn reports whether the lane is used on this engine.
 func (e *Engine) laneOn() bool {
-	return e.pp() == 1 && e.cfg.Role != Prefill && !e.noLane && !e.cfg.NoDecodeLane && !e.specOn()
+	return e.pp() == 1 && e.cfg.Role != Prefill && !e.noLane && !e.cfg.NoDecodeLane && !e.specOn() && !e.hybrid()
 }
 
 // numRunning is the number of requests in the running set, explicit and in

@@ -16,7 +16,7 @@ func (e *Engine) preempt(slot int32, now int64) {
 		return
 	}
 	e.notePrivate(s)
-	e.release(s)
+	e.release(slot)
 	s.computed, s.committed = 0, 0
 	s.redo = true
 	s.rec.Preemptions++
@@ -26,8 +26,12 @@ func (e *Engine) preempt(slot int32, now int64) {
 	e.requeueFront(slot)
 }
 
-// release drops the request's references to its blocks.
-func (e *Engine) release(s *seq) {
+// release drops the references of the request in slot to its blocks (its
+// local groups' first, so that its full-attention blocks, which may be
+// hit again, stay cached longer).
+func (e *Engine) release(slot int32) {
+	s := &e.slots[slot]
+	e.releaseLocal(slot)
 	if err := e.pool.Release(s.blocks); err != nil {
 		e.fail(err)
 	}

@@ -112,7 +112,7 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) error {
 		e.swap.stats.OutNs += now - s.loadStart
 		e.swap.stats.OutsDone++
 		e.swap.gpuOut -= len(s.blocks)
-		e.release(s)
+		e.release(slot)
 		s.state = stSwapped
 		e.swap.queue.pushBack(slot)
 	} else {

@@ -22,10 +22,13 @@ import "fmt"
 //     (ChunkedLocalAttentionManager), so each keeps at most
 //     ⌈Window/BlockSize⌉ + 1 blocks per request.
 //
-// The simulator's engine allocates one block table per request; for a
-// hybrid model an engine block stands for one block in each full-attention
-// group (FullGroups pool blocks), and pool blocks are set aside for the
-// local groups. A sequence holds at most LocalBlocksPerRequest blocks in
+// With one full-attention group (FreesWindows) the simulator's engine
+// runs on the whole pool and keeps each local group's blocks per request,
+// freeing them as the window slides (engine.LocalKV). Otherwise (several
+// full groups, or KV tiers asked to run with the hybrid manager) it
+// allocates one block table per request, an engine block standing for one
+// block in each full-attention group (FullGroups pool blocks), and sets
+// pool blocks aside for the local groups (Blocks). A sequence holds at most LocalBlocksPerRequest blocks in
 // each local group, and never more than it holds in a full group plus
 // one; so with E engine blocks and MaxSeqs sequences the local groups hold
 // at most min(MaxSeqs·LocalGroups·LocalBlocksPerRequest, LocalGroups·(E +
@@ -82,6 +85,27 @@ func (h Hybrid) LocalReserve() int64 {
 	return int64(h.MaxSeqs) * int64(local) * int64(h.LocalBlocksPerRequest())
 }
 
+// FreesWindows reports whether the engine models this layout block by
+// block, freeing the local groups' blocks as the window slides
+// (engine.LocalKV): layouts with one full-attention group, which is every
+// catalog model's. With several full groups (full-attention layers over
+// 1.5 times the local ones) the engine keeps one block table for them
+// and Blocks' static reservation applies.
+func (h Hybrid) FreesWindows() bool {
+	full, _ := h.Groups()
+	return full == 1
+}
+
+// PoolBlocks is vLLM's pool for m's free memory: free / (page bytes ·
+// GroupSize) blocks, shared by every group.
+func (h Hybrid) PoolBlocks(m Memory) (int, error) {
+	if h.PageBytes <= 0 || h.GroupSize() < 1 {
+		return 0, fmt.Errorf("hybrid KV layout needs a page size and layers > 0 (got %+v)", h)
+	}
+	m.KVPerToken = h.PageBytes * int64(h.GroupSize())
+	return m.Blocks(1)
+}
+
 // Blocks returns vLLM's pool size (PoolBlocks) for m's free memory and
 // the engine blocks of the full-attention groups: the larger of
 // (PoolBlocks − LocalReserve)/FullGroups and (PoolBlocks −
@@ -92,9 +116,7 @@ func (h Hybrid) Blocks(m Memory) (engine, pool int, err error) {
 	if h.BlockSize <= 0 || h.PageBytes <= 0 || h.FullLayers < 1 || h.LocalLayers < 1 || h.Window < 1 || h.MaxSeqs < 0 {
 		return 0, 0, fmt.Errorf("hybrid KV layout needs full and local layers, a window, a block size and a page size > 0 (got %+v)", h)
 	}
-	probe := m
-	probe.KVPerToken = h.PageBytes * int64(h.GroupSize())
-	p, err := probe.Blocks(1) // pool blocks: free / (page · group size)
+	p, err := h.PoolBlocks(m)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -119,7 +141,13 @@ func (h Hybrid) kind() string {
 // String describes the layout, e.g. "hybrid KV: 2 groups of 18 layers (1
 // full, 1 sliding-window 128); pool 40000 blocks".
 func (h Hybrid) String() string {
+	return fmt.Sprintf("%s, %d local blocks per sequence", h.GroupsString(), h.LocalBlocksPerRequest())
+}
+
+// GroupsString describes the groups, e.g. "2 KV cache groups of 18 layers
+// (1 full, 1 sliding-window 128)".
+func (h Hybrid) GroupsString() string {
 	full, local := h.Groups()
-	return fmt.Sprintf("%d KV cache groups of %d layers (%d full, %d %s %d), %d local blocks per sequence",
-		full+local, h.GroupSize(), full, local, h.kind(), h.Window, h.LocalBlocksPerRequest())
+	return fmt.Sprintf("%d KV cache groups of %d layers (%d full, %d %s %d)",
+		full+local, h.GroupSize(), full, local, h.kind(), h.Window)
 }

@@ -209,6 +209,7 @@ type resolvedConfig struct {
 		MaxNumBatchedTokens       int   `json:"max_num_batched_tokens"`
 		LongPrefillTokenThreshold int   `json:"long_prefill_token_threshold"`
 		EnableChunkedPrefill      *bool `json:"enable_chunked_prefill"`
+		DisableHybridKVCache      *bool `json:"disable_hybrid_kv_cache_manager"`
 	} `json:"scheduler_config"`
 	Parallel *struct {
 		DisableCustomAllReduce *bool `json:"disable_custom_all_reduce"`
@@ -468,6 +469,9 @@ func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, e
 			e.LongPrefillTokenThreshold = max(sc.LongPrefillTokenThreshold, 0)
 			if sc.EnableChunkedPrefill != nil {
 				e.ChunkedPrefill = sc.EnableChunkedPrefill
+			}
+			if sc.DisableHybridKVCache != nil {
+				e.DisableHybridKVCacheManager = sc.DisableHybridKVCache
 			}
 		}
 		if pc := rc.Parallel; pc != nil && pc.DisableCustomAllReduce != nil {

@@ -228,12 +228,13 @@ func TestRecordedCapacityIsPinnedAndPredictionPrinted(t *testing.T) {
 }
 
 // resolved_config fields take precedence: graph mode and capture sizes,
-// scheduler limits, async scheduling, custom all-reduce.
+// scheduler limits, async scheduling, the hybrid KV cache manager, custom
+// all-reduce.
 func TestResolvedConfigIsRead(t *testing.T) {
 	extra := `"resolved_config": {
     "compilation_config": {"cudagraph_capture_sizes": [1, 2, 4, 8], "cudagraph_mode": [2, 0]},
     "model_config": {"enforce_eager": false},
-    "scheduler_config": {"max_num_seqs": 64, "max_num_batched_tokens": 1024, "async_scheduling": false, "long_prefill_token_threshold": 0},
+    "scheduler_config": {"max_num_seqs": 64, "max_num_batched_tokens": 1024, "async_scheduling": false, "long_prefill_token_threshold": 0, "disable_hybrid_kv_cache_manager": true},
     "parallel_config": {"disable_custom_all_reduce": true}},
   "tick_seconds"`
 	fsys := measuredWithMeta(t, `"tick_seconds"`, extra)
@@ -243,7 +244,7 @@ func TestResolvedConfigIsRead(t *testing.T) {
 	}
 	e := s.Engine
 	if e.CUDAGraphMode != "full_decode_only" || len(e.CUDAGraphCaptureSizes) != 4 || e.MaxNumSeqs != 64 || e.MaxNumBatchedTokens != 1024 ||
-		*e.AsyncScheduling || !*e.DisableCustomAllReduce || *e.EnforceEager {
+		*e.AsyncScheduling || !*e.DisableCustomAllReduce || *e.EnforceEager || e.DisableHybridKVCacheManager == nil || !*e.DisableHybridKVCacheManager {
 		t.Fatalf("engine not taken from resolved_config: %+v", e)
 	}
 }

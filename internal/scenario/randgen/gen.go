@@ -30,8 +30,11 @@ type Case struct {
 // for these (hardware, model, tp) triples in the embedded assets.
 var (
 	profileModels  = []string{"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B-Instruct-2507"}
-	rooflineModels = []string{"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B", "mistralai/Mixtral-8x7B-v0.1", "meta-llama/Llama-3.1-70B", "Qwen/Qwen3-30B-A3B-Instruct-2507"}
-	rooflineHW     = []string{"H100", "A100", "RTXPRO6000", "L40S", "B200"}
+	rooflineModels = []string{"meta-llama/Llama-3.1-8B", "Qwen/Qwen3-32B", "mistralai/Mixtral-8x7B-v0.1", "meta-llama/Llama-3.1-70B", "Qwen/Qwen3-30B-A3B-Instruct-2507", "google/gemma-3-1b-it"}
+	// hybridModels mix full attention with sliding windows (vLLM's hybrid
+	// KV cache manager applies).
+	hybridModels = map[string]bool{"google/gemma-3-1b-it": true}
+	rooflineHW   = []string{"H100", "A100", "RTXPRO6000", "L40S", "B200"}
 	// moeModels are the mixture-of-experts models above (dp and ep apply).
 	moeModels  = map[string]bool{"mistralai/Mixtral-8x7B-v0.1": true, "Qwen/Qwen3-30B-A3B-Instruct-2507": true}
 	policies   = []string{"pull", "reserve", "reject", "push", "eager"}
@@ -94,6 +97,9 @@ func Draw(t *rapid.T) Case {
 		model = rapid.SampledFrom(rooflineModels).Draw(t, "model")
 		hardware = rapid.SampledFrom(rooflineHW).Draw(t, "hardware")
 		tps, pps = []int{1, 2, 4, 8}, []int{1, 2, 4}
+		if hybridModels[model] {
+			tps = tps[:3] // Gemma 3 1B has 4 attention heads
+		}
 	} else {
 		model = rapid.SampledFrom(profileModels).Draw(t, "model")
 		hardware = "RTXPRO6000"
@@ -161,6 +167,12 @@ func Draw(t *rapid.T) Case {
 	prefixCaching := rapid.IntRange(0, 3).Draw(t, "prefixCaching") != 0
 	w.kv(1, "enable_prefix_caching", prefixCaching)
 	w.kv(1, "async_scheduling", rapid.Bool().Draw(t, "async"))
+	if hybridModels[model] {
+		// vLLM's default (off with a KV connector), or either forced.
+		if hma := rapid.IntRange(0, 2).Draw(t, "hybridManager"); hma > 0 {
+			w.kv(1, "disable_hybrid_kv_cache_manager", hma == 2)
+		}
+	}
 	if lt := rapid.SampledFrom([]int{0, 0, 0, 64, 512}).Draw(t, "longPrefill"); lt > 0 {
 		w.kv(1, "long_prefill_token_threshold", lt)
 	}
