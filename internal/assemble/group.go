@@ -119,8 +119,8 @@ func (bl *builder) resolveGroup(gi int) (*groupShape, error) {
 	gs.acc = acc
 	linkGPUs := acc.Node.LinkDomain()
 	gs.linkGPUs = linkGPUs
-	if dp > 1 && linkGPUs > 0 && dp*tp*pp > linkGPUs {
-		return nil, fmt.Errorf("%s: dp %d x tp %d = %d GPUs exceed one node (or NVLink domain) of %d %s GPUs; multi-node expert parallelism is not modelled: use fewer ranks, or set node_gpus if the node is larger", path, dp, tp, dp*tp*pp, linkGPUs, acc.Name)
+	if err := checkSpan(gs, acc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if ep > 1 && m.NumExperts == 0 {
 		return nil, fmt.Errorf("%s.ep: %s is a dense model (no experts to shard); use ep: 1", path, m.Name)
@@ -273,7 +273,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	// The proposer's weights and KV share the GPU; its KV lives in
 	// the same blocks as the target's (vLLM sizes one pool over both
 	// models' layers).
-	mem.Weights += sb.weights
+	mem.Weights += sb.weights + redundantExpertBytes(m, gs.g.NumRedundantExperts, ep, bl.qf)
 	mem.KVPerToken += sb.kvPerToken
 	predicted, perr := mem.Blocks(gs.eng.BlockSize)
 	layout := kvLayout(m, tp, pp, bl.qf.KVBytes())
@@ -407,7 +407,8 @@ func (bl *builder) dpSpec(gs *groupShape, key predictorKey, pred perf.Predictor)
 	graph := gs.et
 	graph.CaptureSizes = slices.Sorted(slices.Values(gs.et.CaptureSizes))
 	return groupSpec{pred: pred, timer: timer, graph: graph, balance: gs.g.DPBalance != config.DPBalanceRouter, seededTies: gs.g.DPBalanceTies == config.TiesSeeded,
-		hiddenBytes: m.HiddenSize * int64(bl.bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9}, nil
+		hiddenBytes: m.HiddenSize * int64(bl.bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9,
+		nic: acc.NIC, linkGPUs: gs.linkGPUs, tp: gs.tp, wide: gs.g.WideEP, dispatchBytes: deepEPDispatchBytes(m.HiddenSize, bl.qf), hidden: m.HiddenSize}, nil
 }
 
 // placeInstances appends the group's count instances of dp ranks each,

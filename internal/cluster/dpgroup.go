@@ -40,6 +40,14 @@ type DPGroup struct {
 	// lowest rank (vLLM's rule).
 	SeededTies bool
 	TieSeed    uint64
+	// Overlap, when set, runs a step as vLLM's dual-batch overlap
+	// (enable_dbo): it returns the time of a step of the given time and
+	// gathered tokens split into two overlapped micro-batches. A step is
+	// split only when every rank's own tokens reach DBODecodeTokens (a
+	// decode-only batch) or DBOPrefillTokens (a batch with a prefill):
+	// vLLM micro-batches on all ranks or on none.
+	Overlap                           func(stepNs int64, gathered int) int64
+	DBODecodeTokens, DBOPrefillTokens int
 }
 
 // GroupStep is what one lockstep step of a DP group did, per rank, for
@@ -57,6 +65,9 @@ type GroupStep struct {
 	MoENs    int64
 	// RankNs is each rank's own predicted time; the step takes the largest.
 	RankNs []int64
+	// Micro says whether the step ran as two overlapped micro-batches
+	// (dual-batch overlap).
+	Micro bool
 }
 
 // dpGroup is a DPGroup's run state.
@@ -164,6 +175,10 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 		st.RankNs[i] = s.engines[g.Ranks[i]].Slowed(g.Pred.StepTime(b))
 		d = max(d, st.RankNs[i])
 	}
+	st.Micro = g.Overlap != nil && g.microBatched()
+	if st.Micro {
+		d = g.Overlap(d, st.Gathered)
+	}
 	st.End = now + d
 	g.steps++
 	for i, r := range g.Ranks {
@@ -179,6 +194,22 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 		}
 	}
 	return nil
+}
+
+// microBatched says whether every rank's batch reaches its dual-batch
+// overlap threshold (an idle rank's dummy batch of one token does not).
+func (g *dpGroup) microBatched() bool {
+	for i := range g.batches {
+		b := &g.batches[i]
+		limit := g.DBODecodeTokens
+		if b.PrefillTokens > 0 {
+			limit = g.DBOPrefillTokens
+		}
+		if b.Tokens() < limit {
+			return false
+		}
+	}
+	return true
 }
 
 // pickRank is the rank vLLM's DP load balancer sends a request to at now
