@@ -189,6 +189,11 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 		if err != nil {
 			return err
 		}
+		if s.pd != nil && len(step.FirstScheduled) > 0 {
+			if err := s.prefillStarted(step.FirstScheduled, now); err != nil {
+				return err
+			}
+		}
 		if err := s.schedule(des.Event{At: step.End, Kind: evStepEnd, Target: int32(r), Arg: step.ID}); err != nil {
 			return fmt.Errorf("instance %d step: %w", r, err)
 		}
