@@ -6,6 +6,8 @@ import (
 
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/model"
+	"github.com/servesim/servesim/internal/moe"
+	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/quant"
 )
 
@@ -47,4 +49,86 @@ func redundantExpertBytes(m *model.Config, redundant, ep int, qf quant.Format) i
 	}
 	perExpert := float64(m.RoutedExpertParams()) * qf.WeightBytes() / float64(m.NumExperts)
 	return int64(math.Ceil(perExpert * float64(redundant) / float64(ep)))
+}
+
+// epTimer is the per-rank MoE block timer of the group's expert-parallel
+// ranks: the profile's moe.csv, else the roofline's EP rank (only the
+// routed pairs under DeepEP), through the measured MoE tables with the
+// perfdb predictor.
+func (bl *builder) epTimer(gs *groupShape, key predictorKey) (moe.LayerTimer, error) {
+	if t, ok := bl.timers[key]; ok {
+		return t, nil
+	}
+	rl := bl.rooflines[key]
+	if rl == nil {
+		return nil, fmt.Errorf("dp/ep need a per-rank MoE time: the profile predictor's moe.csv measured in the scenario's weight format (format_scaling does not carry it), or predictor.kind: roofline")
+	}
+	t, err := rl.EPRank(gs.dp, gs.ep)
+	if err != nil {
+		return nil, err
+	}
+	if gs.g.All2AllBackend.DeepEP() {
+		t = t.RoutedOnly()
+	}
+	if bl.dbs == nil {
+		return t, nil
+	}
+	return perfdbEPTimer(bl.s, bl.dbs, bl.m, gs.acc, gs.ep, bl.qf, t)
+}
+
+// commSpec is what the group's all-to-all is timed from: its links, NIC,
+// node size, backend and token sizes.
+func (bl *builder) commSpec(gs *groupShape) groupSpec {
+	m := bl.m
+	return groupSpec{hiddenBytes: m.HiddenSize * int64(bl.bpe), link: gs.acc.Link, linkBWOverride: bl.s.Links.TPBandwidthGBps * 1e9,
+		nic: gs.acc.NIC, linkGPUs: gs.linkGPUs, tp: gs.tp, wide: gs.g.WideEP, dispatchBytes: deepEPDispatchBytes(m.HiddenSize, bl.qf), hidden: m.HiddenSize}
+}
+
+// epHeadSpec adapts a one-layer proposer head (MTP, EAGLE) of an MoE
+// target to an expert-parallel group: the head's routed experts are
+// sharded over the ep ranks like the target's (vLLM builds the MTP module's
+// MoE with the same expert-parallel group), so a GPU holds 1/ep of them,
+// and each of its passes runs the MoE block on the gathered tokens of all
+// dp ranks with the group's all-to-all, under a balanced load.
+func (bl *builder) epHeadSpec(gs *groupShape, key predictorKey, sb specBuild) (specBuild, error) {
+	m := bl.m
+	if m.NumExperts == 0 {
+		return sb, nil
+	}
+	head := *m
+	head.NumLayers, head.FirstDenseLayers, head.MLPOnlyLayers, head.DecoderSparseStep = 1, 0, nil, 0
+	shared := head.VocabSize * head.HiddenSize * int64(bl.bpe)
+	sb.weights = weightsPerGPU(&head, gs.tp, 1, gs.ep, bl.bpe, bl.qf.WeightBytes()) - shared/int64(gs.tp)
+	timer, err := bl.epTimer(gs, key)
+	if err != nil {
+		return sb, fmt.Errorf("%s: %w", specPath(bl.s, gs.gi), err)
+	}
+	spec := bl.commSpec(gs)
+	cfg := moe.Config{Layers: 1, Experts: int(m.NumExperts), TopK: int(m.ExpertsPerTok), EP: gs.ep, Timer: timer}
+	if gs.dp > 1 {
+		cfg.Dispatch = spec.dispatch(gs.dp, gs.ep, cfg.Experts, cfg.TopK)
+	}
+	mm, err := moe.New(cfg, 0)
+	if err != nil {
+		return sb, fmt.Errorf("%s: %w", specPath(bl.s, gs.gi), err)
+	}
+	sb.cfg.Draft = epHead{base: sb.cfg.Draft, moe: mm, dp: gs.dp}
+	sb.desc += fmt.Sprintf("; its MoE over ep %d with the group's all-to-all", gs.ep)
+	return sb, nil
+}
+
+// epHead prices a one-layer proposer head of an expert-parallel group:
+// base with the head's MoE block replaced by the group's, at the pass's
+// tokens on every one of the dp ranks.
+type epHead struct {
+	base perf.Predictor
+	moe  *moe.Model
+	dp   int
+}
+
+// StepTime implements perf.Predictor.
+func (h epHead) StepTime(b *perf.Batch) int64 {
+	c := *b
+	c.MoENs = max(h.moe.BalancedLayerNs(b.Tokens()*h.dp), 1)
+	return h.base.StepTime(&c)
 }

@@ -172,7 +172,12 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 	for i := range g.Ranks {
 		b := &g.batches[i]
 		b.DPPadTo, b.DPSynced, b.DPMode, b.MoENs = st.PadTo, true, sync, st.MoENs
-		st.RankNs[i] = s.engines[g.Ranks[i]].Slowed(g.Pred.StepTime(b))
+		e := s.engines[g.Ranks[i]]
+		ns := g.Pred.StepTime(b)
+		if g.formed[i] {
+			ns += e.FormedDraftNs() // a proposer's passes (MTP), 0 without
+		}
+		st.RankNs[i] = e.Slowed(ns)
 		d = max(d, st.RankNs[i])
 	}
 	st.Micro = g.Overlap != nil && g.microBatched()

@@ -47,3 +47,19 @@ func TwoBatchNs(layers int, comp, comm float64) float64 {
 	}
 	return max(compFree, commFree)
 }
+
+// BalancedLayerNs is one MoE layer at gathered tokens under a perfectly
+// balanced load (each rank receives gathered·k/ep pairs), its dispatch and
+// combine included, without drawing loads: the MoE block of a one-layer
+// proposer (an MTP module) run beside the group's steps.
+func (m *Model) BalancedLayerNs(gathered int) int64 {
+	if gathered <= 0 {
+		return 0
+	}
+	busiest := float64(gathered) * float64(m.cfg.TopK) / float64(m.cfg.EP)
+	ns := m.LayerNs(gathered, busiest)
+	if m.cfg.Dispatch != nil {
+		ns += float64(m.cfg.Dispatch.LayerNs(gathered, busiest))
+	}
+	return clamp(ns)
+}
