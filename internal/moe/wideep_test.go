@@ -214,3 +214,23 @@ func TestDBOStepByHand(t *testing.T) {
 		t.Errorf("one token: %d, want the step unchanged", got)
 	}
 }
+
+// TestBalancedLayerByHand: one MoE layer at 2048 gathered tokens over EP
+// 16 under a balanced load: the busiest rank receives 2048·8/16 = 1024
+// pairs, the timer runs at 1024·16/8 = 2048 tokens (flatTimer: 2048 ns),
+// and the low-latency all-to-all of 128 tokens a rank is 312,495 ns
+// (TestDeepEPDecodeStepByHand): 314,543 ns. No load is drawn.
+func TestBalancedLayerByHand(t *testing.T) {
+	m, err := New(Config{Layers: 58, Experts: 256, TopK: 8, EP: 16, Timer: flatTimer{}, Dispatch: v3Fabric(16, true)}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if got := m.BalancedLayerNs(2048); got != 314_543 {
+			t.Errorf("call %d: %d ns, want 314543", i, got)
+		}
+	}
+	if m.steps != 0 {
+		t.Errorf("BalancedLayerNs counted %d steps", m.steps)
+	}
+}
