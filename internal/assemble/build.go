@@ -64,6 +64,9 @@ type Instance struct {
 	// tp exceeds the node size, or the NVLink domain where it is larger
 	// (its all-reduces then cross the NICs); 0 when the group fits.
 	TPNodes int
+	// WideEP describes the expert-parallel group's nodes, all-to-all,
+	// EPLB and DBO (empty for a group of one node with none set).
+	WideEP string
 	// Node is the node the instance's GPUs are placed on: instances fill
 	// nodes of their accelerator's node size in order, an instance never
 	// straddling two (when it fits in one).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/moe"
@@ -131,4 +132,40 @@ func (h epHead) StepTime(b *perf.Batch) int64 {
 	c := *b
 	c.MoENs = max(h.moe.BalancedLayerNs(b.Tokens()*h.dp), 1)
 	return h.base.StepTime(&c)
+}
+
+// wideEPDesc describes a group's wide expert parallelism for the summary:
+// the nodes it spans, its all-to-all backend, EPLB and DBO ("" for a group
+// inside one node that sets none of them).
+func wideEPDesc(gs *groupShape) string {
+	w := gs.g.WideEP
+	gpus := gs.dp * gs.tp
+	spans := gs.linkGPUs > 0 && gpus > gs.linkGPUs
+	if gs.ep <= 1 || (!spans && w == (config.WideEP{})) {
+		return ""
+	}
+	nodes := 1
+	if spans {
+		nodes = gpus / gs.linkGPUs
+	}
+	backend := w.All2AllBackend
+	if backend == "" {
+		backend = config.All2AllAllgatherReduceScatter
+	}
+	noun := "node"
+	if nodes > 1 {
+		noun = "nodes"
+	}
+	d := fmt.Sprintf("ep %d over %d %s of %d GPUs (dp %d a node); all-to-all %s", gs.ep, nodes, noun, max(gs.linkGPUs, 1), gs.dp/nodes, backend)
+	if spans {
+		d += " across the NICs"
+	}
+	if w.EnableEPLB {
+		d += fmt.Sprintf("; EPLB: %d redundant experts, rebalanced every %d steps", w.NumRedundantExperts, w.StepInterval())
+	}
+	if w.EnableDBO {
+		dec, pre := w.DBOThresholds()
+		d += fmt.Sprintf("; dual-batch overlap from %d decode / %d prefill tokens a rank", dec, pre)
+	}
+	return d
 }
