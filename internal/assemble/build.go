@@ -20,6 +20,7 @@ import (
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/perfdb"
 	"github.com/servesim/servesim/internal/quant"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -378,6 +379,9 @@ type builder struct {
 	timers     map[predictorKey]moe.LayerTimer
 	rooflines  map[predictorKey]*perf.Roofline
 	scaledMoE  map[predictorKey]bool
+	// deepEPs memoises the measured DeepEP tables by system and kernel
+	// kind (nil: none).
+	deepEPs map[string]*perfdb.DeepEPTable
 }
 
 // newBuilder starts a build from the shared inputs.
@@ -385,7 +389,7 @@ func newBuilder(in *buildInputs) *builder {
 	bl := &builder{buildInputs: in, b: &Built{scenario: *in.s, model: in.m, src: in.src, hw: in.hw},
 		place:      placer{open: map[string]*openNode{}},
 		predictors: map[predictorKey]perf.Predictor{}, gpuTime: map[predictorKey]perf.Predictor{},
-		timers: map[predictorKey]moe.LayerTimer{}, rooflines: map[predictorKey]*perf.Roofline{}, scaledMoE: map[predictorKey]bool{}}
+		timers: map[predictorKey]moe.LayerTimer{}, rooflines: map[predictorKey]*perf.Roofline{}, scaledMoE: map[predictorKey]bool{}, deepEPs: map[string]*perfdb.DeepEPTable{}}
 	if in.dbs != nil {
 		bl.b.perfdb = map[string]string{}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/perfdb"
 )
 
 // groupSpec is one data-parallel instance as built: its ranks' engine
@@ -32,6 +33,10 @@ type groupSpec struct {
 	// (FP8 with a scale per 128 elements under block FP8, else BF16).
 	dispatchBytes float64
 	hidden        int64
+	// deepEP is the measured DeepEP table of the group's system and
+	// backend (perfdb predictor, the model's shape measured; else nil).
+	deepEP *perfdb.DeepEPTable
+	shape  perfdb.DeepEPShape
 }
 
 // dpGroups makes the run-time DP groups, each with a fresh MoE model (its
@@ -87,7 +92,7 @@ func (g *groupSpec) dispatch(dp, ep, experts, k int) moe.Dispatch {
 		}
 		return moe.DeepEP{Fabric: moe.Fabric{EP: ep, NodeRanks: nodeRanks, NVLinkBW: bw, NICBW: g.nic.Bandwidth},
 			LowLatency: g.wide.All2AllBackend.LowLatency(), DP: dp, TopK: k, Experts: experts,
-			DispatchBytes: g.dispatchBytes, CombineBytes: float64(2 * g.hidden)}
+			DispatchBytes: g.dispatchBytes, CombineBytes: float64(2 * g.hidden), Measured: g.measuredDeepEP()}
 	}
 	// vLLM's dispatch and combine use NCCL (no custom kernel); a group
 	// larger than a node runs its rings across the NICs.

@@ -72,7 +72,7 @@ func (bl *builder) addGroup(gi int) error {
 	tmpl := Instance{Group: gs.g.Name, Role: gs.g.Role, Hardware: gs.acc.Name,
 		TP: tp, PP: pp, DP: gs.dp, EP: gs.ep, NumBlocks: kv.blocks, PredictedBlocks: kv.predicted, KVLayout: kv.layout, PredictErr: kv.predictErr, BlockSize: gs.eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: gs.origin,
 		nics: repeatNIC(bl.groupNIC(gs.acc), tp*pp), kvPerToken: kvPerTokenPerGPU(m, bl.qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: prefillRate(pred, gs.eng), pushBuf: pushBuf,
-		Speculative: sb.desc, TPNodes: tpNodes(tp, gs.linkGPUs), WideEP: wideEPDesc(gs)}
+		Speculative: sb.desc, TPNodes: tpNodes(tp, gs.linkGPUs), WideEP: wideEPDesc(gs, spec.deepEP)}
 	bl.placeInstances(gs, tmpl, spec)
 	return nil
 }
@@ -396,7 +396,10 @@ func (bl *builder) dpSpec(gs *groupShape, key predictorKey, pred perf.Predictor)
 	if err != nil {
 		return groupSpec{}, fmt.Errorf("%s: %w", path, err)
 	}
-	spec := bl.commSpec(gs)
+	spec, err := bl.commSpec(gs)
+	if err != nil {
+		return groupSpec{}, err
+	}
 	spec.pred, spec.timer = pred, timer
 	spec.graph = gs.et
 	spec.graph.CaptureSizes = slices.Sorted(slices.Values(gs.et.CaptureSizes))

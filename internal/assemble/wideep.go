@@ -1,7 +1,9 @@
 package assemble
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 
 	"github.com/servesim/servesim/internal/config"
@@ -9,6 +11,7 @@ import (
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/perfdb"
 	"github.com/servesim/servesim/internal/quant"
 )
 
@@ -79,10 +82,53 @@ func (bl *builder) epTimer(gs *groupShape, key predictorKey) (moe.LayerTimer, er
 
 // commSpec is what the group's all-to-all is timed from: its links, NIC,
 // node size, backend and token sizes.
-func (bl *builder) commSpec(gs *groupShape) groupSpec {
+func (bl *builder) commSpec(gs *groupShape) (groupSpec, error) {
 	m := bl.m
-	return groupSpec{hiddenBytes: m.HiddenSize * int64(bl.bpe), link: gs.acc.Link, linkBWOverride: bl.s.Links.TPBandwidthGBps * 1e9,
+	g := groupSpec{hiddenBytes: m.HiddenSize * int64(bl.bpe), link: gs.acc.Link, linkBWOverride: bl.s.Links.TPBandwidthGBps * 1e9,
 		nic: gs.acc.NIC, linkGPUs: gs.linkGPUs, tp: gs.tp, wide: gs.g.WideEP, dispatchBytes: deepEPDispatchBytes(m.HiddenSize, bl.qf), hidden: m.HiddenSize}
+	var err error
+	g.deepEP, g.shape, err = bl.deepEPTable(gs)
+	return g, err
+}
+
+// deepEPTable is the measured DeepEP table for the group: under the
+// perfdb predictor, a DeepEP backend and an EP group of exactly one node
+// of the catalog (the tables' one-node rows), the system's table when it
+// measured the model's shape; nil otherwise.
+func (bl *builder) deepEPTable(gs *groupShape) (*perfdb.DeepEPTable, perfdb.DeepEPShape, error) {
+	w, m := gs.g.WideEP, bl.m
+	shape := perfdb.DeepEPShape{Hidden: int(m.HiddenSize), TopK: int(m.ExpertsPerTok), Experts: int(m.NumExperts) + w.NumRedundantExperts}
+	if bl.dbs == nil || !w.All2AllBackend.DeepEP() || gs.ep != gs.acc.Node.GPUs || gs.g.NodeGPUs > 0 {
+		return nil, shape, nil
+	}
+	name := bl.s.Predictor.System
+	if name == "" {
+		name = gs.acc.PerfDBSystem
+	}
+	key := fmt.Sprintf("%s/%v", name, w.All2AllBackend.LowLatency())
+	t, seen := bl.deepEPs[key]
+	if !seen {
+		var err error
+		t, err = perfdb.OpenDeepEP(bl.dbs.fsys, name, w.All2AllBackend.LowLatency())
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, shape, fmt.Errorf("%s: %w", gs.path, err)
+		}
+		bl.deepEPs[key] = t // nil when the system has none
+	}
+	if !t.Has(shape) {
+		return nil, shape, nil // the model answers (docs/wide-ep.md)
+	}
+	return t, shape, nil
+}
+
+// measuredDeepEP is the group's DeepEP table as a moe.DeepEP lookup (nil
+// without one).
+func (g *groupSpec) measuredDeepEP() func(float64) (float64, float64, bool) {
+	if g.deepEP == nil {
+		return nil
+	}
+	t, s := g.deepEP, g.shape
+	return func(tokens float64) (float64, float64, bool) { return t.At(s, tokens) }
 }
 
 // epHeadSpec adapts a one-layer proposer head (MTP, EAGLE) of an MoE
@@ -104,7 +150,10 @@ func (bl *builder) epHeadSpec(gs *groupShape, key predictorKey, sb specBuild) (s
 	if err != nil {
 		return sb, fmt.Errorf("%s: %w", specPath(bl.s, gs.gi), err)
 	}
-	spec := bl.commSpec(gs)
+	spec, err := bl.commSpec(gs)
+	if err != nil {
+		return sb, err
+	}
 	cfg := moe.Config{Layers: 1, Experts: int(m.NumExperts), TopK: int(m.ExpertsPerTok), EP: gs.ep, Timer: timer}
 	if gs.dp > 1 {
 		cfg.Dispatch = spec.dispatch(gs.dp, gs.ep, cfg.Experts, cfg.TopK)
@@ -137,7 +186,7 @@ func (h epHead) StepTime(b *perf.Batch) int64 {
 // wideEPDesc describes a group's wide expert parallelism for the summary:
 // the nodes it spans, its all-to-all backend, EPLB and DBO ("" for a group
 // inside one node that sets none of them).
-func wideEPDesc(gs *groupShape) string {
+func wideEPDesc(gs *groupShape, measured *perfdb.DeepEPTable) string {
 	w := gs.g.WideEP
 	gpus := gs.dp * gs.tp
 	spans := gs.linkGPUs > 0 && gpus > gs.linkGPUs
@@ -159,6 +208,9 @@ func wideEPDesc(gs *groupShape) string {
 	d := fmt.Sprintf("ep %d over %d %s of %d GPUs (dp %d a node); all-to-all %s", gs.ep, nodes, noun, max(gs.linkGPUs, 1), gs.dp/nodes, backend)
 	if spans {
 		d += " across the NICs"
+	}
+	if measured != nil {
+		d += fmt.Sprintf(" (DeepEP times from the database's %s, sglang %s)", measured.Path, measured.Version)
 	}
 	if w.EnableEPLB {
 		d += fmt.Sprintf("; EPLB: %d redundant experts, rebalanced every %d steps", w.NumRedundantExperts, w.StepInterval())

@@ -93,6 +93,10 @@ type DeepEP struct {
 	// dispatched (FP8 with a scale per 128 elements, or BF16) and as
 	// combined (BF16).
 	DispatchBytes, CombineBytes float64
+	// Measured, when set, times one dispatch and one combine inside a
+	// node at tokens a rank from a measured table; ok is false outside
+	// it, where the model above answers.
+	Measured func(tokens float64) (dispatchNs, combineNs float64, ok bool)
 }
 
 // LayerNs implements Dispatch: one dispatch and one combine.
@@ -101,6 +105,15 @@ func (d DeepEP) LayerNs(gathered int, busiest float64) int64 {
 		return 0
 	}
 	tokens := float64(gathered) / float64(max(d.DP, 1))
+	if d.Measured != nil && !d.Spans() {
+		at := tokens
+		if d.LowLatency {
+			at = max(tokens, busiest/float64(d.TopK))
+		}
+		if dn, cn, ok := d.Measured(at); ok {
+			return clamp(dn + cn)
+		}
+	}
 	var ns float64
 	if d.LowLatency {
 		pairs := max(tokens*float64(d.TopK), busiest)
