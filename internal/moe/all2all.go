@@ -101,8 +101,16 @@ type DeepEP struct {
 
 // LayerNs implements Dispatch: one dispatch and one combine.
 func (d DeepEP) LayerNs(gathered int, busiest float64) int64 {
+	dn, cn, _ := d.Phases(gathered, busiest)
+	return clamp(dn + cn)
+}
+
+// Phases is one dispatch and one combine (ns) of a layer at gathered
+// tokens with the busiest rank receiving busiest pairs, and whether they
+// came from the Measured table.
+func (d DeepEP) Phases(gathered int, busiest float64) (dispatchNs, combineNs float64, measured bool) {
 	if gathered <= 0 || d.EP <= 1 {
-		return 0
+		return 0, 0, false
 	}
 	tokens := float64(gathered) / float64(max(d.DP, 1))
 	if d.Measured != nil && !d.Spans() {
@@ -111,17 +119,14 @@ func (d DeepEP) LayerNs(gathered int, busiest float64) int64 {
 			at = max(tokens, busiest/float64(d.TopK))
 		}
 		if dn, cn, ok := d.Measured(at); ok {
-			return clamp(dn + cn)
+			return dn, cn, true
 		}
 	}
-	var ns float64
 	if d.LowLatency {
 		pairs := max(tokens*float64(d.TopK), busiest)
-		ns = d.llNs(pairs, d.DispatchBytes, true) + d.llNs(pairs, d.CombineBytes, false)
-	} else {
-		ns = d.htNs(tokens, d.DispatchBytes, true) + d.htNs(tokens, d.CombineBytes, false)
+		return d.llNs(pairs, d.DispatchBytes, true), d.llNs(pairs, d.CombineBytes, false), false
 	}
-	return clamp(ns)
+	return d.htNs(tokens, d.DispatchBytes, true), d.htNs(tokens, d.CombineBytes, false), false
 }
 
 // llNs is one low-latency dispatch (or combine) of pairs messages of b
