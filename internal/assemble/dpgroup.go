@@ -71,7 +71,7 @@ func (b *Built) dpGroups(counts *perf.TableCounts) ([]cluster.DPGroup, error) {
 			SeededTies: g.seededTies, TieSeed: b.scenario.Seed + uint64(gi)}
 		if g.wide.EnableDBO {
 			out[gi].DBODecodeTokens, out[gi].DBOPrefillTokens = g.wide.DBOThresholds()
-			out[gi].Overlap = mm.Overlapped
+			out[gi].Overlap = mm
 		}
 	}
 	return out, nil

@@ -41,13 +41,24 @@ type DPGroup struct {
 	SeededTies bool
 	TieSeed    uint64
 	// Overlap, when set, runs a step as vLLM's dual-batch overlap
-	// (enable_dbo): it returns the time of a step of the given time and
-	// gathered tokens split into two overlapped micro-batches. A step is
-	// split only when every rank's own tokens reach DBODecodeTokens (a
-	// decode-only batch) or DBOPrefillTokens (a batch with a prefill):
-	// vLLM micro-batches on all ranks or on none.
-	Overlap                           func(stepNs int64, gathered int) int64
+	// (enable_dbo): two micro-batches of half the tokens whose compute
+	// and all-to-all overlap. A step is split only when every rank's own
+	// tokens reach DBODecodeTokens (a decode-only batch) or
+	// DBOPrefillTokens (a batch with a prefill): vLLM micro-batches on all
+	// ranks or on none.
+	Overlap                           Overlap
 	DBODecodeTokens, DBOPrefillTokens int
+}
+
+// Overlap times a dual-batch-overlapped step (moe.Model implements it).
+type Overlap interface {
+	// HalfMoENs is the MoE time, all-to-all included, of one
+	// micro-batch: half of gathered tokens.
+	HalfMoENs(gathered int) int64
+	// Overlapped is the step's time as two overlapped micro-batches,
+	// given its whole time stepNs and halfNs, the slowest rank's time for
+	// one micro-batch alone (its half batch with HalfMoENs).
+	Overlapped(stepNs, halfNs int64, gathered int) int64
 }
 
 // GroupStep is what one lockstep step of a DP group did, per rank, for
@@ -182,7 +193,7 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 	}
 	st.Micro = g.Overlap != nil && g.microBatched()
 	if st.Micro {
-		d = g.Overlap(d, st.Gathered)
+		d = g.Overlap.Overlapped(d, s.halfStepNs(g, st.Gathered), st.Gathered)
 	}
 	st.End = now + d
 	g.steps++
@@ -204,6 +215,34 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 		}
 	}
 	return nil
+}
+
+// halfStepNs is the slowest rank's time for one micro-batch of a
+// dual-batch-overlapped step: its batch halved (halfBatch) with the
+// micro-batch's MoE time.
+func (s *Sim) halfStepNs(g *dpGroup, gathered int) int64 {
+	moeNs := g.Overlap.HalfMoENs(gathered)
+	var h int64
+	for i := range g.Ranks {
+		hb := halfBatch(g.batches[i])
+		hb.MoENs = moeNs
+		h = max(h, s.engines[g.Ranks[i]].Slowed(g.Pred.StepTime(&hb)))
+	}
+	return h
+}
+
+// halfBatch is b split as vLLM's micro-batching splits a step in two
+// (by tokens): half the prompt tokens, sequences and decodes (rounded
+// up), the decode contexts in proportion.
+func halfBatch(b perf.Batch) perf.Batch {
+	h := b
+	h.PrefillTokens, h.PrefillKV, h.PrefillSeqs = (b.PrefillTokens+1)/2, (b.PrefillKV+1)/2, (b.PrefillSeqs+1)/2
+	h.NumDecode, h.SpecTokens, h.PadTokens = (b.NumDecode+1)/2, (b.SpecTokens+1)/2, b.PadTokens/2
+	h.DPPadTo = (b.DPPadTo + 1) / 2
+	if b.NumDecode > 0 {
+		h.DecodeKVSum = b.DecodeKVSum * int64(h.NumDecode) / int64(b.NumDecode)
+	}
+	return h
 }
 
 // microBatched says whether every rank's batch reaches its dual-batch

@@ -76,6 +76,13 @@ func TestDPGroupScenarios(t *testing.T) {
 	})
 }
 
+// halving is the test's dual-batch overlap: a micro-batched step takes
+// half its time.
+type halving struct{}
+
+func (halving) HalfMoENs(int) int64                     { return 0 }
+func (halving) Overlapped(stepNs, _ int64, _ int) int64 { return stepNs / 2 }
+
 // stepTrace prints every group step once, at the end of its first rank.
 type stepTrace struct {
 	collect
@@ -133,7 +140,7 @@ func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []work
 	group := DPGroup{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}
 	if dbo != [2]int{} {
 		group.DBODecodeTokens, group.DBOPrefillTokens = dbo[0], dbo[1]
-		group.Overlap = func(stepNs int64, _ int) int64 { return stepNs / 2 }
+		group.Overlap = halving{}
 	}
 	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: append([]workload.Request(nil), reqs...)}, Router: &RoundRobin{}, Observer: log,
 		DPGroups: []DPGroup{group}, Faults: faults})

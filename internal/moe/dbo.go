@@ -7,27 +7,42 @@ import "math"
 // overlap: two micro-batches of half the tokens each, the compute of one
 // running while the other's dispatch and combine are in flight.
 //
-// Per MoE layer a micro-batch computes c/2, where c is the step's compute
-// per layer, c = (stepNs − L·a)/L with a the layer's all-to-all at the
-// full batch, and then communicates a_u, the all-to-all of half the tokens
-// (whose fixed cost does not halve). The two micro-batches alternate on
-// one compute stream and one communication stream, layer after layer: a
-// micro-batch's compute waits for the stream and for its own previous
-// communication, its communication for the stream and its compute. The
-// result is when the last communication ends. Without a dispatch (one
-// rank), or when the step has no all-to-all, it returns stepNs.
-func (m *Model) Overlapped(stepNs int64, gathered int) int64 {
+// halfNs is the slowest rank's time for one micro-batch alone, its MoE
+// at half the gathered tokens with their all-to-all (HalfMoENs): that
+// micro-batch's compute per MoE layer is c_u = (halfNs − L·a_u)/L, with
+// a_u the layer's all-to-all of half the tokens. A memory-bound decode
+// reads its weights again for each micro-batch, so 2·c_u exceeds the
+// whole step's compute per layer; and the all-to-all's fixed cost does
+// not halve. The two micro-batches alternate on one compute stream and one
+// communication stream, layer after layer (TwoBatchNs). The result may
+// exceed stepNs: small micro-batches can lose. Without a dispatch (one
+// rank), it returns stepNs.
+func (m *Model) Overlapped(stepNs, halfNs int64, gathered int) int64 {
 	if m.cfg.Dispatch == nil || gathered < 2 || stepNs <= 0 {
 		return stepNs
 	}
 	layers := float64(m.cfg.Layers)
-	a := float64(m.cfg.Dispatch.LayerNs(gathered, m.lastBusiest))
 	half := m.cfg.Dispatch.LayerNs(gathered/2, m.lastBusiest/2)
-	if a <= 0 || a >= math.MaxInt64/4 || half >= math.MaxInt64/4 {
+	if half >= math.MaxInt64/4 || halfNs >= math.MaxInt64/4 {
 		return stepNs
 	}
-	c := max(float64(stepNs)-layers*a, 0) / layers
-	return clamp(TwoBatchNs(m.cfg.Layers, c/2, float64(half)))
+	c := max(float64(halfNs)-layers*float64(half), 0) / layers
+	return clamp(TwoBatchNs(m.cfg.Layers, c, float64(half)))
+}
+
+// HalfMoENs is the MoE time of one micro-batch of a dual-batch-overlapped
+// step of gathered tokens: every layer at half the tokens and half the
+// step's mean busiest load (no new draw), its all-to-all included.
+func (m *Model) HalfMoENs(gathered int) int64 {
+	g := gathered / 2
+	if g <= 0 {
+		return 0
+	}
+	ns := m.LayerNs(g, m.lastBusiest/2)
+	if m.cfg.Dispatch != nil {
+		ns += float64(m.cfg.Dispatch.LayerNs(g, m.lastBusiest/2))
+	}
+	return clamp(float64(m.cfg.Layers) * ns)
 }
 
 // TwoBatchNs is the time of two micro-batches through layers layers, each

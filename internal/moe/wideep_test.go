@@ -196,22 +196,40 @@ func TestTwoBatchByHand(t *testing.T) {
 }
 
 // TestDBOStepByHand: a 30 ms decode step of DeepSeek-V3 at EP 16, 128
-// tokens a rank, under deepep_low_latency. Without overlap its all-to-all
-// is 58 × 312,495 ns = 18,124,710 ns, the rest c = (30,000,000 −
-// 18,124,710)/58 = 204,746.38 ns a layer. A micro-batch of 64 tokens a
-// rank computes c/2 = 102,373.19 ns and communicates 79,847.04 + 121,400.32
-// = 201,247 ns a layer (the fixed costs do not halve): communication-bound,
-// so the step is c/2 + 2·58·201,247 = 23,447,025 ns.
+// tokens a rank, under deepep_low_latency. A micro-batch of 64 tokens a
+// rank communicates 79,847.04 + 121,400.32 = 201,247 ns a layer (the
+// fixed costs do not halve).
+//
+// If one micro-batch alone takes 20 ms, its compute is (20,000,000 − 58 ×
+// 201,247)/58 = 143,580.59 ns a layer: communication-bound, so the step is
+// 143,580.59 + 2·58·201,247 = 23,488,233 ns, faster than 30 ms. If it
+// takes 40 ms (a memory-bound decode reading its weights again for each
+// micro-batch), 488,408.17 ns a layer: compute-bound, 116 × 488,408.17 +
+// 201,247 = 56,856,595 ns: the overlap loses.
 func TestDBOStepByHand(t *testing.T) {
 	m, err := New(Config{Layers: 58, Experts: 256, TopK: 8, EP: 16, Timer: flatTimer{}, Dispatch: v3Fabric(16, true)}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.Overlapped(30_000_000, 2048); got != 23_447_025 {
-		t.Errorf("overlapped step %d ns, want 23447025", got)
+	if got := m.Overlapped(30_000_000, 20_000_000, 2048); got != 23_488_233 {
+		t.Errorf("communication-bound step %d ns, want 23488233", got)
 	}
-	if got := m.Overlapped(30_000_000, 1); got != 30_000_000 {
+	if got := m.Overlapped(30_000_000, 40_000_000, 2048); got != 56_856_595 {
+		t.Errorf("compute-bound step %d ns, want 56856595", got)
+	}
+	if got := m.Overlapped(30_000_000, 20_000_000, 1); got != 30_000_000 {
 		t.Errorf("one token: %d, want the step unchanged", got)
+	}
+	// One micro-batch's MoE: 58 x 201,247 of all-to-all, and no expert
+	// time: no step has drawn a load yet (flatTimer at 0 tokens).
+	if got := m.HalfMoENs(2048); got != 58*201_247 {
+		t.Errorf("half MoE %d ns, want %d", got, 58*201_247)
+	}
+	// After a step the experts' time is the flatTimer at the busiest
+	// half-load's tokens: positive.
+	m.StepNs(2048)
+	if got := m.HalfMoENs(2048); got <= 58*201_247 {
+		t.Errorf("half MoE after a step %d ns, want more than %d", got, 58*201_247)
 	}
 }
 
