@@ -62,6 +62,9 @@ func (b *Built) dpGroups(counts *perf.TableCounts) ([]cluster.DPGroup, error) {
 		}
 		if dp > 1 {
 			cfg.Dispatch = g.dispatch(dp, in.EP, cfg.Experts+g.wide.NumRedundantExperts, cfg.TopK)
+			if g.wide.All2AllBackend.LowLatency() {
+				cfg.ChunkTokens, cfg.DP = moe.VLLMMoEDPChunkSize, dp
+			}
 		}
 		mm, err := moe.New(cfg, b.scenario.Seed+uint64(gi)*0x9e3779b97f4a7c15)
 		if err != nil {

@@ -157,6 +157,9 @@ func (bl *builder) epHeadSpec(gs *groupShape, key predictorKey, sb specBuild) (s
 	cfg := moe.Config{Layers: 1, Experts: int(m.NumExperts), TopK: int(m.ExpertsPerTok), EP: gs.ep, Timer: timer}
 	if gs.dp > 1 {
 		cfg.Dispatch = spec.dispatch(gs.dp, gs.ep, cfg.Experts, cfg.TopK)
+		if gs.g.All2AllBackend.LowLatency() {
+			cfg.ChunkTokens, cfg.DP = moe.VLLMMoEDPChunkSize, gs.dp
+		}
 	}
 	mm, err := moe.New(cfg, 0)
 	if err != nil {

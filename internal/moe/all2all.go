@@ -25,6 +25,11 @@ func (f Fabric) Nodes() int { return (f.EP + f.NodeRanks - 1) / f.NodeRanks }
 // Spans says whether the group crosses nodes.
 func (f Fabric) Spans() bool { return f.EP > f.NodeRanks }
 
+// VLLMMoEDPChunkSize is vLLM's VLLM_MOE_DP_CHUNK_SIZE default (vllm/envs.py):
+// the most tokens a rank sends through one call of a batched all-to-all
+// (DeepEP low-latency); a layer with more runs in chunks (Config.ChunkTokens).
+const VLLMMoEDPChunkSize = 256
+
 // DeepEP kernel constants (docs/wide-ep.md, "DeepEP"). Each is read from a
 // published measurement, named beside it; the rest of those measurements
 // are checks (moe's all2all tests).

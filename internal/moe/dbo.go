@@ -22,12 +22,12 @@ func (m *Model) Overlapped(stepNs, halfNs int64, gathered int) int64 {
 		return stepNs
 	}
 	layers := float64(m.cfg.Layers)
-	half := m.cfg.Dispatch.LayerNs(gathered/2, m.lastBusiest/2)
+	half := m.chunked(gathered/2, m.lastBusiest/2, m.commNs)
 	if half >= math.MaxInt64/4 || halfNs >= math.MaxInt64/4 {
 		return stepNs
 	}
-	c := max(float64(halfNs)-layers*float64(half), 0) / layers
-	return clamp(TwoBatchNs(m.cfg.Layers, c, float64(half)))
+	c := max(float64(halfNs)-layers*half, 0) / layers
+	return clamp(TwoBatchNs(m.cfg.Layers, c, half))
 }
 
 // HalfMoENs is the MoE time of one micro-batch of a dual-batch-overlapped
@@ -38,11 +38,7 @@ func (m *Model) HalfMoENs(gathered int) int64 {
 	if g <= 0 {
 		return 0
 	}
-	ns := m.LayerNs(g, m.lastBusiest/2)
-	if m.cfg.Dispatch != nil {
-		ns += float64(m.cfg.Dispatch.LayerNs(g, m.lastBusiest/2))
-	}
-	return clamp(float64(m.cfg.Layers) * ns)
+	return clamp(float64(m.cfg.Layers) * m.chunked(g, m.lastBusiest/2, m.blockNs))
 }
 
 // TwoBatchNs is the time of two micro-batches through layers layers, each
@@ -72,9 +68,5 @@ func (m *Model) BalancedLayerNs(gathered int) int64 {
 		return 0
 	}
 	busiest := float64(gathered) * float64(m.cfg.TopK) / float64(m.cfg.EP)
-	ns := m.LayerNs(gathered, busiest)
-	if m.cfg.Dispatch != nil {
-		ns += float64(m.cfg.Dispatch.LayerNs(gathered, busiest))
-	}
-	return clamp(ns)
+	return clamp(m.chunked(gathered, busiest, m.blockNs))
 }

@@ -79,8 +79,14 @@ type Config struct {
 	EP      int // expert-parallel ranks; E + Redundant must divide evenly
 	Routing Routing
 	// EPLB, when set, is vLLM's expert-parallel load balancer.
-	EPLB  *EPLB
-	Timer LayerTimer
+	EPLB *EPLB
+	// ChunkTokens, when positive, runs each MoE layer in chunks of at
+	// most this many tokens a rank, every chunk a dispatch, the experts
+	// and a combine: vLLM's VLLM_MOE_DP_CHUNK_SIZE (256) for the batched
+	// all-to-all kernels (DeepEP low-latency). DP is the number of ranks
+	// contributing the gathered tokens.
+	ChunkTokens, DP int
+	Timer           LayerTimer
 	// Dispatch times the collectives; nil means none (EP on one GPU).
 	Dispatch Dispatch
 }
@@ -102,7 +108,7 @@ type Model struct {
 	local int       // physical experts per EP rank
 	share []float64 // Layers × EP expected shares of routed pairs
 	cond  []condShare
-	// balanced and balancedCond are the shares after EPLB's rebalance
+	// balanced and balCond are the shares after EPLB's rebalance
 	// (nil without EPLB); the model switches to them at the first
 	// rebalance, StepInterval steps in.
 	balanced []float64
@@ -304,14 +310,65 @@ func (m *Model) StepNs(gathered int) int64 {
 	}
 	busiest := sum / float64(m.cfg.Layers)
 	m.lastBusiest = busiest
-	total := float64(m.cfg.Layers) * m.LayerNs(gathered, busiest)
-	if m.cfg.Dispatch != nil {
-		total += float64(m.cfg.Layers) * float64(m.cfg.Dispatch.LayerNs(gathered, busiest))
+	var total float64
+	if m.chunks(gathered) {
+		total = float64(m.cfg.Layers) * m.chunked(gathered, busiest, m.blockNs)
+	} else {
+		// In one piece, summed as before chunking existed (the same
+		// float rounding, so unchanged outputs).
+		total = float64(m.cfg.Layers) * m.LayerNs(gathered, busiest)
+		if m.cfg.Dispatch != nil {
+			total += float64(m.cfg.Layers) * float64(m.cfg.Dispatch.LayerNs(gathered, busiest))
+		}
 	}
 	if total >= math.MaxInt64 {
 		return math.MaxInt64
 	}
 	return int64(math.Round(total))
+}
+
+// blockNs is one MoE layer in one piece: the experts at gathered tokens
+// with the busiest rank's load, and the dispatch and combine.
+func (m *Model) blockNs(gathered int, busiest float64) float64 {
+	ns := m.LayerNs(gathered, busiest)
+	if m.cfg.Dispatch != nil {
+		ns += float64(m.cfg.Dispatch.LayerNs(gathered, busiest))
+	}
+	return ns
+}
+
+// commNs is one layer's dispatch and combine in one piece.
+func (m *Model) commNs(gathered int, busiest float64) float64 {
+	if m.cfg.Dispatch == nil {
+		return 0
+	}
+	return float64(m.cfg.Dispatch.LayerNs(gathered, busiest))
+}
+
+// chunked is f (a layer's time at gathered tokens and a busiest load)
+// over the layer's chunks when ChunkTokens is set: each rank runs
+// ceil(t/ChunkTokens) chunks of t tokens (vLLM counts them from the
+// largest rank; the gathered tokens are spread evenly here), the full
+// ones and the rest, the load shared in proportion.
+func (m *Model) chunked(gathered int, busiest float64, f func(int, float64) float64) float64 {
+	if !m.chunks(gathered) {
+		return f(gathered, busiest)
+	}
+	c, dp := m.cfg.ChunkTokens, max(m.cfg.DP, 1)
+	perRank := (gathered + dp - 1) / dp
+	full, rem := perRank/c, perRank%c
+	share := busiest / float64(perRank)
+	ns := float64(full) * f(c*dp, share*float64(c))
+	if rem > 0 {
+		ns += f(rem*dp, share*float64(rem))
+	}
+	return ns
+}
+
+// chunks says whether a layer at gathered tokens runs in chunks.
+func (m *Model) chunks(gathered int) bool {
+	dp := max(m.cfg.DP, 1)
+	return m.cfg.ChunkTokens > 0 && (gathered+dp-1)/dp > m.cfg.ChunkTokens
 }
 
 // drawBusiest draws layer l's loads (a multinomial of pairs over the EP

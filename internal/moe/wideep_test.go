@@ -252,3 +252,30 @@ func TestBalancedLayerByHand(t *testing.T) {
 		t.Errorf("BalancedLayerNs counted %d steps", m.steps)
 	}
 }
+
+// TestLowLatencyChunksByHand: vLLM runs a layer of more than 256 tokens a
+// rank through the low-latency kernels in chunks of 256 (VLLM_MOE_DP_CHUNK_SIZE),
+// each with its fixed costs. DeepSeek-V3 at EP 16 with 1,024 tokens a rank
+// (16,384 gathered), balanced:
+//
+//   - in one piece: dispatch 8,192 pairs x 7,392 B, half across, at 50 GB/s
+//     = 605,552.64 + 42,000; combine 1,174,405.12 + 48,000; 1,869,958 ns,
+//     plus the flatTimer at 16,384 tokens: 1,886,342 ns;
+//   - in 4 chunks of 256: each 151,388.16 + 42,000 + 293,601.28 + 48,000 =
+//     534,989 ns plus the flatTimer at 4,096 tokens, 539,085; x 4 =
+//     2,156,340 ns.
+func TestLowLatencyChunksByHand(t *testing.T) {
+	for _, c := range []struct {
+		chunk int
+		want  int64
+	}{{0, 1_886_342}, {VLLMMoEDPChunkSize, 2_156_340}} {
+		m, err := New(Config{Layers: 58, Experts: 256, TopK: 8, EP: 16, Timer: flatTimer{}, Dispatch: v3Fabric(16, true),
+			ChunkTokens: c.chunk, DP: 16}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.BalancedLayerNs(16384); got != c.want {
+			t.Errorf("chunk %d: %d ns, want %d", c.chunk, got, c.want)
+		}
+	}
+}
