@@ -24,6 +24,9 @@ type FaultResult struct {
 	// ScaleUps and ScaleDowns count the autoscaler's decisions.
 	ScaleUps   int64 `json:"scale_ups,omitempty"`
 	ScaleDowns int64 `json:"scale_downs,omitempty"`
+	// Injected is whether the scenario injects faults (a run with only
+	// an autoscaler has no fault line to print).
+	Injected bool `json:"-"`
 	// GPUHours is the GPU time the instances held (serving, starting,
 	// restarting or draining) over the run.
 	GPUHours float64 `json:"gpu_hours"`
@@ -45,8 +48,10 @@ const maxEventLines = 12
 // faultTable writes the faults section of the summary table.
 func faultTable(b *strings.Builder, f *FaultResult) {
 	b.WriteString(strings.Repeat("-", tableWidth) + "\n")
-	fmt.Fprintf(b, "Faults: %d losses, %d restarts; %d requests retried, %d handoffs re-placed, %d re-prefilled (KV lost); %d KV loads failed (%d recomputed)\n",
-		f.Losses, f.Restarts, f.Retried, f.Replaced, f.KVLost, f.LoadFailures, f.LoadRecomputed)
+	if f.Injected || f.Losses+f.Restarts+f.Retried+f.Replaced+f.KVLost+f.LoadFailures > 0 {
+		fmt.Fprintf(b, "Faults: %d losses, %d restarts; %d requests retried, %d handoffs re-placed, %d re-prefilled (KV lost); %d KV loads failed (%d recomputed)\n",
+			f.Losses, f.Restarts, f.Retried, f.Replaced, f.KVLost, f.LoadFailures, f.LoadRecomputed)
+	}
 	if f.ScaleUps > 0 || f.ScaleDowns > 0 {
 		fmt.Fprintf(b, "Autoscaler: %d scale-ups, %d scale-downs\n", f.ScaleUps, f.ScaleDowns)
 	}

@@ -315,7 +315,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 		res.KVTiers = tierResults(tiers, o.sum)
 		res.Swap = swapResult(sim.Engines(), tiers.BlockBytes())
 	}
-	res.Faults = faultResult(sim.FaultStats(end))
+	res.Faults = faultResult(sim.FaultStats(end), b.Scenario().Faults != nil)
 	res.OffloadDeferred = sim.OffloadDeferred()
 	if tiers != nil {
 		for n := range tiers.Nodes() {
@@ -415,14 +415,15 @@ func tierResults(h *kvtier.Hierarchy, sum *metrics.Summary) []metrics.TierResult
 	return out
 }
 
-// faultResult converts the fault model's counts (nil: no faults).
-func faultResult(st *cluster.FaultStats) *metrics.FaultResult {
+// faultResult converts the fault model's counts (nil: no faults and no
+// autoscaler); injected says whether the scenario injects faults.
+func faultResult(st *cluster.FaultStats, injected bool) *metrics.FaultResult {
 	if st == nil {
 		return nil
 	}
 	r := &metrics.FaultResult{Losses: st.Losses, Restarts: st.Restarts, Retried: st.Retried, Replaced: st.Replaced, KVLost: st.KVLost,
 		LoadFailures: st.LoadFailures, LoadRecomputed: st.LoadRecomputed, ScaleUps: st.ScaleUps, ScaleDowns: st.ScaleDowns,
-		GPUHours: st.GPUHours, Events: []metrics.FaultEventResult{}}
+		GPUHours: st.GPUHours, Injected: injected, Events: []metrics.FaultEventResult{}}
 	for _, e := range st.Events {
 		r.Events = append(r.Events, metrics.FaultEventResult{AtS: float64(e.At) / 1e9, Instance: e.Unit, Pool: e.Pool, Kind: e.Kind})
 	}
