@@ -72,3 +72,42 @@ func TestRedundantExpertBytes(t *testing.T) {
 		t.Errorf("no redundancy: %d bytes", got)
 	}
 }
+
+// TestDeepEPTableUsed: under the perfdb predictor an EP group of exactly
+// one H200 node on a DeepEP backend reads the database's DeepEP table (the
+// summary names it); across two nodes, or under the roofline, the model
+// answers.
+func TestDeepEPTableUsed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		dp    int
+		kind  config.PredictorKind
+		table bool
+	}{
+		{"one node, perfdb", 8, config.PredictorPerfDB, true},
+		{"two nodes, perfdb", 16, config.PredictorPerfDB, false},
+		{"one node, roofline", 8, config.PredictorRoofline, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := config.Default()
+			s.Model, s.Hardware, s.Quantization = "deepseek-ai/DeepSeek-R1", "H200", "fp8"
+			s.QuantizationConfig = &config.QuantizationConfig{WeightBlockSize: []int{128, 128}}
+			s.Predictor.Kind = c.kind
+			dp := c.dp
+			s.Instances = []config.Group{{DP: &dp, EP: &dp, WideEP: config.WideEP{All2AllBackend: config.All2AllDeepEPLowLatency}}}
+			s.FillGroups()
+			if err := s.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := Build(s, config.Source{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(b.Describe().Lines(), "\n")
+			want := "DeepEP times from the database's data/h200_sxm/comm/sglang/0.5.12/wideep_deepep_ll_perf.parquet"
+			if strings.Contains(got, want) != c.table {
+				t.Errorf("table named: %v, want %v:\n%s", !c.table, c.table, got)
+			}
+		})
+	}
+}
