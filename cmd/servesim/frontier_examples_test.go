@@ -18,6 +18,8 @@ func TestFrontierExamples(t *testing.T) {
 		{"gemma-3-27b-h100.yaml", []string{"Instances gemma: 1 x mixed on H100 tp 1", "KV cache: hybrid, 7 KV cache groups of 10 layers (1 full, 6 sliding-window 1024)"}},
 		{"pd-gpt-oss-h100.yaml", []string{"Instances prefill: 1 x prefill on H100 tp 1", "Instances decode: 1 x decode on H100 tp 1", "KV cache: every layer as full attention (vLLM's hybrid KV cache manager off: vLLM 0.19's default with a KV connector (P/D, kv_tiers))"}},
 		{"pd-deepseek-v3.yaml", []string{"Instances prefill: 1 x prefill on H200 tp 8", "Instances decode: 1 x decode on H200 tp 8", "KV cache: MLA latent"}},
+		{"deepseek-r1-h200-dp16ep16.yaml", []string{"Instances r1: 1 x mixed on H200 tp 1 dp 16 ep 16", "expert parallel: ep 16 over 2 nodes of 8 GPUs (dp 8 a node); all-to-all deepep_low_latency across the NICs"}},
+		{"pd-deepseek-v3-wide-ep.yaml", []string{"Instances prefill: 1 x prefill on H200 tp 1 dp 16 ep 16", "all-to-all deepep_high_throughput", "Instances decode: 1 x decode on H200 tp 1 dp 32 ep 32", "ep 32 over 4 nodes of 8 GPUs", "all-to-all deepep_low_latency", "KV transfer"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -30,11 +30,12 @@ nine systems, and --path DIR reads a newer copy: the folder holding
 
   servesim perfdb systems                      systems, versions and tables
   servesim perfdb crosscheck --profile BUNDLE  the database vs a profile bundle, op by op
-  servesim perfdb collectives --system NAME    measured vs modelled all-reduce by message size`,
+  servesim perfdb collectives --system NAME    measured vs modelled all-reduce by message size
+  servesim perfdb alltoall --hardware NAME     one MoE layer's all-to-all per backend and EP size`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newPerfDBSystemsCmd(), newPerfDBCrosscheckCmd(), newPerfDBCollectivesCmd())
+	cmd.AddCommand(newPerfDBSystemsCmd(), newPerfDBCrosscheckCmd(), newPerfDBCollectivesCmd(), newPerfDBAlltoallCmd())
 	return cmd
 }
 

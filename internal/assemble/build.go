@@ -20,6 +20,7 @@ import (
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/moe"
 	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/perfdb"
 	"github.com/servesim/servesim/internal/quant"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -64,6 +65,9 @@ type Instance struct {
 	// tp exceeds the node size, or the NVLink domain where it is larger
 	// (its all-reduces then cross the NICs); 0 when the group fits.
 	TPNodes int
+	// WideEP describes the expert-parallel group's nodes, all-to-all,
+	// EPLB and DBO (empty for a group of one node with none set).
+	WideEP string
 	// Node is the node the instance's GPUs are placed on: instances fill
 	// nodes of their accelerator's node size in order, an instance never
 	// straddling two (when it fits in one).
@@ -377,6 +381,9 @@ type builder struct {
 	timers     map[predictorKey]moe.LayerTimer
 	rooflines  map[predictorKey]*perf.Roofline
 	scaledMoE  map[predictorKey]bool
+	// deepEPs memoises the measured DeepEP tables by system and kernel
+	// kind (nil: none).
+	deepEPs map[string]*perfdb.DeepEPTable
 }
 
 // newBuilder starts a build from the shared inputs.
@@ -384,7 +391,7 @@ func newBuilder(in *buildInputs) *builder {
 	bl := &builder{buildInputs: in, b: &Built{scenario: *in.s, model: in.m, src: in.src, hw: in.hw},
 		place:      placer{open: map[string]*openNode{}},
 		predictors: map[predictorKey]perf.Predictor{}, gpuTime: map[predictorKey]perf.Predictor{},
-		timers: map[predictorKey]moe.LayerTimer{}, rooflines: map[predictorKey]*perf.Roofline{}, scaledMoE: map[predictorKey]bool{}}
+		timers: map[predictorKey]moe.LayerTimer{}, rooflines: map[predictorKey]*perf.Roofline{}, scaledMoE: map[predictorKey]bool{}, deepEPs: map[string]*perfdb.DeepEPTable{}}
 	if in.dbs != nil {
 		bl.b.perfdb = map[string]string{}
 	}

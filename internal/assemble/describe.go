@@ -62,6 +62,9 @@ type GroupDescription struct {
 	TPNodes int `json:"tp_nodes,omitempty"`
 	// KVLayout describes a hybrid or MLA KV cache (omitted otherwise).
 	KVLayout string `json:"kv_layout,omitempty"`
+	// WideEP describes an expert-parallel group across nodes or with an
+	// all-to-all backend, EPLB or DBO set (omitted otherwise).
+	WideEP string `json:"wide_ep,omitempty"`
 	// SchedulingPolicy is "priority" under vLLM's priority scheduling
 	// (omitted under the default fcfs).
 	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
@@ -111,7 +114,7 @@ func (b *Built) Describe() Description {
 		g := GroupDescription{Name: in.Group, Count: count, Role: string(in.Role), Hardware: in.Hardware, TP: in.TP, PP: in.PP,
 			KVBlocks: in.NumBlocks, BlockSize: in.BlockSize, MaxNumSeqs: in.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: in.Engine.MaxNumBatchedTokens, MaxNumSeqsFrom: in.BatchOrigin.Seqs,
-			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes, KVLayout: in.KVLayout}
+			MaxNumBatchedTokensFrom: in.BatchOrigin.Tokens, Speculative: in.Speculative, TPNodes: in.TPNodes, KVLayout: in.KVLayout, WideEP: in.WideEP}
 		if in.DP > 1 || in.EP > 1 {
 			g.DP, g.EP = in.DP, in.EP
 		}
@@ -287,6 +290,9 @@ func (d Description) Lines() []string {
 		}
 		if g.TPNodes > 1 {
 			lines = append(lines, fmt.Sprintf("  tp %d spans %d nodes: all-reduces over the NICs (docs/engine-time.md)", g.TP, g.TPNodes))
+		}
+		if g.WideEP != "" {
+			lines = append(lines, "  expert parallel: "+g.WideEP)
 		}
 		if g.Speculative != "" {
 			lines = append(lines, "  speculative decoding: "+g.Speculative)

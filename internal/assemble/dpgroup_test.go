@@ -117,7 +117,7 @@ func TestNodePlacement(t *testing.T) {
 	}
 	s := qwenMoE(t, 2, 2)
 	s.Instances[0].NodeGPUs = 1
-	if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), "node_gpus") {
+	if _, err := Build(s, config.Source{}); err == nil || !strings.Contains(err.Error(), "no network card to cross nodes") {
 		t.Errorf("2 GPUs on a node of 1: %v", err)
 	}
 }

@@ -73,7 +73,7 @@ func (bl *builder) addGroup(gi int) error {
 	tmpl := Instance{Group: gs.g.Name, Role: gs.g.Role, Hardware: gs.acc.Name,
 		TP: tp, PP: pp, DP: gs.dp, EP: gs.ep, NumBlocks: kv.blocks, PredictedBlocks: kv.predicted, KVLayout: kv.layout, PredictErr: kv.predictErr, BlockSize: gs.eng.BlockSize, Engine: cfg, Predictor: pred, BatchOrigin: gs.origin,
 		nics: repeatNIC(bl.groupNIC(gs.acc), tp*pp), kvPerToken: kvPerTokenPerGPU(m, bl.qf.KVBytes(), tp, pp) + sb.kvPerToken, prefillRate: prefillRate(pred, gs.eng), pushBuf: pushBuf, localKV: kv.localKV,
-		Speculative: sb.desc, TPNodes: tpNodes(tp, gs.linkGPUs)}
+		Speculative: sb.desc, TPNodes: tpNodes(tp, gs.linkGPUs), WideEP: wideEPDesc(gs, spec.deepEP)}
 	bl.placeInstances(gs, tmpl, spec)
 	return nil
 }
@@ -120,14 +120,14 @@ func (bl *builder) resolveGroup(gi int) (*groupShape, error) {
 	gs.acc = acc
 	linkGPUs := acc.Node.LinkDomain()
 	gs.linkGPUs = linkGPUs
-	if dp > 1 && linkGPUs > 0 && dp*tp*pp > linkGPUs {
-		return nil, fmt.Errorf("%s: dp %d x tp %d = %d GPUs exceed one node (or NVLink domain) of %d %s GPUs; multi-node expert parallelism is not modelled: use fewer ranks, or set node_gpus if the node is larger", path, dp, tp, dp*tp*pp, linkGPUs, acc.Name)
+	if err := checkSpan(gs, acc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if ep > 1 && m.NumExperts == 0 {
 		return nil, fmt.Errorf("%s.ep: %s is a dense model (no experts to shard); use ep: 1", path, m.Name)
 	}
-	if ep > 1 && m.NumExperts%int64(ep) != 0 {
-		return nil, fmt.Errorf("%s.ep: the %d experts of %s do not shard evenly over ep %d ranks; choose dp x tp dividing %d", path, m.NumExperts, m.Name, ep, m.NumExperts)
+	if r := int64(g.NumRedundantExperts); ep > 1 && (m.NumExperts+r)%int64(ep) != 0 {
+		return nil, fmt.Errorf("%s.ep: the %d experts of %s (with %d redundant) do not shard evenly over ep %d ranks; choose dp x tp dividing %d, or num_redundant_experts making it divisible", path, m.NumExperts, m.Name, r, ep, m.NumExperts+r)
 	}
 	if int64(pp) > m.NumLayers {
 		return nil, fmt.Errorf("%s.pp: %d pipeline stages exceed the %d layers of %s; use pp <= %d", path, pp, m.NumLayers, m.Name, m.NumLayers)
@@ -251,10 +251,14 @@ func (bl *builder) groupSpeculative(gs *groupShape, key predictorKey) (specBuild
 		return specBuild{}, nil
 	}
 	s := bl.s
-	if gs.dp > 1 || gs.ep > 1 || gs.pp > 1 {
-		return specBuild{}, fmt.Errorf("%s: speculative decoding with data, expert or pipeline parallelism is not modelled; use dp, ep and pp 1 or remove speculative", specPath(s, gs.gi))
+	if gs.pp > 1 && (gs.dp > 1 || gs.ep > 1) {
+		return specBuild{}, fmt.Errorf("%s: speculative decoding with pipeline parallelism inside data- or expert-parallel ranks is not modelled; use pp 1 or remove speculative", specPath(s, gs.gi))
 	}
-	return buildSpec(s, bl.src, bl.profiles, specPath(s, gs.gi), sp, bl.m, gs.acc, gs.tp, bl.bpe, bl.qf, gs.eng, gs.et, bl.gpuTime[key])
+	sb, err := buildSpec(s, bl.src, bl.profiles, specPath(s, gs.gi), sp, bl.m, gs.acc, gs.tp, bl.bpe, bl.qf, gs.eng, gs.et, bl.gpuTime[key])
+	if err != nil || gs.ep <= 1 || sp.Method == config.SpecNgram || sp.Method == config.SpecDraftModel {
+		return sb, err
+	}
+	return bl.epHeadSpec(gs, key, sb)
 }
 
 // groupKV is a group's KV capacity per instance: the blocks it runs with,
@@ -279,7 +283,7 @@ func (bl *builder) groupMemory(gs *groupShape, sb specBuild) (groupKV, error) {
 	// The proposer's weights and KV share the GPU; its KV lives in
 	// the same blocks as the target's (vLLM sizes one pool over both
 	// models' layers).
-	mem.Weights += sb.weights
+	mem.Weights += sb.weights + redundantExpertBytes(m, gs.g.NumRedundantExperts, ep, bl.qf)
 	mem.KVPerToken += sb.kvPerToken
 	predicted, perr := mem.Blocks(gs.eng.BlockSize)
 	layout := kvLayout(m, tp, pp, bl.qf.KVBytes())
@@ -405,30 +409,23 @@ func prefillRate(pred perf.Predictor, eng config.Engine) float64 {
 // dpSpec is how the group's data- or expert-parallel instances time
 // their lockstep steps (zero for an ordinary group).
 func (bl *builder) dpSpec(gs *groupShape, key predictorKey, pred perf.Predictor) (groupSpec, error) {
-	s, m, acc, dp, ep, path := bl.s, bl.m, gs.acc, gs.dp, gs.ep, gs.path
+	dp, ep, path := gs.dp, gs.ep, gs.path
 	if dp <= 1 && ep <= 1 {
 		return groupSpec{}, nil
 	}
-	timer, ok := bl.timers[key]
-	if rl := bl.rooflines[key]; !ok && rl != nil {
-		t, err := rl.EPRank(dp, ep)
-		if err != nil {
-			return groupSpec{}, fmt.Errorf("%s: %w", path, err)
-		}
-		timer, ok = t, true
-		if bl.dbs != nil {
-			if timer, err = perfdbEPTimer(s, bl.dbs, m, acc, ep, bl.qf, t); err != nil {
-				return groupSpec{}, fmt.Errorf("%s: %w", path, err)
-			}
-		}
+	timer, err := bl.epTimer(gs, key)
+	if err != nil {
+		return groupSpec{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if !ok {
-		return groupSpec{}, fmt.Errorf("%s: dp/ep need a per-rank MoE time: the profile predictor's moe.csv measured in the scenario's weight format (format_scaling does not carry it), or predictor.kind: roofline", path)
+	spec, err := bl.commSpec(gs)
+	if err != nil {
+		return groupSpec{}, err
 	}
-	graph := gs.et
-	graph.CaptureSizes = slices.Sorted(slices.Values(gs.et.CaptureSizes))
-	return groupSpec{pred: pred, timer: timer, graph: graph, balance: gs.g.DPBalance != config.DPBalanceRouter, seededTies: gs.g.DPBalanceTies == config.TiesSeeded,
-		hiddenBytes: m.HiddenSize * int64(bl.bpe), link: acc.Link, linkBWOverride: s.Links.TPBandwidthGBps * 1e9}, nil
+	spec.pred, spec.timer = pred, timer
+	spec.graph = gs.et
+	spec.graph.CaptureSizes = slices.Sorted(slices.Values(gs.et.CaptureSizes))
+	spec.balance, spec.seededTies = gs.g.DPBalance != config.DPBalanceRouter, gs.g.DPBalanceTies == config.TiesSeeded
+	return spec, nil
 }
 
 // placeInstances appends the group's count instances of dp ranks each,

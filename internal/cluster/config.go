@@ -117,8 +117,8 @@ func (c *Config) Validate() error {
 }
 
 // validateDPGroups checks that every DP group has ranks, a predictor and a
-// graph dispatch, and that its ranks are distinct mixed engines without
-// pipeline parallelism.
+// graph dispatch, and that its ranks are distinct engines of one role
+// without pipeline parallelism.
 func (c *Config) validateDPGroups(bad func(format string, args ...any)) {
 	in := make([]bool, len(c.Engines))
 	for gi, g := range c.DPGroups {
@@ -133,8 +133,8 @@ func (c *Config) validateDPGroups(bad func(format string, args ...any)) {
 			}
 			in[r] = true
 			cfg := c.Engines[r].Config()
-			if cfg.Role != engine.Mixed {
-				bad("DP group %d: engine %d has role %s; DP ranks serve mixed", gi, r, cfg.Role)
+			if c.Engines[r].Config().Role != c.Engines[g.Ranks[0]].Config().Role {
+				bad("DP group %d: engine %d has role %s, its first rank %s; a group's ranks share one role", gi, r, cfg.Role, c.Engines[g.Ranks[0]].Config().Role)
 			}
 			if cfg.PipelineParallel > 1 {
 				bad("DP group %d: engine %d uses pipeline parallelism, which DP ranks do not model", gi, r)

@@ -64,9 +64,9 @@ func TestConfigValidate(t *testing.T) {
 		{"DP rank twice", func() Config {
 			return Config{Engines: mk(engine.Mixed, engine.Mixed), Source: &sliceSrc{}, DPGroups: group(0, 0)}
 		}, "already in a group"},
-		{"DP rank not mixed", func() Config {
+		{"DP ranks of two roles", func() Config {
 			return Config{Engines: mk(engine.Mixed, engine.Decode), Source: &sliceSrc{}, DPGroups: group(0, 1)}
-		}, "DP ranks serve mixed"},
+		}, "share one role"},
 		{"DP group without predictor", func() Config {
 			return Config{Engines: mk(engine.Mixed), Source: &sliceSrc{}, DPGroups: []DPGroup{{Ranks: []int{0}, Graph: testGraph}}}
 		}, "needs ranks, a predictor"},

@@ -32,7 +32,10 @@
 // (idle ranks run a one-token dummy batch), ranks pad to a common token
 // count under a CUDA graph, the MoE time comes from the gathered tokens,
 // and the step lasts as long as the slowest rank (docs/moe.md). vLLM's DP
-// load balancer picks a group's rank for each request.
+// load balancer picks a group's rank for each request. A group may be a
+// prefill or decode pool (its ranks hand over and receive KV as single
+// instances do), may add its ranks' proposer passes (MTP), and may run a
+// step as two overlapped micro-batches (DPGroup.Overlap; docs/wide-ep.md).
 //
 // The simulation is single-threaded and deterministic: the same scenario and
 // seed give the same sequence of events. Memory stays flat in the number of

@@ -40,6 +40,25 @@ type DPGroup struct {
 	// lowest rank (vLLM's rule).
 	SeededTies bool
 	TieSeed    uint64
+	// Overlap, when set, runs a step as vLLM's dual-batch overlap
+	// (enable_dbo): two micro-batches of half the tokens whose compute
+	// and all-to-all overlap. A step is split only when every rank's own
+	// tokens reach DBODecodeTokens (a decode-only batch) or
+	// DBOPrefillTokens (a batch with a prefill): vLLM micro-batches on all
+	// ranks or on none.
+	Overlap                           Overlap
+	DBODecodeTokens, DBOPrefillTokens int
+}
+
+// Overlap times a dual-batch-overlapped step (moe.Model implements it).
+type Overlap interface {
+	// HalfMoENs is the MoE time, all-to-all included, of one
+	// micro-batch: half of gathered tokens.
+	HalfMoENs(gathered int) int64
+	// Overlapped is the step's time as two overlapped micro-batches,
+	// given its whole time stepNs and halfNs, the slowest rank's time for
+	// one micro-batch alone (its half batch with HalfMoENs).
+	Overlapped(stepNs, halfNs int64, gathered int) int64
 }
 
 // GroupStep is what one lockstep step of a DP group did, per rank, for
@@ -57,6 +76,9 @@ type GroupStep struct {
 	MoENs    int64
 	// RankNs is each rank's own predicted time; the step takes the largest.
 	RankNs []int64
+	// Micro says whether the step ran as two overlapped micro-batches
+	// (dual-batch overlap).
+	Micro bool
 }
 
 // dpGroup is a DPGroup's run state.
@@ -161,8 +183,17 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 	for i := range g.Ranks {
 		b := &g.batches[i]
 		b.DPPadTo, b.DPSynced, b.DPMode, b.MoENs = st.PadTo, true, sync, st.MoENs
-		st.RankNs[i] = s.engines[g.Ranks[i]].Slowed(g.Pred.StepTime(b))
+		e := s.engines[g.Ranks[i]]
+		ns := g.Pred.StepTime(b)
+		if g.formed[i] {
+			ns += e.FormedDraftNs() // a proposer's passes (MTP), 0 without
+		}
+		st.RankNs[i] = e.Slowed(ns)
 		d = max(d, st.RankNs[i])
+	}
+	st.Micro = g.Overlap != nil && g.microBatched()
+	if st.Micro {
+		d = g.Overlap.Overlapped(d, s.halfStepNs(g, st.Gathered), st.Gathered)
 	}
 	st.End = now + d
 	g.steps++
@@ -174,11 +205,60 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 		if err != nil {
 			return err
 		}
+		if s.pd != nil && len(step.FirstScheduled) > 0 {
+			if err := s.prefillStarted(step.FirstScheduled, now); err != nil {
+				return err
+			}
+		}
 		if err := s.schedule(des.Event{At: step.End, Kind: evStepEnd, Target: int32(r), Arg: step.ID}); err != nil {
 			return fmt.Errorf("instance %d step: %w", r, err)
 		}
 	}
 	return nil
+}
+
+// halfStepNs is the slowest rank's time for one micro-batch of a
+// dual-batch-overlapped step: its batch halved (halfBatch) with the
+// micro-batch's MoE time.
+func (s *Sim) halfStepNs(g *dpGroup, gathered int) int64 {
+	moeNs := g.Overlap.HalfMoENs(gathered)
+	var h int64
+	for i := range g.Ranks {
+		hb := halfBatch(g.batches[i])
+		hb.MoENs = moeNs
+		h = max(h, s.engines[g.Ranks[i]].Slowed(g.Pred.StepTime(&hb)))
+	}
+	return h
+}
+
+// halfBatch is b split as vLLM's micro-batching splits a step in two
+// (by tokens): half the prompt tokens, sequences and decodes (rounded
+// up), the decode contexts in proportion.
+func halfBatch(b perf.Batch) perf.Batch {
+	h := b
+	h.PrefillTokens, h.PrefillKV, h.PrefillSeqs = (b.PrefillTokens+1)/2, (b.PrefillKV+1)/2, (b.PrefillSeqs+1)/2
+	h.NumDecode, h.SpecTokens, h.PadTokens = (b.NumDecode+1)/2, (b.SpecTokens+1)/2, b.PadTokens/2
+	h.DPPadTo = (b.DPPadTo + 1) / 2
+	if b.NumDecode > 0 {
+		h.DecodeKVSum = b.DecodeKVSum * int64(h.NumDecode) / int64(b.NumDecode)
+	}
+	return h
+}
+
+// microBatched says whether every rank's batch reaches its dual-batch
+// overlap threshold (an idle rank's dummy batch of one token does not).
+func (g *dpGroup) microBatched() bool {
+	for i := range g.batches {
+		b := &g.batches[i]
+		limit := g.DBODecodeTokens
+		if b.PrefillTokens > 0 {
+			limit = g.DBOPrefillTokens
+		}
+		if b.Tokens() < limit {
+			return false
+		}
+	}
+	return true
 }
 
 // pickRank is the rank vLLM's DP load balancer sends a request to at now

@@ -19,9 +19,11 @@ import (
 // gathered token; graphs are captured for 1, 2, 4, 8 and 16 tokens. Times
 // print in ns.
 //
-//	group ranks=N [seqs=N] [budget=N] [router] [slow=RANK,FACTOR,FROM,TO]
+//	group ranks=N [seqs=N] [budget=N] [router] [slow=RANK,FACTOR,FROM,TO] [dbo=DECODE,PREFILL]
 //	                                             a group of N ranks (router: round-robin addresses ranks;
-//	                                             slow: a straggler window on a rank, times in ns)
+//	                                             slow: a straggler window on a rank, times in ns;
+//	                                             dbo: dual-batch overlap from these tokens a rank, a
+//	                                             micro-batched step taking half its time)
 //	request id=N in=N out=N [at=NS]              queue a request
 //	run                                          run to the end; print every group step and the outcomes
 func TestDPGroupScenarios(t *testing.T) {
@@ -30,6 +32,7 @@ func TestDPGroupScenarios(t *testing.T) {
 		var balance bool
 		var reqs []workload.Request
 		var slow []StragglerWindow
+		var dbo [2]int
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "group":
@@ -42,7 +45,10 @@ func TestDPGroupScenarios(t *testing.T) {
 					d.ScanArgs(t, "budget", &budget)
 				}
 				balance = !d.HasArg("router")
-				reqs, slow = nil, nil
+				reqs, slow, dbo = nil, nil, [2]int{}
+				if d.HasArg("dbo") {
+					d.ScanArgs(t, "dbo", &dbo[0], &dbo[1])
+				}
 				if d.HasArg("slow") {
 					var rank, from, to int
 					var factor float64
@@ -62,13 +68,20 @@ func TestDPGroupScenarios(t *testing.T) {
 				reqs = append(reqs, workload.Request{ID: int64(id), Arrival: at, InputTokens: in, OutputTokens: out})
 				return fmt.Sprintf("%d requests", len(reqs))
 			case "run":
-				return runDPGroup(t, ranks, seqs, budget, balance, reqs, slow)
+				return runDPGroup(t, ranks, seqs, budget, balance, reqs, slow, dbo)
 			}
 			t.Fatalf("unknown command %q", d.Cmd)
 			return ""
 		})
 	})
 }
+
+// halving is the test's dual-batch overlap: a micro-batched step takes
+// half its time.
+type halving struct{}
+
+func (halving) HalfMoENs(int) int64                     { return 0 }
+func (halving) Overlapped(stepNs, _ int64, _ int) int64 { return stepNs / 2 }
 
 // stepTrace prints every group step once, at the end of its first rank.
 type stepTrace struct {
@@ -97,11 +110,14 @@ func (l *stepTrace) StepDone(inst int, r *engine.StepResult) {
 	if st.PadTo > 0 {
 		pad = fmt.Sprintf("pad %d", st.PadTo)
 	}
+	if st.Micro {
+		pad += " micro-batched"
+	}
 	fmt.Fprintf(&l.out, "step %d-%d: tokens [%s] %s gathered %d moe %d rank-ns %v\n",
 		st.Start, st.End, strings.Join(ranks, " "), pad, st.Gathered, st.MoENs, st.RankNs)
 }
 
-func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []workload.Request, slow []StragglerWindow) string {
+func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []workload.Request, slow []StragglerWindow, dbo [2]int) string {
 	pred := padPred{base: 1000, perTok: 100}
 	var engines []*engine.Engine
 	for i := 0; i < ranks; i++ {
@@ -121,8 +137,13 @@ func runDPGroup(t *testing.T, ranks, seqs, budget int, balance bool, reqs []work
 	if slow != nil {
 		faults = &FaultConfig{Stragglers: slow}
 	}
+	group := DPGroup{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}
+	if dbo != [2]int{} {
+		group.DBODecodeTokens, group.DBOPrefillTokens = dbo[0], dbo[1]
+		group.Overlap = halving{}
+	}
 	sim, err := New(Config{Engines: engines, Source: &sliceSrc{reqs: append([]workload.Request(nil), reqs...)}, Router: &RoundRobin{}, Observer: log,
-		DPGroups: []DPGroup{{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph, Balance: balance}}, Faults: faults})
+		DPGroups: []DPGroup{group}, Faults: faults})
 	if err != nil {
 		return "error: " + err.Error()
 	}

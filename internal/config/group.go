@@ -39,14 +39,18 @@ type Group struct {
 	// docs/moe.md).
 	DPBalanceTies DPBalanceTies `yaml:"dp_balance_ties,omitempty" json:"dp_balance_ties,omitempty"`
 	// NodeGPUs overrides the GPUs per node of the accelerator's catalog
-	// node description. The GPUs of one data-parallel instance must sit
-	// on one node (its expert-parallel collectives use the intra-node
-	// link). Default: the catalog's.
+	// node description. A data-parallel instance larger than a node spans
+	// whole nodes (vLLM's data_parallel_size_local ranks on each); its
+	// expert-parallel traffic crosses them on the NICs (docs/wide-ep.md).
+	// Default: the catalog's.
 	NodeGPUs int `yaml:"node_gpus,omitempty" json:"node_gpus,omitempty"`
 	// MemoryGB overrides the accelerator's memory size (GB = 1e9 bytes).
 	MemoryGB float64 `yaml:"memory_gb" json:"memory_gb"`
 	// Engine overrides engine settings for this group (non-zero fields).
 	Engine *Engine `yaml:"engine" json:"engine"`
+	// WideEP is the expert-parallel group's all-to-all backend, EPLB and
+	// dual-batch overlap (docs/wide-ep.md), inline.
+	WideEP `yaml:",inline"`
 }
 
 // MoE configures the expert loads of an expert-parallel group.
@@ -124,9 +128,7 @@ func (s *Scenario) validateParallel(g *Group, p string, bad func(field, format s
 	if (dp > 1 || ep > 1) && g.PP != nil && *g.PP > 1 {
 		bad(p+".pp", "pipeline parallelism inside data- or expert-parallel ranks is not modelled; use pp: 1 with dp %d, ep %d", dp, ep)
 	}
-	if (dp > 1 || ep > 1) && g.Role != RoleMixed {
-		bad(p+".role", "data- and expert-parallel groups serve mixed (P/D with per-phase DP/EP is not modelled yet); use role: mixed, or dp: 1 and ep: 1")
-	}
+	validateWideEP(g.WideEP, ep, p, bad)
 	if g.NodeGPUs < 0 || g.NodeGPUs > 1024 {
 		bad(p+".node_gpus", "must be in [1, 1024] (got %d)", g.NodeGPUs)
 	}

@@ -161,9 +161,14 @@ func joinPath(path, key string) string {
 func fieldByTag(t reflect.Type, key string) (reflect.Type, bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if tag == key {
 			return f.Type, true
+		}
+		if tag == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
+			if ft, ok := fieldByTag(f.Type, key); ok {
+				return ft, true
+			}
 		}
 	}
 	return nil, false

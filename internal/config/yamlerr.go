@@ -119,11 +119,18 @@ var fieldNames = sync.OnceValue(func() []string {
 // none is close.
 func closestTag(t reflect.Type, key string) string {
 	var tags []string
-	for i := range t.NumField() {
-		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
-			tags = append(tags, tag)
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		for i := range t.NumField() {
+			tag, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+			if tag != "" && tag != "-" {
+				tags = append(tags, tag)
+			} else if tag == "" && opts == "inline" && t.Field(i).Type.Kind() == reflect.Struct {
+				collect(t.Field(i).Type)
+			}
 		}
 	}
+	collect(t)
 	near := nearest.Closest(tags, func(c string) int { return nearest.Distance(c, key) }, 1)
 	if len(near) == 0 || nearest.Distance(near[0], key) > max(2, len(key)/3) {
 		return ""

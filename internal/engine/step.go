@@ -85,6 +85,18 @@ func (e *Engine) Begin(now int64) (Step, bool, error) {
 	return st, true, err
 }
 
+// FormedDraftNs prices the proposer's passes for the batch Form formed (0
+// without speculation) and keeps the price for the step's record, as Begin
+// does; a caller that times the step itself (a data-parallel group) adds
+// it to the step.
+func (e *Engine) FormedDraftNs() int64 {
+	if !e.specOn() {
+		return 0
+	}
+	e.formDraft = e.draftNs()
+	return e.formDraft
+}
+
 // Form forms the next batch at now without starting it, and reports
 // whether there is one. A formed batch must be launched (Launch) at the
 // same now before anything else touches the engine. Form and Launch let a

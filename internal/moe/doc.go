@@ -27,9 +27,18 @@
 // all-gather and a reduce-scatter of T × hidden × bytes per layer over the
 // node's GPU link (perf.AllReduce.GatherNs for both).
 //
-// Other all-to-all backends (DeepEP, pplx) are the extension point
-// [Dispatch]: a Model takes any implementation; only allgather_reducescatter
-// exists today.
+// Other all-to-all backends implement [Dispatch]: [DeepEP] times DeepEP's
+// low-latency and normal kernels on a [Fabric] of NVLink inside a node and
+// NICs across nodes (all2all.go), from a measured table inside one node
+// when one is given. Around them (docs/wide-ep.md):
+//
+//   - EPLB (eplb.go): redundant physical experts, vLLM's initial linear
+//     placement, and at the step interval the rebalanced placement of its
+//     global policy (replicate the hottest experts, pack heaviest first);
+//   - dual-batch overlap (dbo.go): a step as two micro-batches alternating
+//     on a compute and a communication stream ([Model.Overlapped]);
+//   - chunking: the low-latency backend's layers of more than
+//     [VLLMMoEDPChunkSize] tokens a rank run in chunks (Config.ChunkTokens).
 //
 // A Model is stateful (its random stream) and belongs to one simulation; it
 // is deterministic for a seed and does not allocate per step.

@@ -76,7 +76,7 @@ func TestAllGatherReduceScatterByHand(t *testing.T) {
 		tokens int
 		want   int64
 	}{{256, 2 * 37192}, {1, 2 * 15087}, {0, 0}} {
-		if got := a.LayerNs(c.tokens); got != c.want {
+		if got := a.LayerNs(c.tokens, 0); got != c.want {
 			t.Errorf("%d tokens: %d ns, want %d", c.tokens, got, c.want)
 		}
 	}

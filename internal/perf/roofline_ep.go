@@ -12,6 +12,15 @@ import "fmt"
 type EPRankTimer struct {
 	r      *Roofline
 	dp, ep float64
+	routed bool // only the rank's routed pairs arrive (RoutedOnly)
+}
+
+// RoutedOnly is the timer under vLLM's DeepEP backends, which deliver to a
+// rank only the (token, expert) pairs routed to its experts: the
+// activations count those pairs, P = T·k/ep, not every gathered pair.
+func (t EPRankTimer) RoutedOnly() EPRankTimer {
+	t.routed = true
+	return t
 }
 
 // EPRank returns the MoE block timer of one rank of a group of dp
@@ -22,8 +31,8 @@ func (r *Roofline) EPRank(dp, ep int) (EPRankTimer, error) {
 		return EPRankTimer{}, fmt.Errorf("roofline: expert parallelism needs an MoE model (no routed experts)")
 	case dp < 1 || ep < 1 || ep != dp*r.tp:
 		return EPRankTimer{}, fmt.Errorf("roofline: ep must be dp x tp = %d x %d, got %d", dp, r.tp, ep)
-	case r.experts%ep != 0:
-		return EPRankTimer{}, fmt.Errorf("roofline: %d experts do not shard evenly over ep %d ranks", r.experts, ep)
+	case r.experts < ep:
+		return EPRankTimer{}, fmt.Errorf("roofline: %d experts cannot fill ep %d ranks", r.experts, ep)
 	}
 	return EPRankTimer{r: r, dp: float64(dp), ep: float64(ep)}, nil
 }
@@ -63,6 +72,9 @@ func (t EPRankTimer) MoELayerNs(tokens, activated float64) float64 {
 	xflops := 2*pairs*h*3*inter + 2*own*h*3*r.sharedInter
 	w := ae*3*h*inter + 3*h*r.sharedInter
 	gatheredPairs := tokens * k
+	if t.routed {
+		gatheredPairs = pairs
+	}
 	act := h*e + 2*gatheredPairs*h + gatheredPairs*3*inter
 	if r.quant {
 		tc := rflops/r.flopRate + xflops/r.qFlopRate

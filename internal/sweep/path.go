@@ -147,17 +147,33 @@ func yamlName(f reflect.StructField) string {
 
 func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
-		if f := t.Field(i); yamlName(f) == name {
+		f := t.Field(i)
+		if inline(f) {
+			if g, ok := fieldByTag(f.Type, name); ok {
+				return g, true
+			}
+			continue
+		}
+		if yamlName(f) == name {
 			return f, true
 		}
 	}
 	return reflect.StructField{}, false
 }
 
+// inline says whether f is an embedded struct whose fields sit inline in
+// its parent (yaml:",inline").
+func inline(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return f.Anonymous && opts == "inline" && f.Type.Kind() == reflect.Struct
+}
+
 func fieldNames(t reflect.Type) []string {
 	var names []string
 	for i := range t.NumField() {
-		if n := yamlName(t.Field(i)); n != "" {
+		if f := t.Field(i); inline(f) {
+			names = append(names, fieldNames(f.Type)...)
+		} else if n := yamlName(f); n != "" {
 			names = append(names, n)
 		}
 	}

@@ -13,7 +13,8 @@
 // roofline predictors with tensor and pipeline parallelism, link
 // bandwidths and latencies, KV tiers with pinned-KV offload, quantised
 // weights and KV cache, speculative decoding (every method, or n-gram on
-// decode only), MoE models with zipf routing and dp/ep mixed groups,
+// decode only), MoE models with zipf routing and dp/ep groups of any role
+// (all-to-all backends, EPLB, dual-batch overlap, groups across nodes),
 // bursts of arrivals at one instant, colocated clusters (mixed groups
 // only), vLLM's priority scheduling with trace priorities or a priority
 // mix, client aborts, the closed loop and run limits.

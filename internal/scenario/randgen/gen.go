@@ -77,6 +77,16 @@ type group struct {
 	memGB  float64 // memory_gb override (0: the accelerator's)
 	dp, ep int     // data and expert parallelism (0: unset)
 	ngram  bool    // decode-only n-gram speculation (engine override)
+	wide   wideEP  // all-to-all backend, EPLB, DBO, nodes (ep > 1)
+}
+
+// wideEP is a group's drawn wide expert-parallel settings.
+type wideEP struct {
+	backend             string
+	eplb                bool
+	redundant, interval int
+	dbo                 bool
+	nodeGPUs            int // node_gpus (0: the catalog's)
 }
 
 // Draw draws a random valid-looking P/D scenario and its trace. Validity is
@@ -219,18 +229,22 @@ func Draw(t *rapid.T) Case {
 		if memorySized {
 			g.memGB = float64(rapid.SampledFrom([]int{0, 0, 24, 48}).Draw(t, label+"MemGB"))
 		}
-		// MoE: a mixed group may shard experts over its tp ranks and have
-		// data-parallel attention ranks (dp x tp GPUs on one node, pp 1;
-		// P/D with per-phase DP/EP is not modelled).
+		// MoE: a group of any role may shard experts over its tp ranks
+		// and have data-parallel attention ranks (dp x tp GPUs, pp 1),
+		// with an all-to-all backend, EPLB, DBO and, on hardware with a
+		// network card, nodes smaller than the group.
 		// (A profile scaled to a quantised format has no per-rank MoE
 		// table, which dp/ep need.)
-		if isMoE && spec == "" && role == "mixed" && (roofline || quant == "") && rapid.Bool().Draw(t, label+"EP") {
+		if isMoE && spec == "" && (roofline || quant == "") && rapid.Bool().Draw(t, label+"EP") {
 			g.dp = rapid.SampledFrom([]int{1, 2, 4}).Draw(t, label+"DPRanks")
 			g.pp = 1
 			if g.dp*g.tp > 8 {
 				g.tp = 8 / g.dp
 			}
 			g.ep = g.dp * g.tp
+			if g.ep > 1 {
+				g.wide = drawWideEP(t, label, g.dp, g.tp, g.ep, hardware != "RTXPRO6000")
+			}
 		}
 		g.ngram = spec == "decode-ngram" && role == "decode"
 		return g
@@ -276,6 +290,7 @@ func Draw(t *rapid.T) Case {
 		}
 		if g.ep > 1 {
 			w.kv(2, "ep", g.ep)
+			writeWideEP(&w, g.wide)
 		}
 		if g.blocks > 0 || g.seqs > 0 || g.ngram {
 			w.open(2, "engine")
@@ -574,5 +589,45 @@ func mustEncode(enc *json.Encoder, v any) {
 	if err := enc.Encode(v); err != nil {
 		// Only plain structs of ints and strings are encoded.
 		panic(fmt.Sprintf("randgen: encode trace line: %v", err))
+	}
+}
+
+// drawWideEP draws an expert-parallel group's backend, EPLB (no redundant
+// experts or ep of them, which keeps the shard even), DBO (DeepEP only)
+// and, when the hardware can cross nodes, a node size that splits the
+// group into whole nodes.
+func drawWideEP(t *rapid.T, label string, dp, tp, ep int, canSpan bool) wideEP {
+	w := wideEP{backend: rapid.SampledFrom([]string{"", "allgather_reducescatter", "deepep_low_latency", "deepep_high_throughput"}).Draw(t, label+"A2A")}
+	if rapid.Bool().Draw(t, label+"EPLB") {
+		w.eplb = true
+		w.redundant = rapid.SampledFrom([]int{0, ep}).Draw(t, label+"Redundant")
+		w.interval = rapid.IntRange(1, 50).Draw(t, label+"EPLBInterval")
+	}
+	if strings.HasPrefix(w.backend, "deepep") {
+		w.dbo = rapid.Bool().Draw(t, label+"DBO")
+	}
+	if canSpan && dp > 1 && rapid.Bool().Draw(t, label+"Span") {
+		w.nodeGPUs = tp * rapid.SampledFrom([]int{1, dp / 2}).Draw(t, label+"NodeRanks")
+	}
+	return w
+}
+
+// writeWideEP writes a group's wide expert-parallel fields.
+func writeWideEP(w *yamlWriter, g wideEP) {
+	if g.backend != "" {
+		w.kv(2, "all2all_backend", g.backend)
+	}
+	if g.eplb {
+		w.kv(2, "enable_eplb", true)
+		w.kv(2, "num_redundant_experts", g.redundant)
+		w.kv(2, "eplb_step_interval", g.interval)
+	}
+	if g.dbo {
+		w.kv(2, "enable_dbo", true)
+		w.kv(2, "dbo_decode_token_threshold", 2)
+		w.kv(2, "dbo_prefill_token_threshold", 16)
+	}
+	if g.nodeGPUs > 0 {
+		w.kv(2, "node_gpus", g.nodeGPUs)
 	}
 }
