@@ -17,10 +17,14 @@ var figure = regexp.MustCompile(`\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+`)
 // scenarioArg matches the files a command reads its inputs from.
 var scenarioArg = regexp.MustCompile(`(?:-c|--config|--grid|--accelerators|--workload)[ =](\S+)`)
 
+// vllmVersion matches the text before a version number: "vLLM 0.19", "vLLM
+// 0.19–0.23".
+var vllmVersion = regexp.MustCompile(`vLLM (\d+\.\d+(\.\d+)?[–-])?$`)
+
 // figuresIn returns the figures of s: numbers with a decimal point or
 // thousands separators, and plain integers of 100 or more, skipping
 // numbers inside words and names (Llama-3.1, H100, RTX 4090, #34102) and
-// inline code.
+// vLLM versions. The caller removes inline code first.
 func figuresIn(s string) []string {
 	var out []string
 	for _, loc := range figure.FindAllStringIndex(s, -1) {
@@ -35,6 +39,9 @@ func figuresIn(s string) []string {
 			}
 		}
 		if j < len(s) && (unicode.IsLetter(rune(s[j])) || s[j] == '_' || s[j] == '-' && j+1 < len(s) && unicode.IsLetter(rune(s[j+1]))) {
+			continue
+		}
+		if vllmVersion.MatchString(s[max(0, i-16):i]) {
 			continue
 		}
 		f := s[i:j]
@@ -81,11 +88,15 @@ var inlineCode = regexp.MustCompile("`[^`]*`")
 // TestDocsProseRepeatsOnlyShownFigures: the paragraph right after a
 // generated block or a shown command output may quote a figure (a number
 // with a decimal point or thousands separator, or an integer from 100 up)
-// only if the block shows it, as written or rounded, or it is an input of
-// the commands (their arguments and the scenario and grid files they
-// read). A figure derived from the output (a ratio, a difference) must be
-// shown by the block or not quoted, so that prose cannot go stale
-// silently when the outputs change.
+// only if it is shown, as written or rounded to the figure's decimals, by
+// that block, by the block right after the paragraph, by another block of
+// the same section, or, for figures of three significant digits or more,
+// by any block of the page; inputs of the commands (their arguments, the
+// scenario and grid files they read) count as shown. A figure derived
+// from outputs (a ratio, a difference) must be shown or not quoted, so
+// that prose cannot go stale silently when the outputs change. A hand
+// computation from inputs is written as inline code
+// (`2 ms + 33.5 MB / 0.5 GB/s = 69 ms`), which the check skips.
 func TestDocsProseRepeatsOnlyShownFigures(t *testing.T) {
 	t.Chdir("../..")
 	pages, err := filepath.Glob("docs/*.md")
@@ -98,17 +109,37 @@ func TestDocsProseRepeatsOnlyShownFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 		doc := string(data)
+		// Every figure the page's blocks show, and where each block starts
+		// with its figures.
+		var pageFigs []string
+		starts := map[int][]string{}
+		sections := map[int][]string{} // figures by the offset of their section's heading
+		for _, rx := range []*regexp.Regexp{genBlock, docBlock} {
+			for _, loc := range rx.FindAllStringSubmatchIndex(doc, -1) {
+				figs := outputFigures(doc[loc[4]:loc[5]])
+				pageFigs = append(pageFigs, figs...)
+				starts[loc[0]] = figs
+				sec := sectionOf(doc, loc[0])
+				sections[sec] = append(sections[sec], figs...)
+			}
+		}
 		for _, rx := range []*regexp.Regexp{genBlock, docBlock} {
 			for _, loc := range rx.FindAllStringSubmatchIndex(doc, -1) {
 				cmds, out := doc[loc[2]:loc[3]], doc[loc[4]:loc[5]]
-				shown := figure.FindAllString(out+"\n"+cmds, -1)
+				shown := outputFigures(out + "\n" + cmds)
 				for _, m := range scenarioArg.FindAllStringSubmatch(cmds, -1) {
 					if in, err := os.ReadFile(strings.Trim(m[1], "'")); err == nil {
 						shown = append(shown, figure.FindAllString(string(in), -1)...)
 					}
 				}
-				for _, f := range figuresIn(inlineCode.ReplaceAllString(paragraphAfter(doc[loc[1]:]), "")) {
-					if !shows(f, shown) {
+				para := paragraphAfter(doc[loc[1]:])
+				rest := strings.TrimLeft(doc[loc[1]:], "\n")
+				next := loc[1] + len(doc[loc[1]:]) - len(rest) + len(para)
+				next += len(doc[next:]) - len(strings.TrimLeft(doc[next:], "\n"))
+				shown = append(shown, starts[next]...)
+				shown = append(shown, sections[sectionOf(doc, loc[0])]...)
+				for _, f := range figuresIn(inlineCode.ReplaceAllString(para, "")) {
+					if !shows(f, shown) && (sigDigits(f) < 3 || !shows(f, pageFigs)) {
 						line := strings.Count(doc[:loc[1]], "\n") + 1
 						t.Errorf("%s:%d: the paragraph after the block quotes %s, which the block does not show; refer to the table instead, or show it", page, line, f)
 					}
@@ -132,4 +163,54 @@ func paragraphAfter(s string) string {
 		}
 	}
 	return s[:end]
+}
+
+// sigDigits counts the significant digits of a figure as written.
+func sigDigits(f string) int {
+	d := strings.TrimLeft(strings.NewReplacer(",", "", ".", "").Replace(f), "0")
+	return len(d)
+}
+
+// plainNumber matches a number without thousands separators.
+var plainNumber = regexp.MustCompile(`\d+(?:\.\d+)?`)
+
+// outputFigures returns the numbers an output shows, read both with
+// thousands separators (a table's 1,442.0) and without (a CSV's 1,64128).
+func outputFigures(s string) []string {
+	return append(figure.FindAllString(s, -1), plainNumber.FindAllString(s, -1)...)
+}
+
+// heading matches a Markdown heading line.
+var heading = regexp.MustCompile(`(?m)^#+ `)
+
+// sectionOf returns the offset of the last heading at or before i (0
+// before the first).
+func sectionOf(doc string, i int) int {
+	sec := 0
+	for _, loc := range heading.FindAllStringIndex(doc[:i], -1) {
+		sec = loc[0]
+	}
+	return sec
+}
+
+// TestProseFigureCheck: the checker finds a stale figure and accepts the
+// forms the docs write shown ones in.
+func TestProseFigureCheck(t *testing.T) {
+	out := outputFigures("| 954 | 959,888 | 125.81 | 2.267 |\nrow,1,64128,0.645")
+	for _, c := range []struct {
+		fig  string
+		want bool
+	}{
+		{"954", true}, {"959,888", true}, {"125.8", true}, {"2.3", true}, {"64,128", true}, {"0.6", true},
+		{"0.7", false}, {"955", false}, {"125.9", false}, {"2.27", true}, {"2.26", false},
+	} {
+		if got := shows(c.fig, out); got != c.want {
+			t.Errorf("shows(%s) = %v, want %v", c.fig, got, c.want)
+		}
+	}
+	got := figuresIn("With the host tier, 954 requests loaded 959,888 tokens (2.3 ms) on an RTX 4090 " +
+		"and H100 with Llama-3.1-8B, vLLM 0.19–0.23, PR #34102, 16 GB, 1,000 blocks.")
+	if want := "954 959,888 2.3 1,000"; strings.Join(got, " ") != want {
+		t.Errorf("figuresIn = %q, want %q", got, want)
+	}
 }
