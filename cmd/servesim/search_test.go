@@ -2,13 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/servesim/servesim/internal/metrics"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/search"
 )
 
