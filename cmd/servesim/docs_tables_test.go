@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// validateDiffs runs validate on an embedded measured run and returns its
+// differences in % by "METRIC stat" (TTFT mean, ...) and their largest
+// magnitude.
+func validateDiffs(t *testing.T, run, predictor string) (map[string]float64, float64) {
+	t.Helper()
+	var out, stderr bytes.Buffer
+	if code := execute([]string{"validate", "--measured", run, "--predictor", predictor, "--json"}, &out, &stderr); code != 0 {
+		t.Fatalf("validate %s --predictor %s: exit %d: %s", run, predictor, code, stderr.String())
+	}
+	var v struct {
+		Stats []struct {
+			Metric, Stat string
+			Diff         float64 `json:"diff_pct"`
+		} `json:"stats"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	diff := map[string]float64{}
+	maxAbs := 0.0
+	for _, s := range v.Stats {
+		diff[s.Metric+" "+s.Stat] = s.Diff
+		maxAbs = max(maxAbs, max(s.Diff, -s.Diff))
+	}
+	return diff, maxAbs
+}
+
+// signed renders a difference as the docs write it, with a sign and,
+// when minus is true, the typographic minus.
+func signed(x float64, minus bool) string {
+	s := fmt.Sprintf("%+.2f", x)
+	if minus {
+		s = strings.Replace(s, "-", "−", 1)
+	}
+	return s
+}
+
+// TestDocsSensitivityTableCurrent: docs/engine-time.md tabulates the
+// validation runs with one term changed at a time (§8) and with one step
+// kind charged more (§9), most rows by a code edit that no command
+// regenerates. Their reference figures, the model as shipped and the
+// roofline predictor, must equal what validate prints today: when the
+// model moves, this fails and the tables are measured again, so the
+// edited rows cannot go stale silently.
+func TestDocsSensitivityTableCurrent(t *testing.T) {
+	t.Chdir("../..")
+	data, err := os.ReadFile("docs/engine-time.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	_, sec8, ok := strings.Cut(doc, "## 8. Sensitivity of the shipped run")
+	if !ok {
+		t.Fatal("docs/engine-time.md: no section 8. Sensitivity of the shipped run")
+	}
+	sec8, _, _ = strings.Cut(sec8, "\n## ")
+	firstRow := func(text, prefix string) string {
+		for line := range strings.SplitSeq(text, "\n") {
+			if strings.HasPrefix(line, prefix) {
+				return line
+			}
+		}
+		return ""
+	}
+	llama, llamaMax := validateDiffs(t, "builtin:RTXPRO6000-Llama-3.1-8B", "profile")
+	roof, roofMax := validateDiffs(t, "builtin:RTXPRO6000-Llama-3.1-8B", "roofline")
+	for _, c := range []struct {
+		row    string
+		diff   map[string]float64
+		maxAbs float64
+	}{
+		{"| model as shipped |", llama, llamaMax},
+		{"| roofline predictor (`--predictor roofline`), for comparison |", roof, roofMax},
+	} {
+		cells := []string{strings.TrimSuffix(c.row, " |")}
+		for _, k := range []string{"TTFT mean", "TTFT p50", "TPOT mean", "TPOT p99", "E2E mean", "E2E p99"} {
+			cells = append(cells, signed(c.diff[k], false))
+		}
+		want := strings.Join(cells, " | ") + fmt.Sprintf(" | %.2f |", c.maxAbs)
+		if shown := firstRow(sec8, c.row); shown != want {
+			t.Errorf("docs/engine-time.md §8: the row\n%s\nno longer matches validate:\n%s\nmeasure the table's rows again", shown, want)
+		}
+	}
+
+	// §9's diagnostics: the Llama columns of the shipped row, and the
+	// shipped Qwen figures the note under the table gives.
+	want := fmt.Sprintf("| model as shipped | %s / %s / %s |", signed(llama["TTFT mean"], true), signed(llama["TTFT p50"], true), signed(llama["TTFT p90"], true))
+	if shown := firstRow(doc[strings.Index(doc, "| diagnostic |"):], "| model as shipped |"); !strings.HasPrefix(shown, want) || !strings.HasSuffix(shown, "| "+signed(llama["TPOT mean"], true)+" / +0.57 |") {
+		t.Errorf("docs/engine-time.md §9: the diagnostics' shipped row\n%s\nno longer matches validate (Llama: %s ..., TPOT mean %s); measure the rows again", shown, want, signed(llama["TPOT mean"], true))
+	}
+	qwen, _ := validateDiffs(t, "builtin:RTXPRO6000-Qwen3-30B-A3B-Instruct-2507", "profile")
+	note := fmt.Sprintf("now gives %s / %s / %s / %s / %s and %s.", signed(qwen["TTFT mean"], true), signed(qwen["TTFT p50"], true),
+		signed(qwen["TTFT p90"], true), signed(qwen["TTFT p95"], true), signed(qwen["TTFT p99"], true), signed(qwen["TPOT mean"], true))
+	if !strings.Contains(strings.Join(strings.Fields(doc), " "), note) {
+		t.Errorf("docs/engine-time.md §9: the note under the diagnostics should say the shipped Qwen run %q", note)
+	}
+}
