@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -13,6 +15,14 @@ import (
 // differences in % by "METRIC stat" (TTFT mean, ...) and their largest
 // magnitude.
 func validateDiffs(t *testing.T, run, predictor string) (map[string]float64, float64) {
+	t.Helper()
+	d, m, _ := validateRun(t, run, predictor)
+	return d, m
+}
+
+// validateRun is validateDiffs with the simulated queue delays by stat
+// (mean, p50, ...), ms.
+func validateRun(t *testing.T, run, predictor string) (map[string]float64, float64, map[string]float64) {
 	t.Helper()
 	var out, stderr bytes.Buffer
 	if code := execute([]string{"validate", "--measured", run, "--predictor", predictor, "--json"}, &out, &stderr); code != 0 {
@@ -23,6 +33,10 @@ func validateDiffs(t *testing.T, run, predictor string) (map[string]float64, flo
 			Metric, Stat string
 			Diff         float64 `json:"diff_pct"`
 		} `json:"stats"`
+		Queue []struct {
+			Stat      string
+			Simulated float64
+		} `json:"queue_delay"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatal(err)
@@ -33,7 +47,11 @@ func validateDiffs(t *testing.T, run, predictor string) (map[string]float64, flo
 		diff[s.Metric+" "+s.Stat] = s.Diff
 		maxAbs = max(maxAbs, max(s.Diff, -s.Diff))
 	}
-	return diff, maxAbs
+	queue := map[string]float64{}
+	for _, q := range v.Queue {
+		queue[q.Stat] = q.Simulated
+	}
+	return diff, maxAbs, queue
 }
 
 // signed renders a difference as the docs write it, with a sign and,
@@ -99,10 +117,32 @@ func TestDocsSensitivityTableCurrent(t *testing.T) {
 	if shown := firstRow(doc[strings.Index(doc, "| diagnostic |"):], "| model as shipped |"); !strings.HasPrefix(shown, want) || !strings.HasSuffix(shown, "| "+signed(llama["TPOT mean"], true)+" / +0.57 |") {
 		t.Errorf("docs/engine-time.md §9: the diagnostics' shipped row\n%s\nno longer matches validate (Llama: %s ..., TPOT mean %s); measure the rows again", shown, want, signed(llama["TPOT mean"], true))
 	}
-	qwen, _ := validateDiffs(t, "builtin:RTXPRO6000-Qwen3-30B-A3B-Instruct-2507", "profile")
+	qwen, _, qwenQueue := validateRun(t, "builtin:RTXPRO6000-Qwen3-30B-A3B-Instruct-2507", "profile")
 	note := fmt.Sprintf("now gives %s / %s / %s / %s / %s and %s.", signed(qwen["TTFT mean"], true), signed(qwen["TTFT p50"], true),
 		signed(qwen["TTFT p90"], true), signed(qwen["TTFT p95"], true), signed(qwen["TTFT p99"], true), signed(qwen["TPOT mean"], true))
 	if !strings.Contains(strings.Join(strings.Fields(doc), " "), note) {
 		t.Errorf("docs/engine-time.md §9: the note under the diagnostics should say the shipped Qwen run %q", note)
+	}
+
+	// §4's queue delays: the rows stamped at formation are validate's
+	// simulated queue rows.
+	_, _, llamaQueue := validateRun(t, "builtin:RTXPRO6000-Llama-3.1-8B", "profile")
+	rows := strings.Split(doc[strings.Index(doc, "| run | | mean | p50 |"):], "\n")
+	k := 0
+	for _, q := range []map[string]float64{llamaQueue, qwenQueue} {
+		for k < len(rows) && !strings.HasPrefix(rows[k], "| | servesim, stamped at formation |") {
+			k++
+		}
+		if k == len(rows) {
+			t.Fatal("docs/engine-time.md: the queue-delay rows stamped at formation are missing")
+		}
+		cells := strings.Split(rows[k], "|")
+		for i, stat := range []string{"mean", "p50", "p90", "p95", "p99"} {
+			shown, err := strconv.ParseFloat(strings.TrimSpace(cells[3+i]), 64)
+			if err != nil || math.Abs(shown-q[stat]) > 0.051 {
+				t.Errorf("docs/engine-time.md: the queue-delay row\n%s\nshows %s %s ms; validate gives %.2f", rows[k], stat, strings.TrimSpace(cells[3+i]), q[stat])
+			}
+		}
+		k++
 	}
 }
