@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/internal/tableview"
 )
 
 // validateDiffs runs validate on an embedded measured run and returns its
@@ -70,7 +73,8 @@ func signed(x float64, minus bool) string {
 // regenerates. Their reference figures, the model as shipped and the
 // roofline predictor, must equal what validate prints today: when the
 // model moves, this fails and the tables are measured again, so the
-// edited rows cannot go stale silently.
+// edited rows cannot go stale silently. The same holds for the simulated
+// side of its queue-delay (§4) and per-request (§9) tables.
 func TestDocsSensitivityTableCurrent(t *testing.T) {
 	t.Chdir("../..")
 	data, err := os.ReadFile("docs/engine-time.md")
@@ -144,5 +148,52 @@ func TestDocsSensitivityTableCurrent(t *testing.T) {
 			}
 		}
 		k++
+	}
+
+	// §9's per-request table: servesim's side (after the arrow) is the
+	// TTFT sum and mean TPOT of validate's simulated records by id range.
+	csvPath := filepath.Join(t.TempDir(), "r.csv")
+	var out, stderr bytes.Buffer
+	if code := execute([]string{"validate", "--measured", "builtin:RTXPRO6000-Llama-3.1-8B", "--requests-csv", csvPath}, &out, &stderr); code != 0 {
+		t.Fatalf("validate --requests-csv: exit %d: %s", code, stderr.String())
+	}
+	recs, err := readCSV(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for _, c := range []struct {
+		lo, hi int
+		row    string
+	}{
+		{15, 24, "| 15–24 "}, {1, 59, "| 1–59 "}, {60, 127, "| 60–127 "}, {128, 299, "| 128–299 "},
+	} {
+		ttft, tpot, n := 0.0, 0.0, 0
+		for _, r := range recs[1:] {
+			id, err := strconv.Atoi(r[col["id"]])
+			if err != nil || id < c.lo || id > c.hi {
+				continue
+			}
+			a, errA := strconv.ParseFloat(r[col["ttft_ms"]], 64)
+			b, errB := strconv.ParseFloat(r[col["tpot_ms"]], 64)
+			if errA != nil || errB != nil {
+				t.Fatalf("request %d: ttft %q, tpot %q", id, r[col["ttft_ms"]], r[col["tpot_ms"]])
+			}
+			ttft, tpot, n = ttft+a, tpot+b, n+1
+		}
+		sum := tableview.Thousands(strconv.FormatFloat(ttft, 'f', 0, 64)) + " ms"
+		if ttft >= 1e6 {
+			sum = tableview.Thousands(strconv.FormatFloat(ttft/1000, 'f', 1, 64)) + " s"
+		}
+		want := []string{"→ " + sum, fmt.Sprintf("→ %.2f ms", tpot/float64(n))}
+		shown := firstRow(doc, c.row)
+		for _, w := range want {
+			if !strings.Contains(shown, w) {
+				t.Errorf("docs/engine-time.md: the per-request row\n%s\nshould show servesim's %q (validate --requests-csv)", shown, w)
+			}
+		}
 	}
 }
