@@ -85,14 +85,15 @@ func shows(f string, nums []string) bool {
 
 var inlineCode = regexp.MustCompile("`[^`]*`")
 
-// TestDocsProseRepeatsOnlyShownFigures: the paragraph right after a
-// generated block or a shown command output may quote a figure (a number
+// TestDocsProseRepeatsOnlyShownFigures: the paragraphs right before and
+// after a generated block or a shown command output may quote a figure (a number
 // with a decimal point or thousands separator, or an integer from 100 up)
 // only if it is shown, as written or rounded to the figure's decimals, by
 // that block, by the block right after the paragraph, by another block of
 // the same section, or, for figures of three significant digits or more,
 // by any block of the page; inputs of the commands (their arguments, the
-// scenario and grid files they read) count as shown. A figure derived
+// scenario and grid files they read, and files the paragraph names in
+// inline code) count as shown. A figure derived
 // from outputs (a ratio, a difference) must be shown or not quoted, so
 // that prose cannot go stale silently when the outputs change. A hand
 // computation from inputs is written as inline code
@@ -138,15 +139,39 @@ func TestDocsProseRepeatsOnlyShownFigures(t *testing.T) {
 				next += len(doc[next:]) - len(strings.TrimLeft(doc[next:], "\n"))
 				shown = append(shown, starts[next]...)
 				shown = append(shown, sections[sectionOf(doc, loc[0])]...)
+				// The paragraph that introduces the block is held to the same
+				// rule.
+				if b := paragraphBefore(doc[:loc[0]]); b != "" {
+					para += "\n" + b
+				}
+				// Files the prose names in inline code (a scenario, an
+				// accelerator file) are inputs too.
+				for _, code := range inlineCode.FindAllString(para, -1) {
+					if in, err := os.ReadFile(strings.Trim(code, "`")); err == nil {
+						shown = append(shown, outputFigures(string(in))...)
+					}
+				}
 				for _, f := range figuresIn(inlineCode.ReplaceAllString(para, "")) {
 					if !shows(f, shown) && (sigDigits(f) < 3 || !shows(f, pageFigs)) {
 						line := strings.Count(doc[:loc[1]], "\n") + 1
-						t.Errorf("%s:%d: the paragraph after the block quotes %s, which the block does not show; refer to the table instead, or show it", page, line, f)
+						t.Errorf("%s:%d: a paragraph next to the block quotes %s, which no block beside it shows; refer to the table instead, or show it (a hand computation from inputs goes in inline code)", page, line, f)
 					}
 				}
 			}
 		}
 	}
+}
+
+// paragraphBefore returns the last paragraph of s, "" when s ends with a
+// code block, a table, a heading or a generated block.
+func paragraphBefore(s string) string {
+	s = strings.TrimRight(s, "\n")
+	b := s[strings.LastIndex(s, "\n\n")+1:]
+	b = strings.TrimLeft(b, "\n")
+	if strings.HasPrefix(b, "```") || strings.HasPrefix(b, "|") || strings.HasPrefix(b, "#") || strings.Contains(b, "<!--") || strings.HasSuffix(b, "```") {
+		return ""
+	}
+	return b
 }
 
 // paragraphAfter returns the first paragraph of s (after blank lines),
