@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -14,13 +15,16 @@ import (
 )
 
 func newCatalogCmd() *cobra.Command {
-	var accels string
+	var accels, models string
 	cmd := &cobra.Command{
 		Use:   "catalog",
 		Short: "List the accelerators, models, profile bundles and workloads servesim knows",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
+			if st, err := os.Stat(models); models != "" && (err != nil || !st.IsDir()) {
+				return badInput(fmt.Errorf("--models %s: want a directory of HuggingFace configs <org>/<name>.json", models))
+			}
 			cat, err := hw.Default()
 			if err != nil {
 				return err
@@ -40,6 +44,12 @@ func newCatalogCmd() *cobra.Command {
 			fmt.Fprintln(out, "MODELS (embedded HuggingFace configs)")
 			for _, m := range model.List(model.Builtin()) {
 				fmt.Fprintln(out, "  "+m)
+			}
+			if models != "" {
+				fmt.Fprintf(out, "\nMODELS (%s; servesim catalog models --models %s gives their parameters)\n", models, models)
+				for _, m := range model.List(os.DirFS(models)) {
+					fmt.Fprintln(out, "  "+m)
+				}
 			}
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "MODEL ARCHITECTURES (config.json model_type accepted, and the layer catalog that times it)")
@@ -74,6 +84,7 @@ func newCatalogCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&accels, "accelerators", "", "YAML file of accelerators in the catalog's shape, listed with the built-in ones")
+	cmd.Flags().StringVar(&models, "models", "", "directory of extra HuggingFace configs <org>/<name>.json, listed after the embedded models")
 	cmd.AddCommand(newCatalogModelsCmd())
 	return cmd
 }

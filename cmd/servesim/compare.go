@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/servesim/servesim/internal/compare"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/report"
 	"github.com/servesim/servesim/internal/sweep"
 	"github.com/servesim/servesim/internal/validate"
@@ -24,6 +26,7 @@ func newCompareCmd() *cobra.Command {
 		variants   []string
 		quiet      bool
 		errorBars  bool
+		csvPath    string
 	)
 	f.handoffList, f.multiFile = true, true
 	cmd := &cobra.Command{
@@ -43,6 +46,11 @@ With --variant 'NAME: PATH=VALUE, PATH=VALUE', each variant is the first
 scenario (or the default) with those overrides, using the sweep's field
 paths, e.g. --variant '4 mixed: instances[0].count=4'. Files and --variant
 combine. Flags such as --limit apply to every variant.
+
+--csv FILE writes the results as CSV instead of the table: a first column
+"variant" (or "policy") with the names, then the columns of a sweep's CSV
+(docs/outputs.md), so that "servesim table FILE --cols ..." shows any of
+them, e.g. per-tier statistics of KV tier variants.
 
 The runs are independent and use all cores; each is deterministic.`,
 		Args: cobra.NoArgs,
@@ -65,7 +73,7 @@ The runs are independent and use all cores; each is deterministic.`,
 					}
 					vs[i].Built = b
 				}
-				return runComparison(cmd, "Variants", "variants", vs, quiet, asJSON, errorBars, reportPath)
+				return runComparison(cmd, "Variants", "variants", vs, compareOut{quiet, asJSON, errorBars, reportPath, csvPath})
 			}
 			names := strings.Split(f.handoff, ",")
 			for i, n := range names {
@@ -98,7 +106,7 @@ The runs are independent and use all cores; each is deterministic.`,
 				}
 				vs[i].Built = b
 			}
-			return runComparison(cmd, "Handoff policies on "+base.Name, "policies", vs, quiet, asJSON, errorBars, reportPath)
+			return runComparison(cmd, "Handoff policies on "+base.Name, "policies", vs, compareOut{quiet, asJSON, errorBars, reportPath, csvPath})
 		},
 	}
 	f.register(cmd.Flags())
@@ -106,6 +114,7 @@ The runs are independent and use all cores; each is deterministic.`,
 	cmd.Flags().StringArrayVar(&variants, "variant", nil, "a variant 'NAME: PATH=VALUE, PATH=VALUE' of the first scenario (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array with one object per policy")
 	cmd.Flags().BoolVar(&errorBars, "error-bars", false, "add each variant's 90 % intervals as run --error-bars does (step band with --predictor roofline, seed variance for a generated workload; more runs per variant)")
+	cmd.Flags().StringVar(&csvPath, "csv", "", "write one CSV row per variant (its name, then the sweep CSV's result columns, docs/outputs.md) to FILE instead of the table (\"-\": stdout); read it with servesim table")
 	cmd.Flags().StringVar(&reportPath, "report", "", "write a self-contained HTML report comparing the policies (tables, overlaid latency CDFs, per-instance time series) to FILE")
 	return cmd
 }
@@ -175,12 +184,23 @@ func loadVariants(f *scenarioFlags, specs []string) ([]compare.Variant, error) {
 	return vs, nil
 }
 
+// compareOut says how a comparison is shown.
+type compareOut struct {
+	quiet, asJSON, errorBars bool
+	// reportPath, csvPath: files to write ("" none).
+	reportPath, csvPath string
+}
+
 // runComparison runs the variants with progress on stderr (what names
-// them there), then prints the results as a table or JSON and writes the
-// HTML report.
-func runComparison(cmd *cobra.Command, title, what string, vs []compare.Variant, quiet, asJSON, errorBars bool, reportPath string) error {
+// them there), then prints the results as a table, JSON or CSV and writes
+// the HTML report.
+func runComparison(cmd *cobra.Command, title, what string, vs []compare.Variant, o compareOut) error {
+	quiet, asJSON, errorBars, reportPath := o.quiet, o.asJSON, o.errorBars, o.reportPath
 	if err := checkOutputFile("--report", reportPath); err != nil {
 		return err
+	}
+	if o.csvPath != "" && (asJSON || errorBars) {
+		return badInput(fmt.Errorf("--csv: cannot be combined with --json or --error-bars"))
 	}
 	ctx := cmd.Context() // interruptible (the RunE's first lines)
 	prog := newCountProgress(cmd.ErrOrStderr(), quiet, len(vs), what)
@@ -201,6 +221,9 @@ func runComparison(cmd *cobra.Command, title, what string, vs []compare.Variant,
 		if err := writeReport(reportPath, title, runs); err != nil {
 			return err
 		}
+	}
+	if o.csvPath != "" {
+		return writeComparisonCSV(cmd.OutOrStdout(), o.csvPath, results)
 	}
 	var bars []*validate.RunBars
 	if errorBars {
@@ -340,4 +363,37 @@ func splitTopLevel(s string) []string {
 		}
 	}
 	return append(out, s[start:])
+}
+
+// writeComparisonCSV writes one row per result: its name, then the sweep
+// CSV's result columns (the optional groups when some result fills them).
+func writeComparisonCSV(stdout io.Writer, path string, results []compare.Result) error {
+	out, commit, abort, err := openOutput("--csv", path, stdout)
+	if err != nil {
+		return badInput(err)
+	}
+	defer abort()
+	sums := make([]*metrics.Result, len(results))
+	for i := range results {
+		sums[i] = &results[i].Summary
+	}
+	x := sweep.ExtrasOf(sums)
+	key := "variant"
+	if len(results) > 0 && results[0].Policy != "" {
+		key = "policy"
+	}
+	w := csv.NewWriter(out)
+	if err := w.Write(append([]string{key}, sweep.ResultColumns(x)...)); err != nil {
+		return fmt.Errorf("--csv: %w", err)
+	}
+	for i := range results {
+		if err := w.Write(append([]string{results[i].Name()}, sweep.MetricRecord(sums[i], x)...)); err != nil {
+			return fmt.Errorf("--csv: %w", err)
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return fmt.Errorf("--csv: %w", err)
+	}
+	return commit()
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/search"
 	"github.com/servesim/servesim/internal/validate"
 	"github.com/spf13/cobra"
@@ -228,6 +229,24 @@ The SLO bounds are the flags, else the scenario's slo section, else TTFT
 	return cmd
 }
 
+// targetValues renders a run's percentile targets with its values and
+// verdicts, " (p99 TPOT 49.74 ms, target <= 50 ms met)", so that the
+// figures that decide a search are shown ("" when the run has none).
+func targetValues(r *metrics.Result) string {
+	if r.SLO == nil || len(r.SLO.Targets) == 0 {
+		return ""
+	}
+	parts := make([]string, len(r.SLO.Targets))
+	for i, t := range r.SLO.Targets {
+		verdict := "met"
+		if !t.Met {
+			verdict = "MISSED"
+		}
+		parts[i] = fmt.Sprintf("p%d %s %s ms, target <= %g ms %s", t.Percentile, strings.ToUpper(string(t.Metric)), t.ValueString(2), t.MaxMs, verdict)
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // maxRateReport renders a max-rate result.
 func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) string {
 	var b strings.Builder
@@ -260,8 +279,8 @@ func maxRateReport(r *search.MaxRateResult, s *config.Scenario, sloFrom string) 
 		fmt.Fprintf(&b, "\n%.4g %s meets the target (attainment %.1f %%); %g %% more, %.4g %s, misses it (attainment %.1f %%).\n",
 			r.Best.RateRPS, unit, 100*r.Best.Attainment, 100*r.Margin, r.Above.RateRPS, unit, 100*r.Above.Attainment)
 	} else {
-		fmt.Fprintf(&b, "\n%.4g %s meets the percentile targets; %g %% more, %.4g %s, misses them.\n",
-			r.Best.RateRPS, unit, 100*r.Margin, r.Above.RateRPS, unit)
+		fmt.Fprintf(&b, "\n%.4g %s meets the percentile targets%s; %g %% more, %.4g %s, misses them%s.\n",
+			r.Best.RateRPS, unit, targetValues(&r.Best.Summary), 100*r.Margin, r.Above.RateRPS, unit, targetValues(&r.Above.Summary))
 	}
 	if iv := r.Interval; iv != nil {
 		fmt.Fprintf(&b, "max rate %.4g req/s (%.0f %% interval %.4g–%.4g)\n", r.Best.RateRPS, 100*iv.Coverage, iv.LoRPS, iv.HiRPS)

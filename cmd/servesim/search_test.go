@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/search"
 )
 
@@ -175,5 +176,22 @@ func TestSearchedWorkloadUnit(t *testing.T) {
 		if name, unit := searchedWorkload(s); unit != c.unit || !strings.HasPrefix(name, c.name) {
 			t.Errorf("%q: workload %q in %q, want %q in %q", c.yaml, name, unit, c.name, c.unit)
 		}
+	}
+}
+
+// TestTargetValues: a max-rate answer under percentile targets shows each
+// target's value and verdict at both rates.
+func TestTargetValues(t *testing.T) {
+	v1, v2 := 49.744, 50.48
+	r := &metrics.Result{SLO: &metrics.SLOResult{Targets: []metrics.TargetResult{
+		{Metric: metrics.Metric("tpot"), Percentile: 99, MaxMs: 50, ValueMs: &v1, Met: true},
+		{Metric: metrics.Metric("ttft"), Percentile: 90, MaxMs: 500, ValueMs: &v2, Met: false},
+	}}}
+	want := " (p99 TPOT 49.74 ms, target <= 50 ms met, p90 TTFT 50.48 ms, target <= 500 ms MISSED)"
+	if got := targetValues(r); got != want {
+		t.Errorf("targetValues = %q, want %q", got, want)
+	}
+	if got := targetValues(&metrics.Result{}); got != "" {
+		t.Errorf("no targets: %q, want empty", got)
 	}
 }

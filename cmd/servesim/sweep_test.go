@@ -158,3 +158,31 @@ func TestSweepCLIBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepBaseFixedByGrid: a scenario that cannot be built as written
+// (Llama-3.1-70B does not fit one H100) still sweeps when its grid sets
+// what it lacks (tp 4 fits); the sweep says why it went on, and the point
+// that still does not fit is a row with its error.
+func TestSweepBaseFixedByGrid(t *testing.T) {
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "s.yaml")
+	grid := filepath.Join(dir, "g.yaml")
+	out := filepath.Join(dir, "r.csv")
+	if err := os.WriteFile(sc, []byte("model: meta-llama/Llama-3.1-70B\nhardware: H100\npredictor: {kind: roofline}\nworkload:\n  synthetic: {requests: 20, arrival: {kind: poisson, rate: 2}, input: {kind: fixed, mean: 200}, output: {kind: fixed, mean: 20}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(grid, []byte("instances[0].tp: [1, 4]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCapacity(t, "sweep", "-q", "-c", sc, "--grid", grid, "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "the scenario as written cannot be built") || !strings.Contains(stderr, "1 of 2 points could not be simulated") {
+		t.Errorf("stderr %q: want the note on the scenario and the warning on the failed point", stderr)
+	}
+	rows := strings.Split(strings.TrimSpace(string(readFile(t, out))), "\n")
+	if len(rows) != 3 || !strings.Contains(rows[1], "exceed the usable memory") || !strings.HasSuffix(rows[2], ",") {
+		t.Errorf("rows %q: want tp 1 failed (does not fit) and tp 4 run (empty error)", rows)
+	}
+}

@@ -38,6 +38,9 @@ column names.
           (instances[0].tp*instances[0].count: the GPUs of a layout)
   FORMAT  .Nf   N decimals, thousands separated (.0f: 1,121,452)
           .N%   a fraction as a percentage with N decimals (0.95 -> 95.0 %)
+          .Nk   in thousands with N decimals (ms as s: .1k)
+          .NM   in millions with N decimals (bytes as MB: .1M)
+          .NG   in billions with N decimals (bytes as GB: 76300000000 -> .2G 76.30)
           yesno true/false as yes/no
   LABEL   the column's header (default EXPR)
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/hw"
+	"github.com/servesim/servesim/internal/quant"
 )
 
 // Description says what a built scenario simulates, so that every output
@@ -87,6 +89,9 @@ func (b *Built) Describe() Description {
 			}
 			seen[acc.Name] = true
 			if _, note, _ := qf.GEMM(acc.Name, acc.PeakFLOPSFP8 > 0, acc.PeakFLOPSFP4 > 0); note != "" {
+				d.Warnings = append(d.Warnings, note)
+			}
+			if note := fp8KVBackendNote(qf, acc); note != "" {
 				d.Warnings = append(d.Warnings, note)
 			}
 		}
@@ -329,4 +334,19 @@ func from(origin string) string {
 		return "set by the scenario"
 	}
 	return origin
+}
+
+// fp8KVBackendNote warns about an fp8 KV cache on a GPU whose vLLM
+// attention backend cannot store it: vLLM's FlashAttention backend
+// accepts an fp8 KV cache only with FlashAttention 3 (compute capability
+// 9.x, flash_attn_supports_fp8), and compute capability 10.x runs
+// FlashInfer, which has one; elsewhere vLLM switches to another backend,
+// whose kernels servesim does not model ("" when none applies or the
+// compute capability is unknown).
+func fp8KVBackendNote(qf quant.Format, acc hw.Accelerator) string {
+	cc := acc.ComputeCapability
+	if qf.KV == quant.KVAuto || cc == 0 || (cc >= 9 && cc < 11) {
+		return ""
+	}
+	return fmt.Sprintf("kv_cache_dtype %s on %s (compute capability %.1f): vLLM's FlashAttention backend stores an fp8 KV cache only with FlashAttention 3 (compute capability 9.x), so vLLM runs another attention backend here, whose kernels servesim does not model: attention is priced as FlashAttention reading one byte per KV element (docs/quantization.md, Limits)", qf.KV, acc.Name, cc)
 }

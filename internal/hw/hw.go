@@ -384,7 +384,7 @@ func (c *Catalog) suggest(name string) string {
 	if len(names) == 0 {
 		return "; the catalog is empty"
 	}
-	return fmt.Sprintf("; closest: %s (known: %s)", strings.Join(closest(c, name), ", "), strings.Join(names, ", "))
+	return fmt.Sprintf("; closest: %s (known: %s); another GPU is described by its memory, bandwidth and FLOP/s in an accelerators: section or file (docs/accelerators.md, Your own accelerator)", strings.Join(closest(c, name), ", "), strings.Join(names, ", "))
 }
 
 // closest returns the canonical names nearest to name by edit distance over

@@ -503,3 +503,20 @@ func TestNICHostPath(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownFieldHint: a misspelt accelerator field gets the field it
+// was probably meant to be, an unrelated one the page listing them.
+func TestUnknownFieldHint(t *testing.T) {
+	for field, want := range map[string]string{
+		"mem_bw":            "; did you mean mem_bw_gbps?",
+		"tflops_bf61":       "; did you mean tflops_bf16?",
+		"memory_gi":         "; did you mean memory_gib?",
+		"bandwidth":         " (the fields and their units: docs/accelerators.md, Your own accelerator)",
+		"latencyns":         "; did you mean latency_ns?",
+		"compute_capabilty": "; did you mean compute_capability?",
+	} {
+		if got := unknownFieldHint(field); got != want {
+			t.Errorf("unknownFieldHint(%q) = %q, want %q", field, got, want)
+		}
+	}
+}

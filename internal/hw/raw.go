@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/servesim/servesim/internal/nearest"
 )
 
 // rawFile is the YAML document: a list of accelerators.
@@ -89,7 +91,12 @@ func decode(data []byte, source string) (_ *rawFile, err error) {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil {
 			p := ye.GetToken().Position
-			return nil, fmt.Errorf("%s:%d:%d: %s", source, p.Line, p.Column, ye.GetMessage())
+			msg := ye.GetMessage()
+			var uf *yaml.UnknownFieldError
+			if errors.As(err, &uf) {
+				msg += unknownFieldHint(strings.Trim(strings.TrimPrefix(msg, "unknown field "), `"`))
+			}
+			return nil, fmt.Errorf("%s:%d:%d: %s", source, p.Line, p.Column, msg)
 		}
 		return nil, fmt.Errorf("accelerator catalog %s: %w", source, err)
 	}
@@ -372,4 +379,27 @@ func latency(field string, v *float64, fail func(field, format string, args ...a
 		return 0, fail(field, "must be a whole number of ns, got %v", *v)
 	}
 	return int64(*v), nil
+}
+
+// unknownFieldHint is the tail of an unknown-field error: the closest
+// field of an accelerator entry, or where the fields are listed.
+func unknownFieldHint(field string) string {
+	var names []string
+	for _, t := range []reflect.Type{reflect.TypeFor[Spec](), reflect.TypeFor[LinkSpec](), reflect.TypeFor[NICSpec](), reflect.TypeFor[NodeSpec]()} {
+		for f := range t.Fields() {
+			if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag != "" {
+				names = append(names, tag)
+			}
+		}
+	}
+	for _, n := range names {
+		if len(field) >= 3 && strings.HasPrefix(n, field) { // mem_bw for mem_bw_gbps
+			return "; did you mean " + n + "?"
+		}
+	}
+	near := nearest.Closest(names, func(c string) int { return nearest.Distance(c, field) }, 1)
+	if len(near) > 0 && nearest.Distance(near[0], field) <= max(2, len(field)/3) {
+		return "; did you mean " + near[0] + "?"
+	}
+	return " (the fields and their units: docs/accelerators.md, Your own accelerator)"
 }

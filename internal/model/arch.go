@@ -82,7 +82,7 @@ func LookupArchitecture(modelType string) (Architecture, error) {
 	if modelType == "" {
 		return Architecture{}, fmt.Errorf("config.json has no model_type; supported: %s", strings.Join(SupportedModelTypes(), ", "))
 	}
-	return Architecture{}, fmt.Errorf("architecture (model_type) %q is not supported; supported: %s", modelType, strings.Join(SupportedModelTypes(), ", "))
+	return Architecture{}, fmt.Errorf("architecture (model_type) %q is not supported; supported: %s (a model whose layers are one of these runs with that model_type in its config.json; docs/accelerators.md, Model architectures)", modelType, strings.Join(SupportedModelTypes(), ", "))
 }
 
 // Architecture returns c's architecture; see [LookupArchitecture].

@@ -26,7 +26,7 @@ func TestInterruptReachesTheEventLoop(t *testing.T) {
 	if !errors.Is(err, cluster.ErrInterrupted) || calls != 2 {
 		t.Fatalf("err %v after %d checks; want cluster.ErrInterrupted after 2", err, calls)
 	}
-	// Without an interrupt the same run completes (2,705 events). A
+	// Without an interrupt the same run completes (2,709 events: `servesim run --max-events 2708` hits the limit). A
 	// Built is used once: build it again.
 	if b, err = assemble.Build(s, config.Source{}); err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestInterruptReachesTheEventLoop(t *testing.T) {
 	calls = 0
 	res, err := Run(b, Options{Interrupt: func() bool { calls++; return false }})
 	if err != nil || res.Finished != 300 || calls != 2 {
-		t.Fatalf("err %v, finished %d, %d checks; want nil, 300, 2 (2,705 events / 1,024)", err, res.Finished, calls)
+		t.Fatalf("err %v, finished %d, %d checks; want nil, 300, 2 (2,709 events / 1,024)", err, res.Finished, calls)
 	}
 }
 

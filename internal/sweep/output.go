@@ -130,6 +130,16 @@ var metricCols = func() []metricCol {
 			}
 			return strconv.Itoa(peak)
 		}},
+		metricCol{"pinned_kv_mean_blocks", func(r *metrics.Result) string {
+			if len(r.PinnedKV) == 0 {
+				return ""
+			}
+			sum := 0.0
+			for _, p := range r.PinnedKV {
+				sum += p.MeanBlocks
+			}
+			return ftoa(sum / float64(len(r.PinnedKV)))
+		}},
 		metricCol{"gpus", func(r *metrics.Result) string {
 			gs := groups(r)
 			if gs == nil {
@@ -215,25 +225,142 @@ var specCols = func() []metricCol {
 // SpecColumns are the names of the speculative decoding columns, in
 // output order (after the metric columns, before "error", when the sweep
 // speculates).
-func SpecColumns() []string {
-	names := make([]string, len(specCols))
-	for i, c := range specCols {
+func SpecColumns() []string { return colNames(specCols) }
+
+// TierColumns are the names of the KV tier, swap and pinned-KV offload
+// columns (docs/outputs.md), in output order (after the speculative
+// columns, before "error", when the sweep has kv_tiers).
+func TierColumns() []string { return colNames(tierCols) }
+
+func colNames(cols []metricCol) []string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
 		names[i] = c.name
 	}
 	return names
 }
 
+// Extras are the optional column groups of an output, written only when
+// some run may fill them so that other outputs keep their columns.
+type Extras struct {
+	// Spec adds the speculative decoding columns (SpecColumns).
+	Spec bool
+	// Tiers adds the KV tier, swap and offload columns (TierColumns).
+	Tiers bool
+}
+
+// ExtrasOf returns the column groups some of the results fill.
+func ExtrasOf(rs []*metrics.Result) Extras {
+	var x Extras
+	for _, r := range rs {
+		x.Spec = x.Spec || r.Speculative != nil
+		x.Tiers = x.Tiers || len(r.KVTiers) > 0 || r.Swap != nil || r.OffloadPeakBytes > 0
+	}
+	return x
+}
+
+// ResultColumns are the names of the columns MetricRecord writes: the
+// metric columns, then the groups of x.
+func ResultColumns(x Extras) []string { return colNames(x.cols()) }
+
+func (x Extras) cols() []metricCol {
+	cols := metricCols[:len(metricCols):len(metricCols)]
+	if x.Spec {
+		cols = append(cols, specCols...)
+	}
+	if x.Tiers {
+		cols = append(cols, tierCols...)
+	}
+	return cols
+}
+
+// MetricRecord renders a run's summary as the cells of ResultColumns(x).
+func MetricRecord(r *metrics.Result, x Extras) []string {
+	cols := x.cols()
+	rec := make([]string, len(cols))
+	for i, c := range cols {
+		rec[i] = c.get(r)
+	}
+	return rec
+}
+
 // Columns is the CSV header of a sweep over g: point, num_points,
 // sweep_id, one column per grid axis (its path), the metric columns, the
-// speculative decoding columns if spec, and error.
-func Columns(g *Grid, spec bool) []string {
+// optional groups of x, and error.
+func Columns(g *Grid, x Extras) []string {
 	cols := []string{ColPoint, ColNumPoints, ColSweepID}
 	cols = append(cols, g.Header()...)
-	cols = append(cols, MetricColumns()...)
-	if spec {
-		cols = append(cols, SpecColumns()...)
-	}
+	cols = append(cols, ResultColumns(x)...)
 	return append(cols, "error")
+}
+
+// tierCols are, per tier below the GPU (host, disk), what it held and
+// moved (metrics.TierResult), then swap preemption (metrics.SwapResult)
+// and the pinned handoff KV offloaded to host memory; a cell is empty
+// when its run has no such tier, no swapping or no offload.
+var tierCols = func() []metricCol {
+	var cols []metricCol
+	for _, tier := range []string{"host", "disk"} {
+		tc := func(name string, f func(t *metrics.TierResult) string) metricCol {
+			return metricCol{"kv_" + tier + "_" + name, func(r *metrics.Result) string {
+				for i := range r.KVTiers {
+					if r.KVTiers[i].Tier == tier {
+						return f(&r.KVTiers[i])
+					}
+				}
+				return ""
+			}}
+		}
+		cols = append(cols,
+			tc("requests", func(t *metrics.TierResult) string { return itoa(t.Requests) }),
+			tc("load_mean_ms", func(t *metrics.TierResult) string { return ftoa(t.LoadMeanMs) }),
+			tc("hit_tokens", func(t *metrics.TierResult) string { return itoa(t.HitTokens) }),
+			tc("loads", func(t *metrics.TierResult) string { return itoa(t.Loads) }),
+			tc("bytes_read", func(t *metrics.TierResult) string { return itoa(t.BytesRead) }),
+			tc("bytes_written", func(t *metrics.TierResult) string { return itoa(t.BytesWritten) }),
+			tc("chunks_stored", func(t *metrics.TierResult) string { return itoa(t.ChunksStored) }),
+			tc("chunks_evicted", func(t *metrics.TierResult) string { return itoa(t.ChunksEvicted) }),
+			tc("chunks_dropped", func(t *metrics.TierResult) string { return itoa(t.ChunksDropped) }),
+			tc("chunks_held", func(t *metrics.TierResult) string { return itoa(t.ChunksHeld) }),
+			tc("chunks_capacity", func(t *metrics.TierResult) string { return itoa(t.ChunksCapacity) }),
+		)
+	}
+	sw := func(name string, f func(s *metrics.SwapResult) string) metricCol {
+		return metricCol{name, func(r *metrics.Result) string {
+			if r.Swap == nil {
+				return ""
+			}
+			return f(r.Swap)
+		}}
+	}
+	cols = append(cols,
+		sw("swap_outs", func(s *metrics.SwapResult) string { return itoa(s.SwapOuts) }),
+		sw("swap_ins", func(s *metrics.SwapResult) string { return itoa(s.SwapIns) }),
+		sw("swap_recompute_fallbacks", func(s *metrics.SwapResult) string { return itoa(s.Fallbacks) }),
+		sw("swap_bytes_out", func(s *metrics.SwapResult) string { return itoa(s.BytesOut) }),
+		sw("swap_bytes_in", func(s *metrics.SwapResult) string { return itoa(s.BytesIn) }),
+		sw("swap_out_mean_ms", func(s *metrics.SwapResult) string { return ftoa(s.OutMeanMs) }),
+		sw("swap_in_mean_ms", func(s *metrics.SwapResult) string { return ftoa(s.InMeanMs) }),
+		sw("swap_peak_blocks", func(s *metrics.SwapResult) string { return strconv.Itoa(s.PeakBlocks) }),
+		sw("swap_capacity_blocks", func(s *metrics.SwapResult) string { return strconv.Itoa(s.CapacityBlocks) }),
+		metricCol{"offload_peak_bytes", func(r *metrics.Result) string { return itoa(r.OffloadPeakBytes) }},
+		metricCol{"offload_deferred", func(r *metrics.Result) string { return itoa(r.OffloadDeferred) }},
+	)
+	return cols
+}()
+
+// Extras returns the optional column groups of the plan's output: Spec
+// when it Speculates, Tiers when the base scenario or a grid axis sets
+// kv_tiers. It depends on the plan only, so every shard of a sweep has
+// the same header.
+func (p *Plan) Extras() Extras {
+	x := Extras{Spec: p.Speculates(), Tiers: p.Base != nil && p.Base.KVTiers != nil}
+	for _, a := range p.Grid.Axes {
+		if len(a.Path) > 0 && a.Path[0].Key == "kv_tiers" {
+			x.Tiers = true
+		}
+	}
+	return x
 }
 
 // Speculates reports whether the sweep's runs may speculate: the base
@@ -305,7 +432,7 @@ func (w *Writer) Write(r Row) error {
 	}
 	if !w.header {
 		w.header = true
-		if err := w.csv.Write(Columns(w.plan.Grid, w.plan.Speculates())); err != nil {
+		if err := w.csv.Write(Columns(w.plan.Grid, w.plan.Extras())); err != nil {
 			return err
 		}
 	}
@@ -326,7 +453,7 @@ func (w *Writer) Close() error {
 	}
 	if !w.header {
 		w.header = true
-		if err := w.csv.Write(Columns(w.plan.Grid, w.plan.Speculates())); err != nil {
+		if err := w.csv.Write(Columns(w.plan.Grid, w.plan.Extras())); err != nil {
 			return err
 		}
 	}
@@ -339,16 +466,11 @@ func (p *Plan) csvRow(r Row) []string {
 	for _, v := range r.Values {
 		rec = append(rec, FormatValue(v))
 	}
-	cols := metricCols
-	if p.Speculates() {
-		cols = append(cols[:len(cols):len(cols)], specCols...)
-	}
-	for _, c := range cols {
-		if r.Err != "" {
-			rec = append(rec, "")
-			continue
-		}
-		rec = append(rec, c.get(&r.Result))
+	x := p.Extras()
+	if r.Err != "" {
+		rec = append(rec, make([]string, len(x.cols()))...)
+	} else {
+		rec = append(rec, MetricRecord(&r.Result, x)...)
 	}
 	return append(rec, r.Err)
 }

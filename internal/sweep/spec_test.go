@@ -97,7 +97,7 @@ workload:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p2.Speculates() || slices.Contains(Columns(g2, p2.Speculates()), "spec_acceptance_rate") {
+	if p2.Speculates() || slices.Contains(Columns(g2, p2.Extras()), "spec_acceptance_rate") {
 		t.Error("a sweep without speculation has speculative columns")
 	}
 }

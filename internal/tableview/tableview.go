@@ -67,6 +67,9 @@ type Column struct {
 //
 //	.Nf    N decimals, thousands separated by commas (.0f: 1,121,452)
 //	.N%    the value times 100 with N decimals and " %" (an attainment)
+//	.Nk    the value in thousands with N decimals (ms as s)
+//	.NM    the value in millions with N decimals (bytes as MB)
+//	.NG    the value in billions with N decimals (bytes as GB)
 //	yesno  true/false as yes/no
 //
 // and without one a cell is shown as in the file (a number in exponent
@@ -398,23 +401,23 @@ func formatter(f string) (func(raw string, x float64, num bool) string, error) {
 			}
 			return raw
 		}, nil
-	case strings.HasPrefix(f, ".") && (strings.HasSuffix(f, "f") || strings.HasSuffix(f, "%")):
+	case strings.HasPrefix(f, ".") && strings.ContainsAny(f[len(f)-1:], "f%kMG"):
 		n, err := strconv.Atoi(f[1 : len(f)-1])
 		if err != nil || n < 0 || n > 12 {
 			break
 		}
-		pct := strings.HasSuffix(f, "%")
+		scale, unit := map[byte]float64{'f': 1, '%': 100, 'k': 1e-3, 'M': 1e-6, 'G': 1e-9}[f[len(f)-1]], ""
+		if f[len(f)-1] == '%' {
+			unit = " %"
+		}
 		return func(raw string, x float64, num bool) string {
 			if !num {
 				return raw
 			}
-			if pct {
-				return Thousands(strconv.FormatFloat(100*x, 'f', n, 64)) + " %"
-			}
-			return Thousands(strconv.FormatFloat(x, 'f', n, 64))
+			return Thousands(strconv.FormatFloat(scale*x, 'f', n, 64)) + unit
 		}, nil
 	}
-	return nil, fmt.Errorf("format %q: want .Nf (N decimals), .N%% (a fraction as a percentage) or yesno", f)
+	return nil, fmt.Errorf("format %q: want .Nf (N decimals), .N%% (a fraction as a percentage), .Nk, .NM or .NG (thousands, millions or billions: ms as s, bytes as MB or GB) or yesno", f)
 }
 
 // Thousands separates the thousands of a decimal number with commas.

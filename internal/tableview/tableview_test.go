@@ -41,6 +41,7 @@ func TestApply(t *testing.T) {
 		{"descending, empty last", "point", View{Sort: "-ttft_ms_p99"}, [][]string{{"0"}, {"1"}, {"2"}, {"3"}}, nil},
 		{"ascending, empty last", "point", View{Sort: "ttft_ms_p99"}, [][]string{{"2"}, {"1"}, {"0"}, {"3"}}, nil},
 		{"quotient and percentage", "finished/requests_total:.1%", View{}, [][]string{{"100.0 %"}, {"100.0 %"}, {"100.0 %"}, {"0.0 %"}}, nil},
+		{"millions and billions", "ttft_ms_p99:.1k,ttft_ms_p99:.3M,ttft_ms_p99:.2G", View{Limit: 2}, [][]string{{"2,080.9", "2.081", "0.00"}, {"1.3", "0.001", "0.00"}}, nil},
 		{"quoted text", "error", View{Where: []Filter{{"point", "3", false}}}, [][]string{{"does not fit, at all"}}, nil},
 		{"not equal", "point", View{Where: []Filter{{"slo_targets_met", "true", true}}}, [][]string{{"0"}, {"3"}}, nil},
 	} {
