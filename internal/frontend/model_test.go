@@ -223,7 +223,8 @@ func TestJitter(t *testing.T) {
 // out-of-range values are errors naming the field.
 func TestConfigValidate(t *testing.T) {
 	r := Config{JitterUs: f(0)}.Resolved()
-	if r.APIServerCount != 1 || r.StreamInterval != 1 || *r.RequestUs != DefaultRequestUs || *r.JitterUs != 0 || *r.JitterSigma != DefaultJitterSigma {
+	if r.APIServerCount != 1 || r.StreamInterval != 1 || *r.RequestUs != DefaultRequestUs || *r.JitterUs != 0 || *r.JitterSigma != DefaultJitterSigma ||
+		r.TokenizeBatchMax != 32 || *r.TokenizeBatchWaitUs != 2000 {
 		t.Fatalf("resolved %+v", r)
 	}
 	for _, c := range []struct {
@@ -235,6 +236,9 @@ func TestConfigValidate(t *testing.T) {
 		{Config{ChunkUs: f(-1)}, "frontend.chunk_us"},
 		{Config{TokenizeNsPerToken: f(math.NaN())}, "frontend.tokenize_ns_per_token"},
 		{Config{JitterSigma: f(9)}, "frontend.jitter_sigma"},
+		{Config{TokenizeBatchMax: -1}, "frontend.tokenize_batch_max"},
+		{Config{TokenizeBatchMax: MaxTokenizeBatch + 1}, "frontend.tokenize_batch_max"},
+		{Config{TokenizeBatchWaitUs: f(-2)}, "frontend.tokenize_batch_wait_us"},
 	} {
 		var got []string
 		c.cfg.Validate(func(field, format string, args ...any) { got = append(got, field) })
