@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 func f(v float64) *float64 { return &v }
@@ -282,4 +284,45 @@ func TestStepShiftIsStep(t *testing.T) {
 			t.Fatalf("step %d: gaps %v, shift %d", k, got, d)
 		}
 	}
+}
+
+// TestTokenizerProperties: for prompts given to one batcher in time order,
+// results come back in that order, none before its arrival plus its own
+// tokenisation nor before its batch's window has closed, a batch never
+// holds more than tokenize_batch_max prompts, and without a wait the
+// batcher is a first-come-first-served queue on one thread (Lindley's
+// recursion).
+func TestTokenizerProperties(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := quiet()
+		wait := rapid.Float64Range(0, 5000).Draw(rt, "wait")
+		maxN := rapid.IntRange(1, 8).Draw(rt, "max")
+		cfg.TokenizeBatchWaitUs, cfg.TokenizeBatchMax = f(wait), maxN
+		m := New(cfg, 1, 1)
+		serial := New(cfg, 1, 1)
+		serial.tokWait = 0
+		var at, prev, free int64
+		for k := range rapid.IntRange(1, 60).Draw(rt, "n") {
+			at += rapid.Int64Range(0, 3_000_000).Draw(rt, "gap")
+			tokens := rapid.IntRange(0, 4000).Draw(rt, "tokens")
+			got := m.Tokenize(0, tokens, at)
+			if got < prev {
+				rt.Fatalf("prompt %d ready at %d, before the one ahead of it (%d)", k, got, prev)
+			}
+			if got < at+m.TokenizeTime(tokens) {
+				rt.Fatalf("prompt %d ready at %d, before its arrival %d plus its work", k, got, at)
+			}
+			if b := m.tok[0]; got < b.start+m.tokWait+m.TokenizeTime(tokens) {
+				rt.Fatalf("prompt %d ready at %d, before its window [%d, +%d) closed plus its work", k, got, b.start, m.tokWait)
+			}
+			if n := m.tok[0].n; n < 1 || n > maxN {
+				rt.Fatalf("the batch holds %d prompts, not in [1, %d]", n, maxN)
+			}
+			prev = got
+			free = max(free, at) + serial.TokenizeTime(tokens)
+			if s := serial.Tokenize(0, tokens, at); s != free {
+				rt.Fatalf("without a wait prompt %d is ready at %d, want %d (FCFS)", k, s, free)
+			}
+		}
+	})
 }
