@@ -27,7 +27,7 @@ type Model struct {
 	rng                      *rand.Rand
 
 	busy   []int64 // per API server: its CPU is busy until then
-	tok    []tokBatch
+	tok    []tokBatch // per API server: its tokenizer batcher's latest batch
 	done   []int64 // per API server: when its share of the last step's outputs was processed
 	next   int     // round-robin assignment of requests to API servers
 	insts  []inst  // per engine instance: the previous step's delivery delays
