@@ -26,11 +26,11 @@ type Model struct {
 	si                       int
 	rng                      *rand.Rand
 
-	busy   []int64 // per API server: its CPU is busy until then
+	busy   []int64    // per API server: its CPU is busy until then
 	tok    []tokBatch // per API server: its tokenizer batcher's latest batch
-	done   []int64 // per API server: when its share of the last step's outputs was processed
-	next   int     // round-robin assignment of requests to API servers
-	insts  []inst  // per engine instance: the previous step's delivery delays
+	done   []int64    // per API server: when its share of the last step's outputs was processed
+	next   int        // round-robin assignment of requests to API servers
+	insts  []inst     // per engine instance: the previous step's delivery delays
 	carry  []float64
 	gaps   []Gap
 	counts []int64
