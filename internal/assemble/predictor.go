@@ -230,7 +230,8 @@ func engineTime(eng config.Engine, m *model.Config, cat *perf.Catalog, moe bool,
 		Mode: mode, CaptureSizes: sizes,
 		Layers: int(m.NumLayers), LayerKernels: perLayer, AttnKernels: attn, StepKernels: perStep + perf.StepKernels,
 		GapEagerNs: perf.KernelGapEagerNs, GapGraphNs: perf.KernelGapGraphNs,
-		Host:  perf.DefaultHostTime,
-		Async: eng.AsyncScheduling != nil && *eng.AsyncScheduling && pp <= 1,
+		Host:     perf.DefaultHostTime,
+		LaunchNs: perf.KernelLaunchNs,
+		Async:    eng.AsyncScheduling != nil && *eng.AsyncScheduling && pp <= 1,
 	}, nil
 }

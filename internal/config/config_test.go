@@ -66,6 +66,7 @@ func TestParseErrors(t *testing.T) {
 		{"frontend unknown field", "frontend: {api_servers: 2}\n", []string{"s.yaml:1:", "api_servers"}},
 		{"frontend negative cost", "frontend: {chunk_us: -5}\n", []string{"frontend.chunk_us", "must be in [0, 1e+07] us (got -5)"}},
 		{"frontend servers", "frontend: {api_server_count: -1}\n", []string{"frontend.api_server_count", "must be in [1, 1024]"}},
+		{"frontend tokenizer batch", "frontend: {tokenize_batch_max: -4}\n", []string{"frontend.tokenize_batch_max", "must be in [1, 65536] prompts (got -4"}},
 		{"warmup", "workload: {warmup_requests: -3}\n", []string{"workload.warmup_requests", "must be in [0,"}},
 		{"ignored arrivals scaled", "workload: {max_concurrency: 4, ignore_arrival_times: true, time_scale: 0.5}\n", []string{"workload.time_scale", "has no effect with workload.ignore_arrival_times"}},
 		{"kv_tiers disk capacity", "kv_tiers: {disk: {read_gbps: 3}}\n", []string{"kv_tiers.disk.capacity_gb", "required"}},

@@ -20,8 +20,15 @@ type Config struct {
 	// parse, request validation, prompt rendering, output collector.
 	RequestUs *float64 `yaml:"request_us" json:"request_us,omitempty"`
 	// TokenizeNsPerToken is the time to tokenise one prompt token (off
-	// the API server's event loop: it delays the request only).
+	// the API server's event loop, on its one tokenizer thread).
 	TokenizeNsPerToken *float64 `yaml:"tokenize_ns_per_token" json:"tokenize_ns_per_token,omitempty"`
+	// TokenizeBatchWaitUs is how long the API server's tokenizer batcher
+	// waits, after taking a prompt, for more prompts to tokenise with it
+	// (vLLM's AsyncMicrobatchTokenizer, batch_wait_timeout_s = 2 ms).
+	TokenizeBatchWaitUs *float64 `yaml:"tokenize_batch_wait_us" json:"tokenize_batch_wait_us,omitempty"`
+	// TokenizeBatchMax is the most prompts one tokenizer batch takes
+	// (AsyncMicrobatchTokenizer's max_batch_size, 32). Default 32.
+	TokenizeBatchMax int `yaml:"tokenize_batch_max" json:"tokenize_batch_max,omitempty"`
 	// EnqueueUs is the API server CPU time to build the engine-core
 	// request, encode it (msgpack) and send it (ZMQ).
 	EnqueueUs *float64 `yaml:"enqueue_us" json:"enqueue_us,omitempty"`
@@ -54,6 +61,8 @@ type Config struct {
 const (
 	DefaultRequestUs          = 300
 	DefaultTokenizeNsPerToken = 1100
+	DefaultTokenizeBatchWait  = 2000
+	DefaultTokenizeBatchMax   = 32
 	DefaultEnqueueUs          = 50
 	DefaultHopUs              = 50
 	DefaultStepUs             = 100
@@ -69,6 +78,7 @@ const (
 const (
 	MaxAPIServers     = 1024
 	MaxStreamInterval = 1 << 20
+	MaxTokenizeBatch  = 1 << 16
 	MaxCostUs         = 1e7
 )
 
@@ -80,6 +90,9 @@ func (c Config) Resolved() Config {
 	if c.StreamInterval == 0 {
 		c.StreamInterval = 1
 	}
+	if c.TokenizeBatchMax == 0 {
+		c.TokenizeBatchMax = DefaultTokenizeBatchMax
+	}
 	def := func(p **float64, v float64) {
 		if *p == nil {
 			*p = &v
@@ -87,6 +100,7 @@ func (c Config) Resolved() Config {
 	}
 	def(&c.RequestUs, DefaultRequestUs)
 	def(&c.TokenizeNsPerToken, DefaultTokenizeNsPerToken)
+	def(&c.TokenizeBatchWaitUs, DefaultTokenizeBatchWait)
 	def(&c.EnqueueUs, DefaultEnqueueUs)
 	def(&c.HopUs, DefaultHopUs)
 	def(&c.StepUs, DefaultStepUs)
@@ -106,6 +120,9 @@ func (c Config) Validate(bad func(field, format string, args ...any)) {
 	}
 	if c.StreamInterval < 0 || c.StreamInterval > MaxStreamInterval {
 		bad("frontend.stream_interval", "must be in [1, %d] tokens (got %d; 0 or absent means 1)", MaxStreamInterval, c.StreamInterval)
+	}
+	if c.TokenizeBatchMax < 0 || c.TokenizeBatchMax > MaxTokenizeBatch {
+		bad("frontend.tokenize_batch_max", "must be in [1, %d] prompts (got %d; 0 or absent means %d)", MaxTokenizeBatch, c.TokenizeBatchMax, DefaultTokenizeBatchMax)
 	}
 	for _, f := range c.fields() {
 		if f.v == nil {
@@ -127,6 +144,7 @@ func (c *Config) fields() []costField {
 	return []costField{
 		{"request_us", "us", c.RequestUs, MaxCostUs},
 		{"tokenize_ns_per_token", "ns", c.TokenizeNsPerToken, MaxCostUs},
+		{"tokenize_batch_wait_us", "us", c.TokenizeBatchWaitUs, MaxCostUs},
 		{"enqueue_us", "us", c.EnqueueUs, MaxCostUs},
 		{"hop_us", "us", c.HopUs, MaxCostUs},
 		{"step_us", "us", c.StepUs, MaxCostUs},

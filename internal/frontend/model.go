@@ -18,19 +18,30 @@ type Gap struct {
 // it is not safe for concurrent use.
 type Model struct {
 	req, enq, hop, step, net int64   // ns
+	tokWait                  int64   // ns: the tokenizer batcher's wait for more prompts
+	tokMax                   int     // prompts per tokenizer batch at most
 	tokNs, outNs, chunkNs    float64 // ns per token, per request-step, per chunk
 	jitterMu, jitterSigma    float64 // ln of the median in ns, and sigma; no drift when off
 	jitterOn                 bool
 	si                       int
 	rng                      *rand.Rand
 
-	busy   []int64 // per API server: its CPU is busy until then
-	done   []int64 // per API server: when its share of the last step's outputs was processed
-	next   int     // round-robin assignment of requests to API servers
-	insts  []inst  // per engine instance: the previous step's delivery delays
+	busy   []int64    // per API server: its CPU is busy until then
+	tok    []tokBatch // per API server: its tokenizer batcher's latest batch
+	done   []int64    // per API server: when its share of the last step's outputs was processed
+	next   int        // round-robin assignment of requests to API servers
+	insts  []inst     // per engine instance: the previous step's delivery delays
 	carry  []float64
 	gaps   []Gap
 	counts []int64
+}
+
+// tokBatch is an API server's latest tokenizer batch: its window opened
+// at start (when the batcher took its first prompt), it holds n prompts,
+// and the tokenizer thread finishes its last prompt at done.
+type tokBatch struct {
+	start, done int64
+	n           int
 }
 
 // inst is what the client-side gaps of an instance's next step need.
@@ -47,6 +58,7 @@ func New(c Config, seed uint64, instances int) *Model {
 	a := c.APIServerCount
 	m := &Model{
 		req: us(c.RequestUs), enq: us(c.EnqueueUs), hop: us(c.HopUs), step: us(c.StepUs), net: us(c.NetworkUs),
+		tokWait: us(c.TokenizeBatchWaitUs), tokMax: c.TokenizeBatchMax, tok: make([]tokBatch, a),
 		tokNs: *c.TokenizeNsPerToken, outNs: *c.OutputUs * 1e3, chunkNs: *c.ChunkUs * 1e3,
 		jitterOn: *c.JitterUs > 0, jitterSigma: *c.JitterSigma, si: c.StreamInterval,
 		rng:  des.Stream(seed, "frontend-jitter"),
@@ -103,12 +115,37 @@ func (m *Model) TokenizeTime(inputTokens int) int64 {
 
 // Ingest runs the ingest of a request that reached API server srv at now
 // and returns when the request reaches the engine core: its handling
-// waits for the server's event loop (first come, first served), the
-// tokenisation runs beside the loop, then the engine-core hop.
+// waits for the server's event loop (first come, first served), then its
+// prompt is tokenised beside the loop by the server's tokenizer batcher,
+// then the engine-core hop.
 func (m *Model) Ingest(srv int32, inputTokens int, now int64) int64 {
 	start := max(now, m.busy[srv])
 	m.busy[srv] = start + m.IngestWork()
-	return m.busy[srv] + m.TokenizeTime(inputTokens) + m.hop
+	return m.Tokenize(srv, inputTokens, m.busy[srv]) + m.hop
+}
+
+// Tokenize gives a prompt of inputTokens tokens to API server srv's
+// tokenizer batcher at t and returns when its tokens are ready. As vLLM's
+// AsyncMicrobatchTokenizer does, the batcher takes a prompt, waits
+// tokWait for up to tokMax-1 more and tokenises the batch on its one
+// thread; it takes the next prompt once the batch is done. A prompt
+// joins the open batch if it comes before the batch's window closes and
+// the batch has room; else it opens the next batch, when it comes or when
+// the thread is free. The prompts of a batch are tokenised one after
+// another. A window is taken to close after tokWait even when it fills
+// up sooner (under a burst the batch would start earlier: at most
+// tokWait per tokMax prompts).
+func (m *Model) Tokenize(srv int32, inputTokens int, t int64) int64 {
+	b := &m.tok[srv]
+	work := m.TokenizeTime(inputTokens)
+	if b.n > 0 && b.n < m.tokMax && t < b.start+m.tokWait {
+		b.n++
+		b.done += work
+		return b.done
+	}
+	b.start, b.n = max(t, b.done), 1
+	b.done = b.start + m.tokWait + work
+	return b.done
 }
 
 // StepWork is the API server CPU time to process one step's outputs of

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 func f(v float64) *float64 { return &v }
@@ -11,26 +13,29 @@ func f(v float64) *float64 { return &v }
 // quiet is a configuration with round numbers and no drift, for hand
 // computations.
 func quiet() Config {
-	return Config{RequestUs: f(300), TokenizeNsPerToken: f(1100), EnqueueUs: f(50), HopUs: f(50),
+	return Config{RequestUs: f(300), TokenizeNsPerToken: f(1100), TokenizeBatchWaitUs: f(2000), EnqueueUs: f(50), HopUs: f(50),
 		StepUs: f(100), OutputUs: f(15), ChunkUs: f(25), NetworkUs: f(50), JitterUs: f(0)}
 }
 
-// TestIngestTerms: the ingest of one request is request handling plus
-// tokenisation per prompt token plus the enqueue, then the hop to the
-// engine core, all by hand.
+// TestIngestTerms: the ingest of one request is request handling and the
+// enqueue on the event loop, the tokenizer batcher's wait for more prompts,
+// tokenisation per prompt token, then the hop to the engine core, all by
+// hand.
 func TestIngestTerms(t *testing.T) {
+	noTok := func(c *Config) { c.TokenizeNsPerToken, c.TokenizeBatchWaitUs = f(0), f(0) }
 	for _, c := range []struct {
 		name  string
 		cfg   func(*Config)
 		input int
 		want  int64 // ns from reaching the API server to reaching the engine core
 	}{
-		// 300 us + 1.1 us x 1000 + 50 us, then the 50 us hop.
-		{"defaults", func(*Config) {}, 1000, 300_000 + 1_100_000 + 50_000 + 50_000},
-		{"tokenise only", func(c *Config) { c.RequestUs, c.EnqueueUs, c.HopUs = f(0), f(0), f(0) }, 2048, 2048 * 1100},
-		{"request only", func(c *Config) { c.TokenizeNsPerToken, c.EnqueueUs, c.HopUs = f(0), f(0), f(0) }, 5000, 300_000},
-		{"enqueue only", func(c *Config) { c.TokenizeNsPerToken, c.RequestUs, c.HopUs = f(0), f(0), f(0) }, 5000, 50_000},
-		{"hop only", func(c *Config) { c.TokenizeNsPerToken, c.RequestUs, c.EnqueueUs = f(0), f(0), f(0) }, 5000, 50_000},
+		// 300 us + 50 us, the 2 ms batch window, 1.1 us x 1000, the 50 us hop.
+		{"defaults", func(*Config) {}, 1000, 300_000 + 50_000 + 2_000_000 + 1_100_000 + 50_000},
+		{"tokenise only", func(c *Config) { c.RequestUs, c.EnqueueUs, c.HopUs, c.TokenizeBatchWaitUs = f(0), f(0), f(0), f(0) }, 2048, 2048 * 1100},
+		{"batch wait only", func(c *Config) { c.RequestUs, c.EnqueueUs, c.HopUs, c.TokenizeNsPerToken = f(0), f(0), f(0), f(0) }, 2048, 2_000_000},
+		{"request only", func(c *Config) { noTok(c); c.EnqueueUs, c.HopUs = f(0), f(0) }, 5000, 300_000},
+		{"enqueue only", func(c *Config) { noTok(c); c.RequestUs, c.HopUs = f(0), f(0) }, 5000, 50_000},
+		{"hop only", func(c *Config) { noTok(c); c.RequestUs, c.EnqueueUs = f(0), f(0) }, 5000, 50_000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := quiet()
@@ -44,18 +49,23 @@ func TestIngestTerms(t *testing.T) {
 }
 
 // TestIngestSerialises: requests reaching one API server together are
-// handled by its event loop one after the other (the tokenisation beside
-// it); with two servers, in parallel.
+// handled by its event loop one after the other, and tokenised in one
+// batch by its tokenizer thread; with two servers, in parallel. By hand
+// (us), three requests of 1,000 tokens at 0: the loop hands them to the
+// batcher at 350, 700 and 1,050; the first opens the window [350, 2,350],
+// the other two join it; the thread tokenises them one after the other
+// from 2,350: ready at 3,450, 4,550 and 5,650, at the engine 50 later. A
+// fourth at 3,500 leaves the loop at 3,850, after the window closed, and
+// opens the next batch once the thread is free (5,650): 5,650 + 2,000 +
+// 1,100 + 50 = 8,800.
 func TestIngestSerialises(t *testing.T) {
-	work, tok := int64(300_000+50_000), int64(1_100_000) // 1000 tokens
 	m := New(quiet(), 1, 1)
-	for k := int64(1); k <= 3; k++ {
-		if got, want := m.Ingest(0, 1000, 0), k*work+tok+50_000; got != want {
-			t.Fatalf("request %d reaches the engine at %d ns, want %d", k, got, want)
+	for k, want := range []int64{3_500_000, 4_600_000, 5_700_000} {
+		if got := m.Ingest(0, 1000, 0); got != want {
+			t.Fatalf("request %d reaches the engine at %d ns, want %d", k+1, got, want)
 		}
 	}
-	// Reaching after the server is idle again: no wait.
-	if got, want := m.Ingest(0, 1000, 10*work), 11*work+tok+50_000; got != want {
+	if got, want := m.Ingest(0, 1000, 3_500_000), int64(8_800_000); got != want {
 		t.Fatalf("late request reaches the engine at %d, want %d", got, want)
 	}
 	cfg := quiet()
@@ -67,6 +77,31 @@ func TestIngestSerialises(t *testing.T) {
 	}
 	if m.Ingest(a, 1000, 0) != m.Ingest(b, 1000, 0) {
 		t.Fatal("two servers do not ingest in parallel")
+	}
+}
+
+// TestTokenizerBatches: a batch takes at most tokenize_batch_max prompts;
+// the next prompt opens another batch when the thread is free; without a
+// wait every prompt is its own batch, one after another on the thread.
+func TestTokenizerBatches(t *testing.T) {
+	cfg := quiet()
+	cfg.TokenizeBatchMax = 2
+	m := New(cfg, 1, 1)
+	// 100 tokens = 110 us each. Window [0, 2,000]: prompts at 0 and 10
+	// ready at 2,110 and 2,220; the third (at 20) finds the batch full and
+	// opens the next when the thread is free: 2,220 + 2,000 + 110.
+	for _, c := range []struct{ at, want int64 }{{0, 2_110_000}, {10_000, 2_220_000}, {20_000, 4_330_000}} {
+		if got := m.Tokenize(0, 100, c.at); got != c.want {
+			t.Fatalf("prompt at %d ready at %d, want %d", c.at, got, c.want)
+		}
+	}
+	cfg = quiet()
+	cfg.TokenizeBatchWaitUs = f(0)
+	m = New(cfg, 1, 1)
+	for _, c := range []struct{ at, want int64 }{{0, 110_000}, {50_000, 220_000}, {500_000, 610_000}} {
+		if got := m.Tokenize(0, 100, c.at); got != c.want {
+			t.Fatalf("no wait: prompt at %d ready at %d, want %d", c.at, got, c.want)
+		}
 	}
 }
 
@@ -111,8 +146,8 @@ func TestOutputDelaysIngest(t *testing.T) {
 	const end = int64(1e9)
 	m.Step(0, end, 0, 100, 0, []Gap{{NS: 1e7, Count: 100}})
 	busy := end + 50_000 + 100_000 + 40_000*100 // output work ends
-	ingest := int64(300_000 + 50_000)           // on the loop; tokenising 1.1 ms beside it
-	if got, want := m.Ingest(0, 1000, end+60_000), busy+ingest+1_100_000+50_000; got != want {
+	ingest := int64(300_000 + 50_000)           // on the loop; the batch wait and tokenising beside it
+	if got, want := m.Ingest(0, 1000, end+60_000), busy+ingest+2_000_000+1_100_000+50_000; got != want {
 		t.Fatalf("ingest behind the output work reaches the engine at %d, want %d", got, want)
 	}
 	// A step ending now waits for the ingest before its own outputs.
@@ -190,7 +225,8 @@ func TestJitter(t *testing.T) {
 // out-of-range values are errors naming the field.
 func TestConfigValidate(t *testing.T) {
 	r := Config{JitterUs: f(0)}.Resolved()
-	if r.APIServerCount != 1 || r.StreamInterval != 1 || *r.RequestUs != DefaultRequestUs || *r.JitterUs != 0 || *r.JitterSigma != DefaultJitterSigma {
+	if r.APIServerCount != 1 || r.StreamInterval != 1 || *r.RequestUs != DefaultRequestUs || *r.JitterUs != 0 || *r.JitterSigma != DefaultJitterSigma ||
+		r.TokenizeBatchMax != 32 || *r.TokenizeBatchWaitUs != 2000 {
 		t.Fatalf("resolved %+v", r)
 	}
 	for _, c := range []struct {
@@ -202,6 +238,9 @@ func TestConfigValidate(t *testing.T) {
 		{Config{ChunkUs: f(-1)}, "frontend.chunk_us"},
 		{Config{TokenizeNsPerToken: f(math.NaN())}, "frontend.tokenize_ns_per_token"},
 		{Config{JitterSigma: f(9)}, "frontend.jitter_sigma"},
+		{Config{TokenizeBatchMax: -1}, "frontend.tokenize_batch_max"},
+		{Config{TokenizeBatchMax: MaxTokenizeBatch + 1}, "frontend.tokenize_batch_max"},
+		{Config{TokenizeBatchWaitUs: f(-2)}, "frontend.tokenize_batch_wait_us"},
 	} {
 		var got []string
 		c.cfg.Validate(func(field, format string, args ...any) { got = append(got, field) })
@@ -245,4 +284,45 @@ func TestStepShiftIsStep(t *testing.T) {
 			t.Fatalf("step %d: gaps %v, shift %d", k, got, d)
 		}
 	}
+}
+
+// TestTokenizerProperties: for prompts given to one batcher in time order,
+// results come back in that order, none before its arrival plus its own
+// tokenisation nor before its batch's window has closed, a batch never
+// holds more than tokenize_batch_max prompts, and without a wait the
+// batcher is a first-come-first-served queue on one thread (Lindley's
+// recursion).
+func TestTokenizerProperties(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := quiet()
+		wait := rapid.Float64Range(0, 5000).Draw(rt, "wait")
+		maxN := rapid.IntRange(1, 8).Draw(rt, "max")
+		cfg.TokenizeBatchWaitUs, cfg.TokenizeBatchMax = f(wait), maxN
+		m := New(cfg, 1, 1)
+		serial := New(cfg, 1, 1)
+		serial.tokWait = 0
+		var at, prev, free int64
+		for k := range rapid.IntRange(1, 60).Draw(rt, "n") {
+			at += rapid.Int64Range(0, 3_000_000).Draw(rt, "gap")
+			tokens := rapid.IntRange(0, 4000).Draw(rt, "tokens")
+			got := m.Tokenize(0, tokens, at)
+			if got < prev {
+				rt.Fatalf("prompt %d ready at %d, before the one ahead of it (%d)", k, got, prev)
+			}
+			if got < at+m.TokenizeTime(tokens) {
+				rt.Fatalf("prompt %d ready at %d, before its arrival %d plus its work", k, got, at)
+			}
+			if b := m.tok[0]; got < b.start+m.tokWait+m.TokenizeTime(tokens) {
+				rt.Fatalf("prompt %d ready at %d, before its window [%d, +%d) closed plus its work", k, got, b.start, m.tokWait)
+			}
+			if n := m.tok[0].n; n < 1 || n > maxN {
+				rt.Fatalf("the batch holds %d prompts, not in [1, %d]", n, maxN)
+			}
+			prev = got
+			free = max(free, at) + serial.TokenizeTime(tokens)
+			if s := serial.Tokenize(0, tokens, at); s != free {
+				rt.Fatalf("without a wait prompt %d is ready at %d, want %d (FCFS)", k, s, free)
+			}
+		}
+	})
 }

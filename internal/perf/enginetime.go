@@ -47,6 +47,16 @@ const (
 	HostFixedNs    = 300_000.0
 	HostPerSeqNs   = 3_000.0
 	HostPerTokenNs = 100.0
+	// KernelLaunchNs is the engine's CPU time to launch one kernel
+	// outside a CUDA graph from vLLM's Python code: 8.68 µs per Triton
+	// kernel dispatched by the JIT launcher (vLLM PR #34838, GB200; the
+	// compiled pieces vLLM runs without a graph launch their kernels
+	// through it), against about 13 µs per kernel for PyTorch's eager
+	// dispatch in vLLM's own Qwen3 model on an H100 host (TorchTitan's
+	// "Unified Model Definition" ablation study). The GPU cannot finish a
+	// step before the CPU has launched its last kernel, so the kernels a
+	// step launches outside graphs bound its duration from below.
+	KernelLaunchNs = 8_680.0
 )
 
 // HostTime is the engine's CPU work per step: Fixed + PerSeq × sequences +
@@ -87,6 +97,25 @@ type EngineTime struct {
 	// overlaps the GPU (async scheduling) or adds to it.
 	Host  HostTime
 	Async bool
+	// LaunchNs is the CPU time to launch one kernel outside a graph (0:
+	// launches cost nothing). The same thread launches the step's
+	// kernels and does its host work, so the launches of the kernels
+	// outside graphs (LaunchKernels) bound the step from below.
+	LaunchNs float64
+}
+
+// LaunchKernels is the number of kernels a step run as d launches
+// outside a CUDA graph: every kernel when eager, the attention kernels
+// and the once-per-step kernels with piecewise graphs, the once-per-step
+// kernels (input uploads, logits, sampler) with a full graph.
+func (e *EngineTime) LaunchKernels(d Dispatch) int {
+	switch d {
+	case RunFull:
+		return e.StepKernels
+	case RunPiecewise:
+		return e.Layers*e.AttnKernels + e.StepKernels
+	}
+	return e.Layers*e.LayerKernels + e.StepKernels
 }
 
 // Dispatch is how one step runs.
@@ -186,9 +215,10 @@ func DefaultCaptureSizes(maxNumSeqs, maxBatchedTokens int) []int {
 // WithEngineTime wraps a GPU-time predictor (profile tables or roofline,
 // with collectives) into the engine's step time:
 //
-//	gpu  = inner(b with PadTokens = padded - tokens) + kernel gaps
-//	step = max(gpu, host)   with async scheduling
-//	step = gpu + host       without
+//	gpu    = inner(b with PadTokens = padded - tokens) + kernel gaps
+//	launch = kernels launched outside graphs × LaunchNs
+//	step   = max(gpu, host + launch)   with async scheduling
+//	step   = max(gpu, launch) + host   without
 //
 // It does not allocate.
 func WithEngineTime(p Predictor, e EngineTime) Predictor {
@@ -241,10 +271,11 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	}
 	gpu += t.e.GapNs(d) + float64(t.e.StepKernels)*t.e.StepKernelNs
 	host := t.e.Host.Ns(b)
+	launch := float64(t.e.LaunchKernels(d)) * t.e.LaunchNs
 	if t.e.Async {
-		return clampNs(math.Max(gpu, host))
+		return clampNs(math.Max(gpu, host+launch))
 	}
-	return clampNs(gpu + host)
+	return clampNs(math.Max(gpu, launch) + host)
 }
 
 // SpecCaptureSizes is the capture-size list with speculative decoding of

@@ -192,3 +192,62 @@ func TestCaptureIndexIsExact(t *testing.T) {
 		}
 	})
 }
+
+// TestEngineTimeLaunchFloor: a step whose kernels launched outside CUDA
+// graphs take the CPU longer than the GPU takes to run it lasts as long as
+// the launches (plus the host work, on the same thread). By hand, with 28
+// layers of 11 kernels (2 of them attention), 30 once-per-step kernels and
+// 8,680 ns per launch:
+//
+//	eager (600 tokens):    (28×11 + 30) × 8,680 = 338 × 8,680 = 2,933,840 ns
+//	piecewise (300 tok.):  (28×2 + 30) × 8,680  =  86 × 8,680 =   746,480 ns
+//	full decode (4):                  30 × 8,680              =   260,400 ns
+//
+// tokenCost charges 1,000 ns per token and 1 ns per sequence, no gaps.
+func TestEngineTimeLaunchFloor(t *testing.T) {
+	e := EngineTime{Mode: GraphsFullAndPiecewise, CaptureSizes: DefaultCaptureSizes(256, 8192),
+		Layers: 28, LayerKernels: 11, AttnKernels: 2, StepKernels: 30,
+		LaunchNs: KernelLaunchNs, Async: true}
+	for _, c := range []struct {
+		name string
+		b    Batch
+		want int64
+	}{
+		// 600 tokens, eager: launches 2,933,840 ns beat the GPU's 600,001.
+		{"eager, launch-bound", Batch{PrefillTokens: 600, PrefillSeqs: 1}, 2933840},
+		// 300 tokens, piecewise at 304: launches 746,480 ns beat 304,002.
+		{"piecewise, launch-bound", Batch{NumDecode: 1, PrefillTokens: 299, PrefillSeqs: 1}, 746480},
+		// 4 decodes, full graph at 4: launches 260,400 ns beat 4,004.
+		{"full graph, launch-bound", Batch{NumDecode: 4}, 260400},
+		// 5,000 tokens eager: the GPU's 5,000,001 ns beat the launches.
+		{"eager, GPU-bound", Batch{PrefillTokens: 5000, PrefillSeqs: 1}, 5000001},
+	} {
+		if got := WithEngineTime(tokenCost{}, e).StepTime(&c.b); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	// The host work runs on the launching thread: with async scheduling
+	// the CPU time is host + launches = 300,000 + 3,000 + 60,000 +
+	// 2,933,840 = 3,296,840 ns; without, the host adds to max(GPU,
+	// launches): 2,933,840 + 363,000 = 3,296,840 ns as well.
+	e.Host = DefaultHostTime
+	b := Batch{PrefillTokens: 600, PrefillSeqs: 1}
+	if got := WithEngineTime(tokenCost{}, e).StepTime(&b); got != 3296840 {
+		t.Errorf("async with host: %d, want 3296840", got)
+	}
+	e.Async = false
+	if got := WithEngineTime(tokenCost{}, e).StepTime(&b); got != 3296840 {
+		t.Errorf("sync with host: %d, want 3296840", got)
+	}
+	// A GPU-bound step without async scheduling: 5,000,001 + host 300,000
+	// + 3,000 + 500,000 = 5,803,001 ns (the launches hide under the GPU).
+	b = Batch{PrefillTokens: 5000, PrefillSeqs: 1}
+	if got := WithEngineTime(tokenCost{}, e).StepTime(&b); got != 5803001 {
+		t.Errorf("sync GPU-bound: %d, want 5803001", got)
+	}
+	// LaunchNs 0 leaves the step as before.
+	e.LaunchNs, e.Host, e.Async = 0, HostTime{}, true
+	if got := WithEngineTime(tokenCost{}, e).StepTime(&b); got != 5000001 {
+		t.Errorf("no launch cost: %d, want 5000001", got)
+	}
+}

@@ -417,6 +417,8 @@ func drawTail(t *rapid.T, w *yamlWriter, tiers bool, blockSize int) {
 		w.b.WriteString("frontend: {}\n")
 	case 1:
 		w.b.WriteString("frontend: {api_server_count: 2, stream_interval: 3, jitter_us: 0}\n")
+	case 2:
+		w.b.WriteString("frontend: {tokenize_batch_max: 2, tokenize_batch_wait_us: 5000}\n")
 	}
 	w.kv(0, "check_invariants", true)
 }
