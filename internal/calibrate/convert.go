@@ -76,5 +76,5 @@ func HWOf(a hw.Accelerator, dtype string) (perf.RooflineHW, error) {
 	// _get_backend_priorities). A catalog entry without a compute
 	// capability is taken as FlashAttention 2 too.
 	swap := a.ComputeCapability < 9 || a.ComputeCapability >= 12
-	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth, PackGQA: packGQA, SwapGQADecode: swap}, nil
+	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth, PackGQA: packGQA, SwapGQADecode: swap, SMs: a.SMs}, nil
 }

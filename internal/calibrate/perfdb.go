@@ -510,6 +510,18 @@ func (in *PerfDBInput) Every(n int) *PerfDBInput {
 	return &out
 }
 
+// SMOccupancies are the attention CTAs per SM a database fit tries on an
+// accelerator whose SM count the catalog gives: FlashAttention's and
+// FlashInfer's prefill kernels hold one or two CTAs of a 128-row tile
+// per SM (their shared memory and registers allow no more at head size
+// 128), a 64-row tile up to four.
+var SMOccupancies = []int{1, 2}
+
+// DecodeOccupancies are the CTAs per SM of the pure-decode kernel a
+// database fit with SMOccupancies tries: decode kernels' CTAs are small
+// (one KV split of a few query heads each), so an SM may hold several.
+var DecodeOccupancies = []int{1, 2, 4, 8}
+
 // FitPerfDB fits an accelerator's efficiencies on its database rows: the
 // GEMM parameters (compute and memory fractions, launch cost, sharpness)
 // on the bf16 GEMM rows, the fp8 terms (the fraction of the FP8 rate, the
@@ -543,12 +555,19 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 	attn := append(append([]sample(nil), in.tables[TableContext]...), in.tables[TableGeneration]...)
 	opt.progress(fmt.Sprintf("fitting %d context and %d generation attention rows (tile and wave-width grid, then a full fit)",
 		len(in.tables[TableContext]), len(in.tables[TableGeneration])))
-	swap := false
+	swap, sms := false, 0
 	for _, ip := range in.inputs {
 		swap = swap || ip.HW.SwapGQADecode
+		sms = ip.HW.SMs
+	}
+	if sms == 0 {
+		opt.UnitsPerSM, opt.DecodeUnitsPerSM = nil, nil // no SM count: a free wave width
 	}
 	if eff, err = fitAttentionParams(eff, perfDBAttnParams(swap, in.FlashInfer), attn, opt); err != nil {
 		return nil, nil, err
+	}
+	if eff.AttnUnitsPerSM > 0 {
+		eff.AttnUnits = sms * eff.AttnUnitsPerSM // the wave in use, for the reader
 	}
 	rep, err := CheckPerfDB(eff, in)
 	if err != nil {

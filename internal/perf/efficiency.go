@@ -51,6 +51,21 @@ type Efficiency struct {
 	// AttnUnits is how many attention work units run at once (the wave
 	// width); 0 disables wave quantisation.
 	AttnUnits int
+	// AttnUnitsPerSM, when the accelerator's SM count is known
+	// (RooflineHW.SMs), replaces AttnUnits by SMs × AttnUnitsPerSM: the
+	// CTAs of the attention kernel one SM holds at once (its occupancy), a
+	// whole number. A wave of that width is the GPU's own; the compute
+	// time of a launch is then also never less than its longest work unit,
+	// which runs on one SM however many others are idle (a causal
+	// prefill's last query tile attends to the whole sequence, twice its
+	// tiles' mean). 0 (or an accelerator without an SM count): AttnUnits,
+	// a fitted width, without that bound.
+	AttnUnitsPerSM int
+	// AttnDecodeUnitsPerSM replaces AttnUnitsPerSM for the launches of
+	// pure-decode steps, where the decode kernel is not the prefill
+	// kernel (FlashInfer on SM 10.x, see AttnDecodeUnitNs) and holds its
+	// own number of CTAs per SM. 0: AttnUnitsPerSM.
+	AttnDecodeUnitsPerSM int
 	// AttnCacheBytes is the cache capacity seen by the attention kernel when
 	// several query heads (GQA) or query tiles read the same KV: reads
 	// beyond the first hit the cache for min(1, AttnCacheBytes/W) of the
@@ -205,6 +220,9 @@ func (e Efficiency) Validate() error {
 	}
 	if e.AttnUnits < 0 || e.AttnUnits > 1<<20 {
 		return fmt.Errorf("efficiency attn_units = %d: want >= 0", e.AttnUnits)
+	}
+	if e.AttnUnitsPerSM < 0 || e.AttnUnitsPerSM > 64 || e.AttnDecodeUnitsPerSM < 0 || e.AttnDecodeUnitsPerSM > 64 {
+		return fmt.Errorf("efficiency attn_units_per_sm = %d, attn_decode_units_per_sm = %d: want [0, 64]", e.AttnUnitsPerSM, e.AttnDecodeUnitsPerSM)
 	}
 	return nil
 }

@@ -80,6 +80,10 @@ type RooflineHW struct {
 	// either the transpose is a view). Efficiency.AttnDecodeCopyNs is its
 	// cost.
 	SwapGQADecode bool
+	// SMs is the accelerator's streaming multiprocessor count (0:
+	// unknown). With Efficiency.AttnUnitsPerSM it sets the attention
+	// wave width (see Efficiency.AttnUnitsPerSM).
+	SMs int
 }
 
 // Op names of the roofline, the same as the layer catalogs' and the profile
@@ -128,20 +132,26 @@ type Roofline struct {
 	ops []OpUse
 
 	// per-rank dimensions
-	b                    float64 // bytes per element
-	h, inter, moeInter   float64
-	sharedInter          float64
-	heads, kvHeads, hd   float64
-	vocab                float64
-	qkvN                 float64 // qkv_proj output width
-	kvBytesPerTok        float64 // per layer, per rank: 2*kvHeads*hd*kvb
-	flopRate, memRate    float64 // effective FLOP/s and bytes/s
-	attnFlop, attnMem    float64
-	attnDecMem           float64
-	cacheRate            float64
-	attnUnitNsPerKV      float64 // ns per KV position of one full tile work unit
-	invP, invAttnP       float64
-	tileQ, units         float64
+	b                  float64 // bytes per element
+	h, inter, moeInter float64
+	sharedInter        float64
+	heads, kvHeads, hd float64
+	vocab              float64
+	qkvN               float64 // qkv_proj output width
+	kvBytesPerTok      float64 // per layer, per rank: 2*kvHeads*hd*kvb
+	flopRate, memRate  float64 // effective FLOP/s and bytes/s
+	attnFlop, attnMem  float64
+	attnDecMem         float64
+	cacheRate          float64
+	attnUnitNsPerKV    float64 // ns per KV position of one full tile work unit
+	invP, invAttnP     float64
+	tileQ, units       float64
+	// smWave says the wave width is SMs × AttnUnitsPerSM: the attention
+	// compute time is then never less than its longest work unit.
+	smWave bool
+	// decUnits and decNsPerKV are units and attnUnitNsPerKV for the
+	// launches of pure-decode steps (Efficiency.AttnDecodeUnitsPerSM).
+	decUnits, decNsPerKV float64
 	gqa                  float64
 	experts, expertsTopK int
 	moeOp                int // index of OpMoE in ops, -1 for a dense model
@@ -249,6 +259,10 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	r.attnDecMem = acc.MemBandwidth * e.AttnDecodeMemory
 	r.tileQ = float64(e.AttnTileQ)
 	r.units = float64(e.AttnUnits)
+	if acc.SMs > 0 && e.AttnUnitsPerSM > 0 {
+		r.units = float64(acc.SMs * e.AttnUnitsPerSM)
+		r.smWave = true
+	}
 	// One work unit computes QK^T and PV for tileQ rows against one KV
 	// position: 4*tileQ*hd FLOPs. With u units sharing the attention
 	// throughput, each runs at attnFlop/u.
@@ -257,6 +271,11 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 		u = 1
 	}
 	r.attnUnitNsPerKV = 4 * r.tileQ * r.hd / (r.attnFlop / u) * 1e9
+	r.decUnits, r.decNsPerKV = r.units, r.attnUnitNsPerKV
+	if r.smWave && e.AttnDecodeUnitsPerSM > 0 {
+		r.decUnits = float64(acc.SMs * e.AttnDecodeUnitsPerSM)
+		r.decNsPerKV = 4 * r.tileQ * r.hd / (r.attnFlop / r.decUnits) * 1e9
+	}
 	r.invP = 1 / e.Sharpness
 	if r.qInvP == 0 {
 		r.qInvP = r.invP
