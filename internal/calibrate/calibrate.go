@@ -215,6 +215,9 @@ type Options struct {
 	// with UnitsPerSM (perf.Efficiency.AttnDecodeUnitsPerSM; default: the
 	// prefill kernel's).
 	DecodeUnitsPerSM []int
+	// FP8Waves fits the fp8 GEMM terms with the compute time in tile
+	// waves (perf.Efficiency.FP8Waves).
+	FP8Waves bool
 	// Progress, if set, is told what the fit is doing as it moves to the
 	// next stage (the fit takes tens of seconds).
 	Progress func(stage string)

@@ -58,6 +58,8 @@ type Entry struct {
 	FP8QuantUs    float64 `yaml:"fp8_quant_us,omitempty"`
 	// FP8Sharpness is perf.Efficiency.FP8Sharpness (0: sharpness).
 	FP8Sharpness float64 `yaml:"fp8_sharpness,omitempty"`
+	// FP8Waves is perf.Efficiency.FP8Waves.
+	FP8Waves bool `yaml:"fp8_waves,omitempty"`
 
 	Attention AttentionEntry `yaml:"attention"`
 
@@ -122,6 +124,7 @@ func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 		FP8ComputeEff: round4(e.FP8Compute),
 		FP8QuantUs:    round4(e.FP8QuantNs / 1e3),
 		FP8Sharpness:  round4(e.FP8Sharpness),
+		FP8Waves:      e.FP8Waves,
 		Attention: AttentionEntry{
 			ComputeEff:       round4(e.AttnCompute),
 			MemoryEff:        round4(e.AttnMemory),
@@ -174,6 +177,7 @@ func (en *Entry) Efficiency() perf.Efficiency {
 		FP8Compute:           en.FP8ComputeEff,
 		FP8QuantNs:           en.FP8QuantUs * 1e3,
 		FP8Sharpness:         en.FP8Sharpness,
+		FP8Waves:             en.FP8Waves,
 		AttnCompute:          a.ComputeEff,
 		AttnMemory:           a.MemoryEff,
 		AttnDecodeMemory:     a.DecodeMemoryEff,

@@ -547,6 +547,7 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 		return nil, nil, err
 	}
 	if fp8 := in.tables[TableGEMMFP8]; len(fp8) > 0 {
+		eff.FP8Waves = opt.FP8Waves
 		opt.progress(fmt.Sprintf("fitting the fp8 terms on %d of %d fp8 GEMM rows", min(len(fp8), maxDenseRows), len(fp8)))
 		if eff, _, err = fitGroup(eff, fp8Params, subsample(fp8, maxDenseRows)); err != nil {
 			return nil, nil, err

@@ -120,6 +120,12 @@ type Efficiency struct {
 	// scaled-mm, whose transition from memory- to compute-bound differs).
 	// 0: Sharpness.
 	FP8Sharpness float64
+	// FP8Waves quantises the compute time of fp8 W8A8 GEMMs in waves of
+	// whole output tiles over the accelerator's SMs, as vLLM's persistent
+	// SM90 scaled-mm kernel runs them (RooflineHW.ScaledMMSM90; ignored
+	// elsewhere or without an SM count): a GEMM whose tiles spill one
+	// past a multiple of the SM count costs a whole wave more.
+	FP8Waves bool
 
 	// OpScale multiplies the traffic of individual memory-bound ops, by op
 	// name (embedding, layernorm, final_layernorm, qk_norm, rotary_emb,
