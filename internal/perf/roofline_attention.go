@@ -18,7 +18,11 @@ import "math"
 //     2·AttnUnits slots) when there are few units.
 //   - Compute. A unit costs AttnUnitNs plus 4·tile·head_dim FLOPs per KV
 //     position at AttnCompute×PeakFLOPS/AttnUnits; AttnUnits run at a time
-//     (see schedule).
+//     (see schedule). With AttnUnitsPerSM and the GPU's SM count the wave
+//     is SMs × AttnUnitsPerSM (SMs × AttnDecodeUnitsPerSM for pure
+//     decodes), and a prefill or mixed launch lasts at least its longest
+//     unit: a sequence's last query tile, which attends to the whole chunk
+//     and its history.
 //   - Memory. The distinct KV bytes are read once. Every query head of a
 //     prefill or mixed step reads its KV head again; the heads of one GQA
 //     group whose units share a wave share the read, and of the remaining
