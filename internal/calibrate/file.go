@@ -58,6 +58,8 @@ type Entry struct {
 	FP8QuantUs    float64 `yaml:"fp8_quant_us,omitempty"`
 	// FP8Sharpness is perf.Efficiency.FP8Sharpness (0: sharpness).
 	FP8Sharpness float64 `yaml:"fp8_sharpness,omitempty"`
+	// FP8QuantPsPerElem is perf.Efficiency.FP8QuantPsPerElem (ps).
+	FP8QuantPsPerElem float64 `yaml:"fp8_quant_ps_per_elem,omitempty"`
 	// FP8Waves is perf.Efficiency.FP8Waves.
 	FP8Waves bool `yaml:"fp8_waves,omitempty"`
 
@@ -112,19 +114,20 @@ type FitStats struct {
 // into a file entry, rounding to 4 significant digits.
 func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 	en := &Entry{
-		Source:        source,
-		ComputeEff:    round4(e.Compute),
-		MemoryEff:     round4(e.Memory),
-		LaunchUs:      round4(e.LaunchNs / 1e3),
-		Sharpness:     round4(e.Sharpness),
-		CacheMB:       round4(e.CacheBytes / 1e6),
-		CacheSpeed:    round4(e.CacheSpeed),
-		SamplerPasses: round4(e.SamplerPasses),
-		SamplerUs:     round4(e.SamplerNs / 1e3),
-		FP8ComputeEff: round4(e.FP8Compute),
-		FP8QuantUs:    round4(e.FP8QuantNs / 1e3),
-		FP8Sharpness:  round4(e.FP8Sharpness),
-		FP8Waves:      e.FP8Waves,
+		Source:            source,
+		ComputeEff:        round4(e.Compute),
+		MemoryEff:         round4(e.Memory),
+		LaunchUs:          round4(e.LaunchNs / 1e3),
+		Sharpness:         round4(e.Sharpness),
+		CacheMB:           round4(e.CacheBytes / 1e6),
+		CacheSpeed:        round4(e.CacheSpeed),
+		SamplerPasses:     round4(e.SamplerPasses),
+		SamplerUs:         round4(e.SamplerNs / 1e3),
+		FP8ComputeEff:     round4(e.FP8Compute),
+		FP8QuantUs:        round4(e.FP8QuantNs / 1e3),
+		FP8Sharpness:      round4(e.FP8Sharpness),
+		FP8Waves:          e.FP8Waves,
+		FP8QuantPsPerElem: round4(e.FP8QuantPsPerElem),
 		Attention: AttentionEntry{
 			ComputeEff:       round4(e.AttnCompute),
 			MemoryEff:        round4(e.AttnMemory),
@@ -178,6 +181,7 @@ func (en *Entry) Efficiency() perf.Efficiency {
 		FP8QuantNs:           en.FP8QuantUs * 1e3,
 		FP8Sharpness:         en.FP8Sharpness,
 		FP8Waves:             en.FP8Waves,
+		FP8QuantPsPerElem:    en.FP8QuantPsPerElem,
 		AttnCompute:          a.ComputeEff,
 		AttnMemory:           a.MemoryEff,
 		AttnDecodeMemory:     a.DecodeMemoryEff,

@@ -115,6 +115,11 @@ type Efficiency struct {
 	// W8A8 linear layer runs before its GEMM (RooflineHW.QuantFP8), ns; 0
 	// charges nothing.
 	FP8QuantNs float64
+	// FP8QuantPsPerElem is the part of that kernel's cost proportional to
+	// the activations it quantises (M·K elements of the GEMM's input,
+	// each read in the compute dtype and written in fp8), ps per element;
+	// 0 charges only FP8QuantNs.
+	FP8QuantPsPerElem float64
 	// FP8Sharpness replaces Sharpness in the blend of compute and memory
 	// time of the fp8 W8A8 GEMMs (a different kernel family, CUTLASS's
 	// scaled-mm, whose transition from memory- to compute-bound differs).
@@ -210,7 +215,7 @@ func (e Efficiency) Validate() error {
 		{"sampler_passes", e.SamplerPasses, 1e3}, {"sampler", e.SamplerNs, 1e9},
 		{"attn_skew", e.AttnSkew, 1}, {"attn_decode_skew", e.AttnDecodeSkew, 1},
 		{"attn_decode_copy", e.AttnDecodeCopyNs, 1e9}, {"attn_decode_unit", e.AttnDecodeUnitNs, 1e9},
-		{"fp8_compute", e.FP8Compute, 1.5}, {"fp8_quant", e.FP8QuantNs, 1e9}, {"fp8_sharpness", e.FP8Sharpness, 1e3},
+		{"fp8_compute", e.FP8Compute, 1.5}, {"fp8_quant", e.FP8QuantNs, 1e9}, {"fp8_quant_per_elem", e.FP8QuantPsPerElem, 1e6}, {"fp8_sharpness", e.FP8Sharpness, 1e3},
 	} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
 			return fmt.Errorf("efficiency %s = %g: want a value in [0, %g]", f.name, f.v, f.max)

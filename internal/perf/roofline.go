@@ -185,6 +185,9 @@ type Roofline struct {
 	// qLaunch is the activation quantisation kernel of an fp8 W8A8
 	// linear layer (Efficiency.FP8QuantNs), ns.
 	qLaunch float64
+	// qPerElem is that kernel's cost per activation element
+	// (Efficiency.FP8QuantPsPerElem), ns.
+	qPerElem float64
 	// qInvP is 1/Efficiency.FP8Sharpness for fp8 W8A8 layers, else invP.
 	qInvP float64
 	// qWaves: the fp8 GEMMs' compute time is quantised in tile waves
@@ -269,6 +272,7 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 			r.qFlopRate = acc.QuantPeakFLOPS * e.FP8Compute
 		}
 		r.qLaunch = e.FP8QuantNs
+		r.qPerElem = e.FP8QuantPsPerElem / 1e3
 		r.qWaves = e.FP8Waves && acc.ScaledMM != ScaledMMOther && acc.SMs > 0
 		if e.FP8Sharpness > 0 {
 			r.qInvP = 1 / e.FP8Sharpness
@@ -512,7 +516,7 @@ func (r *Roofline) linear(M, K, N float64) float64 {
 	if r.qWaves {
 		tc = r.fp8Waves(M, K, N, tc)
 	}
-	return r.eff.LaunchNs + r.qLaunch + softMax(tc, bytes/r.memRate*1e9, r.qInvP)
+	return r.eff.LaunchNs + r.qLaunch + M*K*r.qPerElem + softMax(tc, bytes/r.memRate*1e9, r.qInvP)
 }
 
 // fp8Waves is the compute time of an fp8 W8A8 GEMM of M rows run by
