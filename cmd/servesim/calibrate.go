@@ -23,18 +23,18 @@ import (
 
 func newCalibrateCmd() *cobra.Command {
 	var (
-		bundles            []string
-		out, check, cal    string
-		use                string
-		tp                 int
-		noLeaveOneOut, ops bool
-		transfer           bool
-		crossModel         bool
-		measuredRuns       []string
-		benchConfig        string
-		benchOffsetMs      float64
-		dbDir, dbSystem    string
-		dbVersion          string
+		bundles                              []string
+		out, check, cal                      string
+		use                                  string
+		tp                                   int
+		noLeaveOneOut, ops, smWave, fp8Waves bool
+		transfer                             bool
+		crossModel                           bool
+		measuredRuns                         []string
+		benchConfig                          string
+		benchOffsetMs                        float64
+		dbDir, dbSystem                      string
+		dbVersion                            string
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate --profiles BUNDLE [--profiles BUNDLE ...] [-o FILE] | --perfdb DIR --system NAME [-o FILE] | --check BUNDLE | --check perfdb:NAME | --transfer | --cross-model | --measured RUN [--measured RUN ...]",
@@ -65,7 +65,9 @@ cache), every row within one serving step's token budget. Fields the
 database cannot inform (elementwise op scales, caches, sampler, attention
 skew) are kept from the embedded RTXPRO6000 calibration; the entry says so.
 --perfdb-version picks the vLLM version folder (default 0.19.0, else the
-nearest measured one).
+nearest measured one). --sm-wave fits the attention wave as the GPU's SM
+count times a whole CTA occupancy rather than a free width; --fp8-waves
+times the fp8 GEMMs of a Hopper GPU in waves of output tiles over its SMs.
 
 --check BUNDLE prints the median and p90 relative error per table of a
 calibration (--calibration FILE, default the embedded one) on BUNDLE's
@@ -126,7 +128,7 @@ file's model) and its client offset from --client-offset-ms.`,
 				if dbDir == "" || dbSystem == "" {
 					return usageError{fmt.Errorf("give both --perfdb DIR (or builtin) and --system NAME")}
 				}
-				return runPerfDBFit(cmd, dbDir, dbSystem, dbVersion, out)
+				return runPerfDBFit(cmd, dbDir, dbSystem, dbVersion, out, smWave, fp8Waves)
 			}
 			if check != "" {
 				if len(bundles) > 0 {
@@ -209,6 +211,8 @@ file's model) and its client offset from --client-offset-ms.`,
 	cmd.Flags().StringVar(&dbDir, "perfdb", "", "per-op performance database: an AIConfigurator systems folder, or builtin for the embedded copy")
 	cmd.Flags().StringVar(&dbSystem, "system", "", "with --perfdb: the database system to fit (e.g. h100_sxm; see perfdb_system in servesim catalog)")
 	cmd.Flags().StringVar(&dbVersion, "perfdb-version", "", "with --perfdb or --check perfdb:NAME: vLLM version folder of the tables (default 0.19.0, else the nearest measured)")
+	cmd.Flags().BoolVar(&smWave, "sm-wave", false, "with --perfdb: fit the attention wave as the GPU's SM count (catalog sms) times a CTA occupancy of 1-4 instead of a free width (see docs/calibration.md)")
+	cmd.Flags().BoolVar(&fp8Waves, "fp8-waves", false, "with --perfdb: fit the fp8 GEMM terms with the compute time in waves of output tiles over the SMs (vLLM's SM90 scaled-mm; see docs/calibration.md)")
 	cmd.Flags().BoolVar(&ops, "ops", false, "with --check: also print the error of every table and op")
 	cmd.Flags().BoolVar(&noLeaveOneOut, "no-leave-one-out", false, "skip the leave-one-out fits (one extra fit per bundle)")
 	return cmd

@@ -51,7 +51,7 @@ func openPerfDBInput(flag, dir, system, version string) (*calibrate.PerfDBInput,
 // runPerfDBFit fits the calibration of system's accelerator on its
 // database tables and writes it (to out, keeping its other entries, or to
 // stdout).
-func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string) error {
+func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, smWave, fp8Waves bool) error {
 	in, err := openPerfDBInput("--system", dir, system, version)
 	if err != nil {
 		return err
@@ -69,6 +69,10 @@ func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string) error {
 	opts := calibrate.Options{Progress: func(stage string) {
 		fmt.Fprintf(ew, "calibrate: %s (%.0f s so far)\n", stage, time.Since(start).Seconds())
 	}}
+	opts.FP8Waves = fp8Waves
+	if smWave {
+		opts.UnitsPerSM, opts.DecodeUnitsPerSM = calibrate.SMOccupancies, calibrate.DecodeOccupancies
+	}
 	entry, rep, err := calibrate.FitPerfDB(in, keep, calibrate.KeepFrom, opts)
 	if err != nil {
 		return badInput(err)

@@ -22,7 +22,8 @@ var builtin = sync.OnceValues(func() (*File, error) {
 // PyTorch-derived, never lent); and H100, H200, B200, B300, GB200, GB300,
 // A100 and L40S, each fitted on its system's tables in the embedded
 // per-op performance database with `servesim calibrate --perfdb builtin
-// --system <perfdb_system>` (GEMM and attention kernels; the other fields
+// --system <perfdb_system>` (with --fp8-waves for H100 and H200,
+// --sm-wave for B200, B300, GB200 and GB300; GEMM and attention kernels; the other fields
 // kept from RTXPRO6000, never lent; see docs/calibration.md).
 // The returned File must not be modified.
 func Builtin() (*File, error) { return builtin() }

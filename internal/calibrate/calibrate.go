@@ -207,6 +207,17 @@ type Options struct {
 	TileQ []int
 	// Units lists the attention wave widths tried (default 16..512 by 8).
 	Units []int
+	// UnitsPerSM, when set, lists the attention CTAs per SM tried
+	// instead (perf.Efficiency.AttnUnitsPerSM: a wave of the
+	// accelerator's own SM count times it); Units is then not searched.
+	UnitsPerSM []int
+	// DecodeUnitsPerSM lists the pure-decode kernel's CTAs per SM tried
+	// with UnitsPerSM (perf.Efficiency.AttnDecodeUnitsPerSM; default: the
+	// prefill kernel's).
+	DecodeUnitsPerSM []int
+	// FP8Waves fits the fp8 GEMM terms with the compute time in tile
+	// waves (perf.Efficiency.FP8Waves).
+	FP8Waves bool
 	// Progress, if set, is told what the fit is doing as it moves to the
 	// next stage (the fit takes tens of seconds).
 	Progress func(stage string)
@@ -352,6 +363,13 @@ func fitAttentionParams(eff perf.Efficiency, params []param, attn []sample, opt 
 		return err
 	}
 	coarse := subsample(attn, 600)
+	if len(opt.UnitsPerSM) > 0 {
+		dec := opt.DecodeUnitsPerSM
+		if len(dec) == 0 {
+			dec = []int{0}
+		}
+		return fitOccupancy(eff, params, attn, tiles, opt.UnitsPerSM, dec)
+	}
 	for _, tq := range tiles {
 		for _, u := range units {
 			e := eff
@@ -382,6 +400,92 @@ func fitAttentionParams(eff perf.Efficiency, params []param, attn []sample, opt 
 	}
 	out, _, err := fitGroup(best, params, subsample(attn, 6000))
 	return out, err
+}
+
+// fitOccupancy is fitAttentionParams with a wave of the accelerator's SM
+// count times a CTA occupancy from occ (perf.Efficiency.AttnUnitsPerSM).
+// Launches that fill the GPU cost the same whatever the occupancy (the
+// throughput is the SMs'); only launches of fewer work units than SMs
+// tell it apart, by the rate one CTA reaches alone (an SM's rate over
+// its occupancy). So every (tile, occupancy, decode occupancy from
+// decOcc) is fitted on all rows, and the occupancy kept is the one whose
+// fit times the under-filled context rows best (median error; the whole
+// fit's cost breaks ties and decides when no row is under-filled); the
+// tile and the decode occupancy (a decode kernel of its own, told apart
+// by the generation rows) are then the best fit's at that occupancy, and
+// a full fit follows.
+func fitOccupancy(eff perf.Efficiency, params []param, attn []sample, tiles, occ, decOcc []int) (perf.Efficiency, error) {
+	coarse := subsample(attn, 600)
+	var under []sample
+	for _, s := range attn {
+		if underFilled(s) {
+			under = append(under, s)
+		}
+	}
+	best, bestUnder, bestCost := eff, math.Inf(1), math.Inf(1)
+	for _, k := range occ {
+		atK, costK := eff, math.Inf(1)
+		for _, kd := range decOcc {
+			for _, tq := range tiles {
+				e := eff
+				e.AttnTileQ, e.AttnUnitsPerSM, e.AttnDecodeUnitsPerSM = tq, k, kd
+				e, c, err := fitGroupN(e, params, coarse, 80, 1)
+				if err != nil {
+					return eff, err
+				}
+				if c < costK {
+					atK, costK = e, c
+				}
+			}
+		}
+		u := 0.0
+		if len(under) > 0 {
+			rep, err := checkSamples(atK, under)
+			if err != nil {
+				return eff, err
+			}
+			u = rep.Median
+		}
+		if u < bestUnder-1e-9 || (math.Abs(u-bestUnder) <= 1e-9 && costK < bestCost) {
+			best, bestUnder, bestCost = atK, u, costK
+		}
+	}
+	out, _, err := fitGroup(best, params, subsample(attn, 6000))
+	return out, err
+}
+
+// underFilled reports a context (prefill) attention row of one sequence
+// whose query tiles at the largest tile (128 rows, one per query head and
+// tile) number fewer than the accelerator's SMs: the launch leaves SMs
+// idle, and its time is its longest tile's at the rate one CTA reaches.
+// (Batches of short prompts also leave SMs idle, but their time is
+// dominated by the per-unit cost instead.)
+func underFilled(s sample) bool {
+	b := s.batch()
+	if s.p.Op != perf.OpAttention || b.PrefillTokens <= 0 || b.NumDecode > 0 || b.PrefillSeqs > 1 || s.in.HW.SMs <= 0 {
+		return false
+	}
+	return s.in.Model.Heads*((b.PrefillTokens+127)/128) < s.in.HW.SMs
+}
+
+// checkSamples is the relative error of e on samples.
+func checkSamples(e perf.Efficiency, samples []sample) (Stats, error) {
+	rs := map[*Input]*perf.Roofline{}
+	var errs []float64
+	for i := range samples {
+		s := &samples[i]
+		r, ok := rs[s.in]
+		if !ok {
+			var err error
+			if r, err = perf.NewRoofline(s.in.Model, s.in.HW, e, s.in.TP); err != nil {
+				return Stats{}, err
+			}
+			rs[s.in] = r
+		}
+		b := s.batch()
+		errs = append(errs, s.predict(r, &b)/s.p.Ns-1)
+	}
+	return stats(errs), nil
 }
 
 // maxDenseRows caps the dense rows one fit evaluates: per-layer profiles

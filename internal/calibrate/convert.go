@@ -76,5 +76,16 @@ func HWOf(a hw.Accelerator, dtype string) (perf.RooflineHW, error) {
 	// _get_backend_priorities). A catalog entry without a compute
 	// capability is taken as FlashAttention 2 too.
 	swap := a.ComputeCapability < 9 || a.ComputeCapability >= 12
-	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth, PackGQA: packGQA, SwapGQADecode: swap}, nil
+	return perf.RooflineHW{PeakFLOPS: peak, MemBandwidth: a.MemBandwidth, PackGQA: packGQA, SwapGQADecode: swap, SMs: a.SMs, ScaledMM: scaledMM(a.ComputeCapability)}, nil
+}
+
+// scaledMM is the CUTLASS fp8 scaled-mm kernel family vLLM runs on
+// compute capability cc (csrc/quantization/w8a8/cutlass/
+// scaled_mm_entry.cu dispatches by the device's capability): the 3.x
+// SM90 kernels on 9.x; others are not modelled by tile.
+func scaledMM(cc float64) perf.ScaledMMKernel {
+	if cc >= 9 && cc < 10 {
+		return perf.ScaledMMSM90
+	}
+	return perf.ScaledMMOther
 }

@@ -58,6 +58,10 @@ type Entry struct {
 	FP8QuantUs    float64 `yaml:"fp8_quant_us,omitempty"`
 	// FP8Sharpness is perf.Efficiency.FP8Sharpness (0: sharpness).
 	FP8Sharpness float64 `yaml:"fp8_sharpness,omitempty"`
+	// FP8QuantPsPerElem is perf.Efficiency.FP8QuantPsPerElem (ps).
+	FP8QuantPsPerElem float64 `yaml:"fp8_quant_ps_per_elem,omitempty"`
+	// FP8Waves is perf.Efficiency.FP8Waves.
+	FP8Waves bool `yaml:"fp8_waves,omitempty"`
 
 	Attention AttentionEntry `yaml:"attention"`
 
@@ -77,10 +81,16 @@ type AttentionEntry struct {
 	Sharpness       float64 `yaml:"sharpness"`
 	TileQ           int     `yaml:"tile_q"`
 	Units           int     `yaml:"units"`
-	UnitUs          float64 `yaml:"unit_us"`
-	EmptyUs         float64 `yaml:"empty_us"`
-	CacheMB         float64 `yaml:"cache_mb"`
-	CacheSpeed      float64 `yaml:"cache_speed"`
+	// UnitsPerSM is perf.Efficiency.AttnUnitsPerSM (0: the wave is
+	// Units wide).
+	UnitsPerSM int `yaml:"units_per_sm,omitempty"`
+	// DecodeUnitsPerSM is perf.Efficiency.AttnDecodeUnitsPerSM (0:
+	// units_per_sm).
+	DecodeUnitsPerSM int     `yaml:"decode_units_per_sm,omitempty"`
+	UnitUs           float64 `yaml:"unit_us"`
+	EmptyUs          float64 `yaml:"empty_us"`
+	CacheMB          float64 `yaml:"cache_mb"`
+	CacheSpeed       float64 `yaml:"cache_speed"`
 	// Skew and DecodeSkew are perf.Efficiency.AttnSkew and AttnDecodeSkew
 	// (0: no skew correction).
 	Skew       float64 `yaml:"skew,omitempty"`
@@ -104,35 +114,39 @@ type FitStats struct {
 // into a file entry, rounding to 4 significant digits.
 func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 	en := &Entry{
-		Source:        source,
-		ComputeEff:    round4(e.Compute),
-		MemoryEff:     round4(e.Memory),
-		LaunchUs:      round4(e.LaunchNs / 1e3),
-		Sharpness:     round4(e.Sharpness),
-		CacheMB:       round4(e.CacheBytes / 1e6),
-		CacheSpeed:    round4(e.CacheSpeed),
-		SamplerPasses: round4(e.SamplerPasses),
-		SamplerUs:     round4(e.SamplerNs / 1e3),
-		FP8ComputeEff: round4(e.FP8Compute),
-		FP8QuantUs:    round4(e.FP8QuantNs / 1e3),
-		FP8Sharpness:  round4(e.FP8Sharpness),
+		Source:            source,
+		ComputeEff:        round4(e.Compute),
+		MemoryEff:         round4(e.Memory),
+		LaunchUs:          round4(e.LaunchNs / 1e3),
+		Sharpness:         round4(e.Sharpness),
+		CacheMB:           round4(e.CacheBytes / 1e6),
+		CacheSpeed:        round4(e.CacheSpeed),
+		SamplerPasses:     round4(e.SamplerPasses),
+		SamplerUs:         round4(e.SamplerNs / 1e3),
+		FP8ComputeEff:     round4(e.FP8Compute),
+		FP8QuantUs:        round4(e.FP8QuantNs / 1e3),
+		FP8Sharpness:      round4(e.FP8Sharpness),
+		FP8Waves:          e.FP8Waves,
+		FP8QuantPsPerElem: round4(e.FP8QuantPsPerElem),
 		Attention: AttentionEntry{
-			ComputeEff:      round4(e.AttnCompute),
-			MemoryEff:       round4(e.AttnMemory),
-			DecodeMemoryEff: round4(e.AttnDecodeMemory),
-			LaunchUs:        round4(e.AttnLaunchNs / 1e3),
-			DecodeLaunchUs:  round4(e.AttnDecodeLaunchNs / 1e3),
-			Sharpness:       round4(e.AttnSharpness),
-			TileQ:           e.AttnTileQ,
-			Units:           e.AttnUnits,
-			UnitUs:          round4(e.AttnUnitNs / 1e3),
-			EmptyUs:         round4(e.AttnEmptyNs / 1e3),
-			CacheMB:         round4(e.AttnCacheBytes / 1e6),
-			CacheSpeed:      round4(e.AttnCacheSpeed),
-			Skew:            round4(e.AttnSkew),
-			DecodeSkew:      round4(e.AttnDecodeSkew),
-			DecodeCopyUs:    round4(e.AttnDecodeCopyNs / 1e3),
-			DecodeUnitUs:    round4(e.AttnDecodeUnitNs / 1e3),
+			ComputeEff:       round4(e.AttnCompute),
+			MemoryEff:        round4(e.AttnMemory),
+			DecodeMemoryEff:  round4(e.AttnDecodeMemory),
+			LaunchUs:         round4(e.AttnLaunchNs / 1e3),
+			DecodeLaunchUs:   round4(e.AttnDecodeLaunchNs / 1e3),
+			Sharpness:        round4(e.AttnSharpness),
+			TileQ:            e.AttnTileQ,
+			Units:            e.AttnUnits,
+			UnitsPerSM:       e.AttnUnitsPerSM,
+			DecodeUnitsPerSM: e.AttnDecodeUnitsPerSM,
+			UnitUs:           round4(e.AttnUnitNs / 1e3),
+			EmptyUs:          round4(e.AttnEmptyNs / 1e3),
+			CacheMB:          round4(e.AttnCacheBytes / 1e6),
+			CacheSpeed:       round4(e.AttnCacheSpeed),
+			Skew:             round4(e.AttnSkew),
+			DecodeSkew:       round4(e.AttnDecodeSkew),
+			DecodeCopyUs:     round4(e.AttnDecodeCopyNs / 1e3),
+			DecodeUnitUs:     round4(e.AttnDecodeUnitNs / 1e3),
 		},
 	}
 	if len(e.OpScale) > 0 {
@@ -155,33 +169,37 @@ func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 func (en *Entry) Efficiency() perf.Efficiency {
 	a := en.Attention
 	e := perf.Efficiency{
-		Compute:            en.ComputeEff,
-		Memory:             en.MemoryEff,
-		LaunchNs:           en.LaunchUs * 1e3,
-		Sharpness:          en.Sharpness,
-		CacheBytes:         en.CacheMB * 1e6,
-		CacheSpeed:         en.CacheSpeed,
-		SamplerPasses:      en.SamplerPasses,
-		SamplerNs:          en.SamplerUs * 1e3,
-		FP8Compute:         en.FP8ComputeEff,
-		FP8QuantNs:         en.FP8QuantUs * 1e3,
-		FP8Sharpness:       en.FP8Sharpness,
-		AttnCompute:        a.ComputeEff,
-		AttnMemory:         a.MemoryEff,
-		AttnDecodeMemory:   a.DecodeMemoryEff,
-		AttnLaunchNs:       a.LaunchUs * 1e3,
-		AttnDecodeLaunchNs: a.DecodeLaunchUs * 1e3,
-		AttnSharpness:      a.Sharpness,
-		AttnTileQ:          a.TileQ,
-		AttnUnits:          a.Units,
-		AttnUnitNs:         a.UnitUs * 1e3,
-		AttnEmptyNs:        a.EmptyUs * 1e3,
-		AttnCacheBytes:     a.CacheMB * 1e6,
-		AttnCacheSpeed:     a.CacheSpeed,
-		AttnSkew:           a.Skew,
-		AttnDecodeSkew:     a.DecodeSkew,
-		AttnDecodeCopyNs:   a.DecodeCopyUs * 1e3,
-		AttnDecodeUnitNs:   a.DecodeUnitUs * 1e3,
+		Compute:              en.ComputeEff,
+		Memory:               en.MemoryEff,
+		LaunchNs:             en.LaunchUs * 1e3,
+		Sharpness:            en.Sharpness,
+		CacheBytes:           en.CacheMB * 1e6,
+		CacheSpeed:           en.CacheSpeed,
+		SamplerPasses:        en.SamplerPasses,
+		SamplerNs:            en.SamplerUs * 1e3,
+		FP8Compute:           en.FP8ComputeEff,
+		FP8QuantNs:           en.FP8QuantUs * 1e3,
+		FP8Sharpness:         en.FP8Sharpness,
+		FP8Waves:             en.FP8Waves,
+		FP8QuantPsPerElem:    en.FP8QuantPsPerElem,
+		AttnCompute:          a.ComputeEff,
+		AttnMemory:           a.MemoryEff,
+		AttnDecodeMemory:     a.DecodeMemoryEff,
+		AttnLaunchNs:         a.LaunchUs * 1e3,
+		AttnDecodeLaunchNs:   a.DecodeLaunchUs * 1e3,
+		AttnSharpness:        a.Sharpness,
+		AttnTileQ:            a.TileQ,
+		AttnUnits:            a.Units,
+		AttnUnitsPerSM:       a.UnitsPerSM,
+		AttnDecodeUnitsPerSM: a.DecodeUnitsPerSM,
+		AttnUnitNs:           a.UnitUs * 1e3,
+		AttnEmptyNs:          a.EmptyUs * 1e3,
+		AttnCacheBytes:       a.CacheMB * 1e6,
+		AttnCacheSpeed:       a.CacheSpeed,
+		AttnSkew:             a.Skew,
+		AttnDecodeSkew:       a.DecodeSkew,
+		AttnDecodeCopyNs:     a.DecodeCopyUs * 1e3,
+		AttnDecodeUnitNs:     a.DecodeUnitUs * 1e3,
 	}
 	if len(en.OpScale) > 0 {
 		e.OpScale = map[string]float64{}

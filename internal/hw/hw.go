@@ -121,6 +121,10 @@ type Accelerator struct {
 	// 0 when unknown. The serving engine picks its kernels by it (vLLM
 	// runs FlashAttention 3 on 9.x, FlashAttention 2 elsewhere).
 	ComputeCapability float64
+	// SMs is the number of streaming multiprocessors (CUDA's
+	// multiProcessorCount), the width of one wave of a kernel running a
+	// CTA per SM; 0 when unknown. YAML "sms".
+	SMs int
 	// PerfDBSystem is the accelerator's system folder in NVIDIA
 	// AIConfigurator's per-op performance database (e.g. h100_sxm), ""
 	// when the database has none. YAML "perfdb_system".

@@ -319,6 +319,7 @@ func TestExtendErrors(t *testing.T) {
 		{"huge", "accelerators:\n  - name: H100\n    memory_gb: 1e30\n", `memory_gb: must be > 0 and plausible, got 1e+30`},
 		{"negative fp8", "accelerators:\n  - name: H100\n    tflops_fp8: -1\n", `accelerator H100: tflops_fp8: must be > 0 and plausible, got -1`},
 		{"compute capability", "accelerators:\n  - name: H100\n    compute_capability: 90\n", `user.yaml:3:25: accelerator H100: compute_capability: must be a CUDA compute capability such as 9.0, got 90`},
+		{"fractional sms", "accelerators:\n  - name: H100\n    sms: 131.5\n", `user.yaml:3:10: accelerator H100: sms: must be the GPU's streaming multiprocessor count, a whole number in [1, 4096], got 131.5`},
 		{"both memories", "accelerators:\n  - name: H100\n    memory_gb: 80\n    memory_gib: 80\n", `user.yaml:4:17: accelerator H100: memory_gib: give memory_gb or memory_gib, not both`},
 		{"link kind", "accelerators:\n  - name: H100\n    link: {kind: infiniband}\n", `user.yaml:3:18: accelerator H100: link.kind: must be nvlink, xgmi or pcie, got "infiniband"`},
 		{"negative latency", "accelerators:\n  - name: H100\n    nic: {latency_ns: -5}\n", `accelerator H100: nic.latency_ns: must be >= 0 and plausible, got -5`},
@@ -517,6 +518,25 @@ func TestUnknownFieldHint(t *testing.T) {
 	} {
 		if got := unknownFieldHint(field); got != want {
 			t.Errorf("unknownFieldHint(%q) = %q, want %q", field, got, want)
+		}
+	}
+}
+
+// Every accelerator of the per-op database carries its SM count (the
+// attention wave of its calibration), as the cited sheets give it.
+func TestCatalogSMs(t *testing.T) {
+	cat, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"H100": 132, "H200": 132, "A100": 108, "L40S": 142, "B200": 148, "B300": 160,
+		"GB200": 152, "GB300": 160, "RTXPRO6000": 188}
+	for _, a := range cat.All() {
+		if w, ok := want[a.Name]; ok && a.SMs != w {
+			t.Errorf("%s: sms %d, want %d", a.Name, a.SMs, w)
+		}
+		if a.PerfDBSystem != "" && a.SMs == 0 {
+			t.Errorf("%s (%s) has no SM count", a.Name, a.PerfDBSystem)
 		}
 	}
 }

@@ -36,6 +36,7 @@ type Spec struct {
 	TFLOPSFP8  *float64  `yaml:"tflops_fp8,omitempty" json:"tflops_fp8,omitempty"`
 	TFLOPSFP4  *float64  `yaml:"tflops_fp4,omitempty" json:"tflops_fp4,omitempty"`
 	CC         *float64  `yaml:"compute_capability,omitempty" json:"compute_capability,omitempty"`
+	SMs        *float64  `yaml:"sms,omitempty" json:"sms,omitempty"`
 	PerfDB     *string   `yaml:"perfdb_system,omitempty" json:"perfdb_system,omitempty"`
 	Link       *LinkSpec `yaml:"link,omitempty" json:"link,omitempty"`
 	NIC        *NICSpec  `yaml:"nic,omitempty" json:"nic,omitempty"`
@@ -159,6 +160,7 @@ func overlay(base, over Spec) Spec {
 	setF(&out.TFLOPSFP8, over.TFLOPSFP8)
 	setF(&out.TFLOPSFP4, over.TFLOPSFP4)
 	setF(&out.CC, over.CC)
+	setF(&out.SMs, over.SMs)
 	if over.PerfDB != nil {
 		out.PerfDB = over.PerfDB
 	}
@@ -278,6 +280,12 @@ func (r Spec) toAccelerator(at func(field string) string) (Accelerator, error) {
 			return a, fail("compute_capability", "must be a CUDA compute capability such as 9.0, got %v", *r.CC)
 		}
 		a.ComputeCapability = *r.CC
+	}
+	if r.SMs != nil && *r.SMs != 0 {
+		if v := *r.SMs; !(v >= 1 && v <= 4096 && v == math.Trunc(v)) {
+			return a, fail("sms", "must be the GPU's streaming multiprocessor count, a whole number in [1, 4096], got %v", v)
+		}
+		a.SMs = int(*r.SMs)
 	}
 	if r.PerfDB != nil {
 		if !validSystemKey(*r.PerfDB) {

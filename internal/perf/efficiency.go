@@ -51,6 +51,21 @@ type Efficiency struct {
 	// AttnUnits is how many attention work units run at once (the wave
 	// width); 0 disables wave quantisation.
 	AttnUnits int
+	// AttnUnitsPerSM, when the accelerator's SM count is known
+	// (RooflineHW.SMs), replaces AttnUnits by SMs × AttnUnitsPerSM: the
+	// CTAs of the attention kernel one SM holds at once (its occupancy), a
+	// whole number. A wave of that width is the GPU's own; the compute
+	// time of a launch is then also never less than its longest work unit,
+	// which runs on one SM however many others are idle (a causal
+	// prefill's last query tile attends to the whole sequence, twice its
+	// tiles' mean). 0 (or an accelerator without an SM count): AttnUnits,
+	// a fitted width, without that bound.
+	AttnUnitsPerSM int
+	// AttnDecodeUnitsPerSM replaces AttnUnitsPerSM for the launches of
+	// pure-decode steps, where the decode kernel is not the prefill
+	// kernel (FlashInfer on SM 10.x, see AttnDecodeUnitNs) and holds its
+	// own number of CTAs per SM. 0: AttnUnitsPerSM.
+	AttnDecodeUnitsPerSM int
 	// AttnCacheBytes is the cache capacity seen by the attention kernel when
 	// several query heads (GQA) or query tiles read the same KV: reads
 	// beyond the first hit the cache for min(1, AttnCacheBytes/W) of the
@@ -100,11 +115,22 @@ type Efficiency struct {
 	// W8A8 linear layer runs before its GEMM (RooflineHW.QuantFP8), ns; 0
 	// charges nothing.
 	FP8QuantNs float64
+	// FP8QuantPsPerElem is the part of that kernel's cost proportional to
+	// the activations it quantises (M·K elements of the GEMM's input,
+	// each read in the compute dtype and written in fp8), ps per element;
+	// 0 charges only FP8QuantNs.
+	FP8QuantPsPerElem float64
 	// FP8Sharpness replaces Sharpness in the blend of compute and memory
 	// time of the fp8 W8A8 GEMMs (a different kernel family, CUTLASS's
 	// scaled-mm, whose transition from memory- to compute-bound differs).
 	// 0: Sharpness.
 	FP8Sharpness float64
+	// FP8Waves quantises the compute time of fp8 W8A8 GEMMs in waves of
+	// whole output tiles over the accelerator's SMs, as vLLM's persistent
+	// SM90 scaled-mm kernel runs them (RooflineHW.ScaledMMSM90; ignored
+	// elsewhere or without an SM count): a GEMM whose tiles spill one
+	// past a multiple of the SM count costs a whole wave more.
+	FP8Waves bool
 
 	// OpScale multiplies the traffic of individual memory-bound ops, by op
 	// name (embedding, layernorm, final_layernorm, qk_norm, rotary_emb,
@@ -189,7 +215,7 @@ func (e Efficiency) Validate() error {
 		{"sampler_passes", e.SamplerPasses, 1e3}, {"sampler", e.SamplerNs, 1e9},
 		{"attn_skew", e.AttnSkew, 1}, {"attn_decode_skew", e.AttnDecodeSkew, 1},
 		{"attn_decode_copy", e.AttnDecodeCopyNs, 1e9}, {"attn_decode_unit", e.AttnDecodeUnitNs, 1e9},
-		{"fp8_compute", e.FP8Compute, 1.5}, {"fp8_quant", e.FP8QuantNs, 1e9}, {"fp8_sharpness", e.FP8Sharpness, 1e3},
+		{"fp8_compute", e.FP8Compute, 1.5}, {"fp8_quant", e.FP8QuantNs, 1e9}, {"fp8_quant_per_elem", e.FP8QuantPsPerElem, 1e6}, {"fp8_sharpness", e.FP8Sharpness, 1e3},
 	} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
 			return fmt.Errorf("efficiency %s = %g: want a value in [0, %g]", f.name, f.v, f.max)
@@ -205,6 +231,9 @@ func (e Efficiency) Validate() error {
 	}
 	if e.AttnUnits < 0 || e.AttnUnits > 1<<20 {
 		return fmt.Errorf("efficiency attn_units = %d: want >= 0", e.AttnUnits)
+	}
+	if e.AttnUnitsPerSM < 0 || e.AttnUnitsPerSM > 64 || e.AttnDecodeUnitsPerSM < 0 || e.AttnDecodeUnitsPerSM > 64 {
+		return fmt.Errorf("efficiency attn_units_per_sm = %d, attn_decode_units_per_sm = %d: want [0, 64]", e.AttnUnitsPerSM, e.AttnDecodeUnitsPerSM)
 	}
 	return nil
 }

@@ -80,7 +80,29 @@ type RooflineHW struct {
 	// either the transpose is a view). Efficiency.AttnDecodeCopyNs is its
 	// cost.
 	SwapGQADecode bool
+	// SMs is the accelerator's streaming multiprocessor count (0:
+	// unknown). With Efficiency.AttnUnitsPerSM it sets the attention
+	// wave width (see Efficiency.AttnUnitsPerSM).
+	SMs int
+	// ScaledMM is the CUTLASS scaled-mm kernel family vLLM runs the fp8
+	// W8A8 GEMMs with, whose output tiles the roofline quantises in waves
+	// of SMs with Efficiency.FP8Waves (see fp8Waves).
+	ScaledMM ScaledMMKernel
 }
+
+// ScaledMMKernel names a family of vLLM's CUTLASS fp8 scaled-mm kernels
+// (csrc/quantization/w8a8/cutlass), each with its tile shapes chosen by
+// the GEMM's M and N.
+type ScaledMMKernel uint8
+
+// The scaled-mm kernel families the roofline knows the tiles of.
+const (
+	// ScaledMMOther: tiles unknown, no wave quantisation.
+	ScaledMMOther ScaledMMKernel = iota
+	// ScaledMMSM90 is the persistent CUTLASS 3.x kernel of compute
+	// capability 9.x (c3x/scaled_mm_sm90_fp8_dispatch.cuh).
+	ScaledMMSM90
+)
 
 // Op names of the roofline, the same as the layer catalogs' and the profile
 // tables'.
@@ -128,20 +150,26 @@ type Roofline struct {
 	ops []OpUse
 
 	// per-rank dimensions
-	b                    float64 // bytes per element
-	h, inter, moeInter   float64
-	sharedInter          float64
-	heads, kvHeads, hd   float64
-	vocab                float64
-	qkvN                 float64 // qkv_proj output width
-	kvBytesPerTok        float64 // per layer, per rank: 2*kvHeads*hd*kvb
-	flopRate, memRate    float64 // effective FLOP/s and bytes/s
-	attnFlop, attnMem    float64
-	attnDecMem           float64
-	cacheRate            float64
-	attnUnitNsPerKV      float64 // ns per KV position of one full tile work unit
-	invP, invAttnP       float64
-	tileQ, units         float64
+	b                  float64 // bytes per element
+	h, inter, moeInter float64
+	sharedInter        float64
+	heads, kvHeads, hd float64
+	vocab              float64
+	qkvN               float64 // qkv_proj output width
+	kvBytesPerTok      float64 // per layer, per rank: 2*kvHeads*hd*kvb
+	flopRate, memRate  float64 // effective FLOP/s and bytes/s
+	attnFlop, attnMem  float64
+	attnDecMem         float64
+	cacheRate          float64
+	attnUnitNsPerKV    float64 // ns per KV position of one full tile work unit
+	invP, invAttnP     float64
+	tileQ, units       float64
+	// smWave says the wave width is SMs × AttnUnitsPerSM: the attention
+	// compute time is then never less than its longest work unit.
+	smWave bool
+	// decUnits and decNsPerKV are units and attnUnitNsPerKV for the
+	// launches of pure-decode steps (Efficiency.AttnDecodeUnitsPerSM).
+	decUnits, decNsPerKV float64
 	gqa                  float64
 	experts, expertsTopK int
 	moeOp                int // index of OpMoE in ops, -1 for a dense model
@@ -157,9 +185,15 @@ type Roofline struct {
 	// qLaunch is the activation quantisation kernel of an fp8 W8A8
 	// linear layer (Efficiency.FP8QuantNs), ns.
 	qLaunch float64
+	// qPerElem is that kernel's cost per activation element
+	// (Efficiency.FP8QuantPsPerElem), ns.
+	qPerElem float64
 	// qInvP is 1/Efficiency.FP8Sharpness for fp8 W8A8 layers, else invP.
 	qInvP float64
-	quant bool
+	// qWaves: the fp8 GEMMs' compute time is quantised in tile waves
+	// (Efficiency.FP8Waves on an accelerator with a known ScaledMM and SMs).
+	qWaves bool
+	quant  bool
 }
 
 // NewRoofline builds the roofline predictor of model m on accelerator acc at
@@ -238,6 +272,8 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 			r.qFlopRate = acc.QuantPeakFLOPS * e.FP8Compute
 		}
 		r.qLaunch = e.FP8QuantNs
+		r.qPerElem = e.FP8QuantPsPerElem / 1e3
+		r.qWaves = e.FP8Waves && acc.ScaledMM != ScaledMMOther && acc.SMs > 0
 		if e.FP8Sharpness > 0 {
 			r.qInvP = 1 / e.FP8Sharpness
 		}
@@ -249,6 +285,10 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	r.attnDecMem = acc.MemBandwidth * e.AttnDecodeMemory
 	r.tileQ = float64(e.AttnTileQ)
 	r.units = float64(e.AttnUnits)
+	if acc.SMs > 0 && e.AttnUnitsPerSM > 0 {
+		r.units = float64(acc.SMs * e.AttnUnitsPerSM)
+		r.smWave = true
+	}
 	// One work unit computes QK^T and PV for tileQ rows against one KV
 	// position: 4*tileQ*hd FLOPs. With u units sharing the attention
 	// throughput, each runs at attnFlop/u.
@@ -257,6 +297,11 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 		u = 1
 	}
 	r.attnUnitNsPerKV = 4 * r.tileQ * r.hd / (r.attnFlop / u) * 1e9
+	r.decUnits, r.decNsPerKV = r.units, r.attnUnitNsPerKV
+	if r.smWave && e.AttnDecodeUnitsPerSM > 0 {
+		r.decUnits = float64(acc.SMs * e.AttnDecodeUnitsPerSM)
+		r.decNsPerKV = 4 * r.tileQ * r.hd / (r.attnFlop / r.decUnits) * 1e9
+	}
 	r.invP = 1 / e.Sharpness
 	if r.qInvP == 0 {
 		r.qInvP = r.invP
@@ -467,7 +512,45 @@ func (r *Roofline) linear(M, K, N float64) float64 {
 	}
 	flops := 2 * M * K * N
 	bytes := K*N*r.wb + (M*K+M*N)*r.b
-	return r.eff.LaunchNs + r.qLaunch + softMax(flops/r.qFlopRate*1e9, bytes/r.memRate*1e9, r.qInvP)
+	tc := flops / r.qFlopRate * 1e9
+	if r.qWaves {
+		tc = r.fp8Waves(M, K, N, tc)
+	}
+	return r.eff.LaunchNs + r.qLaunch + M*K*r.qPerElem + softMax(tc, bytes/r.memRate*1e9, r.qInvP)
+}
+
+// fp8Waves is the compute time of an fp8 W8A8 GEMM of M rows run by
+// vLLM's CUTLASS scaled-mm kernels: the GEMM lasts a whole number of
+// waves of output tiles over the SMs, each tile a TM×TN×K product at one
+// SM's share of the rate (ideal is the time without waves).
+//
+// SM90 (persistent: every SM computes whole tiles one after the other):
+// for M > 128 tiles of 128×128 in clusters of two along M (M padded to
+// 256 rows), for M in (64, 128] 64×128 in clusters of two; smaller M
+// swap the operands into the narrow tiles of a memory-bound GEMM, where
+// ideal is kept.
+//
+// Other kernels keep ideal: the SM89 kernels of L40S-class GPUs
+// (scaled_mm_c2x_sm89_fp8_dispatch.cuh) were tried with their tiles and
+// fitted the database's fp8 rows worse (see docs/calibration.md).
+func (r *Roofline) fp8Waves(M, K, N, ideal float64) float64 {
+	sms := float64(r.hw.SMs)
+	var tm, tn, ctas float64
+	switch r.hw.ScaledMM {
+	case ScaledMMSM90:
+		if M <= 64 {
+			return ideal
+		}
+		rows := 256.0 // a cluster of two 128-row tiles
+		if M <= 128 {
+			rows = 128 // two 64-row tiles
+		}
+		tm, tn = rows/2, 128
+		ctas = math.Ceil(M/rows) * 2 * math.Ceil(N/tn)
+	default:
+		return ideal
+	}
+	return math.Ceil(ctas/sms) * 2 * tm * tn * K / (r.qFlopRate / sms) * 1e9
 }
 
 // LinearNs is the time of one linear layer computing an (M×K)·(K×N)

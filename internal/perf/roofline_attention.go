@@ -18,7 +18,11 @@ import "math"
 //     2·AttnUnits slots) when there are few units.
 //   - Compute. A unit costs AttnUnitNs plus 4·tile·head_dim FLOPs per KV
 //     position at AttnCompute×PeakFLOPS/AttnUnits; AttnUnits run at a time
-//     (see schedule).
+//     (see schedule). With AttnUnitsPerSM and the GPU's SM count the wave
+//     is SMs × AttnUnitsPerSM (SMs × AttnDecodeUnitsPerSM for pure
+//     decodes), and a prefill or mixed launch lasts at least its longest
+//     unit: a sequence's last query tile, which attends to the whole chunk
+//     and its history.
 //   - Memory. The distinct KV bytes are read once. Every query head of a
 //     prefill or mixed step reads its KV head again; the heads of one GQA
 //     group whose units share a wave share the read, and of the remaining
@@ -104,6 +108,7 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 	// its KV once, every query head of a prefill or mixed step reads it
 	// again).
 	var np, lp, nd, ld, uniq, req, extra, empty float64
+	var longest float64             // KV positions of the longest work unit
 	kvHeadBytes := r.hd * 2 * r.kvb // one token of one KV head
 	// Query rows are tiled per query head, or, with packed GQA, per KV
 	// head with the group's query heads stacked (gqa rows per token).
@@ -120,6 +125,12 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 		}
 		np = heads * ps * m
 		lp = perSeq / m
+		// a sequence's last query tile attends to its history and the
+		// whole chunk (to the window and its own rows when windowed).
+		longest = hist + chunk
+		if win > 0 {
+			longest = math.Min(longest, win+r.tileQ/rows)
+		}
 		uniq += (kp + pc) * r.kvBytesPerTok
 		req += heads * (kp + pc) * kvHeadBytes // the tiles of one head run together
 	}
@@ -146,7 +157,18 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 	if pc == 0 && r.eff.AttnDecodeUnitNs > 0 {
 		o = r.eff.AttnDecodeUnitNs
 	}
-	tc := r.schedule(np, lp, nd, ld, o)
+	var tc float64
+	if pc == 0 {
+		tc = r.scheduleOn(r.decUnits, r.decNsPerKV, 0, 0, nd, ld, o)
+	} else {
+		tc = r.schedule(np, lp, nd, ld, o)
+	}
+	if r.smWave && pc > 0 {
+		// a work unit runs on one SM: the launch lasts at least as long
+		// as its longest unit (a prefill's last query tile; pure decodes,
+		// whose units are split to fill the GPU, are left to the waves).
+		tc = math.Max(tc, r.attnUnitNsPerKV*math.Max(longest, ld)+o)
+	}
 	if empty > 0 {
 		u := r.units
 		if u == 0 {
@@ -190,8 +212,13 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 // whole waves of its own. Without AttnUnits the work is spread evenly over
 // the whole device.
 func (r *Roofline) schedule(n1, l1, n2, l2, o float64) float64 {
-	c := r.attnUnitNsPerKV
-	if r.units == 0 {
+	return r.scheduleOn(r.units, r.attnUnitNsPerKV, n1, l1, n2, l2, o)
+}
+
+// scheduleOn is schedule on a wave of units units, each costing c ns per
+// KV position.
+func (r *Roofline) scheduleOn(units, c, n1, l1, n2, l2, o float64) float64 {
+	if units == 0 {
 		return c*(n1*l1+n2*l2) + o*(n1+n2)
 	}
 	if l2 > l1 {
@@ -201,12 +228,12 @@ func (r *Roofline) schedule(n1, l1, n2, l2, o float64) float64 {
 	if n1 == 0 {
 		n1, c1, n2 = n2, c2, 0
 	}
-	w1 := math.Ceil(n1 / r.units)
+	w1 := math.Ceil(n1 / units)
 	t := w1 * c1
 	if n2 > 0 {
-		free := (w1*r.units - n1) * c1
+		free := (w1*units - n1) * c1
 		if rest := n2*c2 - free; rest > 0 {
-			t += math.Ceil(rest/(r.units*c2)) * c2
+			t += math.Ceil(rest/(units*c2)) * c2
 		}
 	}
 	return t
@@ -214,13 +241,14 @@ func (r *Roofline) schedule(n1, l1, n2, l2, o float64) float64 {
 
 // splits is FlashAttention-2's num_splits heuristic: with u work units and
 // nBlocks KV blocks per unit, the smallest split count whose wave
-// efficiency on 2·AttnUnits slots is within 85 % of the best (1 when the
-// units already fill 80 % of the slots). It does not allocate.
+// efficiency on twice the pure-decode wave's slots (AttnUnits, or SMs ×
+// AttnDecodeUnitsPerSM) is within 85 % of the best (1 when the units
+// already fill 80 % of the slots). It does not allocate.
 func (r *Roofline) splits(u, nBlocks float64) float64 {
-	if r.units == 0 {
+	if r.decUnits == 0 {
 		return 1
 	}
-	slots := 2 * r.units
+	slots := 2 * r.decUnits
 	if u >= 0.8*slots {
 		return 1
 	}

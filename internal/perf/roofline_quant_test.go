@@ -218,3 +218,67 @@ func TestRooflineFP8TermsByHand(t *testing.T) {
 		})
 	}
 }
+
+// TestFP8WavesByHand checks the tile waves of fp8 W8A8 GEMMs on a
+// persistent SM90 scaled-mm: 4 SMs, an FP8 rate of 2e14 FLOP/s at
+// FP8Compute 0.5, so one SM computes 2.5e13 FLOP/s. K = 1024, N = 256
+// (two 128-wide column tiles):
+//   - M = 256: one cluster of two 128-row tiles per column tile, 4 CTAs,
+//     one wave of 2·128·128·1024 FLOPs = 1342.177 ns;
+//   - M = 257: two clusters, 8 CTAs, two waves: 2684.355 ns (the ideal
+//     time is 1347.4 ns);
+//   - M = 100: clusters of two 64-row tiles, 4 CTAs, one wave of
+//     2·64·128·1024 FLOPs = 671.089 ns;
+//   - M = 64: the operands are swapped into narrow tiles: the ideal time.
+func TestFP8WavesByHand(t *testing.T) {
+	h := tinyHW
+	h.SMs, h.ScaledMM, h.QuantFP8, h.QuantPeakFLOPS = 4, ScaledMMSM90, true, 2e14
+	m := tinyModel
+	m.WeightBytes = 1
+	eff := tinyEff
+	eff.FP8Compute, eff.FP8Waves = 0.5, true
+	r, err := NewRoofline(m, h, eff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tile := 2 * 128 * 128 * 1024 / 2.5e13 * 1e9
+	for _, c := range []struct {
+		m    float64
+		want float64
+	}{{256, tile}, {257, 2 * tile}, {100, tile / 2}, {64, 12345}} {
+		nearNs(t, "fp8 waves", r.fp8Waves(c.m, 1024, 256, 12345), c.want)
+	}
+	// Off, or on another kernel family, the compute time is the ideal.
+	eff.FP8Waves = false
+	r0, _ := NewRoofline(m, h, eff, 1)
+	eff.FP8Waves = true
+	h.ScaledMM = ScaledMMOther
+	r1, _ := NewRoofline(m, h, eff, 1)
+	if a, b := r0.LinearNs(257, 1024, 256), r1.LinearNs(257, 1024, 256); a != b {
+		t.Errorf("without waves %g, other kernel %g: want equal", a, b)
+	}
+	if r.LinearNs(257, 1024, 256) <= r0.LinearNs(257, 1024, 256) {
+		t.Error("a GEMM spilling into a second wave is not slower")
+	}
+}
+
+// TestFP8QuantPerElemByHand checks the activation quantisation kernel's
+// cost per element: 2 ps per element of an M×K = 100×1024 input adds
+// 204.8 ns to the fp8 linear layer, and nothing to a bf16 one.
+func TestFP8QuantPerElemByHand(t *testing.T) {
+	h := tinyHW
+	h.QuantFP8, h.QuantPeakFLOPS = true, 2e14
+	m := tinyModel
+	m.WeightBytes = 1
+	eff := tinyEff
+	r0, err := NewRoofline(m, h, eff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eff.FP8QuantPsPerElem = 2
+	r1, _ := NewRoofline(m, h, eff, 1)
+	nearNs(t, "per-element quantisation", r1.LinearNs(100, 1024, 512)-r0.LinearNs(100, 1024, 512), 204.8)
+	b0, _ := NewRoofline(tinyModel, tinyHW, tinyEff, 1)
+	b1, _ := NewRoofline(tinyModel, tinyHW, eff, 1)
+	nearNs(t, "bf16 unaffected", b1.LinearNs(100, 1024, 512), b0.LinearNs(100, 1024, 512))
+}

@@ -524,3 +524,49 @@ func TestRooflineSwappedGQADecodeCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestRooflineSMWave checks the wave of the accelerator's own SM count:
+// SMs × AttnUnitsPerSM units, and a launch never shorter than its longest
+// work unit. One prefill of 640 tokens on tinyModel's 8 query heads with
+// 64-row tiles is 10 tiles per head, 80 units; tile i attends to 64(i+1)
+// positions, 352 on average, 640 for the last. With 100 SMs and one CTA
+// per SM every unit runs at AttnCompute·PeakFLOPS/100 = 5e11 FLOP/s, so a
+// KV position of a unit (4·64·128 FLOPs) takes 65.536 ns. A fitted
+// 100-unit wave times the one wave by its mean unit, 65.536·352 + 100 ns;
+// the SM wave by its longest, 65.536·640 + 100 ns: 18,874.368 ns more
+// (the rest of the attention time, with sharpness 1 a plain sum, is the
+// same).
+func TestRooflineSMWave(t *testing.T) {
+	b := Batch{PrefillTokens: 640, PrefillSeqs: 1}
+	fitted := tinyEff
+	fitted.AttnUnits = 100
+	hw := tinyHW
+	hw.SMs = 100
+	sm := tinyEff
+	sm.AttnUnits, sm.AttnUnitsPerSM = 7, 1 // AttnUnits is replaced
+	rFit, err := NewRoofline(tinyModel, hw, fitted, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rSM, err := NewRoofline(tinyModel, hw, sm, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nearNs(t, "longest unit over the mean", rSM.OpNs(OpAttention, &b)-rFit.OpNs(OpAttention, &b), 65.536*(640-352))
+	// Two CTAs per SM: 200 slots, each unit at half the rate (131.072 ns
+	// per position), against a fitted 200-unit wave.
+	sm.AttnUnitsPerSM = 2
+	fitted.AttnUnits = 200
+	r2, _ := NewRoofline(tinyModel, hw, sm, 1)
+	rFit2, _ := NewRoofline(tinyModel, hw, fitted, 1)
+	nearNs(t, "two CTAs per SM", r2.OpNs(OpAttention, &b)-rFit2.OpNs(OpAttention, &b), 131.072*(640-352))
+	// Without an SM count the per-SM occupancy does nothing.
+	r0, _ := NewRoofline(tinyModel, tinyHW, sm, 1)
+	plain := tinyEff
+	plain.AttnUnits = 7
+	rp, _ := NewRoofline(tinyModel, tinyHW, plain, 1)
+	nearNs(t, "no SM count", r0.OpNs(OpAttention, &b), rp.OpNs(OpAttention, &b))
+	if err := (Efficiency{AttnUnitsPerSM: -1}).Validate(); err == nil {
+		t.Error("negative attn_units_per_sm accepted")
+	}
+}

@@ -68,8 +68,10 @@ type MoEShape struct {
 //     The table times one layer's kernel in a loop, so a KV cache that
 //     fits the L2 cache is read from it warm; in a model step every layer
 //     reads its own KV from device memory. A generation time is
-//     therefore never less than streaming the batch's KV at the system's
-//     peak memory bandwidth (a physical floor, no fitted factor).
+//     therefore never less than streaming the batch's KV at the
+//     bandwidth the table's own largest rows reach (coldStreamBW; at most
+//     the system's peak memory bandwidth): a measured floor, no fitted
+//     factor.
 //
 //     Attention rows are ragged: large batches are measured only at
 //     shorter lengths. A batch row is extended beyond its last length
@@ -104,8 +106,11 @@ type Kernels struct {
 	// the shape asks for MLA and the tables have its rows).
 	mlaContext, mlaGeneration *grid2
 	// kvNsPerToken is the time to stream one token's KV of one layer
-	// from device memory at the system's peak bandwidth, ns.
+	// from device memory, ns: at the generation table's own cold-read
+	// bandwidth (kvStreamBW, see coldStreamBW) where it is below the
+	// system's peak bandwidth, else at the peak.
 	kvNsPerToken float64
+	kvStreamBW   float64
 	// ctxNsPerSeq2 is the time of one sequence's causal attention per
 	// squared token at the system's peak BF16 rate, ns.
 	ctxNsPerSeq2 float64
@@ -391,6 +396,58 @@ func (g *grid2) at(batch, seq float64) (float64, bool) {
 	return a + f*(b-a), true
 }
 
+// coldStreamBW is the bandwidth, bytes/s, at which the generation table
+// itself reads a KV cache too large for any cache: the median of KV
+// bytes / time over the rows of shape s (kernel's where it measured the
+// shape with several) whose KV is at least half the largest KV any of
+// them measured. The table times one layer's kernel in a loop, so rows
+// whose KV fits the L2 cache read it warm, faster than a serving step,
+// where every layer's KV was evicted since the previous step read it,
+// can; its largest rows (hundreds of MB, several times any GPU's L2)
+// stream from device memory, as every step's decode attention does.
+// RTX PRO 6000, 32 query and 4 KV heads: rows of 134 MB of KV run at
+// 1.8-2.4 TB/s (the L2 is 128 MB), rows of 268-537 MB at 1.32-1.45 TB/s,
+// against a peak of 1.79 TB/s. 0 when the shape has no row.
+func coldStreamBW(rows []AttnRow, s Shape, kernel string, kvb float64) float64 {
+	type pt struct{ bytes, bw float64 }
+	var pts []pt
+	only := false
+	match := func(r *AttnRow) bool {
+		return r.Heads == s.Heads && r.KVHeads == s.KVHeads && r.HeadDim == s.HeadDim && r.Window == 0 && r.KVDtype == s.KVDtype && r.Ms > 0
+	}
+	for i := range rows {
+		if match(&rows[i]) && rows[i].Kernel == kernel {
+			only = true
+			break
+		}
+	}
+	most := 0.0
+	for i := range rows {
+		r := &rows[i]
+		if !match(r) || (only && r.Kernel != kernel) {
+			continue
+		}
+		b := float64(r.Batch) * float64(r.Seq) * 2 * float64(r.KVHeads*r.HeadDim) * kvb
+		pts = append(pts, pt{b, b / (r.Ms / 1e3)})
+		most = max(most, b)
+	}
+	var bws []float64
+	for _, p := range pts {
+		if p.bytes >= most/2 {
+			bws = append(bws, p.bw)
+		}
+	}
+	if len(bws) == 0 {
+		return 0
+	}
+	slices.Sort(bws)
+	n := len(bws)
+	if n%2 == 1 {
+		return bws[n/2]
+	}
+	return (bws[n/2-1] + bws[n/2]) / 2
+}
+
 // Kernels indexes the tables for s. It fails only when a table needed by
 // every step is missing entirely; shapes the tables do not cover make the
 // lookups report false.
@@ -424,6 +481,10 @@ func (db *DB) Kernels(s Shape) (*Kernels, error) {
 	kernel := attentionKernel(db.Spec.SMVersion)
 	k.context = newGrid2(db.Context, s, kernel, true)
 	k.generation = newGrid2(db.Generation, s, kernel, false)
+	if bw := coldStreamBW(db.Generation, s, kernel, kvb); bw > 0 && (db.Spec.MemBW == 0 || bw < db.Spec.MemBW) {
+		k.kvNsPerToken = 2 * float64(s.KVHeads*s.HeadDim) * kvb / bw * 1e9
+		k.kvStreamBW = bw
+	}
 	if s.MLA {
 		k.mlaContext = mlaGrid(db.MLAContext, s, true)
 		k.mlaGeneration = mlaGrid(db.MLAGeneration, s, false)

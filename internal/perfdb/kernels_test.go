@@ -204,3 +204,38 @@ func TestContextComputeFloor(t *testing.T) {
 		t.Fatalf("floor: %g ns, want %g", got, want)
 	}
 }
+
+// The generation floor streams the KV at the table's own cold-read
+// bandwidth: the median over the rows whose KV is at least half the
+// largest. Here rows of 64 MB and more run at 500 GB/s (KV per token
+// and layer: 2 × 2 heads × 64 × 2 B = 512 B), a row of 2 MB ran from a
+// warm cache at 2 TB/s; with a 1 TB/s peak, the floor is 500 GB/s.
+func TestGenerationColdStreamFloor(t *testing.T) {
+	db := &DB{System: "syn", Spec: SystemSpec{MemBW: 1e12}}
+	row := func(b, c int, gbps float64) AttnRow {
+		bytes := float64(b*c) * 512
+		return AttnRow{Batch: b, Seq: c, Heads: 8, KVHeads: 2, HeadDim: 64, KVDtype: "bfloat16", Ms: bytes / (gbps * 1e9) * 1e3}
+	}
+	db.Generation = []AttnRow{row(8, 512, 2000), row(64, 2048, 450), row(64, 4096, 500), row(128, 4096, 550), row(16, 512, 2000)}
+	db.GEMM = []GEMMRow{{Dtype: "bfloat16", M: 1, N: 1024, K: 1024, Ms: 0.01}}
+	k, err := db.Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows of at least half of 128·4096·512 B: 64×4096 (500 GB/s) and
+	// 128×4096 (550); 64×2048 is a quarter. Median 525 GB/s.
+	if !near(k.kvStreamBW, 525e9) {
+		t.Fatalf("cold bandwidth %g, want 5.25e11", k.kvStreamBW)
+	}
+	got, ok := k.GenerationAttention(8, 512)
+	want := 8 * 512 * 512 / 525e9 * 1e9 // ns
+	if !ok || !near(got, want) {
+		t.Fatalf("warm row floored: got %g ns, want %g", got, want)
+	}
+	// Above the peak the table's largest rows cannot raise the floor.
+	db.Spec.MemBW = 1e11
+	k, _ = db.Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+	if k.kvStreamBW != 0 || !near(k.kvNsPerToken, 512/1e11*1e9) {
+		t.Fatalf("peak below the table: stream %g, ns per token %g", k.kvStreamBW, k.kvNsPerToken)
+	}
+}
