@@ -130,10 +130,31 @@ func (b *Built) Describe() Description {
 		if w := b.spanWarning(in); w != "" {
 			d.Warnings = append(d.Warnings, w)
 		}
+		if w := maxLenWarning(in); w != "" {
+			d.Warnings = append(d.Warnings, w)
+		}
 		d.Groups = append(d.Groups, g)
 		i += n
 	}
 	return d
+}
+
+// maxLenWarning is the warning of an instance whose predicted KV cache
+// holds fewer tokens than its max_model_len: vLLM 0.19 refuses to start
+// such an engine (KV cache memory check at start-up), servesim runs it
+// and rejects only the requests that cannot fit. Hybrid layouts, whose
+// tokens per block differ by group, and pinned capacities are not
+// checked.
+func maxLenWarning(in Instance) string {
+	if in.KVLayout != "" || in.PredictedBlocks != in.NumBlocks || in.Engine.MaxModelLen <= 0 {
+		return ""
+	}
+	tokens := in.NumBlocks * in.BlockSize
+	if tokens >= in.Engine.MaxModelLen {
+		return ""
+	}
+	return fmt.Sprintf("group %s: max_model_len %d exceeds the KV cache's %d tokens, so vLLM would refuse to start; set engine.max_model_len to at most %d, or give the instance more memory or a larger tp (servesim runs it and rejects requests that cannot fit)",
+		in.Group, in.Engine.MaxModelLen, tokens, tokens)
 }
 
 // spanWarning is the warning of an instance whose tensor-parallel group
