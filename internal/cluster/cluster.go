@@ -606,8 +606,10 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	}
 	if s.pd != nil && e.Config().Role == engine.Decode {
 		// Forming the next batch released the slots and blocks of the
-		// requests that just finished: admit handoffs into them.
-		if err := s.reserve(inst, now); err != nil {
+		// requests that just finished: admit handoffs into them. A
+		// data-parallel group forms every rank when its last rank's step
+		// ends, so each rank may have freed room.
+		if err := s.reserveAfterStep(inst, now); err != nil {
 			return err
 		}
 		if err := s.kick(inst, now); err != nil {
@@ -615,6 +617,20 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		}
 	}
 	return s.parkIfDrained(inst, now)
+}
+
+// reserveAfterStep admits handoffs on decode instance inst after its step
+// ended, or on every rank of its data-parallel group.
+func (s *Sim) reserveAfterStep(inst int, now int64) error {
+	if s.groups == nil || s.groupOf[inst] < 0 {
+		return s.reserve(inst, now)
+	}
+	for _, r := range s.groups[s.groupOf[inst]].Ranks {
+		if err := s.reserve(r, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // end records a terminal request and releases its session successor.
