@@ -235,6 +235,16 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// TestUnknownAcceleratorFieldNamesItsPage: an unknown field of an inline
+// accelerator points at the page that lists an accelerator's fields.
+func TestUnknownAcceleratorFieldNamesItsPage(t *testing.T) {
+	_, err := Parse([]byte("accelerators: [{name: X, zzzzzzzzzzzzzz: 1}]\n"), "s.yaml")
+	want := "accelerators[0].zzzzzzzzzzzzzz: unknown field (docs/accelerators.md, Your own accelerator, lists the fields)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want it to contain %q", err, want)
+	}
+}
+
 // TestEveryFileErrorInOrder: one parse reports every problem of a file,
 // unknown keys, wrong types, fractions for integers and invalid values
 // alike, sorted by their place in the file, each with file:line:col and

@@ -105,7 +105,7 @@ func checkFile(data []byte) (*fileCheck, error) {
 			if near := closestTag(parent, mv.Key.GetToken().Value); near != "" {
 				msg += "; did you mean " + near + "?"
 			} else {
-				msg += " (docs/scenario.md lists the fields)"
+				msg += " (" + fieldsDoc(path) + " lists the fields)"
 			}
 			add(mv.Key, msg)
 			drop = append(drop, mv)
@@ -278,4 +278,14 @@ func joinFileErrors(name string, errs []fileError) error {
 		}
 	}
 	return errors.Join(out...)
+}
+
+// fieldsDoc is the page that lists the fields of the section at path: an
+// inline accelerator's in docs/accelerators.md, every other one in
+// docs/scenario.md.
+func fieldsDoc(path string) string {
+	if strings.HasPrefix(path, "accelerators[") {
+		return "docs/accelerators.md, Your own accelerator,"
+	}
+	return "docs/scenario.md"
 }
