@@ -44,61 +44,6 @@ type Observer interface {
 	Terminal(rec *metrics.Record)
 }
 
-// Router picks the instance for an arriving request among candidates (all
-// instances able to serve it), seeing the instances only through a
-// read-only view.
-type Router interface {
-	Route(req *workload.Request, candidates []int, v View) int
-}
-
-// View is the read-only picture of the instances a Router decides on.
-type View interface {
-	// Load is instance i's queue-length load: requests running, waiting,
-	// queued for a handoff admission and loading a prefix from a KV tier.
-	Load(i int) int
-	// FreeKV is instance i's number of free KV blocks.
-	FreeKV(i int) int
-	// PrefixHitTokens is how many prompt tokens of req instance i's prefix
-	// cache holds now.
-	PrefixHitTokens(i int, req *workload.Request) int
-	// TieredPrefixTokens is PrefixHitTokens plus the prompt tokens the
-	// KV tiers below instance i's GPU hold beyond them, weighted by what
-	// loading them saves over recomputing (equal to PrefixHitTokens
-	// without tiers).
-	TieredPrefixTokens(i int, req *workload.Request) float64
-	// WaitingTokens is the number of tokens instance i's waiting queue
-	// still has to compute.
-	WaitingTokens(i int) int64
-}
-
-// view implements View over a Sim; routers cannot reach the Sim itself.
-type view struct{ s *Sim }
-
-func (v view) Load(i int) int {
-	e := v.s.engines[i]
-	return e.Running() + e.Waiting() + e.HandoffQueue() + e.Loading() + e.Swapping()
-}
-
-func (v view) FreeKV(i int) int { return v.s.engines[i].Pool().Free() }
-
-func (v view) PrefixHitTokens(i int, req *workload.Request) int {
-	e := v.s.engines[i]
-	if h := v.s.ph.of(req, e.Config().BlockSize); h != nil {
-		return e.PrefixHit(req, h)
-	}
-	return e.PrefixHitTokens(req)
-}
-
-func (v view) TieredPrefixTokens(i int, req *workload.Request) float64 {
-	e := v.s.engines[i]
-	if h := v.s.ph.of(req, e.Config().BlockSize); h != nil {
-		return e.TieredPrefixHit(req, h)
-	}
-	return e.TieredPrefixTokens(req)
-}
-
-func (v view) WaitingTokens(i int) int64 { return v.s.engines[i].WaitingTokens() }
-
 // Sim is one simulation run.
 type Sim struct {
 	q       des.Queue
@@ -617,20 +562,6 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		}
 	}
 	return s.parkIfDrained(inst, now)
-}
-
-// reserveAfterStep admits handoffs on decode instance inst after its step
-// ended, or on every rank of its data-parallel group.
-func (s *Sim) reserveAfterStep(inst int, now int64) error {
-	if s.groups == nil || s.groupOf[inst] < 0 {
-		return s.reserve(inst, now)
-	}
-	for _, r := range s.groups[s.groupOf[inst]].Ranks {
-		if err := s.reserve(r, now); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // end records a terminal request and releases its session successor.

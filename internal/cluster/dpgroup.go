@@ -281,3 +281,17 @@ func (s *Sim) balancedCandidates() {
 	}
 	s.candidates = out
 }
+
+// reserveAfterStep admits handoffs on decode instance inst after its step
+// ended, or on every rank of its data-parallel group.
+func (s *Sim) reserveAfterStep(inst int, now int64) error {
+	if s.groups == nil || s.groupOf[inst] < 0 {
+		return s.reserve(inst, now)
+	}
+	for _, r := range s.groups[s.groupOf[inst]].Ranks {
+		if err := s.reserve(r, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
