@@ -62,6 +62,10 @@ type Entry struct {
 	FP8QuantPsPerElem float64 `yaml:"fp8_quant_ps_per_elem,omitempty"`
 	// FP8Waves is perf.Efficiency.FP8Waves.
 	FP8Waves bool `yaml:"fp8_waves,omitempty"`
+	// FP8Source, on an entry fitted on other tables, names the per-op
+	// kernel tables its fp8 terms alone were fitted on, every other field
+	// held (FitPerfDBFP8): "perfdb:<system>/vllm/<version>".
+	FP8Source string `yaml:"fp8_source,omitempty"`
 
 	Attention AttentionEntry `yaml:"attention"`
 

@@ -548,19 +548,8 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 	if eff, _, err = fitGroup(eff, denseParams[:4], gemm); err != nil {
 		return nil, nil, err
 	}
-	if fp8 := in.tables[TableGEMMFP8]; len(fp8) > 0 {
-		eff.FP8Waves = opt.FP8Waves
-		opt.progress(fmt.Sprintf("fitting the fp8 terms on %d of %d fp8 GEMM rows", min(len(fp8), maxDenseRows), len(fp8)))
-		// The fixed terms first, then the per-element quantisation cost
-		// with them: from the start values at once the simplex settles
-		// in a worse minimum (H100 10.7 % against 4.8 % in two stages).
-		rows := subsample(fp8, maxDenseRows)
-		if eff, _, err = fitGroup(eff, fp8Params[:3], rows); err != nil {
-			return nil, nil, err
-		}
-		if eff, _, err = fitGroup(eff, fp8Params, rows); err != nil {
-			return nil, nil, err
-		}
+	if eff, err = fitFP8(eff, in, opt); err != nil {
+		return nil, nil, err
 	}
 	attn := append(append([]sample(nil), in.tables[TableContext]...), in.tables[TableGeneration]...)
 	opt.progress(fmt.Sprintf("fitting %d context and %d generation attention rows (tile and wave-width grid, then a full fit)",
@@ -586,6 +575,64 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 	en := NewEntry(eff, in.Source, rep)
 	en.Kept = keepName + ": " + KeptFields
 	return en, rep, nil
+}
+
+// fitFP8 fits the fp8 terms (fp8Params) of eff on the fp8 GEMM rows of
+// in, every other field held; eff unchanged when in has no fp8 rows.
+func fitFP8(eff perf.Efficiency, in *PerfDBInput, opt Options) (perf.Efficiency, error) {
+	fp8 := in.tables[TableGEMMFP8]
+	if len(fp8) == 0 {
+		return eff, nil
+	}
+	eff.FP8Waves = opt.FP8Waves
+	opt.progress(fmt.Sprintf("fitting the fp8 terms on %d of %d fp8 GEMM rows", min(len(fp8), maxDenseRows), len(fp8)))
+	// The fixed terms first, then the per-element quantisation cost
+	// with them: from the start values at once the simplex settles
+	// in a worse minimum (H100 10.7 % against 4.8 % in two stages).
+	rows := subsample(fp8, maxDenseRows)
+	var err error
+	if eff, _, err = fitGroup(eff, fp8Params[:3], rows); err != nil {
+		return eff, err
+	}
+	eff, _, err = fitGroup(eff, fp8Params, rows)
+	return eff, err
+}
+
+// FitPerfDBFP8 fits only the fp8 W8A8 GEMM terms of base (an entry fitted
+// on other tables, e.g. whole-step profiles without fp8 rows) on the
+// database's fp8 rows, every other field held, as FitPerfDB fits them
+// after the bf16 terms. The returned entry is base with the fp8 terms, the
+// fp8 table's in-sample accuracy added to its fit record and FP8Source
+// naming the tables; the report is the check of the whole entry on every
+// selected row.
+func FitPerfDBFP8(in *PerfDBInput, base *Entry, opt Options) (*Entry, *Report, error) {
+	if base == nil {
+		return nil, nil, errors.New("calibrate: no calibration to fit the fp8 terms of")
+	}
+	if len(in.tables[TableGEMMFP8]) == 0 {
+		return nil, nil, fmt.Errorf("calibrate: %s has no fp8 GEMM rows for %s (no FP8 tensor rate in the catalog?)", in.Source, in.Accelerator)
+	}
+	eff := base.Efficiency()
+	eff.FP8Compute, eff.FP8QuantNs, eff.FP8Sharpness, eff.FP8QuantPsPerElem = 0, 0, 0, 0
+	eff, err := fitFP8(eff, in, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := CheckPerfDB(eff, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	fitted := NewEntry(eff, in.Source, rep)
+	en := *base
+	en.FP8ComputeEff, en.FP8QuantUs = fitted.FP8ComputeEff, fitted.FP8QuantUs
+	en.FP8Sharpness, en.FP8QuantPsPerElem, en.FP8Waves = fitted.FP8Sharpness, fitted.FP8QuantPsPerElem, fitted.FP8Waves
+	en.FP8Source = in.Source
+	en.Fit = map[string]FitStats{}
+	for k, v := range base.Fit {
+		en.Fit[k] = v
+	}
+	en.Fit[TableGEMMFP8] = fitted.Fit[TableGEMMFP8]
+	return &en, rep, nil
 }
 
 // CheckPerfDB evaluates efficiencies eff on the database rows of in: the

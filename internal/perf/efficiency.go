@@ -126,10 +126,11 @@ type Efficiency struct {
 	// 0: Sharpness.
 	FP8Sharpness float64
 	// FP8Waves quantises the compute time of fp8 W8A8 GEMMs in waves of
-	// whole output tiles over the accelerator's SMs, as vLLM's persistent
-	// SM90 scaled-mm kernel runs them (RooflineHW.ScaledMMSM90; ignored
-	// elsewhere or without an SM count): a GEMM whose tiles spill one
-	// past a multiple of the SM count costs a whole wave more.
+	// whole output tiles over the accelerator's SMs, as vLLM's SM90 and
+	// SM120 scaled-mm kernels run them (RooflineHW.ScaledMMSM90 and
+	// ScaledMMSM120; ignored elsewhere or without an SM count): a GEMM
+	// whose tiles spill one past a multiple of the SM count costs a whole
+	// wave more.
 	FP8Waves bool
 
 	// OpScale multiplies the traffic of individual memory-bound ops, by op

@@ -102,6 +102,10 @@ const (
 	// ScaledMMSM90 is the persistent CUTLASS 3.x kernel of compute
 	// capability 9.x (c3x/scaled_mm_sm90_fp8_dispatch.cuh).
 	ScaledMMSM90
+	// ScaledMMSM120 is the CUTLASS 3.x kernel of compute capability 12.x
+	// (c3x/scaled_mm_sm120_fp8_dispatch.cuh as vLLM 0.19 built it: one
+	// 128×128×128 tile configuration, clusters of one, for every M).
+	ScaledMMSM120
 )
 
 // Op names of the roofline, the same as the layer catalogs' and the profile
@@ -530,6 +534,10 @@ func (r *Roofline) linear(M, K, N float64) float64 {
 // swap the operands into the narrow tiles of a memory-bound GEMM, where
 // ideal is kept.
 //
+// SM120: 128×128 tiles for every M, no clusters and no operand swap, so
+// even a one-row GEMM computes whole 128-row tiles: ceil(M/128)·ceil(N/128)
+// CTAs, one per SM at a time.
+//
 // Other kernels keep ideal: the SM89 kernels of L40S-class GPUs
 // (scaled_mm_c2x_sm89_fp8_dispatch.cuh) were tried with their tiles and
 // fitted the database's fp8 rows worse (see docs/calibration.md).
@@ -547,6 +555,9 @@ func (r *Roofline) fp8Waves(M, K, N, ideal float64) float64 {
 		}
 		tm, tn = rows/2, 128
 		ctas = math.Ceil(M/rows) * 2 * math.Ceil(N/tn)
+	case ScaledMMSM120:
+		tm, tn = 128, 128
+		ctas = math.Ceil(M/tm) * math.Ceil(N/tn)
 	default:
 		return ideal
 	}

@@ -262,6 +262,35 @@ func TestFP8WavesByHand(t *testing.T) {
 	}
 }
 
+// TestFP8WavesSM120ByHand checks the tile waves of vLLM's SM120
+// scaled-mm (one 128×128 tile configuration for every M, no clusters): 4
+// SMs at 2.5e13 FLOP/s each (as above), K = 1024, N = 256 (two column
+// tiles), one tile 2·128·128·1024 FLOPs = 1342.177 ns:
+//   - M = 1 and M = 128: one row tile, 2 CTAs, one wave (the narrow
+//     GEMM still computes whole 128-row tiles);
+//   - M = 256: 4 CTAs, one wave;
+//   - M = 257: 6 CTAs, two waves;
+//   - M = 513: 10 CTAs, three waves.
+func TestFP8WavesSM120ByHand(t *testing.T) {
+	h := tinyHW
+	h.SMs, h.ScaledMM, h.QuantFP8, h.QuantPeakFLOPS = 4, ScaledMMSM120, true, 2e14
+	m := tinyModel
+	m.WeightBytes = 1
+	eff := tinyEff
+	eff.FP8Compute, eff.FP8Waves = 0.5, true
+	r, err := NewRoofline(m, h, eff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tile := 2 * 128 * 128 * 1024 / 2.5e13 * 1e9
+	for _, c := range []struct {
+		m    float64
+		want float64
+	}{{1, tile}, {128, tile}, {256, tile}, {257, 2 * tile}, {513, 3 * tile}} {
+		nearNs(t, "fp8 waves", r.fp8Waves(c.m, 1024, 256, 12345), c.want)
+	}
+}
+
 // TestFP8QuantPerElemByHand checks the activation quantisation kernel's
 // cost per element: 2 ps per element of an M×K = 100×1024 input adds
 // 204.8 ns to the fp8 linear layer, and nothing to a bf16 one.
