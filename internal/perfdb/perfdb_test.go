@@ -3,6 +3,7 @@ package perfdb
 import (
 	"bytes"
 	"io/fs"
+	"math"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -48,6 +49,54 @@ func TestEmbeddedSystems(t *testing.T) {
 		}
 		if ver["gemm_perf"] != wantVer {
 			t.Errorf("%s: gemm_perf read at version %q, want %s", sys, ver["gemm_perf"], wantVer)
+		}
+	}
+}
+
+// TestRTXSecondGEMMCollection: the embedded copy holds a second GEMM
+// collection of rtx_pro_6000_server (vLLM 0.24.0), read only when asked
+// for. At version 0.24.0 the GEMMs come from it and the other tables from
+// the nearest older version; the two collections time the same shape of
+// the same cuBLAS GEMM differently: Llama-3.1-8B's qkv_proj (n 6144, k
+// 4096) takes 0.1510 ms at m 256 in the 0.19.0 rows and 0.0545 ms in the
+// 0.24.0 rows, while at m 128 they agree within 3 % (docs/perfdb.md).
+func TestRTXSecondGEMMCollection(t *testing.T) {
+	at := func(db *DB, m int) float64 {
+		for _, g := range db.GEMM {
+			if g.Dtype == "bfloat16" && g.M == m && g.N == 6144 && g.K == 4096 {
+				return g.Ms
+			}
+		}
+		t.Fatalf("%s %s: no bf16 row m %d n 6144 k 4096", db.System, db.Version, m)
+		return 0
+	}
+	ver := func(db *DB) map[string]string {
+		v := map[string]string{}
+		for _, tb := range db.Tables {
+			v[tb.Name] = tb.Version
+		}
+		return v
+	}
+	def, err := Open(Embedded(), "rtx_pro_6000_server", "vllm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := Open(Embedded(), "rtx_pro_6000_server", "vllm", "0.24.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ver(def); v["gemm_perf"] != "0.19.0" {
+		t.Errorf("default run reads gemm_perf at %s, want 0.19.0", v["gemm_perf"])
+	}
+	if v := ver(later); v["gemm_perf"] != "0.24.0" || v["context_attention_perf"] != "0.19.0" {
+		t.Errorf("at 0.24.0: gemm_perf %s, context_attention_perf %s; want 0.24.0 and 0.19.0", v["gemm_perf"], v["context_attention_perf"])
+	}
+	for _, c := range []struct {
+		m            int
+		early, later float64
+	}{{256, 0.1510, 0.0545}, {128, 0.0427, 0.0414}} {
+		if e, l := at(def, c.m), at(later, c.m); math.Abs(e-c.early) > 0.0002 || math.Abs(l-c.later) > 0.0002 {
+			t.Errorf("m %d: %.4f and %.4f ms, want %.4f and %.4f", c.m, e, l, c.early, c.later)
 		}
 	}
 }
