@@ -101,6 +101,36 @@ func TestRTXSecondGEMMCollection(t *testing.T) {
 	}
 }
 
+// TestRTXFP8Waves pins the rtx_pro_6000_server fp8 rows that show vLLM
+// 0.19's SM120 scaled-mm computing whole 128×128 tiles in waves of 188
+// SMs (docs/calibration.md): a 4096×4096 fp8 GEMM takes 37.6 µs at M = 1
+// (32 tiles), 42.2 µs at M = 512 (128 tiles, one wave) and 81.7 µs at
+// M = 768 (192 tiles, two waves); the bf16 GEMM 27.7 µs at M = 1.
+func TestRTXFP8Waves(t *testing.T) {
+	db, err := Open(Embedded(), "rtx_pro_6000_server", "vllm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[[2]int]float64{{0, 1}: 37.6, {0, 512}: 42.2, {0, 768}: 81.7, {1, 1}: 27.7}
+	got := map[[2]int]float64{}
+	for _, g := range db.GEMM {
+		if g.N != 4096 || g.K != 4096 {
+			continue
+		}
+		switch g.Dtype {
+		case "fp8":
+			got[[2]int{0, g.M}] = g.Ms * 1e3
+		case "bfloat16":
+			got[[2]int{1, g.M}] = g.Ms * 1e3
+		}
+	}
+	for k, us := range want {
+		if math.Abs(got[k]-us) > 0.05 {
+			t.Errorf("dtype %d m %d: %.2f µs, want %.1f", k[0], k[1], got[k], us)
+		}
+	}
+}
+
 func TestNearestVersions(t *testing.T) {
 	for _, c := range []struct {
 		vers []string
