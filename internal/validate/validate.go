@@ -58,6 +58,10 @@ type Options struct {
 	// ranks that many more times with the balancer's ties broken at random
 	// and reports the statistics' spread (placement.go).
 	PlacementReplicas int
+	// StepsVs, when set (profile, roofline or perfdb), replays the run
+	// once more with every step also timed by that predictor and reports
+	// the two latency sources' step times by kind of step (steps.go).
+	StepsVs string
 }
 
 // Row is one compared statistic.
@@ -115,6 +119,12 @@ type Report struct {
 	// |diff| is over Stats only. Empty for a client-side (bench serve) run,
 	// which records no scheduled time.
 	QueueDelay []QueueRow `json:"queue_delay,omitempty"`
+	// Predictor is the run's step-latency predictor kind; with StepsVs
+	// set, Steps compares its step times with that predictor's on the
+	// run's own batches, by kind of step (Options.StepsVs).
+	Predictor string    `json:"predictor,omitempty"`
+	StepsVs   string    `json:"steps_vs,omitempty"`
+	Steps     []StepRow `json:"steps,omitempty"`
 	// Placement is the spread over replays that differ only in the
 	// data-parallel placement (with PlacementReplicas only).
 	Placement *PlacementSpread `json:"placement_spread,omitempty"`
@@ -366,8 +376,17 @@ func Run(o Options) (*Report, error) {
 		return nil, err
 	}
 	rep, err := compare(s, config.Source{}, reqs, newSrc, o.Name, o.RequestsCSV, 0, band, true)
-	if err != nil || o.PlacementReplicas <= 0 {
-		return rep, err
+	if err != nil {
+		return nil, err
+	}
+	if o.StepsVs != "" {
+		if rep.Steps, err = compareSteps(s, newSrc, o.StepsVs); err != nil {
+			return nil, err
+		}
+		rep.Predictor, rep.StepsVs = string(s.Predictor.Kind), o.StepsVs
+	}
+	if o.PlacementReplicas <= 0 {
+		return rep, nil
 	}
 	if err := addPlacementSpread(rep, s, config.Source{}, newSrc, 0, o.PlacementReplicas); err != nil {
 		return nil, err
@@ -512,6 +531,7 @@ func (r *Report) String() string {
 			fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %9s %+10.2f\n", "queue", row.Stat, row.Measured, row.Simulated, pct, row.DiffMs)
 		}
 	}
+	r.writeSteps(&b)
 	if r.Placement != nil {
 		r.Placement.write(&b)
 	}
