@@ -131,6 +131,29 @@ func TestRTXFP8Waves(t *testing.T) {
 	}
 }
 
+// TestL40SFP8Rows pins the l40s fp8 rows whose excess time scales with
+// the activation (M·K) rather than the work (docs/calibration.md): at
+// M 8192, K 4096 they take 1518, 1674 and 1956 µs for N 1024, 2048 and
+// 4096.
+func TestL40SFP8Rows(t *testing.T) {
+	db, err := Open(Embedded(), "l40s", "vllm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]float64{1024: 1518, 2048: 1674, 4096: 1956}
+	for _, g := range db.GEMM {
+		if us, ok := want[g.N]; ok && g.Dtype == "fp8" && g.M == 8192 && g.K == 4096 {
+			if math.Abs(g.Ms*1e3-us) > 1 {
+				t.Errorf("n %d: %.1f µs, want %.0f", g.N, g.Ms*1e3, us)
+			}
+			delete(want, g.N)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("rows missing: %v", want)
+	}
+}
+
 func TestNearestVersions(t *testing.T) {
 	for _, c := range []struct {
 		vers []string
