@@ -96,7 +96,7 @@ func TestInventoryEmbedded(t *testing.T) {
 		t.Fatalf("rtx_pro_6000_server: %v, %d systems", err, len(one))
 	}
 	s := one[0]
-	if !slices.Contains(s.Sources["context_attention_perf"], "vllm_flash_attn") || !slices.Equal(s.Versions["gemm/vllm"], []string{"0.19.0"}) {
+	if !slices.Contains(s.Sources["context_attention_perf"], "vllm_flash_attn") || !slices.Equal(s.Versions["gemm/vllm"], []string{"0.19.0", "0.24.0"}) {
 		t.Errorf("rtx_pro_6000_server: sources %v versions %v", s.Sources, s.Versions)
 	}
 	for _, tb := range s.Tables {
