@@ -151,6 +151,9 @@ func runPerfDBCheck(w io.Writer, dir, system, version, calFile, use string, ops 
 		return badInput(err)
 	}
 	printCalibrationHeader(w, acc, name, how, en)
+	if en.FP8Source != "" && en.Kept == "" {
+		fmt.Fprintf(w, " [fp8 terms fitted on per-op kernel tables %s]", en.FP8Source)
+	}
 	fmt.Fprintf(w, "\nchecked on %s (%s; bf16 KV, at most %d tokens per step)%s\n%s", in.Source, in.Accelerator, calibrate.MaxStepTokens, droppedNote(in), rep.TableString())
 	if ops {
 		fmt.Fprint(w, rep.String())
