@@ -103,8 +103,9 @@ const (
 	// capability 9.x (c3x/scaled_mm_sm90_fp8_dispatch.cuh).
 	ScaledMMSM90
 	// ScaledMMSM120 is the CUTLASS 3.x kernel of compute capability 12.x
-	// (c3x/scaled_mm_sm120_fp8_dispatch.cuh as vLLM 0.19 built it: one
-	// 128×128×128 tile configuration, clusters of one, for every M).
+	// (c3x/scaled_mm_sm120_fp8_dispatch.cuh before its small-M
+	// configurations: one 128×128×128 tile configuration, clusters of one,
+	// for every M, as the vLLM 0.19.0 rows of rtx_pro_6000_server show).
 	ScaledMMSM120
 )
 
