@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -322,6 +323,60 @@ func TestTokenizerProperties(t *testing.T) {
 			free = max(free, at) + serial.TokenizeTime(tokens)
 			if s := serial.Tokenize(0, tokens, at); s != free {
 				rt.Fatalf("without a wait prompt %d is ready at %d, want %d (FCFS)", k, s, free)
+			}
+		}
+	})
+}
+
+// TestStepIgnoresGapOrder: the client-side gaps and delivery times depend
+// only on the multiset of a step's engine gaps, not on their order nor on
+// how equal gaps are split into runs (an engine may visit its running
+// requests in any order). Two models with several API servers and a
+// stream interval above 1 get the same steps, one with each step's gaps
+// as sorted merged runs, the other shuffled and split.
+func TestStepIgnoresGapOrder(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := quiet()
+		cfg.APIServerCount = rapid.IntRange(1, 4).Draw(rt, "servers")
+		cfg.StreamInterval = rapid.IntRange(1, 5).Draw(rt, "interval")
+		a, b := New(cfg, 1, 2), New(cfg, 1, 2)
+		end := int64(0)
+		for k := range rapid.IntRange(1, 30).Draw(rt, "steps") {
+			end += rapid.Int64Range(1, 50_000_000).Draw(rt, "dt")
+			var tokens []int64 // one engine gap a continuing request
+			for range rapid.IntRange(0, 40).Draw(rt, "cont") {
+				tokens = append(tokens, rapid.SampledFrom([]int64{1e6, 2e6, 5e6, 3e7}).Draw(rt, "gap"))
+			}
+			var split []Gap // runs in drawn order: equal neighbours merged
+			for _, g := range tokens {
+				if n := len(split); n > 0 && split[n-1].NS == g && rapid.Bool().Draw(rt, "merge") {
+					split[n-1].Count++
+				} else {
+					split = append(split, Gap{NS: g, Count: 1})
+				}
+			}
+			slices.Sort(tokens)
+			var merged []Gap
+			for _, g := range tokens {
+				if n := len(merged); n > 0 && merged[n-1].NS == g {
+					merged[n-1].Count++
+				} else {
+					merged = append(merged, Gap{NS: g, Count: 1})
+				}
+			}
+			cont := int64(len(tokens))
+			first := rapid.Int64Range(0, 5).Draw(rt, "first")
+			fin := rapid.Int64Range(0, cont).Draw(rt, "finished")
+			inst := k % 2
+			want := slices.Clone(a.Step(inst, end, first, cont, fin, merged))
+			got := b.Step(inst, end, first, cont, fin, split)
+			if !slices.Equal(got, want) {
+				rt.Fatalf("step %d: gaps %v from shuffled runs, %v from merged ones", k, got, want)
+			}
+			for s := range int32(cfg.APIServerCount) {
+				if a.Delivered(s) != b.Delivered(s) {
+					rt.Fatalf("step %d: server %d delivers at %d and %d", k, s, b.Delivered(s), a.Delivered(s))
+				}
 			}
 		}
 	})
