@@ -14,6 +14,7 @@ import (
 
 	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/metrics"
+	_ "github.com/servesim/servesim/internal/testseed"
 	"pgregory.net/rapid"
 )
 
