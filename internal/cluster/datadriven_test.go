@@ -54,14 +54,8 @@ func handoffCmd(t *testing.T, d *datadriven.TestData, sc **ddScenario) (string, 
 		}
 		return "ok", true
 	case "request":
-		var id, in, out, shared int
-		var at int64
-		d.ScanArgs(t, "id", &id)
-		d.ScanArgs(t, "in", &in)
-		d.ScanArgs(t, "out", &out)
-		if d.HasArg("at") {
-			d.ScanArgs(t, "at", &at)
-		}
+		id, in, out, at := ddRequestArgs(t, d)
+		shared := 0
 		if d.HasArg("shared") {
 			d.ScanArgs(t, "shared", &shared)
 		}
@@ -96,6 +90,18 @@ func handoffCmd(t *testing.T, d *datadriven.TestData, sc **ddScenario) (string, 
 		return strings.TrimRight((*sc).run(t, d.HasArg("trace")), "\n") + "\n", true
 	}
 	return "", false
+}
+
+// ddRequestArgs reads a request command's id, in, out and at (0 when
+// absent).
+func ddRequestArgs(t *testing.T, d *datadriven.TestData) (id, in, out int, at int64) {
+	d.ScanArgs(t, "id", &id)
+	d.ScanArgs(t, "in", &in)
+	d.ScanArgs(t, "out", &out)
+	if d.HasArg("at") {
+		d.ScanArgs(t, "at", &at)
+	}
+	return id, in, out, at
 }
 
 type ddInstance struct {
