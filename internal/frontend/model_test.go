@@ -382,3 +382,21 @@ func TestStepIgnoresGapOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestStepAllocatesNothing: a step of unsorted, split gaps (sorted and
+// merged in place) allocates nothing once the model's scratch has grown.
+func TestStepAllocatesNothing(t *testing.T) {
+	cfg := quiet()
+	cfg.APIServerCount, cfg.StreamInterval = 3, 4
+	m := New(cfg, 1, 1)
+	gaps := make([]Gap, 0, 8)
+	end := int64(0)
+	allocs := testing.AllocsPerRun(100, func() {
+		end += 20_000_000
+		gaps = append(gaps[:0], Gap{NS: 3e6, Count: 5}, Gap{NS: 1e6, Count: 7}, Gap{NS: 3e6, Count: 2}, Gap{NS: 2e6, Count: 9})
+		m.Step(0, end, 1, 23, 2, gaps)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations a step", allocs)
+	}
+}
