@@ -484,13 +484,9 @@ func setChecks(t *testing.T) {
 //	SERVESIM_RANDGEN_CASES=1000 go test ./internal/scenario/randgen -run TestDecodeLaneChangesNothing -timeout 1h
 func TestDecodeLaneChangesNothing(t *testing.T) {
 	setChecks(t)
+	dir := t.TempDir() // each case overwrites the last one's files
 	rapid.Check(t, func(rt *rapid.T) {
 		c := Draw(rt)
-		dir, err := os.MkdirTemp("", "randlane")
-		if err != nil {
-			rt.Fatal(err)
-		}
-		defer os.RemoveAll(dir)
 		path, err := c.Write(dir, "case")
 		if err != nil {
 			rt.Fatal(err)
