@@ -41,9 +41,23 @@ func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Acc
 				return nil, err
 			}
 			rh.QuantFP8 = rh.QuantPeakFLOPS > 0 && qf.PerTensorFP8()
+			rh.Scaled = scaledFormat(qf, rh.QuantPeakFLOPS > 0)
 		}
 	}
 	return perf.NewRoofline(rm, rh, eff, tp)
+}
+
+// scaledFormat is the block-scaled GEMM family of qf's linear layers
+// (perf.RooflineHW.Scaled): block-scaled fp8 where the part runs it at
+// its FP8 rate (native), NVFP4; none for other formats.
+func scaledFormat(qf quant.Format, native bool) perf.ScaledFormat {
+	switch {
+	case qf.Method == quant.FP8 && qf.Block[0] > 0 && native:
+		return perf.ScaledFP8Block
+	case qf.Method == quant.NVFP4:
+		return perf.ScaledNVFP4
+	}
+	return perf.ScaledNone
 }
 
 // quantPeak is the dense tensor FLOP/s of qf's quantised GEMMs on acc: its

@@ -62,6 +62,11 @@ type Entry struct {
 	FP8QuantPsPerElem float64 `yaml:"fp8_quant_ps_per_elem,omitempty"`
 	// FP8Waves is perf.Efficiency.FP8Waves.
 	FP8Waves bool `yaml:"fp8_waves,omitempty"`
+	// FP8Block and NVFP4 are perf.Efficiency.FP8Block and NVFP4: the GEMM
+	// terms of block-scaled fp8 and NVFP4 linear layers (absent: the bf16
+	// terms at the format's tensor rate).
+	FP8Block *ScaledEntry `yaml:"fp8_block,omitempty"`
+	NVFP4    *ScaledEntry `yaml:"nvfp4,omitempty"`
 
 	Attention AttentionEntry `yaml:"attention"`
 
@@ -102,6 +107,32 @@ type AttentionEntry struct {
 	DecodeUnitUs float64 `yaml:"decode_unit_us,omitempty"`
 }
 
+// ScaledEntry is perf.ScaledGEMM in the file's units (µs, ps).
+type ScaledEntry struct {
+	ComputeEff     float64 `yaml:"compute_eff"`
+	MemoryEff      float64 `yaml:"memory_eff"`
+	QuantUs        float64 `yaml:"quant_us"`
+	QuantPsPerElem float64 `yaml:"quant_ps_per_elem"`
+	Sharpness      float64 `yaml:"sharpness"`
+}
+
+// newScaledEntry is g rounded for a file; nil when g is zero.
+func newScaledEntry(g perf.ScaledGEMM) *ScaledEntry {
+	if g.IsZero() {
+		return nil
+	}
+	return &ScaledEntry{ComputeEff: round4(g.Compute), MemoryEff: round4(g.Memory), QuantUs: round4(g.QuantNs / 1e3),
+		QuantPsPerElem: round4(g.QuantPsPerElem), Sharpness: round4(g.Sharpness)}
+}
+
+// gemm is the entry in the roofline's units (zero for nil).
+func (s *ScaledEntry) gemm() perf.ScaledGEMM {
+	if s == nil {
+		return perf.ScaledGEMM{}
+	}
+	return perf.ScaledGEMM{Compute: s.ComputeEff, Memory: s.MemoryEff, QuantNs: s.QuantUs * 1e3, QuantPsPerElem: s.QuantPsPerElem, Sharpness: s.Sharpness}
+}
+
 // FitStats is the accuracy of a fit on one table: median and 90th
 // percentile of |predicted/measured - 1|.
 type FitStats struct {
@@ -128,6 +159,8 @@ func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 		FP8Sharpness:      round4(e.FP8Sharpness),
 		FP8Waves:          e.FP8Waves,
 		FP8QuantPsPerElem: round4(e.FP8QuantPsPerElem),
+		FP8Block:          newScaledEntry(e.FP8Block),
+		NVFP4:             newScaledEntry(e.NVFP4),
 		Attention: AttentionEntry{
 			ComputeEff:       round4(e.AttnCompute),
 			MemoryEff:        round4(e.AttnMemory),
@@ -182,6 +215,8 @@ func (en *Entry) Efficiency() perf.Efficiency {
 		FP8Sharpness:         en.FP8Sharpness,
 		FP8Waves:             en.FP8Waves,
 		FP8QuantPsPerElem:    en.FP8QuantPsPerElem,
+		FP8Block:             en.FP8Block.gemm(),
+		NVFP4:                en.NVFP4.gemm(),
 		AttnCompute:          a.ComputeEff,
 		AttnMemory:           a.MemoryEff,
 		AttnDecodeMemory:     a.DecodeMemoryEff,

@@ -10,6 +10,7 @@ import (
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/perfdb"
+	"github.com/servesim/servesim/internal/quant"
 )
 
 // Tables of a per-op performance database (package perfdb) as a fit or
@@ -26,10 +27,21 @@ const (
 	// TableGEMMFP8 is the fp8 (per-tensor W8A8) GEMM rows: fitted for the
 	// fp8 terms only (fp8_compute_eff, fp8_quant_us; see FitPerfDB).
 	TableGEMMFP8 = "gemm_fp8"
+	// TableGEMMFP8Block is the block-scaled fp8 GEMM rows (gemm_dtype
+	// fp8_block, 128×128 weight blocks): fitted for the block fp8 terms
+	// only (perf.Efficiency.FP8Block).
+	TableGEMMFP8Block = "gemm_fp8_block"
+	// TableGEMMNVFP4 is the NVFP4 W4A4 GEMM rows: fitted for the NVFP4
+	// terms only (perf.Efficiency.NVFP4).
+	TableGEMMNVFP4 = "gemm_nvfp4"
 )
 
 // PerfDBTables lists the database tables in report order.
-var PerfDBTables = []string{TableGEMM, TableContext, TableGeneration, TableGEMMFP8}
+var PerfDBTables = []string{TableGEMM, TableContext, TableGeneration, TableGEMMFP8, TableGEMMFP8Block, TableGEMMNVFP4}
+
+// fp8BlockShape is the weight block of the database's fp8_block rows
+// (AIConfigurator's collector quantises 128×128 blocks, DeepSeek-V3's).
+var fp8BlockShape = []int{128, 128}
 
 // OpGEMM is the op name of a database GEMM row.
 const OpGEMM = "gemm"
@@ -71,6 +83,24 @@ var fp8Params = []param{
 	field("fp8_sharpness", func(e *perf.Efficiency) *float64 { return &e.FP8Sharpness }, 2.5, 1, 50),
 	field("fp8_quant_per_elem", func(e *perf.Efficiency) *float64 { return &e.FP8QuantPsPerElem }, 10, 0.01, 1e4),
 }
+
+// scaledParams are the GEMM terms of a block-scaled format (ScaledGEMM of
+// the efficiency get returns), fitted on that format's rows with every
+// bf16 term held.
+func scaledParams(prefix string, get func(e *perf.Efficiency) *perf.ScaledGEMM) []param {
+	return []param{
+		field(prefix+".compute", func(e *perf.Efficiency) *float64 { return &get(e).Compute }, 0.6, 0.05, 1),
+		field(prefix+".memory", func(e *perf.Efficiency) *float64 { return &get(e).Memory }, 0.6, 0.05, 1.2),
+		field(prefix+".quant", func(e *perf.Efficiency) *float64 { return &get(e).QuantNs }, 3000, 10, 1e5),
+		field(prefix+".sharpness", func(e *perf.Efficiency) *float64 { return &get(e).Sharpness }, 2.5, 1, 50),
+		field(prefix+".quant_per_elem", func(e *perf.Efficiency) *float64 { return &get(e).QuantPsPerElem }, 10, 0.01, 1e4),
+	}
+}
+
+var (
+	fp8BlockParams = scaledParams("fp8_block", func(e *perf.Efficiency) *perf.ScaledGEMM { return &e.FP8Block })
+	nvfp4Params    = scaledParams("nvfp4", func(e *perf.Efficiency) *perf.ScaledGEMM { return &e.NVFP4 })
+)
 
 // decodeUnitParam is the fixed cost of a pure-decode work unit
 // (perf.Efficiency.AttnDecodeUnitNs), freed by the database fit of tables
@@ -193,6 +223,27 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 		h.QuantFP8 = true
 		fp8 = in.input(q, h)
 	}
+	scaled := func(peak float64, f perf.ScaledFormat, qf quant.Format) *Input {
+		if peak == 0 {
+			return nil
+		}
+		q := gm
+		q.WeightBytes = qf.WeightBytes()
+		h := hwBF16
+		h.QuantPeakFLOPS, h.Scaled = peak, f
+		return in.input(q, h)
+	}
+	block, err := quant.Parse(quant.Spec{Dtype: "bf16", Quantization: quant.FP8, WeightBlockSize: fp8BlockShape})
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	fp4, err := quant.Parse(quant.Spec{Dtype: "bf16", Quantization: quant.NVFP4})
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	byDtype := map[string]*Input{"bfloat16": bf16, "fp8": fp8,
+		"fp8_block": scaled(acc.PeakFLOPSFP8, perf.ScaledFP8Block, block), "nvfp4": scaled(acc.PeakFLOPSFP4, perf.ScaledNVFP4, fp4)}
+	tableOf := map[string]string{"bfloat16": TableGEMM, "fp8": TableGEMMFP8, "fp8_block": TableGEMMFP8Block, "nvfp4": TableGEMMNVFP4}
 	shapes, err := gemmGrid(db.GEMM)
 	if err != nil {
 		return nil, err
@@ -202,17 +253,10 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 			continue
 		}
 		s := sample{p: perf.Point{Op: OpGEMM, X: g.M, Ns: g.Ms * 1e6}, mkn: [3]int{g.M, g.K, g.N}}
-		switch g.Dtype {
-		case "bfloat16":
-			s.in, s.p.Category = bf16, TableGEMM
-		case "fp8":
-			if fp8 == nil {
-				continue
-			}
-			s.in, s.p.Category = fp8, TableGEMMFP8
-		default:
-			continue
+		if s.in = byDtype[g.Dtype]; s.in == nil {
+			continue // a dtype the accelerator cannot run, or not modelled
 		}
+		s.p.Category = tableOf[g.Dtype]
 		in.tables[s.p.Category] = append(in.tables[s.p.Category], s)
 	}
 	serving, err := ServingAttentionShapes()
@@ -562,6 +606,14 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 			return nil, nil, err
 		}
 	}
+	for _, sc := range []struct {
+		table  string
+		params []param
+	}{{TableGEMMFP8Block, fp8BlockParams}, {TableGEMMNVFP4, nvfp4Params}} {
+		if eff, err = fitScaled(eff, sc.table, sc.params, in.tables[sc.table], opt); err != nil {
+			return nil, nil, err
+		}
+	}
 	attn := append(append([]sample(nil), in.tables[TableContext]...), in.tables[TableGeneration]...)
 	opt.progress(fmt.Sprintf("fitting %d context and %d generation attention rows (tile and wave-width grid, then a full fit)",
 		len(in.tables[TableContext]), len(in.tables[TableGeneration])))
@@ -586,6 +638,24 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 	en := NewEntry(eff, in.Source, rep)
 	en.Kept = keepName + ": " + KeptFields
 	return en, rep, nil
+}
+
+// fitScaled fits the GEMM terms params of a block-scaled format on its
+// rows, every other term held: the fixed terms first, then the
+// per-element quantisation cost with them (as for per-tensor fp8). No
+// rows: eff unchanged.
+func fitScaled(eff perf.Efficiency, table string, params []param, rows []sample, opt Options) (perf.Efficiency, error) {
+	if len(rows) == 0 {
+		return eff, nil
+	}
+	opt.progress(fmt.Sprintf("fitting the %s terms on %d of %d rows", table, min(len(rows), maxDenseRows), len(rows)))
+	rows = subsample(rows, maxDenseRows)
+	var err error
+	if eff, _, err = fitGroup(eff, params[:4], rows); err != nil {
+		return eff, err
+	}
+	eff, _, err = fitGroup(eff, params, rows)
+	return eff, err
 }
 
 // CheckPerfDB evaluates efficiencies eff on the database rows of in: the

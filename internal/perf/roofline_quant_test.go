@@ -282,3 +282,45 @@ func TestFP8QuantPerElemByHand(t *testing.T) {
 	b1, _ := NewRoofline(tinyModel, tinyHW, eff, 1)
 	nearNs(t, "bf16 unaffected", b1.LinearNs(100, 1024, 512), b0.LinearNs(100, 1024, 512))
 }
+
+// TestScaledGEMMTermsByHand checks the GEMM terms of a block-scaled
+// format on qkv_proj of tinyModel at 100 tokens (K 1024, N 1536): NVFP4
+// weights (0.5625 B) at an FP4 rate of 4e14 FLOP/s.
+func TestScaledGEMMTermsByHand(t *testing.T) {
+	fp4 := tinyModel
+	fp4.WeightBytes = 0.5625
+	hw := tinyHW
+	hw.QuantPeakFLOPS = 4e14
+	terms := ScaledGEMM{Compute: 0.25, Memory: 0.8, QuantNs: 500, QuantPsPerElem: 10, Sharpness: 1}
+	withFP4, withBlock := tinyEff, tinyEff
+	withFP4.NVFP4, withBlock.FP8Block = terms, terms
+	prefill := Batch{PrefillTokens: 100, PrefillSeqs: 1}
+	for _, c := range []struct {
+		name   string
+		scaled ScaledFormat
+		eff    Efficiency
+		want   float64
+	}{
+		// FLOPs 314572800 at 4e14·0.25 -> 3145.728 ns; bytes: weights
+		// 1024·1536·0.5625 = 884736, activations read at the quantised
+		// size 100·1024·0.5625 = 57600, output 100·1536·2 = 307200, in
+		// all 1249536 at 1e12·0.8 -> 1561.92 ns (sharpness 1 sums);
+		// launch 1000, quantisation 500 + 102400 elements · 10 ps.
+		{"nvfp4 terms", ScaledNVFP4, withFP4, 1000 + 500 + 1024 + 3145.728 + 1561.92},
+		// Terms of another format: the bf16 terms at the FP4 rate
+		// (Compute 0.5 -> 1572.864 ns), activations in bf16 (bytes
+		// 884736 + 512000 at 5e11 -> 2793.472 ns), no quantisation.
+		{"other format's terms", ScaledNVFP4, withBlock, 1000 + 1572.864 + 2793.472},
+		{"not scaled", ScaledNone, withFP4, 1000 + 1572.864 + 2793.472},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := hw
+			h.Scaled = c.scaled
+			r, err := NewRoofline(fp4, h, c.eff, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nearNs(t, OpQKVProj, r.OpNs(OpQKVProj, &prefill), c.want)
+		})
+	}
+}

@@ -1,0 +1,169 @@
+package dbcheck
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/servesim/servesim/internal/assemble"
+	"github.com/servesim/servesim/internal/config"
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// StepCase is one deployment whose step times Steps compares: a model on
+// an accelerator at a tensor-parallel degree, with its linear layers in a
+// quantization method ("" for bf16, fp8, modelopt_fp4).
+type StepCase struct {
+	Hardware, Model, Quantization string
+	TP                            int
+}
+
+// Format is the case's weight format as printed: bf16, fp8 or nvfp4.
+func (c StepCase) Format() string {
+	switch c.Quantization {
+	case "":
+		return "bf16"
+	case "modelopt_fp4":
+		return "nvfp4"
+	}
+	return c.Quantization
+}
+
+// String names the case: "H100 meta-llama/Llama-3.1-8B fp8 tp 2".
+func (c StepCase) String() string {
+	return fmt.Sprintf("%s %s %s tp %d", c.Hardware, c.Model, c.Format(), c.TP)
+}
+
+// StepShape is one batch a step matrix times: Decodes requests decoding
+// one token each at Context tokens of context, or (Decodes 0) one prompt
+// of Prefill tokens from an empty cache.
+type StepShape struct {
+	Decodes, Context, Prefill int
+}
+
+// String names the shape: "decode 32x2048" or "prefill 2048".
+func (s StepShape) String() string {
+	if s.Decodes > 0 {
+		return fmt.Sprintf("decode %dx%d", s.Decodes, s.Context)
+	}
+	return fmt.Sprintf("prefill %d", s.Prefill)
+}
+
+func (s StepShape) batch() perf.Batch {
+	if s.Decodes > 0 {
+		return perf.Batch{NumDecode: s.Decodes, DecodeKVSum: int64(s.Decodes) * int64(s.Context), DecodeKVMax: s.Context, DecodeKVMin: s.Context}
+	}
+	return perf.Batch{PrefillTokens: s.Prefill, PrefillSeqs: 1}
+}
+
+// StepRow is one case and shape: the engine step time (µs) of the
+// calibrated roofline and of the perfdb predictor, each with the same
+// engine time, CUDA-graph padding and tensor-parallel collectives model
+// around it (the perfdb predictor's all-reduces from the database's
+// tables), and perfdb / roofline − 1.
+type StepRow struct {
+	Case       StepCase
+	Shape      string
+	RooflineUs float64
+	PerfDBUs   float64
+	DiffPct    float64
+}
+
+// Steps times every shape of every case with both predictors. A case
+// that does not build (the model does not fit the GPUs, a format the GPU
+// cannot run) is skipped, with the reason in skipped; it is an error when
+// no case builds.
+func Steps(cases []StepCase, shapes []StepShape) (rows []StepRow, skipped []string, err error) {
+	var out []StepRow
+	for _, c := range cases {
+		var preds [2]perf.Predictor
+		var berr error
+		for i, kind := range []string{"roofline", "perfdb"} {
+			if preds[i], berr = stepPredictor(c, kind); berr != nil {
+				break
+			}
+		}
+		if berr != nil {
+			msg := berr.Error()
+			if i := strings.IndexAny(msg, ";\n"); i > 0 {
+				msg = msg[:i]
+			}
+			skipped = append(skipped, msg)
+			continue
+		}
+		for _, s := range shapes {
+			b := s.batch()
+			r := float64(preds[0].StepTime(&b)) / 1e3
+			b = s.batch()
+			d := float64(preds[1].StepTime(&b)) / 1e3
+			out = append(out, StepRow{Case: c, Shape: s.String(), RooflineUs: r, PerfDBUs: d, DiffPct: 100 * (d/r - 1)})
+		}
+	}
+	if len(out) == 0 && len(skipped) > 0 {
+		return nil, skipped, fmt.Errorf("no case builds: %s", strings.Join(skipped, "; "))
+	}
+	return out, skipped, nil
+}
+
+// stepPredictor builds the step predictor of one instance of case c with
+// predictor.kind kind, as a run would.
+func stepPredictor(c StepCase, kind string) (perf.Predictor, error) {
+	q := ""
+	if c.Quantization != "" {
+		q = "quantization: " + c.Quantization + "\n"
+	}
+	// A fixed one-request workload: only the instance's predictor is used.
+	y := fmt.Sprintf("model: %s\nhardware: %s\ndtype: bf16\n%spredictor: {kind: %s}\ninstances: [{name: g, tp: %d, count: 1}]\n"+
+		"workload: {synthetic: {requests: 1, arrival: {kind: burst}, input: {kind: fixed, mean: 16}, output: {kind: fixed, mean: 2}}}\n",
+		c.Model, c.Hardware, q, kind, c.TP)
+	s, err := config.Parse([]byte(y), "step case")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c, err)
+	}
+	b, err := assemble.Build(s, config.Source{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c, err)
+	}
+	return b.Instance(0).Predictor, nil
+}
+
+// WriteSteps prints the rows: with detail one line per case and shape
+// (both times and the difference), else one line per case with the
+// difference (perfdb / roofline − 1, %) of every shape in columns; then
+// the skipped cases.
+func WriteSteps(w io.Writer, rows []StepRow, skipped []string, detail bool) error {
+	var b strings.Builder
+	if detail {
+		fmt.Fprintf(&b, "%-8s %-26s %-6s %3s %-16s %12s %12s %8s\n", "hardware", "model", "format", "tp", "step", "roofline us", "perfdb us", "diff %")
+		for _, r := range rows {
+			c := r.Case
+			fmt.Fprintf(&b, "%-8s %-26s %-6s %3d %-16s %12.1f %12.1f %+8.1f\n", c.Hardware, c.Model, c.Format(), c.TP, r.Shape, r.RooflineUs, r.PerfDBUs, r.DiffPct)
+		}
+	} else {
+		var shapes []string
+		for _, r := range rows {
+			if len(shapes) > 0 && r.Shape == shapes[0] {
+				break
+			}
+			shapes = append(shapes, r.Shape)
+		}
+		fmt.Fprintf(&b, "perfdb / roofline - 1, %% (engine step time)\n%-8s %-26s %-6s %3s", "hardware", "model", "format", "tp")
+		for _, s := range shapes {
+			fmt.Fprintf(&b, " %16s", s)
+		}
+		b.WriteString("\n")
+		for i := 0; i+len(shapes) <= len(rows); i += len(shapes) {
+			c := rows[i].Case
+			fmt.Fprintf(&b, "%-8s %-26s %-6s %3d", c.Hardware, c.Model, c.Format(), c.TP)
+			for _, r := range rows[i : i+len(shapes)] {
+				fmt.Fprintf(&b, " %+16.1f", r.DiffPct)
+			}
+			b.WriteString("\n")
+		}
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(&b, "skipped: %s\n", s)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
