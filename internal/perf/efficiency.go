@@ -276,4 +276,3 @@ type ScaledGEMM struct {
 
 // IsZero reports that no term is set (the bf16 terms apply).
 func (g ScaledGEMM) IsZero() bool { return g == ScaledGEMM{} }
-
