@@ -129,6 +129,10 @@ func TestPerfDBErrors(t *testing.T) {
 		{[]string{"perfdb", "alltoall", "--tokens", "0"}, []string{"--tokens"}},
 		{[]string{"perfdb", "alltoall", "--dispatch-dtype", "int4"}, []string{"--dispatch-dtype", "fp8 or bf16"}},
 		{[]string{"perfdb", "alltoall", "--hardware", "H999"}, []string{"--hardware"}},
+		{[]string{"perfdb", "steps", "--decode", "32"}, []string{"--decode", `"32"`, "32x2048"}},
+		{[]string{"perfdb", "steps", "--prefill", "0"}, []string{"--prefill", `"0"`}},
+		{[]string{"perfdb", "steps", "--format", "int3"}, []string{"--format", `"int3"`, "nvfp4"}},
+		{[]string{"perfdb", "steps", "--hardware", "H999", "--model", "meta-llama/Llama-3.1-8B", "--tp", "1"}, []string{"no case builds", "H999"}},
 		{[]string{"perfdb", "frobnicate"}, []string{"frobnicate"}},
 	} {
 		code, _, stderr := run(t, c.args...)

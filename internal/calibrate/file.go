@@ -67,6 +67,10 @@ type Entry struct {
 	// terms at the format's tensor rate).
 	FP8Block *ScaledEntry `yaml:"fp8_block,omitempty"`
 	NVFP4    *ScaledEntry `yaml:"nvfp4,omitempty"`
+	// AllReduce is perf.Efficiency.Collective: the tensor-parallel
+	// all-reduce constants fitted on measured all-reduces (absent: the
+	// link kind's defaults).
+	AllReduce *AllReduceEntry `yaml:"allreduce,omitempty"`
 
 	Attention AttentionEntry `yaml:"attention"`
 
@@ -133,6 +137,27 @@ func (s *ScaledEntry) gemm() perf.ScaledGEMM {
 	return perf.ScaledGEMM{Compute: s.ComputeEff, Memory: s.MemoryEff, QuantNs: s.QuantUs * 1e3, QuantPsPerElem: s.QuantPsPerElem, Sharpness: s.Sharpness}
 }
 
+// AllReduceEntry is perf.CollectiveEff in the file's units (µs).
+type AllReduceEntry struct {
+	CustomLatencyUs float64 `yaml:"custom_latency_us"`
+	NCCLLatencyUs   float64 `yaml:"nccl_latency_us"`
+	BusEff          float64 `yaml:"bus_eff"`
+}
+
+func newAllReduceEntry(c perf.CollectiveEff) *AllReduceEntry {
+	if c.IsZero() {
+		return nil
+	}
+	return &AllReduceEntry{CustomLatencyUs: round4(c.CustomLatencyNs / 1e3), NCCLLatencyUs: round4(c.NCCLLatencyNs / 1e3), BusEff: round4(c.BusEff)}
+}
+
+func (a *AllReduceEntry) eff() perf.CollectiveEff {
+	if a == nil {
+		return perf.CollectiveEff{}
+	}
+	return perf.CollectiveEff{CustomLatencyNs: a.CustomLatencyUs * 1e3, NCCLLatencyNs: a.NCCLLatencyUs * 1e3, BusEff: a.BusEff}
+}
+
 // FitStats is the accuracy of a fit on one table: median and 90th
 // percentile of |predicted/measured - 1|.
 type FitStats struct {
@@ -161,6 +186,7 @@ func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 		FP8QuantPsPerElem: round4(e.FP8QuantPsPerElem),
 		FP8Block:          newScaledEntry(e.FP8Block),
 		NVFP4:             newScaledEntry(e.NVFP4),
+		AllReduce:         newAllReduceEntry(e.Collective),
 		Attention: AttentionEntry{
 			ComputeEff:       round4(e.AttnCompute),
 			MemoryEff:        round4(e.AttnMemory),
@@ -217,6 +243,7 @@ func (en *Entry) Efficiency() perf.Efficiency {
 		FP8QuantPsPerElem:    en.FP8QuantPsPerElem,
 		FP8Block:             en.FP8Block.gemm(),
 		NVFP4:                en.NVFP4.gemm(),
+		Collective:           en.AllReduce.eff(),
 		AttnCompute:          a.ComputeEff,
 		AttnMemory:           a.MemoryEff,
 		AttnDecodeMemory:     a.DecodeMemoryEff,

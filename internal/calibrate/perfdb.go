@@ -3,6 +3,7 @@ package calibrate
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -34,10 +35,28 @@ const (
 	// TableGEMMNVFP4 is the NVFP4 W4A4 GEMM rows: fitted for the NVFP4
 	// terms only (perf.Efficiency.NVFP4).
 	TableGEMMNVFP4 = "gemm_nvfp4"
+	// TableAllReduce is vLLM's tensor-parallel all-reduce captured in a
+	// CUDA graph (custom_allreduce_perf, backend vllm_graph) at 2, 4 and
+	// 8 GPUs: fitted for the all-reduce constants only
+	// (perf.Efficiency.Collective).
+	TableAllReduce = "allreduce"
 )
 
 // PerfDBTables lists the database tables in report order.
-var PerfDBTables = []string{TableGEMM, TableContext, TableGeneration, TableGEMMFP8, TableGEMMFP8Block, TableGEMMNVFP4}
+var PerfDBTables = []string{TableGEMM, TableContext, TableGeneration, TableGEMMFP8, TableGEMMFP8Block, TableGEMMNVFP4, TableAllReduce}
+
+// MaxAllReduceBytes bounds the all-reduce rows a database fit or check
+// takes: the largest all-reduce a step of at most MaxStepTokens tokens
+// sends for a hidden size of up to 8192 in bf16 (128 MiB).
+const MaxAllReduceBytes = MaxStepTokens * 8192 * 2
+
+// allReduceRow is one measured all-reduce: gpus ranks, bytes on each,
+// ns.
+type allReduceRow struct {
+	gpus  int
+	bytes int64
+	ns    float64
+}
 
 // fp8BlockShape is the weight block of the database's fp8_block rows
 // (AIConfigurator's collector quantises 128×128 blocks, DeepSeek-V3's).
@@ -159,6 +178,10 @@ type PerfDBInput struct {
 
 	tables map[string][]sample
 	inputs []*Input
+	// allReduce is the TableAllReduce rows, timed by perf.NewAllReduce on
+	// link (the accelerator's catalog link).
+	allReduce []allReduceRow
+	link      perf.Interconnect
 }
 
 // AcceleratorOfSystem returns the catalog accelerator whose perfdb_system
@@ -300,6 +323,15 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 	attn(db.Generation, TableGeneration, func(r perfdb.AttnRow) perf.Batch {
 		return perf.Batch{NumDecode: r.Batch, DecodeKVSum: int64(r.Batch) * int64(r.Seq), DecodeKVMax: r.Seq, DecodeKVMin: r.Seq}
 	})
+	in.link = perf.Interconnect{NVLink: acc.Link.FullyConnected(), P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
+	for _, r := range db.CustomAR {
+		n := r.GPUs
+		if r.Backend != "vllm_graph" || r.Dtype != "bfloat16" || (n != 2 && n != 4 && n != 8) || !(r.Ms > 0) ||
+			(acc.Node.GPUs > 0 && n > acc.Node.GPUs) || 2*r.Size > MaxAllReduceBytes || r.Size < 1 || in.link.LinkBW <= 0 {
+			continue
+		}
+		in.allReduce = append(in.allReduce, allReduceRow{gpus: n, bytes: 2 * r.Size, ns: r.Ms * 1e6})
+	}
 	for _, t := range []string{TableGEMM, TableContext, TableGeneration} {
 		if len(in.tables[t]) == 0 {
 			return nil, fmt.Errorf("calibrate: %s has no usable %s rows (bf16, within %d tokens per step)", in.Source, t, MaxStepTokens)
@@ -535,7 +567,73 @@ func (in *PerfDBInput) Rows() map[string]int {
 	for k, v := range in.tables {
 		out[k] = len(v)
 	}
+	if len(in.allReduce) > 0 {
+		out[TableAllReduce] = len(in.allReduce)
+	}
 	return out
+}
+
+// allReduceNs is an all-reduce row as a run times it with constants c:
+// vLLM's dispatch on the accelerator's link (perf.NewAllReduce, custom
+// all-reduce enabled).
+func (in *PerfDBInput) allReduceNs(r allReduceRow, c perf.CollectiveEff) float64 {
+	return float64(perf.NewAllReduce(r.gpus, in.link, false).With(c, in.link).Ns(r.bytes))
+}
+
+// collectiveParams are the fitted all-reduce constants (perf.CollectiveEff).
+var collectiveParams = []param{
+	field("allreduce.custom_latency", func(e *perf.Efficiency) *float64 { return &e.Collective.CustomLatencyNs }, perf.CustomARLatencyNVLinkNs, 500, 1e5),
+	field("allreduce.nccl_latency", func(e *perf.Efficiency) *float64 { return &e.Collective.NCCLLatencyNs }, perf.NCCLLatencyNVLinkNs, 500, 1e5),
+	field("allreduce.bus_eff", func(e *perf.Efficiency) *float64 { return &e.Collective.BusEff }, perf.NCCLBusEffNVLink, 0.05, 1.2),
+}
+
+// fitAllReduce fits the all-reduce constants on the all-reduce rows,
+// every GPU count weighing the same (robust loss on the log error, as
+// the other tables). Only on an NVLink (fully connected) link: over
+// PCIe vLLM's dispatch changes with the GPU count (custom all-reduce at
+// two GPUs, NCCL through the host at more), which one set of constants
+// cannot follow (on l40s the fit made tp 2 several times too slow to
+// gain at tp 4 and 8). No rows, or no NVLink: eff unchanged.
+func fitAllReduce(eff perf.Efficiency, in *PerfDBInput) perf.Efficiency {
+	if len(in.allReduce) == 0 || !in.link.NVLink {
+		return eff
+	}
+	count := map[int]float64{}
+	for _, r := range in.allReduce {
+		count[r.gpus]++
+	}
+	decode := func(x []float64) perf.Efficiency {
+		e := eff
+		for i, p := range collectiveParams {
+			p.set(&e, math.Min(p.max, math.Max(p.min, math.Exp(x[i]))))
+		}
+		return e
+	}
+	cost := func(x []float64) float64 {
+		c := decode(x).Collective
+		var sum float64
+		for _, r := range in.allReduce {
+			sum += robust(math.Log(in.allReduceNs(r, c)/r.ns)) / count[r.gpus]
+		}
+		return sum
+	}
+	x0 := make([]float64, len(collectiveParams))
+	for i, p := range collectiveParams {
+		v := p.get(&eff)
+		if v == 0 {
+			v = p.init
+		}
+		x0[i] = math.Log(v)
+	}
+	best, bestCost := x0, cost(x0)
+	for range 4 {
+		x, c := nelderMead(cost, best, 0.3, 300*len(collectiveParams), 1e-10)
+		if c >= bestCost-1e-12 {
+			break
+		}
+		best, bestCost = x, c
+	}
+	return decode(best)
 }
 
 // Every returns a copy of in keeping every n-th row of each table (in the
@@ -614,6 +712,10 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 			return nil, nil, err
 		}
 	}
+	if len(in.allReduce) > 0 && in.link.NVLink {
+		opt.progress(fmt.Sprintf("fitting the all-reduce constants on %d all-reduce rows", len(in.allReduce)))
+		eff = fitAllReduce(eff, in)
+	}
 	attn := append(append([]sample(nil), in.tables[TableContext]...), in.tables[TableGeneration]...)
 	opt.progress(fmt.Sprintf("fitting %d context and %d generation attention rows (tile and wave-width grid, then a full fit)",
 		len(in.tables[TableContext]), len(in.tables[TableGeneration])))
@@ -679,6 +781,12 @@ func CheckPerfDB(eff perf.Efficiency, in *PerfDBInput) (*Report, error) {
 			byTable[t] = append(byTable[t], e)
 			byOp[opGroup(s)] = append(byOp[opGroup(s)], e)
 		}
+	}
+	for _, r := range in.allReduce {
+		e := in.allReduceNs(r, eff.Collective)/r.ns - 1
+		byTable[TableAllReduce] = append(byTable[TableAllReduce], e)
+		g := fmt.Sprintf("%s/tp%d", TableAllReduce, r.gpus)
+		byOp[g] = append(byOp[g], e)
 	}
 	return report(byTable, byOp), nil
 }

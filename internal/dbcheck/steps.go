@@ -60,13 +60,16 @@ func (s StepShape) batch() perf.Batch {
 // calibrated roofline and of the perfdb predictor, each with the same
 // engine time, CUDA-graph padding and tensor-parallel collectives model
 // around it (the perfdb predictor's all-reduces from the database's
-// tables), and perfdb / roofline − 1.
+// tables), and perfdb / roofline − 1; the collectives' part of each
+// (perf.StepCommNs), and the difference of the rest (the GPU kernels,
+// engine and host time).
 type StepRow struct {
-	Case       StepCase
-	Shape      string
-	RooflineUs float64
-	PerfDBUs   float64
-	DiffPct    float64
+	Case                         StepCase
+	Shape                        string
+	RooflineUs, PerfDBUs         float64
+	DiffPct                      float64
+	RooflineCommUs, PerfDBCommUs float64
+	RestDiffPct                  float64
 }
 
 // Steps times every shape of every case with both predictors. A case
@@ -88,15 +91,23 @@ func Steps(cases []StepCase, shapes []StepShape) (rows []StepRow, skipped []stri
 			if i := strings.IndexAny(msg, ";\n"); i > 0 {
 				msg = msg[:i]
 			}
-			skipped = append(skipped, msg)
+			if i := strings.LastIndex(msg, ": "); i > 0 {
+				msg = msg[i+2:] // the reason, without the paths to it
+			}
+			skipped = append(skipped, c.String()+": "+msg)
 			continue
 		}
 		for _, s := range shapes {
-			b := s.batch()
-			r := float64(preds[0].StepTime(&b)) / 1e3
-			b = s.batch()
-			d := float64(preds[1].StepTime(&b)) / 1e3
-			out = append(out, StepRow{Case: c, Shape: s.String(), RooflineUs: r, PerfDBUs: d, DiffPct: 100 * (d/r - 1)})
+			var us, comm [2]float64
+			for i, p := range preds {
+				b := s.batch()
+				us[i] = float64(p.StepTime(&b)) / 1e3
+				b = s.batch()
+				ns, _ := perf.StepCommNs(p, &b)
+				comm[i] = float64(ns) / 1e3
+			}
+			out = append(out, StepRow{Case: c, Shape: s.String(), RooflineUs: us[0], PerfDBUs: us[1], DiffPct: 100 * (us[1]/us[0] - 1),
+				RooflineCommUs: comm[0], PerfDBCommUs: comm[1], RestDiffPct: 100 * ((us[1]-comm[1])/(us[0]-comm[0]) - 1)})
 		}
 	}
 	if len(out) == 0 && len(skipped) > 0 {
@@ -134,10 +145,12 @@ func stepPredictor(c StepCase, kind string) (perf.Predictor, error) {
 func WriteSteps(w io.Writer, rows []StepRow, skipped []string, detail bool) error {
 	var b strings.Builder
 	if detail {
-		fmt.Fprintf(&b, "%-8s %-26s %-6s %3s %-16s %12s %12s %8s\n", "hardware", "model", "format", "tp", "step", "roofline us", "perfdb us", "diff %")
+		fmt.Fprintf(&b, "%-8s %-26s %-6s %3s %-16s %12s %12s %8s %10s %10s %8s\n", "hardware", "model", "format", "tp", "step",
+			"roofline us", "perfdb us", "diff %", "r comm us", "p comm us", "rest %")
 		for _, r := range rows {
 			c := r.Case
-			fmt.Fprintf(&b, "%-8s %-26s %-6s %3d %-16s %12.1f %12.1f %+8.1f\n", c.Hardware, c.Model, c.Format(), c.TP, r.Shape, r.RooflineUs, r.PerfDBUs, r.DiffPct)
+			fmt.Fprintf(&b, "%-8s %-26s %-6s %3d %-16s %12.1f %12.1f %+8.1f %10.1f %10.1f %+8.1f\n", c.Hardware, c.Model, c.Format(), c.TP, r.Shape,
+				r.RooflineUs, r.PerfDBUs, r.DiffPct, r.RooflineCommUs, r.PerfDBCommUs, r.RestDiffPct)
 		}
 	} else {
 		var shapes []string

@@ -138,6 +138,12 @@ type Efficiency struct {
 	// terms at the format's tensor rate.
 	FP8Block, NVFP4 ScaledGEMM
 
+	// Collective is the all-reduce constants fitted on the accelerator's
+	// measured all-reduces (zero: the link kind's defaults, see
+	// NewAllReduce). The roofline itself does not use them: the
+	// tensor-parallel collectives (WithCollectives) do.
+	Collective CollectiveEff
+
 	// OpScale multiplies the traffic of individual memory-bound ops, by op
 	// name (embedding, layernorm, final_layernorm, qk_norm, rotary_emb,
 	// act_fn): how far each kernel's access pattern is from a plain stream
@@ -230,6 +236,9 @@ func (e Efficiency) Validate() error {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
 			return fmt.Errorf("efficiency %s = %g: want a value in [0, %g]", f.name, f.v, f.max)
 		}
+	}
+	if err := e.Collective.Validate(); err != nil {
+		return fmt.Errorf("efficiency %w", err)
 	}
 	for op, v := range e.OpScale {
 		if math.IsNaN(v) || v <= 0 || v > 1e3 {
