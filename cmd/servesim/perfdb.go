@@ -300,7 +300,13 @@ perfdb_system is the system).`,
 				return err
 			}
 			link := perf.Interconnect{NVLink: acc.Link.FullyConnected(), P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
-			t, err := dbcheck.Collectives(db, gpus, link)
+			var consts perf.CollectiveEff
+			if file, err := calibrate.Builtin(); err != nil {
+				return err
+			} else if en, ok := file.Entry(acc.Name); ok {
+				consts = en.Efficiency().Collective
+			}
+			t, err := dbcheck.Collectives(db, gpus, link, consts)
 			if err != nil {
 				return badInput(err)
 			}
