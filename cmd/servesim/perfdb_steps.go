@@ -5,7 +5,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servesim/servesim/internal/assemble"
+	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/dbcheck"
+	"github.com/servesim/servesim/internal/perf"
 	"github.com/spf13/cobra"
 )
 
@@ -71,7 +74,7 @@ both times in µs. See docs/perfdb.md.`,
 					}
 				}
 			}
-			rows, skipped, err := dbcheck.Steps(cases, shapes)
+			rows, skipped, err := dbcheck.Steps(cases, shapes, stepPredictor)
 			if err != nil {
 				return badInput(err)
 			}
@@ -86,4 +89,26 @@ both times in µs. See docs/perfdb.md.`,
 	cmd.Flags().StringSliceVar(&prefills, "prefill", []string{"2048", "8192"}, "prefill batches, tokens of one prompt")
 	cmd.Flags().BoolVar(&detail, "detail", false, "one line per case and batch with both times (µs)")
 	return cmd
+}
+
+// stepPredictor builds the step predictor of one instance of case c with
+// predictor.kind kind, as a run would: a scenario of the case with a
+// one-request workload (only the instance's predictor is used).
+func stepPredictor(c dbcheck.StepCase, kind string) (perf.Predictor, error) {
+	q := ""
+	if c.Quantization != "" {
+		q = "quantization: " + c.Quantization + "\n"
+	}
+	y := fmt.Sprintf("model: %s\nhardware: %s\ndtype: bf16\n%spredictor: {kind: %s}\ninstances: [{name: g, tp: %d, count: 1}]\n"+
+		"workload: {synthetic: {requests: 1, arrival: {kind: burst}, input: {kind: fixed, mean: 16}, output: {kind: fixed, mean: 2}}}\n",
+		c.Model, c.Hardware, q, kind, c.TP)
+	s, err := config.Parse([]byte(y), "step case")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c, err)
+	}
+	b, err := assemble.Build(s, config.Source{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c, err)
+	}
+	return b.Instance(0).Predictor, nil
 }

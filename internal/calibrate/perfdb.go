@@ -207,8 +207,12 @@ func AcceleratorOfSystem(system string) (hw.Accelerator, error) {
 // NewPerfDBInput selects the rows of db a calibration is fitted and
 // checked on, for accelerator acc (its catalog peaks and bandwidth): bf16
 // GEMMs with M <= MaxStepTokens; full-attention (no window) rows with a
-// bf16 KV cache, context rows of Batch×Seq <= MaxStepTokens; fp8 GEMMs
-// (same M bound) for the fp8 check when acc has FP8 tensor cores.
+// bf16 KV cache, context rows of Batch×Seq <= MaxStepTokens; fp8 and
+// block-scaled fp8 GEMMs (same M bound) when acc has FP8 tensor cores,
+// NVFP4 GEMMs when it has FP4 ones (each timed as a linear layer of that
+// format, perf.RooflineHW.QuantFP8 or Scaled); vLLM's all-reduce
+// captured in a CUDA graph at 2, 4 and 8 GPUs of one node, messages up
+// to MaxAllReduceBytes, timed by perf.NewAllReduce on acc's catalog link.
 //
 // Rows faster than a serving step can run are left out and counted
 // (Dropped): a context row whose causal attention FLOPs (4·heads·head_dim·
@@ -669,7 +673,10 @@ var DecodeOccupancies = []int{1, 2, 4, 8}
 // FitPerfDB fits an accelerator's efficiencies on its database rows: the
 // GEMM parameters (compute and memory fractions, launch cost, sharpness)
 // on the bf16 GEMM rows, the fp8 terms (the fraction of the FP8 rate, the
-// activation quantisation kernel) on the fp8 rows with those held, then
+// activation quantisation kernel) on the fp8 rows with those held, the
+// block-scaled fp8 and NVFP4 terms (perf.ScaledGEMM) on their rows, the
+// all-reduce constants on the all-reduce rows (NVLink only, see
+// fitAllReduce), then
 // the attention parameters on the context and
 // generation rows (tile and wave-width grid, then a full fit, as Fit does),
 // each table weighing the same; the decode query copy too on an

@@ -5,8 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/servesim/servesim/internal/assemble"
-	"github.com/servesim/servesim/internal/config"
 	"github.com/servesim/servesim/internal/perf"
 )
 
@@ -72,17 +70,21 @@ type StepRow struct {
 	RestDiffPct                  float64
 }
 
-// Steps times every shape of every case with both predictors. A case
-// that does not build (the model does not fit the GPUs, a format the GPU
-// cannot run) is skipped, with the reason in skipped; it is an error when
-// no case builds.
-func Steps(cases []StepCase, shapes []StepShape) (rows []StepRow, skipped []string, err error) {
+// StepBuilder builds the step predictor of one instance of case c with
+// predictor.kind kind (roofline or perfdb), as a run builds it.
+type StepBuilder func(c StepCase, kind string) (perf.Predictor, error)
+
+// Steps times every shape of every case with both predictors, built by
+// build. A case that does not build (the model does not fit the GPUs, a
+// format the GPU cannot run) is skipped, with the reason in skipped; it
+// is an error when no case builds.
+func Steps(cases []StepCase, shapes []StepShape, build StepBuilder) (rows []StepRow, skipped []string, err error) {
 	var out []StepRow
 	for _, c := range cases {
 		var preds [2]perf.Predictor
 		var berr error
 		for i, kind := range []string{"roofline", "perfdb"} {
-			if preds[i], berr = stepPredictor(c, kind); berr != nil {
+			if preds[i], berr = build(c, kind); berr != nil {
 				break
 			}
 		}
@@ -114,28 +116,6 @@ func Steps(cases []StepCase, shapes []StepShape) (rows []StepRow, skipped []stri
 		return nil, skipped, fmt.Errorf("no case builds: %s", strings.Join(skipped, "; "))
 	}
 	return out, skipped, nil
-}
-
-// stepPredictor builds the step predictor of one instance of case c with
-// predictor.kind kind, as a run would.
-func stepPredictor(c StepCase, kind string) (perf.Predictor, error) {
-	q := ""
-	if c.Quantization != "" {
-		q = "quantization: " + c.Quantization + "\n"
-	}
-	// A fixed one-request workload: only the instance's predictor is used.
-	y := fmt.Sprintf("model: %s\nhardware: %s\ndtype: bf16\n%spredictor: {kind: %s}\ninstances: [{name: g, tp: %d, count: 1}]\n"+
-		"workload: {synthetic: {requests: 1, arrival: {kind: burst}, input: {kind: fixed, mean: 16}, output: {kind: fixed, mean: 2}}}\n",
-		c.Model, c.Hardware, q, kind, c.TP)
-	s, err := config.Parse([]byte(y), "step case")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c, err)
-	}
-	b, err := assemble.Build(s, config.Source{})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c, err)
-	}
-	return b.Instance(0).Predictor, nil
 }
 
 // WriteSteps prints the rows: with detail one line per case and shape
