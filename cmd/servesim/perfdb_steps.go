@@ -18,10 +18,11 @@ func newPerfDBStepsCmd() *cobra.Command {
 	var (
 		hardware, models, formats, tps []string
 		decodes, prefills              []string
+		kvDtype                        string
 		detail                         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "steps [--hardware H100,H200,B200] [--model ORG/NAME,...] [--format bf16,fp8,nvfp4] [--tp 1,2,4,8] [--decode NxCTX,...] [--prefill N,...] [--detail]",
+		Use:   "steps [--hardware H100,H200,B200] [--model ORG/NAME,...] [--format bf16,fp8,nvfp4] [--tp 1,2,4,8] [--decode NxCTX,...] [--prefill N,...] [--kv-cache-dtype auto|fp8] [--detail]",
 		Short: "Engine step times of the calibrated roofline against the perfdb predictor, per deployment and batch shape",
 		Long: `Time the same batches with predictor.kind roofline (the accelerator's embedded
 calibration, servesim's all-reduce model) and predictor.kind perfdb (the
@@ -69,7 +70,7 @@ both times in µs. See docs/perfdb.md.`,
 							if err != nil || tp < 1 {
 								return badInput(fmt.Errorf("--tp %q: want a degree >= 1", t))
 							}
-							cases = append(cases, dbcheck.StepCase{Hardware: h, Model: m, Quantization: q, TP: tp})
+							cases = append(cases, dbcheck.StepCase{Hardware: h, Model: m, Quantization: q, KVCacheDtype: kvDtype, TP: tp})
 						}
 					}
 				}
@@ -87,6 +88,7 @@ both times in µs. See docs/perfdb.md.`,
 	cmd.Flags().StringSliceVar(&tps, "tp", []string{"1", "2", "4", "8"}, "tensor-parallel degrees")
 	cmd.Flags().StringSliceVar(&decodes, "decode", []string{"1x1024", "32x2048", "128x2048"}, "decode batches, N requests x context tokens")
 	cmd.Flags().StringSliceVar(&prefills, "prefill", []string{"2048", "8192"}, "prefill batches, tokens of one prompt")
+	cmd.Flags().StringVar(&kvDtype, "kv-cache-dtype", "auto", "KV cache dtype of every case: auto (bf16) or fp8")
 	cmd.Flags().BoolVar(&detail, "detail", false, "one line per case and batch with both times (µs)")
 	return cmd
 }
@@ -98,6 +100,9 @@ func stepPredictor(c dbcheck.StepCase, kind string) (perf.Predictor, error) {
 	q := ""
 	if c.Quantization != "" {
 		q = "quantization: " + c.Quantization + "\n"
+	}
+	if c.KVCacheDtype != "" {
+		q += "kv_cache_dtype: " + c.KVCacheDtype + "\n"
 	}
 	y := fmt.Sprintf("model: %s\nhardware: %s\ndtype: bf16\n%spredictor: {kind: %s}\ninstances: [{name: g, tp: %d, count: 1}]\n"+
 		"workload: {synthetic: {requests: 1, arrival: {kind: burst}, input: {kind: fixed, mean: 16}, output: {kind: fixed, mean: 2}}}\n",

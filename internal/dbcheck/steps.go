@@ -10,9 +10,11 @@ import (
 
 // StepCase is one deployment whose step times Steps compares: a model on
 // an accelerator at a tensor-parallel degree, with its linear layers in a
-// quantization method ("" for bf16, fp8, modelopt_fp4).
+// quantization method ("" for bf16, fp8, modelopt_fp4) and its KV cache in
+// KVCacheDtype ("" or auto: the compute dtype; fp8).
 type StepCase struct {
 	Hardware, Model, Quantization string
+	KVCacheDtype                  string
 	TP                            int
 }
 
@@ -27,9 +29,14 @@ func (c StepCase) Format() string {
 	return c.Quantization
 }
 
-// String names the case: "H100 meta-llama/Llama-3.1-8B fp8 tp 2".
+// String names the case: "H100 meta-llama/Llama-3.1-8B fp8 tp 2" (with
+// ", fp8 KV" for an fp8 KV cache).
 func (c StepCase) String() string {
-	return fmt.Sprintf("%s %s %s tp %d", c.Hardware, c.Model, c.Format(), c.TP)
+	kv := ""
+	if c.KVCacheDtype != "" && c.KVCacheDtype != "auto" {
+		kv = ", " + c.KVCacheDtype + " KV"
+	}
+	return fmt.Sprintf("%s %s %s tp %d%s", c.Hardware, c.Model, c.Format(), c.TP, kv)
 }
 
 // StepShape is one batch a step matrix times: Decodes requests decoding
