@@ -147,7 +147,11 @@ func WriteSteps(w io.Writer, rows []StepRow, skipped []string, detail bool) erro
 			}
 			shapes = append(shapes, r.Shape)
 		}
-		fmt.Fprintf(&b, "perfdb / roofline - 1, %% (engine step time)\n%-8s %-26s %-6s %3s", "hardware", "model", "format", "tp")
+		kv := ""
+		if len(rows) > 0 && rows[0].Case.KVCacheDtype != "" && rows[0].Case.KVCacheDtype != "auto" {
+			kv = ", " + rows[0].Case.KVCacheDtype + " KV cache"
+		}
+		fmt.Fprintf(&b, "perfdb / roofline - 1, %% (engine step time%s)\n%-8s %-26s %-6s %3s", kv, "hardware", "model", "format", "tp")
 		for _, s := range shapes {
 			fmt.Fprintf(&b, " %16s", s)
 		}
