@@ -317,6 +317,10 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 			r.qMemRate = acc.MemBandwidth * g.Memory
 		}
 		r.qLaunch, r.qPerElem = g.QuantNs, g.QuantPsPerElem/1e3
+		// DeepGEMM's block-fp8 GEMM on SM90 is persistent too: with
+		// FP8Waves its compute time is counted in tile waves as well
+		// (see fp8Waves).
+		r.qWaves = acc.Scaled == ScaledFP8Block && e.FP8Waves && acc.ScaledMM != ScaledMMOther && acc.SMs > 0
 		if g.Sharpness > 0 {
 			r.qInvP = 1 / g.Sharpness
 		}
@@ -584,6 +588,11 @@ func (r *Roofline) scaledTerms(f ScaledFormat) ScaledGEMM {
 // 256 rows), for M in (64, 128] 64×128 in clusters of two; smaller M
 // swap the operands into the narrow tiles of a memory-bound GEMM, where
 // ideal is kept.
+//
+// The block-fp8 GEMMs (RooflineHW.Scaled ScaledFP8Block, DeepGEMM's
+// persistent SM90 kernel, whose tile width it picks by shape) take the
+// same tiles: an approximation that fits the database's block-fp8 rows
+// better than no waves (docs/calibration.md).
 //
 // Other kernels keep ideal: the SM89 kernels of L40S-class GPUs
 // (scaled_mm_c2x_sm89_fp8_dispatch.cuh) were tried with their tiles and

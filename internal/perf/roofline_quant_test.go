@@ -324,3 +324,36 @@ func TestScaledGEMMTermsByHand(t *testing.T) {
 		})
 	}
 }
+
+// TestFP8BlockWavesByHand: block-scaled fp8 on the SM90 tiles of
+// TestFP8WavesByHand (4 SMs, FP8 rate 2e14 at the block terms' Compute
+// 0.5, K 1024, N 256) counts whole waves too, at M 257: 8 CTAs, two waves
+// of 2·128·128·1024 FLOPs at 2.5e13 FLOP/s each, 2684.355 ns; without
+// FP8Waves the ideal 2·257·1024·256/1e14 s = 1347.420 ns.
+func TestFP8BlockWavesByHand(t *testing.T) {
+	m := tinyModel
+	m.WeightBytes = 1
+	hw := tinyHW
+	hw.QuantPeakFLOPS, hw.Scaled, hw.SMs, hw.ScaledMM = 2e14, ScaledFP8Block, 4, ScaledMMSM90
+	eff := tinyEff
+	// Memory fraction tiny so that compute dominates; sharpness 50 keeps
+	// the blend at the larger term.
+	eff.FP8Block = ScaledGEMM{Compute: 0.5, Memory: 1.5, Sharpness: 50}
+	for _, c := range []struct {
+		waves bool
+		want  float64
+	}{{true, 2 * 2 * 128 * 128 * 1024 / 2.5e13 * 1e9}, {false, 2 * 257 * 1024 * 256 / 1e14 * 1e9}} {
+		e := eff
+		e.FP8Waves = c.waves
+		r, err := NewRoofline(m, hw, e, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// bytes 1024·256 + 257·1024 + 257·256·2 = 656,896 at 1.5e12 B/s = 437.9 ns,
+		// under the compute time; subtract the 1000 ns launch.
+		got := r.LinearNs(257, 1024, 256) - 1000
+		if math.Abs(got-c.want)/c.want > 0.001 {
+			t.Errorf("FP8Waves %v: %.3f ns, want %.3f", c.waves, got, c.want)
+		}
+	}
+}
