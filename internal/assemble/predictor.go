@@ -209,11 +209,12 @@ func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links, en
 	return c
 }
 
-// calibratedComm applies the all-reduce constants of acc's calibration
-// (perf.Efficiency.Collective, fitted on the database's measured
-// all-reduces) to tc's vLLM dispatch, inside one NVLink domain and
+// calibratedComm applies the all-reduce constants of acc's own
+// calibration (perf.Efficiency.Collective, fitted on the database's
+// measured all-reduces) to tc's vLLM dispatch, inside one NVLink domain and
 // without a links override (a group spanning nodes keeps its NIC
-// constants).
+// constants). A borrowed calibration's constants are not applied: they
+// were measured on the lender's fabric.
 func calibratedComm(s *config.Scenario, src config.Source, acc hw.Accelerator, tc perf.TPComm) (perf.TPComm, error) {
 	if tc.AR.N <= 1 {
 		return tc, nil
@@ -221,9 +222,12 @@ func calibratedComm(s *config.Scenario, src config.Source, acc hw.Accelerator, t
 	if g := acc.Node.LinkDomain(); g > 0 && tc.TP > g {
 		return tc, nil
 	}
-	eff, _, err := calibrationFor(s, src, acc)
+	eff, desc, err := calibrationFor(s, src, acc)
 	if err != nil {
 		return tc, err
+	}
+	if borrowedFrom(desc) != "" {
+		return tc, nil
 	}
 	intra := perf.Interconnect{NVLink: acc.Link.FullyConnected(), P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
 	tc.AR = tc.AR.With(eff.Collective, intra)
