@@ -240,24 +240,25 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 
 // overTarget lists the tables whose median error misses the 10 % target,
 // by system, with the ceiling measured (docs/calibration.md says why):
-// the fp8 GEMMs of L40S.
+// the fp8 GEMMs and the all-reduce of L40S (PCIe: its all-reduce
+// constants are not fitted, see fitAllReduce).
 var overTarget = map[string]map[string]float64{
-	"l40s": {TableGEMMFP8: 0.120},
+	"l40s": {TableGEMMFP8: 0.120, TableAllReduce: 0.61},
 }
 
 // ceilings pins every table's median error of the embedded database
 // calibrations a little above what it reaches (docs/calibration.md's
 // table), so that a change which loses accuracy on any table fails here
 // even below the 10 % target.
-var ceilings = map[string][4]float64{ // gemm, context, generation, fp8 GEMM
-	"a100_sxm": {0.074, 0.073, 0.049, 0},
-	"b200_sxm": {0.070, 0.073, 0.068, 0.062},
-	"b300_sxm": {0.070, 0.061, 0.064, 0.055},
-	"gb200":    {0.075, 0.067, 0.084, 0.047},
-	"gb300":    {0.065, 0.063, 0.086, 0.047},
-	"h100_sxm": {0.049, 0.063, 0.063, 0.049},
-	"h200_sxm": {0.070, 0.100, 0.079, 0.077},
-	"l40s":     {0.077, 0.066, 0.045, 0.120},
+var ceilings = map[string][7]float64{ // gemm, context, generation, fp8, fp8_block, nvfp4 GEMM, all-reduce
+	"a100_sxm": {0.074, 0.073, 0.049, 0, 0, 0, 0.049},
+	"b200_sxm": {0.070, 0.073, 0.068, 0.062, 0.060, 0.082, 0.062},
+	"b300_sxm": {0.070, 0.061, 0.064, 0.055, 0.057, 0.072, 0.062},
+	"gb200":    {0.075, 0.067, 0.084, 0.047, 0.056, 0.075, 0.091},
+	"gb300":    {0.065, 0.063, 0.086, 0.047, 0.053, 0.068, 0.067},
+	"h100_sxm": {0.049, 0.063, 0.063, 0.049, 0.086, 0, 0.041},
+	"h200_sxm": {0.070, 0.100, 0.079, 0.077, 0.100, 0, 0.040},
+	"l40s":     {0.077, 0.066, 0.045, 0.120, 0, 0, 0.61},
 }
 
 // TestEmbeddedPerfDBCalibrations checks every embedded calibration fitted
@@ -328,8 +329,8 @@ func TestEmbeddedPerfDBCalibrations(t *testing.T) {
 				if ceil > 0 && med > ceil {
 					t.Errorf("%s: median error %.2f %% above its pinned %.1f %%", tb, 100*med, 100*ceil)
 				}
-				if tb == TableGEMMFP8 && rep.Tables[tb].Count == 0 {
-					continue
+				if i >= 3 && rep.Tables[tb].Count == 0 {
+					continue // a quantised format the system's tables lack
 				}
 				limit, over := overTarget[sys][tb]
 				switch {
@@ -346,7 +347,10 @@ func TestEmbeddedPerfDBCalibrations(t *testing.T) {
 			}
 			// The entry's fit stats are those of its own check (within
 			// 0.2 points: the entry stores its efficiencies to 4 digits).
-			for _, tb := range []string{TableGEMM, TableContext, TableGeneration} {
+			for _, tb := range PerfDBTables {
+				if rep.Tables[tb].Count == 0 {
+					continue
+				}
 				if fs := en.Fit[tb]; fs.Rows != rep.Tables[tb].Count || math.Abs(fs.Median-rep.Tables[tb].Median) > 0.002 {
 					t.Errorf("%s: entry fit %+v, check %s", tb, fs, rep.Tables[tb])
 				}
