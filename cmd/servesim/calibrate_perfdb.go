@@ -50,12 +50,13 @@ func openPerfDBInput(flag, dir, system, version string) (*calibrate.PerfDBInput,
 
 // perfDBFitFlags are the fit options of calibrate --perfdb.
 type perfDBFitFlags struct {
-	// smWave: --sm-wave; fp8Waves: --fp8-waves; fp8Only: --fp8-only.
+	// smWave: --sm-wave; fp8Waves: --fp8-waves; fp8Only: --quant-only
+	// (or its older name --fp8-only).
 	smWave, fp8Waves, fp8Only bool
 }
 
 // runPerfDBFit fits the calibration of system's accelerator on its
-// database tables (with fp8Only, only the fp8 terms of its existing
+// database tables (with fp8Only, only the quantised GEMM terms of its existing
 // entry) and writes it (to out, keeping its other entries, or to stdout).
 func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, fl perfDBFitFlags) error {
 	in, err := openPerfDBInput("--system", dir, system, version)
@@ -93,7 +94,7 @@ func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, fl perfD
 		base, ok := file.Entry(in.Accelerator)
 		if !ok {
 			if base, ok = builtin.Entry(in.Accelerator); !ok {
-				return badInput(fmt.Errorf("--fp8-only: neither %s nor the embedded calibration has a %s entry to fit the fp8 terms of", outName(out), in.Accelerator))
+				return badInput(fmt.Errorf("--quant-only: neither %s nor the embedded calibration has a %s entry to fit the quantised GEMM terms of", outName(out), in.Accelerator))
 			}
 		}
 		entry, rep, err = calibrate.FitPerfDBFP8(in, base, opts)
@@ -152,7 +153,7 @@ func runPerfDBCheck(w io.Writer, dir, system, version, calFile, use string, ops 
 	}
 	printCalibrationHeader(w, acc, name, how, en)
 	if en.FP8Source != "" && en.Kept == "" {
-		fmt.Fprintf(w, " [fp8 terms fitted on per-op kernel tables %s]", en.FP8Source)
+		fmt.Fprintf(w, " [quantised GEMM terms fitted on per-op kernel tables %s]", en.FP8Source)
 	}
 	fmt.Fprintf(w, "\nchecked on %s (%s; bf16 KV, at most %d tokens per step)%s\n%s", in.Source, in.Accelerator, calibrate.MaxStepTokens, droppedNote(in), rep.TableString())
 	if ops {

@@ -233,14 +233,22 @@ func TestCalibrateCheckPerfDB(t *testing.T) {
 }
 
 // TestCalibrateFP8Only: the documented command re-fits exactly the
-// embedded RTXPRO6000 entry's fp8 terms (a new file, so the base is the
-// embedded entry), keeping every other field; a system without fp8 rows
-// is refused with exit code 2.
+// embedded RTXPRO6000 entry's quantised GEMM terms (fp8, block fp8 and
+// NVFP4; a new file, so the base is the embedded entry), keeping every
+// other field; --fp8-only, the older name, does the same; a system without
+// quantised rows is refused with exit code 2.
 func TestCalibrateFP8Only(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cal.yaml")
-	code, _, stderr := run(t, "calibrate", "--perfdb", "builtin", "--system", "rtx_pro_6000_server", "--fp8-only", "--fp8-waves", "-o", out)
+	code, _, stderr := run(t, "calibrate", "--perfdb", "builtin", "--system", "rtx_pro_6000_server", "--quant-only", "--fp8-waves", "-o", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	old := filepath.Join(t.TempDir(), "old.yaml")
+	if code, _, stderr := run(t, "calibrate", "--perfdb", "builtin", "--system", "rtx_pro_6000_server", "--fp8-only", "--fp8-waves", "-o", old); code != 0 {
+		t.Fatalf("--fp8-only: exit %d: %s", code, stderr)
+	}
+	if a, b := readFile(t, out), readFile(t, old); !bytes.Equal(a, b) {
+		t.Errorf("--fp8-only and --quant-only wrote different files")
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {
@@ -259,11 +267,16 @@ func TestCalibrateFP8Only(t *testing.T) {
 	if !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("refitted entry differs from the embedded one:\n got %+v\nwant %+v", got, want)
 	}
-	if !strings.Contains(stderr, "gemm_fp8               5040     3.3%") {
-		t.Errorf("fit report lacks the fp8 table:\n%s", stderr)
+	for _, line := range []string{"gemm_fp8               5040     3.3%", "gemm_fp8_block         2240    10.3%", "gemm_nvfp4             5040     8.8%"} {
+		if !strings.Contains(stderr, line) {
+			t.Errorf("fit report lacks %q:\n%s", line, stderr)
+		}
 	}
-	code, _, stderr = run(t, "calibrate", "--perfdb", "builtin", "--system", "a100_sxm", "--fp8-only", "-o", filepath.Join(t.TempDir(), "a.yaml"))
-	if code != 2 || !strings.Contains(stderr, "no fp8 GEMM rows") {
+	if want.FP8Block == nil || want.NVFP4 == nil || want.Fit["gemm_nvfp4"].Rows == 0 {
+		t.Errorf("embedded RTXPRO6000 entry lacks fitted block fp8 / NVFP4 terms: %+v", want)
+	}
+	code, _, stderr = run(t, "calibrate", "--perfdb", "builtin", "--system", "a100_sxm", "--quant-only", "-o", filepath.Join(t.TempDir(), "a.yaml"))
+	if code != 2 || !strings.Contains(stderr, "no fp8, block fp8 or nvfp4 GEMM rows") {
 		t.Errorf("a100_sxm: exit %d: %s", code, stderr)
 	}
 }

@@ -759,25 +759,44 @@ func fitFP8(eff perf.Efficiency, in *PerfDBInput, opt Options) (perf.Efficiency,
 	return eff, err
 }
 
-// FitPerfDBFP8 fits only the fp8 W8A8 GEMM terms of base (an entry fitted
-// on other tables, e.g. whole-step profiles without fp8 rows) on the
-// database's fp8 rows, every other field held, as FitPerfDB fits them
-// after the bf16 terms. The returned entry is base with the fp8 terms, the
-// fp8 table's in-sample accuracy added to its fit record and FP8Source
-// naming the tables; the report is the check of the whole entry on every
-// selected row.
+// FitPerfDBFP8 fits only the quantised GEMM terms of base (an entry
+// fitted on other tables, e.g. whole-step profiles without quantised
+// rows) on the database's rows of each quantised format it has: the fp8
+// W8A8 terms on the fp8 rows, the block-scaled fp8 terms on the fp8_block
+// rows and the NVFP4 terms on the nvfp4 rows, every other field held, as
+// FitPerfDB fits them after the bf16 terms. The returned entry is base
+// with those terms, each fitted table's in-sample accuracy added to its
+// fit record and FP8Source naming the tables; the report is the check of
+// the whole entry on every selected row. Terms of a format without rows
+// are kept from base.
 func FitPerfDBFP8(in *PerfDBInput, base *Entry, opt Options) (*Entry, *Report, error) {
 	if base == nil {
-		return nil, nil, errors.New("calibrate: no calibration to fit the fp8 terms of")
+		return nil, nil, errors.New("calibrate: no calibration to fit the quantised GEMM terms of")
 	}
-	if len(in.tables[TableGEMMFP8]) == 0 {
-		return nil, nil, fmt.Errorf("calibrate: %s has no fp8 GEMM rows for %s (no FP8 tensor rate in the catalog?)", in.Source, in.Accelerator)
+	fp8, block, fp4 := len(in.tables[TableGEMMFP8]) > 0, len(in.tables[TableGEMMFP8Block]) > 0, len(in.tables[TableGEMMNVFP4]) > 0
+	if !fp8 && !block && !fp4 {
+		return nil, nil, fmt.Errorf("calibrate: %s has no fp8, block fp8 or nvfp4 GEMM rows for %s (no FP8 or FP4 tensor rate in the catalog?)", in.Source, in.Accelerator)
 	}
 	eff := base.Efficiency()
-	eff.FP8Compute, eff.FP8QuantNs, eff.FP8Sharpness, eff.FP8QuantPsPerElem = 0, 0, 0, 0
-	eff, err := fitFP8(eff, in, opt)
-	if err != nil {
+	if fp8 {
+		eff.FP8Compute, eff.FP8QuantNs, eff.FP8Sharpness, eff.FP8QuantPsPerElem = 0, 0, 0, 0
+	}
+	eff.FP8Waves = opt.FP8Waves
+	var err error
+	if eff, err = fitFP8(eff, in, opt); err != nil {
 		return nil, nil, err
+	}
+	if block {
+		eff.FP8Block = perf.ScaledGEMM{}
+		if eff, err = fitScaled(eff, TableGEMMFP8Block, fp8BlockParams, in.tables[TableGEMMFP8Block], opt); err != nil {
+			return nil, nil, err
+		}
+	}
+	if fp4 {
+		eff.NVFP4 = perf.ScaledGEMM{}
+		if eff, err = fitScaled(eff, TableGEMMNVFP4, nvfp4Params, in.tables[TableGEMMNVFP4], opt); err != nil {
+			return nil, nil, err
+		}
 	}
 	rep, err := CheckPerfDB(eff, in)
 	if err != nil {
@@ -785,14 +804,25 @@ func FitPerfDBFP8(in *PerfDBInput, base *Entry, opt Options) (*Entry, *Report, e
 	}
 	fitted := NewEntry(eff, in.Source, rep)
 	en := *base
-	en.FP8ComputeEff, en.FP8QuantUs = fitted.FP8ComputeEff, fitted.FP8QuantUs
-	en.FP8Sharpness, en.FP8QuantPsPerElem, en.FP8Waves = fitted.FP8Sharpness, fitted.FP8QuantPsPerElem, fitted.FP8Waves
-	en.FP8Source = in.Source
+	en.FP8Waves = fitted.FP8Waves
 	en.Fit = map[string]FitStats{}
 	for k, v := range base.Fit {
 		en.Fit[k] = v
 	}
-	en.Fit[TableGEMMFP8] = fitted.Fit[TableGEMMFP8]
+	if fp8 {
+		en.FP8ComputeEff, en.FP8QuantUs = fitted.FP8ComputeEff, fitted.FP8QuantUs
+		en.FP8Sharpness, en.FP8QuantPsPerElem = fitted.FP8Sharpness, fitted.FP8QuantPsPerElem
+		en.Fit[TableGEMMFP8] = fitted.Fit[TableGEMMFP8]
+	}
+	if block {
+		en.FP8Block = fitted.FP8Block
+		en.Fit[TableGEMMFP8Block] = fitted.Fit[TableGEMMFP8Block]
+	}
+	if fp4 {
+		en.NVFP4 = fitted.NVFP4
+		en.Fit[TableGEMMNVFP4] = fitted.Fit[TableGEMMNVFP4]
+	}
+	en.FP8Source = in.Source
 	return &en, rep, nil
 }
 

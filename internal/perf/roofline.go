@@ -322,10 +322,12 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 			r.qMemRate = acc.MemBandwidth * g.Memory
 		}
 		r.qLaunch, r.qPerElem = g.QuantNs, g.QuantPsPerElem/1e3
-		// DeepGEMM's block-fp8 GEMM on SM90 is persistent too: with
-		// FP8Waves its compute time is counted in tile waves as well
-		// (see fp8Waves).
-		r.qWaves = acc.Scaled == ScaledFP8Block && e.FP8Waves && acc.ScaledMM != ScaledMMOther && acc.SMs > 0
+		// DeepGEMM's block-fp8 GEMM on SM90 is persistent too, and on
+		// SM120 vLLM's block-fp8 and NVFP4 CUTLASS kernels run the same
+		// 128×128 tiles as its fp8 one: with FP8Waves their compute time
+		// is counted in tile waves as well (see fp8Waves).
+		waved := acc.Scaled == ScaledFP8Block || acc.Scaled == ScaledNVFP4 && acc.ScaledMM == ScaledMMSM120
+		r.qWaves = waved && e.FP8Waves && acc.ScaledMM != ScaledMMOther && acc.SMs > 0
 		if g.Sharpness > 0 {
 			r.qInvP = 1 / g.Sharpness
 		}
@@ -598,10 +600,14 @@ func (r *Roofline) scaledTerms(f ScaledFormat) ScaledGEMM {
 // even a one-row GEMM computes whole 128-row tiles: ceil(M/128)·ceil(N/128)
 // CTAs, one per SM at a time.
 //
-// The block-fp8 GEMMs (RooflineHW.Scaled ScaledFP8Block, DeepGEMM's
-// persistent SM90 kernel, whose tile width it picks by shape) take the
-// SM90 tiles: an approximation that fits the database's block-fp8 rows
-// better than no waves (docs/calibration.md).
+// The block-fp8 GEMMs (RooflineHW.Scaled ScaledFP8Block) take the tiles
+// of the accelerator's kernel: on SM90 DeepGEMM's persistent kernel,
+// whose tile width it picks by shape (the SM90 tiles are an approximation
+// that fits the database's block-fp8 rows better than no waves,
+// docs/calibration.md); on SM120 vLLM's blockwise CUTLASS kernel, one
+// 128×128×128 tile and no clusters
+// (scaled_mm_blockwise_sm120_fp8_dispatch.cuh), as its NVFP4 kernel
+// (nvfp4_scaled_mm_sm120_kernels.cu), which is waved on SM120 only.
 //
 // Other kernels keep ideal: the SM89 kernels of L40S-class GPUs
 // (scaled_mm_c2x_sm89_fp8_dispatch.cuh) were tried with their tiles and

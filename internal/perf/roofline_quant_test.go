@@ -386,3 +386,40 @@ func TestFP8BlockWavesByHand(t *testing.T) {
 		}
 	}
 }
+
+// TestNVFP4WavesByHand: NVFP4 on SM120 (vLLM's CUTLASS kernel runs
+// 128×128×128 tiles, no clusters) counts whole waves of 128×128 tiles
+// with FP8Waves: 4 SMs, FP4 rate 4e14 at the NVFP4 Compute 0.5 (5e13
+// FLOP/s per SM), K 1024, N 256, M 257: 6 CTAs, two
+// waves of 2·128·128·1024 FLOPs at 5e13 FLOP/s, 1342.177 ns; without
+// FP8Waves, or on SM90 (no NVFP4 kernel there), the ideal
+// 2·257·1024·256/2e14 s = 673.710 ns.
+func TestNVFP4WavesByHand(t *testing.T) {
+	m := tinyModel
+	m.WeightBytes = 0.5625
+	eff := tinyEff
+	eff.NVFP4 = ScaledGEMM{Compute: 0.5, Memory: 1.5, Sharpness: 50}
+	waved := 2 * 2 * 128 * 128 * 1024 / 5e13 * 1e9
+	ideal := 2 * 257 * 1024 * 256 / 2e14 * 1e9
+	for _, c := range []struct {
+		kernel ScaledMMKernel
+		waves  bool
+		want   float64
+	}{{ScaledMMSM120, true, waved}, {ScaledMMSM120, false, ideal}, {ScaledMMSM90, true, ideal}} {
+		hw := tinyHW
+		hw.QuantPeakFLOPS, hw.Scaled, hw.SMs, hw.ScaledMM = 4e14, ScaledNVFP4, 4, c.kernel
+		e := eff
+		e.FP8Waves = c.waves
+		r, err := NewRoofline(m, hw, e, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// bytes 1024·256·0.5625 + 257·1024·0.5625 + 257·256·2 = 427,648
+		// at 1.5e12 B/s = 285.1 ns, under the compute time; subtract the
+		// 1000 ns launch.
+		got := r.LinearNs(257, 1024, 256) - 1000
+		if math.Abs(got-c.want)/c.want > 0.001 {
+			t.Errorf("kernel %d waves %v: %.3f ns, want %.3f", c.kernel, c.waves, got, c.want)
+		}
+	}
+}
