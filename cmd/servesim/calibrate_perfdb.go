@@ -51,8 +51,8 @@ func openPerfDBInput(flag, dir, system, version string) (*calibrate.PerfDBInput,
 // perfDBFitFlags are the fit options of calibrate --perfdb.
 type perfDBFitFlags struct {
 	// smWave: --sm-wave; fp8Waves: --fp8-waves; fp8Only: --quant-only
-	// (or its older name --fp8-only).
-	smWave, fp8Waves, fp8Only bool
+	// (or its older name --fp8-only); allReduceOnly: --allreduce-only.
+	smWave, fp8Waves, fp8Only, allReduceOnly bool
 }
 
 // runPerfDBFit fits the calibration of system's accelerator on its
@@ -90,14 +90,25 @@ func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, fl perfD
 	}
 	var entry *calibrate.Entry
 	var rep *calibrate.Report
-	if fl.fp8Only {
+	if fl.fp8Only && fl.allReduceOnly {
+		return badInput(errors.New("--quant-only and --allreduce-only: give one (run the command twice with the same -o FILE for both)"))
+	}
+	if fl.fp8Only || fl.allReduceOnly {
+		flag, what := "--quant-only", "quantised GEMM terms"
+		if fl.allReduceOnly {
+			flag, what = "--allreduce-only", "all-reduce constants"
+		}
 		base, ok := file.Entry(in.Accelerator)
 		if !ok {
 			if base, ok = builtin.Entry(in.Accelerator); !ok {
-				return badInput(fmt.Errorf("--quant-only: neither %s nor the embedded calibration has a %s entry to fit the quantised GEMM terms of", outName(out), in.Accelerator))
+				return badInput(fmt.Errorf("%s: neither %s nor the embedded calibration has a %s entry to fit the %s of", flag, outName(out), in.Accelerator, what))
 			}
 		}
-		entry, rep, err = calibrate.FitPerfDBFP8(in, base, opts)
+		if fl.allReduceOnly {
+			entry, rep, err = calibrate.FitPerfDBAllReduce(in, base)
+		} else {
+			entry, rep, err = calibrate.FitPerfDBFP8(in, base, opts)
+		}
 	} else {
 		keep, ok := builtin.Entry(calibrate.KeepFrom)
 		if !ok {
@@ -153,7 +164,7 @@ func runPerfDBCheck(w io.Writer, dir, system, version, calFile, use string, ops 
 	}
 	printCalibrationHeader(w, acc, name, how, en)
 	if en.FP8Source != "" && en.Kept == "" {
-		fmt.Fprintf(w, " [quantised GEMM terms fitted on per-op kernel tables %s]", en.FP8Source)
+		fmt.Fprintf(w, " [quantised GEMM and all-reduce terms fitted on per-op kernel tables %s]", en.FP8Source)
 	}
 	fmt.Fprintf(w, "\nchecked on %s (%s; bf16 KV, at most %d tokens per step)%s\n%s", in.Source, in.Accelerator, calibrate.MaxStepTokens, droppedNote(in), rep.TableString())
 	if ops {

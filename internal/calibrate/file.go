@@ -63,8 +63,10 @@ type Entry struct {
 	// FP8Waves is perf.Efficiency.FP8Waves.
 	FP8Waves bool `yaml:"fp8_waves,omitempty"`
 	// FP8Source, on an entry fitted on other tables, names the per-op
-	// kernel tables its fp8 terms alone were fitted on, every other field
-	// held (FitPerfDBFP8): "perfdb:<system>/vllm/<version>".
+	// kernel tables its quantised GEMM terms or all-reduce constants
+	// alone were fitted on, every other field held (FitPerfDBFP8,
+	// FitPerfDBAllReduce): "perfdb:<system>/vllm/<version>". (Its name
+	// dates from when only the fp8 terms were.)
 	FP8Source string `yaml:"fp8_source,omitempty"`
 	// FP8Block and NVFP4 are perf.Efficiency.FP8Block and NVFP4: the GEMM
 	// terms of block-scaled fp8 and NVFP4 linear layers (absent: the bf16
@@ -146,20 +148,26 @@ type AllReduceEntry struct {
 	CustomLatencyUs float64 `yaml:"custom_latency_us"`
 	NCCLLatencyUs   float64 `yaml:"nccl_latency_us"`
 	BusEff          float64 `yaml:"bus_eff"`
+	// CustomBusEff and NCCLHostShared are perf.CollectiveEff's (absent:
+	// the custom kernel at bus_eff; the NCCL ring).
+	CustomBusEff   float64 `yaml:"custom_bus_eff,omitempty"`
+	NCCLHostShared bool    `yaml:"nccl_host_shared,omitempty"`
 }
 
 func newAllReduceEntry(c perf.CollectiveEff) *AllReduceEntry {
 	if c.IsZero() {
 		return nil
 	}
-	return &AllReduceEntry{CustomLatencyUs: round4(c.CustomLatencyNs / 1e3), NCCLLatencyUs: round4(c.NCCLLatencyNs / 1e3), BusEff: round4(c.BusEff)}
+	return &AllReduceEntry{CustomLatencyUs: round4(c.CustomLatencyNs / 1e3), NCCLLatencyUs: round4(c.NCCLLatencyNs / 1e3), BusEff: round4(c.BusEff),
+		CustomBusEff: round4(c.CustomBusEff), NCCLHostShared: c.NCCLHostShared}
 }
 
 func (a *AllReduceEntry) eff() perf.CollectiveEff {
 	if a == nil {
 		return perf.CollectiveEff{}
 	}
-	return perf.CollectiveEff{CustomLatencyNs: a.CustomLatencyUs * 1e3, NCCLLatencyNs: a.NCCLLatencyUs * 1e3, BusEff: a.BusEff}
+	return perf.CollectiveEff{CustomLatencyNs: a.CustomLatencyUs * 1e3, NCCLLatencyNs: a.NCCLLatencyUs * 1e3, BusEff: a.BusEff,
+		CustomBusEff: a.CustomBusEff, NCCLHostShared: a.NCCLHostShared}
 }
 
 // FitStats is the accuracy of a fit on one table: median and 90th

@@ -584,31 +584,92 @@ func (in *PerfDBInput) allReduceNs(r allReduceRow, c perf.CollectiveEff) float64
 	return float64(perf.NewAllReduce(r.gpus, in.link, false).With(c, in.link).Ns(r.bytes))
 }
 
-// collectiveParams are the fitted all-reduce constants (perf.CollectiveEff).
+// collectiveParams are the fitted all-reduce constants (perf.CollectiveEff)
+// on NVLink, where the custom kernel and NCCL share one bus efficiency.
 var collectiveParams = []param{
 	field("allreduce.custom_latency", func(e *perf.Efficiency) *float64 { return &e.Collective.CustomLatencyNs }, perf.CustomARLatencyNVLinkNs, 500, 1e5),
 	field("allreduce.nccl_latency", func(e *perf.Efficiency) *float64 { return &e.Collective.NCCLLatencyNs }, perf.NCCLLatencyNVLinkNs, 500, 1e5),
 	field("allreduce.bus_eff", func(e *perf.Efficiency) *float64 { return &e.Collective.BusEff }, perf.NCCLBusEffNVLink, 0.05, 1.2),
 }
 
+// PCIe all-reduce constants, one pair per algorithm: vLLM's custom kernel
+// (latency, peer-read efficiency) and NCCL (latency, bus efficiency).
+var (
+	pcieCustomParams = []param{
+		field("allreduce.custom_latency", func(e *perf.Efficiency) *float64 { return &e.Collective.CustomLatencyNs }, perf.CustomARLatencyPCIeNs, 500, 1e5),
+		field("allreduce.custom_bus_eff", func(e *perf.Efficiency) *float64 { return &e.Collective.CustomBusEff }, perf.NCCLBusEffPCIe, 0.02, 1.2),
+	}
+	pcieNCCLParams = []param{
+		field("allreduce.nccl_latency", func(e *perf.Efficiency) *float64 { return &e.Collective.NCCLLatencyNs }, perf.NCCLLatencyP2PNs, 500, 1e5),
+		field("allreduce.bus_eff", func(e *perf.Efficiency) *float64 { return &e.Collective.BusEff }, perf.NCCLBusEffPCIe, 0.02, 1.2),
+	}
+)
+
+// runsCustom reports whether vLLM's dispatch (perf.NewAllReduce, custom
+// all-reduce enabled) runs row r on its custom kernel: on link, of r's
+// GPU count, under perf.CustomARMaxBytes.
+func (in *PerfDBInput) runsCustom(r allReduceRow) bool {
+	return perf.NewAllReduce(r.gpus, in.link, false).Custom && r.bytes < perf.CustomARMaxBytes
+}
+
 // fitAllReduce fits the all-reduce constants on the all-reduce rows,
 // every GPU count weighing the same (robust loss on the log error, as
-// the other tables). Only on an NVLink (fully connected) link: over
-// PCIe vLLM's dispatch changes with the GPU count (custom all-reduce at
-// two GPUs, NCCL through the host at more), which one set of constants
-// cannot follow (on l40s the fit made tp 2 several times too slow to
-// gain at tp 4 and 8). No rows, or no NVLink: eff unchanged.
+// the other tables), each row timed by the algorithm vLLM 0.19's dispatch
+// runs it on (perf.NewAllReduce): on NVLink the custom kernel's and
+// NCCL's latencies and one bus efficiency (both run over the same
+// NVLink); over PCIe, where the custom kernel runs only at two GPUs with
+// peer-to-peer and NCCL everywhere else, each algorithm's latency and
+// bandwidth apart (those of an algorithm no row runs stay unset), and,
+// when NCCL rows of several GPU counts are present, NCCL's ring with and
+// without a shared host path (perf.CollectiveEff.NCCLHostShared), the
+// better kept. No rows: eff unchanged.
 func fitAllReduce(eff perf.Efficiency, in *PerfDBInput) perf.Efficiency {
-	if len(in.allReduce) == 0 || !in.link.NVLink {
+	if len(in.allReduce) == 0 {
 		return eff
 	}
+	if in.link.NVLink {
+		eff.Collective = perf.CollectiveEff{}
+		e, _ := fitCollective(eff, in, collectiveParams)
+		return e
+	}
+	custom, ncclCounts := false, map[int]bool{}
+	for _, r := range in.allReduce {
+		if in.runsCustom(r) {
+			custom = true
+		} else {
+			ncclCounts[r.gpus] = true
+		}
+	}
+	var params []param
+	if custom {
+		params = append(params, pcieCustomParams...)
+	}
+	if len(ncclCounts) > 0 {
+		params = append(params, pcieNCCLParams...)
+	}
+	eff.Collective = perf.CollectiveEff{}
+	best, bestCost := fitCollective(eff, in, params)
+	if len(ncclCounts) > 1 {
+		shared := eff
+		shared.Collective.NCCLHostShared = true
+		if e, c := fitCollective(shared, in, params); c < bestCost {
+			best = e
+		}
+	}
+	return best
+}
+
+// fitCollective fits params of eff's all-reduce constants on in's
+// all-reduce rows (see fitAllReduce) and returns the fitted efficiencies
+// and their cost.
+func fitCollective(eff perf.Efficiency, in *PerfDBInput, params []param) (perf.Efficiency, float64) {
 	count := map[int]float64{}
 	for _, r := range in.allReduce {
 		count[r.gpus]++
 	}
 	decode := func(x []float64) perf.Efficiency {
 		e := eff
-		for i, p := range collectiveParams {
+		for i, p := range params {
 			p.set(&e, math.Min(p.max, math.Max(p.min, math.Exp(x[i]))))
 		}
 		return e
@@ -621,8 +682,8 @@ func fitAllReduce(eff perf.Efficiency, in *PerfDBInput) perf.Efficiency {
 		}
 		return sum
 	}
-	x0 := make([]float64, len(collectiveParams))
-	for i, p := range collectiveParams {
+	x0 := make([]float64, len(params))
+	for i, p := range params {
 		v := p.get(&eff)
 		if v == 0 {
 			v = p.init
@@ -631,13 +692,13 @@ func fitAllReduce(eff perf.Efficiency, in *PerfDBInput) perf.Efficiency {
 	}
 	best, bestCost := x0, cost(x0)
 	for range 4 {
-		x, c := nelderMead(cost, best, 0.3, 300*len(collectiveParams), 1e-10)
+		x, c := nelderMead(cost, best, 0.3, 300*len(params), 1e-10)
 		if c >= bestCost-1e-12 {
 			break
 		}
 		best, bestCost = x, c
 	}
-	return decode(best)
+	return decode(best), bestCost
 }
 
 // Every returns a copy of in keeping every n-th row of each table (in the
@@ -675,8 +736,8 @@ var DecodeOccupancies = []int{1, 2, 4, 8}
 // on the bf16 GEMM rows, the fp8 terms (the fraction of the FP8 rate, the
 // activation quantisation kernel) on the fp8 rows with those held, the
 // block-scaled fp8 and NVFP4 terms (perf.ScaledGEMM) on their rows, the
-// all-reduce constants on the all-reduce rows (NVLink only, see
-// fitAllReduce), then
+// all-reduce constants on the all-reduce rows (per algorithm of vLLM's
+// dispatch, see fitAllReduce), then
 // the attention parameters on the context and
 // generation rows (tile and wave-width grid, then a full fit, as Fit does),
 // each table weighing the same; the decode query copy too on an
@@ -691,6 +752,9 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 		return nil, nil, errors.New("calibrate: no calibration to keep the elementwise, sampler and skew fields from")
 	}
 	eff := keep.Efficiency()
+	// Terms of formats and collectives the tables lack are not kept: the
+	// bf16 terms and the link's defaults stand for them.
+	eff.FP8Block, eff.NVFP4, eff.Collective = perf.ScaledGEMM{}, perf.ScaledGEMM{}, perf.CollectiveEff{}
 	gemm := subsample(in.tables[TableGEMM], maxDenseRows)
 	opt.progress(fmt.Sprintf("fitting %d of %d bf16 GEMM rows of %s", len(gemm), len(in.tables[TableGEMM]), in.Source))
 	var err error
@@ -708,7 +772,7 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 			return nil, nil, err
 		}
 	}
-	if len(in.allReduce) > 0 && in.link.NVLink {
+	if len(in.allReduce) > 0 {
 		opt.progress(fmt.Sprintf("fitting the all-reduce constants on %d all-reduce rows", len(in.allReduce)))
 		eff = fitAllReduce(eff, in)
 	}
@@ -823,6 +887,38 @@ func FitPerfDBFP8(in *PerfDBInput, base *Entry, opt Options) (*Entry, *Report, e
 		en.Fit[TableGEMMNVFP4] = fitted.Fit[TableGEMMNVFP4]
 	}
 	en.FP8Source = in.Source
+	return &en, rep, nil
+}
+
+// FitPerfDBAllReduce fits only the all-reduce constants of base (an
+// entry fitted on other tables, e.g. whole-step profiles) on the
+// database's all-reduce rows, every other field held, as FitPerfDB fits
+// them (fitAllReduce: per algorithm of vLLM's dispatch on the
+// accelerator's link). The returned entry is base with those constants,
+// the all-reduce table's in-sample accuracy added to its fit record and
+// FP8Source naming the tables; the report is the check of the whole
+// entry on every selected row.
+func FitPerfDBAllReduce(in *PerfDBInput, base *Entry) (*Entry, *Report, error) {
+	if base == nil {
+		return nil, nil, errors.New("calibrate: no calibration to fit the all-reduce constants of")
+	}
+	if len(in.allReduce) == 0 {
+		return nil, nil, fmt.Errorf("calibrate: %s has no all-reduce rows for %s (a single-GPU node, or no link rate in the catalog?)", in.Source, in.Accelerator)
+	}
+	eff := fitAllReduce(base.Efficiency(), in)
+	rep, err := CheckPerfDB(eff, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	fitted := NewEntry(eff, in.Source, rep)
+	en := *base
+	en.AllReduce = fitted.AllReduce
+	en.FP8Source = in.Source
+	en.Fit = map[string]FitStats{}
+	for k, v := range base.Fit {
+		en.Fit[k] = v
+	}
+	en.Fit[TableAllReduce] = fitted.Fit[TableAllReduce]
 	return &en, rep, nil
 }
 

@@ -122,8 +122,21 @@ type CollectiveEff struct {
 	// latencies of vLLM's custom all-reduce and of NCCL.
 	CustomLatencyNs, NCCLLatencyNs float64
 	// BusEff replaces the achieved bus bandwidth's fraction of the link
-	// rate (NCCLBusEffNVLink on NVLink), for NCCL and the custom kernel.
+	// rate (NCCLBusEffNVLink on NVLink), for NCCL and, unless
+	// CustomBusEff is set, the custom kernel.
 	BusEff float64
+	// CustomBusEff, when set, is the custom kernel's own fraction of the
+	// link rate at which it reads its peers' buffers: over PCIe vLLM's
+	// custom all-reduce (two GPUs) and NCCL are different transports,
+	// fitted apart.
+	CustomBusEff float64
+	// NCCLHostShared says that off NVLink the NCCL ring's traffic of all
+	// ranks crosses one shared host path (GPUs under different CPU root
+	// ports or sockets): the per-rank bus bandwidth is the two-rank one
+	// times 2/N, so an all-reduce of N ranks lasts
+	// NCCLLatency + 2(N-1)·bytes / (2·BusBW) instead of the ring's
+	// NCCLLatency + 2(N-1)/N·bytes / BusBW. Ignored on NVLink.
+	NCCLHostShared bool
 }
 
 // IsZero reports that no constant is set.
@@ -134,7 +147,7 @@ func (c CollectiveEff) Validate() error {
 	for _, f := range []struct {
 		name   string
 		v, max float64
-	}{{"custom_latency", c.CustomLatencyNs, 1e7}, {"nccl_latency", c.NCCLLatencyNs, 1e7}, {"bus_eff", c.BusEff, 1.5}} {
+	}{{"custom_latency", c.CustomLatencyNs, 1e7}, {"nccl_latency", c.NCCLLatencyNs, 1e7}, {"bus_eff", c.BusEff, 1.5}, {"custom_bus_eff", c.CustomBusEff, 1.5}} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
 			return fmt.Errorf("allreduce %s = %g: want a value in [0, %g]", f.name, f.v, f.max)
 		}
@@ -158,6 +171,12 @@ func (a AllReduce) With(c CollectiveEff, link Interconnect) AllReduce {
 			a.BusBW /= 2
 		}
 		a.PeerBW = a.BusBW
+	}
+	if c.CustomBusEff > 0 && link.LinkBW > 0 {
+		a.PeerBW = c.CustomBusEff * link.LinkBW
+	}
+	if c.NCCLHostShared && !link.NVLink && a.N > 2 {
+		a.BusBW *= 2 / float64(a.N)
 	}
 	return a
 }
