@@ -29,6 +29,7 @@ func newCalibrateCmd() *cobra.Command {
 		tp                                   int
 		noLeaveOneOut, ops, smWave, fp8Waves bool
 		fp8Only, quantOnly, allReduceOnly    bool
+		quantFormats                         []string
 		transfer                             bool
 		crossModel                           bool
 		measuredRuns                         []string
@@ -74,6 +75,7 @@ Hopper or RTX Blackwell GPU in waves of output tiles over its SMs.
 NVFP4: those the system has rows of) of the accelerator's existing
 calibration (its entry in FILE, else the embedded one), every other field
 held: for a calibration fitted on step profiles without quantised rows.
+--quant-formats LIST restricts it to some of fp8, fp8_block and nvfp4.
 --fp8-only is the older name of --quant-only. --allreduce-only fits only
 the all-reduce constants of the accelerator's existing calibration on the
 database's all-reduce rows, per algorithm of vLLM's dispatch, every other
@@ -138,7 +140,7 @@ file's model) and its client offset from --client-offset-ms.`,
 				if dbDir == "" || dbSystem == "" {
 					return usageError{fmt.Errorf("give both --perfdb DIR (or builtin) and --system NAME")}
 				}
-				return runPerfDBFit(cmd, dbDir, dbSystem, dbVersion, out, perfDBFitFlags{smWave: smWave, fp8Waves: fp8Waves, fp8Only: fp8Only || quantOnly, allReduceOnly: allReduceOnly})
+				return runPerfDBFit(cmd, dbDir, dbSystem, dbVersion, out, perfDBFitFlags{smWave: smWave, fp8Waves: fp8Waves, fp8Only: fp8Only || quantOnly, allReduceOnly: allReduceOnly, quantFormats: quantFormats})
 			}
 			if check != "" {
 				if len(bundles) > 0 {
@@ -225,6 +227,7 @@ file's model) and its client offset from --client-offset-ms.`,
 	cmd.Flags().BoolVar(&fp8Waves, "fp8-waves", false, "with --perfdb: fit the fp8 GEMM terms with the compute time in waves of output tiles over the SMs (vLLM's SM90 and SM120 scaled-mm; see docs/calibration.md)")
 	cmd.Flags().BoolVar(&quantOnly, "quant-only", false, "with --perfdb: fit only the quantised GEMM terms (fp8, block fp8, NVFP4) of the accelerator's existing calibration (in -o FILE, else embedded), every other field held")
 	cmd.Flags().BoolVar(&fp8Only, "fp8-only", false, "the older name of --quant-only")
+	cmd.Flags().StringSliceVar(&quantFormats, "quant-formats", nil, "with --quant-only: fit only these formats' terms (fp8, fp8_block, nvfp4; default all the system has rows of)")
 	cmd.Flags().BoolVar(&allReduceOnly, "allreduce-only", false, "with --perfdb: fit only the all-reduce constants of the accelerator's existing calibration (in -o FILE, else embedded) on the database's all-reduce rows, every other field held")
 	cmd.Flags().BoolVar(&ops, "ops", false, "with --check: also print the error of every table and op")
 	cmd.Flags().BoolVar(&noLeaveOneOut, "no-leave-one-out", false, "skip the leave-one-out fits (one extra fit per bundle)")

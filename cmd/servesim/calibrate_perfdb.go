@@ -53,6 +53,8 @@ type perfDBFitFlags struct {
 	// smWave: --sm-wave; fp8Waves: --fp8-waves; fp8Only: --quant-only
 	// (or its older name --fp8-only); allReduceOnly: --allreduce-only.
 	smWave, fp8Waves, fp8Only, allReduceOnly bool
+	// quantFormats: --quant-formats (fp8, fp8_block, nvfp4).
+	quantFormats []string
 }
 
 // runPerfDBFit fits the calibration of system's accelerator on its
@@ -85,6 +87,17 @@ func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, fl perfD
 		fmt.Fprintf(ew, "calibrate: %s (%.0f s so far)\n", stage, time.Since(start).Seconds())
 	}}
 	opts.FP8Waves = fl.fp8Waves
+	formats := map[string]string{"fp8": calibrate.TableGEMMFP8, "fp8_block": calibrate.TableGEMMFP8Block, "nvfp4": calibrate.TableGEMMNVFP4}
+	for _, f := range fl.quantFormats {
+		table, ok := formats[f]
+		if !ok {
+			return badInput(fmt.Errorf("--quant-formats: unknown format %q (want fp8, fp8_block or nvfp4)", f))
+		}
+		opts.QuantTables = append(opts.QuantTables, table)
+	}
+	if len(fl.quantFormats) > 0 && !fl.fp8Only {
+		return badInput(errors.New("--quant-formats goes with --quant-only"))
+	}
 	if fl.smWave {
 		opts.UnitsPerSM, opts.DecodeUnitsPerSM = calibrate.SMOccupancies, calibrate.DecodeOccupancies
 	}

@@ -218,6 +218,10 @@ type Options struct {
 	// FP8Waves fits the fp8 GEMM terms with the compute time in tile
 	// waves (perf.Efficiency.FP8Waves).
 	FP8Waves bool
+	// QuantTables, when set, restricts FitPerfDBFP8 to these quantised
+	// GEMM tables (TableGEMMFP8, TableGEMMFP8Block, TableGEMMNVFP4); the
+	// terms of the others are kept from the base entry.
+	QuantTables []string
 	// Progress, if set, is told what the fit is doing as it moves to the
 	// next stage (the fit takes tens of seconds).
 	Progress func(stage string)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -627,42 +628,46 @@ func fitAllReduce(eff perf.Efficiency, in *PerfDBInput) perf.Efficiency {
 	if len(in.allReduce) == 0 {
 		return eff
 	}
+	eff.Collective = perf.CollectiveEff{}
 	if in.link.NVLink {
-		eff.Collective = perf.CollectiveEff{}
-		e, _ := fitCollective(eff, in, collectiveParams)
+		e, _ := fitCollective(eff, in.allReduce, in, collectiveParams)
 		return e
 	}
-	custom, ncclCounts := false, map[int]bool{}
+	// Each algorithm on the rows vLLM runs on it: the parameters of the
+	// one do not time the rows of the other.
+	var custom, nccl []allReduceRow
+	counts := map[int]bool{}
 	for _, r := range in.allReduce {
 		if in.runsCustom(r) {
-			custom = true
+			custom = append(custom, r)
 		} else {
-			ncclCounts[r.gpus] = true
+			nccl = append(nccl, r)
+			counts[r.gpus] = true
 		}
 	}
-	var params []param
-	if custom {
-		params = append(params, pcieCustomParams...)
+	if len(custom) > 0 {
+		eff, _ = fitCollective(eff, custom, in, pcieCustomParams)
 	}
-	if len(ncclCounts) > 0 {
-		params = append(params, pcieNCCLParams...)
-	}
-	eff.Collective = perf.CollectiveEff{}
-	best, bestCost := fitCollective(eff, in, params)
-	if len(ncclCounts) > 1 {
-		shared := eff
-		shared.Collective.NCCLHostShared = true
-		if e, c := fitCollective(shared, in, params); c < bestCost {
-			best = e
+	if len(nccl) > 0 {
+		ring, cost := fitCollective(eff, nccl, in, pcieNCCLParams)
+		if len(counts) > 1 {
+			shared := eff
+			shared.Collective.NCCLHostShared = true
+			if e, c := fitCollective(shared, nccl, in, pcieNCCLParams); c < cost {
+				ring = e
+			}
 		}
+		eff = ring
 	}
-	return best
+	return eff
 }
 
-// fitCollective fits params of eff's all-reduce constants on in's
-// all-reduce rows (see fitAllReduce) and returns the fitted efficiencies
-// and their cost.
-func fitCollective(eff perf.Efficiency, in *PerfDBInput, params []param) (perf.Efficiency, float64) {
+// fitCollective fits params of eff's all-reduce constants on rows, some
+// of in's all-reduce rows (see fitAllReduce), and returns the fitted
+// efficiencies and their cost. A row weighs one over the number of all
+// of in's rows of its GPU count, so that every GPU count weighs the same
+// in the whole table, whichever algorithm its rows run on.
+func fitCollective(eff perf.Efficiency, rows []allReduceRow, in *PerfDBInput, params []param) (perf.Efficiency, float64) {
 	count := map[int]float64{}
 	for _, r := range in.allReduce {
 		count[r.gpus]++
@@ -677,7 +682,7 @@ func fitCollective(eff perf.Efficiency, in *PerfDBInput, params []param) (perf.E
 	cost := func(x []float64) float64 {
 		c := decode(x).Collective
 		var sum float64
-		for _, r := range in.allReduce {
+		for _, r := range rows {
 			sum += robust(math.Log(in.allReduceNs(r, c)/r.ns)) / count[r.gpus]
 		}
 		return sum
@@ -831,15 +836,18 @@ func fitFP8(eff perf.Efficiency, in *PerfDBInput, opt Options) (perf.Efficiency,
 // FitPerfDB fits them after the bf16 terms. The returned entry is base
 // with those terms, each fitted table's in-sample accuracy added to its
 // fit record and FP8Source naming the tables; the report is the check of
-// the whole entry on every selected row. Terms of a format without rows
-// are kept from base.
+// the whole entry on every selected row. Terms of a format without rows,
+// or not in opt.QuantTables when that is set, are kept from base.
 func FitPerfDBFP8(in *PerfDBInput, base *Entry, opt Options) (*Entry, *Report, error) {
 	if base == nil {
 		return nil, nil, errors.New("calibrate: no calibration to fit the quantised GEMM terms of")
 	}
-	fp8, block, fp4 := len(in.tables[TableGEMMFP8]) > 0, len(in.tables[TableGEMMFP8Block]) > 0, len(in.tables[TableGEMMNVFP4]) > 0
+	use := func(table string) bool {
+		return len(in.tables[table]) > 0 && (len(opt.QuantTables) == 0 || slices.Contains(opt.QuantTables, table))
+	}
+	fp8, block, fp4 := use(TableGEMMFP8), use(TableGEMMFP8Block), use(TableGEMMNVFP4)
 	if !fp8 && !block && !fp4 {
-		return nil, nil, fmt.Errorf("calibrate: %s has no fp8, block fp8 or nvfp4 GEMM rows for %s (no FP8 or FP4 tensor rate in the catalog?)", in.Source, in.Accelerator)
+		return nil, nil, fmt.Errorf("calibrate: %s has no fp8, block fp8 or nvfp4 GEMM rows for %s (no FP8 or FP4 tensor rate in the catalog?, or none of the formats asked for)", in.Source, in.Accelerator)
 	}
 	eff := base.Efficiency()
 	if fp8 {
@@ -847,8 +855,10 @@ func FitPerfDBFP8(in *PerfDBInput, base *Entry, opt Options) (*Entry, *Report, e
 	}
 	eff.FP8Waves = opt.FP8Waves
 	var err error
-	if eff, err = fitFP8(eff, in, opt); err != nil {
-		return nil, nil, err
+	if fp8 {
+		if eff, err = fitFP8(eff, in, opt); err != nil {
+			return nil, nil, err
+		}
 	}
 	if block {
 		eff.FP8Block = perf.ScaledGEMM{}

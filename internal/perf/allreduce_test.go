@@ -172,3 +172,40 @@ func TestAllReduceWithByHand(t *testing.T) {
 		t.Error("zero CollectiveEff changed the all-reduce")
 	}
 }
+
+// TestAllReducePCIeConstantsByHand checks the per-algorithm constants of
+// a PCIe link of 32 GB/s with peer-to-peer: at 2 GPUs the custom kernel
+// (one-shot below 8 MiB) reads its peer at CustomBusEff 0.6 (19.2 GB/s)
+// while NCCL runs at BusEff 0.25 (8 GB/s); at 4 GPUs (NCCL only: no
+// custom kernel over PCIe above two GPUs) NCCLHostShared halves the
+// per-rank bus bandwidth (2/4), the ring moving 2·3/4 of the bytes.
+func TestAllReducePCIeConstantsByHand(t *testing.T) {
+	link := Interconnect{P2P: true, LinkBW: 32e9}
+	c := CollectiveEff{CustomLatencyNs: 5000, NCCLLatencyNs: 15000, BusEff: 0.25, CustomBusEff: 0.6, NCCLHostShared: true}
+	two := NewAllReduce(2, link, false).With(c, link)
+	four := NewAllReduce(4, link, false).With(c, link)
+	if !two.Custom || four.Custom {
+		t.Fatalf("custom all-reduce at 2 GPUs %v, at 4 %v; want true, false", two.Custom, four.Custom)
+	}
+	for _, x := range []struct {
+		a     AllReduce
+		bytes int64
+		want  float64
+	}{
+		// 2 GPUs, 1 MiB: custom one-shot 5000 + 1·1 MiB/19.2e9.
+		{two, 1 << 20, 5000 + float64(1<<20)/19.2e9*1e9},
+		// 2 GPUs, 16 MiB: NCCL 15000 + 2·1/2·16 MiB/8e9 (no sharing at 2).
+		{two, 16 << 20, 15000 + float64(16<<20)/8e9*1e9},
+		// 4 GPUs, 1 MiB: NCCL at 8e9·2/4 = 4e9: 15000 + 1.5·1 MiB/4e9.
+		{four, 1 << 20, 15000 + 1.5*float64(1<<20)/4e9*1e9},
+	} {
+		if got := float64(x.a.Ns(x.bytes)); math.Abs(got-x.want) > 1 {
+			t.Errorf("%d GPUs, %d bytes: %.0f ns, want %.0f", x.a.N, x.bytes, got, x.want)
+		}
+	}
+	// On NVLink the shared host path does not apply.
+	nv := Interconnect{NVLink: true, P2P: true, LinkBW: 32e9}
+	if a := NewAllReduce(4, nv, false).With(c, nv); a.BusBW != 8e9 {
+		t.Errorf("NVLink bus bandwidth %g with NCCLHostShared, want 8e9", a.BusBW)
+	}
+}
