@@ -122,8 +122,23 @@ func (t *CollectiveTable) WriteText(w io.Writer, accName string) error {
 	fmt.Fprintf(&b, "all-reduce of %d GPUs: %s tables (µs) vs servesim's model on %s's catalog link (%s %.0f GB/s, %s: %s)\n",
 		t.GPUs, t.System, accName, kind, t.Link.LinkBW/1e9, p2p, how)
 	if c := t.Constants; !c.IsZero() {
-		fmt.Fprintf(&b, "model constants from %s's calibration: custom all-reduce latency %.1f µs, NCCL latency %.1f µs, bus bandwidth %.3f of the link\n",
-			accName, c.CustomLatencyNs/1e3, c.NCCLLatencyNs/1e3, c.BusEff)
+		var parts []string
+		if c.CustomLatencyNs > 0 {
+			parts = append(parts, fmt.Sprintf("custom all-reduce latency %.1f µs", c.CustomLatencyNs/1e3))
+		}
+		if c.CustomBusEff > 0 {
+			parts = append(parts, fmt.Sprintf("custom all-reduce peer bandwidth %.3f of the link", c.CustomBusEff))
+		}
+		if c.NCCLLatencyNs > 0 {
+			parts = append(parts, fmt.Sprintf("NCCL latency %.1f µs", c.NCCLLatencyNs/1e3))
+		}
+		if c.BusEff > 0 {
+			parts = append(parts, fmt.Sprintf("bus bandwidth %.3f of the link", c.BusEff))
+		}
+		if c.NCCLHostShared {
+			parts = append(parts, "NCCL over a shared host path (bus bandwidth x 2/n)")
+		}
+		fmt.Fprintf(&b, "model constants from %s's calibration: %s\n", accName, strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(&b, "%10s %11s %11s %11s %11s %11s %12s %12s\n", "bytes", "vllm graph", "vllm eager", "nccl", "model", "model nccl", "model/graph", "nccl m/meas")
 	cell := func(v *float64) string {

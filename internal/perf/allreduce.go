@@ -130,12 +130,14 @@ type CollectiveEff struct {
 	// custom all-reduce (two GPUs) and NCCL are different transports,
 	// fitted apart.
 	CustomBusEff float64
-	// NCCLHostShared says that off NVLink the NCCL ring's traffic of all
-	// ranks crosses one shared host path (GPUs under different CPU root
-	// ports or sockets): the per-rank bus bandwidth is the two-rank one
-	// times 2/N, so an all-reduce of N ranks lasts
+	// NCCLHostShared says that off NVLink the NCCL ring's traffic of more
+	// than two ranks crosses one shared host path (GPUs under different
+	// CPU root ports or sockets): the per-rank bus bandwidth is BusBW
+	// times 2/N, so an all-reduce of N > 2 ranks lasts
 	// NCCLLatency + 2(N-1)·bytes / (2·BusBW) instead of the ring's
-	// NCCLLatency + 2(N-1)/N·bytes / BusBW. Ignored on NVLink.
+	// NCCLLatency + 2(N-1)/N·bytes / BusBW; a pair of GPUs talks peer to
+	// peer, NCCL at the custom kernel's bandwidth (CustomBusEff, when
+	// set). Ignored on NVLink.
 	NCCLHostShared bool
 }
 
@@ -175,8 +177,13 @@ func (a AllReduce) With(c CollectiveEff, link Interconnect) AllReduce {
 	if c.CustomBusEff > 0 && link.LinkBW > 0 {
 		a.PeerBW = c.CustomBusEff * link.LinkBW
 	}
-	if c.NCCLHostShared && !link.NVLink && a.N > 2 {
-		a.BusBW *= 2 / float64(a.N)
+	if c.NCCLHostShared && !link.NVLink {
+		switch {
+		case a.N > 2:
+			a.BusBW *= 2 / float64(a.N)
+		case c.CustomBusEff > 0:
+			a.BusBW = a.PeerBW // a pair talks peer to peer
+		}
 	}
 	return a
 }

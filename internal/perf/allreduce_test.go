@@ -176,9 +176,10 @@ func TestAllReduceWithByHand(t *testing.T) {
 // TestAllReducePCIeConstantsByHand checks the per-algorithm constants of
 // a PCIe link of 32 GB/s with peer-to-peer: at 2 GPUs the custom kernel
 // (one-shot below 8 MiB) reads its peer at CustomBusEff 0.6 (19.2 GB/s)
-// while NCCL runs at BusEff 0.25 (8 GB/s); at 4 GPUs (NCCL only: no
-// custom kernel over PCIe above two GPUs) NCCLHostShared halves the
-// per-rank bus bandwidth (2/4), the ring moving 2·3/4 of the bytes.
+// as does NCCL between the pair; at 4 GPUs (NCCL only: no
+// custom kernel over PCIe above two GPUs) NCCL runs at BusEff 0.25
+// (8 GB/s) and NCCLHostShared halves the per-rank bus bandwidth (2/4),
+// the ring moving 2·3/4 of the bytes.
 func TestAllReducePCIeConstantsByHand(t *testing.T) {
 	link := Interconnect{P2P: true, LinkBW: 32e9}
 	c := CollectiveEff{CustomLatencyNs: 5000, NCCLLatencyNs: 15000, BusEff: 0.25, CustomBusEff: 0.6, NCCLHostShared: true}
@@ -194,8 +195,9 @@ func TestAllReducePCIeConstantsByHand(t *testing.T) {
 	}{
 		// 2 GPUs, 1 MiB: custom one-shot 5000 + 1·1 MiB/19.2e9.
 		{two, 1 << 20, 5000 + float64(1<<20)/19.2e9*1e9},
-		// 2 GPUs, 16 MiB: NCCL 15000 + 2·1/2·16 MiB/8e9 (no sharing at 2).
-		{two, 16 << 20, 15000 + float64(16<<20)/8e9*1e9},
+		// 2 GPUs, 16 MiB: NCCL 15000 + 2·1/2·16 MiB at the pair's peer
+		// bandwidth 19.2e9 (a pair shares no host path).
+		{two, 16 << 20, 15000 + float64(16<<20)/19.2e9*1e9},
 		// 4 GPUs, 1 MiB: NCCL at 8e9·2/4 = 4e9: 15000 + 1.5·1 MiB/4e9.
 		{four, 1 << 20, 15000 + 1.5*float64(1<<20)/4e9*1e9},
 	} {
