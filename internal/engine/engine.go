@@ -59,7 +59,6 @@ type Engine struct {
 	prevEnd        int64  // end of the latest finished batch
 	gaps           gapMax // gaps between the last laneWindow batch ends
 	dueRing        [laneWindow][]int32
-	fillRing       [laneWindow][]int32 // lane members whose block fills in a batch (lanefill.go)
 	allocRing      [laneWindow][]int32 // lane members whose next token needs a block in a batch (lanefill.go)
 	nextOrder      int64               // admission-order stamp of the next running request
 	mergeBuf       []int32             // scratch of mergeRunning

@@ -45,7 +45,6 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 		if f.lane > 0 {
 			r.ITL = append(r.ITL, Gap{NS: gap, Count: int64(f.lane)})
 		}
-		e.laneFills()
 	}
 	gen := e.finishScheduled(f.sched, r, end)
 	r.GenTokens = gen + f.lane
