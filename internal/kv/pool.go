@@ -184,7 +184,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		next = table[len(table)-1] + 1
 	}
 	for i := 0; i < n; i++ {
-		// popFront, inline: the least recently freed entry.
+		// The least recently freed entry.
 		e := ring[p.qhead]
 		p.qhead = (p.qhead + 1) & mask
 		p.qlen--
@@ -494,22 +494,6 @@ func (p *Pool) pushBack(b int32) {
 	}
 	p.qlen++
 	p.numFree++
-}
-
-// popFront takes the least recently freed entry off the queue and returns
-// its block (meaningless for an anonymous entry, kind none or private) and
-// content kind; the caller evicts the content. The queue must not be empty.
-func (p *Pool) popFront() (int32, uint32) {
-	mask := len(p.ring) - 1
-	for {
-		e := p.ring[p.qhead]
-		p.qhead = (p.qhead + 1) & mask
-		p.qlen--
-		if e != hole {
-			p.numFree--
-			return int32(e >> 2), e & 3
-		}
-	}
 }
 
 // unlink takes free block b out of the middle of the queue (a prefix hit),
