@@ -272,10 +272,11 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	gpu += t.e.GapNs(d) + float64(t.e.StepKernels)*t.e.StepKernelNs
 	host := t.e.Host.Ns(b)
 	launch := float64(t.e.LaunchKernels(d)) * t.e.LaunchNs
+	// The builtin max is math.Max (NaN and signed zeros alike), inline.
 	if t.e.Async {
-		return clampNs(math.Max(gpu, host+launch))
+		return clampNs(max(gpu, host+launch))
 	}
-	return clampNs(math.Max(gpu, launch) + host)
+	return clampNs(max(gpu, launch) + host)
 }
 
 // SpecCaptureSizes is the capture-size list with speculative decoding of

@@ -152,7 +152,7 @@ func (p *Profile) attention(b *Batch, r *profileRun) float64 {
 	if r != nil && pc == 0 && kp == 0 && n < decodePlanLimit {
 		pl := r.plan(n)
 		if p.skew != nil && n > 1 && kvMax > mean {
-			alpha = pl.alpha(p.skew, mean, float64(max(b.DecodeKVMin, 0)), kvMax)
+			alpha = pl.alpha(p.skew, mean, float64(max(b.DecodeKVMin, 0)), kvMax, r)
 		}
 		t = pl.at2(&kvd, alpha != 0)
 	} else {

@@ -10,6 +10,9 @@ package perf
 type profileRun struct {
 	p     *Profile
 	plans []decodePlan // by n, built on first use, n < decodePlanLimit
+	// The skew-rate and kv_big buckets of the latest decode step: a
+	// step's are nearly always its predecessor's.
+	srBucket, kvBucket int
 }
 
 // decodePlanLimit bounds the decode counts whose plans are kept (vLLM's
@@ -36,6 +39,22 @@ type nCorners struct {
 	t     float64 // position between s and h
 	i, ih pos     // kp positions on s's and h's kp axes
 	hKVD  bool    // h has a kvd axis of its own (else s's positions serve)
+	// The latest kvd positions of the two lookups on s's and h's kvd
+	// axes: the contexts grow a token a step, so the next positions
+	// are nearly always in the same intervals (nearAt).
+	js, jh [2]pos
+}
+
+// nearAt is g.at(xs, x) (bit for bit), tried first in the interval of
+// last, the previous position on the axis, which it updates.
+func nearAt(g *guide, xs []float64, x float64, last *pos) pos {
+	// bracket's interior case: the first sample above x is xs[lo+1],
+	// and x > xs[0] (else it clamps).
+	if lo := last.lo; last.hi == lo+1 && x < xs[lo+1] && (x > xs[lo] || (x == xs[lo] && lo > 0)) {
+		return pos{lo, lo + 1, (x - xs[lo]) / (xs[lo+1] - xs[lo])}
+	}
+	*last = g.at(xs, x)
+	return *last
 }
 
 // ForRun implements RunScoped: the copy memoises per-run lookups.
@@ -97,11 +116,11 @@ func nCornersAt(e *attnPC, n float64) nCorners {
 // the same order.
 func (c *nCorners) at2(kvd *[2]float64, two bool) (v [2]float64) {
 	s := c.s
-	j0 := s.kvdG.at(s.kvd, kvd[0])
+	j0 := nearAt(&s.kvdG, s.kvd, kvd[0], &c.js[0])
 	var j1 pos
 	v[0] = s.eval(c.i, j0)
 	if two {
-		j1 = s.kvdG.at(s.kvd, kvd[1])
+		j1 = nearAt(&s.kvdG, s.kvd, kvd[1], &c.js[1])
 		v[1] = s.eval(c.i, j1)
 	}
 	h := c.h
@@ -109,9 +128,9 @@ func (c *nCorners) at2(kvd *[2]float64, two bool) (v [2]float64) {
 		return v
 	}
 	if c.hKVD {
-		j0 = h.kvdG.at(h.kvd, kvd[0])
+		j0 = nearAt(&h.kvdG, h.kvd, kvd[0], &c.jh[0])
 		if two {
-			j1 = h.kvdG.at(h.kvd, kvd[1])
+			j1 = nearAt(&h.kvdG, h.kvd, kvd[1], &c.jh[1])
 		}
 	}
 	v[0] += c.t * (h.eval(c.ih, j0) - v[0])
@@ -136,7 +155,7 @@ func (pl *decodePlan) at2(kvd *[2]float64, two bool) [2]float64 {
 
 // alpha is skewTable.skewAlpha at pc = kp = 0 with the plan's part of
 // the bucket index.
-func (pl *decodePlan) alpha(s *skewTable, kvMean, kvMin, kvMax float64) float64 {
+func (pl *decodePlan) alpha(s *skewTable, kvMean, kvMin, kvMax float64, r *profileRun) float64 {
 	if pl.skew < 0 {
 		return s.alphaDefault
 	}
@@ -145,9 +164,21 @@ func (pl *decodePlan) alpha(s *skewTable, kvMean, kvMin, kvMax float64) float64 
 		sr = (kvMean - kvMin) / gap
 	}
 	sr = max(0, min(1, sr))
-	idx := pl.skew + s.axes[axSkewRate].index(sr)*s.stride[axSkewRate] + s.axes[axKVBig].index(kvMax)*s.stride[axKVBig]
+	idx := pl.skew + s.axes[axSkewRate].indexNear(sr, &r.srBucket)*s.stride[axSkewRate] +
+		s.axes[axKVBig].indexNear(kvMax, &r.kvBucket)*s.stride[axKVBig]
 	if a := s.alpha[idx]; a == a { // not NaN
 		return a
 	}
 	return s.alphaDefault
+}
+
+// indexNear is a.index(v), tried first in bucket *last, which it updates.
+func (a *skewAxis) indexNear(v float64, last *int) int {
+	// index returns the first i with v <= bins[i+1], else the last bucket.
+	i, top := *last, len(a.labels)-1
+	if i >= 0 && i <= top && (i == 0 || v > a.bins[i]) && (i == top || v <= a.bins[i+1]) {
+		return i
+	}
+	*last = a.index(v)
+	return *last
 }

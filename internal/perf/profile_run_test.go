@@ -78,6 +78,34 @@ func TestProfileRunMatchesProfile(t *testing.T) {
 				planned++
 			}
 		})
+		// Decode runs as an engine makes them: every context a token
+		// longer each step, members joining and leaving now and then
+		// (the per-run copy's remembered positions and buckets).
+		rapid.Check(t, func(rt *rapid.T) {
+			n := rapid.IntRange(1, 300).Draw(rt, "n")
+			lo := rapid.IntRange(0, 20000).Draw(rt, "min")
+			hi := lo + rapid.IntRange(0, 20000).Draw(rt, "spread")
+			mean := rapid.IntRange(lo, hi).Draw(rt, "mean")
+			for range 300 {
+				b := Batch{NumDecode: n, DecodeKVMin: lo, DecodeKVMax: hi, DecodeKVSum: int64(mean) * int64(n)}
+				if n == 1 {
+					b.DecodeKVMin, b.DecodeKVSum = hi, int64(hi)
+				}
+				if g, w := run.StepTime(&b), p.StepTime(&b); g != w {
+					rt.Fatalf("%s %+v: per-run step %d ns, profile %d", dir, b, g, w)
+				}
+				lo, hi, mean = lo+1, hi+1, mean+1
+				switch rapid.IntRange(0, 20).Draw(rt, "change") {
+				case 0:
+					n = max(1, n-1)
+				case 1:
+					n++
+				case 2:
+					lo = 0 // a new member
+				}
+				mean = max(lo, min(mean, hi))
+			}
+		})
 		if planned == 0 {
 			t.Errorf("%s: no step took a plan", dir)
 		}
