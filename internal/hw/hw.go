@@ -302,30 +302,30 @@ func (c *Catalog) add(ra Spec, at func(field string) string) error {
 	if err != nil {
 		return err
 	}
-	// Names and aliases must stay unambiguous.
-	for _, n := range append([]string{acc.Name}, acc.Aliases...) {
+	// Names and aliases must stay unambiguous (the index holds every
+	// other entry's, normalized).
+	names := append([]string{acc.Name}, acc.Aliases...)
+	keys := make([]string, len(names))
+	for i, n := range names {
 		k := normalize(n)
 		if k == "" {
 			return fmt.Errorf("%s: accelerator %s: empty alias", at("aliases"), acc.Name)
 		}
-		for j, other := range c.entries {
-			if exists && j == existing {
-				continue
-			}
-			for _, m := range append([]string{other.acc.Name}, other.acc.Aliases...) {
-				if normalize(m) == k {
-					return fmt.Errorf("%s: accelerator %s: name or alias %q is already used by %s", at("aliases"), acc.Name, n, other.acc.Name)
-				}
-			}
+		if j, used := c.index[k]; used && !(exists && j == existing) {
+			return fmt.Errorf("%s: accelerator %s: name or alias %q is already used by %s", at("aliases"), acc.Name, n, c.entries[j].acc.Name)
 		}
+		keys[i] = k
 	}
 	e := entry{raw: merged, acc: acc}
 	if exists {
 		c.entries[existing] = e
-	} else {
-		c.entries = append(c.entries, e)
+		c.reindex() // its old aliases go
+		return nil
 	}
-	c.reindex()
+	c.entries = append(c.entries, e)
+	for _, k := range keys {
+		c.index[k] = len(c.entries) - 1
+	}
 	return nil
 }
 
