@@ -225,16 +225,14 @@ func (p *Profile) loadTables(fsys fs.FS, dir string, arch Arch, cat *Catalog) er
 	}
 	var denseOps, seqOps map[string]*pwl
 	if need[CategoryDense] {
-		if denseOps, err = readFile(fsys, path.Join(dir, "dense.csv"), func(n string, r io.Reader) (map[string]*pwl, error) {
-			return readLayerCSV(n, r, "tokens")
-		}); err != nil {
+		lt := layerTables[0]
+		if denseOps, err = loadLayers(fsys, dir, lt.csv, lt.compact, lt.axis); err != nil {
 			return err
 		}
 	}
 	if need[CategoryPerSequence] {
-		if seqOps, err = readFile(fsys, path.Join(dir, "per_sequence.csv"), func(n string, r io.Reader) (map[string]*pwl, error) {
-			return readLayerCSV(n, r, "sequences")
-		}); err != nil {
+		lt := layerTables[1]
+		if seqOps, err = loadLayers(fsys, dir, lt.csv, lt.compact, lt.axis); err != nil {
 			return err
 		}
 	}
