@@ -28,6 +28,7 @@ func newCalibrateCmd() *cobra.Command {
 		use                                  string
 		tp                                   int
 		noLeaveOneOut, ops, smWave, fp8Waves bool
+		fp8Only                              bool
 		transfer                             bool
 		crossModel                           bool
 		measuredRuns                         []string
@@ -67,7 +68,11 @@ skew) are kept from the embedded RTXPRO6000 calibration; the entry says so.
 --perfdb-version picks the vLLM version folder (default 0.19.0, else the
 nearest measured one). --sm-wave fits the attention wave as the GPU's SM
 count times a whole CTA occupancy rather than a free width; --fp8-waves
-times the fp8 GEMMs of a Hopper GPU in waves of output tiles over its SMs.
+times the fp8 GEMMs of a Hopper or RTX Blackwell GPU in waves of output
+tiles over its SMs. --fp8-only fits only the fp8 GEMM terms of the
+accelerator's existing calibration (its entry in FILE, else the embedded
+one), every other field held: for a calibration fitted on step profiles
+without fp8 rows.
 
 --check BUNDLE prints the median and p90 relative error per table of a
 calibration (--calibration FILE, default the embedded one) on BUNDLE's
@@ -128,7 +133,7 @@ file's model) and its client offset from --client-offset-ms.`,
 				if dbDir == "" || dbSystem == "" {
 					return usageError{fmt.Errorf("give both --perfdb DIR (or builtin) and --system NAME")}
 				}
-				return runPerfDBFit(cmd, dbDir, dbSystem, dbVersion, out, smWave, fp8Waves)
+				return runPerfDBFit(cmd, dbDir, dbSystem, dbVersion, out, perfDBFitFlags{smWave: smWave, fp8Waves: fp8Waves, fp8Only: fp8Only})
 			}
 			if check != "" {
 				if len(bundles) > 0 {
@@ -212,7 +217,8 @@ file's model) and its client offset from --client-offset-ms.`,
 	cmd.Flags().StringVar(&dbSystem, "system", "", "with --perfdb: the database system to fit (e.g. h100_sxm; see perfdb_system in servesim catalog)")
 	cmd.Flags().StringVar(&dbVersion, "perfdb-version", "", "with --perfdb or --check perfdb:NAME: vLLM version folder of the tables (default 0.19.0, else the nearest measured)")
 	cmd.Flags().BoolVar(&smWave, "sm-wave", false, "with --perfdb: fit the attention wave as the GPU's SM count (catalog sms) times a CTA occupancy of 1-4 instead of a free width (see docs/calibration.md)")
-	cmd.Flags().BoolVar(&fp8Waves, "fp8-waves", false, "with --perfdb: fit the fp8 GEMM terms with the compute time in waves of output tiles over the SMs (vLLM's SM90 scaled-mm; see docs/calibration.md)")
+	cmd.Flags().BoolVar(&fp8Waves, "fp8-waves", false, "with --perfdb: fit the fp8 GEMM terms with the compute time in waves of output tiles over the SMs (vLLM's SM90 and SM120 scaled-mm; see docs/calibration.md)")
+	cmd.Flags().BoolVar(&fp8Only, "fp8-only", false, "with --perfdb: fit only the fp8 GEMM terms of the accelerator's existing calibration (in -o FILE, else embedded), every other field held")
 	cmd.Flags().BoolVar(&ops, "ops", false, "with --check: also print the error of every table and op")
 	cmd.Flags().BoolVar(&noLeaveOneOut, "no-leave-one-out", false, "skip the leave-one-out fits (one extra fit per bundle)")
 	return cmd

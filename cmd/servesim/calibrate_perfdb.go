@@ -48,10 +48,16 @@ func openPerfDBInput(flag, dir, system, version string) (*calibrate.PerfDBInput,
 	return in, nil
 }
 
+// perfDBFitFlags are the fit options of calibrate --perfdb.
+type perfDBFitFlags struct {
+	// smWave: --sm-wave; fp8Waves: --fp8-waves; fp8Only: --fp8-only.
+	smWave, fp8Waves, fp8Only bool
+}
+
 // runPerfDBFit fits the calibration of system's accelerator on its
-// database tables and writes it (to out, keeping its other entries, or to
-// stdout).
-func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, smWave, fp8Waves bool) error {
+// database tables (with fp8Only, only the fp8 terms of its existing
+// entry) and writes it (to out, keeping its other entries, or to stdout).
+func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, fl perfDBFitFlags) error {
 	in, err := openPerfDBInput("--system", dir, system, version)
 	if err != nil {
 		return err
@@ -59,23 +65,6 @@ func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, smWave, 
 	builtin, err := calibrate.Builtin()
 	if err != nil {
 		return err
-	}
-	keep, ok := builtin.Entry(calibrate.KeepFrom)
-	if !ok {
-		return fmt.Errorf("the embedded calibration has no %s entry to keep fields from", calibrate.KeepFrom)
-	}
-	ew := cmd.ErrOrStderr()
-	start := time.Now()
-	opts := calibrate.Options{Progress: func(stage string) {
-		fmt.Fprintf(ew, "calibrate: %s (%.0f s so far)\n", stage, time.Since(start).Seconds())
-	}}
-	opts.FP8Waves = fp8Waves
-	if smWave {
-		opts.UnitsPerSM, opts.DecodeUnitsPerSM = calibrate.SMOccupancies, calibrate.DecodeOccupancies
-	}
-	entry, rep, err := calibrate.FitPerfDB(in, keep, calibrate.KeepFrom, opts)
-	if err != nil {
-		return badInput(err)
 	}
 	file := &calibrate.File{Version: 1, Accelerators: map[string]*calibrate.Entry{}}
 	if out != "" {
@@ -89,6 +78,35 @@ func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, smWave, 
 			return badInput(fmt.Errorf("-o %s: %w", out, err))
 		}
 	}
+	ew := cmd.ErrOrStderr()
+	start := time.Now()
+	opts := calibrate.Options{Progress: func(stage string) {
+		fmt.Fprintf(ew, "calibrate: %s (%.0f s so far)\n", stage, time.Since(start).Seconds())
+	}}
+	opts.FP8Waves = fl.fp8Waves
+	if fl.smWave {
+		opts.UnitsPerSM, opts.DecodeUnitsPerSM = calibrate.SMOccupancies, calibrate.DecodeOccupancies
+	}
+	var entry *calibrate.Entry
+	var rep *calibrate.Report
+	if fl.fp8Only {
+		base, ok := file.Entry(in.Accelerator)
+		if !ok {
+			if base, ok = builtin.Entry(in.Accelerator); !ok {
+				return badInput(fmt.Errorf("--fp8-only: neither %s nor the embedded calibration has a %s entry to fit the fp8 terms of", outName(out), in.Accelerator))
+			}
+		}
+		entry, rep, err = calibrate.FitPerfDBFP8(in, base, opts)
+	} else {
+		keep, ok := builtin.Entry(calibrate.KeepFrom)
+		if !ok {
+			return fmt.Errorf("the embedded calibration has no %s entry to keep fields from", calibrate.KeepFrom)
+		}
+		entry, rep, err = calibrate.FitPerfDB(in, keep, calibrate.KeepFrom, opts)
+	}
+	if err != nil {
+		return badInput(err)
+	}
 	file.Accelerators[in.Accelerator] = entry
 	var buf bytes.Buffer
 	if err := calibrate.Write(&buf, file); err != nil {
@@ -100,6 +118,14 @@ func runPerfDBFit(cmd *cobra.Command, dir, system, version, out string, smWave, 
 		return err
 	}
 	return os.WriteFile(out, buf.Bytes(), 0o644)
+}
+
+// outName names the -o file in messages ("-o FILE", or "stdout").
+func outName(out string) string {
+	if out == "" {
+		return "stdout"
+	}
+	return "-o " + out
 }
 
 // runPerfDBCheck prints a calibration's accuracy on a database system's
@@ -125,6 +151,9 @@ func runPerfDBCheck(w io.Writer, dir, system, version, calFile, use string, ops 
 		return badInput(err)
 	}
 	printCalibrationHeader(w, acc, name, how, en)
+	if en.FP8Source != "" && en.Kept == "" {
+		fmt.Fprintf(w, " [fp8 terms fitted on per-op kernel tables %s]", en.FP8Source)
+	}
 	fmt.Fprintf(w, "\nchecked on %s (%s; bf16 KV, at most %d tokens per step)%s\n%s", in.Source, in.Accelerator, calibrate.MaxStepTokens, droppedNote(in), rep.TableString())
 	if ops {
 		fmt.Fprint(w, rep.String())

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -208,7 +209,8 @@ func TestCalibrateCheckPerfDB(t *testing.T) {
 		}
 	}
 	// --use lends another accelerator's calibration to the tables.
-	if code, stdout, _ := run(t, "calibrate", "--check", "perfdb:h100_sxm", "--use", "RTXPRO6000"); code != 0 || !strings.Contains(stdout, "calibration RTXPRO6000 of embedded calibration\n") {
+	if code, stdout, _ := run(t, "calibrate", "--check", "perfdb:h100_sxm", "--use", "RTXPRO6000"); code != 0 ||
+		!strings.Contains(stdout, "calibration RTXPRO6000 of embedded calibration [fp8 terms fitted on per-op kernel tables perfdb:rtx_pro_6000_server/vllm/0.19.0]\n") {
 		t.Errorf("--use RTXPRO6000: exit %d:\n%s", code, stdout)
 	}
 	for _, c := range []struct {
@@ -227,5 +229,41 @@ func TestCalibrateCheckPerfDB(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
 		}
+	}
+}
+
+// TestCalibrateFP8Only: the documented command re-fits exactly the
+// embedded RTXPRO6000 entry's fp8 terms (a new file, so the base is the
+// embedded entry), keeping every other field; a system without fp8 rows
+// is refused with exit code 2.
+func TestCalibrateFP8Only(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "cal.yaml")
+	code, _, stderr := run(t, "calibrate", "--perfdb", "builtin", "--system", "rtx_pro_6000_server", "--fp8-only", "--fp8-waves", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := calibrate.Load(bytes.NewReader(data), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := f.Entry("RTXPRO6000")
+	b, err := calibrate.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := b.Entry("RTXPRO6000")
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("refitted entry differs from the embedded one:\n got %+v\nwant %+v", got, want)
+	}
+	if !strings.Contains(stderr, "gemm_fp8               5040     3.3%") {
+		t.Errorf("fit report lacks the fp8 table:\n%s", stderr)
+	}
+	code, _, stderr = run(t, "calibrate", "--perfdb", "builtin", "--system", "a100_sxm", "--fp8-only", "-o", filepath.Join(t.TempDir(), "a.yaml"))
+	if code != 2 || !strings.Contains(stderr, "no fp8 GEMM rows") {
+		t.Errorf("a100_sxm: exit %d: %s", code, stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/internal/config"
+	_ "github.com/servesim/servesim/internal/testseed"
 	"pgregory.net/rapid"
 )
 

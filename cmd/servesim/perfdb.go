@@ -31,11 +31,12 @@ nine systems, and --path DIR reads a newer copy: the folder holding
   servesim perfdb systems                      systems, versions and tables
   servesim perfdb crosscheck --profile BUNDLE  the database vs a profile bundle, op by op
   servesim perfdb collectives --system NAME    measured vs modelled all-reduce by message size
-  servesim perfdb alltoall --hardware NAME     one MoE layer's all-to-all per backend and EP size`,
+  servesim perfdb alltoall --hardware NAME     one MoE layer's all-to-all per backend and EP size
+  servesim perfdb steps                        roofline vs perfdb step times per deployment and batch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newPerfDBSystemsCmd(), newPerfDBCrosscheckCmd(), newPerfDBCollectivesCmd(), newPerfDBAlltoallCmd())
+	cmd.AddCommand(newPerfDBSystemsCmd(), newPerfDBCrosscheckCmd(), newPerfDBCollectivesCmd(), newPerfDBAlltoallCmd(), newPerfDBStepsCmd())
 	return cmd
 }
 
@@ -299,7 +300,13 @@ perfdb_system is the system).`,
 				return err
 			}
 			link := perf.Interconnect{NVLink: acc.Link.FullyConnected(), P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
-			t, err := dbcheck.Collectives(db, gpus, link)
+			var consts perf.CollectiveEff
+			if file, err := calibrate.Builtin(); err != nil {
+				return err
+			} else if en, ok := file.Entry(acc.Name); ok {
+				consts = en.Efficiency().Collective
+			}
+			t, err := dbcheck.Collectives(db, gpus, link, consts)
 			if err != nil {
 				return badInput(err)
 			}

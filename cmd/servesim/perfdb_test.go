@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/internal/dbcheck"
+	"github.com/servesim/servesim/internal/perfdb"
 )
 
 // writeBundle writes a small profile bundle of Llama-3.1-8B on the RTX PRO
@@ -129,6 +133,10 @@ func TestPerfDBErrors(t *testing.T) {
 		{[]string{"perfdb", "alltoall", "--tokens", "0"}, []string{"--tokens"}},
 		{[]string{"perfdb", "alltoall", "--dispatch-dtype", "int4"}, []string{"--dispatch-dtype", "fp8 or bf16"}},
 		{[]string{"perfdb", "alltoall", "--hardware", "H999"}, []string{"--hardware"}},
+		{[]string{"perfdb", "steps", "--decode", "32"}, []string{"--decode", `"32"`, "32x2048"}},
+		{[]string{"perfdb", "steps", "--prefill", "0"}, []string{"--prefill", `"0"`}},
+		{[]string{"perfdb", "steps", "--format", "int3"}, []string{"--format", `"int3"`, "nvfp4"}},
+		{[]string{"perfdb", "steps", "--hardware", "H999", "--model", "meta-llama/Llama-3.1-8B", "--tp", "1"}, []string{"no case builds", "H999"}},
 		{[]string{"perfdb", "frobnicate"}, []string{"frobnicate"}},
 	} {
 		code, _, stderr := run(t, c.args...)
@@ -251,5 +259,48 @@ func TestPerfDBUserCopy(t *testing.T) {
 	code, copied, stderr := run(t, "perfdb", "crosscheck", "--profile", llama, "--op", "qkv_proj,attention", "--path", dir)
 	if code != 0 || copied != embedded || !strings.Contains(copied, "qkv_proj                    152") {
 		t.Errorf("crosscheck --path: exit %d (%s); output differs from the embedded copy's:\n%s\nvs\n%s", code, stderr, copied, embedded)
+	}
+}
+
+// TestPerfDBStepsCollectivesFromTables checks the communication part of
+// the perfdb predictor's steps against the database's rows by hand:
+// Llama-3.1-8B (32 layers, hidden 4096, vocabulary 128,256) at tp 2 on
+// B200, one decode (one token, the CUDA graph of size 1): 2·32 + 1 = 65
+// all-reduces of 1 × 4096 × 2 = 8 KiB, vLLM's dispatch captured in a
+// graph, and one all-gather of the logits, 128,256 × 2 bytes; at tp 1
+// nothing.
+func TestPerfDBStepsCollectivesFromTables(t *testing.T) {
+	db, err := perfdb.Open(perfdb.Embedded(), "b200_sxm", "vllm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := db.Collectives(2)
+	ar, ok1 := c.AllReduce(true, 8192)
+	ag, ok2 := c.AllGather(128256 * 2)
+	if !ok1 || !ok2 {
+		t.Fatalf("tables lack the sizes: all-reduce %v, all-gather %v", ok1, ok2)
+	}
+	want := (65*ar + ag) / 1e3
+	rows, skipped, err := dbcheck.Steps([]dbcheck.StepCase{
+		{Hardware: "B200", Model: "meta-llama/Llama-3.1-8B", TP: 2},
+		{Hardware: "B200", Model: "meta-llama/Llama-3.1-8B", TP: 1},
+	}, []dbcheck.StepShape{{Decodes: 1, Context: 1024}}, stepPredictor)
+	if err != nil || len(skipped) > 0 || len(rows) != 2 {
+		t.Fatalf("rows %v, skipped %v, err %v", rows, skipped, err)
+	}
+	if got := rows[0].PerfDBCommUs; math.Abs(got-want) > 0.01 {
+		t.Errorf("tp 2 perfdb communication %.3f µs, want 65 × %.3f + %.3f = %.3f µs", got, ar/1e3, ag/1e3, want)
+	}
+	if r := rows[0]; !(r.RooflineCommUs > 0) {
+		t.Errorf("tp 2 roofline has no communication: %+v", r)
+	}
+	if r := rows[1]; r.RooflineCommUs != 0 || r.PerfDBCommUs != 0 {
+		t.Errorf("tp 1 row has communication: %+v", r)
+	}
+	// A case that cannot run is skipped with its reason.
+	_, skipped, err = dbcheck.Steps([]dbcheck.StepCase{{Hardware: "H100", Model: "meta-llama/Llama-3.1-8B", Quantization: "modelopt_fp4", TP: 1}},
+		[]dbcheck.StepShape{{Prefill: 128}}, stepPredictor)
+	if err == nil || len(skipped) != 1 || !strings.Contains(skipped[0], "needs FP4 tensor cores") {
+		t.Errorf("skipped %q, err %v", skipped, err)
 	}
 }

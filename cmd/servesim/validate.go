@@ -29,6 +29,7 @@ func newValidateCmd() *cobra.Command {
 		groups            groupFlags
 		offsetMs          float64
 		placement         int
+		stepsVs           string
 	)
 	cmd := &cobra.Command{
 		Use:   "validate --measured DIR",
@@ -55,6 +56,9 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 				if placement > 0 {
 					return usageError{fmt.Errorf("--placement-replicas works with --measured DIR; a --bench result has no data-parallel ranks to place")}
 				}
+				if stepsVs != "" {
+					return usageError{fmt.Errorf("--steps-vs works with --measured DIR")}
+				}
 				if dir != "" {
 					return usageError{fmt.Errorf("give --measured DIR or --bench FILE, not both")}
 				}
@@ -74,7 +78,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 				return badInput(err)
 			}
 			o := validate.Options{Measured: measured, Name: name, Workload: wl, Profiles: profiles, CheckInvariants: invariant, RequestsCSV: csvOut,
-				Predictor: predictor, Calibration: calib, ErrorBars: errorBars, PlacementReplicas: placement}
+				Predictor: predictor, Calibration: calib, ErrorBars: errorBars, PlacementReplicas: placement, StepsVs: stepsVs}
 			if cmd.Flags().Changed("step-overhead-us") {
 				o.StepOverheadUs = &overhead
 			}
@@ -92,6 +96,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 	groups.register(fs, "with --bench: ", false, "hardware", "tp", "max-num-seqs", "max-num-batched-tokens")
 	fs.BoolVar(&errorBars, "error-bars", false, "add 90 % intervals from the step model's residuals on the accelerator's tables (two more simulations; needs --predictor roofline) and say whether each measured value lies inside")
 	fs.IntVar(&placement, "placement-replicas", 0, "with a data-parallel run: replay it N more times with the DP balancer's ties broken at random and print each statistic's spread (how much the placement of requests on the ranks alone moves it; docs/moe.md)")
+	fs.StringVar(&stepsVs, "steps-vs", "", "replay the run once more with every step also timed by this predictor (profile, roofline or perfdb) and print both predictors' step times by kind of step, on the run's own batches (docs/perfdb.md)")
 	fs.Float64Var(&offsetMs, "client-offset-ms", 0, "with --bench: client-side time inside each measured TTFT and E2E (HTTP, tokenisation, detokenisation), added to the simulated ones; see docs/validation.md")
 	fs.StringVar(&dir, "measured", "", "measured run directory (meta.json, requests.jsonl, llmservingsim-cluster.json), or builtin:NAME for an embedded one")
 	fs.StringVar(&wl, "workload", "", "the JSONL trace the run replayed (default: found by dataset_hash among the embedded workloads)")

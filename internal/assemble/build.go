@@ -129,6 +129,53 @@ type Built struct {
 	// open returns a fresh workload source and a closer for the file
 	// behind it (see Open).
 	open func() (workload.Source, io.Closer, error)
+	// shadow, when set, times every step of a simulation with a second
+	// build's predictors too (see ShadowSteps).
+	shadow *shadowSteps
+}
+
+// shadowSteps are the second predictors of ShadowSteps: one per instance
+// and per data-parallel group, and where their times go.
+type shadowSteps struct {
+	instances, groups []perf.Predictor
+	rec               perf.StepPair
+}
+
+// ShadowSteps returns a copy of b whose simulations also time every step
+// with the predictor other built for the same instance (or data-parallel
+// group), reporting both times to rec (perf.WithShadow); the runs
+// themselves are b's. other must be the same scenario with another
+// latency source. A data-parallel group's batches carry the group's own
+// MoE time (Batch.MoENs), which other then uses too.
+func (b *Built) ShadowSteps(other *Built, rec perf.StepPair) (*Built, error) {
+	if len(other.instances) != len(b.instances) || len(other.groups) != len(b.groups) {
+		return nil, fmt.Errorf("comparing step times: %d instances and %d data-parallel groups against %d and %d",
+			len(b.instances), len(b.groups), len(other.instances), len(other.groups))
+	}
+	sh := &shadowSteps{rec: rec}
+	for i := range other.instances {
+		sh.instances = append(sh.instances, other.instances[i].Predictor)
+	}
+	for _, g := range other.groups {
+		sh.groups = append(sh.groups, g.pred)
+	}
+	c := *b
+	c.shadow = sh
+	return &c, nil
+}
+
+// withShadow wraps a simulation's predictor p of instance (or group) i,
+// already counting into the run's table counts, when b compares step
+// times; the second predictor counts into a scratch count.
+func (b *Built) withShadow(p perf.Predictor, i int, group bool) perf.Predictor {
+	if b.shadow == nil {
+		return p
+	}
+	o := b.shadow.instances
+	if group {
+		o = b.shadow.groups
+	}
+	return perf.WithShadow(p, perf.ForRun(o[i], &perf.TableCounts{}), b.shadow.rec)
 }
 
 // Scenario returns a copy of the scenario b was built from (its sections
@@ -233,7 +280,7 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 	engines := make([]*engine.Engine, len(b.instances))
 	for i := range b.instances {
 		in := &b.instances[i]
-		e, err := engine.New(i, in.Engine, perf.ForRun(in.Predictor, counts))
+		e, err := engine.New(i, in.Engine, b.withShadow(perf.ForRun(in.Predictor, counts), i, false))
 		if err != nil {
 			return nil, fmt.Errorf("instance %d (group %s): %w", i, in.Group, err)
 		}

@@ -111,3 +111,35 @@ func TestTPCommNVLinkDomain(t *testing.T) {
 		t.Errorf("B300 tp 16 all-reduce %+v: want the NIC-spanning one", across.AR)
 	}
 }
+
+// The calibrated all-reduce constants apply to the accelerator whose
+// calibration has them (B200: custom all-reduce latency 7.461 µs in the
+// embedded calibration), not to one that borrows its calibration
+// (H20 borrows H100's), nor to a group spanning nodes.
+func TestCalibratedCommOwnOnly(t *testing.T) {
+	s, err := config.Parse([]byte("model: meta-llama/Llama-3.1-8B\nhardware: B200\n"), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(model.Builtin(), "meta-llama/Llama-3.1-8B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		acc    string
+		tp     int
+		custom int64
+	}{{"B200", 8, 7461}, {"H20", 8, perf.CustomARLatencyNVLinkNs}, {"H100", 4, 4514}, {"H100", 16, perf.CustomARLatencyNVLinkNs}} {
+		acc, err := hw.Lookup(c.acc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc, err := calibratedComm(s, config.Source{}, acc, tpComm(m, acc, c.tp, 2, config.Links{TPLatencyUs: -1}, config.Engine{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.AR.CustomLatencyNs != c.custom {
+			t.Errorf("%s tp %d: custom all-reduce latency %d ns, want %d", c.acc, c.tp, tc.AR.CustomLatencyNs, c.custom)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func (b *Built) dpGroups(counts *perf.TableCounts) ([]cluster.DPGroup, error) {
 		if err != nil {
 			return nil, fmt.Errorf("instance group %s: %w", in.Group, err)
 		}
-		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: perf.ForRun(g.pred, counts), MoE: mm, Graph: g.graph.Dispatch, Balance: g.balance,
+		out[gi] = cluster.DPGroup{Ranks: g.ranks, Pred: b.withShadow(perf.ForRun(g.pred, counts), gi, true), MoE: mm, Graph: g.graph.Dispatch, Balance: g.balance,
 			SeededTies: g.seededTies, TieSeed: b.scenario.Seed + uint64(gi)}
 		if g.wide.EnableDBO {
 			out[gi].DBODecodeTokens, out[gi].DBOPrefillTokens = g.wide.DBOThresholds()

@@ -185,7 +185,10 @@ func (bl *builder) groupPredictor(gs *groupShape) (predictorKey, perf.Predictor,
 		if mk, ok := base.(interface{ MinKernelNs() float64 }); ok {
 			gs.et.StepKernelNs = mk.MinKernelNs()
 		}
-		tc := tpComm(bl.m, acc, tp, bl.bpe, s.Links, gs.eng)
+		tc, err := calibratedComm(s, bl.src, acc, tpComm(bl.m, acc, tp, bl.bpe, s.Links, gs.eng))
+		if err != nil {
+			return key, nil, err
+		}
 		tc.Scale = s.Predictor.CollectiveScale
 		if db != nil && tp > 1 && tc.AR.N > 1 && (linkGPUs == 0 || tp <= linkGPUs) {
 			// Measured all-reduces inside one node or NVLink domain;

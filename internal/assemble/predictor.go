@@ -41,9 +41,23 @@ func roofline(s *config.Scenario, src config.Source, m *model.Config, acc hw.Acc
 				return nil, err
 			}
 			rh.QuantFP8 = rh.QuantPeakFLOPS > 0 && qf.PerTensorFP8()
+			rh.Scaled = scaledFormat(qf, rh.QuantPeakFLOPS > 0)
 		}
 	}
 	return perf.NewRoofline(rm, rh, eff, tp)
+}
+
+// scaledFormat is the block-scaled GEMM family of qf's linear layers
+// (perf.RooflineHW.Scaled): block-scaled fp8 where the part runs it at
+// its FP8 rate (native), NVFP4; none for other formats.
+func scaledFormat(qf quant.Format, native bool) perf.ScaledFormat {
+	switch {
+	case qf.Method == quant.FP8 && qf.Block[0] > 0 && native:
+		return perf.ScaledFP8Block
+	case qf.Method == quant.NVFP4:
+		return perf.ScaledNVFP4
+	}
+	return perf.ScaledNone
 }
 
 // quantPeak is the dense tensor FLOP/s of qf's quantised GEMMs on acc: its
@@ -193,6 +207,31 @@ func tpComm(m *model.Config, acc hw.Accelerator, tp, bpe int, l config.Links, en
 		}
 	}
 	return c
+}
+
+// calibratedComm applies the all-reduce constants of acc's own
+// calibration (perf.Efficiency.Collective, fitted on the database's
+// measured all-reduces) to tc's vLLM dispatch, inside one NVLink domain and
+// without a links override (a group spanning nodes keeps its NIC
+// constants). A borrowed calibration's constants are not applied: they
+// were measured on the lender's fabric.
+func calibratedComm(s *config.Scenario, src config.Source, acc hw.Accelerator, tc perf.TPComm) (perf.TPComm, error) {
+	if tc.AR.N <= 1 {
+		return tc, nil
+	}
+	if g := acc.Node.LinkDomain(); g > 0 && tc.TP > g {
+		return tc, nil
+	}
+	eff, desc, err := calibrationFor(s, src, acc)
+	if err != nil {
+		return tc, err
+	}
+	if borrowedFrom(desc) != "" {
+		return tc, nil
+	}
+	intra := perf.Interconnect{NVLink: acc.Link.FullyConnected(), P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
+	tc.AR = tc.AR.With(eff.Collective, intra)
+	return tc, nil
 }
 
 // graphModes maps engine.cudagraph_mode to the predictor's mode.

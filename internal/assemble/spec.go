@@ -141,7 +141,10 @@ func proposer(s *config.Scenario, src config.Source, profiles fs.FS, path string
 	if mk, ok := base.(interface{ MinKernelNs() float64 }); ok {
 		dt.StepKernelNs = mk.MinKernelNs()
 	}
-	tc := tpComm(draft, acc, tp, bpe, s.Links, eng)
+	tc, err := calibratedComm(s, src, acc, tpComm(draft, acc, tp, bpe, s.Links, eng))
+	if err != nil {
+		return b, "", err
+	}
 	tc.Scale = s.Predictor.CollectiveScale
 	b.cfg.Draft = perf.WithEngineTime(perf.WithCollectives(base, tc), dt)
 	what := draft.Name

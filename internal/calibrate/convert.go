@@ -82,10 +82,14 @@ func HWOf(a hw.Accelerator, dtype string) (perf.RooflineHW, error) {
 // scaledMM is the CUTLASS fp8 scaled-mm kernel family vLLM runs on
 // compute capability cc (csrc/quantization/w8a8/cutlass/
 // scaled_mm_entry.cu dispatches by the device's capability): the 3.x
-// SM90 kernels on 9.x; others are not modelled by tile.
+// SM90 kernels on 9.x, the 3.x SM120 kernel on 12.x; others are not
+// modelled by tile.
 func scaledMM(cc float64) perf.ScaledMMKernel {
-	if cc >= 9 && cc < 10 {
+	switch {
+	case cc >= 9 && cc < 10:
 		return perf.ScaledMMSM90
+	case cc >= 12 && cc < 13:
+		return perf.ScaledMMSM120
 	}
 	return perf.ScaledMMOther
 }

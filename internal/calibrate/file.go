@@ -62,6 +62,19 @@ type Entry struct {
 	FP8QuantPsPerElem float64 `yaml:"fp8_quant_ps_per_elem,omitempty"`
 	// FP8Waves is perf.Efficiency.FP8Waves.
 	FP8Waves bool `yaml:"fp8_waves,omitempty"`
+	// FP8Source, on an entry fitted on other tables, names the per-op
+	// kernel tables its fp8 terms alone were fitted on, every other field
+	// held (FitPerfDBFP8): "perfdb:<system>/vllm/<version>".
+	FP8Source string `yaml:"fp8_source,omitempty"`
+	// FP8Block and NVFP4 are perf.Efficiency.FP8Block and NVFP4: the GEMM
+	// terms of block-scaled fp8 and NVFP4 linear layers (absent: the bf16
+	// terms at the format's tensor rate).
+	FP8Block *ScaledEntry `yaml:"fp8_block,omitempty"`
+	NVFP4    *ScaledEntry `yaml:"nvfp4,omitempty"`
+	// AllReduce is perf.Efficiency.Collective: the tensor-parallel
+	// all-reduce constants fitted on measured all-reduces (absent: the
+	// link kind's defaults).
+	AllReduce *AllReduceEntry `yaml:"allreduce,omitempty"`
 
 	Attention AttentionEntry `yaml:"attention"`
 
@@ -102,6 +115,53 @@ type AttentionEntry struct {
 	DecodeUnitUs float64 `yaml:"decode_unit_us,omitempty"`
 }
 
+// ScaledEntry is perf.ScaledGEMM in the file's units (µs, ps).
+type ScaledEntry struct {
+	ComputeEff     float64 `yaml:"compute_eff"`
+	MemoryEff      float64 `yaml:"memory_eff"`
+	QuantUs        float64 `yaml:"quant_us"`
+	QuantPsPerElem float64 `yaml:"quant_ps_per_elem"`
+	Sharpness      float64 `yaml:"sharpness"`
+}
+
+// newScaledEntry is g rounded for a file; nil when g is zero.
+func newScaledEntry(g perf.ScaledGEMM) *ScaledEntry {
+	if g.IsZero() {
+		return nil
+	}
+	return &ScaledEntry{ComputeEff: round4(g.Compute), MemoryEff: round4(g.Memory), QuantUs: round4(g.QuantNs / 1e3),
+		QuantPsPerElem: round4(g.QuantPsPerElem), Sharpness: round4(g.Sharpness)}
+}
+
+// gemm is the entry in the roofline's units (zero for nil).
+func (s *ScaledEntry) gemm() perf.ScaledGEMM {
+	if s == nil {
+		return perf.ScaledGEMM{}
+	}
+	return perf.ScaledGEMM{Compute: s.ComputeEff, Memory: s.MemoryEff, QuantNs: s.QuantUs * 1e3, QuantPsPerElem: s.QuantPsPerElem, Sharpness: s.Sharpness}
+}
+
+// AllReduceEntry is perf.CollectiveEff in the file's units (µs).
+type AllReduceEntry struct {
+	CustomLatencyUs float64 `yaml:"custom_latency_us"`
+	NCCLLatencyUs   float64 `yaml:"nccl_latency_us"`
+	BusEff          float64 `yaml:"bus_eff"`
+}
+
+func newAllReduceEntry(c perf.CollectiveEff) *AllReduceEntry {
+	if c.IsZero() {
+		return nil
+	}
+	return &AllReduceEntry{CustomLatencyUs: round4(c.CustomLatencyNs / 1e3), NCCLLatencyUs: round4(c.NCCLLatencyNs / 1e3), BusEff: round4(c.BusEff)}
+}
+
+func (a *AllReduceEntry) eff() perf.CollectiveEff {
+	if a == nil {
+		return perf.CollectiveEff{}
+	}
+	return perf.CollectiveEff{CustomLatencyNs: a.CustomLatencyUs * 1e3, NCCLLatencyNs: a.NCCLLatencyUs * 1e3, BusEff: a.BusEff}
+}
+
 // FitStats is the accuracy of a fit on one table: median and 90th
 // percentile of |predicted/measured - 1|.
 type FitStats struct {
@@ -128,6 +188,9 @@ func NewEntry(e perf.Efficiency, source string, rep *Report) *Entry {
 		FP8Sharpness:      round4(e.FP8Sharpness),
 		FP8Waves:          e.FP8Waves,
 		FP8QuantPsPerElem: round4(e.FP8QuantPsPerElem),
+		FP8Block:          newScaledEntry(e.FP8Block),
+		NVFP4:             newScaledEntry(e.NVFP4),
+		AllReduce:         newAllReduceEntry(e.Collective),
 		Attention: AttentionEntry{
 			ComputeEff:       round4(e.AttnCompute),
 			MemoryEff:        round4(e.AttnMemory),
@@ -182,6 +245,9 @@ func (en *Entry) Efficiency() perf.Efficiency {
 		FP8Sharpness:         en.FP8Sharpness,
 		FP8Waves:             en.FP8Waves,
 		FP8QuantPsPerElem:    en.FP8QuantPsPerElem,
+		FP8Block:             en.FP8Block.gemm(),
+		NVFP4:                en.NVFP4.gemm(),
+		Collective:           en.AllReduce.eff(),
 		AttnCompute:          a.ComputeEff,
 		AttnMemory:           a.MemoryEff,
 		AttnDecodeMemory:     a.DecodeMemoryEff,

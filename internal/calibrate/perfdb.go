@@ -3,6 +3,7 @@ package calibrate
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/servesim/servesim/internal/model"
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/perfdb"
+	"github.com/servesim/servesim/internal/quant"
 )
 
 // Tables of a per-op performance database (package perfdb) as a fit or
@@ -26,10 +28,39 @@ const (
 	// TableGEMMFP8 is the fp8 (per-tensor W8A8) GEMM rows: fitted for the
 	// fp8 terms only (fp8_compute_eff, fp8_quant_us; see FitPerfDB).
 	TableGEMMFP8 = "gemm_fp8"
+	// TableGEMMFP8Block is the block-scaled fp8 GEMM rows (gemm_dtype
+	// fp8_block, 128×128 weight blocks): fitted for the block fp8 terms
+	// only (perf.Efficiency.FP8Block).
+	TableGEMMFP8Block = "gemm_fp8_block"
+	// TableGEMMNVFP4 is the NVFP4 W4A4 GEMM rows: fitted for the NVFP4
+	// terms only (perf.Efficiency.NVFP4).
+	TableGEMMNVFP4 = "gemm_nvfp4"
+	// TableAllReduce is vLLM's tensor-parallel all-reduce captured in a
+	// CUDA graph (custom_allreduce_perf, backend vllm_graph) at 2, 4 and
+	// 8 GPUs: fitted for the all-reduce constants only
+	// (perf.Efficiency.Collective).
+	TableAllReduce = "allreduce"
 )
 
 // PerfDBTables lists the database tables in report order.
-var PerfDBTables = []string{TableGEMM, TableContext, TableGeneration, TableGEMMFP8}
+var PerfDBTables = []string{TableGEMM, TableContext, TableGeneration, TableGEMMFP8, TableGEMMFP8Block, TableGEMMNVFP4, TableAllReduce}
+
+// MaxAllReduceBytes bounds the all-reduce rows a database fit or check
+// takes: the largest all-reduce a step of at most MaxStepTokens tokens
+// sends for a hidden size of up to 8192 in bf16 (128 MiB).
+const MaxAllReduceBytes = MaxStepTokens * 8192 * 2
+
+// allReduceRow is one measured all-reduce: gpus ranks, bytes on each,
+// ns.
+type allReduceRow struct {
+	gpus  int
+	bytes int64
+	ns    float64
+}
+
+// fp8BlockShape is the weight block of the database's fp8_block rows
+// (AIConfigurator's collector quantises 128×128 blocks, DeepSeek-V3's).
+var fp8BlockShape = []int{128, 128}
 
 // OpGEMM is the op name of a database GEMM row.
 const OpGEMM = "gemm"
@@ -71,6 +102,24 @@ var fp8Params = []param{
 	field("fp8_sharpness", func(e *perf.Efficiency) *float64 { return &e.FP8Sharpness }, 2.5, 1, 50),
 	field("fp8_quant_per_elem", func(e *perf.Efficiency) *float64 { return &e.FP8QuantPsPerElem }, 10, 0.01, 1e4),
 }
+
+// scaledParams are the GEMM terms of a block-scaled format (ScaledGEMM of
+// the efficiency get returns), fitted on that format's rows with every
+// bf16 term held.
+func scaledParams(prefix string, get func(e *perf.Efficiency) *perf.ScaledGEMM) []param {
+	return []param{
+		field(prefix+".compute", func(e *perf.Efficiency) *float64 { return &get(e).Compute }, 0.6, 0.05, 1),
+		field(prefix+".memory", func(e *perf.Efficiency) *float64 { return &get(e).Memory }, 0.6, 0.05, 1.2),
+		field(prefix+".quant", func(e *perf.Efficiency) *float64 { return &get(e).QuantNs }, 3000, 10, 1e5),
+		field(prefix+".sharpness", func(e *perf.Efficiency) *float64 { return &get(e).Sharpness }, 2.5, 1, 50),
+		field(prefix+".quant_per_elem", func(e *perf.Efficiency) *float64 { return &get(e).QuantPsPerElem }, 10, 0.01, 1e4),
+	}
+}
+
+var (
+	fp8BlockParams = scaledParams("fp8_block", func(e *perf.Efficiency) *perf.ScaledGEMM { return &e.FP8Block })
+	nvfp4Params    = scaledParams("nvfp4", func(e *perf.Efficiency) *perf.ScaledGEMM { return &e.NVFP4 })
+)
 
 // decodeUnitParam is the fixed cost of a pure-decode work unit
 // (perf.Efficiency.AttnDecodeUnitNs), freed by the database fit of tables
@@ -129,6 +178,10 @@ type PerfDBInput struct {
 
 	tables map[string][]sample
 	inputs []*Input
+	// allReduce is the TableAllReduce rows, timed by perf.NewAllReduce on
+	// link (the accelerator's catalog link).
+	allReduce []allReduceRow
+	link      perf.Interconnect
 }
 
 // AcceleratorOfSystem returns the catalog accelerator whose perfdb_system
@@ -154,8 +207,12 @@ func AcceleratorOfSystem(system string) (hw.Accelerator, error) {
 // NewPerfDBInput selects the rows of db a calibration is fitted and
 // checked on, for accelerator acc (its catalog peaks and bandwidth): bf16
 // GEMMs with M <= MaxStepTokens; full-attention (no window) rows with a
-// bf16 KV cache, context rows of Batch×Seq <= MaxStepTokens; fp8 GEMMs
-// (same M bound) for the fp8 check when acc has FP8 tensor cores.
+// bf16 KV cache, context rows of Batch×Seq <= MaxStepTokens; fp8 and
+// block-scaled fp8 GEMMs (same M bound) when acc has FP8 tensor cores,
+// NVFP4 GEMMs when it has FP4 ones (each timed as a linear layer of that
+// format, perf.RooflineHW.QuantFP8 or Scaled); vLLM's all-reduce
+// captured in a CUDA graph at 2, 4 and 8 GPUs of one node, messages up
+// to MaxAllReduceBytes, timed by perf.NewAllReduce on acc's catalog link.
 //
 // Rows faster than a serving step can run are left out and counted
 // (Dropped): a context row whose causal attention FLOPs (4·heads·head_dim·
@@ -193,6 +250,27 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 		h.QuantFP8 = true
 		fp8 = in.input(q, h)
 	}
+	scaled := func(peak float64, f perf.ScaledFormat, qf quant.Format) *Input {
+		if peak == 0 {
+			return nil
+		}
+		q := gm
+		q.WeightBytes = qf.WeightBytes()
+		h := hwBF16
+		h.QuantPeakFLOPS, h.Scaled = peak, f
+		return in.input(q, h)
+	}
+	block, err := quant.Parse(quant.Spec{Dtype: "bf16", Quantization: quant.FP8, WeightBlockSize: fp8BlockShape})
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	fp4, err := quant.Parse(quant.Spec{Dtype: "bf16", Quantization: quant.NVFP4})
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	byDtype := map[string]*Input{"bfloat16": bf16, "fp8": fp8,
+		"fp8_block": scaled(acc.PeakFLOPSFP8, perf.ScaledFP8Block, block), "nvfp4": scaled(acc.PeakFLOPSFP4, perf.ScaledNVFP4, fp4)}
+	tableOf := map[string]string{"bfloat16": TableGEMM, "fp8": TableGEMMFP8, "fp8_block": TableGEMMFP8Block, "nvfp4": TableGEMMNVFP4}
 	shapes, err := gemmGrid(db.GEMM)
 	if err != nil {
 		return nil, err
@@ -202,17 +280,10 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 			continue
 		}
 		s := sample{p: perf.Point{Op: OpGEMM, X: g.M, Ns: g.Ms * 1e6}, mkn: [3]int{g.M, g.K, g.N}}
-		switch g.Dtype {
-		case "bfloat16":
-			s.in, s.p.Category = bf16, TableGEMM
-		case "fp8":
-			if fp8 == nil {
-				continue
-			}
-			s.in, s.p.Category = fp8, TableGEMMFP8
-		default:
-			continue
+		if s.in = byDtype[g.Dtype]; s.in == nil {
+			continue // a dtype the accelerator cannot run, or not modelled
 		}
+		s.p.Category = tableOf[g.Dtype]
 		in.tables[s.p.Category] = append(in.tables[s.p.Category], s)
 	}
 	serving, err := ServingAttentionShapes()
@@ -256,6 +327,15 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 	attn(db.Generation, TableGeneration, func(r perfdb.AttnRow) perf.Batch {
 		return perf.Batch{NumDecode: r.Batch, DecodeKVSum: int64(r.Batch) * int64(r.Seq), DecodeKVMax: r.Seq, DecodeKVMin: r.Seq}
 	})
+	in.link = perf.Interconnect{NVLink: acc.Link.FullyConnected(), P2P: acc.Link.P2P, LinkBW: acc.Link.Bandwidth}
+	for _, r := range db.CustomAR {
+		n := r.GPUs
+		if r.Backend != "vllm_graph" || r.Dtype != "bfloat16" || (n != 2 && n != 4 && n != 8) || !(r.Ms > 0) ||
+			(acc.Node.GPUs > 0 && n > acc.Node.GPUs) || 2*r.Size > MaxAllReduceBytes || r.Size < 1 || in.link.LinkBW <= 0 {
+			continue
+		}
+		in.allReduce = append(in.allReduce, allReduceRow{gpus: n, bytes: 2 * r.Size, ns: r.Ms * 1e6})
+	}
 	for _, t := range []string{TableGEMM, TableContext, TableGeneration} {
 		if len(in.tables[t]) == 0 {
 			return nil, fmt.Errorf("calibrate: %s has no usable %s rows (bf16, within %d tokens per step)", in.Source, t, MaxStepTokens)
@@ -491,7 +571,73 @@ func (in *PerfDBInput) Rows() map[string]int {
 	for k, v := range in.tables {
 		out[k] = len(v)
 	}
+	if len(in.allReduce) > 0 {
+		out[TableAllReduce] = len(in.allReduce)
+	}
 	return out
+}
+
+// allReduceNs is an all-reduce row as a run times it with constants c:
+// vLLM's dispatch on the accelerator's link (perf.NewAllReduce, custom
+// all-reduce enabled).
+func (in *PerfDBInput) allReduceNs(r allReduceRow, c perf.CollectiveEff) float64 {
+	return float64(perf.NewAllReduce(r.gpus, in.link, false).With(c, in.link).Ns(r.bytes))
+}
+
+// collectiveParams are the fitted all-reduce constants (perf.CollectiveEff).
+var collectiveParams = []param{
+	field("allreduce.custom_latency", func(e *perf.Efficiency) *float64 { return &e.Collective.CustomLatencyNs }, perf.CustomARLatencyNVLinkNs, 500, 1e5),
+	field("allreduce.nccl_latency", func(e *perf.Efficiency) *float64 { return &e.Collective.NCCLLatencyNs }, perf.NCCLLatencyNVLinkNs, 500, 1e5),
+	field("allreduce.bus_eff", func(e *perf.Efficiency) *float64 { return &e.Collective.BusEff }, perf.NCCLBusEffNVLink, 0.05, 1.2),
+}
+
+// fitAllReduce fits the all-reduce constants on the all-reduce rows,
+// every GPU count weighing the same (robust loss on the log error, as
+// the other tables). Only on an NVLink (fully connected) link: over
+// PCIe vLLM's dispatch changes with the GPU count (custom all-reduce at
+// two GPUs, NCCL through the host at more), which one set of constants
+// cannot follow (on l40s the fit made tp 2 several times too slow to
+// gain at tp 4 and 8). No rows, or no NVLink: eff unchanged.
+func fitAllReduce(eff perf.Efficiency, in *PerfDBInput) perf.Efficiency {
+	if len(in.allReduce) == 0 || !in.link.NVLink {
+		return eff
+	}
+	count := map[int]float64{}
+	for _, r := range in.allReduce {
+		count[r.gpus]++
+	}
+	decode := func(x []float64) perf.Efficiency {
+		e := eff
+		for i, p := range collectiveParams {
+			p.set(&e, math.Min(p.max, math.Max(p.min, math.Exp(x[i]))))
+		}
+		return e
+	}
+	cost := func(x []float64) float64 {
+		c := decode(x).Collective
+		var sum float64
+		for _, r := range in.allReduce {
+			sum += robust(math.Log(in.allReduceNs(r, c)/r.ns)) / count[r.gpus]
+		}
+		return sum
+	}
+	x0 := make([]float64, len(collectiveParams))
+	for i, p := range collectiveParams {
+		v := p.get(&eff)
+		if v == 0 {
+			v = p.init
+		}
+		x0[i] = math.Log(v)
+	}
+	best, bestCost := x0, cost(x0)
+	for range 4 {
+		x, c := nelderMead(cost, best, 0.3, 300*len(collectiveParams), 1e-10)
+		if c >= bestCost-1e-12 {
+			break
+		}
+		best, bestCost = x, c
+	}
+	return decode(best)
 }
 
 // Every returns a copy of in keeping every n-th row of each table (in the
@@ -527,7 +673,10 @@ var DecodeOccupancies = []int{1, 2, 4, 8}
 // FitPerfDB fits an accelerator's efficiencies on its database rows: the
 // GEMM parameters (compute and memory fractions, launch cost, sharpness)
 // on the bf16 GEMM rows, the fp8 terms (the fraction of the FP8 rate, the
-// activation quantisation kernel) on the fp8 rows with those held, then
+// activation quantisation kernel) on the fp8 rows with those held, the
+// block-scaled fp8 and NVFP4 terms (perf.ScaledGEMM) on their rows, the
+// all-reduce constants on the all-reduce rows (NVLink only, see
+// fitAllReduce), then
 // the attention parameters on the context and
 // generation rows (tile and wave-width grid, then a full fit, as Fit does),
 // each table weighing the same; the decode query copy too on an
@@ -548,19 +697,20 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 	if eff, _, err = fitGroup(eff, denseParams[:4], gemm); err != nil {
 		return nil, nil, err
 	}
-	if fp8 := in.tables[TableGEMMFP8]; len(fp8) > 0 {
-		eff.FP8Waves = opt.FP8Waves
-		opt.progress(fmt.Sprintf("fitting the fp8 terms on %d of %d fp8 GEMM rows", min(len(fp8), maxDenseRows), len(fp8)))
-		// The fixed terms first, then the per-element quantisation cost
-		// with them: from the start values at once the simplex settles
-		// in a worse minimum (H100 10.7 % against 4.8 % in two stages).
-		rows := subsample(fp8, maxDenseRows)
-		if eff, _, err = fitGroup(eff, fp8Params[:3], rows); err != nil {
+	if eff, err = fitFP8(eff, in, opt); err != nil {
+		return nil, nil, err
+	}
+	for _, sc := range []struct {
+		table  string
+		params []param
+	}{{TableGEMMFP8Block, fp8BlockParams}, {TableGEMMNVFP4, nvfp4Params}} {
+		if eff, err = fitScaled(eff, sc.table, sc.params, in.tables[sc.table], opt); err != nil {
 			return nil, nil, err
 		}
-		if eff, _, err = fitGroup(eff, fp8Params, rows); err != nil {
-			return nil, nil, err
-		}
+	}
+	if len(in.allReduce) > 0 && in.link.NVLink {
+		opt.progress(fmt.Sprintf("fitting the all-reduce constants on %d all-reduce rows", len(in.allReduce)))
+		eff = fitAllReduce(eff, in)
 	}
 	attn := append(append([]sample(nil), in.tables[TableContext]...), in.tables[TableGeneration]...)
 	opt.progress(fmt.Sprintf("fitting %d context and %d generation attention rows (tile and wave-width grid, then a full fit)",
@@ -588,6 +738,82 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 	return en, rep, nil
 }
 
+// fitFP8 fits the fp8 terms (fp8Params) of eff on the fp8 GEMM rows of
+// in, every other field held; eff unchanged when in has no fp8 rows.
+func fitFP8(eff perf.Efficiency, in *PerfDBInput, opt Options) (perf.Efficiency, error) {
+	fp8 := in.tables[TableGEMMFP8]
+	if len(fp8) == 0 {
+		return eff, nil
+	}
+	eff.FP8Waves = opt.FP8Waves
+	opt.progress(fmt.Sprintf("fitting the fp8 terms on %d of %d fp8 GEMM rows", min(len(fp8), maxDenseRows), len(fp8)))
+	// The fixed terms first, then the per-element quantisation cost
+	// with them: from the start values at once the simplex settles
+	// in a worse minimum (H100 10.7 % against 4.8 % in two stages).
+	rows := subsample(fp8, maxDenseRows)
+	var err error
+	if eff, _, err = fitGroup(eff, fp8Params[:3], rows); err != nil {
+		return eff, err
+	}
+	eff, _, err = fitGroup(eff, fp8Params, rows)
+	return eff, err
+}
+
+// FitPerfDBFP8 fits only the fp8 W8A8 GEMM terms of base (an entry fitted
+// on other tables, e.g. whole-step profiles without fp8 rows) on the
+// database's fp8 rows, every other field held, as FitPerfDB fits them
+// after the bf16 terms. The returned entry is base with the fp8 terms, the
+// fp8 table's in-sample accuracy added to its fit record and FP8Source
+// naming the tables; the report is the check of the whole entry on every
+// selected row.
+func FitPerfDBFP8(in *PerfDBInput, base *Entry, opt Options) (*Entry, *Report, error) {
+	if base == nil {
+		return nil, nil, errors.New("calibrate: no calibration to fit the fp8 terms of")
+	}
+	if len(in.tables[TableGEMMFP8]) == 0 {
+		return nil, nil, fmt.Errorf("calibrate: %s has no fp8 GEMM rows for %s (no FP8 tensor rate in the catalog?)", in.Source, in.Accelerator)
+	}
+	eff := base.Efficiency()
+	eff.FP8Compute, eff.FP8QuantNs, eff.FP8Sharpness, eff.FP8QuantPsPerElem = 0, 0, 0, 0
+	eff, err := fitFP8(eff, in, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := CheckPerfDB(eff, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	fitted := NewEntry(eff, in.Source, rep)
+	en := *base
+	en.FP8ComputeEff, en.FP8QuantUs = fitted.FP8ComputeEff, fitted.FP8QuantUs
+	en.FP8Sharpness, en.FP8QuantPsPerElem, en.FP8Waves = fitted.FP8Sharpness, fitted.FP8QuantPsPerElem, fitted.FP8Waves
+	en.FP8Source = in.Source
+	en.Fit = map[string]FitStats{}
+	for k, v := range base.Fit {
+		en.Fit[k] = v
+	}
+	en.Fit[TableGEMMFP8] = fitted.Fit[TableGEMMFP8]
+	return &en, rep, nil
+}
+
+// fitScaled fits the GEMM terms params of a block-scaled format on its
+// rows, every other term held: the fixed terms first, then the
+// per-element quantisation cost with them (as for per-tensor fp8). No
+// rows: eff unchanged.
+func fitScaled(eff perf.Efficiency, table string, params []param, rows []sample, opt Options) (perf.Efficiency, error) {
+	if len(rows) == 0 {
+		return eff, nil
+	}
+	opt.progress(fmt.Sprintf("fitting the %s terms on %d of %d rows", table, min(len(rows), maxDenseRows), len(rows)))
+	rows = subsample(rows, maxDenseRows)
+	var err error
+	if eff, _, err = fitGroup(eff, params[:4], rows); err != nil {
+		return eff, err
+	}
+	eff, _, err = fitGroup(eff, params, rows)
+	return eff, err
+}
+
 // CheckPerfDB evaluates efficiencies eff on the database rows of in: the
 // relative error |predicted/measured - 1| per table (PerfDBTables) and per
 // op group (GEMMs by M range, attention by head size).
@@ -609,6 +835,12 @@ func CheckPerfDB(eff perf.Efficiency, in *PerfDBInput) (*Report, error) {
 			byTable[t] = append(byTable[t], e)
 			byOp[opGroup(s)] = append(byOp[opGroup(s)], e)
 		}
+	}
+	for _, r := range in.allReduce {
+		e := in.allReduceNs(r, eff.Collective)/r.ns - 1
+		byTable[TableAllReduce] = append(byTable[TableAllReduce], e)
+		g := fmt.Sprintf("%s/tp%d", TableAllReduce, r.gpus)
+		byOp[g] = append(byOp[g], e)
 	}
 	return report(byTable, byOp), nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/servesim/servesim/internal/engine"
 	"github.com/servesim/servesim/internal/metrics"
+	_ "github.com/servesim/servesim/internal/testseed"
 	"github.com/servesim/servesim/internal/workload"
 	"pgregory.net/rapid"
 )

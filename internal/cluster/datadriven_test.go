@@ -31,45 +31,77 @@ func TestHandoffScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/handoff", func(t *testing.T, path string) {
 		var sc *ddScenario
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			switch d.Cmd {
-			case "cluster":
-				var err error
-				sc, err = newDDScenario(d)
-				if err != nil {
-					return "error: " + err.Error()
-				}
-				return "ok"
-			case "request":
-				var id, in, out, shared int
-				var at int64
-				d.ScanArgs(t, "id", &id)
-				d.ScanArgs(t, "in", &in)
-				d.ScanArgs(t, "out", &out)
-				if d.HasArg("at") {
-					d.ScanArgs(t, "at", &at)
-				}
-				if d.HasArg("shared") {
-					d.ScanArgs(t, "shared", &shared)
-				}
-				r := workload.Request{ID: int64(id), Arrival: at * 1000, InputTokens: in, OutputTokens: out}
-				if shared > 0 {
-					r.InputIDs = make([]int32, in)
-					for i := range r.InputIDs {
-						r.InputIDs[i] = int32(1_000_000*id + i)
-						if i < shared {
-							r.InputIDs[i] = int32(i)
-						}
-					}
-				}
-				sc.reqs = append(sc.reqs, r)
-				return fmt.Sprintf("%d requests", len(sc.reqs))
-			case "run":
-				return sc.run(t, d.HasArg("trace"))
+			out, ok := handoffCmd(t, d, &sc)
+			if !ok {
+				t.Fatalf("unknown command %q", d.Cmd)
 			}
-			t.Fatalf("unknown command %q", d.Cmd)
-			return ""
+			return out
 		})
 	})
+}
+
+// handoffCmd runs a command of the handoff harness on *sc (cluster
+// replaces it) and reports whether it is one: the commands of
+// TestHandoffScenarios, and
+//
+//	requests from=ID n=N in=N out=N at=US [every=US]   n requests, ids from..from+n-1
+func handoffCmd(t *testing.T, d *datadriven.TestData, sc **ddScenario) (string, bool) {
+	switch d.Cmd {
+	case "cluster":
+		var err error
+		if *sc, err = newDDScenario(d); err != nil {
+			return "error: " + err.Error(), true
+		}
+		return "ok", true
+	case "request":
+		id, in, out, at := ddRequestArgs(t, d)
+		shared := 0
+		if d.HasArg("shared") {
+			d.ScanArgs(t, "shared", &shared)
+		}
+		r := workload.Request{ID: int64(id), Arrival: at * 1000, InputTokens: in, OutputTokens: out}
+		if shared > 0 {
+			r.InputIDs = make([]int32, in)
+			for i := range r.InputIDs {
+				r.InputIDs[i] = int32(1_000_000*id + i)
+				if i < shared {
+					r.InputIDs[i] = int32(i)
+				}
+			}
+		}
+		(*sc).reqs = append((*sc).reqs, r)
+		return fmt.Sprintf("%d requests", len((*sc).reqs)), true
+	case "requests":
+		var from, n, in, out int
+		var at, every int64
+		d.ScanArgs(t, "from", &from)
+		d.ScanArgs(t, "n", &n)
+		d.ScanArgs(t, "in", &in)
+		d.ScanArgs(t, "out", &out)
+		d.ScanArgs(t, "at", &at)
+		if d.HasArg("every") {
+			d.ScanArgs(t, "every", &every)
+		}
+		for i := 0; i < n; i++ {
+			(*sc).reqs = append((*sc).reqs, workload.Request{ID: int64(from + i), Arrival: (at + int64(i)*every) * 1000, InputTokens: in, OutputTokens: out})
+		}
+		return fmt.Sprintf("%d requests", len((*sc).reqs)), true
+	case "run":
+		return strings.TrimRight((*sc).run(t, d.HasArg("trace")), "\n") + "\n", true
+	}
+	return "", false
+}
+
+// ddRequestArgs reads a request command's id, in, out and at (0 when
+// absent).
+func ddRequestArgs(t *testing.T, d *datadriven.TestData) (id, in, out int, at int64) {
+	d.ScanArgs(t, "id", &id)
+	d.ScanArgs(t, "in", &in)
+	d.ScanArgs(t, "out", &out)
+	if d.HasArg("at") {
+		d.ScanArgs(t, "at", &at)
+	}
+	return id, in, out, at
 }
 
 type ddInstance struct {

@@ -60,6 +60,16 @@ func newDPBalancer(n int, period, heartbeat int64, ties *rand.Rand) *dpBalancer 
 	return b
 }
 
+// reset forgets every count, as a restarted vLLM instance starts with a
+// new coordinator and front end: nothing reported, nothing published.
+// The tie-breaking stream goes on.
+func (b *dpBalancer) reset() {
+	for i := range b.reported {
+		b.reported[i], b.coord[i], b.front[i] = -1, 0, 0
+	}
+	b.lastPub, b.pending, b.due = math.MinInt64, false, 0
+}
+
 // addSat is a + d for d ≥ 0, saturating at math.MaxInt64.
 func addSat(a, d int64) int64 {
 	if a > math.MaxInt64-d {

@@ -295,3 +295,19 @@ func (s *Sim) reserveAfterStep(inst int, now int64) error {
 	}
 	return nil
 }
+
+// groupsLost resets the load balancer of every data-parallel group with a
+// rank among engines, which were just lost: a DP instance is lost with
+// all its ranks (its MoE layers' collectives need every one), and it
+// comes back as a new process whose balancer knows no counts. Without a
+// group it does nothing.
+func (s *Sim) groupsLost(engines []int) {
+	if s.groups == nil {
+		return
+	}
+	for _, e := range engines {
+		if gi := s.groupOf[e]; gi >= 0 {
+			s.groups[gi].bal.reset()
+		}
+	}
+}

@@ -57,14 +57,7 @@ func TestDPGroupScenarios(t *testing.T) {
 				}
 				return "ok"
 			case "request":
-				var id, in, out int
-				var at int64
-				d.ScanArgs(t, "id", &id)
-				d.ScanArgs(t, "in", &in)
-				d.ScanArgs(t, "out", &out)
-				if d.HasArg("at") {
-					d.ScanArgs(t, "at", &at)
-				}
+				id, in, out, at := ddRequestArgs(t, d)
 				reqs = append(reqs, workload.Request{ID: int64(id), Arrival: at, InputTokens: in, OutputTokens: out})
 				return fmt.Sprintf("%d requests", len(reqs))
 			case "run":

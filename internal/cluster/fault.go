@@ -257,6 +257,7 @@ func (s *Sim) lose(u int, now int64) error {
 			s.trackPinned(e, now)
 		}
 	}
+	s.groupsLost(unit.Engines)
 	for _, h := range hands {
 		if err := s.handLost(h, decodeRecs, now); err != nil {
 			return err
@@ -471,9 +472,9 @@ func (s *Sim) heldLost(hr *heldReq, unit string, now int64) error {
 	f.retries[id]++
 	f.stats.Retried++
 	req := hr.req
-	s.reArrival = hr.rec.Arrival
+	s.reArriving, s.reArrival = true, hr.rec.Arrival
 	err := s.place(&req, now)
-	s.reArrival = -1
+	s.reArriving = false
 	return err
 }
 

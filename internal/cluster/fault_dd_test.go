@@ -2,38 +2,35 @@ package cluster
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/servesim/servesim/internal/workload"
 )
 
 // TestFaultScenarios runs the scenario files in testdata/faults: hand-built
 // P/D clusters (the handoff harness of TestHandoffScenarios: steps cost
 // 1 ms plus 1 us per token, KV is 1,000 bytes per token, links 1 GB/s,
 // times in microseconds) with faults. Each instance is its own fault unit
-// inst[i]. Besides the handoff commands:
+// inst[i]. Besides the handoff commands (handoffCmd):
 //
 //	faults [on-loss=fail|retry] [max-retries=N] [recover=US] [transfer-fail=P] [load=recompute|fail]
 //	lose unit=N at=US                        a scheduled loss
-//	requests from=ID n=N in=N out=N at=US [every=US]   n requests, ids from..from+n-1
+//	autoscale interval=US pool=NAME target=F min=N max=N initial=N cold=US [up-cool=US] [down-cool=US] [window=US] [metric=queue|kv|ttft]
 func TestFaultScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/faults", func(t *testing.T, path string) {
 		var sc *ddScenario
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			switch d.Cmd {
-			case "cluster":
-				var err error
-				sc, err = newDDScenario(d)
-				if err != nil {
-					return "error: " + err.Error()
-				}
+			out, ok := handoffCmd(t, d, &sc)
+			if ok && d.Cmd == "cluster" && sc != nil {
 				sc.faults = &FaultConfig{MaxRetries: 3, Seed: 1}
 				for i := range sc.insts {
 					sc.faults.Units = append(sc.faults.Units, FaultUnit{Name: fmt.Sprintf("inst[%d]", i), Pool: sc.insts[i].role.String(), Engines: []int{i}, GPUs: 1, Recovery: -1})
 				}
-				return "ok"
+			}
+			if ok {
+				return out
+			}
+			switch d.Cmd {
 			case "faults":
 				f := sc.faults
 				if d.HasArg("on-loss") {
@@ -105,35 +102,6 @@ func TestFaultScenarios(t *testing.T) {
 				d.ScanArgs(t, "at", &at)
 				sc.faults.Losses = append(sc.faults.Losses, ScheduledLoss{Unit: unit, At: at * 1000})
 				return fmt.Sprintf("%d losses", len(sc.faults.Losses))
-			case "request":
-				var id, in, out int
-				var at int64
-				d.ScanArgs(t, "id", &id)
-				d.ScanArgs(t, "in", &in)
-				d.ScanArgs(t, "out", &out)
-				if d.HasArg("at") {
-					d.ScanArgs(t, "at", &at)
-				}
-				sc.reqs = append(sc.reqs, workload.Request{ID: int64(id), Arrival: at * 1000, InputTokens: in, OutputTokens: out})
-				return fmt.Sprintf("%d requests", len(sc.reqs))
-			case "requests":
-				var from, n, in, out int
-				var at, every int64
-				d.ScanArgs(t, "from", &from)
-				d.ScanArgs(t, "n", &n)
-				d.ScanArgs(t, "in", &in)
-				d.ScanArgs(t, "out", &out)
-				d.ScanArgs(t, "at", &at)
-				if d.HasArg("every") {
-					d.ScanArgs(t, "every", &every)
-				}
-				for i := 0; i < n; i++ {
-					sc.reqs = append(sc.reqs, workload.Request{ID: int64(from + i), Arrival: (at + int64(i)*every) * 1000, InputTokens: in, OutputTokens: out})
-				}
-				return fmt.Sprintf("%d requests", len(sc.reqs))
-			case "run":
-				out := sc.run(t, d.HasArg("trace"))
-				return strings.TrimRight(out, "\n") + "\n"
 			}
 			t.Fatalf("unknown command %q", d.Cmd)
 			return ""

@@ -18,7 +18,8 @@ import (
 // both loss policies and retry budgets, KV load failures under both
 // policies, straggler windows and link degradation, with or without an
 // autoscaler on each pool (every metric, cool-downs, cold starts,
-// drains). With the full
+// drains), with instances of one engine or of two data-parallel ranks
+// in lockstep (lost together). With the full
 // invariant check after every event (which includes that no pinned KV,
 // lease, queue slot or reservation outlives its instance and that a lost
 // instance holds nothing), every request must end exactly once with
@@ -36,7 +37,12 @@ func TestFaultProperty(t *testing.T) {
 		if pdMode {
 			nD = rapid.IntRange(1, 3).Draw(rt, "decode")
 		}
+		// Each instance is dp engines: data-parallel ranks in lockstep
+		// (a DPGroup) when dp is 2, lost and restarted together.
+		dp := rapid.SampledFrom([]int{1, 1, 2}).Draw(rt, "dp")
+		pred := linear{base: 1e6, perTok: 2000, perKV: 5}
 		var engines []*engine.Engine
+		var ranks [][]int // per instance
 		for i := 0; i < nP+nD; i++ {
 			role := engine.Mixed
 			if pdMode {
@@ -48,11 +54,16 @@ func TestFaultProperty(t *testing.T) {
 			cfg := engine.Config{MaxNumSeqs: min(rapid.IntRange(1, 16).Draw(rt, "seqs"), budget), MaxNumBatchedTokens: budget, BlockSize: 16,
 				NumBlocks: rapid.SampledFrom([]int{64, 300, 2000}).Draw(rt, "blocks"), ChunkedPrefill: true,
 				PrefixCaching: rapid.Bool().Draw(rt, "cache"), AsyncScheduling: rapid.Bool().Draw(rt, "async"), Role: role, CheckInvariants: true}
-			e, err := engine.New(i, cfg, linear{base: 1e6, perTok: 2000, perKV: 5})
-			if err != nil {
-				rt.Fatal(err)
+			var rs []int
+			for range dp {
+				e, err := engine.New(len(engines), cfg, pred)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				rs = append(rs, len(engines))
+				engines = append(engines, e)
 			}
-			engines = append(engines, e)
+			ranks = append(ranks, rs)
 		}
 		n := rapid.IntRange(1, 40).Draw(rt, "n")
 		src := &sessionSrc{}
@@ -93,8 +104,14 @@ func TestFaultProperty(t *testing.T) {
 		if rapid.Bool().Draw(rt, "failOnLoss") {
 			fc.OnLoss = FailOnLoss
 		}
-		for i := range engines {
-			u := FaultUnit{Name: fmt.Sprintf("inst[%d]", i), Pool: engines[i].Config().Role.String(), Engines: []int{i}, GPUs: 1, Recovery: -1}
+		if dp > 1 {
+			for _, rs := range ranks {
+				simCfg.DPGroups = append(simCfg.DPGroups, DPGroup{Ranks: rs, Pred: pred, MoE: moePerTok(10), Graph: testGraph,
+					Balance: rapid.Bool().Draw(rt, "dpBalance")})
+			}
+		}
+		for i, rs := range ranks {
+			u := FaultUnit{Name: fmt.Sprintf("inst[%d]", i), Pool: engines[rs[0]].Config().Role.String(), Engines: rs, GPUs: dp, Recovery: -1}
 			if rapid.IntRange(0, 3).Draw(rt, "restarts") > 0 {
 				u.Recovery = int64(rapid.IntRange(0, 500).Draw(rt, "recoveryMs")) * 1e6
 			}
@@ -104,7 +121,7 @@ func TestFaultProperty(t *testing.T) {
 			fc.Units = append(fc.Units, u)
 		}
 		for k := rapid.IntRange(0, 4).Draw(rt, "losses"); k > 0; k-- {
-			fc.Losses = append(fc.Losses, ScheduledLoss{Unit: rapid.IntRange(0, len(engines)-1).Draw(rt, "lossUnit"),
+			fc.Losses = append(fc.Losses, ScheduledLoss{Unit: rapid.IntRange(0, len(ranks)-1).Draw(rt, "lossUnit"),
 				At: int64(rapid.IntRange(0, 3000).Draw(rt, "lossMs")) * 1e6})
 		}
 		for k := rapid.IntRange(0, 2).Draw(rt, "stragglers"); k > 0; k-- {
@@ -197,9 +214,13 @@ func TestFaultProperty(t *testing.T) {
 		if st.Restarts > st.Losses {
 			rt.Fatalf("%d restarts after %d losses", st.Restarts, st.Losses)
 		}
-		// GPU time: never more than every unit for the whole run.
-		if limit := float64(len(fc.Units)) * float64(end) / 3600e9; st.GPUHours > limit*(1+1e-9) {
-			rt.Fatalf("GPU-hours %g exceed %d units for the whole run (%g)", st.GPUHours, len(fc.Units), limit)
+		// GPU time: never more than every unit's GPUs for the whole run.
+		gpus := 0
+		for _, u := range fc.Units {
+			gpus += u.GPUs
+		}
+		if limit := float64(gpus) * float64(end) / 3600e9; st.GPUHours > limit*(1+1e-9) {
+			rt.Fatalf("GPU-hours %g exceed %d GPUs for the whole run (%g)", st.GPUHours, gpus, limit)
 		}
 	})
 }

@@ -40,14 +40,19 @@ type CollectiveTable struct {
 	// whether the model's vLLM dispatch uses the custom all-reduce on it.
 	Link   perf.Interconnect `json:"link"`
 	Custom bool              `json:"model_custom_allreduce"`
-	Rows   []CollectiveRow   `json:"rows"`
+	// Constants are the accelerator's calibrated all-reduce constants the
+	// model uses (zero: the link kind's defaults).
+	Constants perf.CollectiveEff `json:"constants"`
+	Rows      []CollectiveRow    `json:"rows"`
 }
 
 // Collectives lists the all-reduce of gpus ranks at every message size the
 // database measured (custom all-reduce bf16 rows and NCCL half-precision
 // all_reduce rows), beside perf.NewAllReduce on link. It fails when the
-// database has no all-reduce row for gpus ranks.
-func Collectives(db *perfdb.DB, gpus int, link perf.Interconnect) (*CollectiveTable, error) {
+// database has no all-reduce row for gpus ranks. The model takes the
+// calibrated constants c (perf.AllReduce.With; zero: the defaults), as a
+// run on the accelerator does.
+func Collectives(db *perfdb.DB, gpus int, link perf.Interconnect, c perf.CollectiveEff) (*CollectiveTable, error) {
 	if gpus < 2 {
 		return nil, fmt.Errorf("collectives: --gpus must be >= 2, got %d", gpus)
 	}
@@ -86,9 +91,9 @@ func Collectives(db *perfdb.DB, gpus int, link perf.Interconnect) (*CollectiveTa
 		slices.Sort(have)
 		return nil, fmt.Errorf("collectives: %s has no all-reduce rows for %d GPUs (it has %v)", db.System, gpus, have)
 	}
-	model := perf.NewAllReduce(gpus, link, false)
-	nccl := perf.NewAllReduce(gpus, link, true)
-	t := &CollectiveTable{System: db.System, GPUs: gpus, Link: link, Custom: model.Custom}
+	model := perf.NewAllReduce(gpus, link, false).With(c, link)
+	nccl := perf.NewAllReduce(gpus, link, true).With(c, link)
+	t := &CollectiveTable{System: db.System, GPUs: gpus, Link: link, Custom: model.Custom, Constants: c}
 	for bytes, m := range by {
 		t.Rows = append(t.Rows, CollectiveRow{Bytes: bytes, VLLMGraphUs: m.graph, VLLMEagerUs: m.eager, NCCLUs: m.nccl,
 			ModelUs: float64(model.Ns(bytes)) / 1e3, ModelNCCLUs: float64(nccl.Ns(bytes)) / 1e3})
@@ -116,6 +121,10 @@ func (t *CollectiveTable) WriteText(w io.Writer, accName string) error {
 	}
 	fmt.Fprintf(&b, "all-reduce of %d GPUs: %s tables (µs) vs servesim's model on %s's catalog link (%s %.0f GB/s, %s: %s)\n",
 		t.GPUs, t.System, accName, kind, t.Link.LinkBW/1e9, p2p, how)
+	if c := t.Constants; !c.IsZero() {
+		fmt.Fprintf(&b, "model constants from %s's calibration: custom all-reduce latency %.1f µs, NCCL latency %.1f µs, bus bandwidth %.3f of the link\n",
+			accName, c.CustomLatencyNs/1e3, c.NCCLLatencyNs/1e3, c.BusEff)
+	}
 	fmt.Fprintf(&b, "%10s %11s %11s %11s %11s %11s %12s %12s\n", "bytes", "vllm graph", "vllm eager", "nccl", "model", "model nccl", "model/graph", "nccl m/meas")
 	cell := func(v *float64) string {
 		if v == nil {

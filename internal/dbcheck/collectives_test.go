@@ -29,7 +29,7 @@ func TestCollectivesEmbedded(t *testing.T) {
 		// Peer-to-peer: the custom kernel one-shot, 8 µs + 1 MiB / 47.25 GB/s.
 		{"p2p", perf.Interconnect{P2P: true, LinkBW: 63e9}, 8 + float64(1<<20)/47.25e9*1e6},
 	} {
-		tab, err := Collectives(db, 2, c.link)
+		tab, err := Collectives(db, 2, c.link, perf.CollectiveEff{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,10 +75,10 @@ func TestCollectivesEmbedded(t *testing.T) {
 			t.Errorf("%s: modelled 1 MiB %g µs, want %g", c.name, mib.ModelUs, c.want)
 		}
 	}
-	if _, err := Collectives(db, 3, perf.Interconnect{LinkBW: 63e9}); err == nil || !strings.Contains(err.Error(), "no all-reduce rows for 3 GPUs (it has [2 4 8])") {
+	if _, err := Collectives(db, 3, perf.Interconnect{LinkBW: 63e9}, perf.CollectiveEff{}); err == nil || !strings.Contains(err.Error(), "no all-reduce rows for 3 GPUs (it has [2 4 8])") {
 		t.Errorf("3 GPUs: %v", err)
 	}
-	if _, err := Collectives(db, 1, perf.Interconnect{LinkBW: 63e9}); err == nil {
+	if _, err := Collectives(db, 1, perf.Interconnect{LinkBW: 63e9}, perf.CollectiveEff{}); err == nil {
 		t.Error("1 GPU: no error")
 	}
 }
@@ -96,7 +96,7 @@ func TestInventoryEmbedded(t *testing.T) {
 		t.Fatalf("rtx_pro_6000_server: %v, %d systems", err, len(one))
 	}
 	s := one[0]
-	if !slices.Contains(s.Sources["context_attention_perf"], "vllm_flash_attn") || !slices.Equal(s.Versions["gemm/vllm"], []string{"0.19.0"}) {
+	if !slices.Contains(s.Sources["context_attention_perf"], "vllm_flash_attn") || !slices.Equal(s.Versions["gemm/vllm"], []string{"0.19.0", "0.24.0"}) {
 		t.Errorf("rtx_pro_6000_server: sources %v versions %v", s.Sources, s.Versions)
 	}
 	for _, tb := range s.Tables {

@@ -12,6 +12,10 @@
 //     servesim's modelled perf.AllReduce on a catalog link.
 //   - Inventory lists the systems of a database, the versions present and
 //     the tables a run reads, with their row counts.
+//   - Steps times the same batches with the calibrated roofline and the
+//     perfdb predictor, each built as a run builds an instance, per
+//     deployment (accelerator, model, weight format, tp), with the
+//     collectives' part of each (perf.StepCommNs).
 //
 // Differences are database / profile − 1 per row; a row whose shape lies
 // outside the database's tables (where the predictor falls back to the

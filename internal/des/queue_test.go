@@ -3,6 +3,7 @@ package des
 import (
 	"testing"
 
+	_ "github.com/servesim/servesim/internal/testseed"
 	"pgregory.net/rapid"
 )
 

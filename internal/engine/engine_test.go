@@ -7,6 +7,7 @@ import (
 
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/perf"
+	_ "github.com/servesim/servesim/internal/testseed"
 	"github.com/servesim/servesim/internal/workload"
 	"pgregory.net/rapid"
 )

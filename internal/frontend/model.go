@@ -1,8 +1,10 @@
 package frontend
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/servesim/servesim/internal/des"
 )
@@ -163,12 +165,16 @@ func (m *Model) StepWork(requests int64, chunks float64) int64 {
 // servers; each starts once the outputs have crossed the engine-core hop
 // and its CPU is free. Delivered then gives when each server's clients
 // receive the step's chunks. gaps are the engine-side gaps of the step's
-// continuing requests (run-length encoded); Step returns the client-side
+// continuing requests (run-length encoded, in any order and with equal
+// gaps in any number of runs: Step sorts and merges them in place, so
+// the result depends only on the multiset of gaps, not on the order in
+// which the engine visited its requests); Step returns the client-side
 // gaps between chunks, valid until the next call.
 func (m *Model) Step(i int, end int64, first, cont, finished int64, gaps []Gap) []Gap {
 	a := int64(len(m.busy))
 	st := &m.insts[i]
 	m.gaps = m.gaps[:0]
+	gaps = canonical(gaps)
 	si := float64(m.si)
 	for s := range m.busy {
 		share := func(n int64) int64 {
@@ -202,6 +208,30 @@ func (m *Model) Step(i int, end int64, first, cont, finished int64, gaps []Gap) 
 	}
 	st.seen = true
 	return m.gaps
+}
+
+// canonical sorts gaps by length and merges the runs of equal length, in
+// place, and returns the merged runs: the one form of a multiset of gaps.
+// It costs O(r log r) for r runs (at most the step's batch), nothing when
+// the runs are already strictly increasing (a steady step's one run).
+func canonical(gaps []Gap) []Gap {
+	sorted := true
+	for k := 1; k < len(gaps) && sorted; k++ {
+		sorted = gaps[k-1].NS < gaps[k].NS
+	}
+	if sorted {
+		return gaps
+	}
+	slices.SortFunc(gaps, func(x, y Gap) int { return cmp.Compare(x.NS, y.NS) })
+	out := gaps[:1]
+	for _, g := range gaps[1:] {
+		if last := &out[len(out)-1]; last.NS == g.NS {
+			last.Count += g.Count
+		} else {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // clientGaps appends server s's share (c of total) of the engine gaps,

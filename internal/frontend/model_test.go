@@ -2,9 +2,11 @@ package frontend
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	_ "github.com/servesim/servesim/internal/testseed"
 	"pgregory.net/rapid"
 )
 
@@ -325,4 +327,76 @@ func TestTokenizerProperties(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStepIgnoresGapOrder: the client-side gaps and delivery times depend
+// only on the multiset of a step's engine gaps, not on their order nor on
+// how equal gaps are split into runs (an engine may visit its running
+// requests in any order). Two models with several API servers and a
+// stream interval above 1 get the same steps, one with each step's gaps
+// as sorted merged runs, the other shuffled and split.
+func TestStepIgnoresGapOrder(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := quiet()
+		cfg.APIServerCount = rapid.IntRange(1, 4).Draw(rt, "servers")
+		cfg.StreamInterval = rapid.IntRange(1, 5).Draw(rt, "interval")
+		a, b := New(cfg, 1, 2), New(cfg, 1, 2)
+		end := int64(0)
+		for k := range rapid.IntRange(1, 30).Draw(rt, "steps") {
+			end += rapid.Int64Range(1, 50_000_000).Draw(rt, "dt")
+			var tokens []int64 // one engine gap a continuing request
+			for range rapid.IntRange(0, 40).Draw(rt, "cont") {
+				tokens = append(tokens, rapid.SampledFrom([]int64{1e6, 2e6, 5e6, 3e7}).Draw(rt, "gap"))
+			}
+			var split []Gap // runs in drawn order: equal neighbours merged
+			for _, g := range tokens {
+				if n := len(split); n > 0 && split[n-1].NS == g && rapid.Bool().Draw(rt, "merge") {
+					split[n-1].Count++
+				} else {
+					split = append(split, Gap{NS: g, Count: 1})
+				}
+			}
+			slices.Sort(tokens)
+			var merged []Gap
+			for _, g := range tokens {
+				if n := len(merged); n > 0 && merged[n-1].NS == g {
+					merged[n-1].Count++
+				} else {
+					merged = append(merged, Gap{NS: g, Count: 1})
+				}
+			}
+			cont := int64(len(tokens))
+			first := rapid.Int64Range(0, 5).Draw(rt, "first")
+			fin := rapid.Int64Range(0, cont).Draw(rt, "finished")
+			inst := k % 2
+			want := slices.Clone(a.Step(inst, end, first, cont, fin, merged))
+			got := b.Step(inst, end, first, cont, fin, split)
+			if !slices.Equal(got, want) {
+				rt.Fatalf("step %d: gaps %v from shuffled runs, %v from merged ones", k, got, want)
+			}
+			for s := range int32(cfg.APIServerCount) {
+				if a.Delivered(s) != b.Delivered(s) {
+					rt.Fatalf("step %d: server %d delivers at %d and %d", k, s, b.Delivered(s), a.Delivered(s))
+				}
+			}
+		}
+	})
+}
+
+// TestStepAllocatesNothing: a step of unsorted, split gaps (sorted and
+// merged in place) allocates nothing once the model's scratch has grown.
+func TestStepAllocatesNothing(t *testing.T) {
+	cfg := quiet()
+	cfg.APIServerCount, cfg.StreamInterval = 3, 4
+	m := New(cfg, 1, 1)
+	gaps := make([]Gap, 0, 8)
+	end := int64(0)
+	allocs := testing.AllocsPerRun(100, func() {
+		end += 20_000_000
+		gaps = append(gaps[:0], Gap{NS: 3e6, Count: 5}, Gap{NS: 1e6, Count: 7}, Gap{NS: 3e6, Count: 2}, Gap{NS: 2e6, Count: 9})
+		m.Step(0, end, 1, 23, 2, gaps)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations a step", allocs)
+	}
 }

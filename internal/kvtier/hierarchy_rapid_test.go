@@ -3,6 +3,7 @@ package kvtier
 import (
 	"testing"
 
+	_ "github.com/servesim/servesim/internal/testseed"
 	"pgregory.net/rapid"
 )
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	_ "github.com/servesim/servesim/internal/testseed"
 	"pgregory.net/rapid"
 )
 

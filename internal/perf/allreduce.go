@@ -1,6 +1,9 @@
 package perf
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Interconnect describes the GPU-to-GPU path of a tensor-parallel group as
 // collectives see it.
@@ -106,6 +109,55 @@ func NewAllReduce(n int, link Interconnect, disableCustom bool) AllReduce {
 		a.OneShotMax = 512 << 10
 	default:
 		a.OneShotMax = 256 << 10
+	}
+	return a
+}
+
+// CollectiveEff is an accelerator's all-reduce constants fitted on
+// measured all-reduces (a calibration's allreduce section), replacing
+// the defaults NewAllReduce takes from the link kind. Zero fields keep the
+// defaults.
+type CollectiveEff struct {
+	// CustomLatencyNs and NCCLLatencyNs replace the per-operation
+	// latencies of vLLM's custom all-reduce and of NCCL.
+	CustomLatencyNs, NCCLLatencyNs float64
+	// BusEff replaces the achieved bus bandwidth's fraction of the link
+	// rate (NCCLBusEffNVLink on NVLink), for NCCL and the custom kernel.
+	BusEff float64
+}
+
+// IsZero reports that no constant is set.
+func (c CollectiveEff) IsZero() bool { return c == CollectiveEff{} }
+
+// Validate checks that every constant is finite and in range.
+func (c CollectiveEff) Validate() error {
+	for _, f := range []struct {
+		name   string
+		v, max float64
+	}{{"custom_latency", c.CustomLatencyNs, 1e7}, {"nccl_latency", c.NCCLLatencyNs, 1e7}, {"bus_eff", c.BusEff, 1.5}} {
+		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
+			return fmt.Errorf("allreduce %s = %g: want a value in [0, %g]", f.name, f.v, f.max)
+		}
+	}
+	return nil
+}
+
+// With returns a with the constants of c that are set, on link (the one
+// a was resolved on). A group spanning nodes (NewSpanningAllReduce) is
+// not adjusted: its constants are the NICs'.
+func (a AllReduce) With(c CollectiveEff, link Interconnect) AllReduce {
+	if c.CustomLatencyNs > 0 {
+		a.CustomLatencyNs = int64(math.Round(c.CustomLatencyNs))
+	}
+	if c.NCCLLatencyNs > 0 {
+		a.NCCLLatencyNs = int64(math.Round(c.NCCLLatencyNs))
+	}
+	if c.BusEff > 0 && link.LinkBW > 0 {
+		a.BusBW = c.BusEff * link.LinkBW
+		if !link.P2P && !link.NVLink {
+			a.BusBW /= 2
+		}
+		a.PeerBW = a.BusBW
 	}
 	return a
 }

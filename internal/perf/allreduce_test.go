@@ -1,6 +1,9 @@
 package perf
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // Each case is a hand computation of NewAllReduce's choice and time.
 func TestAllReduceChoiceAndTime(t *testing.T) {
@@ -140,5 +143,32 @@ func TestSpanningAllReduce(t *testing.T) {
 				t.Errorf("Ns(%d) = %d, want %d", tt.bytes, got, tt.wantNs)
 			}
 		})
+	}
+}
+
+// TestAllReduceWithByHand checks fitted constants replacing the link
+// kind's defaults: 8 GPUs on NVLink of 900 GB/s, custom latency 7 µs,
+// NCCL latency 20 µs, bus efficiency 0.5 (450 GB/s).
+func TestAllReduceWithByHand(t *testing.T) {
+	link := Interconnect{NVLink: true, P2P: true, LinkBW: 900e9}
+	a := NewAllReduce(8, link, false).With(CollectiveEff{CustomLatencyNs: 7000, NCCLLatencyNs: 20000, BusEff: 0.5}, link)
+	for _, c := range []struct {
+		bytes int64
+		want  float64
+	}{
+		// one-shot below 256 KiB: 7000 + 7·65536/450e9 s = 7000 + 1019.45 ns.
+		{64 << 10, 7000 + 7*65536/450e9*1e9},
+		// two-shot up to 8 MiB: 2·7000 + 2·7/8·1 MiB/450e9.
+		{1 << 20, 14000 + 1.75*(1<<20)/450e9*1e9},
+		// NCCL from 8 MiB: 20000 + 1.75·16 MiB/450e9.
+		{16 << 20, 20000 + 1.75*(16<<20)/450e9*1e9},
+	} {
+		if got := float64(a.Ns(c.bytes)); math.Abs(got-c.want) > 1 {
+			t.Errorf("%d bytes: %.0f ns, want %.0f", c.bytes, got, c.want)
+		}
+	}
+	// Zero constants keep the defaults.
+	if NewAllReduce(8, link, false).With(CollectiveEff{}, link) != NewAllReduce(8, link, false) {
+		t.Error("zero CollectiveEff changed the all-reduce")
 	}
 }

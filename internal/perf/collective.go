@@ -175,3 +175,28 @@ func satMul(a, k int64) int64 {
 	}
 	return a * k
 }
+
+// StepCommNs is the tensor-parallel communication part of step b as
+// predictor p times it: p's WithCollectives time, reached through the
+// WithOverhead and WithEngineTime decorators (with the CUDA-graph padding
+// the engine time gives the step). ok is false when p has no
+// collectives (tp 1, or another predictor).
+func StepCommNs(p Predictor, b *Batch) (ns int64, ok bool) {
+	if b == nil {
+		return 0, false
+	}
+	switch q := p.(type) {
+	case overhead:
+		return StepCommNs(q.Predictor, b)
+	case *engineTime:
+		_, padded := q.dispatch(b)
+		saved := b.PadTokens
+		b.PadTokens = max(padded-b.Tokens(), 0)
+		ns, ok = StepCommNs(q.inner, b)
+		b.PadTokens = saved
+		return ns, ok
+	case tpComm:
+		return q.CommNs(b), true
+	}
+	return 0, false
+}

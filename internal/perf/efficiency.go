@@ -126,11 +126,24 @@ type Efficiency struct {
 	// 0: Sharpness.
 	FP8Sharpness float64
 	// FP8Waves quantises the compute time of fp8 W8A8 GEMMs in waves of
-	// whole output tiles over the accelerator's SMs, as vLLM's persistent
-	// SM90 scaled-mm kernel runs them (RooflineHW.ScaledMMSM90; ignored
-	// elsewhere or without an SM count): a GEMM whose tiles spill one
-	// past a multiple of the SM count costs a whole wave more.
+	// whole output tiles over the accelerator's SMs, as vLLM's SM90 and
+	// SM120 scaled-mm kernels run them (RooflineHW.ScaledMMSM90 and
+	// ScaledMMSM120; ignored elsewhere or without an SM count): a GEMM
+	// whose tiles spill one past a multiple of the SM count costs a whole
+	// wave more.
 	FP8Waves bool
+
+	// FP8Block and NVFP4 are the GEMM terms of block-scaled fp8 and NVFP4
+	// W4A4 linear layers (RooflineHW.Scaled), which run other kernels
+	// than per-tensor fp8: see ScaledGEMM. Zero values keep the bf16
+	// terms at the format's tensor rate.
+	FP8Block, NVFP4 ScaledGEMM
+
+	// Collective is the all-reduce constants fitted on the accelerator's
+	// measured all-reduces (zero: the link kind's defaults, see
+	// NewAllReduce). The roofline itself does not use them: the
+	// tensor-parallel collectives (WithCollectives) do.
+	Collective CollectiveEff
 
 	// OpScale multiplies the traffic of individual memory-bound ops, by op
 	// name (embedding, layernorm, final_layernorm, qk_norm, rotary_emb,
@@ -216,10 +229,17 @@ func (e Efficiency) Validate() error {
 		{"attn_skew", e.AttnSkew, 1}, {"attn_decode_skew", e.AttnDecodeSkew, 1},
 		{"attn_decode_copy", e.AttnDecodeCopyNs, 1e9}, {"attn_decode_unit", e.AttnDecodeUnitNs, 1e9},
 		{"fp8_compute", e.FP8Compute, 1.5}, {"fp8_quant", e.FP8QuantNs, 1e9}, {"fp8_quant_per_elem", e.FP8QuantPsPerElem, 1e6}, {"fp8_sharpness", e.FP8Sharpness, 1e3},
+		{"fp8_block.compute", e.FP8Block.Compute, 1.5}, {"fp8_block.memory", e.FP8Block.Memory, 1.5}, {"fp8_block.quant", e.FP8Block.QuantNs, 1e9},
+		{"fp8_block.quant_per_elem", e.FP8Block.QuantPsPerElem, 1e6}, {"fp8_block.sharpness", e.FP8Block.Sharpness, 1e3},
+		{"nvfp4.compute", e.NVFP4.Compute, 1.5}, {"nvfp4.memory", e.NVFP4.Memory, 1.5}, {"nvfp4.quant", e.NVFP4.QuantNs, 1e9},
+		{"nvfp4.quant_per_elem", e.NVFP4.QuantPsPerElem, 1e6}, {"nvfp4.sharpness", e.NVFP4.Sharpness, 1e3},
 	} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.max {
 			return fmt.Errorf("efficiency %s = %g: want a value in [0, %g]", f.name, f.v, f.max)
 		}
+	}
+	if err := e.Collective.Validate(); err != nil {
+		return fmt.Errorf("efficiency %w", err)
 	}
 	for op, v := range e.OpScale {
 		if math.IsNaN(v) || v <= 0 || v > 1e3 {
@@ -237,3 +257,32 @@ func (e Efficiency) Validate() error {
 	}
 	return nil
 }
+
+// ScaledGEMM is what a linear layer with block-scaled quantised weights and
+// activations costs beyond the bf16 terms: the activation quantisation
+// kernel vLLM runs before each GEMM and the GEMM kernel's own fractions of
+// the format's tensor rate and of the memory bandwidth.
+//
+// Block-scaled fp8 (quantization fp8 with weight_block_size, 128×128
+// weight blocks): vLLM's W8A8 block linear quantises the input per token
+// group of 128 (per_token_group_quant_fp8, one fp32 scale per group) and
+// runs DeepGEMM's fp8_gemm_nt (or CUTLASS's blockwise scaled-mm), which
+// rescales every 128-deep slice of the product by both operands' scales.
+// NVFP4 W4A4: scaled_fp4_quant packs the input into FP4 values with an
+// FP8 scale per 16 (written in the swizzled layout the GEMM reads), then
+// cutlass_scaled_fp4_mm (or FlashInfer's mm_fp4) multiplies.
+type ScaledGEMM struct {
+	// Compute is the fraction of the format's tensor rate the GEMM
+	// reaches (0: the bf16 Compute); Memory its fraction of the memory
+	// bandwidth (0: the bf16 Memory).
+	Compute, Memory float64
+	// QuantNs is the fixed cost of the activation quantisation kernel,
+	// ns; QuantPsPerElem its cost per activation element (M·K), ps.
+	QuantNs, QuantPsPerElem float64
+	// Sharpness replaces Sharpness in the blend of compute and memory
+	// time (0: Sharpness).
+	Sharpness float64
+}
+
+// IsZero reports that no term is set (the bf16 terms apply).
+func (g ScaledGEMM) IsZero() bool { return g == ScaledGEMM{} }

@@ -260,14 +260,7 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0) {
 		return 0
 	}
-	tokens := max(b.Tokens(), b.DPPadTo, 0)
-	var i int
-	if tokens < len(t.capIdx) {
-		i = int(t.capIdx[tokens])
-	} else {
-		i, _ = slices.BinarySearch(t.e.CaptureSizes, tokens)
-	}
-	d, padded := t.e.dispatchAt(b, tokens, i)
+	d, padded := t.dispatch(b)
 	// Set the padding on the caller's batch for the inner call and
 	// restore it (a copy would escape to the heap through the interface).
 	saved := b.PadTokens
@@ -285,6 +278,19 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 		return clampNs(max(gpu, host+launch))
 	}
 	return clampNs(max(gpu, launch) + host)
+}
+
+// dispatch is the CUDA-graph dispatch of step b and the token count it
+// pads the step to.
+func (t *engineTime) dispatch(b *Batch) (Dispatch, int) {
+	tokens := max(b.Tokens(), b.DPPadTo, 0)
+	var i int
+	if tokens < len(t.capIdx) {
+		i = int(t.capIdx[tokens])
+	} else {
+		i, _ = slices.BinarySearch(t.e.CaptureSizes, tokens)
+	}
+	return t.e.dispatchAt(b, tokens, i)
 }
 
 // SpecCaptureSizes is the capture-size list with speculative decoding of

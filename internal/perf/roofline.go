@@ -64,6 +64,10 @@ type RooflineHW struct {
 	// activation quantisation kernel (scaled_fp8_quant) before the
 	// scaled-mm GEMM, and reaches Efficiency.FP8Compute of QuantPeakFLOPS.
 	QuantFP8 bool
+	// Scaled says the quantised linear layers are block-scaled fp8 or
+	// NVFP4 W4A4, timed with Efficiency.FP8Block or Efficiency.NVFP4
+	// (ScaledNone: neither).
+	Scaled ScaledFormat
 	// PackGQA says the attention kernel packs the query heads of one KV
 	// head into the same work units in every step, prefill and mixed
 	// ones included (FlashAttention 3, which vLLM runs on Hopper, does so
@@ -102,6 +106,27 @@ const (
 	// ScaledMMSM90 is the persistent CUTLASS 3.x kernel of compute
 	// capability 9.x (c3x/scaled_mm_sm90_fp8_dispatch.cuh).
 	ScaledMMSM90
+	// ScaledMMSM120 is the CUTLASS 3.x kernel of compute capability 12.x
+	// (c3x/scaled_mm_sm120_fp8_dispatch.cuh before its small-M
+	// configurations: one 128×128×128 tile configuration, clusters of one,
+	// for every M, as the vLLM 0.19.0 rows of rtx_pro_6000_server show).
+	ScaledMMSM120
+)
+
+// ScaledFormat names the block-scaled W8A8/W4A4 formats whose linear
+// layers have GEMM terms of their own (Efficiency.FP8Block, NVFP4).
+type ScaledFormat uint8
+
+// The block-scaled formats.
+const (
+	// ScaledNone: per-tensor fp8, weight-only or unquantised layers.
+	ScaledNone ScaledFormat = iota
+	// ScaledFP8Block is fp8 weights in 2-D blocks with per-token-group
+	// fp8 activations.
+	ScaledFP8Block
+	// ScaledNVFP4 is NVFP4 weights and activations (FP4 values, an FP8
+	// scale per 16).
+	ScaledNVFP4
 )
 
 // Op names of the roofline, the same as the layer catalogs' and the profile
@@ -194,7 +219,16 @@ type Roofline struct {
 	// qWaves: the fp8 GEMMs' compute time is quantised in tile waves
 	// (Efficiency.FP8Waves on an accelerator with a known ScaledMM and SMs).
 	qWaves bool
-	quant  bool
+	// qMemRate is the effective bytes/s of the quantised linear layers
+	// (ScaledGEMM.Memory of a block-scaled format), else memRate.
+	qMemRate float64
+	// qActBytes is the size of one input activation element the
+	// quantised GEMM reads: the compute dtype's, except for a
+	// block-scaled format (ScaledGEMM), whose GEMM reads the activations
+	// its quantisation kernel wrote, at the weights' size (the
+	// activations' group scales, under 3 %, are not counted).
+	qActBytes float64
+	quant     bool
 }
 
 // NewRoofline builds the roofline predictor of model m on accelerator acc at
@@ -279,7 +313,25 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 			r.qInvP = 1 / e.FP8Sharpness
 		}
 	}
-	r.quant = r.wb != r.b || r.qFlopRate != r.flopRate
+	r.qMemRate, r.qActBytes = r.memRate, r.b
+	if g := r.scaledTerms(acc.Scaled); !g.IsZero() {
+		r.qActBytes = r.wb
+		if g.Compute > 0 {
+			r.qFlopRate = acc.QuantPeakFLOPS * g.Compute
+		}
+		if g.Memory > 0 {
+			r.qMemRate = acc.MemBandwidth * g.Memory
+		}
+		r.qLaunch, r.qPerElem = g.QuantNs, g.QuantPsPerElem/1e3
+		// DeepGEMM's block-fp8 GEMM on SM90 is persistent too: with
+		// FP8Waves its compute time is counted in tile waves as well
+		// (see fp8Waves).
+		r.qWaves = acc.Scaled == ScaledFP8Block && e.FP8Waves && acc.ScaledMM != ScaledMMOther && acc.SMs > 0
+		if g.Sharpness > 0 {
+			r.qInvP = 1 / g.Sharpness
+		}
+	}
+	r.quant = r.wb != r.b || r.qFlopRate != r.flopRate || r.qMemRate != r.memRate || r.qLaunch > 0
 	r.cacheRate = r.memRate * e.CacheSpeed
 	r.attnFlop = acc.PeakFLOPS * e.AttnCompute
 	r.attnMem = acc.MemBandwidth * e.AttnMemory
@@ -513,12 +565,24 @@ func (r *Roofline) linear(M, K, N float64) float64 {
 		return 0
 	}
 	flops := 2 * M * K * N
-	bytes := K*N*r.wb + (M*K+M*N)*r.b
+	bytes := K*N*r.wb + M*K*r.qActBytes + M*N*r.b
 	tc := flops / r.qFlopRate * 1e9
 	if r.qWaves {
 		tc = r.fp8Waves(M, K, N, tc)
 	}
-	return r.eff.LaunchNs + r.qLaunch + M*K*r.qPerElem + softMax(tc, bytes/r.memRate*1e9, r.qInvP)
+	return r.eff.LaunchNs + r.qLaunch + M*K*r.qPerElem + softMax(tc, bytes/r.qMemRate*1e9, r.qInvP)
+}
+
+// scaledTerms are the efficiencies' GEMM terms of block-scaled format f
+// (zero for ScaledNone).
+func (r *Roofline) scaledTerms(f ScaledFormat) ScaledGEMM {
+	switch f {
+	case ScaledFP8Block:
+		return r.eff.FP8Block
+	case ScaledNVFP4:
+		return r.eff.NVFP4
+	}
+	return ScaledGEMM{}
 }
 
 // fp8Waves is the compute time of an fp8 W8A8 GEMM of M rows run by
@@ -531,6 +595,15 @@ func (r *Roofline) linear(M, K, N float64) float64 {
 // 256 rows), for M in (64, 128] 64×128 in clusters of two; smaller M
 // swap the operands into the narrow tiles of a memory-bound GEMM, where
 // ideal is kept.
+//
+// SM120: 128×128 tiles for every M, no clusters and no operand swap, so
+// even a one-row GEMM computes whole 128-row tiles: ceil(M/128)·ceil(N/128)
+// CTAs, one per SM at a time.
+//
+// The block-fp8 GEMMs (RooflineHW.Scaled ScaledFP8Block, DeepGEMM's
+// persistent SM90 kernel, whose tile width it picks by shape) take the
+// SM90 tiles: an approximation that fits the database's block-fp8 rows
+// better than no waves (docs/calibration.md).
 //
 // Other kernels keep ideal: the SM89 kernels of L40S-class GPUs
 // (scaled_mm_c2x_sm89_fp8_dispatch.cuh) were tried with their tiles and
@@ -549,6 +622,9 @@ func (r *Roofline) fp8Waves(M, K, N, ideal float64) float64 {
 		}
 		tm, tn = rows/2, 128
 		ctas = math.Ceil(M/rows) * 2 * math.Ceil(N/tn)
+	case ScaledMMSM120:
+		tm, tn = 128, 128
+		ctas = math.Ceil(M/tm) * math.Ceil(N/tn)
 	default:
 		return ideal
 	}

@@ -262,6 +262,35 @@ func TestFP8WavesByHand(t *testing.T) {
 	}
 }
 
+// TestFP8WavesSM120ByHand checks the tile waves of vLLM's SM120
+// scaled-mm (one 128×128 tile configuration for every M, no clusters): 4
+// SMs at 2.5e13 FLOP/s each (as above), K = 1024, N = 256 (two column
+// tiles), one tile 2·128·128·1024 FLOPs = 1342.177 ns:
+//   - M = 1 and M = 128: one row tile, 2 CTAs, one wave (the narrow
+//     GEMM still computes whole 128-row tiles);
+//   - M = 256: 4 CTAs, one wave;
+//   - M = 257: 6 CTAs, two waves;
+//   - M = 513: 10 CTAs, three waves.
+func TestFP8WavesSM120ByHand(t *testing.T) {
+	h := tinyHW
+	h.SMs, h.ScaledMM, h.QuantFP8, h.QuantPeakFLOPS = 4, ScaledMMSM120, true, 2e14
+	m := tinyModel
+	m.WeightBytes = 1
+	eff := tinyEff
+	eff.FP8Compute, eff.FP8Waves = 0.5, true
+	r, err := NewRoofline(m, h, eff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tile := 2 * 128 * 128 * 1024 / 2.5e13 * 1e9
+	for _, c := range []struct {
+		m    float64
+		want float64
+	}{{1, tile}, {128, tile}, {256, tile}, {257, 2 * tile}, {513, 3 * tile}} {
+		nearNs(t, "fp8 waves", r.fp8Waves(c.m, 1024, 256, 12345), c.want)
+	}
+}
+
 // TestFP8QuantPerElemByHand checks the activation quantisation kernel's
 // cost per element: 2 ps per element of an M×K = 100×1024 input adds
 // 204.8 ns to the fp8 linear layer, and nothing to a bf16 one.
@@ -281,4 +310,79 @@ func TestFP8QuantPerElemByHand(t *testing.T) {
 	b0, _ := NewRoofline(tinyModel, tinyHW, tinyEff, 1)
 	b1, _ := NewRoofline(tinyModel, tinyHW, eff, 1)
 	nearNs(t, "bf16 unaffected", b1.LinearNs(100, 1024, 512), b0.LinearNs(100, 1024, 512))
+}
+
+// TestScaledGEMMTermsByHand checks the GEMM terms of a block-scaled
+// format on qkv_proj of tinyModel at 100 tokens (K 1024, N 1536): NVFP4
+// weights (0.5625 B) at an FP4 rate of 4e14 FLOP/s.
+func TestScaledGEMMTermsByHand(t *testing.T) {
+	fp4 := tinyModel
+	fp4.WeightBytes = 0.5625
+	hw := tinyHW
+	hw.QuantPeakFLOPS = 4e14
+	terms := ScaledGEMM{Compute: 0.25, Memory: 0.8, QuantNs: 500, QuantPsPerElem: 10, Sharpness: 1}
+	withFP4, withBlock := tinyEff, tinyEff
+	withFP4.NVFP4, withBlock.FP8Block = terms, terms
+	prefill := Batch{PrefillTokens: 100, PrefillSeqs: 1}
+	for _, c := range []struct {
+		name   string
+		scaled ScaledFormat
+		eff    Efficiency
+		want   float64
+	}{
+		// FLOPs 314572800 at 4e14·0.25 -> 3145.728 ns; bytes: weights
+		// 1024·1536·0.5625 = 884736, activations read at the quantised
+		// size 100·1024·0.5625 = 57600, output 100·1536·2 = 307200, in
+		// all 1249536 at 1e12·0.8 -> 1561.92 ns (sharpness 1 sums);
+		// launch 1000, quantisation 500 + 102400 elements · 10 ps.
+		{"nvfp4 terms", ScaledNVFP4, withFP4, 1000 + 500 + 1024 + 3145.728 + 1561.92},
+		// Terms of another format: the bf16 terms at the FP4 rate
+		// (Compute 0.5 -> 1572.864 ns), activations in bf16 (bytes
+		// 884736 + 512000 at 5e11 -> 2793.472 ns), no quantisation.
+		{"other format's terms", ScaledNVFP4, withBlock, 1000 + 1572.864 + 2793.472},
+		{"not scaled", ScaledNone, withFP4, 1000 + 1572.864 + 2793.472},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := hw
+			h.Scaled = c.scaled
+			r, err := NewRoofline(fp4, h, c.eff, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nearNs(t, OpQKVProj, r.OpNs(OpQKVProj, &prefill), c.want)
+		})
+	}
+}
+
+// TestFP8BlockWavesByHand: block-scaled fp8 on the SM90 tiles of
+// TestFP8WavesByHand (4 SMs, FP8 rate 2e14 at the block terms' Compute
+// 0.5, K 1024, N 256) counts whole waves too, at M 257: 8 CTAs, two waves
+// of 2·128·128·1024 FLOPs at 2.5e13 FLOP/s each, 2684.355 ns; without
+// FP8Waves the ideal 2·257·1024·256/1e14 s = 1347.420 ns.
+func TestFP8BlockWavesByHand(t *testing.T) {
+	m := tinyModel
+	m.WeightBytes = 1
+	hw := tinyHW
+	hw.QuantPeakFLOPS, hw.Scaled, hw.SMs, hw.ScaledMM = 2e14, ScaledFP8Block, 4, ScaledMMSM90
+	eff := tinyEff
+	// Memory fraction tiny so that compute dominates; sharpness 50 keeps
+	// the blend at the larger term.
+	eff.FP8Block = ScaledGEMM{Compute: 0.5, Memory: 1.5, Sharpness: 50}
+	for _, c := range []struct {
+		waves bool
+		want  float64
+	}{{true, 2 * 2 * 128 * 128 * 1024 / 2.5e13 * 1e9}, {false, 2 * 257 * 1024 * 256 / 1e14 * 1e9}} {
+		e := eff
+		e.FP8Waves = c.waves
+		r, err := NewRoofline(m, hw, e, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// bytes 1024·256 + 257·1024 + 257·256·2 = 656,896 at 1.5e12 B/s = 437.9 ns,
+		// under the compute time; subtract the 1000 ns launch.
+		got := r.LinearNs(257, 1024, 256) - 1000
+		if math.Abs(got-c.want)/c.want > 0.001 {
+			t.Errorf("FP8Waves %v: %.3f ns, want %.3f", c.waves, got, c.want)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package perfdb
 import (
 	"bytes"
 	"io/fs"
+	"math"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -49,6 +50,107 @@ func TestEmbeddedSystems(t *testing.T) {
 		if ver["gemm_perf"] != wantVer {
 			t.Errorf("%s: gemm_perf read at version %q, want %s", sys, ver["gemm_perf"], wantVer)
 		}
+	}
+}
+
+// TestRTXSecondGEMMCollection: the embedded copy holds a second GEMM
+// collection of rtx_pro_6000_server (vLLM 0.24.0), read only when asked
+// for. At version 0.24.0 the GEMMs come from it and the other tables from
+// the nearest older version; the two collections time the same shape of
+// the same cuBLAS GEMM differently: Llama-3.1-8B's qkv_proj (n 6144, k
+// 4096) takes 0.1510 ms at m 256 in the 0.19.0 rows and 0.0545 ms in the
+// 0.24.0 rows, while at m 128 they agree within 3 % (docs/perfdb.md).
+func TestRTXSecondGEMMCollection(t *testing.T) {
+	at := func(db *DB, m int) float64 {
+		for _, g := range db.GEMM {
+			if g.Dtype == "bfloat16" && g.M == m && g.N == 6144 && g.K == 4096 {
+				return g.Ms
+			}
+		}
+		t.Fatalf("%s %s: no bf16 row m %d n 6144 k 4096", db.System, db.Version, m)
+		return 0
+	}
+	ver := func(db *DB) map[string]string {
+		v := map[string]string{}
+		for _, tb := range db.Tables {
+			v[tb.Name] = tb.Version
+		}
+		return v
+	}
+	def, err := Open(Embedded(), "rtx_pro_6000_server", "vllm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := Open(Embedded(), "rtx_pro_6000_server", "vllm", "0.24.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ver(def); v["gemm_perf"] != "0.19.0" {
+		t.Errorf("default run reads gemm_perf at %s, want 0.19.0", v["gemm_perf"])
+	}
+	if v := ver(later); v["gemm_perf"] != "0.24.0" || v["context_attention_perf"] != "0.19.0" {
+		t.Errorf("at 0.24.0: gemm_perf %s, context_attention_perf %s; want 0.24.0 and 0.19.0", v["gemm_perf"], v["context_attention_perf"])
+	}
+	for _, c := range []struct {
+		m            int
+		early, later float64
+	}{{256, 0.1510, 0.0545}, {128, 0.0427, 0.0414}} {
+		if e, l := at(def, c.m), at(later, c.m); math.Abs(e-c.early) > 0.0002 || math.Abs(l-c.later) > 0.0002 {
+			t.Errorf("m %d: %.4f and %.4f ms, want %.4f and %.4f", c.m, e, l, c.early, c.later)
+		}
+	}
+}
+
+// TestRTXFP8Waves pins the rtx_pro_6000_server fp8 rows that show vLLM
+// 0.19's SM120 scaled-mm computing whole 128×128 tiles in waves of 188
+// SMs (docs/calibration.md): a 4096×4096 fp8 GEMM takes 37.6 µs at M = 1
+// (32 tiles), 42.2 µs at M = 512 (128 tiles, one wave) and 81.7 µs at
+// M = 768 (192 tiles, two waves); the bf16 GEMM 27.7 µs at M = 1.
+func TestRTXFP8Waves(t *testing.T) {
+	db, err := Open(Embedded(), "rtx_pro_6000_server", "vllm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[[2]int]float64{{0, 1}: 37.6, {0, 512}: 42.2, {0, 768}: 81.7, {1, 1}: 27.7}
+	got := map[[2]int]float64{}
+	for _, g := range db.GEMM {
+		if g.N != 4096 || g.K != 4096 {
+			continue
+		}
+		switch g.Dtype {
+		case "fp8":
+			got[[2]int{0, g.M}] = g.Ms * 1e3
+		case "bfloat16":
+			got[[2]int{1, g.M}] = g.Ms * 1e3
+		}
+	}
+	for k, us := range want {
+		if math.Abs(got[k]-us) > 0.05 {
+			t.Errorf("dtype %d m %d: %.2f µs, want %.1f", k[0], k[1], got[k], us)
+		}
+	}
+}
+
+// TestL40SFP8Rows pins the l40s fp8 rows whose excess time scales with
+// the activation (M·K) rather than the work (docs/calibration.md): at
+// M 8192, K 4096 they take 1518, 1674 and 1956 µs for N 1024, 2048 and
+// 4096.
+func TestL40SFP8Rows(t *testing.T) {
+	db, err := Open(Embedded(), "l40s", "vllm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]float64{1024: 1518, 2048: 1674, 4096: 1956}
+	for _, g := range db.GEMM {
+		if us, ok := want[g.N]; ok && g.Dtype == "fp8" && g.M == 8192 && g.K == 4096 {
+			if math.Abs(g.Ms*1e3-us) > 1 {
+				t.Errorf("n %d: %.1f µs, want %.0f", g.N, g.Ms*1e3, us)
+			}
+			delete(want, g.N)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("rows missing: %v", want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/servesim/servesim/internal/testseed"
 	"pgregory.net/rapid"
 )
 

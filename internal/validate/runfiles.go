@@ -111,18 +111,21 @@ func graphMode(raw json.RawMessage) (config.CUDAGraphMode, error) {
 // figures are another simulator's inputs; see docs/validation.md).
 type clusterFile struct {
 	Nodes []struct {
-		Instances []struct {
-			ModelName string `json:"model_name"`
-			Hardware  string `json:"hardware"`
-			NPUMem    struct {
-				MemSize float64 `json:"mem_size"` // GB
-				MemUtil float64 `json:"mem_util"`
-			} `json:"npu_mem"`
-			NumNPUs int `json:"num_npus"`
-			TPSize  int `json:"tp_size"`
-			EPSize  int `json:"ep_size"`
-		} `json:"instances"`
+		Instances []clusterInstance `json:"instances"`
 	} `json:"nodes"`
+}
+
+// clusterInstance is one instance (data-parallel rank) of the cluster file.
+type clusterInstance struct {
+	ModelName string `json:"model_name"`
+	Hardware  string `json:"hardware"`
+	NPUMem    struct {
+		MemSize float64 `json:"mem_size"` // GB
+		MemUtil float64 `json:"mem_util"`
+	} `json:"npu_mem"`
+	NumNPUs int `json:"num_npus"`
+	TPSize  int `json:"tp_size"`
+	EPSize  int `json:"ep_size"`
 }
 
 func readJSON(fsys fs.FS, run, name string, v any) error {

@@ -15,15 +15,12 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"path/filepath"
 	"strings"
 
 	"github.com/servesim/servesim/internal/assemble"
 	"github.com/servesim/servesim/internal/calibrate"
 	"github.com/servesim/servesim/internal/config"
-	"github.com/servesim/servesim/internal/hw"
 	"github.com/servesim/servesim/internal/metrics"
-	"github.com/servesim/servesim/internal/quant"
 	"github.com/servesim/servesim/internal/runner"
 	"github.com/servesim/servesim/internal/workload"
 )
@@ -58,6 +55,10 @@ type Options struct {
 	// ranks that many more times with the balancer's ties broken at random
 	// and reports the statistics' spread (placement.go).
 	PlacementReplicas int
+	// StepsVs, when set (profile, roofline or perfdb), replays the run
+	// once more with every step also timed by that predictor and reports
+	// the two latency sources' step times by kind of step (steps.go).
+	StepsVs string
 }
 
 // Row is one compared statistic.
@@ -115,6 +116,12 @@ type Report struct {
 	// |diff| is over Stats only. Empty for a client-side (bench serve) run,
 	// which records no scheduled time.
 	QueueDelay []QueueRow `json:"queue_delay,omitempty"`
+	// Predictor is the run's step-latency predictor kind; with StepsVs
+	// set, Steps compares its step times with that predictor's on the
+	// run's own batches, by kind of step (Options.StepsVs).
+	Predictor string    `json:"predictor,omitempty"`
+	StepsVs   string    `json:"steps_vs,omitempty"`
+	Steps     []StepRow `json:"steps,omitempty"`
 	// Placement is the spread over replays that differ only in the
 	// data-parallel placement (with PlacementReplicas only).
 	Placement *PlacementSpread `json:"placement_spread,omitempty"`
@@ -155,189 +162,6 @@ func queueRows(meas, sim []float64) []QueueRow {
 	return rows
 }
 
-// Scenario rebuilds the scenario of a measured run (without its workload)
-// and returns it with the measured requests.
-func Scenario(o Options) (*config.Scenario, []workload.MeasuredRequest, *meta, error) {
-	var m meta
-	if err := readJSON(o.Measured, o.Name, "meta.json", &m); err != nil {
-		return nil, nil, nil, err
-	}
-	if data, err := fs.ReadFile(o.Measured, "meta.json"); err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(o.Name, "meta.json"), err)
-	} else if err := checkSettings(data, filepath.Join(o.Name, "meta.json")); err != nil {
-		return nil, nil, nil, err
-	}
-	var cf clusterFile
-	if err := readJSON(o.Measured, o.Name, "llmservingsim-cluster.json", &cf); err != nil {
-		return nil, nil, nil, err
-	}
-	ek := m.EngineKwargs
-	dp := max(1, ek.DataParallelSize)
-	n := 0
-	for _, node := range cf.Nodes {
-		n += len(node.Instances)
-	}
-	// The cluster file lists one entry per data-parallel rank.
-	if n != dp {
-		return nil, nil, nil, fmt.Errorf("%s: %d instances for data_parallel_size %d; validate supports measured runs of one (data-parallel) instance", filepath.Join(o.Name, "llmservingsim-cluster.json"), n, dp)
-	}
-	inst := cf.Nodes[0].Instances[0]
-
-	s := config.Default()
-	s.Name = "validate " + o.Name
-	s.Model = m.Model
-	if inst.Hardware == "" {
-		return nil, nil, nil, fmt.Errorf("%s: instance has no hardware", filepath.Join(o.Name, "llmservingsim-cluster.json"))
-	}
-	s.Hardware = inst.Hardware
-	switch strings.ToLower(ek.Dtype) {
-	case "", "bfloat16", "bf16", "auto":
-		s.Dtype = "bf16"
-	case "float16", "fp16", "half":
-		s.Dtype = "fp16"
-	default:
-		return nil, nil, nil, fmt.Errorf("%s: engine_kwargs.dtype %q is not supported (bf16 or fp16)", filepath.Join(o.Name, "meta.json"), ek.Dtype)
-	}
-	// The KV-cache element type sets the KV blocks and the attention
-	// cost: taken from the run as vLLM's kv_cache_dtype, refused when
-	// unknown rather than simulated as the default.
-	s.KVCacheDtype = ek.KVCacheDtype
-	if _, err := quant.Parse(quant.Spec{Dtype: s.Dtype, KVCacheDtype: s.KVCacheDtype}); err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: engine_kwargs.kv_cache_dtype %q is not supported (%s)", filepath.Join(o.Name, "meta.json"), ek.KVCacheDtype, quant.KVDtypes)
-	}
-	if o.Profiles != "" {
-		s.Predictor.Profiles = o.Profiles
-	}
-	if o.StepOverheadUs != nil {
-		s.Predictor.StepOverheadUs = *o.StepOverheadUs
-	}
-	if o.CollectiveScale != nil {
-		s.Predictor.CollectiveScale = *o.CollectiveScale
-	}
-	if o.Predictor != "" {
-		s.Predictor.Kind = config.PredictorKind(o.Predictor)
-	}
-	s.Predictor.Calibration = o.Calibration
-	s.CheckInvariants = o.CheckInvariants
-	// Settings common to every measured run (data README): block 16,
-	// chunked prefill and prefix caching on, gpu_memory_utilization 0.9.
-	e := &s.Engine
-	e.MaxNumSeqs = ek.MaxNumSeqs
-	e.MaxNumBatchedTokens = ek.MaxNumBatchedTokens
-	if ek.MaxModelLen != nil {
-		e.MaxModelLen = *ek.MaxModelLen
-	}
-	e.GPUMemoryUtilization = 0.9
-	if inst.NPUMem.MemUtil > 0 {
-		e.GPUMemoryUtilization = inst.NPUMem.MemUtil
-	}
-	if ek.GPUMemoryUtilization > 0 {
-		e.GPUMemoryUtilization = ek.GPUMemoryUtilization
-	}
-	if rc := m.Resolved; rc != nil {
-		// vLLM's resolved settings are ground truth where present.
-		if c := rc.Compilation; c != nil {
-			if len(c.Mode) > 0 && string(c.Mode) != "null" {
-				mode, err := graphMode(c.Mode)
-				if err != nil {
-					return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(o.Name, "meta.json"), err)
-				}
-				e.CUDAGraphMode = mode
-			}
-			if len(c.CaptureSizes) > 0 {
-				e.CUDAGraphCaptureSizes = c.CaptureSizes
-			}
-		}
-		if mc := rc.Model; mc != nil && mc.EnforceEager != nil {
-			e.EnforceEager = mc.EnforceEager
-		}
-		if sc := rc.Scheduler; sc != nil {
-			if sc.AsyncScheduling != nil {
-				e.AsyncScheduling = sc.AsyncScheduling
-			}
-			if sc.MaxNumSeqs > 0 {
-				e.MaxNumSeqs = sc.MaxNumSeqs
-			}
-			if sc.MaxNumBatchedTokens > 0 {
-				e.MaxNumBatchedTokens = sc.MaxNumBatchedTokens
-			}
-			e.LongPrefillTokenThreshold = max(sc.LongPrefillTokenThreshold, 0)
-			if sc.EnableChunkedPrefill != nil {
-				e.ChunkedPrefill = sc.EnableChunkedPrefill
-			}
-			if sc.DisableHybridKVCache != nil {
-				e.DisableHybridKVCacheManager = sc.DisableHybridKVCache
-			}
-		}
-		if pc := rc.Parallel; pc != nil && pc.DisableCustomAllReduce != nil {
-			e.DisableCustomAllReduce = pc.DisableCustomAllReduce
-		}
-	}
-	if kvc := m.KVCache; kvc != nil {
-		if kvc.NumGPUBlocks > 0 {
-			e.NumGPUBlocks = kvc.NumGPUBlocks
-		}
-		if kvc.BlockSize > 0 {
-			e.BlockSize = kvc.BlockSize
-		}
-		if kvc.GPUMemoryUtilization > 0 {
-			e.GPUMemoryUtilization = kvc.GPUMemoryUtilization
-		}
-		if kvc.EnablePrefixCaching != nil {
-			e.PrefixCaching = kvc.EnablePrefixCaching
-		}
-	}
-	tp := max(1, ek.TensorParallelSize)
-	// The cluster file's link_bw/link_latency and mem_size are another
-	// simulator's inputs, not measurements: the tensor-parallel link comes
-	// from the catalog (with vLLM's all-reduce choice) and the device
-	// memory from the run's hardware record, else the catalog.
-	g := config.Group{Name: "measured", Hardware: inst.Hardware}
-	if hwr := m.Hardware; hwr != nil {
-		if hwr.DeviceTotalMemoryBytes > 0 {
-			g.MemoryGB = float64(hwr.DeviceTotalMemoryBytes) / 1e9
-		}
-		// The device the run recorded names the catalog entry (and so its
-		// link and peer-to-peer support) when the catalog knows it.
-		if name := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(hwr.DeviceName), "NVIDIA ")); name != "" {
-			if acc, err := hw.Lookup(name); err == nil {
-				g.Hardware = acc.Name
-				s.Hardware = acc.Name
-			}
-		}
-	}
-	one := 1
-	g.Count, g.TP = &one, &tp
-	if dp > 1 || ek.EnableExpertParallel {
-		// vLLM's enable_expert_parallel shards the experts over dp x tp.
-		ep := 1
-		if ek.EnableExpertParallel {
-			ep = dp * tp
-		}
-		g.DP, g.EP = &dp, &ep
-	}
-	s.Instances = []config.Group{g}
-	s.FillGroups()
-
-	f, err := o.Measured.Open("requests.jsonl")
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(o.Name, "requests.jsonl"), err)
-	}
-	defer f.Close()
-	reqs, err := workload.ReadMeasured(f, filepath.Join(o.Name, "requests.jsonl"))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if len(reqs) == 0 {
-		return nil, nil, nil, fmt.Errorf("%s: no requests", filepath.Join(o.Name, "requests.jsonl"))
-	}
-	s.Workload.Trace = "measured"
-	if err := s.Validate(); err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %w", o.Name, err)
-	}
-	return s, reqs, &m, nil
-}
-
 // Run validates one measured run.
 func Run(o Options) (*Report, error) {
 	s, reqs, m, err := Scenario(o)
@@ -366,8 +190,17 @@ func Run(o Options) (*Report, error) {
 		return nil, err
 	}
 	rep, err := compare(s, config.Source{}, reqs, newSrc, o.Name, o.RequestsCSV, 0, band, true)
-	if err != nil || o.PlacementReplicas <= 0 {
-		return rep, err
+	if err != nil {
+		return nil, err
+	}
+	if o.StepsVs != "" {
+		if rep.Steps, err = compareSteps(s, newSrc, o.StepsVs); err != nil {
+			return nil, err
+		}
+		rep.Predictor, rep.StepsVs = string(s.Predictor.Kind), o.StepsVs
+	}
+	if o.PlacementReplicas <= 0 {
+		return rep, nil
 	}
 	if err := addPlacementSpread(rep, s, config.Source{}, newSrc, 0, o.PlacementReplicas); err != nil {
 		return nil, err
@@ -512,6 +345,7 @@ func (r *Report) String() string {
 			fmt.Fprintf(&b, "%-6s %-5s %14.2f %14.2f %9s %+10.2f\n", "queue", row.Stat, row.Measured, row.Simulated, pct, row.DiffMs)
 		}
 	}
+	r.writeSteps(&b)
 	if r.Placement != nil {
 		r.Placement.write(&b)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/servesim/servesim/internal/testseed"
 	"pgregory.net/rapid"
 )
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/servesim/servesim/internal/testseed"
 	"pgregory.net/rapid"
 )
 
@@ -223,3 +224,55 @@ func (q *quietTB) Fatal(...any)          { q.failed = true }
 func (q *quietTB) FailNow()              { q.failed = true }
 func (q *quietTB) Fail()                 { q.failed = true }
 func (q *quietTB) Failed() bool          { return q.failed }
+
+// TestRapidSeedFixed: every package whose tests use rapid imports
+// internal/testseed in one of its test files, so its property tests draw
+// the same cases on every run unless RAPID_SEED or -rapid.seed asks for
+// others (docs/testing.md, "Seeds").
+func TestRapidSeedFixed(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses, seeded := map[string]bool{}, map[string]bool{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && p != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			switch imp.Path.Value {
+			case `"pgregory.net/rapid"`:
+				uses[filepath.ToSlash(rel)] = true
+			case `"` + module + `internal/testseed"`:
+				seeded[filepath.ToSlash(rel)] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uses) == 0 {
+		t.Fatal("no test imports pgregory.net/rapid: the walk is broken")
+	}
+	for dir := range uses {
+		if !seeded[dir] && dir != "internal/testseed" {
+			t.Errorf("%s: its tests use rapid but no test file imports %sinternal/testseed (add `_ \"%sinternal/testseed\"` to one), so its cases change every run", dir, module, module)
+		}
+	}
+}
