@@ -20,8 +20,8 @@ type Engine struct {
 	waiting   waitQueue
 	running   []int32
 
-	flights   []flight // batches in flight, oldest first
-	spare     []flight // finished flights, for reuse of their buffers
+	flights   []*flight // batches in flight, oldest first
+	spare     []*flight // finished flights, for reuse (pointers: a step moves no flight's bytes)
 	nextID    int64
 	stages    []int64 // time each pipeline stage can take the next batch
 	stepStart int64   // start of the latest batch
