@@ -20,8 +20,8 @@ type Engine struct {
 	waiting   waitQueue
 	running   []int32
 
-	flights   []flight // batches in flight, oldest first
-	spare     []flight // finished flights, for reuse of their buffers
+	flights   []*flight // batches in flight, oldest first
+	spare     []*flight // finished flights, for reuse (pointers: a step moves no flight's bytes)
 	nextID    int64
 	stages    []int64 // time each pipeline stage can take the next batch
 	stepStart int64   // start of the latest batch
@@ -59,7 +59,6 @@ type Engine struct {
 	prevEnd        int64  // end of the latest finished batch
 	gaps           gapMax // gaps between the last laneWindow batch ends
 	dueRing        [laneWindow][]int32
-	fillRing       [laneWindow][]int32 // lane members whose block fills in a batch (lanefill.go)
 	allocRing      [laneWindow][]int32 // lane members whose next token needs a block in a batch (lanefill.go)
 	nextOrder      int64               // admission-order stamp of the next running request
 	mergeBuf       []int32             // scratch of mergeRunning

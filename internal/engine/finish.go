@@ -23,7 +23,11 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 		return r, e.err
 	}
 	f := e.flights[i]
-	e.flights = append(e.flights[:i], e.flights[i+1:]...)
+	if i == 0 && len(e.flights) == 1 {
+		e.flights = e.flights[:0]
+	} else {
+		e.flights = append(e.flights[:i], e.flights[i+1:]...)
+	}
 	e.spare = append(e.spare, f)
 	r.Start, r.End = f.start, end
 	r.Batch = f.batch
@@ -45,7 +49,6 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 		if f.lane > 0 {
 			r.ITL = append(r.ITL, Gap{NS: gap, Count: int64(f.lane)})
 		}
-		e.laneFills()
 	}
 	gen := e.finishScheduled(f.sched, r, end)
 	r.GenTokens = gen + f.lane

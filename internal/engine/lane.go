@@ -88,14 +88,9 @@ func (e *Engine) join(slot int32) bool {
 	t := e.tick
 	alloc := t + int64(len(s.blocks))*int64(bs) - int64(s.computed) + 1 // forming it allocates
 	due := t + int64(s.output-s.generated)                              // its end is the last token
-	fill := int64(-1)                                                   // the batch whose end the lane commits a block at
-	if e.cfg.PrefixCaching {
-		f := t + int64((s.committed+1)*bs-s.computed) // its end fills a block
-		if int(s.committed)+1 == len(s.blocks) && e.laneCommits(s) {
-			fill = f // committed by the lane (lanefill.go)
-		} else {
-			due = min(due, f)
-		}
+	if e.cfg.PrefixCaching && (int(s.committed)+1 != len(s.blocks) || !e.laneCommits(s)) {
+		// Its end fills a block the lane cannot commit (lanefill.go).
+		due = min(due, t+int64((s.committed+1)*bs-s.computed))
 	}
 	due = min(due, t+laneWindow-1)
 	if alloc >= due {
@@ -103,10 +98,6 @@ func (e *Engine) join(slot int32) bool {
 	}
 	if due < t+2 {
 		return false
-	}
-	if fill > t && fill < due {
-		b := &e.fillRing[fill&(laneWindow-1)]
-		*b = append(*b, slot)
 	}
 	if alloc > t {
 		b := &e.allocRing[alloc&(laneWindow-1)]
@@ -137,6 +128,7 @@ func (e *Engine) leave(s *seq) {
 		s.generated += int32(k)
 		s.lastToken = e.prevEnd
 		s.maxITL = max(s.maxITL, e.gapsSince(s.joinTick))
+		e.laneCommit(s, s.computed)
 	}
 	i, last := s.laneAt, int32(len(e.lane)-1)
 	off := e.laneOff[i]

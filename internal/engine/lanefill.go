@@ -10,13 +10,17 @@ import "fmt"
 // block on every block is private), and its commit only marks the block,
 // which the request holds, in the pool (kv.Pool.CommitPrivateBlocks): it
 // reads nothing another request's commit writes and changes no count in
-// an order-dependent way. Such a commit does not need the request to leave
-// the lane: join registers the batch whose end fills the member's last
-// block (fillRing), and laneFills commits it when that batch finishes,
-// exactly as commitBlocks would have at the end of the same batch for an
-// explicit request. Shared blocks (known token ids), blocks with a copy
-// remembered from before a preemption, and a filling block that is not the
-// member's last keep the member explicit for that batch, as before.
+// an order-dependent way, and nothing reads the mark of a held block
+// until the block is released or tagged (a preemption). Such a commit does
+// not need the request to leave the lane, nor to be made at the end of the
+// batch that fills the block: the member's last block is committed
+// (laneCommit) when the member next needs a block (laneAllocate, when the
+// following batch is formed) or leaves the lane (leave: before it is
+// released, preempted or handled explicitly), whichever comes first, so
+// the lane registers nothing for it. Shared blocks (known token ids),
+// blocks with a copy remembered from before a preemption, and a filling
+// block that is not the member's last keep the member explicit for that
+// batch, as before.
 
 // laneCommits reports whether the next block s fills commits as plain
 // private content: after the shared blocks, with no copy remembered from a
@@ -25,24 +29,16 @@ func (e *Engine) laneCommits(s *seq) bool {
 	return s.sharedDone && s.committed >= s.shared && int(s.committed) >= len(s.owned)
 }
 
-// laneFills commits the blocks that lane members filled in the batch that
-// just finished (tick).
-func (e *Engine) laneFills() {
-	b := &e.fillRing[e.tick&(laneWindow-1)]
-	bs := int32(e.cfg.BlockSize)
-	for _, slot := range *b {
-		s := &e.slots[slot]
-		// Entries of members that left the lane (or rejoined and were
-		// registered again) are skipped: only a member holding a filled,
-		// uncommitted block commits, once.
-		if !s.inLane() || e.laneComputed(s) < (s.committed+1)*bs || !e.laneCommits(s) {
-			continue
-		}
-		i := s.committed
-		e.pool.CommitPrivateBlocks(s.blocks[i : i+1])
-		s.committed = i + 1
+// laneCommit commits the last block of lane member s, computed tokens
+// into its tokens, if a batch in the lane filled it (see above).
+func (e *Engine) laneCommit(s *seq, computed int32) {
+	i := s.committed
+	if !e.cfg.PrefixCaching || computed < (i+1)*int32(e.cfg.BlockSize) ||
+		int(i)+1 != len(s.blocks) || !e.laneCommits(s) {
+		return
 	}
-	*b = (*b)[:0]
+	e.pool.CommitPrivateBlocks(s.blocks[i : i+1])
+	s.committed = i + 1
 }
 
 // Block allocations inside the decode lane.
@@ -81,19 +77,24 @@ func (e *Engine) laneBlocksDue() int {
 // laneAllocate allocates the blocks of the lane members that need one for
 // the batch being formed; form calls it when laneFits holds, so every
 // allocation succeeds. A member keeps its place in the lane and its
-// counters; only the batches its new block brings are registered: the one
-// whose end fills it (committed by the lane, or, for content the lane
-// cannot commit, the member leaves the lane for it) and the one that
-// allocates the block after it.
+// counters. The block it filled is committed first (laneCommit); of the
+// batches its new block brings only the one that allocates the block after
+// it is registered, and, for content the lane cannot commit, the one whose
+// end fills it (the member leaves the lane for it).
 func (e *Engine) laneAllocate() {
 	t := e.tick
 	b := &e.allocRing[(t+1)&(laneWindow-1)]
 	bs := int64(e.cfg.BlockSize)
 	for _, slot := range *b {
 		s := &e.slots[slot]
-		if !e.laneNeedsBlock(s) {
+		if !s.inLane() {
 			continue
 		}
+		computed := e.laneComputed(s)
+		if computed < int32(len(s.blocks))*int32(bs) {
+			continue
+		}
+		e.laneCommit(s, computed)
 		var ok bool
 		if s.blocks, ok = e.pool.Allocate(s.blocks, 1); !ok {
 			e.fail(fmt.Errorf("request %d: no free block for its next token although the batch's blocks fit", s.rec.ID))
@@ -102,17 +103,10 @@ func (e *Engine) laneAllocate() {
 		// The new block holds tokens from t+1's on: its last slot is
 		// filled by batch t+bs, and batch t+bs+1 allocates the next.
 		fill, alloc := t+bs, t+bs+1
-		if e.cfg.PrefixCaching {
-			if int(s.committed)+1 == len(s.blocks) && e.laneCommits(s) {
-				if fill < s.due {
-					r := &e.fillRing[fill&(laneWindow-1)]
-					*r = append(*r, slot)
-				}
-			} else if fill < s.due {
-				s.due = fill // explicit for the batch that fills it
-				r := &e.dueRing[fill&(laneWindow-1)]
-				*r = append(*r, slot)
-			}
+		if e.cfg.PrefixCaching && fill < s.due && (int(s.committed)+1 != len(s.blocks) || !e.laneCommits(s)) {
+			s.due = fill // explicit for the batch that fills it
+			r := &e.dueRing[fill&(laneWindow-1)]
+			*r = append(*r, slot)
 		}
 		if alloc < s.due {
 			r := &e.allocRing[alloc&(laneWindow-1)]

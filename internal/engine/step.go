@@ -159,10 +159,12 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 	}
 	e.stepEnd = end
 	e.nextID++
-	var f flight
+	var f *flight
 	if n := len(e.spare); n > 0 {
 		f = e.spare[n-1]
 		e.spare = e.spare[:n-1]
+	} else {
+		f = new(flight) // at most pp of them over a run
 	}
 	f.id, f.start, f.end = e.nextID, now, end
 	// The flight takes the formed list; the next form reuses the flight's

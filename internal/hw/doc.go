@@ -22,8 +22,10 @@
 //
 // # Catalogs
 //
-// A [Catalog] is an immutable set of accelerators. [Default] parses the
-// embedded file once; [Catalog.Extend] returns a new catalog with the
+// A [Catalog] is an immutable set of accelerators. [Default] builds the
+// built-in one once, from the entries of the embedded file as Go values
+// (specs_gen.go, made by go generate ./internal/hw; the file is parsed
+// instead when it no longer matches them); [Catalog.Extend] returns a new catalog with the
 // entries of a user YAML added or overriding (by name), so there is no
 // mutable global state. Decoding is strict: an unknown field is an error
 // with its line:column. An override entry that names an existing

@@ -13,6 +13,8 @@ import (
 	"sync"
 )
 
+//go:generate go run ./genspecs
+
 //go:embed catalog.yaml
 var embedded []byte
 
@@ -180,12 +182,19 @@ type entry struct {
 }
 
 var defaultCatalog = sync.OnceValues(func() (*Catalog, error) {
+	if len(embedded) == specsLen && crc32Sum(embedded) == specsSum {
+		// The entries the file decodes to, generated from it (gosource.go).
+		return (&Catalog{}).With(embeddedSpecs, func(i int, field string) string {
+			return position(embedded, EmbeddedSource, i, field)
+		})
+	}
 	return Parse(bytes.NewReader(embedded), EmbeddedSource)
 })
 
-// Default returns the built-in catalog, parsed from the embedded
-// catalog.yaml on first use. The error is non-nil only if the embedded
-// file is broken, which the package tests rule out.
+// Default returns the built-in catalog, made on first use from the
+// embedded catalog.yaml's entries as Go values (specs_gen.go), or by
+// parsing the file when they are stale. The error is non-nil only if the
+// embedded file is broken, which the package tests rule out.
 func Default() (*Catalog, error) { return defaultCatalog() }
 
 // Lookup finds name in the built-in catalog; see [Catalog.Lookup].
@@ -293,30 +302,30 @@ func (c *Catalog) add(ra Spec, at func(field string) string) error {
 	if err != nil {
 		return err
 	}
-	// Names and aliases must stay unambiguous.
-	for _, n := range append([]string{acc.Name}, acc.Aliases...) {
+	// Names and aliases must stay unambiguous (the index holds every
+	// other entry's, normalized).
+	names := append([]string{acc.Name}, acc.Aliases...)
+	keys := make([]string, len(names))
+	for i, n := range names {
 		k := normalize(n)
 		if k == "" {
 			return fmt.Errorf("%s: accelerator %s: empty alias", at("aliases"), acc.Name)
 		}
-		for j, other := range c.entries {
-			if exists && j == existing {
-				continue
-			}
-			for _, m := range append([]string{other.acc.Name}, other.acc.Aliases...) {
-				if normalize(m) == k {
-					return fmt.Errorf("%s: accelerator %s: name or alias %q is already used by %s", at("aliases"), acc.Name, n, other.acc.Name)
-				}
-			}
+		if j, used := c.index[k]; used && !(exists && j == existing) {
+			return fmt.Errorf("%s: accelerator %s: name or alias %q is already used by %s", at("aliases"), acc.Name, n, c.entries[j].acc.Name)
 		}
+		keys[i] = k
 	}
 	e := entry{raw: merged, acc: acc}
 	if exists {
 		c.entries[existing] = e
-	} else {
-		c.entries = append(c.entries, e)
+		c.reindex() // its old aliases go
+		return nil
 	}
-	c.reindex()
+	c.entries = append(c.entries, e)
+	for _, k := range keys {
+		c.index[k] = len(c.entries) - 1
+	}
 	return nil
 }
 

@@ -27,6 +27,16 @@
 // compacted. All operations are O(1) per block (amortised) and
 // allocation-free in steady state.
 //
+// Block ids follow vLLM's only where they matter. A free block without
+// content, or with private content nobody tagged, can never be looked for:
+// it is anonymous, its queue entry keeps only its content kind (so the
+// eviction order and the cached counts are exactly vLLM's), and an
+// allocation that reaches such an entry hands out an anonymous id chosen
+// for memory locality (Pool.anon): the one after the table's last block if
+// it is anonymous, else the one freed last. With many pools the per-block
+// words then stay in the CPU cache and a request's words share cache
+// lines. Which id a request gets changes nothing the simulator reports.
+//
 // Conservation: at every moment free + referenced = capacity. Check reports
 // any violation; the engine calls it after each step when invariant checking
 // is on.

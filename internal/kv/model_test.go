@@ -12,12 +12,18 @@ import (
 //
 // The model is written for clarity, not speed: the free queue is a slice
 // in order of freeing, the cache index a map, exactly as doc.go describes
-// the pool.
+// the pool. A free block without content is anonymous: its queue entry is
+// -1, and its id goes on a stack of anonymous ids (a fresh pool's ids with
+// 0 on top); an allocation that takes an anonymous entry hands out the id
+// following the table's last block if it is on the stack (the id on top
+// takes its place there), else the id on top; one that evicts a block's
+// content hands out that block.
 
 type model struct {
 	capacity int
 	caching  bool
-	queue    []BlockID // free blocks, least recently freed first
+	queue    []BlockID // free blocks, least recently freed first; -1: anonymous
+	anon     []BlockID // anonymous free ids, the top last
 	ref      []int32
 	hash     []uint64
 	index    map[uint64]BlockID
@@ -32,9 +38,27 @@ func newModel(capacity int, caching bool) *model {
 		index:    map[uint64]BlockID{},
 	}
 	for b := range capacity {
-		m.queue = append(m.queue, BlockID(b))
+		m.queue = append(m.queue, -1)
+		m.anon = append(m.anon, BlockID(capacity-1-b))
 	}
 	return m
+}
+
+// takeAnon takes the anonymous id for the next block of table.
+func (m *model) takeAnon(table []BlockID) BlockID {
+	top := m.anon[len(m.anon)-1]
+	m.anon = m.anon[:len(m.anon)-1]
+	if len(table) == 0 {
+		return top
+	}
+	next := table[len(table)-1] + 1
+	for i, b := range m.anon {
+		if b == next {
+			m.anon[i] = top
+			return next
+		}
+	}
+	return top
 }
 
 func (m *model) match(hashes []uint64) int {
@@ -86,9 +110,11 @@ func (m *model) allocate(table []BlockID, n int) ([]BlockID, bool) {
 	for range n {
 		b := m.queue[0]
 		m.queue = m.queue[1:]
-		if h := m.hash[b]; h != 0 {
-			delete(m.index, h)
+		if b >= 0 { // evict its content
+			delete(m.index, m.hash[b])
 			m.hash[b] = 0
+		} else {
+			b = m.takeAnon(table)
 		}
 		m.ref[b] = 1
 		table = append(table, b)
@@ -97,7 +123,7 @@ func (m *model) allocate(table []BlockID, n int) ([]BlockID, bool) {
 }
 
 func (m *model) commit(b BlockID, h uint64) {
-	if !m.caching || h == 0 || m.hash[b] != 0 {
+	if !m.caching || h == 0 || m.hash[b] != 0 || m.ref[b] == 0 {
 		return
 	}
 	if _, dup := m.index[h]; dup {
@@ -116,7 +142,12 @@ func (m *model) release(table []BlockID) error {
 		}
 		m.ref[b]--
 		if m.ref[b] == 0 {
-			m.queue = append(m.queue, b)
+			if m.hash[b] == 0 {
+				m.queue = append(m.queue, -1)
+				m.anon = append(m.anon, b)
+			} else {
+				m.queue = append(m.queue, b)
+			}
 		}
 	}
 	return nil

@@ -35,6 +35,24 @@ type Pool struct {
 	qlen    int // entries, holes included
 	numFree int
 
+	// A free block that holds no content, or private content without a
+	// tag, can never be looked for: nothing but its queue entry's kind
+	// (which the LRU order and the cached counts need) distinguishes it
+	// from another such block. Its entry keeps only that kind (an
+	// anonymous entry), its id is on the stack anon (anon[:nAnon], the
+	// last freed on top), and its hot word holds its position there (kind
+	// none, not held). An allocation that takes an anonymous entry hands
+	// out the id following the table's last block when that one is
+	// anonymous, else the id on top; one that evicts the content of an
+	// identified block hands out that block. A released table is stacked
+	// last block first, so the next new table takes its ids, in order, and
+	// runs of consecutive ids pass from request to request: the ids in use
+	// stay among those used recently, whose hot words are still in the CPU
+	// cache, and a table's ids share cache lines, instead of cycling
+	// through the whole pool with the free queue.
+	anon  []int32
+	nAnon int
+
 	index   index // hash -> block holding shared content
 	numPriv int   // blocks holding private content (see CommitPrivate)
 
@@ -74,13 +92,15 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
 	}
-	// Every block free, without content, queued in id order: what
-	// pushBack would make of each in turn, written in one pass.
-	for b := range capacity {
-		p.ring[b] = uint32(b) << 2
-		p.hot[b] = uint32(b) << countShift
+	// Every block free and anonymous: capacity anonymous entries (kind
+	// none, the ring's zero value) and every id stacked, 0 on top.
+	p.anon = make([]int32, capacity)
+	for i := range p.anon {
+		b := capacity - 1 - i
+		p.anon[i] = int32(b)
+		p.hot[b] = uint32(i) << countShift
 	}
-	p.qlen, p.numFree = capacity, capacity
+	p.qlen, p.numFree, p.nAnon = capacity, capacity, capacity
 	return p, nil
 }
 
@@ -157,34 +177,79 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	if n > p.numFree {
 		return table, false
 	}
+	hot, anon, ring := p.hot, p.anon, p.ring
+	mask := len(ring) - 1
+	next := int32(-1) // the id following the table's last block
+	if len(table) > 0 {
+		next = table[len(table)-1] + 1
+	}
 	for i := 0; i < n; i++ {
-		b, kind := p.popFront()
+		// The least recently freed entry.
+		e := ring[p.qhead]
+		p.qhead = (p.qhead + 1) & mask
+		p.qlen--
+		if e == hole {
+			i--
+			continue
+		}
 		// The entry's kind says what to evict without reading the block:
 		// only shared content needs its hash (to leave the index), and
 		// the hot entry's new kind (none) is what makes the old hash
-		// meaningless, so the hash is not cleared.
-		switch kind {
-		case kindPrivate, kindTagged:
+		// meaningless, so the hash is not cleared. An anonymous entry
+		// takes an anonymous id (see Pool.anon).
+		var b int32
+		switch e & kindMask {
+		case kindPrivate:
+			p.numPriv--
+			p.cachedFree--
+			fallthrough
+		case kindNone:
+			top := p.nAnon - 1
+			b = anon[top]
+			p.nAnon = top
+			if b != next && uint(next) < uint(len(hot)) {
+				if w := hot[next]; w&(heldBit|kindMask) == 0 {
+					anon[w>>countShift] = b
+					hot[b] = w
+					b = next
+				}
+			}
+		case kindTagged:
+			b = int32(e >> 2)
 			p.numPriv--
 			p.cachedFree--
 		case kindShared:
 			// Commit never indexes a duplicate, so the entry is this
 			// block's.
+			b = int32(e >> 2)
 			p.index.del(p.hash[b])
 			p.cachedFree--
 		}
-		p.hot[b] = heldBit | oneRef // kind none
+		hot[b] = heldBit | oneRef // kind none
 		table = append(table, b)
+		next = b + 1
 	}
+	p.numFree -= n
 	p.refs += int64(n)
 	return table, true
 }
 
+// setAnon makes free block b anonymous: its id on top of the stack, its
+// hot word that position (its queue entry, if any, is the caller's). The
+// stack holds at most capacity ids, one per free block.
+func (p *Pool) setAnon(b int32) {
+	p.hot[b] = uint32(p.nAnon) << countShift
+	p.anon[p.nAnon] = b
+	p.nAnon++
+}
+
 // Commit records that block b is full with content hash h, making it
 // available to later prefix matches. A hash already cached in another block
-// is not indexed twice. Hash 0 is reserved and ignored.
+// is not indexed twice. Hash 0 is reserved and ignored. Only a referenced
+// block, or a free one that already holds content, can be committed: a free
+// block without content is anonymous (see Pool.anon) and stays so.
 func (p *Pool) Commit(b BlockID, h uint64) {
-	if !p.caching || h == 0 || p.kindOf(b) != kindNone {
+	if !p.caching || h == 0 || p.kindOf(b) != kindNone || p.hot[b]&heldBit == 0 {
 		return
 	}
 	if _, dup := p.index.get(h); dup {
@@ -193,20 +258,6 @@ func (p *Pool) Commit(b BlockID, h uint64) {
 	p.hash[b] = h
 	p.setKind(b, kindShared)
 	p.index.put(h, b)
-	p.requeue(b)
-}
-
-// requeue refreshes the queue entry of block b after its content changed
-// while it is free (callers normally commit blocks they hold).
-func (p *Pool) requeue(b int32) {
-	if p.hot[b]&heldBit != 0 {
-		return
-	}
-	e := &p.ring[p.hot[b]>>countShift]
-	if *e&3 == kindNone && p.kindOf(b) != kindNone {
-		p.cachedFree++
-	}
-	*e = uint32(b)<<2 | p.kindOf(b)
 }
 
 // CommitPrivate records that block b is full with content that only its
@@ -220,25 +271,24 @@ func (p *Pool) requeue(b int32) {
 // writes only the block's hot word. A block that already holds content is
 // unchanged.
 func (p *Pool) CommitPrivate(b BlockID) {
-	if !p.caching || p.kindOf(b) != kindNone {
+	if !p.caching || p.kindOf(b) != kindNone || p.hot[b]&heldBit == 0 {
 		return
 	}
 	p.setKind(b, kindPrivate)
 	p.numPriv++
-	p.requeue(b)
 }
 
 // TagPrivate records h as the tag of the private content of block b
 // (committed with CommitPrivate and not evicted since), so that Holds(b, h)
 // reports it until it is evicted. It does nothing when b holds no private
-// content, already has a tag, or h is 0.
+// content, already has a tag, or h is 0, and to a free block (a free
+// block's untagged private content is anonymous: tag before releasing).
 func (p *Pool) TagPrivate(b BlockID, h uint64) {
-	if h == 0 || p.kindOf(b) != kindPrivate {
+	if h == 0 || p.kindOf(b) != kindPrivate || p.hot[b]&heldBit == 0 {
 		return
 	}
 	p.hash[b] = h
 	p.setKind(b, kindTagged)
-	p.requeue(b)
 }
 
 // CommitPrivateBlocks is CommitPrivate for each block of bs, in order.
@@ -249,14 +299,11 @@ func (p *Pool) CommitPrivateBlocks(bs []BlockID) {
 	hot := p.hot
 	for _, b := range bs {
 		w := hot[b]
-		if w&kindMask != kindNone {
-			continue
+		if w&kindMask != kindNone || w&heldBit == 0 {
+			continue // holds content already, or free and anonymous
 		}
 		hot[b] = w | kindPrivate
 		p.numPriv++
-		if w&heldBit == 0 {
-			p.requeue(b)
-		}
 	}
 }
 
@@ -315,12 +362,18 @@ func (p *Pool) EvictableBlocks(ids []BlockID) int {
 // left without references join the back of the free queue and keep their
 // cached content until evicted.
 func (p *Pool) Release(table []BlockID) error {
+	hot, ring, anon, mask := p.hot, p.ring, p.anon, len(p.ring)-1
+	held := uint32(heldBit)
 	for _, b := range table {
-		if p.hot[b]&heldBit == 0 {
-			return fmt.Errorf("kv: block %d released with 0 references (double release)", b)
+		held &= hot[b]
+	}
+	if held == 0 { // some block is not held: find the first
+		for _, b := range table {
+			if hot[b]&heldBit == 0 {
+				return fmt.Errorf("kv: block %d released with 0 references (double release)", b)
+			}
 		}
 	}
-	hot, ring, mask := p.hot, p.ring, len(p.ring)-1
 	for i := len(table) - 1; i >= 0; i-- {
 		b := table[i]
 		w := hot[b] - oneRef
@@ -334,14 +387,26 @@ func (p *Pool) Release(table []BlockID) error {
 		}
 		// pushBack, inline: block b joins the back of the free queue.
 		kind := w & kindMask
-		if kind != kindNone {
-			p.cachedFree++
-		}
 		pos := (p.qhead + p.qlen) & mask
-		ring[pos] = uint32(b)<<2 | kind
-		hot[b] = uint32(pos)<<countShift | kind
 		p.qlen++
 		p.numFree++
+		if kind == kindNone {
+			ring[pos] = kindNone // anonymous (setAnon, inline)
+			hot[b] = uint32(p.nAnon) << countShift
+			anon[p.nAnon] = b
+			p.nAnon++
+			continue
+		}
+		p.cachedFree++
+		if kind == kindPrivate {
+			ring[pos] = kindPrivate // anonymous
+			hot[b] = uint32(p.nAnon) << countShift
+			anon[p.nAnon] = b
+			p.nAnon++
+			continue
+		}
+		ring[pos] = uint32(b)<<2 | kind
+		hot[b] = uint32(pos)<<countShift | kind
 	}
 	p.refs -= int64(len(table))
 	return nil
@@ -420,26 +485,15 @@ func (p *Pool) pushBack(b int32) {
 		p.cachedFree++
 	}
 	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
-	p.ring[pos] = uint32(b)<<2 | kind
-	p.hot[b] = uint32(pos)<<countShift | kind
+	if kind <= kindPrivate {
+		p.ring[pos] = kind // anonymous
+		p.setAnon(b)
+	} else {
+		p.ring[pos] = uint32(b)<<2 | kind
+		p.hot[b] = uint32(pos)<<countShift | kind
+	}
 	p.qlen++
 	p.numFree++
-}
-
-// popFront takes the least recently freed block off the queue and returns
-// it with its content kind; the caller evicts the content. The queue must
-// not be empty.
-func (p *Pool) popFront() (int32, uint32) {
-	mask := len(p.ring) - 1
-	for {
-		e := p.ring[p.qhead]
-		p.qhead = (p.qhead + 1) & mask
-		p.qlen--
-		if e != hole {
-			p.numFree--
-			return int32(e >> 2), e & 3
-		}
-	}
 }
 
 // unlink takes free block b out of the middle of the queue (a prefix hit),
@@ -465,33 +519,76 @@ func (p *Pool) compact() {
 		}
 		pos := (p.qhead + n) & mask
 		p.ring[pos] = e
-		p.hot[e>>2] = uint32(pos)<<countShift | e&3
+		if e&3 > kindPrivate {
+			p.hot[e>>2] = uint32(pos)<<countShift | e&3
+		}
 		n++
 	}
 	p.qlen = n
 }
 
 // eachFree calls f for every free block in queue order (oldest first)
-// with its ring index and entry kind, until f returns false.
+// with its ring index, its id (-1 for an anonymous entry) and entry kind,
+// until f returns false.
 func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
 	mask := len(p.ring) - 1
 	for i := 0; i < p.qlen; i++ {
 		pos := (p.qhead + i) & mask
-		if e := p.ring[pos]; e != hole && !f(pos, int32(e>>2), e&3) {
+		e := p.ring[pos]
+		if e == hole {
+			continue
+		}
+		b := int32(e >> 2)
+		if e&3 <= kindPrivate {
+			b = -1 // anonymous
+		}
+		if !f(pos, b, e&3) {
 			return
 		}
 	}
+}
+
+// checkAnon verifies the stack of anonymous ids: as many ids as anonymous
+// queue entries, each in the pool and free without content, its hot word
+// recording its stack position, and every free block without content
+// found there.
+func (p *Pool) checkAnon(queued int) error {
+	if p.nAnon != queued {
+		return fmt.Errorf("kv: %d anonymous free ids but %d anonymous queue entries", p.nAnon, queued)
+	}
+	for pos, b := range p.anon[:p.nAnon] {
+		switch {
+		case b < 0 || int(b) >= p.capacity:
+			return fmt.Errorf("kv: anonymous free id %d outside the pool", b)
+		case p.hot[b] != uint32(pos)<<countShift:
+			return fmt.Errorf("kv: anonymous free block %d at stack position %d records state %#x", b, pos, p.hot[b])
+		}
+	}
+	for b, w := range p.hot {
+		if w&(heldBit|kindMask) != 0 {
+			continue
+		}
+		if pos := int(w >> countShift); pos >= p.nAnon || p.anon[pos] != int32(b) {
+			return fmt.Errorf("kv: block %d is free without content but not at its position %d among the anonymous ids", b, pos)
+		}
+	}
+	return nil
 }
 
 // Check verifies the pool's invariants: reference counts are never
 // negative, the free queue holds exactly the unreferenced blocks, and
 // free + referenced = capacity. It costs O(capacity).
 func (p *Pool) Check() error {
-	inQueue, cachedFree := 0, 0
+	inQueue, cachedFree, anonQueued, anonPriv := 0, 0, 0, 0
 	var bad error
 	p.eachFree(func(pos int, b int32, kind uint32) bool {
 		switch {
-		case b < 0 || int(b) >= p.capacity:
+		case b < 0:
+			anonQueued++
+			if kind == kindPrivate {
+				anonPriv++
+			}
+		case int(b) >= p.capacity:
 			bad = fmt.Errorf("kv: free queue holds block %d outside the pool", b)
 		case p.hot[b]&heldBit != 0:
 			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.Refs(b))
@@ -515,7 +612,10 @@ func (p *Pool) Check() error {
 	if inQueue != p.numFree {
 		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)
 	}
-	referenced, total, priv, shared := 0, int64(0), 0, 0
+	if err := p.checkAnon(anonQueued); err != nil {
+		return err
+	}
+	referenced, total, priv, shared := 0, int64(0), anonPriv, 0
 	for b := range p.hot {
 		switch p.kindOf(int32(b)) {
 		case kindPrivate:

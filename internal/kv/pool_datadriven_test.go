@@ -220,8 +220,13 @@ func blockList(bs []BlockID) string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
-// block renders a block id with its cached hash name, e.g. "3:h1".
+// block renders a block id with its cached hash name, e.g. "3:h1"; an
+// anonymous free queue entry (no content, or private content without a
+// tag: its block has no identity, see Pool.anon) is "_".
 func (h *ddHarness) block(b BlockID) string {
+	if b < 0 {
+		return "_"
+	}
 	if v := h.p.content(b); v != 0 {
 		return fmt.Sprintf("%d:%s", b, h.hashName(v))
 	}

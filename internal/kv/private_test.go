@@ -159,22 +159,29 @@ func TestFreeQueueCompaction(t *testing.T) {
 	}
 }
 
-// TestCommitWhileFree: committing a block that is already free (callers
-// normally commit blocks they hold) keeps the queue's content kinds and
-// the cached-free count right.
+// TestCommitWhileFree: a free block without content is anonymous (callers
+// commit and tag blocks they hold): committing or tagging it changes
+// nothing, and a free block's tagged content stays findable.
 func TestCommitWhileFree(t *testing.T) {
-	p, _ := NewPool(2, true)
+	p, _ := NewPool(3, true)
 	p.Commit(0, 7)
 	p.CommitPrivate(1)
 	p.TagPrivate(1, 8)
-	if p.CachedFree() != 2 || p.Cached() != 2 || !p.Holds(1, 8) {
-		t.Fatalf("cached free %d, cached %d", p.CachedFree(), p.Cached())
+	if _, hit := p.Lookup(7); hit || p.CachedFree() != 0 || p.Cached() != 0 || p.Holds(1, 8) {
+		t.Fatalf("hit %v, cached free %d, cached %d", hit, p.CachedFree(), p.Cached())
 	}
 	if err := p.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.Allocate(nil, 2); !ok || p.Cached() != 0 || p.CachedFree() != 0 {
-		t.Fatalf("after eviction: cached %d, cached free %d", p.Cached(), p.CachedFree())
+	tb, _ := p.Allocate(nil, 1)
+	p.CommitPrivate(tb[0])
+	p.TagPrivate(tb[0], 9)
+	if err := p.Release(tb); err != nil {
+		t.Fatal(err)
+	}
+	p.CommitPrivate(tb[0]) // free, tagged: unchanged
+	if !p.Holds(tb[0], 9) || p.CachedFree() != 1 || p.Cached() != 1 {
+		t.Fatalf("holds %v, cached free %d, cached %d", p.Holds(tb[0], 9), p.CachedFree(), p.Cached())
 	}
 	if err := p.Check(); err != nil {
 		t.Fatal(err)
@@ -204,7 +211,8 @@ func TestEvictedTagIsForgotten(t *testing.T) {
 
 // TestCommitPrivateBlocks: committing a run of blocks at once leaves the
 // pool exactly as committing them one by one (held and free blocks, some
-// already holding content).
+// already holding content; the free ones hold none, so they are anonymous
+// and stay so).
 func TestCommitPrivateBlocks(t *testing.T) {
 	build := func() (*Pool, []BlockID) {
 		p, _ := NewPool(8, true)
@@ -225,8 +233,8 @@ func TestCommitPrivateBlocks(t *testing.T) {
 	if err := batch.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if batch.Cached() != one.Cached() || batch.CachedFree() != one.CachedFree() || batch.Cached() != 6 || batch.CachedFree() != 2 {
-		t.Fatalf("batch: cached %d, cached free %d; one by one: %d, %d; want 6, 2",
+	if batch.Cached() != one.Cached() || batch.CachedFree() != one.CachedFree() || batch.Cached() != 4 || batch.CachedFree() != 0 {
+		t.Fatalf("batch: cached %d, cached free %d; one by one: %d, %d; want 4, 0",
 			batch.Cached(), batch.CachedFree(), one.Cached(), one.CachedFree())
 	}
 	for b := range one.hot {

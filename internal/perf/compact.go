@@ -7,21 +7,25 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"maps"
 	"math"
 	"path"
 	"slices"
 )
 
-// Compact forms of a bundle's attention and skew tables.
+// Compact forms of a bundle's attention, skew and per-layer tables.
 //
 // Parsing attention.csv (tens of thousands of rows) and skew_fit.csv is most
 // of a run's start-up. The parsed tables are therefore also stored, beside
 // the CSVs of the embedded bundles, in a compact binary form (written by
 // `go generate ./internal/assets`, see CompactTables): attention.compact
 // holds the attention table's axes, stored once each, and its dense grids;
-// skew_fit.compact the skew table's pc axis and alpha array. A compact file
-// names the files it was made from by length and checksum (attention.csv; meta.yaml
-// and skew_fit.csv), and LoadProfile uses it only when they match: a CSV
+// skew_fit.compact the skew table's pc axis and alpha array;
+// dense.compact and per_sequence.compact each op's samples (parsing the
+// two CSVs was a fifth of the start-up once the other tables were
+// compact). A compact file names the files it was made from by length and
+// checksum (attention.csv; meta.yaml and skew_fit.csv; dense.csv;
+// per_sequence.csv), and LoadProfile uses it only when they match: a CSV
 // edited since, or a user bundle without compact files, is parsed as
 // before. Decoding yields the parsed table value for value (floats are
 // stored as their bits), with equal axes shared as readAttentionCSV shares
@@ -29,16 +33,26 @@ import (
 
 // Compact file names, beside the CSV each replaces.
 const (
-	attnCompactName = "attention.compact"
-	skewCompactName = "skew_fit.compact"
+	attnCompactName  = "attention.compact"
+	skewCompactName  = "skew_fit.compact"
+	denseCompactName = "dense.compact"
+	seqCompactName   = "per_sequence.compact"
 )
+
+// layerTables are the per-layer tables with a compact form: CSV name,
+// compact name and the CSV's key column.
+var layerTables = [...]struct{ csv, compact, axis string }{
+	{"dense.csv", denseCompactName, "tokens"},
+	{"per_sequence.csv", seqCompactName, "sequences"},
+}
 
 // compactMagic starts every compact file; the byte after it is the kind.
 const compactMagic = "servesim-compact/1\n"
 
 const (
-	kindAttn byte = 'A'
-	kindSkew byte = 'S'
+	kindAttn  byte = 'A'
+	kindSkew  byte = 'S'
+	kindLayer byte = 'L'
 )
 
 var errCompact = errors.New("malformed compact table")
@@ -178,6 +192,67 @@ func decodeSkew(s *skewTable, b []byte, want [32]byte) (bool, error) {
 	return true, nil
 }
 
+// encodeLayers writes a per-layer table (readLayerCSV's) in compact form
+// for the source's sum: the ops in name order, each its name and samples.
+func encodeLayers(m map[string]*pwl, sum [32]byte) []byte {
+	b := compactHeader(kindLayer, sum)
+	names := slices.Sorted(maps.Keys(m))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(names)))
+	for _, n := range names {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(n)))
+		b = append(b, n...)
+		b = appendFloats(b, m[n].xs)
+		b = appendFloats(b, m[n].ys)
+	}
+	return b
+}
+
+// decodeLayers reads a compact per-layer table made from a source whose
+// sum is want; false when made from another.
+func decodeLayers(b []byte, want [32]byte) (map[string]*pwl, bool, error) {
+	r, ok := openCompact(b, kindLayer, want)
+	if !ok {
+		return nil, false, nil
+	}
+	n := r.u32()
+	if n > uint32(len(b)) {
+		return nil, false, errCompact
+	}
+	out := make(map[string]*pwl, n)
+	for range n {
+		name := string(r.take(int(r.u32())))
+		xs, ys := r.floats(), r.floats()
+		if r.err != nil || len(xs) == 0 || len(xs) != len(ys) || !slices.IsSorted(xs) {
+			return nil, false, errCompact
+		}
+		out[name] = &pwl{xs: xs, ys: ys, g: newGuide(xs)}
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return nil, false, errCompact
+	}
+	return out, true, nil
+}
+
+// loadLayers reads the per-layer table dir/csv (key column axis), from its
+// compact form when one made from this CSV is beside it.
+func loadLayers(fsys fs.FS, dir, csvName, compactName, axis string) (map[string]*pwl, error) {
+	name := path.Join(dir, csvName)
+	csv, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("open profile table: %w", err)
+	}
+	if b, err := fs.ReadFile(fsys, path.Join(dir, compactName)); err == nil {
+		m, ok, err := decodeLayers(b, sumOf(csv))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w (delete it, or regenerate it with go generate ./internal/assets)", path.Join(dir, compactName), err)
+		}
+		if ok {
+			return m, nil
+		}
+	}
+	return readLayerCSV(name, bytes.NewReader(csv), axis)
+}
+
 // openCompact checks b's header: kind and sources' sum. A file of another
 // version or sum is not used (ok false).
 func openCompact(b []byte, kind byte, want [32]byte) (compactReader, bool) {
@@ -241,10 +316,12 @@ func (r *compactReader) floatsN(n int) []float64 {
 	return xs
 }
 
-// CompactTables returns the compact forms of the attention and skew tables
-// of the bundle folder bundleDir (a tp<N> folder; its parent holds
-// meta.yaml) in fsys, by file name within bundleDir: attention.compact
-// when the folder has attention.csv, skew_fit.compact when it has
+// CompactTables returns the compact forms of the attention, skew and
+// per-layer tables of the bundle folder bundleDir (a tp<N> folder; its
+// parent holds meta.yaml) in fsys, by file name within bundleDir:
+// attention.compact when the folder has attention.csv, dense.compact and
+// per_sequence.compact when it has dense.csv and per_sequence.csv,
+// skew_fit.compact when it has
 // skew_fit.csv and meta.yaml fits skew for its tp. `go generate
 // ./internal/assets` writes them beside the embedded bundles' CSVs.
 func CompactTables(fsys fs.FS, bundleDir string) (map[string][]byte, error) {
@@ -258,6 +335,21 @@ func CompactTables(fsys fs.FS, bundleDir string) (map[string][]byte, error) {
 		out[attnCompactName] = encodeAttention(a, sumOf(csv))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("compact tables: %w", err)
+	}
+	for _, lt := range layerTables {
+		name := path.Join(bundleDir, lt.csv)
+		csv, err := fs.ReadFile(fsys, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("compact tables: %w", err)
+		}
+		m, err := readLayerCSV(name, bytes.NewReader(csv), lt.axis)
+		if err != nil {
+			return nil, err
+		}
+		out[lt.compact] = encodeLayers(m, sumOf(csv))
 	}
 	tp, ok := parseTPDir(path.Base(bundleDir))
 	if !ok {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -38,7 +39,7 @@ func TestCompactTablesAreCurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{attnCompactName, skewCompactName} {
+		for _, name := range []string{attnCompactName, skewCompactName, denseCompactName, seqCompactName} {
 			got, err := fs.ReadFile(fsys, path.Join(dir, name))
 			w, ok := want[name]
 			switch {
@@ -76,6 +77,31 @@ func TestCompactTablesMatchCSV(t *testing.T) {
 			t.Fatalf("%s: decode: ok %v, %v", dir, ok, err)
 		}
 		sameAttn(t, dir, parsed, dec)
+
+		for _, lt := range layerTables {
+			viaCSV, err := loadLayers(withoutCompact(fsys), dir, lt.csv, lt.compact, lt.axis)
+			if err != nil {
+				t.Fatal(err)
+			}
+			viaCompact, err := loadLayers(fsys, dir, lt.csv, lt.compact, lt.axis)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(viaCSV) != len(viaCompact) {
+				t.Fatalf("%s/%s: %d ops via CSV, %d via compact", dir, lt.csv, len(viaCSV), len(viaCompact))
+			}
+			for op, f := range viaCSV {
+				g, ok := viaCompact[op]
+				if !ok {
+					t.Fatalf("%s/%s: op %s missing via compact", dir, lt.csv, op)
+				}
+				sameFloats(t, dir+" "+op+" xs", f.xs, g.xs)
+				sameFloats(t, dir+" "+op+" ys", f.ys, g.ys)
+				if f.g.shift != g.g.shift || f.g.kmin != g.g.kmin || !slices.Equal(f.g.first, g.g.first) {
+					t.Fatalf("%s/%s: op %s guides differ", dir, lt.csv, op)
+				}
+			}
+		}
 
 		tp, _ := parseTPDir(path.Base(dir))
 		meta, err := readMeta(fsys, path.Join(path.Dir(dir), "meta.yaml"))
@@ -199,6 +225,42 @@ func TestCompactStaleOrBroken(t *testing.T) {
 	full := mk(edited)
 	fsys["b/tp1/attention.compact"] = &fstest.MapFile{Data: full[:len(full)-3]}
 	if _, err := loadAttention(fsys, "b/tp1"); err == nil || !strings.Contains(err.Error(), "attention.compact") {
+		t.Fatalf("truncated compact file: err = %v", err)
+	}
+}
+
+// TestLayerCompactStaleOrBroken: the same for a per-layer table.
+func TestLayerCompactStaleOrBroken(t *testing.T) {
+	csv := "layer,tokens,time_us\nqkv,1,10\nqkv,64,40\nmlp,1,20\nmlp,64,80\n"
+	edited := strings.Replace(csv, ",80\n", ",90\n", 1)
+	mk := func(src string) []byte {
+		m, err := readLayerCSV("d", strings.NewReader(src), "tokens")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return encodeLayers(m, sumOf([]byte(src)))
+	}
+	fsys := fstest.MapFS{
+		"b/tp1/dense.csv":     {Data: []byte(edited)},
+		"b/tp1/dense.compact": {Data: mk(csv)},
+	}
+	load := func() (map[string]*pwl, error) {
+		return loadLayers(fsys, "b/tp1", "dense.csv", denseCompactName, "tokens")
+	}
+	m, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m["mlp"].at(64); got != 90*usToNs {
+		t.Fatalf("stale compact file used: at = %v, want %v", got, 90*usToNs)
+	}
+	fsys["b/tp1/dense.compact"] = &fstest.MapFile{Data: mk(edited)}
+	if m, err = load(); err != nil || m["mlp"].at(64) != 90*usToNs || m["qkv"].at(1) != 10*usToNs {
+		t.Fatalf("current compact file: %v, %v", err, m)
+	}
+	full := mk(edited)
+	fsys["b/tp1/dense.compact"] = &fstest.MapFile{Data: full[:len(full)-3]}
+	if _, err := load(); err == nil || !strings.Contains(err.Error(), "dense.compact") {
 		t.Fatalf("truncated compact file: err = %v", err)
 	}
 }

@@ -225,6 +225,10 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 	e.CaptureSizes = slices.Clone(e.CaptureSizes)
 	slices.Sort(e.CaptureSizes)
 	t := &engineTime{inner: p, e: e}
+	for d := range t.fixed {
+		t.fixed[d] = e.GapNs(Dispatch(d)) + float64(e.StepKernels)*e.StepKernelNs
+		t.launch[d] = float64(e.LaunchKernels(Dispatch(d))) * e.LaunchNs
+	}
 	if n := len(e.CaptureSizes); n > 0 && n <= math.MaxUint16 && e.CaptureSizes[n-1] <= captureIndexLimit {
 		t.capIdx = make([]uint16, max(e.CaptureSizes[n-1]+1, 0))
 		for tokens := range t.capIdx {
@@ -245,6 +249,10 @@ type engineTime struct {
 	// (the binary search Dispatch does, done once per count up to the
 	// largest capture size); counts beyond it search.
 	capIdx []uint16
+	// fixed[d] and launch[d] are a step's kernel gaps and untimed kernels,
+	// and its launches, when run as d (StepTime's terms that depend on d
+	// only, computed once by the same expressions).
+	fixed, launch [RunFull + 1]float64
 }
 
 // StepTime implements Predictor.
@@ -262,13 +270,14 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	if gpu >= math.MaxInt64 {
 		return math.MaxInt64
 	}
-	gpu += t.e.GapNs(d) + float64(t.e.StepKernels)*t.e.StepKernelNs
+	gpu += t.fixed[d]
 	host := t.e.Host.Ns(b)
-	launch := float64(t.e.LaunchKernels(d)) * t.e.LaunchNs
+	launch := t.launch[d]
+	// The builtin max is math.Max (NaN and signed zeros alike), inline.
 	if t.e.Async {
-		return clampNs(math.Max(gpu, host+launch))
+		return clampNs(max(gpu, host+launch))
 	}
-	return clampNs(math.Max(gpu, launch) + host)
+	return clampNs(max(gpu, launch) + host)
 }
 
 // dispatch is the CUDA-graph dispatch of step b and the token count it

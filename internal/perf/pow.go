@@ -36,3 +36,66 @@ func powNear(x, y float64) float64 {
 	}
 	return a
 }
+
+// powExp is powNear(·, y) for one exponent y, with y's split into its
+// whole and fractional parts (math.Modf and the move to (-0.5, 0.5]) done
+// once instead of at every call: the soft maximum of the roofline's
+// per-step attention uses two fixed exponents.
+type powExp struct {
+	y    float64
+	near bool    // y is in powNear's range
+	yi   int     // whole part, after the move
+	yf   float64 // fractional part, after the move
+}
+
+func newPowExp(y float64) powExp {
+	e := powExp{y: y, near: y >= 0 && y <= 64 && y != 0.5}
+	if e.near {
+		yi, yf := math.Modf(y)
+		if yf != 0 && yf > 0.5 {
+			yf--
+			yi++
+		}
+		e.yi, e.yf = int(yi), yf
+	}
+	return e
+}
+
+// pow is powNear(x, e.y), bit for bit.
+func (e *powExp) pow(x float64) float64 {
+	if !(x >= 0x1p-15 && x <= 2) || !e.near {
+		return math.Pow(x, e.y)
+	}
+	a := 1.0
+	if e.yf != 0 {
+		a = math.Exp(e.yf * math.Log(x))
+	}
+	for i := e.yi; i != 0; i >>= 1 {
+		if i&1 == 1 {
+			a *= x
+		}
+		x *= x
+	}
+	return a
+}
+
+// softPow holds softMax's two exponents for one invP: p = 1/invP and invP.
+type softPow struct {
+	p, inv powExp
+}
+
+func newSoftPow(invP float64) softPow {
+	return softPow{p: newPowExp(1 / invP), inv: newPowExp(invP)}
+}
+
+// softMax is softMax(a, b, invP) for the invP sp was made for, bit for bit.
+func (sp *softPow) softMax(a, b float64) float64 {
+	hi, lo := a, b
+	if lo > hi {
+		hi, lo = lo, hi
+	}
+	if hi <= 0 {
+		return 0
+	}
+	return hi * sp.inv.pow(1+sp.p.pow(lo/hi))
+}

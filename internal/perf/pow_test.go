@@ -42,3 +42,29 @@ func TestPowNearMatchesPow(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftPowMatchesSoftMax: the soft maximum with its exponents split
+// once is softMax, bit for bit, for the sharpnesses of the calibrations
+// and any other.
+func TestSoftPowMatchesSoftMax(t *testing.T) {
+	same := func(t interface{ Fatalf(string, ...any) }, a, b, invP float64) {
+		sp := newSoftPow(invP)
+		got, want := sp.softMax(a, b), softMax(a, b, invP)
+		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("softPow(%v).softMax(%v, %v) = %v, softMax %v", invP, a, b, got, want)
+		}
+	}
+	for _, invP := range []float64{0, 1 / 2.204, 0.25, 0.5, 1, 2, 1 / 64.0, 1 / 70.0, math.NaN()} {
+		for _, a := range []float64{0, 1, 3e4, 1e-3, math.Inf(1)} {
+			for _, b := range []float64{0, 2, 3e4, 5e6, -1} {
+				same(t, a, b, invP)
+			}
+		}
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		invP := 1 / rapid.Float64Range(0.9, 70).Draw(rt, "p")
+		a := rapid.Float64Range(0, 1e7).Draw(rt, "a")
+		b := a * rapid.Float64Range(0, 3).Draw(rt, "ratio")
+		same(rt, a, b, invP)
+	})
+}

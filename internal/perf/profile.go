@@ -99,7 +99,11 @@ func (p *Profile) StepTime(b *Batch) int64 { return p.Breakdown(b).Total() }
 
 // Breakdown predicts a step and reports each table's share. It does not
 // allocate.
-func (p *Profile) Breakdown(b *Batch) StepBreakdown {
+func (p *Profile) Breakdown(b *Batch) StepBreakdown { return p.breakdown(b, nil) }
+
+// breakdown is Breakdown, with the per-run memo of r when r is not nil
+// (the same values).
+func (p *Profile) breakdown(b *Batch, r *profileRun) StepBreakdown {
 	var s StepBreakdown
 	if b == nil {
 		return s
@@ -111,7 +115,7 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 	s.Dense = memoAt(p.denseMemo, &p.dense, max(tokens+max(b.PadTokens, 0), 1))
 	s.PerSequence = memoAt(p.perSeqMemo, &p.perSeq, max(seqs+max(b.SpecTokens, 0), 1))
 	if p.attn != nil {
-		s.Attention = p.attnCount * max(0, p.attention(b))
+		s.Attention = p.attnCount * max(0, p.attention(b, r))
 	}
 	if b.MoENs > 0 && p.moe != nil {
 		s.MoE = float64(b.MoENs)
@@ -130,7 +134,9 @@ func (p *Profile) Breakdown(b *Batch) StepBreakdown {
 // attention is one layer's attention time with the skew correction:
 // t = t_mean + alpha*(t_max - t_mean), where t_mean is the lookup at the
 // integer mean decode context and t_max the lookup at the longest one.
-func (p *Profile) attention(b *Batch) float64 {
+// With r, a step without prefill takes its positions on every axis but
+// the contexts' from r's plan for its decode count (the same values).
+func (p *Profile) attention(b *Batch, r *profileRun) float64 {
 	pc := float64(max(b.PrefillTokens, 0))
 	kp := float64(max(b.PrefillKV, 0))
 	n := b.NumDecode
@@ -140,12 +146,21 @@ func (p *Profile) attention(b *Batch) float64 {
 	mean := float64(max(b.DecodeKVSum, 0) / int64(n))
 	kvMax := float64(b.DecodeKVMax)
 	alpha := 0.0
-	if p.skew != nil && n > 1 && kvMax > mean {
-		alpha = p.skew.skewAlpha(pc, kp, n, mean, float64(max(b.DecodeKVMin, 0)), kvMax)
-	}
 	// Both lookups at once: they share every axis position but kvd's.
 	kvd := [2]float64{mean, kvMax}
-	t := p.attn.at2(pc, kp, n, &kvd, alpha != 0)
+	var t [2]float64
+	if r != nil && pc == 0 && kp == 0 && n < decodePlanLimit {
+		pl := r.plan(n)
+		if p.skew != nil && n > 1 && kvMax > mean {
+			alpha = pl.alpha(p.skew, mean, float64(max(b.DecodeKVMin, 0)), kvMax, r)
+		}
+		t = pl.at2(&kvd, alpha != 0)
+	} else {
+		if p.skew != nil && n > 1 && kvMax > mean {
+			alpha = p.skew.skewAlpha(pc, kp, n, mean, float64(max(b.DecodeKVMin, 0)), kvMax)
+		}
+		t = p.attn.at2(pc, kp, n, &kvd, alpha != 0)
+	}
 	tMean, tMax := t[0], t[1]
 	if alpha == 0 || tMax <= tMean {
 		return tMean
@@ -210,16 +225,14 @@ func (p *Profile) loadTables(fsys fs.FS, dir string, arch Arch, cat *Catalog) er
 	}
 	var denseOps, seqOps map[string]*pwl
 	if need[CategoryDense] {
-		if denseOps, err = readFile(fsys, path.Join(dir, "dense.csv"), func(n string, r io.Reader) (map[string]*pwl, error) {
-			return readLayerCSV(n, r, "tokens")
-		}); err != nil {
+		lt := layerTables[0]
+		if denseOps, err = loadLayers(fsys, dir, lt.csv, lt.compact, lt.axis); err != nil {
 			return err
 		}
 	}
 	if need[CategoryPerSequence] {
-		if seqOps, err = readFile(fsys, path.Join(dir, "per_sequence.csv"), func(n string, r io.Reader) (map[string]*pwl, error) {
-			return readLayerCSV(n, r, "sequences")
-		}); err != nil {
+		lt := layerTables[1]
+		if seqOps, err = loadLayers(fsys, dir, lt.csv, lt.compact, lt.axis); err != nil {
 			return err
 		}
 	}

@@ -188,6 +188,7 @@ type Roofline struct {
 	cacheRate          float64
 	attnUnitNsPerKV    float64 // ns per KV position of one full tile work unit
 	invP, invAttnP     float64
+	attnPow            softPow // softMax's exponents for invAttnP
 	tileQ, units       float64
 	// smWave says the wave width is SMs × AttnUnitsPerSM: the attention
 	// compute time is then never less than its longest work unit.
@@ -361,6 +362,7 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 		r.qInvP = r.invP
 	}
 	r.invAttnP = 1 / e.AttnSharpness
+	r.attnPow = newSoftPow(r.invAttnP)
 	r.experts, r.expertsTopK = m.Experts, m.ExpertsPerTok
 	scale := func(op string) float64 {
 		if v, ok := e.OpScale[op]; ok {

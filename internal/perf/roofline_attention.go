@@ -199,10 +199,10 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 		if r.hw.SwapGQADecode && q == 1 && n >= 2 && r.kvHeads >= 2 && r.gqa > 1 {
 			extra += r.eff.AttnDecodeCopyNs
 		}
-		return r.eff.AttnDecodeLaunchNs + extra + softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9, r.invAttnP)
+		return r.eff.AttnDecodeLaunchNs + extra + r.attnPow.softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9)
 	}
 	tm := (miss + hits/r.eff.AttnCacheSpeed) / r.attnMem * 1e9
-	return r.eff.AttnLaunchNs + extra + softMax(tc, tm, r.invAttnP)
+	return r.eff.AttnLaunchNs + extra + r.attnPow.softMax(tc, tm)
 }
 
 // schedule is the compute time of two classes of work units (n1 units of

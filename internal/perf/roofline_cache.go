@@ -237,10 +237,11 @@ func (r *Roofline) opNs(i int, b *Batch, k stepCounts) float64 {
 // inputs that are not whole numbers or are out of the packed range are
 // computed each time.
 func (r *Roofline) cachedSplits(u, nBlocks float64) float64 {
-	if !(u >= 0 && u < 1<<splitUnitBits && nBlocks >= 0 && nBlocks < 1<<splitBlockBits) || u != math.Trunc(u) || nBlocks != math.Trunc(nBlocks) {
+	// In range, a conversion to int64 truncates as math.Trunc does.
+	if !(u >= 0 && u < 1<<splitUnitBits && nBlocks >= 0 && nBlocks < 1<<splitBlockBits) || float64(int64(u)) != u || float64(int64(nBlocks)) != nBlocks {
 		return r.splits(u, nBlocks)
 	}
-	key := uint64(u)<<splitBlockBits | uint64(nBlocks)
+	key := uint64(int64(u))<<splitBlockBits | uint64(int64(nBlocks))
 	e := &r.cache.splits[(key*0x9E3779B97F4A7C15)>>(64-splitCacheBits)]
 	if v := e.Load(); v != 0 && v>>8 == key {
 		return float64(v & 0xff)

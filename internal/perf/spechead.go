@@ -8,7 +8,7 @@ func (p *Profile) LayerAttentionNs(b *Batch) float64 {
 	if p.attn == nil || b == nil {
 		return 0
 	}
-	return max(0, p.attention(b))
+	return max(0, p.attention(b, nil))
 }
 
 // StepTimeWithout is StepTime without the occurrences of op (for a caller

@@ -84,8 +84,18 @@ func (o *observer) Advance(now int64) {
 
 func (o *observer) StepDone(inst int, r *engine.StepResult) {
 	if o.inWarmup == nil || !o.inWarmup() {
+		// Adjacent runs of one gap (the lane's and the explicit
+		// decoders' of the same step) recorded as one: the same counts.
+		var ns, count int64
 		for _, g := range r.ITL {
-			o.sum.AddITLs(g.NS, g.Count)
+			if count > 0 && g.NS != ns {
+				o.sum.AddITLs(ns, count)
+				count = 0
+			}
+			ns, count = g.NS, count+g.Count
+		}
+		if count > 0 {
+			o.sum.AddITLs(ns, count)
 		}
 	}
 	if sp := &r.Spec; sp.StepNs > 0 {

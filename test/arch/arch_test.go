@@ -25,7 +25,7 @@ var layers = map[string]int{
 	"internal/link": 1, "internal/metrics": 1, "internal/perf": 1, "internal/workpool": 1, "internal/quant": 1,
 	"internal/hw": 2, "internal/perfdb": 2, "internal/kvtier": 2, "internal/model": 2, "internal/workload": 2, "internal/moe": 2,
 	"internal/frontend": 2, "internal/tableview": 2, "internal/assets/gencompact": 2,
-	"internal/engine": 3, "internal/calibrate": 3, "internal/config": 3, "internal/report": 3, "internal/dbcheck": 3,
+	"internal/engine": 3, "internal/calibrate": 3, "internal/config": 3, "internal/report": 3, "internal/dbcheck": 3, "internal/hw/genspecs": 3,
 	"internal/cluster":  4,
 	"internal/assemble": 5,
 	"internal/runner":   6, "internal/convert": 6, "internal/serve": 6,

@@ -1,0 +1,113 @@
+package perf
+
+import (
+	"io/fs"
+	"math"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/servesim/servesim/internal/assets"
+)
+
+// TestProfileRunMatchesProfile: the per-run copy of every embedded bundle
+// predicts what the Profile predicts, bit for bit, over a long sequence of
+// batches (its plans persist across them): steps without prefill at every
+// decode count on both sides of the memo's limit, and mixed and pure
+// prefill steps, which it looks up in full.
+func TestProfileRunMatchesProfile(t *testing.T) {
+	root, err := fs.Sub(assets.FS(), "profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		hw, model, mt    string
+		tp, layers, e, k int
+	}{
+		{"RTXPRO6000", "meta-llama/Llama-3.1-8B", "llama", 1, 32, 0, 0},
+		{"RTXPRO6000", "meta-llama/Llama-3.1-8B", "llama", 2, 32, 0, 0},
+		{"RTXPRO6000", "Qwen/Qwen3-32B", "qwen3", 1, 64, 0, 0},
+		{"RTXPRO6000", "Qwen/Qwen3-32B", "qwen3", 2, 64, 0, 0},
+		{"RTXPRO6000", "Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3_moe", 2, 48, 128, 8},
+		{"RTX4090", "meta-llama/Llama-3.1-8B", "llama", 1, 32, 0, 0},
+	} {
+		dir, err := FindBundle(root, c.hw, c.model, "bf16", c.tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat, err := LoadCatalog(assets.FS(), c.mt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := LoadProfile(root, dir, Arch{ModelType: c.mt, NumLayers: c.layers, NumExperts: c.e, ExpertsPerTok: c.k}, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := ForRun(p, nil)
+		if _, ok := run.(*profileRun); !ok {
+			t.Fatalf("%s: ForRun gave %T, want the per-run copy", dir, run)
+		}
+		planned := 0
+		rapid.Check(t, func(rt *rapid.T) {
+			var b Batch
+			if rapid.IntRange(0, 4).Draw(rt, "prefill") == 0 {
+				b.PrefillSeqs = rapid.IntRange(1, 4).Draw(rt, "pseqs")
+				b.PrefillTokens = rapid.IntRange(b.PrefillSeqs, 8192).Draw(rt, "pc")
+				b.PrefillKV = rapid.SampledFrom([]int{0, 0, 512, 3000, 40000}).Draw(rt, "kp")
+			}
+			b.NumDecode = rapid.SampledFrom([]int{0, 1, 2, 3, 7, 30, 31, 64, 100, 256, 300, decodePlanLimit - 1, decodePlanLimit, 2000}).Draw(rt, "n")
+			if b.NumDecode > 0 {
+				lo := rapid.IntRange(0, 40000).Draw(rt, "min")
+				hi := rapid.IntRange(lo, lo+rapid.SampledFrom([]int{0, 1, 16, 5000, 100000}).Draw(rt, "spread")).Draw(rt, "max")
+				b.DecodeKVMin, b.DecodeKVMax = lo, hi
+				if b.NumDecode == 1 {
+					b.DecodeKVMin = hi
+				}
+				mean := rapid.IntRange(b.DecodeKVMin, hi).Draw(rt, "mean")
+				b.DecodeKVSum = int64(mean)*int64(b.NumDecode) + int64(rapid.IntRange(0, b.NumDecode-1).Draw(rt, "rem"))
+			}
+			b.PadTokens = rapid.SampledFrom([]int{0, 0, 3, 17}).Draw(rt, "pad")
+			want, got := p.Breakdown(&b), p.breakdown(&b, run.(*profileRun))
+			if math.Float64bits(got.Attention) != math.Float64bits(want.Attention) || got != want {
+				rt.Fatalf("%s %+v: per-run %+v, profile %+v", dir, b, got, want)
+			}
+			if g, w := run.StepTime(&b), p.StepTime(&b); g != w {
+				rt.Fatalf("%s %+v: per-run step %d ns, profile %d", dir, b, g, w)
+			}
+			if b.PrefillTokens == 0 && b.PrefillKV == 0 && b.NumDecode > 0 && b.NumDecode < decodePlanLimit {
+				planned++
+			}
+		})
+		// Decode runs as an engine makes them: every context a token
+		// longer each step, members joining and leaving now and then
+		// (the per-run copy's remembered positions and buckets).
+		rapid.Check(t, func(rt *rapid.T) {
+			n := rapid.IntRange(1, 300).Draw(rt, "n")
+			lo := rapid.IntRange(0, 20000).Draw(rt, "min")
+			hi := lo + rapid.IntRange(0, 20000).Draw(rt, "spread")
+			mean := rapid.IntRange(lo, hi).Draw(rt, "mean")
+			for range 300 {
+				b := Batch{NumDecode: n, DecodeKVMin: lo, DecodeKVMax: hi, DecodeKVSum: int64(mean) * int64(n)}
+				if n == 1 {
+					b.DecodeKVMin, b.DecodeKVSum = hi, int64(hi)
+				}
+				if g, w := run.StepTime(&b), p.StepTime(&b); g != w {
+					rt.Fatalf("%s %+v: per-run step %d ns, profile %d", dir, b, g, w)
+				}
+				lo, hi, mean = lo+1, hi+1, mean+1
+				switch rapid.IntRange(0, 20).Draw(rt, "change") {
+				case 0:
+					n = max(1, n-1)
+				case 1:
+					n++
+				case 2:
+					lo = 0 // a new member
+				}
+				mean = max(lo, min(mean, hi))
+			}
+		})
+		if planned == 0 {
+			t.Errorf("%s: no step took a plan", dir)
+		}
+	}
+}
