@@ -234,7 +234,9 @@ func TestGenerationColdStreamFloor(t *testing.T) {
 	}
 	// Above the peak the table's largest rows cannot raise the floor.
 	db.Spec.MemBW = 1e11
-	k, _ = db.Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64})
+	if k, err = db.Kernels(Shape{Heads: 8, KVHeads: 2, HeadDim: 64}); err != nil {
+		t.Fatal(err)
+	}
 	if k.kvStreamBW != 0 || !near(k.kvNsPerToken, 512/1e11*1e9) {
 		t.Fatalf("peak below the table: stream %g, ns per token %g", k.kvStreamBW, k.kvNsPerToken)
 	}
