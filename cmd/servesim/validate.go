@@ -30,6 +30,7 @@ func newValidateCmd() *cobra.Command {
 		offsetMs          float64
 		placement         int
 		stepsVs           string
+		moeDist           string
 	)
 	cmd := &cobra.Command{
 		Use:   "validate --measured DIR",
@@ -78,7 +79,8 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 				return badInput(err)
 			}
 			o := validate.Options{Measured: measured, Name: name, Workload: wl, Profiles: profiles, CheckInvariants: invariant, RequestsCSV: csvOut,
-				Predictor: predictor, Calibration: calib, ErrorBars: errorBars, PlacementReplicas: placement, StepsVs: stepsVs}
+				Predictor: predictor, Calibration: calib, ErrorBars: errorBars, PlacementReplicas: placement, StepsVs: stepsVs,
+				MoEDistribution: moeDist}
 			if cmd.Flags().Changed("step-overhead-us") {
 				o.StepOverheadUs = &overhead
 			}
@@ -103,6 +105,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 	fs.StringVar(&profiles, "profiles", "", "root of profile bundles (default: the embedded bundles)")
 	fs.StringVar(&csvOut, "requests-csv", "", "also write the simulated per-request records as CSV to FILE")
 	fs.StringVar(&predictor, "predictor", "profile", "step-latency predictor: profile (measured tables), roofline (calibrated analytical model) or perfdb (per-op kernel database, docs/perfdb.md)")
+	fs.StringVar(&moeDist, "moe-distribution", "", "with --predictor perfdb: the moe_perf routing rows (balanced, power_law_1.01 or power_law_1.2; default: the scenario's predictor.moe_distribution, balanced)")
 	fs.StringVar(&calib, "calibration", "", "roofline calibration YAML from servesim calibrate (default: the embedded calibration)")
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as one JSON object")
 	fs.BoolVar(&invariant, "check-invariants", false, "verify KV-block conservation and scheduler limits after every step (walks over long queues are spread over several steps; docs/performance.md)")

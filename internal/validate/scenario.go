@@ -118,6 +118,9 @@ func setPredictor(s *config.Scenario, o Options) {
 	if o.Predictor != "" {
 		s.Predictor.Kind = config.PredictorKind(o.Predictor)
 	}
+	if o.MoEDistribution != "" {
+		s.Predictor.MoEDistribution = o.MoEDistribution
+	}
 	s.Predictor.Calibration = o.Calibration
 	s.CheckInvariants = o.CheckInvariants
 }

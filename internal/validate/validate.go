@@ -44,6 +44,9 @@ type Options struct {
 	// roofline) and Calibration the roofline's calibration file ("" for
 	// the embedded one).
 	Predictor, Calibration string
+	// MoEDistribution, when set, is the perfdb predictor's moe_perf
+	// routing distribution (predictor.moe_distribution).
+	MoEDistribution string
 	// CheckInvariants turns the invariant checker on.
 	CheckInvariants bool
 	// RequestsCSV, if set, receives the simulated per-request records.
