@@ -65,7 +65,7 @@ e.g. builtin:RTXPRO6000-Llama-3.1-8B.`,
 				}
 				rep, err := runBenchValidate(cmd, bench, benchOpts{config: scen, model: bmodel, groups: &groups,
 					offsetMs: offsetMs, predictor: predictor, calibration: calib,
-					profiles: profiles, requestsCSV: csvOut, invariants: invariant, errorBars: errorBars})
+					profiles: profiles, requestsCSV: csvOut, invariants: invariant, errorBars: errorBars, moeDistribution: moeDist})
 				if err != nil {
 					return err
 				}
@@ -164,6 +164,7 @@ type benchOpts struct {
 	offsetMs               float64
 	predictor, calibration string
 	profiles, requestsCSV  string
+	moeDistribution        string
 	invariants, errorBars  bool
 }
 
@@ -215,6 +216,9 @@ func runBenchValidate(cmd *cobra.Command, file string, o benchOpts) (*validate.R
 	}
 	if o.profiles != "" {
 		s.Predictor.Profiles = o.profiles
+	}
+	if o.moeDistribution != "" {
+		s.Predictor.MoEDistribution = o.moeDistribution
 	}
 	s.CheckInvariants = s.CheckInvariants || o.invariants
 	s.FillGroups()

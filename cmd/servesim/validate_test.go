@@ -84,3 +84,24 @@ func TestValidatePlacementReplicasFlag(t *testing.T) {
 		t.Errorf("placement spread %+v", rep.Placement)
 	}
 }
+
+// --moe-distribution: a routing the database does not hold, or the flag
+// with a predictor other than perfdb, exits 2 naming
+// predictor.moe_distribution; with perfdb and a routing the database holds
+// the run succeeds (its figures are checked by TestMoEDistributionOption in
+// internal/validate).
+func TestValidateMoEDistributionFlag(t *testing.T) {
+	qwen := "builtin:RTXPRO6000-Qwen3-30B-A3B-Instruct-2507"
+	for _, args := range [][]string{
+		{"--measured", qwen, "--moe-distribution", "power_law_1.01"},
+		{"--measured", qwen, "--predictor", "perfdb", "--moe-distribution", "zipf"},
+	} {
+		code, _, stderr := run(t, append([]string{"validate"}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "predictor.moe_distribution") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming predictor.moe_distribution", args, code, stderr)
+		}
+	}
+	if code, _, stderr := run(t, "validate", "--measured", qwen, "--predictor", "perfdb", "--moe-distribution", "power_law_1.2"); code != 0 {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
