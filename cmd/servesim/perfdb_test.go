@@ -137,6 +137,9 @@ func TestPerfDBErrors(t *testing.T) {
 		{[]string{"perfdb", "steps", "--prefill", "0"}, []string{"--prefill", `"0"`}},
 		{[]string{"perfdb", "steps", "--format", "int3"}, []string{"--format", `"int3"`, "nvfp4"}},
 		{[]string{"perfdb", "steps", "--hardware", "H999", "--model", "meta-llama/Llama-3.1-8B", "--tp", "1"}, []string{"no case builds", "H999"}},
+		{[]string{"perfdb", "gemm-holdout", "--by", "m"}, []string{"--by", `"m"`, "range, dtype or system"}},
+		{[]string{"perfdb", "gemm-holdout", "--system", "h999"}, []string{"--system h999", "no such system", "rtx_pro_6000_server"}},
+		{[]string{"perfdb", "gemm-holdout", "--path", brokenDB}, []string{"gemm_perf.parquet", "not a readable parquet file"}},
 		{[]string{"perfdb", "frobnicate"}, []string{"frobnicate"}},
 	} {
 		code, _, stderr := run(t, c.args...)

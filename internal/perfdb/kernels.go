@@ -163,6 +163,13 @@ func (c *curve) at(x float64, clampLow bool) (float64, bool) {
 // problem that contains it (it could run padded); a measured point above
 // a later one is a kernel-selection or measurement outlier.
 func buildCurve(xs, ys []float64) *curve {
+	c := averaged(xs, ys)
+	c.envelope()
+	return c
+}
+
+// averaged sorts the points by x and averages repeated x.
+func averaged(xs, ys []float64) *curve {
 	idx := make([]int, len(xs))
 	for i := range idx {
 		idx[i] = i
@@ -179,10 +186,15 @@ func buildCurve(xs, ys []float64) *curve {
 		c.y = append(c.y, sum/float64(j-i))
 		i = j
 	}
+	return c
+}
+
+// envelope makes the curve non-decreasing from the right: each y is
+// lowered to the smallest y at any larger x.
+func (c *curve) envelope() {
 	for i := len(c.y) - 2; i >= 0; i-- {
 		c.y[i] = min(c.y[i], c.y[i+1])
 	}
-	return c
 }
 
 // bracket finds the grid values around v: lo == hi when v is on the grid;
