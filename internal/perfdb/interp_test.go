@@ -109,3 +109,29 @@ func TestGEMMHoldoutAgainstHandComputation(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelsGEMMBetweenGridPoints: a GEMM measured at m 257 (0.100 ms)
+// and 512 (0.160 ms) is read at m 384 by tile-64 rounding: 257 runs five
+// 64-row tiles (rounds to 320), 384 six, 512 eight, so a third of the way,
+// 100 + 60/3 = 120 µs (linear in m would read 100 + 60·127/255 = 129.88
+// µs); m 300 runs five tiles, as 257 does: 100 µs. No bandwidth is
+// known, so no streaming floor applies.
+func TestKernelsGEMMBetweenGridPoints(t *testing.T) {
+	db := &DB{System: "syn"}
+	for _, p := range [][2]float64{{257, 0.100}, {512, 0.160}} {
+		db.GEMM = append(db.GEMM, GEMMRow{Dtype: "bfloat16", M: int(p[0]), N: 2048, K: 2048, Ms: p[1]})
+	}
+	k, err := db.Kernels(Shape{Heads: 1, KVHeads: 1, HeadDim: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m    int
+		want float64
+	}{{384, 120e3}, {300, 100e3}, {321, 120e3}, {512, 160e3}} {
+		got, ok := k.GEMM(false, c.m, 2048, 2048)
+		if !ok || !near(got, c.want) {
+			t.Errorf("GEMM at m %d = %v ns, %v; want %v", c.m, got, ok, c.want)
+		}
+	}
+}
