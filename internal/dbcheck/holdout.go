@@ -48,88 +48,88 @@ type HoldoutGroup struct {
 	Rules []HoldoutRule `json:"rules"`
 }
 
-// holdoutRange names the m range of a held-out row: every integer is
-// measured up to 17, steps of 16 to 256, of 256 to 4352 (each tile
-// boundary from both sides) on most systems, so the ranges are the
-// grid's own.
-func holdoutRange(m int) string {
+// holdoutRange names the range of a held-out row's axis value v, and
+// its lower end for ordering: along m, the grid's own ranges (every
+// integer is measured up to 17, steps of 16 to 256, of 256 to 4352, each
+// tile boundary from both sides, on most systems); along n or k, one
+// range.
+func holdoutRange(axis perfdb.GEMMAxis, v int) (string, int) {
 	switch {
-	case m <= 16:
-		return "m 2-16"
-	case m <= 256:
-		return "m 17-256"
-	case m <= 4353:
-		return "m 257-4353"
+	case axis == perfdb.AxisN:
+		return "n", 0
+	case axis == perfdb.AxisK:
+		return "k", 0
+	case v <= 16:
+		return "m 2-16", 2
+	case v <= 256:
+		return "m 17-256", 17
+	case v <= 4353:
+		return "m 257-4353", 257
 	}
-	return "m 4354+"
+	return "m 4354+", 4354
 }
 
 // GEMMHoldout predicts every interior GEMM row of each database from the
-// others (perfdb.GEMMHoldout) by every rule of perfdb.GEMMRules and
-// summarises the errors per group of by (sorted by dtype or system, then
-// m range ascending). Rows
-// measured at a time <= 0 are skipped.
-func GEMMHoldout(dbs []*perfdb.DB, by HoldoutBy) []HoldoutGroup {
+// others along axis (perfdb.GEMMHoldout for m, perfdb.GEMMHoldoutAcross
+// for n and k) by every rule of perfdb.GEMMRules and summarises the
+// errors per group of by (sorted by dtype or system, then range).
+// Rows measured at a time <= 0 are skipped.
+func GEMMHoldout(dbs []*perfdb.DB, by HoldoutBy, axis perfdb.GEMMAxis) []HoldoutGroup {
 	nr := len(perfdb.GEMMRules)
-	type acc struct {
-		errs [][]float64
+	type key struct {
+		prefix, rng string
+		lo          int
 	}
-	accs := map[string]*acc{}
-	var order []string
+	errs := map[key][][]float64{}
 	for _, db := range dbs {
-		for _, h := range perfdb.GEMMHoldout(db) {
+		rows := perfdb.GEMMHoldoutAcross(db, axis)
+		if axis == perfdb.AxisM {
+			rows = perfdb.GEMMHoldout(db)
+		}
+		for _, h := range rows {
 			if h.Measured <= 0 {
 				continue
 			}
-			key := holdoutRange(h.M)
+			v := h.M
+			switch axis {
+			case perfdb.AxisN:
+				v = h.N
+			case perfdb.AxisK:
+				v = h.K
+			}
+			k := key{}
+			k.rng, k.lo = holdoutRange(axis, v)
 			switch by {
 			case HoldoutByDtype:
-				key = h.Dtype + " " + key
+				k.prefix = h.Dtype
 			case HoldoutBySystem:
-				key = h.System + " " + key
+				k.prefix = h.System
 			}
-			a := accs[key]
-			if a == nil {
-				a = &acc{errs: make([][]float64, nr)}
-				accs[key] = a
-				order = append(order, key)
+			e := errs[k]
+			if e == nil {
+				e = make([][]float64, nr)
 			}
 			for j := range nr {
-				a.errs[j] = append(a.errs[j], h.Pred[j]/h.Measured-1)
+				e[j] = append(e[j], h.Pred[j]/h.Measured-1)
 			}
+			errs[k] = e
 		}
 	}
-	// by the group's prefix (dtype or system), then the range's lower end
-	slices.SortStableFunc(order, func(a, b string) int {
-		pa, ra := splitGroup(a)
-		pb, rb := splitGroup(b)
-		return cmp.Or(cmp.Compare(pa, pb), cmp.Compare(rangeLow(ra), rangeLow(rb)))
-	})
-	out := make([]HoldoutGroup, 0, len(order))
-	for _, key := range order {
-		a := accs[key]
-		g := HoldoutGroup{Group: key, Rows: len(a.errs[0])}
+	keys := make([]key, 0, len(errs))
+	for k := range errs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.prefix, b.prefix), cmp.Compare(a.lo, b.lo)) })
+	out := make([]HoldoutGroup, 0, len(keys))
+	for _, k := range keys {
+		e := errs[k]
+		g := HoldoutGroup{Group: strings.TrimSpace(k.prefix + " " + k.rng), Rows: len(e[0])}
 		for j, r := range perfdb.GEMMRules {
-			g.Rules = append(g.Rules, summariseRule(r.String(), a.errs[j], a.errs[0]))
+			g.Rules = append(g.Rules, summariseRule(r.String(), e[j], e[0]))
 		}
 		out = append(out, g)
 	}
 	return out
-}
-
-// splitGroup splits a group name into its prefix and its m range.
-func splitGroup(name string) (prefix, rng string) {
-	i := strings.LastIndex(name, "m ")
-	return name[:i], name[i:]
-}
-
-// rangeLow is the lower end of a holdoutRange name.
-func rangeLow(name string) int {
-	var lo int
-	if _, err := fmt.Sscanf(name, "m %d", &lo); err != nil {
-		return 0
-	}
-	return lo
 }
 
 // summariseRule is one rule's HoldoutRule from its errors and the linear
@@ -162,7 +162,7 @@ func summariseRule(rule string, errs, linear []float64) HoldoutRule {
 // WriteHoldout prints the groups as fixed-width tables, one per group.
 func WriteHoldout(w io.Writer, groups []HoldoutGroup) error {
 	var b strings.Builder
-	b.WriteString("GEMM rows predicted from the rest of their (n, k) curve; error = predicted / measured - 1, %\n")
+	b.WriteString("GEMM rows predicted from the rest of their curve; error = predicted / measured - 1, %\n")
 	for i, g := range groups {
 		if i > 0 {
 			b.WriteString("\n")
@@ -172,6 +172,31 @@ func WriteHoldout(w io.Writer, groups []HoldoutGroup) error {
 		for _, r := range g.Rules {
 			fmt.Fprintf(&b, "%-16s %10.2f %8.1f %9.2f %+9.2f %9d %9d\n", r.Rule, r.AbsMedian, r.AbsP90, r.AbsMean, r.Median, r.Closer, r.Farther)
 		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteHoldoutWide prints one line per group: its rows and each rule's
+// median |error|, %.
+func WriteHoldoutWide(w io.Writer, groups []HoldoutGroup) error {
+	var b strings.Builder
+	b.WriteString("GEMM rows predicted from the rest of their curve; median |predicted / measured - 1|, %\n")
+	width := 0
+	for _, g := range groups {
+		width = max(width, len(g.Group))
+	}
+	fmt.Fprintf(&b, "%-*s %7s", width, "group", "rows")
+	for _, r := range perfdb.GEMMRules {
+		fmt.Fprintf(&b, " %*s", max(len(r.String()), 7), r)
+	}
+	b.WriteString("\n")
+	for _, g := range groups {
+		fmt.Fprintf(&b, "%-*s %7d", width, g.Group, g.Rows)
+		for i, r := range g.Rules {
+			fmt.Fprintf(&b, " %*.2f", max(len(perfdb.GEMMRules[i].String()), 7), r.AbsMedian)
+		}
+		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

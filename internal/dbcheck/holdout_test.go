@@ -20,7 +20,7 @@ func TestGEMMHoldoutSummary(t *testing.T) {
 	for _, p := range [][2]float64{{1, 15}, {2, 12}, {16, 14}, {17, 30}, {64, 40}, {65, 50}, {128, 60}} {
 		db.GEMM = append(db.GEMM, perfdb.GEMMRow{Dtype: "bfloat16", M: int(p[0]), N: 1024, K: 1024, Ms: p[1] / 1e3})
 	}
-	groups := GEMMHoldout([]*perfdb.DB{db}, HoldoutByRange)
+	groups := GEMMHoldout([]*perfdb.DB{db}, HoldoutByRange, perfdb.AxisM)
 	if len(groups) != 2 || groups[0].Group != "m 2-16" || groups[0].Rows != 2 || groups[1].Group != "m 17-256" || groups[1].Rows != 3 {
 		t.Fatalf("groups %+v", groups)
 	}
@@ -33,7 +33,7 @@ func TestGEMMHoldoutSummary(t *testing.T) {
 	if tile.Closer != 0 || tile.Farther != 2 || math.Abs(tile.AbsMedian-25) > 1e-9 {
 		t.Errorf("tile-64 over m 17-256: %+v; want closer 0, farther 2, |median| 25 %%", tile)
 	}
-	bySys := GEMMHoldout([]*perfdb.DB{db}, HoldoutBySystem)
+	bySys := GEMMHoldout([]*perfdb.DB{db}, HoldoutBySystem, perfdb.AxisM)
 	if len(bySys) != 2 || bySys[1].Group != "syn m 17-256" {
 		t.Errorf("by system: %+v", bySys)
 	}

@@ -83,3 +83,83 @@ func GEMMHoldout(db *DB) []HeldOut {
 	}
 	return out
 }
+
+// GEMMAxis is the axis of a GEMM curve held out along.
+type GEMMAxis int
+
+const (
+	// AxisM holds out m at a measured (n, k) (GEMMHoldout).
+	AxisM GEMMAxis = iota
+	// AxisN holds out n at a measured (m, k).
+	AxisN
+	// AxisK holds out k at a measured (m, n).
+	AxisK
+)
+
+// GEMMHoldoutAcross predicts every interior measured n (axis AxisN) or k
+// (AxisK) of db's GEMM rows from the others at the same dtype, m and
+// other dimension, as the predictor blends its corners: the times are
+// the (n, k) curves' after they are made non-decreasing in m
+// (buildCurve), at the measured m, and every rule reads the held-out n
+// or k between the nearest measured ones on either side (Lo, Hi), each
+// held out alone. Measured is the held-out point's own time. Rows come
+// sorted by dtype, m, the other dimension and the axis.
+func GEMMHoldoutAcross(db *DB, axis GEMMAxis) []HeldOut {
+	type key struct {
+		dtype    string
+		m, other int
+	}
+	type curveKey struct {
+		dtype string
+		n, k  int
+	}
+	xs, ys := map[curveKey][]float64{}, map[curveKey][]float64{}
+	for _, r := range db.GEMM {
+		c := curveKey{r.Dtype, r.N, r.K}
+		xs[c] = append(xs[c], float64(r.M))
+		ys[c] = append(ys[c], r.Ms*1e6)
+	}
+	along := map[key]*curve{}
+	for c := range xs {
+		cv := buildCurve(xs[c], ys[c])
+		a, other := c.n, c.k
+		if axis == AxisK {
+			a, other = c.k, c.n
+		}
+		for i, m := range cv.x {
+			k := key{c.dtype, int(m), other}
+			if along[k] == nil {
+				along[k] = &curve{}
+			}
+			along[k].x = append(along[k].x, float64(a))
+			along[k].y = append(along[k].y, cv.y[i])
+		}
+	}
+	keys := make([]key, 0, len(along))
+	for k := range along {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.dtype, b.dtype), cmp.Compare(a.m, b.m), cmp.Compare(a.other, b.other))
+	})
+	var out []HeldOut
+	rest := &curve{}
+	for _, k := range keys {
+		c := averaged(along[k].x, along[k].y)
+		for i := 1; i+1 < len(c.x); i++ {
+			rest.x = append(append(rest.x[:0], c.x[:i]...), c.x[i+1:]...)
+			rest.y = append(append(rest.y[:0], c.y[:i]...), c.y[i+1:]...)
+			h := HeldOut{System: db.System, Dtype: k.dtype, M: k.m, Lo: int(c.x[i-1]), Hi: int(c.x[i+1]),
+				Measured: c.y[i], Pred: make([]float64, len(GEMMRules))}
+			h.N, h.K = int(c.x[i]), k.other
+			if axis == AxisK {
+				h.N, h.K = k.other, int(c.x[i])
+			}
+			for j, r := range GEMMRules {
+				h.Pred[j], _ = rest.atRule(c.x[i], r)
+			}
+			out = append(out, h)
+		}
+	}
+	return out
+}

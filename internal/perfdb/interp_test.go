@@ -135,3 +135,26 @@ func TestKernelsGEMMBetweenGridPoints(t *testing.T) {
 		}
 	}
 }
+
+// TestGEMMHoldoutAcrossN: at m 1 and k 1024, n 1024, 2048 and 4096 take
+// 10, 30 and 90 µs. Holding out n 2048: linear reads 10 + 80·1024/3072
+// = 36.67 µs, log-log the power law 10·9^(1/2) = 30 µs (exact here).
+// Along k the rows have one k each, so nothing is held out.
+func TestGEMMHoldoutAcrossN(t *testing.T) {
+	db := &DB{System: "syn"}
+	for _, p := range [][2]float64{{1024, 10}, {2048, 30}, {4096, 90}} {
+		db.GEMM = append(db.GEMM, GEMMRow{Dtype: "bfloat16", M: 1, N: int(p[0]), K: 1024, Ms: p[1] / 1e3})
+	}
+	got := GEMMHoldoutAcross(db, AxisN)
+	if len(got) != 1 {
+		t.Fatalf("%d rows held out, want 1: %+v", len(got), got)
+	}
+	h := got[0]
+	if h.M != 1 || h.N != 2048 || h.K != 1024 || h.Lo != 1024 || h.Hi != 4096 || !near(h.Measured, 30e3) ||
+		!near(h.Pred[GEMMLinear], (10+80.0/3)*1e3) || !near(h.Pred[GEMMLogLog], 30e3) {
+		t.Errorf("held out %+v", h)
+	}
+	if k := GEMMHoldoutAcross(db, AxisK); len(k) != 0 {
+		t.Errorf("along k: %+v, want none", k)
+	}
+}
