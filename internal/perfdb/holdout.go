@@ -12,7 +12,8 @@ import (
 type HeldOut struct {
 	System, Dtype string
 	M, N, K       int
-	// Lo and Hi are the measured m the prediction bracketed.
+	// Lo and Hi are the measured values of the held-out axis (m, or n or
+	// k for GEMMHoldoutAcross) the prediction was read between.
 	Lo, Hi   int
 	Measured float64
 	Pred     []float64
