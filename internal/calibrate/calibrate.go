@@ -560,6 +560,9 @@ type sample struct {
 	b *perf.Batch
 	// mkn is a GEMM row's M, K and N (p.Op is OpGEMM).
 	mkn [3]int
+	// native, when set, is the collection's extra activation
+	// quantisation timed with this fp8 GEMM row (nativeQuant).
+	native *nativeQuant
 }
 
 // batch is the step the sample was measured on.
@@ -574,7 +577,11 @@ func (s *sample) batch() perf.Batch {
 func (s *sample) predict(r *perf.Roofline, b *perf.Batch) float64 {
 	switch {
 	case s.p.Op == OpGEMM:
-		return r.LinearNs(s.mkn[0], s.mkn[1], s.mkn[2])
+		ns := r.LinearNs(s.mkn[0], s.mkn[1], s.mkn[2])
+		if s.native != nil {
+			ns += s.native.ns(float64(s.mkn[0])*float64(s.mkn[1]), r.MemoryRate())
+		}
+		return ns
 	case s.p.Category == perf.CategoryMoE:
 		return predictOp(r, &s.p)
 	}

@@ -21,11 +21,17 @@ func fitFP8(eff perf.Efficiency, in *PerfDBInput, opt Options) (perf.Efficiency,
 	// with them: from the start values at once the simplex settles
 	// in a worse minimum (H100 10.7 % against 4.8 % in two stages).
 	rows := subsample(fp8, maxDenseRows)
+	first, all := fp8Params[:3], fp8Params
+	if in.native != nil {
+		// The collection's own quantisation cost is fitted with them.
+		first = append(slices.Clone(first), in.native.params()...)
+		all = append(slices.Clone(all), in.native.params()...)
+	}
 	var err error
-	if eff, _, err = fitGroup(eff, fp8Params[:3], rows); err != nil {
+	if eff, _, err = fitGroup(eff, first, rows); err != nil {
 		return eff, err
 	}
-	eff, _, err = fitGroup(eff, fp8Params, rows)
+	eff, _, err = fitGroup(eff, all, rows)
 	return eff, err
 }
 

@@ -1,0 +1,79 @@
+package calibrate
+
+import (
+	"math"
+
+	"github.com/servesim/servesim/internal/perf"
+	"github.com/servesim/servesim/internal/perfdb"
+)
+
+// nativeQuantBytes is the traffic per activation element that vLLM's
+// PyTorch-native per-tensor fp8 quantisation (QuantFP8.forward_native,
+// run eagerly, op by op) adds to the one fused kernel a served step runs:
+// x.to(float32) writes 4 bytes, the multiply by the scale's reciprocal and
+// the clamp each read and write 4, and the cast to fp8 reads 4; the bf16
+// read (2) and the fp8 write (1) are paid either way.
+const nativeQuantBytes = 4 + 8 + 8 + 4
+
+// nativeQuant is the cost AIConfigurator's vLLM 0.14 GEMM collector
+// timed with every per-tensor fp8 row on top of the layer a served step
+// runs. That collector (collector/vllm/collect_gemm.py at vLLM 0.14.0)
+// builds its layers under a default VllmConfig(), which from vLLM's
+// optimisation levels on selects compile mode and so custom_ops "none":
+// QuantFP8 then dispatches to its PyTorch-native forward, which the
+// collector never compiles, so each row ran the quantisation as four
+// elementwise kernels through an fp32 copy of the activations. A served
+// vLLM step compiles that code into one fused kernel (or runs vLLM's CUDA
+// kernel), which the roofline's FP8QuantNs and FP8QuantPsPerElem time.
+// The extra time is the kernels' launches (fixedNs) plus
+// nativeQuantBytes per element at the accelerator's effective memory
+// rate for the part of the fp32 copy that does not stay in L2
+// (4·M·K/l2Bytes of it, at most all). Both constants are properties of
+// the collection, fitted on its rows (see checkNative); a run never
+// charges them.
+type nativeQuant struct {
+	fixedNs, l2Bytes float64
+}
+
+// ns is the extra time of a row of M·K activation elements on a roofline
+// whose memory rate is memRate (bytes/s).
+func (q *nativeQuant) ns(mk, memRate float64) float64 {
+	miss := math.Min(1, 4*mk/q.l2Bytes)
+	return q.fixedNs + nativeQuantBytes*mk/memRate*1e9*miss
+}
+
+// params are q's two constants as fit parameters (they set q, not the
+// efficiencies).
+func (q *nativeQuant) params() []param {
+	return []param{
+		{"native_quant_fixed", func(*perf.Efficiency) float64 { return q.fixedNs },
+			func(_ *perf.Efficiency, v float64) { q.fixedNs = v }, 3000, 10, 1e5},
+		{"native_quant_l2", func(*perf.Efficiency) float64 { return q.l2Bytes },
+			func(_ *perf.Efficiency, v float64) { q.l2Bytes = v }, 64e6, 1e6, 1e9},
+	}
+}
+
+// nativeQuantTables reports whether the per-tensor fp8 rows of db were
+// collected with the PyTorch-native quantisation (nativeQuant): the vLLM
+// 0.14 collections. The 0.19.0 collections of the same collector code
+// show no such cost (h100_sxm's 0.19.0 fp8 rows at M 8192, K 4096, N 768:
+// 86 µs, against 404 µs in its 0.14.0 collection).
+func nativeQuantTables(db *perfdb.DB) bool {
+	for _, t := range db.Tables {
+		if t.Name == "gemm_perf" {
+			return compareVersion(t.Version, "0.14.0") >= 0 && compareVersion(t.Version, "0.15.0") < 0
+		}
+	}
+	return false
+}
+
+// checkNative fits the collection's constants of the native quantisation
+// (in.native) on the fp8 rows with eff held: the terms a served step runs
+// stay those of the calibration checked. No-op without such rows.
+func checkNative(eff perf.Efficiency, in *PerfDBInput) error {
+	if in.native == nil || len(in.tables[TableGEMMFP8]) == 0 {
+		return nil
+	}
+	_, _, err := fitGroup(eff, in.native.params(), subsample(in.tables[TableGEMMFP8], maxDenseRows))
+	return err
+}

@@ -1,0 +1,65 @@
+package calibrate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/servesim/servesim/internal/perfdb"
+)
+
+// TestNativeQuantByHand checks the collection's extra quantisation cost
+// against hand sums: 24 bytes per element at L40S's effective memory rate
+// (864 GB/s × 0.7733 = 668.1312 GB/s) for the part of the fp32 copy
+// (4·M·K bytes) beyond a 96 MB cache, plus the fixed 4 µs.
+func TestNativeQuantByHand(t *testing.T) {
+	q := nativeQuant{fixedNs: 4000, l2Bytes: 96e6}
+	rate := 864e9 * 0.7733
+	for _, c := range []struct {
+		m, k float64
+		want float64 // ns
+	}{
+		// 4·8192·4096 = 134 MB > 96 MB: all missed;
+		// 4000 + 24·33,554,432 / 668.1312e9 s = 1,209,311.7 ns.
+		{8192, 4096, 1209311.7},
+		// 4·1024·4096 = 16.8 MB: 0.174763 of it missed;
+		// 4000 + 24·4,194,304 / 668.1312e9 s × 0.174763 = 30,330.4 ns.
+		{1024, 4096, 30330.4},
+		{0, 4096, 4000},
+	} {
+		if got := q.ns(c.m*c.k, rate); math.Abs(got-c.want) > 0.1 {
+			t.Errorf("M %g K %g: %.1f ns, want %.1f", c.m, c.k, got, c.want)
+		}
+	}
+}
+
+// TestNativeQuantTables: only the vLLM 0.14 collections carry the cost,
+// and only their per-tensor fp8 rows get it.
+func TestNativeQuantTables(t *testing.T) {
+	for sys, want := range map[string]bool{"l40s": true, "a100_sxm": true, "h100_sxm": false, "rtx_pro_6000_server": false} {
+		db, err := perfdb.Open(perfdb.Embedded(), sys, "vllm", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nativeQuantTables(db); got != want {
+			t.Errorf("%s: %v, want %v", sys, got, want)
+		}
+		if sys != "l40s" {
+			continue
+		}
+		acc, err := AcceleratorOfSystem(sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := NewPerfDBInput(db, acc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tb, rows := range in.tables {
+			for _, s := range rows {
+				if (s.native != nil) != (tb == TableGEMMFP8) {
+					t.Fatalf("%s row %v: native %v", tb, s.mkn, s.native != nil)
+				}
+			}
+		}
+	}
+}
