@@ -563,6 +563,9 @@ type sample struct {
 	// native, when set, is the collection's extra activation
 	// quantisation timed with this fp8 GEMM row (nativeQuant).
 	native *nativeQuant
+	// eager, when set, is the host's issue time this block fp8 row was
+	// timed with (eagerIssue).
+	eager *eagerIssue
 }
 
 // batch is the step the sample was measured on.
@@ -580,6 +583,9 @@ func (s *sample) predict(r *perf.Roofline, b *perf.Batch) float64 {
 		ns := r.LinearNs(s.mkn[0], s.mkn[1], s.mkn[2])
 		if s.native != nil {
 			ns += s.native.ns(float64(s.mkn[0])*float64(s.mkn[1]), r.MemoryRate())
+		}
+		if s.eager != nil {
+			ns = s.eager.ns(ns)
 		}
 		return ns
 	case s.p.Category == perf.CategoryMoE:

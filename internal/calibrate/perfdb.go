@@ -183,6 +183,9 @@ type PerfDBInput struct {
 	// native is the extra quantisation cost the fp8 rows were timed with
 	// (nativeQuantTables), nil when they were not.
 	native *nativeQuant
+	// eager is the host's issue time the block fp8 rows were timed with
+	// (eagerBlockTables), nil when they ran in CUDA graphs.
+	eager *eagerIssue
 }
 
 // AcceleratorOfSystem returns the catalog accelerator whose perfdb_system
@@ -279,6 +282,9 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 	if nativeQuantTables(db) {
 		in.native = &nativeQuant{fixedNs: 3000, l2Bytes: 64e6}
 	}
+	if eagerBlockTables(db) {
+		in.eager = &eagerIssue{hostNs: 20000}
+	}
 	for _, g := range db.GEMM {
 		if g.M < 1 || g.M > MaxStepTokens || g.N < 1 || g.K < 1 || !(g.Ms > 0) || !shapes[[2]int{g.N, g.K}] {
 			continue
@@ -288,8 +294,11 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 			continue // a dtype the accelerator cannot run, or not modelled
 		}
 		s.p.Category = tableOf[g.Dtype]
-		if s.p.Category == TableGEMMFP8 {
+		switch s.p.Category {
+		case TableGEMMFP8:
 			s.native = in.native
+		case TableGEMMFP8Block:
+			s.eager = in.eager
 		}
 		in.tables[s.p.Category] = append(in.tables[s.p.Category], s)
 	}
@@ -543,7 +552,7 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 // relative error |predicted/measured - 1| per table (PerfDBTables) and per
 // op group (GEMMs by M range, attention by head size).
 func CheckPerfDB(eff perf.Efficiency, in *PerfDBInput) (*Report, error) {
-	if err := checkNative(eff, in); err != nil {
+	if err := checkCollection(eff, in); err != nil {
 		return nil, err
 	}
 	rs := map[*Input]*perf.Roofline{}

@@ -310,10 +310,12 @@ func TestEmbeddedPerfDBCalibrations(t *testing.T) {
 				// The fp8 and NVFP4 terms (FitPerfDBFP8) and the
 				// all-reduce constants (FitPerfDBAllReduce) alone are
 				// fitted on the database: fp8 33.5 %, NVFP4 32.3 % and
-				// all-reduce 34.4 % before; block fp8 is not fitted (its
-				// rows were timed without CUDA graphs).
+				// all-reduce 34.4 % before; block fp8 is not fitted: its
+				// rows, timed without CUDA graphs, are checked with the
+				// collection's host issue time (eagerIssue), 52.8 %
+				// without it.
 				for tb, med := range map[string]float64{TableGEMM: 0.113, TableContext: 0.090, TableGeneration: 0.100, TableGEMMFP8: 0.033,
-					TableGEMMFP8Block: 0.528, TableGEMMNVFP4: 0.088, TableAllReduce: 0.041} {
+					TableGEMMFP8Block: 0.054, TableGEMMNVFP4: 0.088, TableAllReduce: 0.041} {
 					if got := rep.Tables[tb].Median; math.Abs(got-med) > 0.002 {
 						t.Errorf("%s: median %.4f, docs say %.3f", tb, got, med)
 					}

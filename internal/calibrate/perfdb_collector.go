@@ -29,7 +29,7 @@ const nativeQuantBytes = 4 + 8 + 8 + 4
 // nativeQuantBytes per element at the accelerator's effective memory
 // rate for the part of the fp32 copy that does not stay in L2
 // (4·M·K/l2Bytes of it, at most all). Both constants are properties of
-// the collection, fitted on its rows (see checkNative); a run never
+// the collection, fitted on its rows (see checkCollection); a run never
 // charges them.
 type nativeQuant struct {
 	fixedNs, l2Bytes float64
@@ -43,8 +43,11 @@ func (q *nativeQuant) ns(mk, memRate float64) float64 {
 }
 
 // params are q's two constants as fit parameters (they set q, not the
-// efficiencies).
+// efficiencies); none for a nil q.
 func (q *nativeQuant) params() []param {
+	if q == nil {
+		return nil
+	}
 	return []param{
 		{"native_quant_fixed", func(*perf.Efficiency) float64 { return q.fixedNs },
 			func(_ *perf.Efficiency, v float64) { q.fixedNs = v }, 3000, 10, 1e5},
@@ -67,13 +70,65 @@ func nativeQuantTables(db *perfdb.DB) bool {
 	return false
 }
 
-// checkNative fits the collection's constants of the native quantisation
-// (in.native) on the fp8 rows with eff held: the terms a served step runs
-// stay those of the calibration checked. No-op without such rows.
-func checkNative(eff perf.Efficiency, in *PerfDBInput) error {
-	if in.native == nil || len(in.tables[TableGEMMFP8]) == 0 {
+// checkCollection fits the constants of the collection's own costs
+// (in.native, in.eager) on the rows they apply to with eff held: the
+// terms a served step runs stay those of the calibration checked. No-op
+// for a collection without such rows.
+func checkCollection(eff perf.Efficiency, in *PerfDBInput) error {
+	for _, c := range []struct {
+		table  string
+		params []param
+	}{{TableGEMMFP8, in.native.params()}, {TableGEMMFP8Block, in.eager.params()}} {
+		if len(c.params) == 0 || len(in.tables[c.table]) == 0 {
+			continue
+		}
+		if _, _, err := fitGroup(eff, c.params, subsample(in.tables[c.table], maxDenseRows)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eagerRuns is how many times AIConfigurator's collector calls a layer
+// between its two timing events (benchmark_with_power's num_runs, 6 in
+// collector/vllm/collect_gemm.py).
+const eagerRuns = 6
+
+// eagerIssue is the host's time to issue one call of a layer that the
+// collector timed outside a CUDA graph: since vLLM 0.19.0 its block fp8
+// rows (collect_gemm.py runs them with use_cuda_graph=False, one layer
+// per call). Between the timing events the host issues eagerRuns calls
+// while the GPU runs them, so a call's measured time is the slower of the
+// two plus 1/eagerRuns of the faster (the first issue before the GPU
+// starts, or the last GPU work after the host is done). A served step
+// replays its layers from CUDA graphs and never waits on that issue; the
+// constant is the collection's, fitted on its rows (checkCollection), and a
+// run never charges it.
+type eagerIssue struct {
+	hostNs float64
+}
+
+// ns is the measured time of a call whose GPU time is gpuNs.
+func (e *eagerIssue) ns(gpuNs float64) float64 {
+	return math.Max(e.hostNs, gpuNs) + math.Min(e.hostNs, gpuNs)/eagerRuns
+}
+
+// params is e's constant as a fit parameter; none for a nil e.
+func (e *eagerIssue) params() []param {
+	if e == nil {
 		return nil
 	}
-	_, _, err := fitGroup(eff, in.native.params(), subsample(in.tables[TableGEMMFP8], maxDenseRows))
-	return err
+	return []param{{"eager_issue", func(*perf.Efficiency) float64 { return e.hostNs },
+		func(_ *perf.Efficiency, v float64) { e.hostNs = v }, 20000, 100, 1e6}}
+}
+
+// eagerBlockTables reports whether db's block fp8 rows were timed
+// outside a CUDA graph (eagerIssue): the collections of vLLM 0.19.0 on.
+func eagerBlockTables(db *perfdb.DB) bool {
+	for _, t := range db.Tables {
+		if t.Name == "gemm_perf" {
+			return compareVersion(t.Version, "0.19.0") >= 0
+		}
+	}
+	return false
 }
