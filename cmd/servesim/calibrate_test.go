@@ -267,9 +267,10 @@ func TestCalibrateFP8Only(t *testing.T) {
 	if !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("refitted entry differs from the embedded one:\n got %+v\nwant %+v", got, want)
 	}
-	// Block fp8 is left out (its rows were timed without CUDA graphs,
-	// docs/calibration.md): the bf16 terms at the FP8 rate stand for it.
-	for _, line := range []string{"gemm_fp8               5040     3.3%", "gemm_fp8_block         2240    52.8%", "gemm_nvfp4             5040     8.8%"} {
+	// Block fp8 is left out: the bf16 terms at the FP8 rate stand for it,
+	// its rows checked with the host issue time of their collection
+	// outside CUDA graphs (docs/calibration.md).
+	for _, line := range []string{"gemm_fp8               5040     3.3%", "gemm_fp8_block         2240     5.4%", "gemm_nvfp4             5040     8.8%"} {
 		if !strings.Contains(stderr, line) {
 			t.Errorf("fit report lacks %q:\n%s", line, stderr)
 		}
@@ -280,7 +281,7 @@ func TestCalibrateFP8Only(t *testing.T) {
 	// Every format: the block fp8 terms fitted too.
 	all := filepath.Join(t.TempDir(), "all.yaml")
 	if code, _, stderr := run(t, "calibrate", "--perfdb", "builtin", "--system", "rtx_pro_6000_server", "--quant-only", "--fp8-waves", "-o", all); code != 0 ||
-		!strings.Contains(stderr, "gemm_fp8_block         2240    10.3%") {
+		!strings.Contains(stderr, "gemm_fp8_block         2240     3.5%") {
 		t.Errorf("all formats: exit %d: %s", code, stderr)
 	}
 	if code, _, stderr := run(t, "calibrate", "--perfdb", "builtin", "--system", "rtx_pro_6000_server", "--quant-only", "--quant-formats", "fp4", "-o", all); code != 2 ||

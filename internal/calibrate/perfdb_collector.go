@@ -1,7 +1,9 @@
 package calibrate
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/servesim/servesim/internal/perf"
 	"github.com/servesim/servesim/internal/perfdb"
@@ -131,4 +133,19 @@ func eagerBlockTables(db *perfdb.DB) bool {
 		}
 	}
 	return false
+}
+
+// CollectionNote says which of the collection's own costs the last
+// CheckPerfDB (or fit) of in modelled, with their fitted constants; ""
+// when none applied.
+func (in *PerfDBInput) CollectionNote() string {
+	var parts []string
+	if in.native != nil && len(in.tables[TableGEMMFP8]) > 0 {
+		parts = append(parts, fmt.Sprintf("fp8 rows timed with vLLM's PyTorch-native activation quantisation (%.1f µs a row, and %d bytes an element at the memory rate for the share of its fp32 copy a %.0f MB cache does not keep)",
+			in.native.fixedNs/1e3, nativeQuantBytes, in.native.l2Bytes/1e6))
+	}
+	if in.eager != nil && len(in.tables[TableGEMMFP8Block]) > 0 {
+		parts = append(parts, fmt.Sprintf("block fp8 rows timed outside a CUDA graph (host issue %.1f µs a call)", in.eager.hostNs/1e3))
+	}
+	return strings.Join(parts, "; ")
 }
