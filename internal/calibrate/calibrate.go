@@ -560,12 +560,8 @@ type sample struct {
 	b *perf.Batch
 	// mkn is a GEMM row's M, K and N (p.Op is OpGEMM).
 	mkn [3]int
-	// native, when set, is the collection's extra activation
-	// quantisation timed with this fp8 GEMM row (nativeQuant).
-	native *nativeQuant
-	// eager, when set, is the host's issue time this block fp8 row was
-	// timed with (eagerIssue).
-	eager *eagerIssue
+	// coll is what the row's collection timed besides the served op.
+	coll collected
 }
 
 // batch is the step the sample was measured on.
@@ -580,14 +576,7 @@ func (s *sample) batch() perf.Batch {
 func (s *sample) predict(r *perf.Roofline, b *perf.Batch) float64 {
 	switch {
 	case s.p.Op == OpGEMM:
-		ns := r.LinearNs(s.mkn[0], s.mkn[1], s.mkn[2])
-		if s.native != nil {
-			ns += s.native.ns(float64(s.mkn[0])*float64(s.mkn[1]), r.MemoryRate())
-		}
-		if s.eager != nil {
-			ns = s.eager.ns(ns)
-		}
-		return ns
+		return s.coll.ns(r, s.mkn)
 	case s.p.Category == perf.CategoryMoE:
 		return predictOp(r, &s.p)
 	}

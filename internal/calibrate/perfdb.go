@@ -296,9 +296,9 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 		s.p.Category = tableOf[g.Dtype]
 		switch s.p.Category {
 		case TableGEMMFP8:
-			s.native = in.native
+			s.coll.native = in.native
 		case TableGEMMFP8Block:
-			s.eager = in.eager
+			s.coll.eager = in.eager
 		}
 		in.tables[s.p.Category] = append(in.tables[s.p.Category], s)
 	}

@@ -9,6 +9,27 @@ import (
 	"github.com/servesim/servesim/internal/perfdb"
 )
 
+// collected is what a GEMM row's collection timed besides the linear
+// layer a served step runs: nothing, the native quantisation of a per-tensor
+// fp8 row, or the host issue time of an eager block fp8 row.
+type collected struct {
+	native *nativeQuant
+	eager  *eagerIssue
+}
+
+// ns is the time of the GEMM row of M, K, N (mkn) as its collection
+// measured it, the served layer timed by r.
+func (c collected) ns(r *perf.Roofline, mkn [3]int) float64 {
+	ns := r.LinearNs(mkn[0], mkn[1], mkn[2])
+	if c.native != nil {
+		ns += c.native.ns(float64(mkn[0])*float64(mkn[1]), r.MemoryRate())
+	}
+	if c.eager != nil {
+		ns = c.eager.ns(ns)
+	}
+	return ns
+}
+
 // nativeQuantBytes is the traffic per activation element that vLLM's
 // PyTorch-native per-tensor fp8 quantisation (QuantFP8.forward_native,
 // run eagerly, op by op) adds to the one fused kernel a served step runs:

@@ -56,8 +56,8 @@ func TestNativeQuantTables(t *testing.T) {
 		}
 		for tb, rows := range in.tables {
 			for _, s := range rows {
-				if (s.native != nil) != (tb == TableGEMMFP8) {
-					t.Fatalf("%s row %v: native %v", tb, s.mkn, s.native != nil)
+				if (s.coll.native != nil) != (tb == TableGEMMFP8) {
+					t.Fatalf("%s row %v: native %v", tb, s.mkn, s.coll.native != nil)
 				}
 			}
 		}

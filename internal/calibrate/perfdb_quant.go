@@ -118,10 +118,10 @@ func fitScaled(eff perf.Efficiency, table string, params []param, rows []sample,
 	opt.progress(fmt.Sprintf("fitting the %s terms on %d of %d rows", table, min(len(rows), maxDenseRows), len(rows)))
 	rows = subsample(rows, maxDenseRows)
 	first := params[:4]
-	if len(rows) > 0 && rows[0].eager != nil {
+	if len(rows) > 0 && rows[0].coll.eager != nil {
 		// The collection's issue time is fitted with them.
-		first = append(slices.Clone(first), rows[0].eager.params()...)
-		params = append(slices.Clone(params), rows[0].eager.params()...)
+		first = append(slices.Clone(first), rows[0].coll.eager.params()...)
+		params = append(slices.Clone(params), rows[0].coll.eager.params()...)
 	}
 	var err error
 	if eff, _, err = fitGroup(eff, first, rows); err != nil {
