@@ -78,9 +78,10 @@ func TestEagerIssueByHand(t *testing.T) {
 
 // TestEagerBlockRows: the block fp8 rows of the vLLM 0.19.0 collections
 // are checked with the host issue time, fitted on them: about 123 µs a
-// call on rtx_pro_6000_server, whose smallest block fp8 rows all take
-// 114–163 µs whatever their shape, and nothing on h100_sxm, whose fitted
-// fixed cost of the layer already covers its 9–24 µs.
+// call on rtx_pro_6000_server, whose smallest checked block fp8 rows (M ≤ 64,
+// N·K ≤ 4 Mi) all take 114–163 µs whatever their shape, and nothing on
+// h100_sxm, whose fitted fixed cost of the layer already covers its
+// 9–25 µs.
 func TestEagerBlockRows(t *testing.T) {
 	b, err := Builtin()
 	if err != nil {
@@ -108,6 +109,18 @@ func TestEagerBlockRows(t *testing.T) {
 		}
 		if h := in.eager.hostNs; h < want[0] || h > want[1] {
 			t.Errorf("%s: host issue %.0f ns, want %.0f..%.0f", sys, h, want[0], want[1])
+		}
+		// The smallest checked rows (M ≤ 64, N·K ≤ 4 Mi): a floor, whatever
+		// the shape.
+		lo, hi := math.Inf(1), 0.0
+		for _, r := range in.tables[TableGEMMFP8Block] {
+			if r.mkn[0] <= 64 && r.mkn[1]*r.mkn[2] <= 4<<20 {
+				lo, hi = math.Min(lo, r.p.Ns/1e3), math.Max(hi, r.p.Ns/1e3)
+			}
+		}
+		floor := map[string][2]float64{"rtx_pro_6000_server": {114, 163}, "h100_sxm": {9, 25}}[sys]
+		if lo < floor[0] || hi > floor[1] {
+			t.Errorf("%s: smallest block fp8 rows %.1f..%.1f µs, want within %.0f..%.0f", sys, lo, hi, floor[0], floor[1])
 		}
 	}
 }
