@@ -208,6 +208,13 @@ func TestCalibrateCheckPerfDB(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", w, stdout)
 		}
 	}
+	// The l40s fp8 rows are checked with the activation quantisation
+	// their collection ran (vLLM's PyTorch-native one), fitted and named.
+	if code, stdout, _ := run(t, "calibrate", "--check", "perfdb:l40s"); code != 0 ||
+		!strings.Contains(stdout, "\nmodelled as costs of the collection, not of a served step: fp8 rows timed with vLLM's PyTorch-native activation quantisation (4.1 µs a row") ||
+		!strings.Contains(stdout, "  gemm_fp8               1386     9.4%") {
+		t.Errorf("perfdb:l40s: exit %d:\n%s", code, stdout)
+	}
 	// --use lends another accelerator's calibration to the tables.
 	if code, stdout, _ := run(t, "calibrate", "--check", "perfdb:h100_sxm", "--use", "RTXPRO6000"); code != 0 ||
 		!strings.Contains(stdout, "calibration RTXPRO6000 of embedded calibration [quantised GEMM and all-reduce terms fitted on per-op kernel tables perfdb:rtx_pro_6000_server/vllm/0.19.0]\n") {
