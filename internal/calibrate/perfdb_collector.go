@@ -81,17 +81,11 @@ func (q *nativeQuant) params() []param {
 
 // nativeQuantTables reports whether the per-tensor fp8 rows of db were
 // collected with the PyTorch-native quantisation (nativeQuant): the vLLM
-// 0.14 collections. The 0.19.0 collections of the same collector code
-// show no such cost (h100_sxm's 0.19.0 fp8 rows at M 8192, K 4096, N 768:
-// 86 µs, against 404 µs in its 0.14.0 collection).
-func nativeQuantTables(db *perfdb.DB) bool {
-	for _, t := range db.Tables {
-		if t.Name == "gemm_perf" {
-			return compareVersion(t.Version, "0.14.0") >= 0 && compareVersion(t.Version, "0.15.0") < 0
-		}
-	}
-	return false
-}
+// 0.14 collections (perfdb.DB.NativeQuantFP8). The 0.19.0 collections of
+// the same collector code show no such cost (h100_sxm's 0.19.0 fp8 rows
+// at M 8192, K 4096, N 768: 86 µs, against 404 µs in its 0.14.0
+// collection).
+func nativeQuantTables(db *perfdb.DB) bool { return db.NativeQuantFP8() }
 
 // checkCollection fits the constants of the collection's own costs
 // (in.native, in.eager) on the rows they apply to with eff held: the

@@ -291,3 +291,29 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatalf("error = %v, want the yaml field named", err)
 	}
 }
+
+// TestNativeQuantFP8Rows: the l40s (vLLM 0.14.0) per-tensor fp8 rows,
+// timed with vLLM's PyTorch-native activation quantisation, are left out
+// of the fp8 GEMM lookups (the calibrated roofline times them), its bf16
+// rows kept; h100_sxm's 0.19.0 fp8 rows are used.
+func TestNativeQuantFP8Rows(t *testing.T) {
+	for sys, native := range map[string]bool{"l40s": true, "h100_sxm": false} {
+		db, err := Open(Embedded(), sys, "vllm", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if db.NativeQuantFP8() != native {
+			t.Errorf("%s: NativeQuantFP8 %v, want %v", sys, !native, native)
+		}
+		k, err := db.Kernels(Shape{Heads: 32, KVHeads: 8, HeadDim: 128, GEMMDtype: "fp8"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := k.GEMM(true, 512, 4096, 4096); ok == native {
+			t.Errorf("%s: fp8 GEMM found %v, want %v", sys, ok, !native)
+		}
+		if _, ok := k.GEMM(false, 512, 4096, 4096); !ok {
+			t.Errorf("%s: bf16 GEMM not found", sys)
+		}
+	}
+}
