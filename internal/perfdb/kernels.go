@@ -482,7 +482,10 @@ func (db *DB) Kernels(s Shape) (*Kernels, error) {
 	}
 	k.gemm = k.gemmBF16
 	if s.GEMMDtype != "bfloat16" {
-		k.gemm = newGEMMIndex(db.GEMM, s.GEMMDtype)
+		k.gemm = nil // rows that time more than a served layer: none
+		if s.GEMMDtype != "fp8" || !db.NativeQuantFP8() {
+			k.gemm = newGEMMIndex(db.GEMM, s.GEMMDtype)
+		}
 	}
 	k.gemmBytes = gemmElementBytes(s.GEMMDtype)
 	kvb := 2.0
