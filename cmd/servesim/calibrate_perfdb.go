@@ -179,7 +179,11 @@ func runPerfDBCheck(w io.Writer, dir, system, version, calFile, use string, ops 
 	if en.FP8Source != "" && en.Kept == "" {
 		fmt.Fprintf(w, " [quantised GEMM and all-reduce terms fitted on per-op kernel tables %s]", en.FP8Source)
 	}
-	fmt.Fprintf(w, "\nchecked on %s (%s; bf16 KV, at most %d tokens per step)%s\n%s", in.Source, in.Accelerator, calibrate.MaxStepTokens, droppedNote(in), rep.TableString())
+	fmt.Fprintf(w, "\nchecked on %s (%s; bf16 KV, at most %d tokens per step)%s\n", in.Source, in.Accelerator, calibrate.MaxStepTokens, droppedNote(in))
+	if note := in.CollectionNote(); note != "" {
+		fmt.Fprintf(w, "modelled as costs of the collection, not of a served step: %s\n", note)
+	}
+	fmt.Fprint(w, rep.TableString())
 	if ops {
 		fmt.Fprint(w, rep.String())
 	}

@@ -32,11 +32,12 @@ nine systems, and --path DIR reads a newer copy: the folder holding
   servesim perfdb crosscheck --profile BUNDLE  the database vs a profile bundle, op by op
   servesim perfdb collectives --system NAME    measured vs modelled all-reduce by message size
   servesim perfdb alltoall --hardware NAME     one MoE layer's all-to-all per backend and EP size
-  servesim perfdb steps                        roofline vs perfdb step times per deployment and batch`,
+  servesim perfdb steps                        roofline vs perfdb step times per deployment and batch
+  servesim perfdb gemm-holdout                 rules for a GEMM between measured m, on the database's own rows`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newPerfDBSystemsCmd(), newPerfDBCrosscheckCmd(), newPerfDBCollectivesCmd(), newPerfDBAlltoallCmd(), newPerfDBStepsCmd())
+	cmd.AddCommand(newPerfDBSystemsCmd(), newPerfDBCrosscheckCmd(), newPerfDBCollectivesCmd(), newPerfDBAlltoallCmd(), newPerfDBStepsCmd(), newPerfDBHoldoutCmd())
 	return cmd
 }
 

@@ -137,6 +137,10 @@ func TestPerfDBErrors(t *testing.T) {
 		{[]string{"perfdb", "steps", "--prefill", "0"}, []string{"--prefill", `"0"`}},
 		{[]string{"perfdb", "steps", "--format", "int3"}, []string{"--format", `"int3"`, "nvfp4"}},
 		{[]string{"perfdb", "steps", "--hardware", "H999", "--model", "meta-llama/Llama-3.1-8B", "--tp", "1"}, []string{"no case builds", "H999"}},
+		{[]string{"perfdb", "gemm-holdout", "--by", "m"}, []string{"--by", `"m"`, "range, dtype or system"}},
+		{[]string{"perfdb", "gemm-holdout", "--axis", "x"}, []string{"--axis", `"x"`, "m, n or k"}},
+		{[]string{"perfdb", "gemm-holdout", "--system", "h999"}, []string{"--system h999", "no such system", "rtx_pro_6000_server"}},
+		{[]string{"perfdb", "gemm-holdout", "--path", brokenDB}, []string{"gemm_perf.parquet", "not a readable parquet file"}},
 		{[]string{"perfdb", "frobnicate"}, []string{"frobnicate"}},
 	} {
 		code, _, stderr := run(t, c.args...)
@@ -303,5 +307,33 @@ func TestPerfDBStepsCollectivesFromTables(t *testing.T) {
 		[]dbcheck.StepShape{{Prefill: 128}}, stepPredictor)
 	if err == nil || len(skipped) != 1 || !strings.Contains(skipped[0], "needs FP4 tensor cores") {
 		t.Errorf("skipped %q, err %v", skipped, err)
+	}
+}
+
+// TestPerfDBGEMMHoldoutCommand: on the RTX PRO 6000's rows, the rule the
+// predictor reads GEMMs with (tile-64) is closer to the held-out rows than
+// linear in m where the two differ (m 17-4353), the claim docs/perfdb.md
+// rests the choice on.
+func TestPerfDBGEMMHoldoutCommand(t *testing.T) {
+	code, out, stderr := run(t, "perfdb", "gemm-holdout", "--system", "rtx_pro_6000_server", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var groups []dbcheck.HoldoutGroup
+	if err := json.Unmarshal([]byte(out), &groups); err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 4 {
+		t.Fatalf("%d groups, want 4 m ranges: %s", len(groups), out)
+	}
+	for _, g := range groups[1:3] {
+		rule := map[string]dbcheck.HoldoutRule{}
+		for _, r := range g.Rules {
+			rule[r.Rule] = r
+		}
+		lin, tile := rule[perfdb.GEMMLinear.String()], rule[perfdb.GEMMTile64.String()]
+		if g.Rows == 0 || !(tile.AbsMedian < lin.AbsMedian) || !(tile.Closer > tile.Farther) {
+			t.Errorf("%s: tile-64 %+v against linear %+v", g.Group, tile, lin)
+		}
 	}
 }

@@ -560,6 +560,8 @@ type sample struct {
 	b *perf.Batch
 	// mkn is a GEMM row's M, K and N (p.Op is OpGEMM).
 	mkn [3]int
+	// coll is what the row's collection timed besides the served op.
+	coll collected
 }
 
 // batch is the step the sample was measured on.
@@ -574,7 +576,7 @@ func (s *sample) batch() perf.Batch {
 func (s *sample) predict(r *perf.Roofline, b *perf.Batch) float64 {
 	switch {
 	case s.p.Op == OpGEMM:
-		return r.LinearNs(s.mkn[0], s.mkn[1], s.mkn[2])
+		return s.coll.ns(r, s.mkn)
 	case s.p.Category == perf.CategoryMoE:
 		return predictOp(r, &s.p)
 	}

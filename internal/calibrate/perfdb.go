@@ -180,6 +180,12 @@ type PerfDBInput struct {
 	// link (the accelerator's catalog link).
 	allReduce []allReduceRow
 	link      perf.Interconnect
+	// native is the extra quantisation cost the fp8 rows were timed with
+	// (nativeQuantTables), nil when they were not.
+	native *nativeQuant
+	// eager is the host's issue time the block fp8 rows were timed with
+	// (eagerBlockTables), nil when they ran in CUDA graphs.
+	eager *eagerIssue
 }
 
 // AcceleratorOfSystem returns the catalog accelerator whose perfdb_system
@@ -273,6 +279,12 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 	if err != nil {
 		return nil, err
 	}
+	if nativeQuantTables(db) {
+		in.native = &nativeQuant{fixedNs: 3000, l2Bytes: 64e6}
+	}
+	if eagerBlockTables(db) {
+		in.eager = &eagerIssue{hostNs: 20000}
+	}
 	for _, g := range db.GEMM {
 		if g.M < 1 || g.M > MaxStepTokens || g.N < 1 || g.K < 1 || !(g.Ms > 0) || !shapes[[2]int{g.N, g.K}] {
 			continue
@@ -282,6 +294,12 @@ func NewPerfDBInput(db *perfdb.DB, acc hw.Accelerator) (*PerfDBInput, error) {
 			continue // a dtype the accelerator cannot run, or not modelled
 		}
 		s.p.Category = tableOf[g.Dtype]
+		switch s.p.Category {
+		case TableGEMMFP8:
+			s.coll.native = in.native
+		case TableGEMMFP8Block:
+			s.coll.eager = in.eager
+		}
 		in.tables[s.p.Category] = append(in.tables[s.p.Category], s)
 	}
 	serving, err := ServingAttentionShapes()
@@ -534,6 +552,9 @@ func FitPerfDB(in *PerfDBInput, keep *Entry, keepName string, opt Options) (*Ent
 // relative error |predicted/measured - 1| per table (PerfDBTables) and per
 // op group (GEMMs by M range, attention by head size).
 func CheckPerfDB(eff perf.Efficiency, in *PerfDBInput) (*Report, error) {
+	if err := checkCollection(eff, in); err != nil {
+		return nil, err
+	}
 	rs := map[*Input]*perf.Roofline{}
 	for _, ip := range in.inputs {
 		r, err := perf.NewRoofline(ip.Model, ip.HW, eff, ip.TP)

@@ -21,11 +21,17 @@ func fitFP8(eff perf.Efficiency, in *PerfDBInput, opt Options) (perf.Efficiency,
 	// with them: from the start values at once the simplex settles
 	// in a worse minimum (H100 10.7 % against 4.8 % in two stages).
 	rows := subsample(fp8, maxDenseRows)
+	first, all := fp8Params[:3], fp8Params
+	if in.native != nil {
+		// The collection's own quantisation cost is fitted with them.
+		first = append(slices.Clone(first), in.native.params()...)
+		all = append(slices.Clone(all), in.native.params()...)
+	}
 	var err error
-	if eff, _, err = fitGroup(eff, fp8Params[:3], rows); err != nil {
+	if eff, _, err = fitGroup(eff, first, rows); err != nil {
 		return eff, err
 	}
-	eff, _, err = fitGroup(eff, fp8Params, rows)
+	eff, _, err = fitGroup(eff, all, rows)
 	return eff, err
 }
 
@@ -111,8 +117,14 @@ func fitScaled(eff perf.Efficiency, table string, params []param, rows []sample,
 	}
 	opt.progress(fmt.Sprintf("fitting the %s terms on %d of %d rows", table, min(len(rows), maxDenseRows), len(rows)))
 	rows = subsample(rows, maxDenseRows)
+	first := params[:4]
+	if len(rows) > 0 && rows[0].coll.eager != nil {
+		// The collection's issue time is fitted with them.
+		first = append(slices.Clone(first), rows[0].coll.eager.params()...)
+		params = append(slices.Clone(params), rows[0].coll.eager.params()...)
+	}
 	var err error
-	if eff, _, err = fitGroup(eff, params[:4], rows); err != nil {
+	if eff, _, err = fitGroup(eff, first, rows); err != nil {
 		return eff, err
 	}
 	eff, _, err = fitGroup(eff, params, rows)

@@ -241,10 +241,8 @@ func TestFitPerfDBRecoversSynthetic(t *testing.T) {
 
 // overTarget lists the tables whose median error misses the 10 % target,
 // by system, with the ceiling measured (docs/calibration.md says why):
-// the fp8 GEMMs of L40S.
-var overTarget = map[string]map[string]float64{
-	"l40s": {TableGEMMFP8: 0.120},
-}
+// none now.
+var overTarget = map[string]map[string]float64{}
 
 // ceilings pins every table's median error of the embedded database
 // calibrations a little above what it reaches (docs/calibration.md's
@@ -258,7 +256,7 @@ var ceilings = map[string][7]float64{ // gemm, context, generation, fp8, fp8_blo
 	"gb300":    {0.065, 0.063, 0.086, 0.047, 0.053, 0.068, 0.067},
 	"h100_sxm": {0.049, 0.063, 0.063, 0.049, 0.086, 0, 0.041},
 	"h200_sxm": {0.070, 0.100, 0.079, 0.077, 0.100, 0, 0.040},
-	"l40s":     {0.077, 0.066, 0.045, 0.120, 0, 0, 0.055},
+	"l40s":     {0.077, 0.066, 0.045, 0.096, 0, 0, 0.055},
 }
 
 // TestEmbeddedPerfDBCalibrations checks every embedded calibration fitted
@@ -312,10 +310,12 @@ func TestEmbeddedPerfDBCalibrations(t *testing.T) {
 				// The fp8 and NVFP4 terms (FitPerfDBFP8) and the
 				// all-reduce constants (FitPerfDBAllReduce) alone are
 				// fitted on the database: fp8 33.5 %, NVFP4 32.3 % and
-				// all-reduce 34.4 % before; block fp8 is not fitted (its
-				// rows were timed without CUDA graphs).
+				// all-reduce 34.4 % before; block fp8 is not fitted: its
+				// rows, timed without CUDA graphs, are checked with the
+				// collection's host issue time (eagerIssue), 52.8 %
+				// without it.
 				for tb, med := range map[string]float64{TableGEMM: 0.113, TableContext: 0.090, TableGeneration: 0.100, TableGEMMFP8: 0.033,
-					TableGEMMFP8Block: 0.528, TableGEMMNVFP4: 0.088, TableAllReduce: 0.041} {
+					TableGEMMFP8Block: 0.054, TableGEMMNVFP4: 0.088, TableAllReduce: 0.041} {
 					if got := rep.Tables[tb].Median; math.Abs(got-med) > 0.002 {
 						t.Errorf("%s: median %.4f, docs say %.3f", tb, got, med)
 					}

@@ -285,3 +285,36 @@ func TestOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestCrosscheckGridBuckets: GEMM rows above 256 tokens are split by
+// whether the table measured their m; smaller ones are not. qkv_proj
+// measured at m 512 (50 µs) and 768 (70 µs) is read at m 600 by tile-64
+// rounding: 600 rounds to 640, half way from 512 to 768, so 60 µs.
+func TestCrosscheckGridBuckets(t *testing.T) {
+	db := tinyDB()
+	db.GEMM = append(db.GEMM, perfdb.GEMMRow{Dtype: "bfloat16", M: 512, N: 128, K: 64, Ms: 0.050},
+		perfdb.GEMMRow{Dtype: "bfloat16", M: 768, N: 128, K: 64, Ms: 0.070})
+	pts := []perf.Point{dense(perf.OpQKVProj, 16, 40), dense(perf.OpQKVProj, 512, 50), dense(perf.OpQKVProj, 600, 50)}
+	rep, err := Crosscheck(db, Bundle{Source: "tiny/tp1", TP: 1, Model: tinyModel, HW: tinyHW, Points: pts}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]struct {
+		grid string
+		dbUs float64
+	}{16: {"", 40}, 512: {BucketOnGrid, 50}, 600: {BucketOffGrid, 60}}
+	seen := 0
+	for _, r := range rep.Rows {
+		w, ok := want[r.M]
+		if r.Op != perf.OpQKVProj || !ok {
+			continue
+		}
+		seen++
+		if r.Grid != w.grid || math.Abs(r.DBNs/1e3-w.dbUs) > 1e-9 {
+			t.Errorf("m %d: grid %q, database %v µs; want %q and %v µs", r.M, r.Grid, r.DBNs/1e3, w.grid, w.dbUs)
+		}
+	}
+	if seen != 3 {
+		t.Errorf("%d qkv_proj rows, want 3", seen)
+	}
+}

@@ -16,6 +16,9 @@
 //     perfdb predictor, each built as a run builds an instance, per
 //     deployment (accelerator, model, weight format, tp), with the
 //     collectives' part of each (perf.StepCommNs).
+//   - GEMMHoldout predicts the database's own GEMM rows without them by
+//     each rule a GEMM between two measured m can be read with
+//     (perfdb.GEMMRules) and summarises the errors per m range.
 //
 // Differences are database / profile − 1 per row; a row whose shape lies
 // outside the database's tables (where the predictor falls back to the

@@ -117,3 +117,8 @@ func (r *Roofline) fp8Waves(M, K, N, ideal float64) float64 {
 	}
 	return math.Ceil(ctas/sms) * 2 * tm * tn * K / (r.qFlopRate / sms) * 1e9
 }
+
+// MemoryRate is the effective memory bandwidth of the roofline's
+// memory-bound ops (bytes/s): the accelerator's bandwidth times
+// Efficiency.Memory.
+func (r *Roofline) MemoryRate() float64 { return r.memRate }

@@ -35,6 +35,10 @@
 // Embedded returns the copy compiled into servesim (the vLLM tables of the
 // systems listed by EmbeddedSystems, with the licence notice beside them).
 //
+// GEMMHoldout and GEMMHoldoutAcross predict the GEMM table's own rows
+// without them by each rule of GEMMRules, the measurement the GEMM
+// interpolation rule of Kernels was chosen by.
+//
 // Errors name the file and, for a malformed table, the column; nothing
 // here panics on bad data.
 package perfdb

@@ -40,14 +40,17 @@ type MoEShape struct {
 // read from the one vLLM 0.19 runs on the system (attentionKernel).
 // Interpolation, per table:
 //
-//   - GEMM: linear in m between the measured m at each of the four
-//     measured (n, k) pairs bracketing the query, then bilinear in n and
-//     k. At fixed m a GEMM's time is close to affine in n and in k in
-//     both regimes (the weights streamed grow as n·k, and so do the
-//     FLOPs), which bilinear interpolation reproduces exactly; the m grid
-//     is dense (every integer to 17, steps of 16 to 256, of 256 to 4352)
-//     and time is piecewise affine in m. An (n, k) or m outside the
-//     measured grid is not extrapolated.
+//   - GEMM: linear in m rounded up to a multiple of 64 (gemmRule,
+//     GEMMTile64) between the measured m at each of the four measured
+//     (n, k) pairs bracketing the query, then bilinear in n and k. At
+//     fixed m a GEMM's time is close to affine in n and in k in both
+//     regimes (the weights streamed grow as n·k, and so do the FLOPs),
+//     which bilinear interpolation reproduces exactly; the m grid is
+//     dense (every integer to 17, steps of 16 to 256, of 256 to 4352,
+//     each tile boundary from both sides) and time in m is a staircase
+//     of 64-row tiles. Both rules were chosen by predicting the
+//     database's own rows without them (GEMMHoldout; docs/perfdb.md).
+//     An (n, k) or m outside the measured grid is not extrapolated.
 //
 //   - Context attention: the rows of the model's (heads, KV heads, head
 //     size, KV dtype, no window); log-log in the sequence length along
@@ -163,6 +166,13 @@ func (c *curve) at(x float64, clampLow bool) (float64, bool) {
 // problem that contains it (it could run padded); a measured point above
 // a later one is a kernel-selection or measurement outlier.
 func buildCurve(xs, ys []float64) *curve {
+	c := averaged(xs, ys)
+	c.envelope()
+	return c
+}
+
+// averaged sorts the points by x and averages repeated x.
+func averaged(xs, ys []float64) *curve {
 	idx := make([]int, len(xs))
 	for i := range idx {
 		idx[i] = i
@@ -179,10 +189,15 @@ func buildCurve(xs, ys []float64) *curve {
 		c.y = append(c.y, sum/float64(j-i))
 		i = j
 	}
+	return c
+}
+
+// envelope makes the curve non-decreasing from the right: each y is
+// lowered to the smallest y at any larger x.
+func (c *curve) envelope() {
 	for i := len(c.y) - 2; i >= 0; i-- {
 		c.y[i] = min(c.y[i], c.y[i+1])
 	}
-	return c
 }
 
 // bracket finds the grid values around v: lo == hi when v is on the grid;
@@ -250,7 +265,7 @@ func (g *gemmIndex) at(m, n, k int) (float64, bool) {
 		if c == nil {
 			return 0, false
 		}
-		return c.at(float64(m), false)
+		return c.atRule(float64(m), gemmRule)
 	}
 	return blend(g.ns, g.ks, n0, n1, k0, k1, float64(n), float64(k), corner)
 }
@@ -467,7 +482,10 @@ func (db *DB) Kernels(s Shape) (*Kernels, error) {
 	}
 	k.gemm = k.gemmBF16
 	if s.GEMMDtype != "bfloat16" {
-		k.gemm = newGEMMIndex(db.GEMM, s.GEMMDtype)
+		k.gemm = nil // rows that time more than a served layer: none
+		if s.GEMMDtype != "fp8" || !db.NativeQuantFP8() {
+			k.gemm = newGEMMIndex(db.GEMM, s.GEMMDtype)
+		}
 	}
 	k.gemmBytes = gemmElementBytes(s.GEMMDtype)
 	kvb := 2.0

@@ -131,8 +131,35 @@ func TestRTXFP8Waves(t *testing.T) {
 	}
 }
 
+// TestRTXBF16Steps pins the rtx_pro_6000_server bf16 rows whose time
+// steps just past powers of two in M (docs/calibration.md): a 4096×4096
+// GEMM takes 40.0 µs at M = 256, 63.1 and 63.3 µs at M = 257 and 512,
+// 126.8 µs at M = 513 and 136.0 µs at M = 1,024. 256 and 257 rows are
+// both one wave of 128×128 tiles over 188 SMs (64 and 96 tiles), so tile
+// waves do not make the first step.
+func TestRTXBF16Steps(t *testing.T) {
+	db, err := Open(Embedded(), "rtx_pro_6000_server", "vllm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]float64{256: 40.0, 257: 63.1, 512: 63.3, 513: 126.8, 1024: 136.0}
+	for _, g := range db.GEMM {
+		if us, ok := want[g.M]; ok && g.Dtype == "bfloat16" && g.N == 4096 && g.K == 4096 {
+			if math.Abs(g.Ms*1e3-us) > 0.05 {
+				t.Errorf("m %d: %.2f µs, want %.1f", g.M, g.Ms*1e3, us)
+			}
+			delete(want, g.M)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("rows missing: %v", want)
+	}
+}
+
 // TestL40SFP8Rows pins the l40s fp8 rows whose excess time scales with
-// the activation (M·K) rather than the work (docs/calibration.md): at
+// the activation (M·K) rather than the work, the PyTorch-native
+// activation quantisation their collection timed with each layer
+// (docs/calibration.md): at
 // M 8192, K 4096 they take 1518, 1674 and 1956 µs for N 1024, 2048 and
 // 4096.
 func TestL40SFP8Rows(t *testing.T) {
@@ -262,5 +289,31 @@ func TestOpenErrors(t *testing.T) {
 	bad["x.yaml"] = &fstest.MapFile{Data: []byte("gpu:\n  mem_bw: 0\n")}
 	if _, err := Open(bad, "x", "vllm", ""); err == nil || !strings.Contains(err.Error(), "x.yaml: gpu.mem_bw is 0") {
 		t.Fatalf("error = %v, want the yaml field named", err)
+	}
+}
+
+// TestNativeQuantFP8Rows: the l40s (vLLM 0.14.0) per-tensor fp8 rows,
+// timed with vLLM's PyTorch-native activation quantisation, are left out
+// of the fp8 GEMM lookups (the calibrated roofline times them), its bf16
+// rows kept; h100_sxm's 0.19.0 fp8 rows are used.
+func TestNativeQuantFP8Rows(t *testing.T) {
+	for sys, native := range map[string]bool{"l40s": true, "h100_sxm": false} {
+		db, err := Open(Embedded(), sys, "vllm", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if db.NativeQuantFP8() != native {
+			t.Errorf("%s: NativeQuantFP8 %v, want %v", sys, !native, native)
+		}
+		k, err := db.Kernels(Shape{Heads: 32, KVHeads: 8, HeadDim: 128, GEMMDtype: "fp8"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := k.GEMM(true, 512, 4096, 4096); ok == native {
+			t.Errorf("%s: fp8 GEMM found %v, want %v", sys, ok, !native)
+		}
+		if _, ok := k.GEMM(false, 512, 4096, 4096); !ok {
+			t.Errorf("%s: bf16 GEMM not found", sys)
+		}
 	}
 }
