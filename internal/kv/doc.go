@@ -33,7 +33,7 @@
 // eviction order and the cached counts are exactly vLLM's), and an
 // allocation that reaches such an entry hands out an anonymous id chosen
 // for memory locality (Pool.anon): the one after the table's last block if
-// it is anonymous, else the one freed last. With many pools the per-block
+// it is anonymous, else the lowest anonymous id. With many pools the per-block
 // words then stay in the CPU cache and a request's words share cache
 // lines. Which id a request gets changes nothing the simulator reports.
 //

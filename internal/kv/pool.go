@@ -1,6 +1,9 @@
 package kv
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // BlockID names one block of a pool, 0 <= id < Capacity.
 type BlockID = int32
@@ -39,19 +42,17 @@ type Pool struct {
 	// tag, can never be looked for: nothing but its queue entry's kind
 	// (which the LRU order and the cached counts need) distinguishes it
 	// from another such block. Its entry keeps only that kind (an
-	// anonymous entry), its id is on the stack anon (anon[:nAnon], the
-	// last freed on top), and its hot word holds its position there (kind
-	// none, not held). An allocation that takes an anonymous entry hands
-	// out the id following the table's last block when that one is
-	// anonymous, else the id on top; one that evicts the content of an
-	// identified block hands out that block. A released table is stacked
-	// last block first, so the next new table takes its ids, in order, and
-	// runs of consecutive ids pass from request to request: the ids in use
-	// stay among those used recently, whose hot words are still in the CPU
-	// cache, and a table's ids share cache lines, instead of cycling
-	// through the whole pool with the free queue.
-	anon  []int32
-	nAnon int
+	// anonymous entry), its id is in the set anon, and its hot word is 0.
+	// An allocation that takes an anonymous entry hands out the id
+	// following the table's last block when that one is anonymous, else
+	// the lowest anonymous id; one that evicts the content of an
+	// identified block hands out that block. The ids in use thus stay
+	// packed at the low end of the pool, whose hot words (and the low
+	// words of anon) stay in the CPU cache however large the pool, and a
+	// table's ids run on from one another where they can, so that its hot
+	// words share cache lines, instead of cycling through the whole pool
+	// with the free queue.
+	anon idSet
 
 	index   index // hash -> block holding shared content
 	numPriv int   // blocks holding private content (see CommitPrivate)
@@ -93,14 +94,12 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 		index:    newIndex(),
 	}
 	// Every block free and anonymous: capacity anonymous entries (kind
-	// none, the ring's zero value) and every id stacked, 0 on top.
-	p.anon = make([]int32, capacity)
-	for i := range p.anon {
-		b := capacity - 1 - i
-		p.anon[i] = int32(b)
-		p.hot[b] = uint32(i) << countShift
+	// none, the ring's zero value) and every id in anon.
+	p.anon = newIDSet(capacity)
+	for b := range capacity {
+		p.anon.add(int32(b))
 	}
-	p.qlen, p.numFree, p.nAnon = capacity, capacity, capacity
+	p.qlen, p.numFree = capacity, capacity
 	return p, nil
 }
 
@@ -177,7 +176,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	if n > p.numFree {
 		return table, false
 	}
-	hot, anon, ring := p.hot, p.anon, p.ring
+	hot, anon, ring := p.hot, &p.anon, p.ring
 	mask := len(ring) - 1
 	next := int32(-1) // the id following the table's last block
 	if len(table) > 0 {
@@ -204,15 +203,19 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 			p.cachedFree--
 			fallthrough
 		case kindNone:
-			top := p.nAnon - 1
-			b = anon[top]
-			p.nAnon = top
-			if b != next && uint(next) < uint(len(hot)) {
-				if w := hot[next]; w&(heldBit|kindMask) == 0 {
-					anon[w>>countShift] = b
-					hot[b] = w
-					b = next
-				}
+			// anon.has, min and remove, inline.
+			leaf := anon.leaf
+			if uint(next) < uint(len(hot)) && leaf[uint(next)>>6]&(1<<(uint(next)&63)) != 0 {
+				b = next
+			} else {
+				b = int32(anon.low<<6 + bits.TrailingZeros64(leaf[anon.low]))
+			}
+			w := uint(b) >> 6
+			if v := leaf[w] &^ (1 << (uint(b) & 63)); v != 0 {
+				leaf[w] = v
+			} else {
+				leaf[w] = 0
+				anon.wordCleared(w)
 			}
 		case kindTagged:
 			b = int32(e >> 2)
@@ -234,13 +237,11 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	return table, true
 }
 
-// setAnon makes free block b anonymous: its id on top of the stack, its
-// hot word that position (its queue entry, if any, is the caller's). The
-// stack holds at most capacity ids, one per free block.
+// setAnon makes free block b anonymous: its id in anon, its hot word 0
+// (its queue entry, if any, is the caller's).
 func (p *Pool) setAnon(b int32) {
-	p.hot[b] = uint32(p.nAnon) << countShift
-	p.anon[p.nAnon] = b
-	p.nAnon++
+	p.hot[b] = 0
+	p.anon.add(b)
 }
 
 // Commit records that block b is full with content hash h, making it
@@ -362,7 +363,7 @@ func (p *Pool) EvictableBlocks(ids []BlockID) int {
 // left without references join the back of the free queue and keep their
 // cached content until evicted.
 func (p *Pool) Release(table []BlockID) error {
-	hot, ring, anon, mask := p.hot, p.ring, p.anon, len(p.ring)-1
+	hot, ring, anon, mask := p.hot, p.ring, &p.anon, len(p.ring)-1
 	held := uint32(heldBit)
 	for _, b := range table {
 		held &= hot[b]
@@ -392,17 +393,27 @@ func (p *Pool) Release(table []BlockID) error {
 		p.numFree++
 		if kind == kindNone {
 			ring[pos] = kindNone // anonymous (setAnon, inline)
-			hot[b] = uint32(p.nAnon) << countShift
-			anon[p.nAnon] = b
-			p.nAnon++
+			hot[b] = 0
+			// anon.add, inline.
+			w := uint(b) >> 6
+			old := anon.leaf[w]
+			anon.leaf[w] = old | 1<<(uint(b)&63)
+			if old == 0 {
+				anon.wordSet(w)
+			}
 			continue
 		}
 		p.cachedFree++
 		if kind == kindPrivate {
 			ring[pos] = kindPrivate // anonymous
-			hot[b] = uint32(p.nAnon) << countShift
-			anon[p.nAnon] = b
-			p.nAnon++
+			hot[b] = 0
+			// anon.add, inline.
+			w := uint(b) >> 6
+			old := anon.leaf[w]
+			anon.leaf[w] = old | 1<<(uint(b)&63)
+			if old == 0 {
+				anon.wordSet(w)
+			}
 			continue
 		}
 		ring[pos] = uint32(b)<<2 | kind
@@ -548,28 +559,23 @@ func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
 	}
 }
 
-// checkAnon verifies the stack of anonymous ids: as many ids as anonymous
-// queue entries, each in the pool and free without content, its hot word
-// recording its stack position, and every free block without content
-// found there.
+// checkAnon verifies the set of anonymous ids: as many ids as anonymous
+// queue entries, its summaries consistent, and exactly the free blocks
+// without content in it, each with hot word 0.
 func (p *Pool) checkAnon(queued int) error {
-	if p.nAnon != queued {
-		return fmt.Errorf("kv: %d anonymous free ids but %d anonymous queue entries", p.nAnon, queued)
+	if n := p.anon.count(); n != queued {
+		return fmt.Errorf("kv: %d anonymous free ids but %d anonymous queue entries", n, queued)
 	}
-	for pos, b := range p.anon[:p.nAnon] {
-		switch {
-		case b < 0 || int(b) >= p.capacity:
-			return fmt.Errorf("kv: anonymous free id %d outside the pool", b)
-		case p.hot[b] != uint32(pos)<<countShift:
-			return fmt.Errorf("kv: anonymous free block %d at stack position %d records state %#x", b, pos, p.hot[b])
-		}
+	if !p.anon.check() {
+		return fmt.Errorf("kv: the set of anonymous ids has a summary bit that does not match its words")
 	}
 	for b, w := range p.hot {
-		if w&(heldBit|kindMask) != 0 {
-			continue
-		}
-		if pos := int(w >> countShift); pos >= p.nAnon || p.anon[pos] != int32(b) {
-			return fmt.Errorf("kv: block %d is free without content but not at its position %d among the anonymous ids", b, pos)
+		in := p.anon.has(int32(b))
+		switch {
+		case in && w != 0:
+			return fmt.Errorf("kv: anonymous free block %d records state %#x", b, w)
+		case !in && w&(heldBit|kindMask) == 0:
+			return fmt.Errorf("kv: block %d is free without content but not among the anonymous ids", b)
 		}
 	}
 	return nil
