@@ -3,8 +3,8 @@ package kv
 import "fmt"
 
 // eachFree calls f for every free block in queue order (oldest first)
-// with its ring index, its id (-1 for an anonymous entry) and entry kind,
-// until f returns false.
+// with its ring index, its id (-1 for an anonymous block: one call per
+// block of a run) and entry kind, until f returns false.
 func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
 	mask := len(p.ring) - 1
 	for i := 0; i < p.qlen; i++ {
@@ -13,12 +13,16 @@ func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
 		if e == hole {
 			continue
 		}
-		b := int32(e >> 2)
-		if e&3 <= kindPrivate {
-			b = -1 // anonymous
+		if e&3 > kindPrivate {
+			if !f(pos, int32(e>>2), e&3) {
+				return
+			}
+			continue
 		}
-		if !f(pos, b, e&3) {
-			return
+		for range e >> 2 {
+			if !f(pos, -1, e&3) {
+				return
+			}
 		}
 	}
 }
@@ -49,6 +53,11 @@ func (p *Pool) checkAnon(queued int) error {
 // negative, the free queue holds exactly the unreferenced blocks, and
 // free + referenced = capacity. It costs O(capacity).
 func (p *Pool) Check() error {
+	for i, mask := 0, len(p.ring)-1; i < p.qlen; i++ {
+		if e := p.ring[(p.qhead+i)&mask]; e != hole && e&kindMask <= kindPrivate && e>>2 == 0 {
+			return fmt.Errorf("kv: free queue entry %d is an empty run of anonymous blocks", i)
+		}
+	}
 	inQueue, cachedFree, anonQueued, anonPriv := 0, 0, 0, 0
 	var bad error
 	p.eachFree(func(pos int, b int32, kind uint32) bool {

@@ -169,14 +169,22 @@ func deepCheck(p *Pool) error {
 	if p.Free()+p.Used() != p.Capacity() {
 		return fmt.Errorf("free %d + used %d != capacity %d", p.Free(), p.Used(), p.Capacity())
 	}
-	holes, mask := 0, len(p.ring)-1
+	holes, blocks, mask := 0, 0, len(p.ring)-1
 	for i := 0; i < p.qlen; i++ {
-		if p.ring[(p.qhead+i)&mask] == hole {
+		switch e := p.ring[(p.qhead+i)&mask]; {
+		case e == hole:
 			holes++
+		case e&3 <= kindPrivate: // a run of anonymous blocks
+			if e>>2 == 0 {
+				return fmt.Errorf("ring entry %d is an empty run", i)
+			}
+			blocks += int(e >> 2)
+		default:
+			blocks++
 		}
 	}
-	if p.qlen-holes != p.numFree || p.qlen > len(p.ring) {
-		return fmt.Errorf("ring holds %d entries, %d holes, for %d free blocks (ring size %d)", p.qlen, holes, p.numFree, len(p.ring))
+	if blocks != p.numFree || p.qlen > len(p.ring) {
+		return fmt.Errorf("ring holds %d entries, %d holes, for %d blocks; %d free blocks (ring size %d)", p.qlen, holes, blocks, p.numFree, len(p.ring))
 	}
 	hashed := 0
 	for b, h := range poolHashes(p) {

@@ -28,21 +28,24 @@ type Pool struct {
 	hot  []uint32
 	hash []uint64
 	// The free queue is a ring of entries in order of freeing, each a
-	// block id and the kind of content it holds. A block taken out of the
-	// middle (a prefix hit) leaves a hole, skipped when it reaches the
-	// head. Allocation thus reads the queue sequentially and only writes
-	// the evicted block's entry, which is what keeps it cheap when the
-	// least recently freed block is long out of the CPU cache.
+	// block id and the kind of content it holds, or a run of anonymous
+	// blocks (below) of one kind and their number: a released table's
+	// blocks of one kind take one entry. A block taken out of the middle
+	// (a prefix hit) leaves a hole, skipped when it reaches the head.
+	// Allocation thus reads the queue sequentially and writes only the
+	// head entry, which is what keeps it cheap when the least recently
+	// freed block is long out of the CPU cache.
 	ring    []uint32
 	qhead   int // ring index of the oldest entry
-	qlen    int // entries, holes included
+	qlen    int // entries, runs and holes included
 	numFree int
 
 	// A free block that holds no content, or private content without a
 	// tag, can never be looked for: nothing but its queue entry's kind
 	// (which the LRU order and the cached counts need) distinguishes it
 	// from another such block. Its entry keeps only that kind (an
-	// anonymous entry), its id is in the set anon, and its hot word is 0.
+	// anonymous entry; consecutive anonymous entries of one kind are one
+	// run), its id is in the set anon, and its hot word is 0.
 	// An allocation that takes an anonymous entry hands out the id
 	// following the table's last block when that one is anonymous, else
 	// the lowest anonymous id; one that evicts the content of an
@@ -93,13 +96,14 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
 	}
-	// Every block free and anonymous: capacity anonymous entries (kind
-	// none, the ring's zero value) and every id in anon.
+	// Every block free and anonymous: one run of capacity anonymous
+	// entries of kind none, and every id in anon.
 	p.anon = newIDSet(capacity)
 	for b := range capacity {
 		p.anon.add(int32(b))
 	}
-	p.qlen, p.numFree = capacity, capacity
+	p.ring[0] = uint32(capacity)<<2 | kindNone
+	p.qlen, p.numFree = 1, capacity
 	return p, nil
 }
 
@@ -182,55 +186,70 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	if len(table) > 0 {
 		next = table[len(table)-1] + 1
 	}
-	for i := 0; i < n; i++ {
-		// The least recently freed entry.
+	for left := n; left > 0; {
+		// The least recently freed entry: a block, a hole, or a run of
+		// anonymous blocks, left at the head until its last is taken.
 		e := ring[p.qhead]
+		if k := e & kindMask; k <= kindPrivate {
+			// An anonymous run: m of its blocks take anonymous ids (see
+			// Pool.anon), evicting private content the tag of which
+			// nobody knows.
+			m := min(int(e>>2), left)
+			if m < int(e>>2) {
+				ring[p.qhead] = e - uint32(m)<<2
+			} else {
+				p.qhead = (p.qhead + 1) & mask
+				p.qlen--
+			}
+			if k == kindPrivate {
+				p.numPriv -= m
+				p.cachedFree -= m
+			}
+			left -= m
+			leaf := anon.leaf
+			for ; m > 0; m-- {
+				// anon.has, min and remove, inline.
+				var b int32
+				if uint(next) < uint(len(hot)) && leaf[uint(next)>>6]&(1<<(uint(next)&63)) != 0 {
+					b = next
+				} else {
+					b = int32(anon.low<<6 + bits.TrailingZeros64(leaf[anon.low]))
+				}
+				w := uint(b) >> 6
+				if v := leaf[w] &^ (1 << (uint(b) & 63)); v != 0 {
+					leaf[w] = v
+				} else {
+					leaf[w] = 0
+					anon.wordCleared(w)
+				}
+				hot[b] = heldBit | oneRef // kind none
+				table = append(table, b)
+				next = b + 1
+			}
+			continue
+		}
 		p.qhead = (p.qhead + 1) & mask
 		p.qlen--
 		if e == hole {
-			i--
 			continue
 		}
-		// The entry's kind says what to evict without reading the block:
-		// only shared content needs its hash (to leave the index), and
-		// the hot entry's new kind (none) is what makes the old hash
-		// meaningless, so the hash is not cleared. An anonymous entry
-		// takes an anonymous id (see Pool.anon).
-		var b int32
-		switch e & kindMask {
-		case kindPrivate:
-			p.numPriv--
-			p.cachedFree--
-			fallthrough
-		case kindNone:
-			// anon.has, min and remove, inline.
-			leaf := anon.leaf
-			if uint(next) < uint(len(hot)) && leaf[uint(next)>>6]&(1<<(uint(next)&63)) != 0 {
-				b = next
-			} else {
-				b = int32(anon.low<<6 + bits.TrailingZeros64(leaf[anon.low]))
-			}
-			w := uint(b) >> 6
-			if v := leaf[w] &^ (1 << (uint(b) & 63)); v != 0 {
-				leaf[w] = v
-			} else {
-				leaf[w] = 0
-				anon.wordCleared(w)
-			}
-		case kindTagged:
-			b = int32(e >> 2)
-			p.numPriv--
-			p.cachedFree--
-		case kindShared:
+		// An identified block: the entry's kind says what to evict
+		// without reading the block: only shared content needs its hash
+		// (to leave the index), and the hot entry's new kind (none) is
+		// what makes the old hash meaningless, so the hash is not cleared.
+		b := int32(e >> 2)
+		p.cachedFree--
+		if e&kindMask == kindShared {
 			// Commit never indexes a duplicate, so the entry is this
 			// block's.
-			b = int32(e >> 2)
 			p.index.del(p.hash[b])
-			p.cachedFree--
+		} else {
+			p.numPriv-- // tagged
 		}
 		hot[b] = heldBit | oneRef // kind none
 		table = append(table, b)
 		next = b + 1
+		left--
 	}
 	p.numFree -= n
 	p.refs += int64(n)
@@ -375,6 +394,9 @@ func (p *Pool) Release(table []BlockID) error {
 			}
 		}
 	}
+	// Anonymous blocks join the queue's back as runs: run blocks of kind
+	// runKind are freed but not yet counted in the ring.
+	leaf, run, runKind := anon.leaf, 0, uint32(kindNone)
 	for i := len(table) - 1; i >= 0; i-- {
 		b := table[i]
 		w := hot[b] - oneRef
@@ -382,42 +404,42 @@ func (p *Pool) Release(table []BlockID) error {
 			hot[b] = w
 			continue
 		}
+		// pushBack, inline: block b joins the back of the free queue.
+		kind := w & kindMask
+		if kind <= kindPrivate { // anonymous (setAnon, inline)
+			hot[b] = 0
+			// anon.add, inline.
+			lw := uint(b) >> 6
+			old := leaf[lw]
+			leaf[lw] = old | 1<<(uint(b)&63)
+			if old == 0 {
+				anon.wordSet(lw)
+			}
+			if kind != runKind && run > 0 {
+				p.pushAnon(runKind, run)
+				run = 0
+			}
+			runKind = kind
+			run++
+			continue
+		}
+		if run > 0 {
+			p.pushAnon(runKind, run)
+			run = 0
+		}
 		if p.qlen == len(ring) {
 			p.pushBack(b) // compacts the ring first
 			continue
 		}
-		// pushBack, inline: block b joins the back of the free queue.
-		kind := w & kindMask
 		pos := (p.qhead + p.qlen) & mask
 		p.qlen++
 		p.numFree++
-		if kind == kindNone {
-			ring[pos] = kindNone // anonymous (setAnon, inline)
-			hot[b] = 0
-			// anon.add, inline.
-			w := uint(b) >> 6
-			old := anon.leaf[w]
-			anon.leaf[w] = old | 1<<(uint(b)&63)
-			if old == 0 {
-				anon.wordSet(w)
-			}
-			continue
-		}
 		p.cachedFree++
-		if kind == kindPrivate {
-			ring[pos] = kindPrivate // anonymous
-			hot[b] = 0
-			// anon.add, inline.
-			w := uint(b) >> 6
-			old := anon.leaf[w]
-			anon.leaf[w] = old | 1<<(uint(b)&63)
-			if old == 0 {
-				anon.wordSet(w)
-			}
-			continue
-		}
 		ring[pos] = uint32(b)<<2 | kind
 		hot[b] = uint32(pos)<<countShift | kind
+	}
+	if run > 0 {
+		p.pushAnon(runKind, run)
 	}
 	p.refs -= int64(len(table))
 	return nil
@@ -488,23 +510,42 @@ func (p *Pool) setKind(b int32, kind uint32) {
 
 // pushBack appends block b to the free queue.
 func (p *Pool) pushBack(b int32) {
+	kind := p.kindOf(b)
+	if kind <= kindPrivate {
+		p.setAnon(b)
+		p.pushAnon(kind, 1)
+		return
+	}
+	p.numFree++
+	p.cachedFree++
 	if p.qlen == len(p.ring) {
 		p.compact()
 	}
-	kind := p.kindOf(b)
-	if kind != kindNone {
-		p.cachedFree++
-	}
 	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
-	if kind <= kindPrivate {
-		p.ring[pos] = kind // anonymous
-		p.setAnon(b)
-	} else {
-		p.ring[pos] = uint32(b)<<2 | kind
-		p.hot[b] = uint32(pos)<<countShift | kind
-	}
+	p.ring[pos] = uint32(b)<<2 | kind
+	p.hot[b] = uint32(pos)<<countShift | kind
 	p.qlen++
-	p.numFree++
+}
+
+// pushAnon appends n anonymous free blocks of the given kind to the free
+// queue, counting them free (and cached, for private content): the back
+// entry, if it is a run of that kind, grows by n (a hole is of kind
+// tagged), else a run of n starts.
+func (p *Pool) pushAnon(kind uint32, n int) {
+	p.numFree += n
+	if kind == kindPrivate {
+		p.cachedFree += n
+	}
+	mask := len(p.ring) - 1
+	if last := (p.qhead + p.qlen - 1) & mask; p.qlen > 0 && p.ring[last]&kindMask == kind {
+		p.ring[last] += uint32(n) << 2
+		return
+	}
+	if p.qlen == len(p.ring) {
+		p.compact()
+	}
+	p.ring[(p.qhead+p.qlen)&mask] = uint32(n)<<2 | kind
+	p.qlen++
 }
 
 // unlink takes free block b out of the middle of the queue (a prefix hit),
@@ -527,6 +568,13 @@ func (p *Pool) compact() {
 		e := p.ring[(p.qhead+i)&mask]
 		if e == hole {
 			continue
+		}
+		if e&3 <= kindPrivate && n > 0 {
+			// Two runs of one kind, once apart, are one.
+			if last := (p.qhead + n - 1) & mask; p.ring[last]&3 == e&3 {
+				p.ring[last] += e &^ 3
+				continue
+			}
 		}
 		pos := (p.qhead + n) & mask
 		p.ring[pos] = e
