@@ -26,6 +26,29 @@ func newIDSet(capacity int) idSet {
 	return s
 }
 
+// fill puts every id below n, the set's capacity, in the empty set,
+// a word at a time.
+func (s *idSet) fill(n int) {
+	for w := range s.leaf {
+		s.leaf[w] = ^uint64(0)
+	}
+	if r := n % 64; r != 0 {
+		s.leaf[len(s.leaf)-1] = 1<<r - 1
+	}
+	below := s.leaf
+	for _, l := range s.sum {
+		for w, v := range below {
+			if v != 0 {
+				l[w>>6] |= 1 << (w & 63)
+			}
+		}
+		below = l
+	}
+	if n > 0 {
+		s.low = 0
+	}
+}
+
 // add puts id b in the set; b must not be in it.
 func (s *idSet) add(b int32) {
 	w := uint(b) >> 6

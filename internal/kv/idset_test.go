@@ -55,3 +55,22 @@ func TestIDSetCheckDetectsStaleSummary(t *testing.T) {
 		t.Fatal("check missed a cleared summary bit")
 	}
 }
+
+// TestIDSetFill compares a filled set with one built by adds.
+func TestIDSetFill(t *testing.T) {
+	for _, capacity := range []int{1, 63, 64, 65, 4096, 4097, 35651} {
+		a, b := newIDSet(capacity), newIDSet(capacity)
+		a.fill(capacity)
+		for id := range capacity {
+			b.add(int32(id))
+		}
+		if !slices.Equal(a.leaf, b.leaf) || a.low != b.low || !a.check() || a.count() != capacity {
+			t.Fatalf("capacity %d: filled set differs from one built by adds", capacity)
+		}
+		for k := range a.sum {
+			if !slices.Equal(a.sum[k], b.sum[k]) {
+				t.Fatalf("capacity %d: summary level %d differs", capacity, k+1)
+			}
+		}
+	}
+}

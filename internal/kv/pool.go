@@ -99,9 +99,7 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 	// Every block free and anonymous: one run of capacity anonymous
 	// entries of kind none, and every id in anon.
 	p.anon = newIDSet(capacity)
-	for b := range capacity {
-		p.anon.add(int32(b))
-	}
+	p.anon.fill(capacity)
 	p.ring[0] = uint32(capacity)<<2 | kindNone
 	p.qlen, p.numFree = 1, capacity
 	return p, nil
