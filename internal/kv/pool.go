@@ -184,6 +184,40 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	if len(table) > 0 {
 		next = table[len(table)-1] + 1
 	}
+	if e := ring[p.qhead]; n == 1 && e&kindMask <= kindPrivate {
+		// One block from an anonymous run, the commonest call (a lane
+		// member's next block): the loop below without its loops, whose
+		// exits a branch predictor cannot learn when calls of one block
+		// and of many mix.
+		if e >= 2<<2 {
+			ring[p.qhead] = e - 1<<2
+		} else {
+			p.qhead = (p.qhead + 1) & mask
+			p.qlen--
+		}
+		if e&kindMask == kindPrivate {
+			p.numPriv--
+			p.cachedFree--
+		}
+		leaf := anon.leaf
+		var b int32
+		if uint(next) < uint(len(hot)) && leaf[uint(next)>>6]&(1<<(uint(next)&63)) != 0 {
+			b = next
+		} else {
+			b = int32(anon.low<<6 + bits.TrailingZeros64(leaf[anon.low]))
+		}
+		w := uint(b) >> 6
+		if v := leaf[w] &^ (1 << (uint(b) & 63)); v != 0 {
+			leaf[w] = v
+		} else {
+			leaf[w] = 0
+			anon.wordCleared(w)
+		}
+		hot[b] = heldBit | oneRef // kind none
+		p.numFree--
+		p.refs++
+		return append(table, b), true
+	}
 	for left := n; left > 0; {
 		// The least recently freed entry: a block, a hole, or a run of
 		// anonymous blocks, left at the head until its last is taken.
