@@ -22,9 +22,10 @@
 // Free blocks sit in one queue ordered by the time they were freed; an
 // allocation takes from the front (least recently freed), a released block
 // goes to the back, and a prefix hit pulls a free block out of the middle.
-// The queue is a ring of block ids with their content kind, so
-// allocation reads it sequentially; a hit leaves a hole, and a full ring is
-// compacted. All operations are O(1) per block (amortised) and
+// The queue is a ring of block ids with their content kind, and of runs
+// of anonymous blocks (below) with their kind and number, so allocation
+// reads it sequentially and a released table's blocks of one kind take
+// one entry; a hit leaves a hole, and a full ring is compacted. All operations are O(1) per block (amortised) and
 // allocation-free in steady state.
 //
 // Block ids follow vLLM's only where they matter. A free block without
@@ -33,9 +34,10 @@
 // eviction order and the cached counts are exactly vLLM's), and an
 // allocation that reaches such an entry hands out an anonymous id chosen
 // for memory locality (Pool.anon): the one after the table's last block if
-// it is anonymous, else the one freed last. With many pools the per-block
-// words then stay in the CPU cache and a request's words share cache
-// lines. Which id a request gets changes nothing the simulator reports.
+// it is anonymous, else the lowest anonymous id. With many pools the
+// per-block words of the ids in use then stay in the CPU cache and a
+// request's words share cache lines. Which id a request gets changes
+// nothing the simulator reports.
 //
 // Conservation: at every moment free + referenced = capacity. Check reports
 // any violation; the engine calls it after each step when invariant checking

@@ -13,17 +13,16 @@ import (
 // The model is written for clarity, not speed: the free queue is a slice
 // in order of freeing, the cache index a map, exactly as doc.go describes
 // the pool. A free block without content is anonymous: its queue entry is
-// -1, and its id goes on a stack of anonymous ids (a fresh pool's ids with
-// 0 on top); an allocation that takes an anonymous entry hands out the id
-// following the table's last block if it is on the stack (the id on top
-// takes its place there), else the id on top; one that evicts a block's
-// content hands out that block.
+// -1, and its id joins the set of anonymous ids (a fresh pool's ids all);
+// an allocation that takes an anonymous entry hands out the id following
+// the table's last block if it is in the set, else the lowest id in the
+// set; one that evicts a block's content hands out that block.
 
 type model struct {
 	capacity int
 	caching  bool
 	queue    []BlockID // free blocks, least recently freed first; -1: anonymous
-	anon     []BlockID // anonymous free ids, the top last
+	anon     []bool    // anonymous free ids
 	ref      []int32
 	hash     []uint64
 	index    map[uint64]BlockID
@@ -36,29 +35,26 @@ func newModel(capacity int, caching bool) *model {
 		ref:      make([]int32, capacity),
 		hash:     make([]uint64, capacity),
 		index:    map[uint64]BlockID{},
+		anon:     make([]bool, capacity),
 	}
 	for b := range capacity {
 		m.queue = append(m.queue, -1)
-		m.anon = append(m.anon, BlockID(capacity-1-b))
+		m.anon[b] = true
 	}
 	return m
 }
 
 // takeAnon takes the anonymous id for the next block of table.
 func (m *model) takeAnon(table []BlockID) BlockID {
-	top := m.anon[len(m.anon)-1]
-	m.anon = m.anon[:len(m.anon)-1]
-	if len(table) == 0 {
-		return top
-	}
-	next := table[len(table)-1] + 1
-	for i, b := range m.anon {
-		if b == next {
-			m.anon[i] = top
+	if len(table) > 0 {
+		if next := table[len(table)-1] + 1; int(next) < m.capacity && m.anon[next] {
+			m.anon[next] = false
 			return next
 		}
 	}
-	return top
+	b := BlockID(slices.Index(m.anon, true))
+	m.anon[b] = false
+	return b
 }
 
 func (m *model) match(hashes []uint64) int {
@@ -144,7 +140,7 @@ func (m *model) release(table []BlockID) error {
 		if m.ref[b] == 0 {
 			if m.hash[b] == 0 {
 				m.queue = append(m.queue, -1)
-				m.anon = append(m.anon, b)
+				m.anon[b] = true
 			} else {
 				m.queue = append(m.queue, b)
 			}
@@ -173,14 +169,22 @@ func deepCheck(p *Pool) error {
 	if p.Free()+p.Used() != p.Capacity() {
 		return fmt.Errorf("free %d + used %d != capacity %d", p.Free(), p.Used(), p.Capacity())
 	}
-	holes, mask := 0, len(p.ring)-1
+	holes, blocks, mask := 0, 0, len(p.ring)-1
 	for i := 0; i < p.qlen; i++ {
-		if p.ring[(p.qhead+i)&mask] == hole {
+		switch e := p.ring[(p.qhead+i)&mask]; {
+		case e == hole:
 			holes++
+		case e&3 <= kindPrivate: // a run of anonymous blocks
+			if e>>2 == 0 {
+				return fmt.Errorf("ring entry %d is an empty run", i)
+			}
+			blocks += int(e >> 2)
+		default:
+			blocks++
 		}
 	}
-	if p.qlen-holes != p.numFree || p.qlen > len(p.ring) {
-		return fmt.Errorf("ring holds %d entries, %d holes, for %d free blocks (ring size %d)", p.qlen, holes, p.numFree, len(p.ring))
+	if blocks != p.numFree || p.qlen > len(p.ring) {
+		return fmt.Errorf("ring holds %d entries, %d holes, for %d blocks; %d free blocks (ring size %d)", p.qlen, holes, blocks, p.numFree, len(p.ring))
 	}
 	hashed := 0
 	for b, h := range poolHashes(p) {

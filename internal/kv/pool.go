@@ -1,6 +1,9 @@
 package kv
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // BlockID names one block of a pool, 0 <= id < Capacity.
 type BlockID = int32
@@ -25,33 +28,34 @@ type Pool struct {
 	hot  []uint32
 	hash []uint64
 	// The free queue is a ring of entries in order of freeing, each a
-	// block id and the kind of content it holds. A block taken out of the
-	// middle (a prefix hit) leaves a hole, skipped when it reaches the
-	// head. Allocation thus reads the queue sequentially and only writes
-	// the evicted block's entry, which is what keeps it cheap when the
-	// least recently freed block is long out of the CPU cache.
+	// block id and the kind of content it holds, or a run of anonymous
+	// blocks (below) of one kind and their number: a released table's
+	// blocks of one kind take one entry. A block taken out of the middle
+	// (a prefix hit) leaves a hole, skipped when it reaches the head.
+	// Allocation thus reads the queue sequentially and writes only the
+	// head entry, which is what keeps it cheap when the least recently
+	// freed block is long out of the CPU cache.
 	ring    []uint32
 	qhead   int // ring index of the oldest entry
-	qlen    int // entries, holes included
+	qlen    int // entries, runs and holes included
 	numFree int
 
 	// A free block that holds no content, or private content without a
 	// tag, can never be looked for: nothing but its queue entry's kind
 	// (which the LRU order and the cached counts need) distinguishes it
 	// from another such block. Its entry keeps only that kind (an
-	// anonymous entry), its id is on the stack anon (anon[:nAnon], the
-	// last freed on top), and its hot word holds its position there (kind
-	// none, not held). An allocation that takes an anonymous entry hands
-	// out the id following the table's last block when that one is
-	// anonymous, else the id on top; one that evicts the content of an
-	// identified block hands out that block. A released table is stacked
-	// last block first, so the next new table takes its ids, in order, and
-	// runs of consecutive ids pass from request to request: the ids in use
-	// stay among those used recently, whose hot words are still in the CPU
-	// cache, and a table's ids share cache lines, instead of cycling
-	// through the whole pool with the free queue.
-	anon  []int32
-	nAnon int
+	// anonymous entry; consecutive anonymous entries of one kind are one
+	// run), its id is in the set anon, and its hot word is 0.
+	// An allocation that takes an anonymous entry hands out the id
+	// following the table's last block when that one is anonymous, else
+	// the lowest anonymous id; one that evicts the content of an
+	// identified block hands out that block. The ids in use thus stay
+	// packed at the low end of the pool, whose hot words (and the low
+	// words of anon) stay in the CPU cache however large the pool, and a
+	// table's ids run on from one another where they can, so that its hot
+	// words share cache lines, instead of cycling through the whole pool
+	// with the free queue.
+	anon idSet
 
 	index   index // hash -> block holding shared content
 	numPriv int   // blocks holding private content (see CommitPrivate)
@@ -92,15 +96,12 @@ func NewPool(capacity int, caching bool) (*Pool, error) {
 		ring:     make([]uint32, ringSize(capacity)),
 		index:    newIndex(),
 	}
-	// Every block free and anonymous: capacity anonymous entries (kind
-	// none, the ring's zero value) and every id stacked, 0 on top.
-	p.anon = make([]int32, capacity)
-	for i := range p.anon {
-		b := capacity - 1 - i
-		p.anon[i] = int32(b)
-		p.hot[b] = uint32(i) << countShift
-	}
-	p.qlen, p.numFree, p.nAnon = capacity, capacity, capacity
+	// Every block free and anonymous: one run of capacity anonymous
+	// entries of kind none, and every id in anon.
+	p.anon = newIDSet(capacity)
+	p.anon.fill(capacity)
+	p.ring[0] = uint32(capacity)<<2 | kindNone
+	p.qlen, p.numFree = 1, capacity
 	return p, nil
 }
 
@@ -177,70 +178,121 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	if n > p.numFree {
 		return table, false
 	}
-	hot, anon, ring := p.hot, p.anon, p.ring
+	hot, anon, ring := p.hot, &p.anon, p.ring
 	mask := len(ring) - 1
 	next := int32(-1) // the id following the table's last block
 	if len(table) > 0 {
 		next = table[len(table)-1] + 1
 	}
-	for i := 0; i < n; i++ {
-		// The least recently freed entry.
+	if e := ring[p.qhead]; n == 1 && e&kindMask <= kindPrivate {
+		// One block from an anonymous run, the commonest call (a lane
+		// member's next block): the loop below without its loops, whose
+		// exits a branch predictor cannot learn when calls of one block
+		// and of many mix.
+		if e >= 2<<2 {
+			ring[p.qhead] = e - 1<<2
+		} else {
+			p.qhead = (p.qhead + 1) & mask
+			p.qlen--
+		}
+		if e&kindMask == kindPrivate {
+			p.numPriv--
+			p.cachedFree--
+		}
+		leaf := anon.leaf
+		var b int32
+		if uint(next) < uint(len(hot)) && leaf[uint(next)>>6]&(1<<(uint(next)&63)) != 0 {
+			b = next
+		} else {
+			b = int32(anon.low<<6 + bits.TrailingZeros64(leaf[anon.low]))
+		}
+		w := uint(b) >> 6
+		if v := leaf[w] &^ (1 << (uint(b) & 63)); v != 0 {
+			leaf[w] = v
+		} else {
+			leaf[w] = 0
+			anon.wordCleared(w)
+		}
+		hot[b] = heldBit | oneRef // kind none
+		p.numFree--
+		p.refs++
+		return append(table, b), true
+	}
+	for left := n; left > 0; {
+		// The least recently freed entry: a block, a hole, or a run of
+		// anonymous blocks, left at the head until its last is taken.
 		e := ring[p.qhead]
+		if k := e & kindMask; k <= kindPrivate {
+			// An anonymous run: m of its blocks take anonymous ids (see
+			// Pool.anon), evicting private content the tag of which
+			// nobody knows.
+			m := min(int(e>>2), left)
+			if m < int(e>>2) {
+				ring[p.qhead] = e - uint32(m)<<2
+			} else {
+				p.qhead = (p.qhead + 1) & mask
+				p.qlen--
+			}
+			if k == kindPrivate {
+				p.numPriv -= m
+				p.cachedFree -= m
+			}
+			left -= m
+			leaf := anon.leaf
+			for ; m > 0; m-- {
+				// anon.has, min and remove, inline.
+				var b int32
+				if uint(next) < uint(len(hot)) && leaf[uint(next)>>6]&(1<<(uint(next)&63)) != 0 {
+					b = next
+				} else {
+					b = int32(anon.low<<6 + bits.TrailingZeros64(leaf[anon.low]))
+				}
+				w := uint(b) >> 6
+				if v := leaf[w] &^ (1 << (uint(b) & 63)); v != 0 {
+					leaf[w] = v
+				} else {
+					leaf[w] = 0
+					anon.wordCleared(w)
+				}
+				hot[b] = heldBit | oneRef // kind none
+				table = append(table, b)
+				next = b + 1
+			}
+			continue
+		}
 		p.qhead = (p.qhead + 1) & mask
 		p.qlen--
 		if e == hole {
-			i--
 			continue
 		}
-		// The entry's kind says what to evict without reading the block:
-		// only shared content needs its hash (to leave the index), and
-		// the hot entry's new kind (none) is what makes the old hash
-		// meaningless, so the hash is not cleared. An anonymous entry
-		// takes an anonymous id (see Pool.anon).
-		var b int32
-		switch e & kindMask {
-		case kindPrivate:
-			p.numPriv--
-			p.cachedFree--
-			fallthrough
-		case kindNone:
-			top := p.nAnon - 1
-			b = anon[top]
-			p.nAnon = top
-			if b != next && uint(next) < uint(len(hot)) {
-				if w := hot[next]; w&(heldBit|kindMask) == 0 {
-					anon[w>>countShift] = b
-					hot[b] = w
-					b = next
-				}
-			}
-		case kindTagged:
-			b = int32(e >> 2)
-			p.numPriv--
-			p.cachedFree--
-		case kindShared:
+		// An identified block: the entry's kind says what to evict
+		// without reading the block: only shared content needs its hash
+		// (to leave the index), and the hot entry's new kind (none) is
+		// what makes the old hash meaningless, so the hash is not cleared.
+		b := int32(e >> 2)
+		p.cachedFree--
+		if e&kindMask == kindShared {
 			// Commit never indexes a duplicate, so the entry is this
 			// block's.
-			b = int32(e >> 2)
 			p.index.del(p.hash[b])
-			p.cachedFree--
+		} else {
+			p.numPriv-- // tagged
 		}
 		hot[b] = heldBit | oneRef // kind none
 		table = append(table, b)
 		next = b + 1
+		left--
 	}
 	p.numFree -= n
 	p.refs += int64(n)
 	return table, true
 }
 
-// setAnon makes free block b anonymous: its id on top of the stack, its
-// hot word that position (its queue entry, if any, is the caller's). The
-// stack holds at most capacity ids, one per free block.
+// setAnon makes free block b anonymous: its id in anon, its hot word 0
+// (its queue entry, if any, is the caller's).
 func (p *Pool) setAnon(b int32) {
-	p.hot[b] = uint32(p.nAnon) << countShift
-	p.anon[p.nAnon] = b
-	p.nAnon++
+	p.hot[b] = 0
+	p.anon.add(b)
 }
 
 // Commit records that block b is full with content hash h, making it
@@ -362,7 +414,7 @@ func (p *Pool) EvictableBlocks(ids []BlockID) int {
 // left without references join the back of the free queue and keep their
 // cached content until evicted.
 func (p *Pool) Release(table []BlockID) error {
-	hot, ring, anon, mask := p.hot, p.ring, p.anon, len(p.ring)-1
+	hot, ring, anon, mask := p.hot, p.ring, &p.anon, len(p.ring)-1
 	held := uint32(heldBit)
 	for _, b := range table {
 		held &= hot[b]
@@ -374,6 +426,9 @@ func (p *Pool) Release(table []BlockID) error {
 			}
 		}
 	}
+	// Anonymous blocks join the queue's back as runs: run blocks of kind
+	// runKind are freed but not yet counted in the ring.
+	leaf, run, runKind := anon.leaf, 0, uint32(kindNone)
 	for i := len(table) - 1; i >= 0; i-- {
 		b := table[i]
 		w := hot[b] - oneRef
@@ -381,32 +436,42 @@ func (p *Pool) Release(table []BlockID) error {
 			hot[b] = w
 			continue
 		}
+		// pushBack, inline: block b joins the back of the free queue.
+		kind := w & kindMask
+		if kind <= kindPrivate { // anonymous (setAnon, inline)
+			hot[b] = 0
+			// anon.add, inline.
+			lw := uint(b) >> 6
+			old := leaf[lw]
+			leaf[lw] = old | 1<<(uint(b)&63)
+			if old == 0 {
+				anon.wordSet(lw)
+			}
+			if kind != runKind && run > 0 {
+				p.pushAnon(runKind, run)
+				run = 0
+			}
+			runKind = kind
+			run++
+			continue
+		}
+		if run > 0 {
+			p.pushAnon(runKind, run)
+			run = 0
+		}
 		if p.qlen == len(ring) {
 			p.pushBack(b) // compacts the ring first
 			continue
 		}
-		// pushBack, inline: block b joins the back of the free queue.
-		kind := w & kindMask
 		pos := (p.qhead + p.qlen) & mask
 		p.qlen++
 		p.numFree++
-		if kind == kindNone {
-			ring[pos] = kindNone // anonymous (setAnon, inline)
-			hot[b] = uint32(p.nAnon) << countShift
-			anon[p.nAnon] = b
-			p.nAnon++
-			continue
-		}
 		p.cachedFree++
-		if kind == kindPrivate {
-			ring[pos] = kindPrivate // anonymous
-			hot[b] = uint32(p.nAnon) << countShift
-			anon[p.nAnon] = b
-			p.nAnon++
-			continue
-		}
 		ring[pos] = uint32(b)<<2 | kind
 		hot[b] = uint32(pos)<<countShift | kind
+	}
+	if run > 0 {
+		p.pushAnon(runKind, run)
 	}
 	p.refs -= int64(len(table))
 	return nil
@@ -477,23 +542,42 @@ func (p *Pool) setKind(b int32, kind uint32) {
 
 // pushBack appends block b to the free queue.
 func (p *Pool) pushBack(b int32) {
+	kind := p.kindOf(b)
+	if kind <= kindPrivate {
+		p.setAnon(b)
+		p.pushAnon(kind, 1)
+		return
+	}
+	p.numFree++
+	p.cachedFree++
 	if p.qlen == len(p.ring) {
 		p.compact()
 	}
-	kind := p.kindOf(b)
-	if kind != kindNone {
-		p.cachedFree++
-	}
 	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
-	if kind <= kindPrivate {
-		p.ring[pos] = kind // anonymous
-		p.setAnon(b)
-	} else {
-		p.ring[pos] = uint32(b)<<2 | kind
-		p.hot[b] = uint32(pos)<<countShift | kind
-	}
+	p.ring[pos] = uint32(b)<<2 | kind
+	p.hot[b] = uint32(pos)<<countShift | kind
 	p.qlen++
-	p.numFree++
+}
+
+// pushAnon appends n anonymous free blocks of the given kind to the free
+// queue, counting them free (and cached, for private content): the back
+// entry, if it is a run of that kind, grows by n (a hole is of kind
+// tagged), else a run of n starts.
+func (p *Pool) pushAnon(kind uint32, n int) {
+	p.numFree += n
+	if kind == kindPrivate {
+		p.cachedFree += n
+	}
+	mask := len(p.ring) - 1
+	if last := (p.qhead + p.qlen - 1) & mask; p.qlen > 0 && p.ring[last]&kindMask == kind {
+		p.ring[last] += uint32(n) << 2
+		return
+	}
+	if p.qlen == len(p.ring) {
+		p.compact()
+	}
+	p.ring[(p.qhead+p.qlen)&mask] = uint32(n)<<2 | kind
+	p.qlen++
 }
 
 // unlink takes free block b out of the middle of the queue (a prefix hit),
@@ -517,6 +601,13 @@ func (p *Pool) compact() {
 		if e == hole {
 			continue
 		}
+		if e&3 <= kindPrivate && n > 0 {
+			// Two runs of one kind, once apart, are one.
+			if last := (p.qhead + n - 1) & mask; p.ring[last]&3 == e&3 {
+				p.ring[last] += e &^ 3
+				continue
+			}
+		}
 		pos := (p.qhead + n) & mask
 		p.ring[pos] = e
 		if e&3 > kindPrivate {
@@ -525,147 +616,4 @@ func (p *Pool) compact() {
 		n++
 	}
 	p.qlen = n
-}
-
-// eachFree calls f for every free block in queue order (oldest first)
-// with its ring index, its id (-1 for an anonymous entry) and entry kind,
-// until f returns false.
-func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
-	mask := len(p.ring) - 1
-	for i := 0; i < p.qlen; i++ {
-		pos := (p.qhead + i) & mask
-		e := p.ring[pos]
-		if e == hole {
-			continue
-		}
-		b := int32(e >> 2)
-		if e&3 <= kindPrivate {
-			b = -1 // anonymous
-		}
-		if !f(pos, b, e&3) {
-			return
-		}
-	}
-}
-
-// checkAnon verifies the stack of anonymous ids: as many ids as anonymous
-// queue entries, each in the pool and free without content, its hot word
-// recording its stack position, and every free block without content
-// found there.
-func (p *Pool) checkAnon(queued int) error {
-	if p.nAnon != queued {
-		return fmt.Errorf("kv: %d anonymous free ids but %d anonymous queue entries", p.nAnon, queued)
-	}
-	for pos, b := range p.anon[:p.nAnon] {
-		switch {
-		case b < 0 || int(b) >= p.capacity:
-			return fmt.Errorf("kv: anonymous free id %d outside the pool", b)
-		case p.hot[b] != uint32(pos)<<countShift:
-			return fmt.Errorf("kv: anonymous free block %d at stack position %d records state %#x", b, pos, p.hot[b])
-		}
-	}
-	for b, w := range p.hot {
-		if w&(heldBit|kindMask) != 0 {
-			continue
-		}
-		if pos := int(w >> countShift); pos >= p.nAnon || p.anon[pos] != int32(b) {
-			return fmt.Errorf("kv: block %d is free without content but not at its position %d among the anonymous ids", b, pos)
-		}
-	}
-	return nil
-}
-
-// Check verifies the pool's invariants: reference counts are never
-// negative, the free queue holds exactly the unreferenced blocks, and
-// free + referenced = capacity. It costs O(capacity).
-func (p *Pool) Check() error {
-	inQueue, cachedFree, anonQueued, anonPriv := 0, 0, 0, 0
-	var bad error
-	p.eachFree(func(pos int, b int32, kind uint32) bool {
-		switch {
-		case b < 0:
-			anonQueued++
-			if kind == kindPrivate {
-				anonPriv++
-			}
-		case int(b) >= p.capacity:
-			bad = fmt.Errorf("kv: free queue holds block %d outside the pool", b)
-		case p.hot[b]&heldBit != 0:
-			bad = fmt.Errorf("kv: block %d is in the free queue with %d references", b, p.Refs(b))
-		case int(p.hot[b]>>countShift) != pos:
-			bad = fmt.Errorf("kv: free block %d sits at queue position %d but records %d", b, pos, p.hot[b]>>countShift)
-		case kind != p.kindOf(b):
-			bad = fmt.Errorf("kv: free block %d is queued with content kind %d but records kind %d", b, kind, p.kindOf(b))
-		}
-		inQueue++
-		if kind != kindNone {
-			cachedFree++
-		}
-		return bad == nil
-	})
-	if bad != nil {
-		return bad
-	}
-	if cachedFree != p.cachedFree {
-		return fmt.Errorf("kv: %d free blocks hold cached content but the count is %d", cachedFree, p.cachedFree)
-	}
-	if inQueue != p.numFree {
-		return fmt.Errorf("kv: free queue holds %d blocks but the free count is %d", inQueue, p.numFree)
-	}
-	if err := p.checkAnon(anonQueued); err != nil {
-		return err
-	}
-	referenced, total, priv, shared := 0, int64(0), anonPriv, 0
-	for b := range p.hot {
-		switch p.kindOf(int32(b)) {
-		case kindPrivate:
-			priv++
-		case kindTagged:
-			priv++
-			if p.hash[b] == 0 {
-				return fmt.Errorf("kv: block %d is tagged private but holds no tag", b)
-			}
-		case kindShared:
-			shared++
-			if ib, ok := p.index.get(p.hash[b]); !ok || ib != int32(b) {
-				return fmt.Errorf("kv: block %d records shared content %x that the cache index does not map to it", b, p.hash[b])
-			}
-		}
-		r := p.Refs(int32(b))
-		total += int64(r)
-		if p.hot[b]&heldBit != 0 && r == 0 {
-			return fmt.Errorf("kv: block %d is held with 0 references", b)
-		}
-		if r > 0 {
-			referenced++
-		}
-	}
-	if total != p.refs {
-		return fmt.Errorf("kv: blocks hold %d references but the total is %d", total, p.refs)
-	}
-	if referenced+p.numFree != p.capacity {
-		return fmt.Errorf("kv: %d referenced + %d free != capacity %d", referenced, p.numFree, p.capacity)
-	}
-	indexed := 0
-	p.index.each(func(h uint64, b BlockID) bool {
-		indexed++
-		if p.kindOf(b) != kindShared || p.hash[b] != h {
-			bad = fmt.Errorf("kv: cache index maps %x to block %d holding %x (content kind %d)", h, b, p.content(b), p.kindOf(b))
-			return false
-		}
-		return true
-	})
-	if bad != nil {
-		return bad
-	}
-	if indexed != p.index.len() {
-		return fmt.Errorf("kv: cache index holds %d entries but counts %d", indexed, p.index.len())
-	}
-	if priv != p.numPriv {
-		return fmt.Errorf("kv: %d blocks hold private content but the count is %d", priv, p.numPriv)
-	}
-	if shared != indexed {
-		return fmt.Errorf("kv: %d blocks hold shared content but %d are indexed", shared, indexed)
-	}
-	return nil
 }

@@ -54,7 +54,7 @@ func TestCheckDetectsCorruption(t *testing.T) {
 		tb, _ := p.Allocate(nil, 3) // blocks 0, 1, 2 referenced; queue: block 3, anonymous
 		p.Commit(tb[0], 5)
 		p.Commit(tb[2], 8)
-		if err := p.Release(tb[2:]); err != nil { // queue: 3 (anonymous), 2 (content 8, ring index 4)
+		if err := p.Release(tb[2:]); err != nil { // queue: 3 (anonymous, a run of one at ring index 0), 2 (content 8, ring index 1)
 			t.Fatal(err)
 		}
 		if err := p.Check(); err != nil {
@@ -69,13 +69,13 @@ func TestCheckDetectsCorruption(t *testing.T) {
 	}{
 		{"referenced block in queue", func(p *Pool) { p.hot[2] = heldBit | oneRef | kindShared }, "is in the free queue with 1 references"},
 		{"free count off", func(p *Pool) { p.numFree++ }, "free queue holds 2 blocks but the free count is 3"},
-		{"misplaced entry", func(p *Pool) { p.hot[2] = kindShared }, "free block 2 sits at queue position 4 but records 0"},
+		{"misplaced entry", func(p *Pool) { p.hot[2] = kindShared }, "free block 2 sits at queue position 1 but records 0"},
 		{"stale kind", func(p *Pool) { p.setKind(2, kindTagged) }, "free block 2 is queued with content kind 2 but records kind 3"},
-		{"anonymous block with state", func(p *Pool) { p.hot[3] = kindPrivate }, "anonymous free block 3 at stack position 0 records state 0x1"},
-		{"anonymous id lost", func(p *Pool) { p.nAnon-- }, "0 anonymous free ids but 1 anonymous queue entries"},
-		{"anonymous and identified", func(p *Pool) { p.anon[0] = 2 }, "anonymous free block 2 at stack position 0 records state 0x22"},
-		{"anonymous id outside", func(p *Pool) { p.anon[0] = 4 }, "anonymous free id 4 outside the pool"},
-		{"held block lost", func(p *Pool) { p.hot[1] = 0 }, "block 1 is free without content but not at its position 0 among the anonymous ids"},
+		{"anonymous block with state", func(p *Pool) { p.hot[3] = kindPrivate }, "anonymous free block 3 records state 0x1"},
+		{"empty run", func(p *Pool) { p.ring[0] = kindNone }, "free queue entry 0 is an empty run of anonymous blocks"},
+		{"anonymous id lost", func(p *Pool) { p.anon.remove(3) }, "0 anonymous free ids but 1 anonymous queue entries"},
+		{"anonymous and identified", func(p *Pool) { p.anon.remove(3); p.anon.add(2) }, "anonymous free block 2 records state 0xa"},
+		{"held block lost", func(p *Pool) { p.hot[1] = 0 }, "block 1 is free without content but not among the anonymous ids"},
 		{"shared kind not indexed", func(p *Pool) { p.hash[1] = 9; p.setKind(1, kindShared) }, "block 1 records shared content 9 that the cache index does not map to it"},
 		{"tagged without a tag", func(p *Pool) { p.setKind(1, kindTagged); p.numPriv++ }, "block 1 is tagged private but holds no tag"},
 		{"private count off", func(p *Pool) { p.numPriv++ }, "0 blocks hold private content but the count is 1"},
