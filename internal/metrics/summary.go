@@ -321,7 +321,11 @@ type Result struct {
 	Transfer      Stat    `json:"transfer_ms"`
 	Preemptions   int64   `json:"preemptions"`
 	Reprefills    int64   `json:"reprefills"`
-	Retries       int64   `json:"retries"`
+	// Retries counts handoff retries: a prefilled request moved to
+	// another decode instance after waiting handoff.retry_after_s in one
+	// decode queue (requests re-sent after an instance loss are counted
+	// in Faults).
+	Retries int64 `json:"retries"`
 	// FailureReasons and RejectionReasons count reasons by class (the
 	// reason with its numbers replaced by N); the examples give the first
 	// reason of each class that has numbers.

@@ -53,7 +53,7 @@ func (r Result) String() string {
 	}
 	kv("Preemptions:", i(r.Preemptions))
 	kv("Re-prefills:", i(r.Reprefills))
-	kv("Retries:", i(r.Retries))
+	kv("Handoff retries:", i(r.Retries))
 	if sp := r.Speculative; sp != nil {
 		kv("Speculative acceptance rate (%):", f(sp.AcceptanceRate*100, 2))
 		kv("  mean accepted length:", f(sp.MeanAcceptedLength, 3))

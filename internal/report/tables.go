@@ -39,7 +39,7 @@ func summaryTable(runs []Run) tableView {
 	row("Output throughput (tok/s, whole run)", false, func(r *metrics.Result) string { return ftoa(r.OutputTokS, 2) })
 	row("Preemptions", false, func(r *metrics.Result) string { return itoa(r.Preemptions) })
 	row("Re-prefills", false, func(r *metrics.Result) string { return itoa(r.Reprefills) })
-	row("Retries", false, func(r *metrics.Result) string { return itoa(r.Retries) })
+	row("Handoff retries", false, func(r *metrics.Result) string { return itoa(r.Retries) })
 	if slices.ContainsFunc(runs, func(r Run) bool { return len(r.Summary.PinnedKV) > 0 }) {
 		row("Pinned KV peak (blocks)", false, func(r *metrics.Result) string {
 			peak := 0
