@@ -2,6 +2,7 @@ package perfdb
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -45,21 +46,12 @@ func holdoutGroups(xs []float64) [][2]int {
 // (buildCurve), and each rule reads the held-out m between the nearest
 // remaining m on either side. Rows come sorted by dtype, n, k and m.
 func GEMMHoldout(db *DB) []HeldOut {
-	type key struct {
-		dtype string
-		n, k  int
-	}
-	xs, ys := map[key][]float64{}, map[key][]float64{}
-	for _, r := range db.GEMM {
-		k := key{r.Dtype, r.N, r.K}
-		xs[k] = append(xs[k], float64(r.M))
-		ys[k] = append(ys[k], r.Ms*1e6)
-	}
-	keys := make([]key, 0, len(xs))
+	xs, ys := gemmPoints(db.GEMM)
+	keys := make([]gemmKey, 0, len(xs))
 	for k := range xs {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b key) int {
+	slices.SortFunc(keys, func(a, b gemmKey) int {
 		return cmp.Or(cmp.Compare(a.dtype, b.dtype), cmp.Compare(a.n, b.n), cmp.Compare(a.k, b.k))
 	})
 	var out []HeldOut
@@ -74,10 +66,7 @@ func GEMMHoldout(db *DB) []HeldOut {
 			rest.envelope()
 			for i := lo; i < hi; i++ {
 				h := HeldOut{System: db.System, Dtype: k.dtype, M: int(raw.x[i]), N: k.n, K: k.k,
-					Lo: int(raw.x[lo-1]), Hi: int(raw.x[hi]), Measured: raw.y[i], Pred: make([]float64, len(GEMMRules))}
-				for j, r := range GEMMRules {
-					h.Pred[j], _ = rest.atRule(raw.x[i], r)
-				}
+					Lo: int(raw.x[lo-1]), Hi: int(raw.x[hi]), Measured: raw.y[i], Pred: rest.predictAll(raw.x[i])}
 				out = append(out, h)
 			}
 		}
@@ -110,16 +99,7 @@ func GEMMHoldoutAcross(db *DB, axis GEMMAxis) []HeldOut {
 		dtype    string
 		m, other int
 	}
-	type curveKey struct {
-		dtype string
-		n, k  int
-	}
-	xs, ys := map[curveKey][]float64{}, map[curveKey][]float64{}
-	for _, r := range db.GEMM {
-		c := curveKey{r.Dtype, r.N, r.K}
-		xs[c] = append(xs[c], float64(r.M))
-		ys[c] = append(ys[c], r.Ms*1e6)
-	}
+	xs, ys := gemmPoints(db.GEMM)
 	along := map[key]*curve{}
 	for c := range xs {
 		cv := buildCurve(xs[c], ys[c])
@@ -151,16 +131,45 @@ func GEMMHoldoutAcross(db *DB, axis GEMMAxis) []HeldOut {
 			rest.x = append(append(rest.x[:0], c.x[:i]...), c.x[i+1:]...)
 			rest.y = append(append(rest.y[:0], c.y[:i]...), c.y[i+1:]...)
 			h := HeldOut{System: db.System, Dtype: k.dtype, M: k.m, Lo: int(c.x[i-1]), Hi: int(c.x[i+1]),
-				Measured: c.y[i], Pred: make([]float64, len(GEMMRules))}
+				Measured: c.y[i], Pred: rest.predictAll(c.x[i])}
 			h.N, h.K = int(c.x[i]), k.other
 			if axis == AxisK {
 				h.N, h.K = k.other, int(c.x[i])
-			}
-			for j, r := range GEMMRules {
-				h.Pred[j], _ = rest.atRule(c.x[i], r)
 			}
 			out = append(out, h)
 		}
 	}
 	return out
+}
+
+// gemmKey names one measured GEMM curve in m.
+type gemmKey struct {
+	dtype string
+	n, k  int
+}
+
+// gemmPoints groups GEMM rows into their curves' raw points: m and the
+// time in ns, in row order.
+func gemmPoints(rows []GEMMRow) (xs, ys map[gemmKey][]float64) {
+	xs, ys = map[gemmKey][]float64{}, map[gemmKey][]float64{}
+	for _, r := range rows {
+		k := gemmKey{r.Dtype, r.N, r.K}
+		xs[k] = append(xs[k], float64(r.M))
+		ys[k] = append(ys[k], r.Ms*1e6)
+	}
+	return xs, ys
+}
+
+// predictAll reads c at x by every rule of GEMMRules; a rule that cannot
+// read x (outside c) gives NaN, which the summaries then show.
+func (c *curve) predictAll(x float64) []float64 {
+	pred := make([]float64, len(GEMMRules))
+	for j, r := range GEMMRules {
+		v, ok := c.atRule(x, r)
+		if !ok {
+			v = math.NaN()
+		}
+		pred[j] = v
+	}
+	return pred
 }
