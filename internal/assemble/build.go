@@ -229,6 +229,18 @@ func (b *Built) WithoutDecodeLane() *Built {
 	return &c
 }
 
+// WithoutAnonymousTails returns a copy of b whose engines name every KV
+// block (engine.Config.NoAnonymousTails): the reference the anonymous
+// tails' outputs are checked against.
+func (b *Built) WithoutAnonymousTails() *Built {
+	c := *b
+	c.instances = slices.Clone(b.instances)
+	for i := range c.instances {
+		c.instances[i].Engine.NoAnonymousTails = true
+	}
+	return &c
+}
+
 // NewSim assembles a simulation from a built scenario with fresh engines,
 // a fresh router and a fresh workload source. The closer must be closed
 // after the run.

@@ -11,8 +11,8 @@ import (
 )
 
 // corrupter drops one reference of a block in use on instance inst after
-// that instance's first step, so the engine's next invariant check or
-// release fails.
+// that instance's first step (a block of an anonymous tail when there is
+// one), so the engine's next invariant check or release fails.
 type corrupter struct {
 	collect
 	es   []*engine.Engine
@@ -26,6 +26,13 @@ func (c *corrupter) StepDone(inst int, r *engine.StepResult) {
 		return
 	}
 	p := c.es[inst].Pool()
+	if p.TailBlocks() > 0 {
+		if err := p.ReleaseTail(0, 1); err != nil {
+			panic(err)
+		}
+		c.done = true
+		return
+	}
 	for b := 0; b < p.Capacity(); b++ {
 		if p.Refs(kv.BlockID(b)) > 0 {
 			if err := p.Release([]kv.BlockID{kv.BlockID(b)}); err != nil {

@@ -53,6 +53,11 @@ type Config struct {
 	// reference the lane is checked against. Outputs are identical either
 	// way; only the speed differs.
 	NoDecodeLane bool
+	// NoAnonymousTails names every KV block a request holds instead of
+	// counting its private blocks as an anonymous tail (tail.go): the
+	// reference the tails are checked against. Outputs are identical
+	// either way; only the speed differs.
+	NoAnonymousTails bool
 	// PriorityScheduling is vLLM's scheduling_policy priority: the
 	// waiting queue is ordered by (priority, arrival) instead of arrival,
 	// and a request short of KV blocks preempts the running request with

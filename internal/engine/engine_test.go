@@ -279,7 +279,7 @@ func TestSlotLayout(t *testing.T) {
 	if size := unsafe.Sizeof(s); size%64 != 0 {
 		t.Errorf("slot is %d bytes, not a multiple of 64: pad it (slot.go)", size)
 	}
-	if end := unsafe.Offsetof(s.blocks) + unsafe.Sizeof(s.blocks); end > 64 {
+	if end := unsafe.Offsetof(s.nblocks) + unsafe.Sizeof(s.nblocks); end > 64 {
 		t.Errorf("hot fields end at byte %d, past the first cache line", end)
 	}
 	if start, end := unsafe.Offsetof(s.laneAt), unsafe.Offsetof(s.sharedDone)+unsafe.Sizeof(s.sharedDone); start != 64 || end > 128 {

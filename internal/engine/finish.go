@@ -102,7 +102,7 @@ func (e *Engine) finishScheduled(sched []scheduled, r *StepResult, end int64) in
 			s.state = stPrefilled
 			e.pin(sc.slot, s)
 			e.zombies = append(e.zombies, sc.slot)
-			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: *s.syncRecord(), Blocks: len(s.blocks)})
+			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: *s.syncRecord(), Blocks: int(s.nblocks)})
 			continue
 		}
 		if sc.spec == 0 {

@@ -44,7 +44,7 @@ func (e *Engine) form(now, formed int64) int32 {
 		if s.state != stRunning || s.inFlight {
 			continue // a request in a batch in flight waits for its end
 		}
-		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < int32(len(s.blocks))*bs && (short || hybrid && e.steadyLocal(slot, ctx)) {
+		if ctx := s.computed; ctx+1 == s.prompt+s.generated && ctx < s.nblocks*bs && (short || hybrid && e.steadyLocal(slot, ctx)) {
 			c := int(ctx)
 			if dn == 0 || c < dmin {
 				dmin = c
@@ -263,14 +263,11 @@ func (e *Engine) grow(slot int32, s *seq, n int32) bool {
 		return e.growHybrid(slot, s, n)
 	}
 	bs := int32(e.cfg.BlockSize)
-	room := int32(len(s.blocks)) * bs
+	room := s.nblocks * bs
 	if s.computed+n <= room {
 		return true
 	}
-	need := cdiv(int(s.computed+n-room), int(bs))
-	var ok bool
-	s.blocks, ok = e.pool.Allocate(s.blocks, need)
-	return ok
+	return e.allocBlocks(s, cdiv(int(s.computed+n-room), int(bs)))
 }
 
 // admit tries to take a waiting request in: prefix-cache hits first, then
@@ -314,15 +311,15 @@ func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
 	}
 	if e.cfg.PrefixCaching && s.computed == 0 {
 		s.blocks = e.pool.AcquireBlocks(s.blocks, e.hits, maxBlocks)
+		s.nblocks = int32(len(s.blocks))
 	}
-	var ok bool
-	if s.blocks, ok = e.pool.Allocate(s.blocks, need); !ok {
+	if !e.allocBlocks(s, need) {
 		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
 		return -1
 	}
 	if e.hybrid() {
 		e.startLocal(slot, hitTokens)
-		e.extendLocal(slot, len(s.blocks))
+		e.extendLocal(slot, int(s.nblocks))
 	}
 	s.computed = hitTokens
 	s.committed = int32(hitBlocks)

@@ -40,6 +40,7 @@ func (e *Engine) pin(slot int32, s *seq) {
 		}
 		e.pinRefs[b]++
 	}
+	e.pinned += s.tailLen() // held by s alone
 }
 
 // unpin undoes pin for s in slot, whose pinned blocks are being released.
@@ -53,6 +54,7 @@ func (e *Engine) unpin(slot int32, s *seq) {
 			e.pinned--
 		}
 	}
+	e.pinned -= s.tailLen()
 }
 
 // HandoffQueue is the number of requests in the decode admission queue.
@@ -245,16 +247,16 @@ func (e *Engine) reserve(slot int32) (int, bool) {
 	}
 	if hit > 0 {
 		s.blocks = e.pool.AcquireBlocks(s.blocks, e.hits, hit)
+		s.nblocks = int32(len(s.blocks))
 	}
-	var ok bool
-	if s.blocks, ok = e.pool.Allocate(s.blocks, need-hit); !ok {
+	if !e.allocBlocks(s, need-hit) {
 		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need-hit))
 		return 0, false
 	}
 	if e.hybrid() {
 		// The KV arrives for the first prompt-1 tokens (TransferDone).
 		e.startLocal(slot, s.prompt-1)
-		e.extendLocal(slot, len(s.blocks))
+		e.extendLocal(slot, int(s.nblocks))
 	}
 	s.committed = int32(hit)
 	s.state = stReserved

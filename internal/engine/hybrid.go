@@ -157,8 +157,7 @@ func (e *Engine) growHybrid(slot int32, s *seq, n int32) bool {
 	if need+e.localNeed(slot, want) > e.pool.Free() {
 		return false
 	}
-	var ok bool
-	if s.blocks, ok = e.pool.Allocate(s.blocks, need); !ok {
+	if !e.allocBlocks(s, need) {
 		return false
 	}
 	e.extendLocal(slot, want)

@@ -95,6 +95,9 @@ func (e *Engine) check(budgetLeft int32) error {
 	if t.refs != e.pool.TotalRefs() {
 		return fmt.Errorf("requests hold %d block references but the pool counts %d", t.refs, e.pool.TotalRefs())
 	}
+	if t.tail != e.pool.TailBlocks() {
+		return fmt.Errorf("requests hold %d blocks in anonymous tails but the pool counts %d", t.tail, e.pool.TailBlocks())
+	}
 	if t.pinned != e.pinned {
 		return fmt.Errorf("pinned requests hold %d distinct blocks but the pinned count is %d", t.pinned, e.pinned)
 	}
@@ -169,6 +172,7 @@ func (e *Engine) checkBatch(budgetLeft int32) error {
 type slotTally struct {
 	pinned, reserved, inFlight, queued, running int
 	refs                                        int64 // block references held
+	tail                                        int   // blocks held in anonymous tails
 }
 
 // checkSlot verifies request slot s and adds it to the tally; held, when
@@ -176,8 +180,8 @@ type slotTally struct {
 func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32) error {
 	switch s.state {
 	case stFree, stWaiting, stHandoff, stSwapped:
-		if len(s.blocks) != 0 {
-			return fmt.Errorf("request %d in state %s holds %d blocks", s.rec.ID, s.state, len(s.blocks))
+		if s.nblocks != 0 || len(s.blocks) != 0 {
+			return fmt.Errorf("request %d in state %s holds %d blocks", s.rec.ID, s.state, s.nblocks)
 		}
 	case stRunning, stDone, stPrefilled, stReady, stLoading, stLoaded, stSwapOut, stSwapIn:
 		if s.state == stRunning && s.rec.Scheduled < 0 {
@@ -188,10 +192,14 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 		if s.inLane() {
 			computed = e.laneComputed(s)
 		}
-		if need := cdiv(int(computed), e.cfg.BlockSize); len(s.blocks) < need {
-			return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, len(s.blocks), computed, need)
+		if need := cdiv(int(computed), e.cfg.BlockSize); int(s.nblocks) < need {
+			return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, s.nblocks, computed, need)
 		}
 	}
+	if err := e.checkTail(s); err != nil {
+		return err
+	}
+	t.tail += s.tailLen()
 	if e.hybrid() {
 		if err := e.checkLocal(slot, s); err != nil {
 			return err
@@ -202,7 +210,7 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 		local = e.loc[slot].ids
 	}
 	if s.state == stPinned || s.state == stPrefilled {
-		t.pinned += len(local) // a request's own: never shared
+		t.pinned += len(local) + s.tailLen() // a request's own: never shared
 		// Distinct blocks: a shared prefix block pinned by several
 		// requests counts once.
 		for _, b := range s.blocks {
@@ -233,7 +241,7 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 	if s.state == stHandoff {
 		t.queued++
 	}
-	t.refs += int64(len(s.blocks) + len(local))
+	t.refs += int64(int(s.nblocks) + len(local))
 	if held != nil {
 		for _, b := range s.blocks {
 			held[b]++
@@ -291,8 +299,28 @@ func (e *Engine) checkHeld(held map[int32]int32) error {
 			return fmt.Errorf("block %d has %d references but requests hold it %d times", b, got, n)
 		}
 	}
-	if len(held) != e.pool.Used() {
-		return fmt.Errorf("requests hold %d distinct blocks but the pool has %d in use", len(held), e.pool.Used())
+	if len(held)+e.pool.TailBlocks() != e.pool.Used() {
+		return fmt.Errorf("requests hold %d distinct named blocks and %d in anonymous tails but the pool has %d in use", len(held), e.pool.TailBlocks(), e.pool.Used())
 	}
 	return e.pool.Check()
+}
+
+// checkTail verifies s's anonymous tail (tail.go): its blocks come after
+// the named ones and are private (after the shared blocks, with no copy
+// remembered from a preemption) when prefix caching is on, and the engine
+// allows tails at all.
+func (e *Engine) checkTail(s *seq) error {
+	tail := s.tailLen()
+	switch {
+	case tail < 0:
+		return fmt.Errorf("request %d holds %d blocks but names %d", s.rec.ID, s.nblocks, len(s.blocks))
+	case tail == 0:
+		return nil
+	case e.cfg.NoAnonymousTails || e.hybrid() || e.cfg.SwapBlocks > 0 || e.tiers != nil:
+		return fmt.Errorf("request %d holds an anonymous tail of %d blocks on an engine that names every block", s.rec.ID, tail)
+	case e.cfg.PrefixCaching && (!s.sharedDone || len(s.blocks) < int(s.shared) || len(s.owned) != 0):
+		return fmt.Errorf("request %d holds an anonymous tail of %d blocks after %d named, %d shared (known: %v), %d remembered",
+			s.rec.ID, tail, len(s.blocks), s.shared, s.sharedDone, len(s.owned))
+	}
+	return nil
 }

@@ -86,9 +86,9 @@ func (e *Engine) join(slot int32) bool {
 	}
 	bs := int32(e.cfg.BlockSize)
 	t := e.tick
-	alloc := t + int64(len(s.blocks))*int64(bs) - int64(s.computed) + 1 // forming it allocates
+	alloc := t + int64(s.nblocks)*int64(bs) - int64(s.computed) + 1 // forming it allocates
 	due := t + int64(s.output-s.generated)                              // its end is the last token
-	if e.cfg.PrefixCaching && (int(s.committed)+1 != len(s.blocks) || !e.laneCommits(s)) {
+	if e.cfg.PrefixCaching && (s.committed+1 != s.nblocks || !e.laneCommits(s)) {
 		// Its end fills a block the lane cannot commit (lanefill.go).
 		due = min(due, t+int64((s.committed+1)*bs-s.computed))
 	}
@@ -227,7 +227,7 @@ func (e *Engine) laneFits(budget int32) bool {
 			n = t
 		}
 		tokens += int64(n)
-		if room := int32(len(s.blocks)) * bs; s.computed+n > room {
+		if room := s.nblocks * bs; s.computed+n > room {
 			blocks += cdiv(int(s.computed+n-room), int(bs))
 		}
 	}

@@ -18,8 +18,8 @@ func (kvStep) StepTime(b *perf.Batch) int64 {
 }
 
 // TestDecodeLaneMatchesExplicit runs random workloads on two engines, one
-// with the decode lane and one visiting every request in every step (the
-// reference), in lockstep, and requires the same batches, step times,
+// with the decode lane and anonymous tails and one visiting every request
+// in every step and naming every block (the reference), in lockstep, and requires the same batches, step times,
 // emitted tokens, gaps, finished records (in order) and pool state after
 // every step. Small pools force preemptions; block sizes 1 and 4 make
 // members leave the lane often; short ids make prefixes shared.
@@ -31,7 +31,9 @@ func TestDecodeLaneMatchesExplicit(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		ref, _ := New(0, cfg, kvStep{})
+		refCfg := cfg
+		refCfg.NoAnonymousTails = true
+		ref, _ := New(0, refCfg, kvStep{})
 		ref.noLane = true
 		reqs := drawRequests(rt, lane, true)
 		for i := range reqs {
@@ -139,7 +141,7 @@ func laneCached(e *Engine) int {
 		s := &e.slots[slot]
 		i := s.committed
 		if e.cfg.PrefixCaching && e.laneComputed(s) >= (i+1)*int32(e.cfg.BlockSize) &&
-			int(i)+1 == len(s.blocks) && e.laneCommits(s) {
+			i+1 == s.nblocks && e.laneCommits(s) {
 			n++
 		}
 	}

@@ -34,10 +34,14 @@ func (e *Engine) laneCommits(s *seq) bool {
 func (e *Engine) laneCommit(s *seq, computed int32) {
 	i := s.committed
 	if !e.cfg.PrefixCaching || computed < (i+1)*int32(e.cfg.BlockSize) ||
-		int(i)+1 != len(s.blocks) || !e.laneCommits(s) {
+		i+1 != s.nblocks || !e.laneCommits(s) {
 		return
 	}
-	e.pool.CommitPrivateBlocks(s.blocks[i : i+1])
+	if int(i) < len(s.blocks) {
+		e.pool.CommitPrivateBlocks(s.blocks[i : i+1])
+	} else {
+		e.pool.CommitTail(1)
+	}
 	s.committed = i + 1
 }
 
@@ -59,7 +63,7 @@ func (e *Engine) laneCommit(s *seq, computed int32) {
 // laneNeedsBlock reports whether lane member s needs a new block for its
 // token of the batch being formed.
 func (e *Engine) laneNeedsBlock(s *seq) bool {
-	return s.inLane() && e.laneComputed(s) >= int32(len(s.blocks))*int32(e.cfg.BlockSize)
+	return s.inLane() && e.laneComputed(s) >= s.nblocks*int32(e.cfg.BlockSize)
 }
 
 // laneBlocksDue counts the blocks the lane members need for the batch
@@ -91,19 +95,18 @@ func (e *Engine) laneAllocate() {
 			continue
 		}
 		computed := e.laneComputed(s)
-		if computed < int32(len(s.blocks))*int32(bs) {
+		if computed < s.nblocks*int32(bs) {
 			continue
 		}
 		e.laneCommit(s, computed)
-		var ok bool
-		if s.blocks, ok = e.pool.Allocate(s.blocks, 1); !ok {
+		if !e.allocBlocks(s, 1) {
 			e.fail(fmt.Errorf("request %d: no free block for its next token although the batch's blocks fit", s.rec.ID))
 			continue
 		}
 		// The new block holds tokens from t+1's on: its last slot is
 		// filled by batch t+bs, and batch t+bs+1 allocates the next.
 		fill, alloc := t+bs, t+bs+1
-		if e.cfg.PrefixCaching && fill < s.due && (int(s.committed)+1 != len(s.blocks) || !e.laneCommits(s)) {
+		if e.cfg.PrefixCaching && fill < s.due && (s.committed+1 != s.nblocks || !e.laneCommits(s)) {
 			s.due = fill // explicit for the batch that fills it
 			r := &e.dueRing[fill&(laneWindow-1)]
 			*r = append(*r, slot)

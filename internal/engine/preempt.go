@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/servesim/servesim/internal/perf"
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/perf"
+)
 
 // preempt frees a running request's blocks and puts it back at the front of
 // the waiting queue (behind loaded prefixes, see requeueFront); it will
@@ -32,10 +36,18 @@ func (e *Engine) preempt(slot int32, now int64) {
 func (e *Engine) release(slot int32) {
 	s := &e.slots[slot]
 	e.releaseLocal(slot)
+	if tail := s.tailLen(); tail > 0 {
+		// The tail is the table's end: released first, as Release
+		// releases a table last block first.
+		priv := e.tailPriv(s)
+		if err := e.pool.ReleaseTail(priv, tail-priv); err != nil {
+			e.fail(fmt.Errorf("request %d: %w", s.rec.ID, err))
+		}
+	}
 	if err := e.pool.Release(s.blocks); err != nil {
 		e.fail(err)
 	}
-	s.blocks = s.blocks[:0]
+	s.blocks, s.nblocks = s.blocks[:0], 0
 }
 
 // Preemptions is the number of preemptions (recompute or swap) this

@@ -36,7 +36,12 @@ func (e *Engine) commitBlocks(s *seq, now int64) {
 		// kept rather than duplicated. The pool records no tag until the
 		// request is preempted (notePrivate).
 		if i >= len(s.owned) {
-			e.pool.CommitPrivateBlocks(s.blocks[i:full])
+			if head := len(s.blocks); i < head {
+				e.pool.CommitPrivateBlocks(s.blocks[i:min(full, head)])
+			}
+			if n := full - max(i, len(s.blocks)); n > 0 {
+				e.pool.CommitTail(n)
+			}
 			break
 		}
 		if e.pool.Holds(s.owned[i], kv.Private(s.salt, i)) {
@@ -53,6 +58,9 @@ func (e *Engine) commitBlocks(s *seq, now int64) {
 // already remembered that still holds its content is the one the pool kept
 // (the later copy was not committed).
 func (e *Engine) notePrivate(s *seq) {
+	if e.tailPriv(s) > 0 {
+		e.nameTail(s) // its private blocks are looked up by id
+	}
 	for i := int(s.shared); i < int(s.committed) && i < len(s.blocks); i++ {
 		for len(s.owned) <= i {
 			s.owned = append(s.owned, -1)

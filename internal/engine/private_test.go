@@ -44,6 +44,7 @@ func TestPreemptedRequestRehitsPrivateBlocks(t *testing.T) {
 			t.Fatalf("private block %d reached the shared index", i)
 		}
 	}
+	e.nameTail(s) // ids to follow (preempt names only a tail it must tag)
 	held := append([]int32(nil), s.blocks[:5]...)
 	e.running = e.running[:0]
 	e.preempt(slot, 0)

@@ -35,7 +35,10 @@ type seq struct {
 	redo      bool
 	lastToken int64
 	maxITL    int64
-	blocks    []kv.BlockID
+	// nblocks is how many KV blocks the request holds: blocks names the
+	// first of them, and the rest are its anonymous tail (tail.go).
+	nblocks int32
+	_       [20]byte // the hot fields end the first cache line
 
 	// Second line: what the decode lane's block events (lanefill.go),
 	// its joining and leaving (lane.go) and committing a filled block read
@@ -59,6 +62,8 @@ type seq struct {
 	owned      []kv.BlockID
 	sharedDone bool // the block after the shared ones is known to be private
 
+	blocks []kv.BlockID // the named blocks (tail.go)
+
 	salt      uint64
 	hashes    []uint64 // chained hashes of the shared blocks, filled lazily
 	rec       metrics.Record
@@ -71,9 +76,10 @@ type seq struct {
 	loadStart    int64 // start of its lower-tier load (stLoading) or swap copy
 	loadEnd      int32 // blocks held once the load ends; swap-space blocks held when swapped
 	prio         int32 // the request's priority (smaller: served first; priority policy)
+	_            [40]byte
 }
 
-// The slot is 512 bytes, a multiple of 64, so that slots in their (large,
+// The slot is 576 bytes, a multiple of 64, so that slots in their (large,
 // page-aligned) array keep their hot fields in one cache line;
 // TestSlotLayout checks it. A field added to the slot must keep its size
 // a multiple of 64 bytes (pad it with a trailing blank field, of nonzero

@@ -74,7 +74,7 @@ func (e *Engine) swapOut(slot int32, s *seq, now int64) bool {
 	}
 	e.swap.used += nb
 	e.swap.stats.PeakUsedBlocks = max(e.swap.stats.PeakUsedBlocks, e.swap.used)
-	e.swap.gpuOut += len(s.blocks)
+	e.swap.gpuOut += int(s.nblocks)
 	e.swap.copying++
 	e.swap.stats.Outs++
 	e.swap.stats.BlocksOut += int64(nb)
@@ -111,7 +111,7 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) error {
 	if out {
 		e.swap.stats.OutNs += now - s.loadStart
 		e.swap.stats.OutsDone++
-		e.swap.gpuOut -= len(s.blocks)
+		e.swap.gpuOut -= int(s.nblocks)
 		e.release(slot)
 		s.state = stSwapped
 		e.swap.queue.pushBack(slot)
@@ -157,8 +157,8 @@ func (e *Engine) startSwapIn(slot int32, s *seq, now int64) bool {
 	if need > e.pool.Free() {
 		return false
 	}
-	var ok bool
-	if s.blocks, ok = e.pool.Allocate(s.blocks[:0], need); !ok {
+	s.blocks, s.nblocks = s.blocks[:0], 0
+	if !e.allocBlocks(s, need) {
 		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
 		return false
 	}
@@ -182,7 +182,7 @@ func (e *Engine) checkSwap() error {
 		s := &e.slots[i]
 		switch s.state {
 		case stSwapOut:
-			gpuOut += len(s.blocks)
+			gpuOut += int(s.nblocks)
 			copying++
 			used += int(s.loadEnd)
 		case stSwapIn:

@@ -94,8 +94,8 @@ func (e *Engine) startLoad(slot int32, s *seq, hit, end, tier int, budget int32,
 		return -1
 	}
 	s.blocks = e.pool.AcquireBlocks(s.blocks, e.hits, int(s.numTokens()-1)/int(bs))
-	var ok bool
-	if s.blocks, ok = e.pool.Allocate(s.blocks, need); !ok {
+	s.nblocks = int32(len(s.blocks))
+	if !e.allocBlocks(s, need) {
 		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
 		return -1
 	}
@@ -142,10 +142,9 @@ func (e *Engine) admitLoaded(s *seq, budget int32) int {
 	if !e.cfg.ChunkedPrefill && remaining > budget {
 		return -1
 	}
-	need := cdiv(int(hitTokens+e.chunk(remaining, budget)), e.cfg.BlockSize) - len(s.blocks)
+	need := cdiv(int(hitTokens+e.chunk(remaining, budget)), e.cfg.BlockSize) - int(s.nblocks)
 	if need > 0 && need <= e.pool.Free() {
-		var ok bool
-		if s.blocks, ok = e.pool.Allocate(s.blocks, need); !ok {
+		if !e.allocBlocks(s, need) {
 			e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
 			return -1
 		}
@@ -158,5 +157,5 @@ func (e *Engine) admitLoaded(s *seq, budget int32) int {
 
 // room is how many more tokens the blocks s holds can take.
 func (e *Engine) room(s *seq) int32 {
-	return int32(len(s.blocks))*int32(e.cfg.BlockSize) - s.computed
+	return s.nblocks*int32(e.cfg.BlockSize) - s.computed
 }

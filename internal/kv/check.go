@@ -28,11 +28,15 @@ func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
 }
 
 // checkAnon verifies the set of anonymous ids: as many ids as anonymous
-// queue entries, its summaries consistent, and exactly the free blocks
-// without content in it, each with hot word 0.
+// queue entries and blocks held in tails, its summaries consistent, and
+// exactly the blocks neither named nor free with content in it, each with
+// hot word 0.
 func (p *Pool) checkAnon(queued int) error {
-	if n := p.anon.count(); n != queued {
-		return fmt.Errorf("kv: %d anonymous free ids but %d anonymous queue entries", n, queued)
+	if n := p.anon.count(); n != queued+p.tail {
+		return fmt.Errorf("kv: %d anonymous ids but %d anonymous queue entries and %d blocks in tails", n, queued, p.tail)
+	}
+	if p.tail < 0 || p.tailPriv < 0 || p.tailPriv > p.tail {
+		return fmt.Errorf("kv: tails hold %d blocks, %d of them private", p.tail, p.tailPriv)
 	}
 	if !p.anon.check() {
 		return fmt.Errorf("kv: the set of anonymous ids has a summary bit that does not match its words")
@@ -51,7 +55,8 @@ func (p *Pool) checkAnon(queued int) error {
 
 // Check verifies the pool's invariants: reference counts are never
 // negative, the free queue holds exactly the unreferenced blocks, and
-// free + referenced = capacity. It costs O(capacity).
+// free + referenced = capacity (blocks held in anonymous tails counted
+// as referenced once). It costs O(capacity).
 func (p *Pool) Check() error {
 	for i, mask := 0, len(p.ring)-1; i < p.qlen; i++ {
 		if e := p.ring[(p.qhead+i)&mask]; e != hole && e&kindMask <= kindPrivate && e>>2 == 0 {
@@ -94,7 +99,7 @@ func (p *Pool) Check() error {
 	if err := p.checkAnon(anonQueued); err != nil {
 		return err
 	}
-	referenced, total, priv, shared := 0, int64(0), anonPriv, 0
+	referenced, total, priv, shared := p.tail, int64(p.tail), anonPriv+p.tailPriv, 0
 	for b := range p.hot {
 		switch p.kindOf(int32(b)) {
 		case kindPrivate:

@@ -45,7 +45,8 @@ type Pool struct {
 	// (which the LRU order and the cached counts need) distinguishes it
 	// from another such block. Its entry keeps only that kind (an
 	// anonymous entry; consecutive anonymous entries of one kind are one
-	// run), its id is in the set anon, and its hot word is 0.
+	// run), its id is in the set anon, and its hot word is 0. The ids of
+	// blocks held in anonymous tails (tail.go) are in anon too.
 	// An allocation that takes an anonymous entry hands out the id
 	// following the table's last block when that one is anonymous, else
 	// the lowest anonymous id; one that evicts the content of an
@@ -56,6 +57,10 @@ type Pool struct {
 	// words share cache lines, instead of cycling through the whole pool
 	// with the free queue.
 	anon idSet
+	// tail is the number of blocks held in anonymous tails (tail.go),
+	// whose ids are in anon too; tailPriv how many of them hold private
+	// content.
+	tail, tailPriv int
 
 	index   index // hash -> block holding shared content
 	numPriv int   // blocks holding private content (see CommitPrivate)

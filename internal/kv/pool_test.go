@@ -73,7 +73,7 @@ func TestCheckDetectsCorruption(t *testing.T) {
 		{"stale kind", func(p *Pool) { p.setKind(2, kindTagged) }, "free block 2 is queued with content kind 2 but records kind 3"},
 		{"anonymous block with state", func(p *Pool) { p.hot[3] = kindPrivate }, "anonymous free block 3 records state 0x1"},
 		{"empty run", func(p *Pool) { p.ring[0] = kindNone }, "free queue entry 0 is an empty run of anonymous blocks"},
-		{"anonymous id lost", func(p *Pool) { p.anon.remove(3) }, "0 anonymous free ids but 1 anonymous queue entries"},
+		{"anonymous id lost", func(p *Pool) { p.anon.remove(3) }, "0 anonymous ids but 1 anonymous queue entries and 0 blocks in tails"},
 		{"anonymous and identified", func(p *Pool) { p.anon.remove(3); p.anon.add(2) }, "anonymous free block 2 records state 0xa"},
 		{"held block lost", func(p *Pool) { p.hot[1] = 0 }, "block 1 is free without content but not among the anonymous ids"},
 		{"shared kind not indexed", func(p *Pool) { p.hash[1] = 9; p.setKind(1, kindShared) }, "block 1 records shared content 9 that the cache index does not map to it"},

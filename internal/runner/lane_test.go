@@ -12,10 +12,11 @@ import (
 // TestDecodeLaneOutputsIdentical runs the golden scenarios, a small pool
 // that preempts often, and the multi-turn chat examples (shared prefixes,
 // KV tiers),
-// with the decode lane on and off (engine.Config.NoDecodeLane: every
-// request visited in every step) and requires every output byte for byte
-// equal. The lane, with the block commits it makes itself, is a speed
-// device only.
+// with the decode lane and the anonymous tails on and off
+// (engine.Config.NoDecodeLane: every request visited in every step;
+// NoAnonymousTails: every KV block named) and requires every output byte
+// for byte equal. The lane, with the block commits it makes itself, and
+// the tails are speed devices only.
 func TestDecodeLaneOutputsIdentical(t *testing.T) {
 	scenarios := append(goldenScenarios[:len(goldenScenarios):len(goldenScenarios)],
 		struct{ name, yaml string }{"tight-pool", `
@@ -46,7 +47,7 @@ workload:
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			onRes, on := runOutputs(t, build(t, sc.name, sc.yaml))
-			b := build(t, sc.name, sc.yaml).WithoutDecodeLane()
+			b := build(t, sc.name, sc.yaml).WithoutDecodeLane().WithoutAnonymousTails()
 			offRes, off := runOutputs(t, b)
 			if onRes.String() != offRes.String() {
 				t.Errorf("summaries differ:\n%s\n----\n%s", onRes.String(), offRes.String())

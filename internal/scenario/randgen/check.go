@@ -46,8 +46,9 @@ type Options struct {
 	// compares the outputs byte for byte.
 	Determinism bool
 	// NoLane is Determinism with the second run's engines visiting every
-	// request in every step (engine.Config.NoDecodeLane): the decode lane
-	// must not change any output.
+	// request in every step and naming every KV block
+	// (engine.Config.NoDecodeLane and NoAnonymousTails): the decode lane
+	// and the anonymous tails must not change any output.
 	NoLane bool
 }
 
@@ -166,7 +167,7 @@ func CheckFile(path string, requests int, opts Options) Result {
 				return Result{Failure: fail(ClassDeterminism, "second build failed: %v", err)}
 			}
 			if opts.NoLane {
-				built = built.WithoutDecodeLane()
+				built = built.WithoutDecodeLane().WithoutAnonymousTails()
 			}
 		}
 		dir := ""

@@ -474,7 +474,8 @@ func setChecks(t *testing.T) {
 
 // TestDecodeLaneChangesNothing draws random P/D scenarios (see Draw) and
 // runs each twice, the second time with every engine visiting every
-// request in every step (engine.Config.NoDecodeLane): the summary, the
+// request in every step and naming every KV block (engine.Config's
+// NoDecodeLane and NoAnonymousTails): the summary, the
 // per-request CSV and JSONL and the time series must be byte-identical.
 // Runs that fail their contract for another reason are not this test's
 // concern (TestRandomPD reports them). Every front end is drawn, several
