@@ -39,7 +39,7 @@ package engine
 
 // laneWindow bounds a member's stay in the lane between explicit visits
 // (batches); a power of two.
-const laneWindow = 64
+const laneWindow = 256
 
 // laneOn reports whether the lane is used on this engine.
 func (e *Engine) laneOn() bool {
