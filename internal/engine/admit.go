@@ -43,7 +43,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.salt = uint64(r.ID)*0x2545f4914f6cdd1d + 1
 	s.enqueued, s.state = now, st
 	s.inFlight, s.redo = false, false
-	s.blocks, s.nblocks = s.blocks[:0], 0
+	s.blocks, s.nblocks, s.tailed = s.blocks[:0], 0, false
 	s.hashes = s.hashes[:0]
 	s.shared, s.sharedDone = 0, false
 	s.owned = s.owned[:0]

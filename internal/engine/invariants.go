@@ -314,6 +314,8 @@ func (e *Engine) checkTail(s *seq) error {
 	switch {
 	case tail < 0:
 		return fmt.Errorf("request %d holds %d blocks but names %d", s.rec.ID, s.nblocks, len(s.blocks))
+	case (tail > 0) != s.tailed:
+		return fmt.Errorf("request %d holds an anonymous tail of %d blocks but is marked tailed %v", s.rec.ID, tail, s.tailed)
 	case tail == 0:
 		return nil
 	case e.cfg.NoAnonymousTails || e.hybrid() || e.cfg.SwapBlocks > 0 || e.tiers != nil:

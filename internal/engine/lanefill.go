@@ -89,6 +89,10 @@ func (e *Engine) laneAllocate() {
 	t := e.tick
 	b := &e.allocRing[(t+1)&(laneWindow-1)]
 	bs := int64(e.cfg.BlockSize)
+	// The members' tail blocks are taken together at the end: a tail's
+	// blocks have no ids, so which member takes which free block changes
+	// nothing (the pool evicts the same content whatever the split).
+	tail := 0
 	for _, slot := range *b {
 		s := &e.slots[slot]
 		if !s.inLane() {
@@ -99,7 +103,11 @@ func (e *Engine) laneAllocate() {
 			continue
 		}
 		e.laneCommit(s, computed)
-		if !e.allocBlocks(s, 1) {
+		if s.tailed || e.tailOK(s) {
+			s.tailed = true
+			s.nblocks++
+			tail++
+		} else if !e.allocBlocks(s, 1) {
 			e.fail(fmt.Errorf("request %d: no free block for its next token although the batch's blocks fit", s.rec.ID))
 			continue
 		}
@@ -115,6 +123,9 @@ func (e *Engine) laneAllocate() {
 			r := &e.allocRing[alloc&(laneWindow-1)]
 			*r = append(*r, slot)
 		}
+	}
+	if tail > 0 && !e.pool.AllocateTail(tail) {
+		e.fail(fmt.Errorf("no %d free blocks for the decode lane's next tokens although the batch's blocks fit", tail))
 	}
 	*b = (*b)[:0]
 }

@@ -47,7 +47,7 @@ func (e *Engine) release(slot int32) {
 	if err := e.pool.Release(s.blocks); err != nil {
 		e.fail(err)
 	}
-	s.blocks, s.nblocks = s.blocks[:0], 0
+	s.blocks, s.nblocks, s.tailed = s.blocks[:0], 0, false
 }
 
 // Preemptions is the number of preemptions (recompute or swap) this

@@ -38,7 +38,10 @@ type seq struct {
 	// nblocks is how many KV blocks the request holds: blocks names the
 	// first of them, and the rest are its anonymous tail (tail.go).
 	nblocks int32
-	_       [20]byte // the hot fields end the first cache line
+	// tailed: the request's last blocks are an anonymous tail, and its
+	// next ones join it (tail.go).
+	tailed bool
+	_      [19]byte // the hot fields end the first cache line
 
 	// Second line: what the decode lane's block events (lanefill.go),
 	// its joining and leaving (lane.go) and committing a filled block read

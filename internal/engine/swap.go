@@ -157,7 +157,7 @@ func (e *Engine) startSwapIn(slot int32, s *seq, now int64) bool {
 	if need > e.pool.Free() {
 		return false
 	}
-	s.blocks, s.nblocks = s.blocks[:0], 0
+	s.blocks, s.nblocks, s.tailed = s.blocks[:0], 0, false
 	if !e.allocBlocks(s, need) {
 		e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
 		return false

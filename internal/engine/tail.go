@@ -39,10 +39,14 @@ func (e *Engine) tailOK(s *seq) bool {
 // or may start one, else named. It returns false and changes nothing when
 // fewer than n blocks are free.
 func (e *Engine) allocBlocks(s *seq, n int) bool {
-	if int(s.nblocks) > len(s.blocks) || e.tailOK(s) {
+	if n <= 0 {
+		return true
+	}
+	if s.tailed || e.tailOK(s) {
 		if !e.pool.AllocateTail(n) {
 			return false
 		}
+		s.tailed = true
 	} else {
 		var ok bool
 		if s.blocks, ok = e.pool.Allocate(s.blocks, n); !ok {
@@ -79,6 +83,7 @@ func (e *Engine) nameTail(s *seq) {
 		e.fail(fmt.Errorf("request %d: %w", s.rec.ID, err))
 		return
 	}
+	s.tailed = false
 	if s.state == stPrefilled || s.state == stPinned {
 		for _, b := range s.blocks[head:] {
 			e.pinRefs[b]++ // held by s alone: pinned once, already counted
