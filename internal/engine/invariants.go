@@ -156,6 +156,9 @@ func (e *Engine) checkBatch(budgetLeft int32) error {
 	if offSum != e.laneSum {
 		return fmt.Errorf("decode-lane offsets sum to %d but the kept sum is %d", offSum, e.laneSum)
 	}
+	if err := e.checkLaneCounts(); err != nil {
+		return err
+	}
 	for _, slot := range e.running {
 		if e.slots[slot].inLane() {
 			return fmt.Errorf("request %d is both in the running list and in the decode lane", e.slots[slot].rec.ID)
@@ -178,6 +181,10 @@ type slotTally struct {
 // checkSlot verifies request slot s and adds it to the tally; held, when
 // not nil (a full check), counts the references to each block.
 func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32) error {
+	nblocks := s.nblocks // a counted lane member's, as leave would settle it
+	if s.inLane() {
+		nblocks, _ = e.laneSettled(s)
+	}
 	switch s.state {
 	case stFree, stWaiting, stHandoff, stSwapped:
 		if s.nblocks != 0 || len(s.blocks) != 0 {
@@ -192,14 +199,15 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 		if s.inLane() {
 			computed = e.laneComputed(s)
 		}
-		if need := cdiv(int(computed), e.cfg.BlockSize); int(s.nblocks) < need {
-			return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, s.nblocks, computed, need)
+		if need := cdiv(int(computed), e.cfg.BlockSize); int(nblocks) < need {
+			return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, nblocks, computed, need)
 		}
 	}
-	if err := e.checkTail(s); err != nil {
+	tail := int(nblocks) - len(s.blocks)
+	if err := e.checkTail(s, tail); err != nil {
 		return err
 	}
-	t.tail += s.tailLen()
+	t.tail += tail
 	if e.hybrid() {
 		if err := e.checkLocal(slot, s); err != nil {
 			return err
@@ -210,7 +218,7 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 		local = e.loc[slot].ids
 	}
 	if s.state == stPinned || s.state == stPrefilled {
-		t.pinned += len(local) + s.tailLen() // a request's own: never shared
+		t.pinned += len(local) + tail // a request's own: never shared
 		// Distinct blocks: a shared prefix block pinned by several
 		// requests counts once.
 		for _, b := range s.blocks {
@@ -241,7 +249,7 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 	if s.state == stHandoff {
 		t.queued++
 	}
-	t.refs += int64(int(s.nblocks) + len(local))
+	t.refs += int64(int(nblocks) + len(local))
 	if held != nil {
 		for _, b := range s.blocks {
 			held[b]++
@@ -305,15 +313,14 @@ func (e *Engine) checkHeld(held map[int32]int32) error {
 	return e.pool.Check()
 }
 
-// checkTail verifies s's anonymous tail (tail.go): its blocks come after
+// checkTail verifies s's anonymous tail (tail.go) of tail blocks: they come after
 // the named ones and are private (after the shared blocks, with no copy
 // remembered from a preemption) when prefix caching is on, and the engine
 // allows tails at all.
-func (e *Engine) checkTail(s *seq) error {
-	tail := s.tailLen()
+func (e *Engine) checkTail(s *seq, tail int) error {
 	switch {
 	case tail < 0:
-		return fmt.Errorf("request %d holds %d blocks but names %d", s.rec.ID, s.nblocks, len(s.blocks))
+		return fmt.Errorf("request %d holds %d blocks but names %d", s.rec.ID, len(s.blocks)+tail, len(s.blocks))
 	case (tail > 0) != s.tailed:
 		return fmt.Errorf("request %d holds an anonymous tail of %d blocks but is marked tailed %v", s.rec.ID, tail, s.tailed)
 	case tail == 0:
@@ -323,6 +330,36 @@ func (e *Engine) checkTail(s *seq) error {
 	case e.cfg.PrefixCaching && (!s.sharedDone || len(s.blocks) < int(s.shared) || len(s.owned) != 0):
 		return fmt.Errorf("request %d holds an anonymous tail of %d blocks after %d named, %d shared (known: %v), %d remembered",
 			s.rec.ID, tail, len(s.blocks), s.shared, s.sharedDone, len(s.owned))
+	}
+	return nil
+}
+
+// checkLaneCounts recounts the counted lane members' next allocations
+// (lanefill.go) and compares them with the per-batch counts.
+func (e *Engine) checkLaneCounts() error {
+	var allocs, commits [laneWindow]int32
+	for _, slot := range e.lane {
+		s := &e.slots[slot]
+		if s.laneAlloc <= 0 {
+			continue
+		}
+		if !s.tailed {
+			return fmt.Errorf("request %d is a counted lane member without an anonymous tail", s.rec.ID)
+		}
+		next := e.laneNextAlloc(s)
+		if next < 0 {
+			continue
+		}
+		if formed := e.tick + int64(len(e.flights)); next <= formed {
+			return fmt.Errorf("request %d: counted lane allocation at batch %d, already formed (%d formed)", s.rec.ID, next, formed)
+		}
+		allocs[next&(laneWindow-1)]++
+		if s.laneCommitter {
+			commits[next&(laneWindow-1)]++
+		}
+	}
+	if allocs != e.laneAllocs || commits != e.laneCommitsAt {
+		return fmt.Errorf("counted lane allocations per batch %v (commits %v) but the members' are %v (%v)", e.laneAllocs, e.laneCommitsAt, allocs, commits)
 	}
 	return nil
 }

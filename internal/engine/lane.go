@@ -100,8 +100,12 @@ func (e *Engine) join(slot int32) bool {
 		return false
 	}
 	if alloc > t {
-		b := &e.allocRing[alloc&(laneWindow-1)]
-		*b = append(*b, slot) // allocated by the lane (lanefill.go)
+		if s.tailed {
+			e.countAllocs(s, t, alloc) // counted by the lane (lanefill.go)
+		} else {
+			b := &e.allocRing[alloc&(laneWindow-1)]
+			*b = append(*b, slot) // allocated by the lane (lanefill.go)
+		}
 	}
 	s.laneAt = int32(len(e.lane))
 	s.joinTick, s.due = t, due
@@ -122,6 +126,7 @@ func (e *Engine) join(slot int32) bool {
 // leave brings lane member s up to date and takes it out of the lane (it
 // is not put back in the running list).
 func (e *Engine) leave(s *seq) {
+	e.settleAllocs(s)
 	k := e.tick - s.joinTick
 	if k > 0 {
 		s.computed += int32(k)

@@ -139,9 +139,9 @@ func laneCached(e *Engine) int {
 	n := e.Pool().Cached()
 	for _, slot := range e.lane {
 		s := &e.slots[slot]
-		i := s.committed
+		nblocks, i := e.laneSettled(s)
 		if e.cfg.PrefixCaching && e.laneComputed(s) >= (i+1)*int32(e.cfg.BlockSize) &&
-			i+1 == s.nblocks && e.laneCommits(s) {
+			i+1 == nblocks && e.laneCommits(s) {
 			n++
 		}
 	}

@@ -69,7 +69,7 @@ func (e *Engine) laneNeedsBlock(s *seq) bool {
 // laneBlocksDue counts the blocks the lane members need for the batch
 // being formed (an upper bound: a member registered twice counts twice).
 func (e *Engine) laneBlocksDue() int {
-	n := 0
+	n := int(e.laneAllocs[(e.tick+1)&(laneWindow-1)])
 	for _, slot := range e.allocRing[(e.tick+1)&(laneWindow-1)] {
 		if e.laneNeedsBlock(&e.slots[slot]) {
 			n++
@@ -92,7 +92,7 @@ func (e *Engine) laneAllocate() {
 	// The members' tail blocks are taken together at the end: a tail's
 	// blocks have no ids, so which member takes which free block changes
 	// nothing (the pool evicts the same content whatever the split).
-	tail := 0
+	tail := e.countedAllocate(t + 1)
 	for _, slot := range *b {
 		s := &e.slots[slot]
 		if !s.inLane() {
@@ -128,4 +128,102 @@ func (e *Engine) laneAllocate() {
 		e.fail(fmt.Errorf("no %d free blocks for the decode lane's next tokens although the batch's blocks fit", tail))
 	}
 	*b = (*b)[:0]
+}
+
+// Counted members.
+//
+// A member whose blocks are an anonymous tail (tail.go) needs no visit at
+// its allocations: its block goes to the tail, which has no ids, and the
+// block it filled, committed then, is private content, which the pool
+// only counts. Such a member commits at every allocation in the lane
+// except, when its last block was already committed as it joined, the
+// first (after which its next block fills and it leaves the lane: join
+// makes it due then). Its allocations, at batches joinTick+laneAlloc and
+// every BlockSize batches after, are counted per batch in laneAllocs
+// (those that commit also in laneCommitsAt): forming a batch takes that
+// many tail blocks and moves the counts BlockSize batches on, and leave
+// brings the member's block and commit counts up to date from the number
+// of its allocation batches formed while it was in the lane, and takes
+// its next allocation out of the counts.
+
+// countAllocs makes lane member s, joining after batch t with its first
+// allocation at batch alloc, a counted member.
+func (e *Engine) countAllocs(s *seq, t, alloc int64) {
+	s.laneAlloc = int32(alloc - t)
+	s.laneCommitter = e.cfg.PrefixCaching && s.committed+1 == s.nblocks
+	i := alloc & (laneWindow - 1)
+	e.laneAllocs[i]++
+	if s.laneCommitter {
+		e.laneCommitsAt[i]++
+	}
+}
+
+// countedAllocate makes the counted members' allocations (and commits)
+// of batch n, being formed, and returns how many tail blocks they need.
+func (e *Engine) countedAllocate(n int64) int {
+	i := n & (laneWindow - 1)
+	k, c := e.laneAllocs[i], e.laneCommitsAt[i]
+	if k == 0 {
+		return 0
+	}
+	e.laneAllocs[i], e.laneCommitsAt[i] = 0, 0
+	if bs := int64(e.cfg.BlockSize); bs < laneWindow {
+		j := (n + bs) & (laneWindow - 1)
+		e.laneAllocs[j] += k
+		e.laneCommitsAt[j] += c
+	}
+	e.pool.CommitTail(int(c))
+	return int(k)
+}
+
+// laneAllocsDone is how many allocations counted member s has had in the
+// lane: its allocation batches formed since it joined (every batch
+// finished, and the one in flight if any; a member leaves the lane only
+// between batches, before the next one is formed).
+func (e *Engine) laneAllocsDone(s *seq) int64 {
+	first := s.joinTick + int64(s.laneAlloc)
+	formed := e.tick + int64(len(e.flights))
+	if s.laneAlloc <= 0 || formed < first {
+		return 0
+	}
+	return (formed-first)/int64(e.cfg.BlockSize) + 1
+}
+
+// laneSettled is lane member s's block and commit counts as leave would
+// set them.
+func (e *Engine) laneSettled(s *seq) (nblocks, committed int32) {
+	m := int32(e.laneAllocsDone(s))
+	nblocks, committed = s.nblocks+m, s.committed
+	if s.laneCommitter {
+		committed += m
+	}
+	return nblocks, committed
+}
+
+// laneNextAlloc is the batch of counted member s's next allocation, as
+// registered in laneAllocs, or -1 when none is registered (BlockSize is
+// not below laneWindow and its one allocation is made).
+func (e *Engine) laneNextAlloc(s *seq) int64 {
+	m := e.laneAllocsDone(s)
+	if m > 0 && int64(e.cfg.BlockSize) >= laneWindow {
+		return -1
+	}
+	return s.joinTick + int64(s.laneAlloc) + m*int64(e.cfg.BlockSize)
+}
+
+// settleAllocs brings counted member s, leaving the lane, up to date: its
+// block and commit counts, and its next allocation out of the counts.
+func (e *Engine) settleAllocs(s *seq) {
+	if s.laneAlloc <= 0 {
+		return
+	}
+	if next := e.laneNextAlloc(s); next >= 0 {
+		i := next & (laneWindow - 1)
+		e.laneAllocs[i]--
+		if s.laneCommitter {
+			e.laneCommitsAt[i]--
+		}
+	}
+	s.nblocks, s.committed = e.laneSettled(s)
+	s.laneAlloc, s.laneCommitter = 0, false
 }

@@ -64,6 +64,14 @@ type seq struct {
 	// was last preempted (-1: none), where it may still be cached.
 	owned      []kv.BlockID
 	sharedDone bool // the block after the shared ones is known to be private
+	// laneCommitter: a counted lane member (laneAlloc > 0) commits the
+	// block it filled at each of its allocations (lanefill.go).
+	laneCommitter bool
+	// laneAlloc, when > 0, makes the lane member a counted one: its first
+	// allocation in the lane is at batch joinTick+laneAlloc, the next ones
+	// every block's worth of batches after, all counted in
+	// Engine.laneAllocs instead of made member by member (lanefill.go).
+	laneAlloc int32
 
 	blocks []kv.BlockID // the named blocks (tail.go)
 
