@@ -61,7 +61,9 @@ type Engine struct {
 	ticks          [laneWindow]laneTick // by batch number mod laneWindow
 	nextOrder      int64                // admission-order stamp of the next running request
 	mergeBuf       []int32              // scratch of mergeRunning
-	noLane         bool                 // tests: every request explicit, as a reference
+	// noLane: the lane is off, by configuration (laneRuledOut) or as a test's
+	// reference (every request explicit).
+	noLane bool
 
 	waitingTokens int64        // tokens the waiting queue must compute
 	probe         []uint64     // scratch hashes for PrefixHitTokens
@@ -113,6 +115,7 @@ func New(id int, cfg Config, pred perf.Predictor) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize), hqHead: -1, hqTail: -1}
 	e.waiting.prio = cfg.PriorityScheduling
+	e.noLane = e.laneRuledOut()
 	return e, nil
 }
 

@@ -55,8 +55,12 @@ type laneTick struct {
 }
 
 // laneOn reports whether the lane is used on this engine.
-func (e *Engine) laneOn() bool {
-	return e.pp() == 1 && e.cfg.Role != Prefill && !e.noLane && !e.cfg.NoDecodeLane && !e.specOn() && !e.hybrid()
+func (e *Engine) laneOn() bool { return !e.noLane }
+
+// laneRuledOut reports whether the engine's configuration rules the lane out
+// (New records it in noLane).
+func (e *Engine) laneRuledOut() bool {
+	return e.pp() != 1 || e.cfg.Role == Prefill || e.cfg.NoDecodeLane || e.specOn() || e.hybrid()
 }
 
 // numRunning is the number of requests in the running set, explicit and in
