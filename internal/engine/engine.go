@@ -55,14 +55,19 @@ type Engine struct {
 	// Minimum and maximum of laneOff; stale after an extreme member left.
 	laneLo, laneHi int64
 	laneStale      bool
-	tick           int64                // batches finished
-	prevEnd        int64                // end of the latest finished batch
-	gaps           gapMax               // gaps between the last laneWindow batch ends
-	ticks          [laneWindow]laneTick // by batch number mod laneWindow
-	nextOrder      int64                // admission-order stamp of the next running request
-	mergeBuf       []int32              // scratch of mergeRunning
-	// noLane: the lane is off, by configuration (laneRuledOut) or as a test's
-	// reference (every request explicit).
+	tick           int64  // batches finished
+	prevEnd        int64  // end of the latest finished batch
+	gaps           gapMax // gaps between the last laneWindow batch ends
+	dueRing        [laneWindow][]int32
+	allocRing      [laneWindow][]int32 // lane members whose next token needs a block in a batch (lanefill.go)
+	// laneAllocs[i] and laneCommitsAt[i]: how many counted lane members
+	// (seq.laneAlloc) allocate a block, and commit the one they filled,
+	// when batch i (mod laneWindow) is formed (lanefill.go).
+	laneAllocs, laneCommitsAt [laneWindow]int32
+	nextOrder                 int64   // admission-order stamp of the next running request
+	mergeBuf                  []int32 // scratch of mergeRunning
+	// noLane: the lane is off, by configuration (laneRuledOut) or as a
+	// test's reference (every request explicit).
 	noLane bool
 
 	waitingTokens int64        // tokens the waiting queue must compute

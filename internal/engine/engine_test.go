@@ -282,9 +282,6 @@ func TestSlotLayout(t *testing.T) {
 	if end := unsafe.Offsetof(s.nblocks) + unsafe.Sizeof(s.nblocks); end > 64 {
 		t.Errorf("hot fields end at byte %d, past the first cache line", end)
 	}
-	if size := unsafe.Sizeof(laneTick{}); size != 64 {
-		t.Errorf("a lane tick is %d bytes, not one cache line (lane.go)", size)
-	}
 	if start, end := unsafe.Offsetof(s.laneAt), unsafe.Offsetof(s.sharedDone)+unsafe.Sizeof(s.sharedDone); start != 64 || end > 128 {
 		t.Errorf("lane and commit fields span bytes %d to %d, not the second cache line", start, end)
 	}

@@ -20,7 +20,7 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.laneAllocate()
 		} else {
 			e.flush()
-			e.ticks[(e.tick+1)&(laneWindow-1)].alloc = e.ticks[(e.tick+1)&(laneWindow-1)].alloc[:0]
+			e.allocRing[(e.tick+1)&(laneWindow-1)] = e.allocRing[(e.tick+1)&(laneWindow-1)][:0]
 		}
 		budget -= int32(len(e.lane)) // the members come after the explicit requests
 	}

@@ -358,10 +358,8 @@ func (e *Engine) checkLaneCounts() error {
 			commits[next&(laneWindow-1)]++
 		}
 	}
-	for i := range e.ticks {
-		if tk := &e.ticks[i]; tk.allocs != allocs[i] || tk.commits != commits[i] {
-			return fmt.Errorf("counted lane allocations at batch %d mod %d: %d (commits %d) but the members' are %d (%d)", i, laneWindow, tk.allocs, tk.commits, allocs[i], commits[i])
-		}
+	if allocs != e.laneAllocs || commits != e.laneCommitsAt {
+		return fmt.Errorf("counted lane allocations per batch %v (commits %v) but the members' are %v (%v)", e.laneAllocs, e.laneCommitsAt, allocs, commits)
 	}
 	return nil
 }

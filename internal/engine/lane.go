@@ -41,19 +41,6 @@ package engine
 // (batches); a power of two.
 const laneWindow = 256
 
-// laneTick is what the lane keeps for one batch number (mod laneWindow),
-// in one cache line: a batch's forming reads it whole, and with many
-// engines that line is rarely still cached.
-type laneTick struct {
-	due   []int32 // members explicit in the batch: they leave the lane before it is formed
-	alloc []int32 // members with named blocks allocating one when it is formed (lanefill.go)
-	// allocs counts the counted members (seq.laneAlloc) allocating a
-	// block when it is formed, commits those of them that commit the
-	// block they filled (lanefill.go).
-	allocs, commits int32
-	_               [8]byte
-}
-
 // laneOn reports whether the lane is used on this engine.
 func (e *Engine) laneOn() bool { return !e.noLane }
 
@@ -120,7 +107,7 @@ func (e *Engine) join(slot int32) bool {
 		if s.tailed {
 			e.countAllocs(s, t, alloc) // counted by the lane (lanefill.go)
 		} else {
-			b := &e.ticks[alloc&(laneWindow-1)].alloc
+			b := &e.allocRing[alloc&(laneWindow-1)]
 			*b = append(*b, slot) // allocated by the lane (lanefill.go)
 		}
 	}
@@ -135,7 +122,7 @@ func (e *Engine) join(slot int32) bool {
 	e.lane = append(e.lane, slot)
 	e.laneOff = append(e.laneOff, off)
 	e.laneSum += off
-	b := &e.ticks[due&(laneWindow-1)].due
+	b := &e.dueRing[due&(laneWindow-1)]
 	*b = append(*b, slot)
 	return true
 }
@@ -172,7 +159,7 @@ func (e *Engine) leave(s *seq) {
 // admission order.
 func (e *Engine) leaveDue() {
 	next := e.tick + 1
-	b := &e.ticks[next&(laneWindow-1)].due
+	b := &e.dueRing[next&(laneWindow-1)]
 	sorted := len(e.running)
 	for _, slot := range *b {
 		s := &e.slots[slot]

@@ -54,7 +54,7 @@ func (e *Engine) laneCommit(s *seq, computed int32) {
 // block number each gets, not which cached content is evicted (the free
 // queue's order) nor anything the engine reports. Such a member then need
 // not leave the lane: join registers the batch whose forming allocates for
-// it (laneTick.alloc), and laneAllocate, called by form before the explicit
+// it (allocRing), and laneAllocate, called by form before the explicit
 // requests are walked, brings it up to date, allocates its block and lets
 // it join again for the following batches. When the blocks could run short
 // form flushes the lane instead and every request is walked explicitly, in
@@ -69,8 +69,8 @@ func (e *Engine) laneNeedsBlock(s *seq) bool {
 // laneBlocksDue counts the blocks the lane members need for the batch
 // being formed (an upper bound: a member registered twice counts twice).
 func (e *Engine) laneBlocksDue() int {
-	n := int(e.ticks[(e.tick+1)&(laneWindow-1)].allocs)
-	for _, slot := range e.ticks[(e.tick+1)&(laneWindow-1)].alloc {
+	n := int(e.laneAllocs[(e.tick+1)&(laneWindow-1)])
+	for _, slot := range e.allocRing[(e.tick+1)&(laneWindow-1)] {
 		if e.laneNeedsBlock(&e.slots[slot]) {
 			n++
 		}
@@ -87,7 +87,7 @@ func (e *Engine) laneBlocksDue() int {
 // end fills it (the member leaves the lane for it).
 func (e *Engine) laneAllocate() {
 	t := e.tick
-	b := &e.ticks[(t+1)&(laneWindow-1)].alloc
+	b := &e.allocRing[(t+1)&(laneWindow-1)]
 	bs := int64(e.cfg.BlockSize)
 	// The members' tail blocks are taken together at the end: a tail's
 	// blocks have no ids, so which member takes which free block changes
@@ -116,11 +116,11 @@ func (e *Engine) laneAllocate() {
 		fill, alloc := t+bs, t+bs+1
 		if e.cfg.PrefixCaching && fill < s.due && (s.committed+1 != s.nblocks || !e.laneCommits(s)) {
 			s.due = fill // explicit for the batch that fills it
-			r := &e.ticks[fill&(laneWindow-1)].due
+			r := &e.dueRing[fill&(laneWindow-1)]
 			*r = append(*r, slot)
 		}
 		if alloc < s.due {
-			r := &e.ticks[alloc&(laneWindow-1)].alloc
+			r := &e.allocRing[alloc&(laneWindow-1)]
 			*r = append(*r, slot)
 		}
 	}
@@ -139,8 +139,8 @@ func (e *Engine) laneAllocate() {
 // except, when its last block was already committed as it joined, the
 // first (after which its next block fills and it leaves the lane: join
 // makes it due then). Its allocations, at batches joinTick+laneAlloc and
-// every BlockSize batches after, are counted per batch (laneTick.allocs;
-// those that commit also in laneTick.commits): forming a batch takes that
+// every BlockSize batches after, are counted per batch in laneAllocs
+// (those that commit also in laneCommitsAt): forming a batch takes that
 // many tail blocks and moves the counts BlockSize batches on, and leave
 // brings the member's block and commit counts up to date from the number
 // of its allocation batches formed while it was in the lane, and takes
@@ -152,9 +152,9 @@ func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 	s.laneAlloc = int32(alloc - t)
 	s.laneCommitter = e.cfg.PrefixCaching && s.committed+1 == s.nblocks
 	i := alloc & (laneWindow - 1)
-	e.ticks[i].allocs++
+	e.laneAllocs[i]++
 	if s.laneCommitter {
-		e.ticks[i].commits++
+		e.laneCommitsAt[i]++
 	}
 }
 
@@ -162,15 +162,15 @@ func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 // of batch n, being formed, and returns how many tail blocks they need.
 func (e *Engine) countedAllocate(n int64) int {
 	i := n & (laneWindow - 1)
-	k, c := e.ticks[i].allocs, e.ticks[i].commits
+	k, c := e.laneAllocs[i], e.laneCommitsAt[i]
 	if k == 0 {
 		return 0
 	}
-	e.ticks[i].allocs, e.ticks[i].commits = 0, 0
+	e.laneAllocs[i], e.laneCommitsAt[i] = 0, 0
 	if bs := int64(e.cfg.BlockSize); bs < laneWindow {
 		j := (n + bs) & (laneWindow - 1)
-		e.ticks[j].allocs += k
-		e.ticks[j].commits += c
+		e.laneAllocs[j] += k
+		e.laneCommitsAt[j] += c
 	}
 	e.pool.CommitTail(int(c))
 	return int(k)
@@ -201,7 +201,7 @@ func (e *Engine) laneSettled(s *seq) (nblocks, committed int32) {
 }
 
 // laneNextAlloc is the batch of counted member s's next allocation, as
-// registered in laneTick.allocs, or -1 when none is registered (BlockSize is
+// registered in laneAllocs, or -1 when none is registered (BlockSize is
 // not below laneWindow and its one allocation is made).
 func (e *Engine) laneNextAlloc(s *seq) int64 {
 	m := e.laneAllocsDone(s)
@@ -219,9 +219,9 @@ func (e *Engine) settleAllocs(s *seq) {
 	}
 	if next := e.laneNextAlloc(s); next >= 0 {
 		i := next & (laneWindow - 1)
-		e.ticks[i].allocs--
+		e.laneAllocs[i]--
 		if s.laneCommitter {
-			e.ticks[i].commits--
+			e.laneCommitsAt[i]--
 		}
 	}
 	s.nblocks, s.committed = e.laneSettled(s)
