@@ -58,8 +58,12 @@ type Engine struct {
 	tick           int64  // batches finished
 	prevEnd        int64  // end of the latest finished batch
 	gaps           gapMax // gaps between the last laneWindow batch ends
-	dueRing        [laneWindow][]int32
-	allocRing      [laneWindow][]int32 // lane members whose next token needs a block in a batch (lanefill.go)
+	// laneDue: members by the batch they must be explicit in (they leave
+	// the lane before it is formed); laneNamed: members with named blocks
+	// by the batch whose forming allocates their next block (lanefill.go).
+	dueRing   [laneWindow][]int32
+	laneNamed batchQueue
+	laneBuf   []int32 // scratch of laneAllocate
 	// laneAllocs[i] and laneCommitsAt[i]: how many counted lane members
 	// (seq.laneAlloc) allocate a block, and commit the one they filled,
 	// when batch i (mod laneWindow) is formed (lanefill.go).

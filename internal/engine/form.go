@@ -20,7 +20,9 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.laneAllocate()
 		} else {
 			e.flush()
-			e.allocRing[(e.tick+1)&(laneWindow-1)] = e.allocRing[(e.tick+1)&(laneWindow-1)][:0]
+			for e.laneNamed.due(e.tick + 1) {
+				e.laneNamed.pop() // every member has left
+			}
 		}
 		budget -= int32(len(e.lane)) // the members come after the explicit requests
 	}

@@ -107,8 +107,7 @@ func (e *Engine) join(slot int32) bool {
 		if s.tailed {
 			e.countAllocs(s, t, alloc) // counted by the lane (lanefill.go)
 		} else {
-			b := &e.allocRing[alloc&(laneWindow-1)]
-			*b = append(*b, slot) // allocated by the lane (lanefill.go)
+			e.laneNamed.push(alloc, slot) // allocated by the lane (lanefill.go)
 		}
 	}
 	s.laneAt = int32(len(e.lane))
@@ -159,8 +158,8 @@ func (e *Engine) leave(s *seq) {
 // admission order.
 func (e *Engine) leaveDue() {
 	next := e.tick + 1
-	b := &e.dueRing[next&(laneWindow-1)]
 	sorted := len(e.running)
+	b := &e.dueRing[next&(laneWindow-1)]
 	for _, slot := range *b {
 		s := &e.slots[slot]
 		if !s.inLane() || s.due != next {

@@ -54,7 +54,7 @@ func (e *Engine) laneCommit(s *seq, computed int32) {
 // block number each gets, not which cached content is evicted (the free
 // queue's order) nor anything the engine reports. Such a member then need
 // not leave the lane: join registers the batch whose forming allocates for
-// it (allocRing), and laneAllocate, called by form before the explicit
+// it (laneNamed), and laneAllocate, called by form before the explicit
 // requests are walked, brings it up to date, allocates its block and lets
 // it join again for the following batches. When the blocks could run short
 // form flushes the lane instead and every request is walked explicitly, in
@@ -69,9 +69,10 @@ func (e *Engine) laneNeedsBlock(s *seq) bool {
 // laneBlocksDue counts the blocks the lane members need for the batch
 // being formed (an upper bound: a member registered twice counts twice).
 func (e *Engine) laneBlocksDue() int {
-	n := int(e.laneAllocs[(e.tick+1)&(laneWindow-1)])
-	for _, slot := range e.allocRing[(e.tick+1)&(laneWindow-1)] {
-		if e.laneNeedsBlock(&e.slots[slot]) {
+	next := e.tick + 1
+	n := int(e.laneAllocs[next&(laneWindow-1)])
+	for _, r := range e.laneNamed.e {
+		if r.batch == next && e.laneNeedsBlock(&e.slots[r.slot]) {
 			n++
 		}
 	}
@@ -87,13 +88,19 @@ func (e *Engine) laneBlocksDue() int {
 // end fills it (the member leaves the lane for it).
 func (e *Engine) laneAllocate() {
 	t := e.tick
-	b := &e.allocRing[(t+1)&(laneWindow-1)]
 	bs := int64(e.cfg.BlockSize)
 	// The members' tail blocks are taken together at the end: a tail's
 	// blocks have no ids, so which member takes which free block changes
-	// nothing (the pool evicts the same content whatever the split).
+	// nothing (the pool evicts the same content whatever the split, and
+	// the members' order does not matter either).
 	tail := e.countedAllocate(t + 1)
-	for _, slot := range *b {
+	named := e.laneBuf[:0]
+	for e.laneNamed.due(t + 1) {
+		if n, slot := e.laneNamed.pop(); n == t+1 {
+			named = append(named, slot)
+		}
+	}
+	for _, slot := range named {
 		s := &e.slots[slot]
 		if !s.inLane() {
 			continue
@@ -120,14 +127,13 @@ func (e *Engine) laneAllocate() {
 			*r = append(*r, slot)
 		}
 		if alloc < s.due {
-			r := &e.allocRing[alloc&(laneWindow-1)]
-			*r = append(*r, slot)
+			e.laneNamed.push(alloc, slot)
 		}
 	}
 	if tail > 0 && !e.pool.AllocateTail(tail) {
 		e.fail(fmt.Errorf("no %d free blocks for the decode lane's next tokens although the batch's blocks fit", tail))
 	}
-	*b = (*b)[:0]
+	e.laneBuf = named
 }
 
 // Counted members.
