@@ -61,9 +61,9 @@ type Engine struct {
 	// laneDue: members by the batch they must be explicit in (they leave
 	// the lane before it is formed); laneNamed: members with named blocks
 	// by the batch whose forming allocates their next block (lanefill.go).
-	dueRing   [laneWindow][]int32
-	laneNamed batchQueue
-	laneBuf   []int32 // scratch of laneAllocate
+	laneDue   tickLists
+	laneNamed tickLists
+	laneBuf   []int32 // scratch of leaveDue and laneAllocate
 	// laneAllocs[i] and laneCommitsAt[i]: how many counted lane members
 	// (seq.laneAlloc) allocate a block, and commit the one they filled,
 	// when batch i (mod laneWindow) is formed (lanefill.go).

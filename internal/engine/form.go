@@ -20,9 +20,7 @@ func (e *Engine) form(now, formed int64) int32 {
 			e.laneAllocate()
 		} else {
 			e.flush()
-			for e.laneNamed.due(e.tick + 1) {
-				e.laneNamed.pop() // every member has left
-			}
+			e.laneBuf = e.laneNamed.take(e.tick+1, e.laneBuf[:0]) // every member has left
 		}
 		budget -= int32(len(e.lane)) // the members come after the explicit requests
 	}

@@ -121,8 +121,7 @@ func (e *Engine) join(slot int32) bool {
 	e.lane = append(e.lane, slot)
 	e.laneOff = append(e.laneOff, off)
 	e.laneSum += off
-	b := &e.dueRing[due&(laneWindow-1)]
-	*b = append(*b, slot)
+	e.laneDue.push(due, slot)
 	return true
 }
 
@@ -159,16 +158,19 @@ func (e *Engine) leave(s *seq) {
 func (e *Engine) leaveDue() {
 	next := e.tick + 1
 	sorted := len(e.running)
-	b := &e.dueRing[next&(laneWindow-1)]
-	for _, slot := range *b {
+	if e.laneDue.empty(next) {
+		return
+	}
+	due := e.laneDue.take(next, e.laneBuf[:0])
+	for _, slot := range due {
 		s := &e.slots[slot]
 		if !s.inLane() || s.due != next {
-			continue // left earlier (the lane was flushed)
+			continue // left earlier (the lane was flushed, or due changed)
 		}
 		e.leave(s)
 		e.running = append(e.running, slot)
 	}
-	*b = (*b)[:0]
+	e.laneBuf = due
 	e.mergeRunning(sorted)
 }
 

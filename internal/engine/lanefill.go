@@ -71,10 +71,12 @@ func (e *Engine) laneNeedsBlock(s *seq) bool {
 func (e *Engine) laneBlocksDue() int {
 	next := e.tick + 1
 	n := int(e.laneAllocs[next&(laneWindow-1)])
-	for _, r := range e.laneNamed.e {
-		if r.batch == next && e.laneNeedsBlock(&e.slots[r.slot]) {
-			n++
-		}
+	if !e.laneNamed.empty(next) {
+		e.laneNamed.each(next, func(slot int32) {
+			if e.laneNeedsBlock(&e.slots[slot]) {
+				n++
+			}
+		})
 	}
 	return n
 }
@@ -94,12 +96,7 @@ func (e *Engine) laneAllocate() {
 	// nothing (the pool evicts the same content whatever the split, and
 	// the members' order does not matter either).
 	tail := e.countedAllocate(t + 1)
-	named := e.laneBuf[:0]
-	for e.laneNamed.due(t + 1) {
-		if n, slot := e.laneNamed.pop(); n == t+1 {
-			named = append(named, slot)
-		}
-	}
+	named := e.laneNamed.take(t+1, e.laneBuf[:0])
 	for _, slot := range named {
 		s := &e.slots[slot]
 		if !s.inLane() {
@@ -123,8 +120,7 @@ func (e *Engine) laneAllocate() {
 		fill, alloc := t+bs, t+bs+1
 		if e.cfg.PrefixCaching && fill < s.due && (s.committed+1 != s.nblocks || !e.laneCommits(s)) {
 			s.due = fill // explicit for the batch that fills it
-			r := &e.dueRing[fill&(laneWindow-1)]
-			*r = append(*r, slot)
+			e.laneDue.push(fill, slot)
 		}
 		if alloc < s.due {
 			e.laneNamed.push(alloc, slot)
