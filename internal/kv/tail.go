@@ -31,6 +31,19 @@ func (p *Pool) AllocateTail(n int) bool {
 		return false
 	}
 	ring, mask := p.ring, len(p.ring)-1
+	if e := ring[p.qhead]; e&kindMask <= kindPrivate && int(e>>2) > n {
+		// Fewer blocks than the head run holds, the commonest call (the
+		// decode lane's blocks of a batch): the loop below, once.
+		ring[p.qhead] = e - uint32(n)<<2
+		if e&kindMask == kindPrivate {
+			p.numPriv -= n
+			p.cachedFree -= n
+		}
+		p.numFree -= n
+		p.refs += int64(n)
+		p.tail += n
+		return true
+	}
 	for left := n; left > 0; {
 		e := ring[p.qhead]
 		if k := e & kindMask; k <= kindPrivate {
