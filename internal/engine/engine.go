@@ -55,9 +55,13 @@ type Engine struct {
 	// Minimum and maximum of laneOff; stale after an extreme member left.
 	laneLo, laneHi int64
 	laneStale      bool
-	tick           int64  // batches finished
-	prevEnd        int64  // end of the latest finished batch
-	gaps           gapMax // gaps between the last laneWindow batch ends
+	// laneOrd is the largest admission order of a member; stale (an
+	// upper bound) after the member holding it left.
+	laneOrd      int64
+	laneOrdStale bool
+	tick         int64  // batches finished
+	prevEnd      int64  // end of the latest finished batch
+	gaps         gapMax // gaps between the last laneWindow batch ends
 	// laneDue: members by the batch they must be explicit in (they leave
 	// the lane before it is formed); laneNamed: members with named blocks
 	// by the batch whose forming allocates their next block (lanefill.go).

@@ -115,8 +115,10 @@ func (e *Engine) join(slot int32) bool {
 	off := int64(s.computed) - t
 	if len(e.lane) == 0 {
 		e.laneLo, e.laneHi, e.laneStale = off, off, false
+		e.laneOrd, e.laneOrdStale = s.order, false
 	} else {
 		e.laneLo, e.laneHi = min(e.laneLo, off), max(e.laneHi, off)
+		e.laneOrd = max(e.laneOrd, s.order) // an upper bound while stale
 	}
 	e.lane = append(e.lane, slot)
 	e.laneOff = append(e.laneOff, off)
@@ -142,6 +144,9 @@ func (e *Engine) leave(s *seq) {
 	e.laneSum -= off
 	if off == e.laneLo || off == e.laneHi {
 		e.laneStale = true // recomputed when the next batch needs them
+	}
+	if s.order == e.laneOrd {
+		e.laneOrdStale = true
 	}
 	if i != last {
 		moved := e.lane[last]
@@ -221,9 +226,13 @@ func (e *Engine) mergeRunning(n int) {
 	e.mergeBuf = merged
 }
 
-// laneFits reports whether the explicit running requests can take their
-// whole chunks (with the lane's one token per member) within the budget and
-// the free blocks, so that walking them before the lane changes nothing.
+// laneFits reports whether walking the explicit running requests after
+// the lane's members changes nothing: every block they could need fits
+// in the free blocks (no request can be preempted), and the requests
+// admitted before the last member can take their whole chunks with the
+// lane's one token per member within the budget (the members then get
+// their tokens in admission order too, and the requests admitted after
+// every member get what is left either way).
 func (e *Engine) laneFits(budget int32) bool {
 	tokens, blocks := int64(len(e.lane)), e.laneBlocksDue()
 	bs := int32(e.cfg.BlockSize)
@@ -232,16 +241,49 @@ func (e *Engine) laneFits(budget int32) bool {
 		if s.state != stRunning {
 			continue
 		}
-		n := s.numTokens() - s.computed
-		if t := int32(e.cfg.LongPrefillTokenThreshold); t > 0 && n > t {
-			n = t
-		}
+		n := e.laneDemand(s)
 		tokens += int64(n)
 		if room := s.nblocks * bs; s.computed+n > room {
 			blocks += cdiv(int(s.computed+n-room), int(bs))
 		}
 	}
-	return tokens <= int64(budget) && blocks <= e.pool.Free()
+	if blocks > e.pool.Free() {
+		return false
+	}
+	if tokens <= int64(budget) || len(e.lane) == 0 {
+		return tokens <= int64(budget)
+	}
+	last := e.laneLastOrder()
+	tokens = int64(len(e.lane))
+	for _, slot := range e.running {
+		if s := &e.slots[slot]; s.state == stRunning && s.order < last {
+			tokens += int64(e.laneDemand(s))
+		}
+	}
+	return tokens <= int64(budget)
+}
+
+// laneDemand is the chunk explicit running request s asks for.
+func (e *Engine) laneDemand(s *seq) int32 {
+	n := s.numTokens() - s.computed
+	if t := int32(e.cfg.LongPrefillTokenThreshold); t > 0 && n > t {
+		n = t
+	}
+	return n
+}
+
+// laneLastOrder is the largest admission order of a lane member (the
+// lane must not be empty), kept as members join and recomputed only after
+// the member holding it left.
+func (e *Engine) laneLastOrder() int64 {
+	if e.laneOrdStale {
+		e.laneOrd = 0
+		for _, slot := range e.lane {
+			e.laneOrd = max(e.laneOrd, e.slots[slot].order)
+		}
+		e.laneOrdStale = false
+	}
+	return e.laneOrd
 }
 
 // laneBatch adds the lane members, one decode token each, to the batch.
