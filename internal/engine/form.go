@@ -103,7 +103,8 @@ func (e *Engine) form(now, formed int64) int32 {
 	// 2. Waiting requests, only if nothing was preempted (or if preemption
 	// left the batch empty, which only happens when the head request must
 	// restart alone).
-	if (e.preempted == 0 || len(e.sched) == 0) && !stalled { // (no preemption with lane members)
+	if (e.preempted == 0 || len(e.sched) == 0) && !stalled && // (no preemption with lane members)
+		(e.ready.len() > 0 || e.swap.queue.len() > 0 || e.waiting.len() > 0) {
 		budget = e.formWaiting(now, formed, budget)
 	}
 
