@@ -236,11 +236,31 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 			t.capIdx[tokens] = uint16(i)
 		}
 	}
+	t.dec = make([]decodeShape, decodeShapeLimit)
+	for n := 1; n < len(t.dec); n++ {
+		b := Batch{NumDecode: n}
+		d, padded := t.dispatch(&b)
+		t.dec[n] = decodeShape{pad: max(padded-b.Tokens(), 0), fixed: t.fixed[d], host: e.Host.Ns(&b), launch: t.launch[d]}
+	}
 	return t
 }
 
 // captureIndexLimit bounds the capture sizes indexed by token count.
 const captureIndexLimit = 1 << 16
+
+// decodeShapeLimit bounds the decode counts whose step shapes engineTime
+// keeps (vLLM's max_num_seqs is 256 to 1,024; 40 kB per predictor).
+const decodeShapeLimit = 1024
+
+// decodeShape is what StepTime derives from the decode count n alone for
+// a plain decode step (n decodes and nothing else: no prefill, no
+// speculation, no data-parallel padding or agreed mode): the padding of
+// its CUDA graph, its kernel gaps and untimed kernels, its host time and
+// its launches, each computed by StepTime's own expressions.
+type decodeShape struct {
+	pad                 int
+	fixed, host, launch float64
+}
 
 type engineTime struct {
 	inner Predictor
@@ -253,11 +273,21 @@ type engineTime struct {
 	// and its launches, when run as d (StepTime's terms that depend on d
 	// only, computed once by the same expressions).
 	fixed, launch [RunFull + 1]float64
+	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
+	// decodeShapeLimit (immutable, shared by the per-run copies).
+	dec []decodeShape
 }
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {
-	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0) {
+	if b == nil {
+		return 0
+	}
+	if n := b.NumDecode; n > 0 && n < len(t.dec) && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
+		b.SpecTokens == 0 && b.DPPadTo == 0 && !b.DPSynced {
+		return t.decodeStep(b, &t.dec[n])
+	}
+	if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
 		return 0
 	}
 	d, padded := t.dispatch(b)
@@ -278,6 +308,24 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 		return clampNs(max(gpu, host+launch))
 	}
 	return clampNs(max(gpu, launch) + host)
+}
+
+// decodeStep is StepTime for a plain decode step of shape e: the
+// general path's expressions with its terms that depend on the decode
+// count only taken from e.
+func (t *engineTime) decodeStep(b *Batch, e *decodeShape) int64 {
+	saved := b.PadTokens
+	b.PadTokens = e.pad
+	gpu := float64(t.inner.StepTime(b))
+	b.PadTokens = saved
+	if gpu >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	gpu += e.fixed
+	if t.e.Async {
+		return clampNs(max(gpu, e.host+e.launch))
+	}
+	return clampNs(max(gpu, e.launch) + e.host)
 }
 
 // dispatch is the CUDA-graph dispatch of step b and the token count it
