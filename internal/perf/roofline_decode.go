@@ -1,0 +1,132 @@
+package perf
+
+import "math"
+
+// rooflineRun is the Roofline one run uses (Roofline.ForRun). It predicts
+// exactly what the Roofline does, and remembers, for each of the two
+// attention lookups of a pure-decode step (at the mean context and at the
+// longest), the split-KV count of its latest inputs: consecutive steps
+// nearly always have the same decode count and the same mean and longest
+// context in 128-token blocks, so the split comes without the shared
+// memo's range checks and hashing. A copy is not safe for concurrent use.
+type rooflineRun struct {
+	r      *Roofline
+	splits [2]splitMemo
+}
+
+// splitMemo is splits(u, nBlocks) = split for the latest inputs of one
+// lookup (u NaN before the first).
+type splitMemo struct{ u, nBlocks, split float64 }
+
+// ForRun implements RunScoped: the copy remembers per-run split counts.
+func (r *Roofline) ForRun(*TableCounts) Predictor {
+	x := &rooflineRun{r: r}
+	for i := range x.splits {
+		x.splits[i].u = math.NaN()
+	}
+	return x
+}
+
+// StepTime implements Predictor; it is r.StepTime(b), bit for bit.
+func (x *rooflineRun) StepTime(b *Batch) int64 { return x.r.stepTime(b, x) }
+
+// decodeConsts are the terms of a pure-decode attention lookup (no
+// prefill, one query row per decode) that depend on the predictor only,
+// each computed once by attentionWindowed's own expression.
+type decodeConsts struct {
+	tiles       float64 // query tiles of one KV head's GQA group: ceil(gqa·1/tileQ)
+	kvHeadBytes float64 // one token of one KV head
+	unitNs      float64 // a work unit's fixed cost (AttnDecodeUnitNs, else AttnUnitNs)
+	rowBytes    float64 // bytes moved per query row: queries, outputs, new KV
+	swapCopy    bool    // SwapGQADecode's transpose applies from two decodes on
+}
+
+func newDecodeConsts(r *Roofline) decodeConsts {
+	q := 1.0
+	c := decodeConsts{
+		tiles:       math.Ceil(r.gqa * q / r.tileQ),
+		kvHeadBytes: r.hd * 2 * r.kvb,
+		unitNs:      r.eff.AttnUnitNs,
+		rowBytes:    2*r.heads*r.hd*r.b + r.kvBytesPerTok,
+		swapCopy:    r.hw.SwapGQADecode && r.kvHeads >= 2 && r.gqa > 1,
+	}
+	if r.eff.AttnDecodeUnitNs > 0 {
+		c.unitNs = r.eff.AttnDecodeUnitNs
+	}
+	return c
+}
+
+// decodeAttention is attention(b) for a step of n > 0 decodes without
+// prefill or speculation (x, when not nil, remembers its split counts).
+func (r *Roofline) decodeAttention(b *Batch, x *rooflineRun) float64 {
+	n := float64(b.NumDecode)
+	kvSum := float64(max(b.DecodeKVSum, 0))
+	t := r.decodeUniform(n, kvSum, x, 0)
+	if a := r.eff.AttnDecodeSkew; a > 0 && n > 1 {
+		if kvMax := float64(b.DecodeKVMax); kvMax*n > kvSum {
+			if tMax := r.decodeUniform(n, kvMax*n, x, 1); tMax > t {
+				t += a * (tMax - t)
+			}
+		}
+	}
+	return t
+}
+
+// decodeUniform is attentionWindowed(0, kp, ps, n, 1, kvSum, win) for n > 0
+// and any kp, ps and win (without prefill they do not enter): the same
+// expressions in the same order, with the prefill terms, which are zero,
+// left out where adding or multiplying them changes nothing (0 + v = v
+// for the non-negative v here), and scheduleOn's steps for one class of
+// units written out. Lookup k of x supplies the split count.
+func (r *Roofline) decodeUniform(n, kvSum float64, x *rooflineRun, k int) float64 {
+	c := &r.dec
+	mean := kvSum / n
+	u := n * r.kvHeads * c.tiles
+	nBlocks := math.Ceil(mean / 128)
+	var split float64
+	if x != nil {
+		m := &x.splits[k]
+		if m.u != u || m.nBlocks != nBlocks {
+			*m = splitMemo{u, nBlocks, r.cachedSplits(u, nBlocks)}
+		}
+		split = m.split
+	} else {
+		split = r.cachedSplits(u, nBlocks)
+	}
+	var extra float64
+	if split > 1 {
+		extra = r.eff.LaunchNs
+	}
+	nd, ld := u*split, mean/split
+	req := r.kvHeads * kvSum * c.kvHeadBytes
+	uniq := kvSum * r.kvBytesPerTok
+	o := c.unitNs
+	// scheduleOn(decUnits, decNsPerKV, 0, 0, nd, ld, o): with no units
+	// the spread formula; else nd units of ld positions (ld >= 0; at
+	// ld = 0 both of its classes cost o) in whole waves.
+	var tc float64
+	if units := r.decUnits; units == 0 {
+		tc = r.decNsPerKV*(nd*ld) + o*nd
+	} else {
+		tc = math.Ceil(nd/units) * (r.decNsPerKV*ld + o)
+	}
+	if req > uniq && r.units > 0 && nd > 0 {
+		w := r.units * r.heads / nd
+		reads := math.Min(r.gqa, r.gqa/w+1)
+		req = math.Max(uniq, req*reads/r.gqa)
+	}
+	miss, hits := uniq, 0.0
+	if req > uniq {
+		hit := 1.0
+		if ws := uniq / r.kvHeads; ws > r.eff.AttnCacheBytes {
+			hit = r.eff.AttnCacheBytes / ws
+		}
+		miss += (req - uniq) * (1 - hit)
+		hits = (req - uniq) * hit
+	}
+	miss += n * c.rowBytes
+	if c.swapCopy && n >= 2 {
+		extra += r.eff.AttnDecodeCopyNs
+	}
+	return r.eff.AttnDecodeLaunchNs + extra + r.attnPow.softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9)
+}
