@@ -168,8 +168,10 @@ type Roofline struct {
 	scEmbed, scNorm, scFinalNorm, scQKNorm, scRotary, scAct float64
 
 	cache *opCache // op times by token or sequence count
-	// dec holds the pure-decode attention's predictor-only terms.
-	dec decodeConsts
+	// dec holds the pure-decode attention's predictor-only terms; plain
+	// says the cache's program is plainProgram.
+	dec   decodeConsts
+	plain bool
 
 	// kvb is the size of one KV element. wb and qFlopRate are the bytes
 	// per weight and the effective FLOP/s of the quantised linear layers;
@@ -358,6 +360,7 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	}
 	r.moeOp = slices.IndexFunc(r.ops, func(u OpUse) bool { return u.Op == OpMoE })
 	r.cache = newOpCache(r.ops)
+	r.plain = r.plainProgram()
 	return r, nil
 }
 

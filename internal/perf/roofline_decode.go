@@ -27,8 +27,53 @@ func (r *Roofline) ForRun(*TableCounts) Predictor {
 	return x
 }
 
-// StepTime implements Predictor; it is r.StepTime(b), bit for bit.
-func (x *rooflineRun) StepTime(b *Batch) int64 { return x.r.stepTime(b, x) }
+// StepTime implements Predictor; it is r.StepTime(b), bit for bit. A
+// step of decodes only (no prefill, no speculation) of a predictor with
+// the plain program (plainProgram), whose counts are within the op cache,
+// takes decodeNs.
+func (x *rooflineRun) StepTime(b *Batch) int64 {
+	r := x.r
+	if r.plain && b != nil && b.PrefillTokens == 0 && b.PrefillSeqs == 0 && b.SpecTokens == 0 && b.NumDecode > 0 {
+		if k := countsOf(b); k.padded <= opCacheLimit && k.rows <= opCacheLimit {
+			return clampNs(x.decodeNs(b, k))
+		}
+	}
+	return r.stepTime(b, x)
+}
+
+// plainProgram reports that the op cache's program after the token prefix
+// is a dense model's with one kind of attention: full attention (not MLA),
+// a run of token ops, a run of sequence ops.
+func (r *Roofline) plainProgram() bool {
+	c := r.cache
+	return len(c.runs) == 3 && c.runs[0].key == keyBatch && r.ops[c.runs[0].idx].Op == OpAttention && !r.IsMLA() &&
+		c.runs[1].key == keyTokens && c.runs[2].key == keySeqs
+}
+
+// decodeNs is stepNs(b, x) for a step StepTime sends it (counts k): the
+// plain program's three runs, attention by decodeAttention.
+func (x *rooflineRun) decodeNs(b *Batch, k stepCounts) float64 {
+	r := x.r
+	c := r.cache
+	if !c.tokDone[k.padded].Load() {
+		c.fillTokens(r, b, k.padded)
+	}
+	if !c.seqDone[k.rows].Load() {
+		c.fillSeqs(r, b, k.rows)
+	}
+	s := math.Float64frombits(c.prefix[k.padded].Load())
+	attn, tok, seq := &c.runs[0], &c.runs[1], &c.runs[2]
+	s += attn.counts[0] * r.decodeAttention(b, x)
+	row := c.byTokens[k.padded*c.tokCols+tok.col:][:len(tok.counts)]
+	for j, n := range tok.counts {
+		s += n * math.Float64frombits(row[j].Load())
+	}
+	row = c.bySeqs[k.rows*c.seqCols+seq.col:][:len(seq.counts)]
+	for j, n := range seq.counts {
+		s += n * math.Float64frombits(row[j].Load())
+	}
+	return s
+}
 
 // decodeConsts are the terms of a pure-decode attention lookup (no
 // prefill, one query row per decode) that depend on the predictor only,

@@ -7,8 +7,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// randomRoofline draws a roofline predictor whose pure-decode attention
-// takes every branch of decodeUniform: with or without attention units
+// randomRoofline draws a roofline predictor, dense (the plain program of
+// decodeNs) or MoE, whose pure-decode attention takes every branch of
+// decodeUniform: with or without attention units
 // (fixed, per SM, per SM for decodes), packed or swapped GQA, query heads
 // that do or do not fill a tile, a KV cache larger than the attention
 // cache, a decode unit cost, skew, and fractional sharpnesses (powNear's
@@ -23,6 +24,12 @@ func randomRoofline(t *rapid.T) *Roofline {
 		m.Heads *= 2
 	}
 	m.Hidden = m.Heads * m.HeadDim
+	switch rapid.IntRange(0, 3).Draw(t, "shape") {
+	case 1: // an MoE model: not the plain program
+		m.Experts, m.ExpertsPerTok, m.MoEIntermediate = 8, 2, 1024
+	case 2:
+		m.QKNorm = true
+	}
 	hw := tinyHW
 	hw.PackGQA = rapid.Bool().Draw(t, "packGQA")
 	hw.SwapGQADecode = rapid.Bool().Draw(t, "swapGQA")
@@ -51,7 +58,8 @@ func randomRoofline(t *rapid.T) *Roofline {
 // TestDecodeAttentionIsExact: the pure-decode attention (decodeAttention,
 // with the per-run split memo and without) is the general attention model
 // bit for bit, and so are the step times of the Roofline and of its
-// per-run copy against the step summed op by op from OpNs, over decode
+// per-run copy (decodeNs for a plain program) against the step summed op
+// by op from OpNs, and decodeNs's sum against stepNs's, over decode
 // runs as an engine makes them (contexts a token longer every step,
 // members joining and leaving) next to the mixed and speculative steps
 // that take the general path.
@@ -61,6 +69,9 @@ func TestDecodeAttentionIsExact(t *testing.T) {
 		x, ok := r.ForRun(nil).(*rooflineRun)
 		if !ok {
 			t.Fatalf("ForRun gave %T, want the per-run copy", r.ForRun(nil))
+		}
+		if want := r.m.Experts == 0; r.plain != want {
+			t.Fatalf("plain program %v for %d experts (ops %v)", r.plain, r.m.Experts, r.ops)
 		}
 		n := rapid.IntRange(1, 600).Draw(t, "n")
 		lo := rapid.IntRange(0, 40000).Draw(t, "min")
@@ -87,6 +98,12 @@ func TestDecodeAttentionIsExact(t *testing.T) {
 					if math.Float64bits(got) != math.Float64bits(want) {
 						t.Fatalf("%+v: decode attention %v ns, general %v ns", b, got, want)
 					}
+				}
+			}
+			if k := countsOf(&b); r.plain && b.PrefillTokens == 0 && b.SpecTokens == 0 {
+				want, _ := r.stepNs(&b, nil)
+				if got := x.decodeNs(&b, k); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("%+v: decodeNs %v ns, stepNs %v ns", b, got, want)
 				}
 			}
 			step := uncachedStep(r, &b)
