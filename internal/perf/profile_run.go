@@ -14,7 +14,15 @@ type profileRun struct {
 	plans []decodePlan // by n, built on first use, n < decodePlanLimit
 	// The skew-rate and kv_big buckets of the latest decode step: a
 	// step's are nearly always its predecessor's.
-	srBucket, kvBucket int
+	srBucket, kvBucket skewBucket
+}
+
+// skewBucket is a bucket of a skew axis as indexNear remembers it: the
+// values in (lo, hi] fall in it, and off is its index times the axis's
+// stride. The zero value holds no value.
+type skewBucket struct {
+	lo, hi float64
+	off    int
 }
 
 // decodePlanLimit bounds the decode counts whose plans are kept (vLLM's
@@ -291,21 +299,31 @@ func (pl *decodePlan) alpha(s *skewTable, kvMean, kvMin, kvMax float64, r *profi
 		sr = (kvMean - kvMin) / gap
 	}
 	sr = max(0, min(1, sr))
-	idx := pl.skew + s.axes[axSkewRate].indexNear(sr, &r.srBucket)*s.stride[axSkewRate] +
-		s.axes[axKVBig].indexNear(kvMax, &r.kvBucket)*s.stride[axKVBig]
-	if a := s.alpha[idx]; a == a { // not NaN
+	sb, kb := &r.srBucket, &r.kvBucket
+	if !(sr > sb.lo && sr <= sb.hi) {
+		s.bucketOf(axSkewRate, sr, sb)
+	}
+	if !(kvMax > kb.lo && kvMax <= kb.hi) {
+		s.bucketOf(axKVBig, kvMax, kb)
+	}
+	if a := s.alpha[pl.skew+sb.off+kb.off]; a == a { // not NaN
 		return a
 	}
 	return s.alphaDefault
 }
 
-// indexNear is a.index(v), tried first in bucket *last, which it updates.
-func (a *skewAxis) indexNear(v float64, last *int) int {
-	// index returns the first i with v <= bins[i+1], else the last bucket.
-	i, top := *last, len(a.labels)-1
-	if i >= 0 && i <= top && (i == 0 || v > a.bins[i]) && (i == top || v <= a.bins[i+1]) {
-		return i
+// bucketOf sets *b to the bucket of v on axis ax: index
+// returns the first i with v <= bins[i+1], else the last bucket, so
+// bucket i holds (bins[i], bins[i+1]], the first one everything below
+// and the last one everything above.
+func (s *skewTable) bucketOf(ax int, v float64, b *skewBucket) {
+	a := &s.axes[ax]
+	i, top := a.index(v), len(a.labels)-1
+	b.lo, b.hi, b.off = math.Inf(-1), math.Inf(1), i*s.stride[ax]
+	if i > 0 {
+		b.lo = a.bins[i]
 	}
-	*last = a.index(v)
-	return *last
+	if i < top {
+		b.hi = a.bins[i+1]
+	}
 }
