@@ -157,8 +157,8 @@ func (r *Roofline) decodeUniform(n, kvSum float64, x *rooflineRun, k int) float6
 	}
 	if req > uniq && r.units > 0 && nd > 0 {
 		w := r.units * r.heads / nd
-		reads := math.Min(r.gqa, r.gqa/w+1)
-		req = math.Max(uniq, req*reads/r.gqa)
+		reads := min(r.gqa, r.gqa/w+1)
+		req = max(uniq, req*reads/r.gqa)
 	}
 	miss, hits := uniq, 0.0
 	if req > uniq {
