@@ -236,11 +236,9 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 			t.capIdx[tokens] = uint16(i)
 		}
 	}
-	t.dec = make([]decodeShape, decodeShapeLimit)
+	t.dec = make([]stepShape, decodeShapeLimit)
 	for n := 1; n < len(t.dec); n++ {
-		b := Batch{NumDecode: n}
-		d, padded := t.dispatch(&b)
-		t.dec[n] = decodeShape{pad: max(padded-b.Tokens(), 0), fixed: t.fixed[d], host: e.Host.Ns(&b), launch: t.launch[d]}
+		t.dec[n] = t.shape(&Batch{NumDecode: n})
 	}
 	return t
 }
@@ -252,12 +250,12 @@ const captureIndexLimit = 1 << 16
 // keeps (vLLM's max_num_seqs is 256 to 1,024; 40 kB per predictor).
 const decodeShapeLimit = 1024
 
-// decodeShape is what StepTime derives from the decode count n alone for
-// a plain decode step (n decodes and nothing else: no prefill, no
-// speculation, no data-parallel padding or agreed mode): the padding of
-// its CUDA graph, its kernel gaps and untimed kernels, its host time and
-// its launches, each computed by StepTime's own expressions.
-type decodeShape struct {
+// stepShape is what StepTime derives from a step's counts: the padding
+// of its CUDA graph, its kernel gaps and untimed kernels, its host time
+// and its launches. Those of a plain decode step (n decodes and nothing
+// else: no prefill, no speculation, no data-parallel padding or agreed
+// mode) depend on n alone.
+type stepShape struct {
 	pad                 int
 	fixed, host, launch float64
 }
@@ -275,7 +273,7 @@ type engineTime struct {
 	fixed, launch [RunFull + 1]float64
 	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
 	// decodeShapeLimit (immutable, shared by the per-run copies).
-	dec []decodeShape
+	dec []stepShape
 }
 
 // StepTime implements Predictor.
@@ -283,49 +281,37 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	if b == nil {
 		return 0
 	}
+	var sh stepShape
 	if n := b.NumDecode; n > 0 && n < len(t.dec) && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
 		b.SpecTokens == 0 && b.DPPadTo == 0 && !b.DPSynced {
-		return t.decodeStep(b, &t.dec[n])
+		sh = t.dec[n]
+	} else {
+		if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
+			return 0
+		}
+		sh = t.shape(b)
 	}
-	if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
-		return 0
-	}
-	d, padded := t.dispatch(b)
 	// Set the padding on the caller's batch for the inner call and
 	// restore it (a copy would escape to the heap through the interface).
 	saved := b.PadTokens
-	b.PadTokens = max(padded-b.Tokens(), 0)
+	b.PadTokens = sh.pad
 	gpu := float64(t.inner.StepTime(b))
 	b.PadTokens = saved
 	if gpu >= math.MaxInt64 {
 		return math.MaxInt64
 	}
-	gpu += t.fixed[d]
-	host := t.e.Host.Ns(b)
-	launch := t.launch[d]
+	gpu += sh.fixed
 	// The builtin max is math.Max (NaN and signed zeros alike), inline.
 	if t.e.Async {
-		return clampNs(max(gpu, host+launch))
+		return clampNs(max(gpu, sh.host+sh.launch))
 	}
-	return clampNs(max(gpu, launch) + host)
+	return clampNs(max(gpu, sh.launch) + sh.host)
 }
 
-// decodeStep is StepTime for a plain decode step of shape e: the
-// general path's expressions with its terms that depend on the decode
-// count only taken from e.
-func (t *engineTime) decodeStep(b *Batch, e *decodeShape) int64 {
-	saved := b.PadTokens
-	b.PadTokens = e.pad
-	gpu := float64(t.inner.StepTime(b))
-	b.PadTokens = saved
-	if gpu >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	gpu += e.fixed
-	if t.e.Async {
-		return clampNs(max(gpu, e.host+e.launch))
-	}
-	return clampNs(max(gpu, e.launch) + e.host)
+// shape is the shape of step b.
+func (t *engineTime) shape(b *Batch) stepShape {
+	d, padded := t.dispatch(b)
+	return stepShape{pad: max(padded-b.Tokens(), 0), fixed: t.fixed[d], host: t.e.Host.Ns(b), launch: t.launch[d]}
 }
 
 // dispatch is the CUDA-graph dispatch of step b and the token count it

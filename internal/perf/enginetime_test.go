@@ -204,7 +204,7 @@ func (c fracCost) StepTime(b *Batch) int64 {
 }
 
 // TestDecodeShapeIsExact: a plain decode step through the per-count
-// shape table (decodeStep) takes the same time as through the general
+// shape table (engineTime.dec) takes the same time as through the general
 // path (the engine time with the table removed), bit for bit, for every
 // graph mode, capture list, gap, host and launch cost, at decode counts
 // on both sides of the table's limit, next to steps the table does not
