@@ -106,10 +106,14 @@ func newDecodeConsts(r *Roofline) decodeConsts {
 func (r *Roofline) decodeAttention(b *Batch, x *rooflineRun) float64 {
 	n := float64(b.NumDecode)
 	kvSum := float64(max(b.DecodeKVSum, 0))
-	t := r.decodeUniform(n, kvSum, x, 0)
+	var m0, m1 *splitMemo
+	if x != nil {
+		m0, m1 = &x.splits[0], &x.splits[1]
+	}
+	t := r.decodeUniform(n, kvSum, m0)
 	if a := r.eff.AttnDecodeSkew; a > 0 && n > 1 {
 		if kvMax := float64(b.DecodeKVMax); kvMax*n > kvSum {
-			if tMax := r.decodeUniform(n, kvMax*n, x, 1); tMax > t {
+			if tMax := r.decodeUniform(n, kvMax*n, m1); tMax > t {
 				t += a * (tMax - t)
 			}
 		}
@@ -122,21 +126,20 @@ func (r *Roofline) decodeAttention(b *Batch, x *rooflineRun) float64 {
 // expressions in the same order, with the prefill terms, which are zero,
 // left out where adding or multiplying them changes nothing (0 + v = v
 // for the non-negative v here), and scheduleOn's steps for one class of
-// units written out. Lookup k of x supplies the split count.
-func (r *Roofline) decodeUniform(n, kvSum float64, x *rooflineRun, k int) float64 {
+// units written out. m, when not nil, remembers the split count.
+func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
 	c := &r.dec
 	mean := kvSum / n
 	u := n * r.kvHeads * c.tiles
 	nBlocks := math.Ceil(mean / 128)
 	var split float64
-	if x != nil {
-		m := &x.splits[k]
+	if m == nil {
+		split = r.cachedSplits(u, nBlocks)
+	} else {
 		if m.u != u || m.nBlocks != nBlocks {
 			*m = splitMemo{u, nBlocks, r.cachedSplits(u, nBlocks)}
 		}
 		split = m.split
-	} else {
-		split = r.cachedSplits(u, nBlocks)
 	}
 	var extra float64
 	if split > 1 {
