@@ -28,14 +28,13 @@ func (r *Roofline) ForRun(*TableCounts) Predictor {
 }
 
 // StepTime implements Predictor; it is r.StepTime(b), bit for bit. A
-// step of decodes only (no prefill, no speculation) of a predictor with
-// the plain program (plainProgram), whose counts are within the op cache,
-// takes decodeNs.
+// step of a predictor with the plain program (plainProgram) whose counts
+// are within the op cache takes plainNs.
 func (x *rooflineRun) StepTime(b *Batch) int64 {
 	r := x.r
-	if r.plain && b != nil && b.PrefillTokens == 0 && b.PrefillSeqs == 0 && b.SpecTokens == 0 && b.NumDecode > 0 {
-		if k := countsOf(b); k.padded <= opCacheLimit && k.rows <= opCacheLimit {
-			return clampNs(x.decodeNs(b, k))
+	if r.plain && b != nil && (b.Tokens() > 0 || b.Seqs() > 0 || b.PadTokens > 0) {
+		if k := countsOf(b); k.padded <= opCacheLimit && k.rows >= 0 && k.rows <= opCacheLimit {
+			return clampNs(x.plainNs(b, k))
 		}
 	}
 	return r.stepTime(b, x)
@@ -50,9 +49,9 @@ func (r *Roofline) plainProgram() bool {
 		c.runs[1].key == keyTokens && c.runs[2].key == keySeqs
 }
 
-// decodeNs is stepNs(b, x) for a step StepTime sends it (counts k): the
-// plain program's three runs, attention by decodeAttention.
-func (x *rooflineRun) decodeNs(b *Batch, k stepCounts) float64 {
+// plainNs is stepNs(b, x) for a step StepTime sends it (counts k): the
+// plain program's three runs, attention as batchOpNs times it.
+func (x *rooflineRun) plainNs(b *Batch, k stepCounts) float64 {
 	r := x.r
 	c := r.cache
 	if !c.tokDone[k.padded].Load() {
@@ -63,7 +62,13 @@ func (x *rooflineRun) decodeNs(b *Batch, k stepCounts) float64 {
 	}
 	s := math.Float64frombits(c.prefix[k.padded].Load())
 	attn, tok, seq := &c.runs[0], &c.runs[1], &c.runs[2]
-	s += attn.counts[0] * r.decodeAttention(b, x)
+	var t float64
+	if b.PrefillTokens <= 0 && b.NumDecode > 0 && b.SpecTokens <= 0 {
+		t = r.decodeAttention(b, x)
+	} else {
+		t = r.attention(b)
+	}
+	s += attn.counts[0] * t
 	row := c.byTokens[k.padded*c.tokCols+tok.col:][:len(tok.counts)]
 	for j, n := range tok.counts {
 		s += n * math.Float64frombits(row[j].Load())
