@@ -140,9 +140,9 @@ func (r *profileRun) decodeAttention(b *Batch, pl *decodePlan, n int) float64 {
 	}
 	var tMean, tMax float64
 	if c := &pl.c[0]; c.rows && !pl.two {
-		tMean = c.at(0, mean)
+		tMean = c.at(&c.seg[0], mean)
 		if alpha != 0 {
-			tMax = c.at(1, kvMax)
+			tMax = c.at(&c.seg[1], kvMax)
 		}
 	} else {
 		kvd := [2]float64{mean, kvMax}
@@ -155,12 +155,11 @@ func (r *profileRun) decodeAttention(b *Batch, pl *decodePlan, n int) float64 {
 	return tMean + alpha*(tMax-tMean)
 }
 
-// at is at2's value at kvd x for lookup k (0: the mean context, 1: the
-// longest), for corners with rows set: from segment k when x lies in
-// it, else after locating x (and keeping its interval when interior).
-// The expressions are eval's and at2's.
-func (c *nCorners) at(k int, x float64) float64 {
-	g := &c.seg[k]
+// at is at2's value at kvd x for the lookup whose segment is g (c.seg[0]
+// for the mean context, c.seg[1] for the longest), for corners with rows
+// set: from g when x lies in it, else after locating x (and keeping its
+// interval in g when interior). The expressions are eval's and at2's.
+func (c *nCorners) at(g *kvdSegment, x float64) float64 {
 	if !(x < g.xhi && (x > g.xlo || (x == g.xlo && g.lo > 0))) {
 		s := c.s
 		j := s.kvdG.at(s.kvd, x)
@@ -298,7 +297,14 @@ func (pl *decodePlan) alpha(s *skewTable, kvMean, kvMin, kvMax float64, r *profi
 	if gap := kvMax - kvMin; gap > 0 {
 		sr = (kvMean - kvMin) / gap
 	}
-	sr = max(0, min(1, sr))
+	// skewAlpha clamps sr to [0, 1] with the builtins; sr only picks a
+	// bucket by comparisons, to which -0 (which the builtins would make
+	// +0) and +0 are alike, so plain tests clamp it to the same bucket.
+	if sr < 0 {
+		sr = 0
+	} else if sr > 1 {
+		sr = 1
+	}
 	sb, kb := &r.srBucket, &r.kvBucket
 	if !(sr > sb.lo && sr <= sb.hi) {
 		s.bucketOf(axSkewRate, sr, sb)
