@@ -104,34 +104,23 @@ func (r *profileRun) StepTime(b *Batch) int64 {
 }
 
 // decodeStep is breakdown(b, r) for a step StepTime sends it: the same
-// terms by the same expressions, those that depend on n and the padding
-// only from b's plan.
+// terms by the same expressions (attention's p.attention's for a step
+// without prefill and with a plan), those that depend on n and the
+// padding only from b's plan.
 func (r *profileRun) decodeStep(b *Batch) StepBreakdown {
 	p, n := r.p, b.NumDecode
 	pl := r.plan(n)
 	if pad := max(b.PadTokens, 0); pad != pl.pad {
-		pl.pad = pad
-		pl.dense = memoAt(p.denseMemo, &p.dense, n+pad)
-		pl.perSeq = memoAt(p.perSeqMemo, &p.perSeq, n)
-		if p.moeTP != nil {
-			pl.moe = p.moeBlockAt(n + pad)
-		}
+		p.padTerms(pl, n, pad)
 	}
 	var s StepBreakdown
 	s.Dense, s.PerSequence = pl.dense, pl.perSeq
-	if p.attn != nil {
-		s.Attention = p.attnCount * max(0, r.decodeAttention(b, pl, n))
-	}
 	if p.moeTP != nil {
 		s.MoE = p.moeCount * p.moeTPScale * pl.moe
 	}
-	return s
-}
-
-// decodeAttention is p.attention(b, r) for a step without prefill and
-// with 0 < n < decodePlanLimit decodes, whose plan is pl.
-func (r *profileRun) decodeAttention(b *Batch, pl *decodePlan, n int) float64 {
-	p := r.p
+	if p.attn == nil {
+		return s
+	}
 	mean := float64(max(b.DecodeKVSum, 0) / int64(n))
 	kvMax := float64(b.DecodeKVMax)
 	alpha := 0.0
@@ -149,10 +138,21 @@ func (r *profileRun) decodeAttention(b *Batch, pl *decodePlan, n int) float64 {
 		t := pl.at2(&kvd, alpha != 0)
 		tMean, tMax = t[0], t[1]
 	}
-	if alpha == 0 || tMax <= tMean {
-		return tMean
+	if alpha != 0 && !(tMax <= tMean) { // as p.attention: a NaN blends
+		tMean += alpha * (tMax - tMean)
 	}
-	return tMean + alpha*(tMax-tMean)
+	s.Attention = p.attnCount * max(0, tMean)
+	return s
+}
+
+// padTerms sets pl's terms at padding pad (n decodes).
+func (p *Profile) padTerms(pl *decodePlan, n, pad int) {
+	pl.pad = pad
+	pl.dense = memoAt(p.denseMemo, &p.dense, n+pad)
+	pl.perSeq = memoAt(p.perSeqMemo, &p.perSeq, n)
+	if p.moeTP != nil {
+		pl.moe = p.moeBlockAt(n + pad)
+	}
 }
 
 // at is at2's value at kvd x for the lookup whose segment is g (c.seg[0]
@@ -194,15 +194,22 @@ func (c *nCorners) fill(g *kvdSegment, lo int) {
 	}
 }
 
-// plan returns the plan of n decodes (0 < n < decodePlanLimit).
+// plan returns the plan of n decodes (0 < n < decodePlanLimit). It is
+// small enough to be inlined; newPlan makes a plan on first use.
 func (r *profileRun) plan(n int) *decodePlan {
+	if n < len(r.plans) && r.plans[n].built {
+		return &r.plans[n]
+	}
+	return r.newPlan(n)
+}
+
+// newPlan builds the plan of n decodes, growing plans to hold it.
+func (r *profileRun) newPlan(n int) *decodePlan {
 	if n >= len(r.plans) {
 		r.plans = append(r.plans, make([]decodePlan, n+1-len(r.plans))...)
 	}
 	pl := &r.plans[n]
-	if !pl.built {
-		r.p.buildPlan(pl, n)
-	}
+	r.p.buildPlan(pl, n)
 	return pl
 }
 
