@@ -17,9 +17,9 @@ type profileRun struct {
 	srBucket, kvBucket skewBucket
 }
 
-// skewBucket is a bucket of a skew axis as indexNear remembers it: the
-// values in (lo, hi] fall in it, and off is its index times the axis's
-// stride. The zero value holds no value.
+// skewBucket is a bucket of a skew axis as a per-run copy remembers it:
+// the values in (lo, hi] fall in it, and off is its index times the
+// axis's stride. The zero value holds no value.
 type skewBucket struct {
 	lo, hi float64
 	off    int
@@ -103,10 +103,9 @@ func (r *profileRun) StepTime(b *Batch) int64 {
 	return r.p.breakdown(b, r).Total()
 }
 
-// decodeStep is breakdown(b, r) for a step StepTime sends it: the same
-// terms by the same expressions (attention's p.attention's for a step
-// without prefill and with a plan), those that depend on n and the
-// padding only from b's plan.
+// decodeStep is breakdown(b, r) for a step StepTime sends it: the terms
+// by the expressions of breakdown and p.attention, those that depend on
+// n and the padding only from b's plan.
 func (r *profileRun) decodeStep(b *Batch) StepBreakdown {
 	p, n := r.p, b.NumDecode
 	pl := r.plan(n)
