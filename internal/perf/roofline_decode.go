@@ -13,6 +13,13 @@ import "math"
 type rooflineRun struct {
 	r      *Roofline
 	splits [2]splitMemo
+	// For a plain program: its prefix and its token and sequence runs'
+	// times at the counts key of the latest step plainNs took (key.padded
+	// -1 before the first), copied from the op cache, as consecutive
+	// steps nearly always have the same counts.
+	key      stepCounts
+	prefix   float64
+	tok, seq []float64
 }
 
 // splitMemo is splits(u, nBlocks) = split for the latest inputs of one
@@ -21,9 +28,12 @@ type splitMemo struct{ u, nBlocks, split float64 }
 
 // ForRun implements RunScoped: the copy remembers per-run split counts.
 func (r *Roofline) ForRun(*TableCounts) Predictor {
-	x := &rooflineRun{r: r}
+	x := &rooflineRun{r: r, key: stepCounts{padded: -1}}
 	for i := range x.splits {
 		x.splits[i].u = math.NaN()
+	}
+	if r.plain {
+		x.tok, x.seq = make([]float64, len(r.cache.runs[1].counts)), make([]float64, len(r.cache.runs[2].counts))
 	}
 	return x
 }
@@ -55,13 +65,9 @@ func (r *Roofline) plainProgram() bool {
 func (x *rooflineRun) plainNs(b *Batch, k stepCounts) float64 {
 	r := x.r
 	c := r.cache
-	if !c.tokDone[k.padded].Load() {
-		c.fillTokens(r, b, k.padded)
+	if k != x.key {
+		x.load(b, k)
 	}
-	if !c.seqDone[k.rows].Load() {
-		c.fillSeqs(r, b, k.rows)
-	}
-	s := math.Float64frombits(c.prefix[k.padded].Load())
 	attn, tok, seq := &c.runs[0], &c.runs[1], &c.runs[2]
 	var t float64
 	if b.PrefillTokens <= 0 && b.NumDecode > 0 && b.SpecTokens <= 0 {
@@ -69,16 +75,37 @@ func (x *rooflineRun) plainNs(b *Batch, k stepCounts) float64 {
 	} else {
 		t = r.attention(b)
 	}
+	s := x.prefix
 	s += attn.counts[0] * t
-	row := c.byTokens[k.padded*c.tokCols+tok.col:][:len(tok.counts)]
+	row := x.tok[:len(tok.counts)]
 	for j, n := range tok.counts {
-		s += n * math.Float64frombits(row[j].Load())
+		s += n * row[j]
 	}
-	row = c.bySeqs[k.rows*c.seqCols+seq.col:][:len(seq.counts)]
+	row = x.seq[:len(seq.counts)]
 	for j, n := range seq.counts {
-		s += n * math.Float64frombits(row[j].Load())
+		s += n * row[j]
 	}
 	return s
+}
+
+// load copies the plain program's prefix and run times at counts k (b's)
+// from the op cache, filling its rows first when needed.
+func (x *rooflineRun) load(b *Batch, k stepCounts) {
+	r := x.r
+	c := r.cache
+	if !c.tokDone[k.padded].Load() {
+		c.fillTokens(r, b, k.padded)
+	}
+	if !c.seqDone[k.rows].Load() {
+		c.fillSeqs(r, b, k.rows)
+	}
+	x.key, x.prefix = k, math.Float64frombits(c.prefix[k.padded].Load())
+	for j := range x.tok {
+		x.tok[j] = math.Float64frombits(c.byTokens[k.padded*c.tokCols+c.runs[1].col+j].Load())
+	}
+	for j := range x.seq {
+		x.seq[j] = math.Float64frombits(c.bySeqs[k.rows*c.seqCols+c.runs[2].col+j].Load())
+	}
 }
 
 // decodeConsts are the terms of a pure-decode attention lookup (no
