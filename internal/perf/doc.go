@@ -85,7 +85,8 @@
 // the kvd interval of the latest mean and longest context with the
 // operands interpolation reads there, and the latest skew buckets; the
 // Roofline's keeps the split-KV count of the latest inputs of its two
-// pure-decode attention lookups. WithEngineTime holds, immutable, the
+// pure-decode attention lookups and, for a dense model, the op times of
+// the latest step's counts. WithEngineTime holds, immutable, the
 // padding, gaps, host and launch times of plain decode steps of fewer
 // than decodeShapeLimit (1,024) decodes.
 //

@@ -4,12 +4,13 @@ import "math"
 
 // rooflineRun is the Roofline one run uses (Roofline.ForRun). It predicts
 // exactly what the Roofline does: it sums a step of a plain program in one
-// pass (plainNs), and remembers, for each of the two attention lookups of
-// a pure-decode step (at the mean context and at the longest), the
-// split-KV count of its latest inputs: consecutive steps nearly always
-// have the same decode count and the same mean and longest context in
-// 128-token blocks, so the split comes without the shared memo's range
-// checks and hashing. A copy is not safe for concurrent use.
+// pass (plainNs) with the op times of the latest counts, and remembers,
+// for each of the two attention lookups of a pure-decode step (at the
+// mean context and at the longest), the split-KV count of its latest
+// inputs: consecutive steps nearly always have the same decode count and
+// the same mean and longest context in 128-token blocks, so the split
+// comes without the shared memo's range checks and hashing. A copy is not
+// safe for concurrent use.
 type rooflineRun struct {
 	r      *Roofline
 	splits [2]splitMemo
