@@ -101,11 +101,13 @@ func (x *rooflineRun) load(b *Batch, k stepCounts) {
 		c.fillSeqs(r, b, k.rows)
 	}
 	x.key, x.prefix = k, math.Float64frombits(c.prefix[k.padded].Load())
+	row := c.byTokens[k.padded*c.tokCols+c.runs[1].col:][:len(x.tok)]
 	for j := range x.tok {
-		x.tok[j] = math.Float64frombits(c.byTokens[k.padded*c.tokCols+c.runs[1].col+j].Load())
+		x.tok[j] = math.Float64frombits(row[j].Load())
 	}
+	row = c.bySeqs[k.rows*c.seqCols+c.runs[2].col:][:len(x.seq)]
 	for j := range x.seq {
-		x.seq[j] = math.Float64frombits(c.bySeqs[k.rows*c.seqCols+c.runs[2].col+j].Load())
+		x.seq[j] = math.Float64frombits(row[j].Load())
 	}
 }
 
