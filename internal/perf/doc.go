@@ -77,6 +77,19 @@
 // share every axis position but kvd's (attnTable.at2). See
 // docs/performance.md, "Fifth round".
 //
+// The per-run copies (ForRun) add memos of their own, each bounded and
+// holding exactly what the general path computes: the Profile's keeps,
+// for every decode count below decodePlanLimit (1,024) it meets, a plan
+// of the positions a decode-only step shares with every step of that
+// count, the dense, per-sequence and MoE terms at the latest padding,
+// the kvd interval of the latest mean and longest context with the
+// operands interpolation reads there, and the latest skew buckets; the
+// Roofline's keeps the split-KV count of the latest inputs of its two
+// pure-decode attention lookups and, for a dense model, the op times of
+// the latest step's counts. WithEngineTime holds, immutable, the
+// padding, gaps, host and launch times of plain decode steps of fewer
+// than decodeShapeLimit (1,024) decodes.
+//
 // Skew correction: decode contexts in one batch differ, and the kernel pays
 // for the longest more than the mean suggests. Per layer,
 //

@@ -236,11 +236,29 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 			t.capIdx[tokens] = uint16(i)
 		}
 	}
+	t.dec = make([]stepShape, decodeShapeLimit)
+	for n := 1; n < len(t.dec); n++ {
+		t.dec[n] = t.shape(&Batch{NumDecode: n})
+	}
 	return t
 }
 
 // captureIndexLimit bounds the capture sizes indexed by token count.
 const captureIndexLimit = 1 << 16
+
+// decodeShapeLimit bounds the decode counts whose step shapes engineTime
+// keeps (vLLM's max_num_seqs is 256 to 1,024; 40 kB per predictor).
+const decodeShapeLimit = 1024
+
+// stepShape is what StepTime derives from a step's counts: the padding
+// of its CUDA graph, its kernel gaps and untimed kernels, its host time
+// and its launches. Those of a plain decode step (n decodes and nothing
+// else: no prefill, no speculation, no data-parallel padding or agreed
+// mode) depend on n alone.
+type stepShape struct {
+	pad                 int
+	fixed, host, launch float64
+}
 
 type engineTime struct {
 	inner Predictor
@@ -253,31 +271,47 @@ type engineTime struct {
 	// and its launches, when run as d (StepTime's terms that depend on d
 	// only, computed once by the same expressions).
 	fixed, launch [RunFull + 1]float64
+	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
+	// decodeShapeLimit (immutable, shared by the per-run copies).
+	dec []stepShape
 }
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {
-	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0) {
+	if b == nil {
 		return 0
 	}
-	d, padded := t.dispatch(b)
+	var sh stepShape
+	if n := b.NumDecode; n > 0 && n < len(t.dec) && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
+		b.SpecTokens == 0 && b.DPPadTo == 0 && !b.DPSynced {
+		sh = t.dec[n]
+	} else {
+		if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
+			return 0
+		}
+		sh = t.shape(b)
+	}
 	// Set the padding on the caller's batch for the inner call and
 	// restore it (a copy would escape to the heap through the interface).
 	saved := b.PadTokens
-	b.PadTokens = max(padded-b.Tokens(), 0)
+	b.PadTokens = sh.pad
 	gpu := float64(t.inner.StepTime(b))
 	b.PadTokens = saved
 	if gpu >= math.MaxInt64 {
 		return math.MaxInt64
 	}
-	gpu += t.fixed[d]
-	host := t.e.Host.Ns(b)
-	launch := t.launch[d]
+	gpu += sh.fixed
 	// The builtin max is math.Max (NaN and signed zeros alike), inline.
 	if t.e.Async {
-		return clampNs(max(gpu, host+launch))
+		return clampNs(max(gpu, sh.host+sh.launch))
 	}
-	return clampNs(max(gpu, launch) + host)
+	return clampNs(max(gpu, sh.launch) + sh.host)
+}
+
+// shape is the shape of step b.
+func (t *engineTime) shape(b *Batch) stepShape {
+	d, padded := t.dispatch(b)
+	return stepShape{pad: max(padded-b.Tokens(), 0), fixed: t.fixed[d], host: t.e.Host.Ns(b), launch: t.launch[d]}
 }
 
 // dispatch is the CUDA-graph dispatch of step b and the token count it

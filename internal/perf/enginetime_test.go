@@ -176,7 +176,7 @@ func TestCaptureIndexIsExact(t *testing.T) {
 		}
 		fast := WithEngineTime(tokenCost{}, e).(*engineTime)
 		slow := *fast
-		slow.capIdx = nil
+		slow.capIdx, slow.dec = nil, nil
 		for range 30 {
 			b := Batch{NumDecode: rapid.IntRange(0, 700).Draw(rt, "n"), PrefillTokens: rapid.IntRange(0, 700).Draw(rt, "pc")}
 			if b.PrefillTokens > 0 {
@@ -189,6 +189,63 @@ func TestCaptureIndexIsExact(t *testing.T) {
 			}
 			if got, want := fast.StepTime(&b), slow.StepTime(&b); got != want {
 				rt.Fatalf("indexed %d ns, searched %d ns for %+v with %+v", got, want, b, e)
+			}
+		}
+	})
+}
+
+// fracCost is a GPU time with a fractional rate per token, padding
+// included, and per sequence, so that a wrong padding or term shows in
+// the rounded step time.
+type fracCost struct{ perTok, perSeq float64 }
+
+func (c fracCost) StepTime(b *Batch) int64 {
+	return int64(c.perTok*float64(b.Tokens()+b.PadTokens) + c.perSeq*float64(b.Seqs()))
+}
+
+// TestDecodeShapeIsExact: a plain decode step through the per-count
+// shape table (engineTime.dec) takes the same time as through the general
+// path (the engine time with the table removed), bit for bit, for every
+// graph mode, capture list, gap, host and launch cost, at decode counts
+// on both sides of the table's limit, next to steps the table does not
+// serve; the caller's padding is restored.
+func TestDecodeShapeIsExact(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		ns := rapid.Float64Range(0, 20000)
+		e := EngineTime{
+			Mode:         GraphMode(rapid.IntRange(0, int(GraphsNone)).Draw(rt, "mode")),
+			CaptureSizes: rapid.SliceOfN(rapid.IntRange(1, 1200), 0, 40).Draw(rt, "sizes"),
+			Layers:       rapid.IntRange(1, 80).Draw(rt, "layers"), LayerKernels: rapid.IntRange(1, 12).Draw(rt, "lk"),
+			AttnKernels: rapid.IntRange(0, 2).Draw(rt, "ak"), StepKernels: rapid.IntRange(0, 30).Draw(rt, "sk"),
+			GapEagerNs: ns.Draw(rt, "gapE"), GapGraphNs: ns.Draw(rt, "gapG"), StepKernelNs: ns.Draw(rt, "skNs"),
+			Host:     HostTime{ns.Draw(rt, "hostF") * 30, ns.Draw(rt, "hostS"), ns.Draw(rt, "hostT")},
+			Async:    rapid.Bool().Draw(rt, "async"),
+			LaunchNs: ns.Draw(rt, "launch"),
+		}
+		inner := fracCost{rapid.Float64Range(0, 3000).Draw(rt, "perTok"), rapid.Float64Range(0, 50).Draw(rt, "perSeq")}
+		fast := WithEngineTime(inner, e).(*engineTime)
+		slow := *fast
+		slow.dec = nil
+		for range 30 {
+			b := Batch{NumDecode: rapid.IntRange(0, decodeShapeLimit+50).Draw(rt, "n"),
+				PadTokens: rapid.IntRange(-3, 40).Draw(rt, "pad")}
+			switch rapid.IntRange(0, 5).Draw(rt, "other") {
+			case 0:
+				b.PrefillTokens, b.PrefillSeqs = rapid.IntRange(1, 700).Draw(rt, "pc"), 1
+			case 1:
+				b.SpecTokens = rapid.IntRange(1, 3*b.NumDecode+1).Draw(rt, "spec")
+			case 2:
+				b.DPPadTo = rapid.IntRange(0, 700).Draw(rt, "padTo")
+				b.DPSynced = rapid.Bool().Draw(rt, "synced")
+				b.DPMode = Dispatch(rapid.IntRange(0, int(RunFull)).Draw(rt, "dpMode"))
+			}
+			pad := b.PadTokens
+			got := fast.StepTime(&b)
+			if b.PadTokens != pad {
+				rt.Fatalf("padding %d left as %d", pad, b.PadTokens)
+			}
+			if want := slow.StepTime(&b); got != want {
+				rt.Fatalf("shape table %d ns, general path %d ns for %+v with %+v", got, want, b, e)
 			}
 		}
 	})

@@ -37,7 +37,7 @@ func powNear(x, y float64) float64 {
 	return a
 }
 
-// powExp is powNear(·, y) for one exponent y, with y's split into its
+// powExp is an exponent y of powNear, with y's split into its
 // whole and fractional parts (math.Modf and the move to (-0.5, 0.5]) done
 // once instead of at every call: the soft maximum of the roofline's
 // per-step attention uses two fixed exponents.
@@ -61,24 +61,6 @@ func newPowExp(y float64) powExp {
 	return e
 }
 
-// pow is powNear(x, e.y), bit for bit.
-func (e *powExp) pow(x float64) float64 {
-	if !(x >= 0x1p-15 && x <= 2) || !e.near {
-		return math.Pow(x, e.y)
-	}
-	a := 1.0
-	if e.yf != 0 {
-		a = math.Exp(e.yf * math.Log(x))
-	}
-	for i := e.yi; i != 0; i >>= 1 {
-		if i&1 == 1 {
-			a *= x
-		}
-		x *= x
-	}
-	return a
-}
-
 // softPow holds softMax's two exponents for one invP: p = 1/invP and invP.
 type softPow struct {
 	p, inv powExp
@@ -88,7 +70,10 @@ func newSoftPow(invP float64) softPow {
 	return softPow{p: newPowExp(1 / invP), inv: newPowExp(invP)}
 }
 
-// softMax is softMax(a, b, invP) for the invP sp was made for, bit for bit.
+// softMax is softMax(a, b, invP) for the invP sp was made for, bit for
+// bit: hi·pow(1 + pow(lo/hi, p), invP), each pow powNear's steps with
+// the exponent split beforehand (written out twice rather than called:
+// the roofline's decode attention runs it twice a step).
 func (sp *softPow) softMax(a, b float64) float64 {
 	hi, lo := a, b
 	if lo > hi {
@@ -97,5 +82,36 @@ func (sp *softPow) softMax(a, b float64) float64 {
 	if hi <= 0 {
 		return 0
 	}
-	return hi * sp.inv.pow(1+sp.p.pow(lo/hi))
+	x, e := lo/hi, &sp.p
+	var y float64
+	if x >= 0x1p-15 && x <= 2 && e.near {
+		y = 1.0
+		if e.yf != 0 {
+			y = math.Exp(e.yf * math.Log(x))
+		}
+		for i := e.yi; i != 0; i >>= 1 {
+			if i&1 == 1 {
+				y *= x
+			}
+			x *= x
+		}
+	} else {
+		y = math.Pow(x, e.y)
+	}
+	x, e = 1+y, &sp.inv
+	if x >= 0x1p-15 && x <= 2 && e.near {
+		y = 1.0
+		if e.yf != 0 {
+			y = math.Exp(e.yf * math.Log(x))
+		}
+		for i := e.yi; i != 0; i >>= 1 {
+			if i&1 == 1 {
+				y *= x
+			}
+			x *= x
+		}
+	} else {
+		y = math.Pow(x, e.y)
+	}
+	return hi * y
 }

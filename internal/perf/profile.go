@@ -124,11 +124,16 @@ func (p *Profile) breakdown(b *Batch, r *profileRun) StepBreakdown {
 		// default piecewise splitting ops are the attention ops), so a
 		// graph-padded step routes its padding rows and runs their experts
 		// too: the block runs at the padded count (docs/moe.md).
-		t := tokens + max(b.PadTokens, 0)
-		ae := ActivatedExperts(t, p.experts, p.topK)
-		s.MoE = p.moeCount * p.moeTPScale * max(0, p.moeTP.at(float64(t), float64(ae)))
+		s.MoE = p.moeCount * p.moeTPScale * p.moeBlockAt(tokens+max(b.PadTokens, 0))
 	}
 	return s
+}
+
+// moeBlockAt is one tensor-parallel MoE block's time at t padded tokens
+// (never negative), before the block count and the table's scale.
+func (p *Profile) moeBlockAt(t int) float64 {
+	ae := ActivatedExperts(t, p.experts, p.topK)
+	return max(0, p.moeTP.at(float64(t), float64(ae)))
 }
 
 // attention is one layer's attention time with the skew correction:

@@ -1,5 +1,7 @@
 package perf
 
+import "math"
+
 // profileRun is the Profile one run uses (Profile.ForRun). It predicts
 // exactly what the Profile does, and memoises, for steps without prefill
 // (pc = kp = 0), what depends on the decode count n only: the attention
@@ -12,7 +14,15 @@ type profileRun struct {
 	plans []decodePlan // by n, built on first use, n < decodePlanLimit
 	// The skew-rate and kv_big buckets of the latest decode step: a
 	// step's are nearly always its predecessor's.
-	srBucket, kvBucket int
+	srBucket, kvBucket skewBucket
+}
+
+// skewBucket is a bucket of a skew axis as a per-run copy remembers it:
+// the values in (lo, hi] fall in it, and off is its index times the
+// axis's stride. The zero value holds no value.
+type skewBucket struct {
+	lo, hi float64
+	off    int
 }
 
 // decodePlanLimit bounds the decode counts whose plans are kept (vLLM's
@@ -29,6 +39,12 @@ type decodePlan struct {
 	// skew is the skew bucket index without its skew-rate and kv_big
 	// terms; -1 when pc = 0 is not a profiled pc (alpha_default).
 	skew int
+	// The step's terms other than attention at the padding pad of the
+	// latest step StepTime took through this plan (-1 before the
+	// first): they depend on n and the padding only, and a decode
+	// count's steps nearly always have the same padding.
+	pad                int
+	dense, perSeq, moe float64 // memoAt of dense and perSeq; moeBlockAt
 }
 
 // nCorners is an attnPC's part of attnPC.at2 that does not depend on kvd:
@@ -43,6 +59,22 @@ type nCorners struct {
 	// axes: the contexts grow a token a step, so the next positions
 	// are nearly always in the same intervals (nearAt).
 	js, jh [2]pos
+	// rows says that the fast lookup (at) serves these corners: both
+	// kp positions are on a sample (so eval reads one kp row) and h,
+	// if any, shares s's kvd axis. seg holds, per lookup, the kvd
+	// interval of its latest context and what at needs of it.
+	rows bool
+	seg  [2]kvdSegment
+}
+
+// kvdSegment is an interior interval [xlo, xhi) of a kvd axis (samples
+// lo and lo+1) with the operands eval and the n blend take from the kp
+// rows there: ys and yh are s's and h's values at lo, dys and dyh their
+// differences to lo+1. A segment whose xhi is NaN holds nothing.
+type kvdSegment struct {
+	lo               int
+	xlo, xhi, dx     float64 // dx = xhi - xlo
+	ys, dys, yh, dyh float64
 }
 
 // nearAt is g.at(xs, x) (bit for bit), tried first in the interval of
@@ -60,25 +92,130 @@ func nearAt(g *guide, xs []float64, x float64, last *pos) pos {
 // ForRun implements RunScoped: the copy memoises per-run lookups.
 func (p *Profile) ForRun(*TableCounts) Predictor { return &profileRun{p: p} }
 
-// StepTime implements Predictor; it is p.StepTime(b), bit for bit.
-func (r *profileRun) StepTime(b *Batch) int64 { return r.p.breakdown(b, r).Total() }
+// StepTime implements Predictor; it is p.StepTime(b), bit for bit. A
+// step of decodes only (no prefill, no speculation, no MoE time given by
+// a data-parallel group) with n < decodePlanLimit takes decodeStep.
+func (r *profileRun) StepTime(b *Batch) int64 {
+	if b != nil && b.PrefillTokens == 0 && b.PrefillKV == 0 && b.PrefillSeqs == 0 && b.SpecTokens == 0 &&
+		b.NumDecode > 0 && b.NumDecode < decodePlanLimit && (b.MoENs <= 0 || r.p.moe == nil) {
+		return r.decodeStep(b).Total()
+	}
+	return r.p.breakdown(b, r).Total()
+}
 
-// plan returns the plan of n decodes (0 < n < decodePlanLimit).
+// decodeStep is breakdown(b, r) for a step StepTime sends it: the terms
+// by the expressions of breakdown and p.attention, those that depend on
+// n and the padding only from b's plan.
+func (r *profileRun) decodeStep(b *Batch) StepBreakdown {
+	p, n := r.p, b.NumDecode
+	pl := r.plan(n)
+	if pad := max(b.PadTokens, 0); pad != pl.pad {
+		p.padTerms(pl, n, pad)
+	}
+	var s StepBreakdown
+	s.Dense, s.PerSequence = pl.dense, pl.perSeq
+	if p.moeTP != nil {
+		s.MoE = p.moeCount * p.moeTPScale * pl.moe
+	}
+	if p.attn == nil {
+		return s
+	}
+	mean := float64(max(b.DecodeKVSum, 0) / int64(n))
+	kvMax := float64(b.DecodeKVMax)
+	alpha := 0.0
+	if p.skew != nil && n > 1 && kvMax > mean {
+		alpha = pl.alpha(p.skew, mean, float64(max(b.DecodeKVMin, 0)), kvMax, r)
+	}
+	var tMean, tMax float64
+	if c := &pl.c[0]; c.rows && !pl.two {
+		tMean = c.at(&c.seg[0], mean)
+		if alpha != 0 {
+			tMax = c.at(&c.seg[1], kvMax)
+		}
+	} else {
+		kvd := [2]float64{mean, kvMax}
+		t := pl.at2(&kvd, alpha != 0)
+		tMean, tMax = t[0], t[1]
+	}
+	if alpha != 0 && !(tMax <= tMean) { // as p.attention: a NaN blends
+		tMean += alpha * (tMax - tMean)
+	}
+	s.Attention = p.attnCount * max(0, tMean)
+	return s
+}
+
+// padTerms sets pl's terms at padding pad (n decodes).
+func (p *Profile) padTerms(pl *decodePlan, n, pad int) {
+	pl.pad = pad
+	pl.dense = memoAt(p.denseMemo, &p.dense, n+pad)
+	pl.perSeq = memoAt(p.perSeqMemo, &p.perSeq, n)
+	if p.moeTP != nil {
+		pl.moe = p.moeBlockAt(n + pad)
+	}
+}
+
+// at is at2's value at kvd x for the lookup whose segment is g (c.seg[0]
+// for the mean context, c.seg[1] for the longest), for corners with rows
+// set: from g when x lies in it, else after locating x (and keeping its
+// interval in g when interior). The expressions are eval's and at2's.
+func (c *nCorners) at(g *kvdSegment, x float64) float64 {
+	if !(x < g.xhi && (x > g.xlo || (x == g.xlo && g.lo > 0))) {
+		s := c.s
+		j := s.kvdG.at(s.kvd, x)
+		if j.hi != j.lo+1 || !(x < s.kvd[j.hi]) {
+			// clamped or extrapolated: not an interior interval.
+			v := s.eval(c.i, j)
+			if c.h != nil {
+				v += c.t * (c.h.eval(c.ih, j) - v)
+			}
+			return v
+		}
+		c.fill(g, j.lo)
+	}
+	tj := (x - g.xlo) / g.dx
+	v := g.ys + tj*g.dys
+	if c.h == nil {
+		return v
+	}
+	return v + c.t*(g.yh+tj*g.dyh-v)
+}
+
+// fill makes g the interval of s's kvd axis from sample lo to lo+1.
+func (c *nCorners) fill(g *kvdSegment, lo int) {
+	s := c.s
+	g.lo, g.xlo, g.xhi = lo, s.kvd[lo], s.kvd[lo+1]
+	g.dx = g.xhi - g.xlo
+	row := s.t[c.i.lo*len(s.kvd):]
+	g.ys, g.dys = row[lo], row[lo+1]-row[lo]
+	if h := c.h; h != nil {
+		row = h.t[c.ih.lo*len(h.kvd):]
+		g.yh, g.dyh = row[lo], row[lo+1]-row[lo]
+	}
+}
+
+// plan returns the plan of n decodes (0 < n < decodePlanLimit). It is
+// small enough to be inlined; newPlan makes a plan on first use.
 func (r *profileRun) plan(n int) *decodePlan {
+	if n < len(r.plans) && r.plans[n].built {
+		return &r.plans[n]
+	}
+	return r.newPlan(n)
+}
+
+// newPlan builds the plan of n decodes, growing plans to hold it.
+func (r *profileRun) newPlan(n int) *decodePlan {
 	if n >= len(r.plans) {
 		r.plans = append(r.plans, make([]decodePlan, n+1-len(r.plans))...)
 	}
 	pl := &r.plans[n]
-	if !pl.built {
-		r.p.buildPlan(pl, n)
-	}
+	r.p.buildPlan(pl, n)
 	return pl
 }
 
 // buildPlan fills pl for n decodes and no prefill, with the lookups
 // attnTable.at2, attnPC.at2 and skewTable.lookup make at pc = kp = 0.
 func (p *Profile) buildPlan(pl *decodePlan, n int) {
-	pl.built = true
+	pl.built, pl.pad = true, -1
 	a := p.attn
 	lo, hi, t := a.pcsG.bracket(a.pcs, 0)
 	pl.c[0] = nCornersAt(&a.byPC[lo], float64(n))
@@ -100,6 +237,8 @@ func nCornersAt(e *attnPC, n float64) nCorners {
 	lo, hi, t := e.nG.bracket(e.n, n)
 	s := &e.slices[lo]
 	c := nCorners{s: s, t: t, i: s.kpG.at(s.kp, 0)}
+	c.seg[0].xhi, c.seg[1].xhi = math.NaN(), math.NaN()
+	c.rows = c.i.hi == c.i.lo
 	if hi == lo {
 		return c
 	}
@@ -109,6 +248,7 @@ func nCornersAt(e *attnPC, n float64) nCorners {
 		c.ih = h.kpG.at(h.kp, 0)
 	}
 	c.hKVD = !sameAxis(h.kvd, s.kvd)
+	c.rows = c.rows && c.ih.hi == c.ih.lo && !c.hKVD
 	return c
 }
 
@@ -163,22 +303,39 @@ func (pl *decodePlan) alpha(s *skewTable, kvMean, kvMin, kvMax float64, r *profi
 	if gap := kvMax - kvMin; gap > 0 {
 		sr = (kvMean - kvMin) / gap
 	}
-	sr = max(0, min(1, sr))
-	idx := pl.skew + s.axes[axSkewRate].indexNear(sr, &r.srBucket)*s.stride[axSkewRate] +
-		s.axes[axKVBig].indexNear(kvMax, &r.kvBucket)*s.stride[axKVBig]
-	if a := s.alpha[idx]; a == a { // not NaN
+	// skewAlpha clamps sr to [0, 1] with the builtins; sr only picks a
+	// bucket by comparisons, to which -0 (which the builtins would make
+	// +0) and +0 are alike, so plain tests clamp it to the same bucket.
+	if sr < 0 {
+		sr = 0
+	} else if sr > 1 {
+		sr = 1
+	}
+	sb, kb := &r.srBucket, &r.kvBucket
+	if !(sr > sb.lo && sr <= sb.hi) {
+		s.bucketOf(axSkewRate, sr, sb)
+	}
+	if !(kvMax > kb.lo && kvMax <= kb.hi) {
+		s.bucketOf(axKVBig, kvMax, kb)
+	}
+	if a := s.alpha[pl.skew+sb.off+kb.off]; a == a { // not NaN
 		return a
 	}
 	return s.alphaDefault
 }
 
-// indexNear is a.index(v), tried first in bucket *last, which it updates.
-func (a *skewAxis) indexNear(v float64, last *int) int {
-	// index returns the first i with v <= bins[i+1], else the last bucket.
-	i, top := *last, len(a.labels)-1
-	if i >= 0 && i <= top && (i == 0 || v > a.bins[i]) && (i == top || v <= a.bins[i+1]) {
-		return i
+// bucketOf sets *b to the bucket of v on axis ax: index
+// returns the first i with v <= bins[i+1], else the last bucket, so
+// bucket i holds (bins[i], bins[i+1]], the first one everything below
+// and the last one everything above.
+func (s *skewTable) bucketOf(ax int, v float64, b *skewBucket) {
+	a := &s.axes[ax]
+	i, top := a.index(v), len(a.labels)-1
+	b.lo, b.hi, b.off = math.Inf(-1), math.Inf(1), i*s.stride[ax]
+	if i > 0 {
+		b.lo = a.bins[i]
 	}
-	*last = a.index(v)
-	return *last
+	if i < top {
+		b.hi = a.bins[i+1]
+	}
 }

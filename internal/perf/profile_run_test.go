@@ -12,9 +12,10 @@ import (
 
 // TestProfileRunMatchesProfile: the per-run copy of every embedded bundle
 // predicts what the Profile predicts, bit for bit, over a long sequence of
-// batches (its plans persist across them): steps without prefill at every
-// decode count on both sides of the memo's limit, and mixed and pure
-// prefill steps, which it looks up in full.
+// batches (its plans, remembered kvd intervals and padding terms persist
+// across them): steps without prefill at every decode count on both sides
+// of the memo's limit (decode-only ones through decodeStep), and mixed and
+// pure prefill steps, which it looks up in full.
 func TestProfileRunMatchesProfile(t *testing.T) {
 	root, err := fs.Sub(assets.FS(), "profiles")
 	if err != nil {
@@ -87,12 +88,16 @@ func TestProfileRunMatchesProfile(t *testing.T) {
 			hi := lo + rapid.IntRange(0, 20000).Draw(rt, "spread")
 			mean := rapid.IntRange(lo, hi).Draw(rt, "mean")
 			for range 300 {
-				b := Batch{NumDecode: n, DecodeKVMin: lo, DecodeKVMax: hi, DecodeKVSum: int64(mean) * int64(n)}
+				b := Batch{NumDecode: n, DecodeKVMin: lo, DecodeKVMax: hi, DecodeKVSum: int64(mean) * int64(n),
+					PadTokens: rapid.SampledFrom([]int{0, 0, 0, 3, 17}).Draw(rt, "pad")}
 				if n == 1 {
 					b.DecodeKVMin, b.DecodeKVSum = hi, int64(hi)
 				}
 				if g, w := run.StepTime(&b), p.StepTime(&b); g != w {
 					rt.Fatalf("%s %+v: per-run step %d ns, profile %d", dir, b, g, w)
+				}
+				if g, w := run.(*profileRun).decodeStep(&b), p.Breakdown(&b); !sameBreakdown(g, w) {
+					rt.Fatalf("%s %+v: decodeStep %+v, profile %+v", dir, b, g, w)
 				}
 				lo, hi, mean = lo+1, hi+1, mean+1
 				switch rapid.IntRange(0, 20).Draw(rt, "change") {
@@ -109,5 +114,22 @@ func TestProfileRunMatchesProfile(t *testing.T) {
 		if planned == 0 {
 			t.Errorf("%s: no step took a plan", dir)
 		}
+		rows := 0
+		for _, pl := range run.(*profileRun).plans {
+			if pl.built && pl.c[0].rows && !pl.two {
+				rows++
+			}
+		}
+		if rows == 0 {
+			t.Errorf("%s: no plan takes the row lookup (nCorners.at)", dir)
+		}
 	}
+}
+
+// sameBreakdown reports that a and b are the same, bit for bit.
+func sameBreakdown(a, b StepBreakdown) bool {
+	return math.Float64bits(a.Dense) == math.Float64bits(b.Dense) &&
+		math.Float64bits(a.PerSequence) == math.Float64bits(b.PerSequence) &&
+		math.Float64bits(a.Attention) == math.Float64bits(b.Attention) &&
+		math.Float64bits(a.MoE) == math.Float64bits(b.MoE)
 }

@@ -168,6 +168,10 @@ type Roofline struct {
 	scEmbed, scNorm, scFinalNorm, scQKNorm, scRotary, scAct float64
 
 	cache *opCache // op times by token or sequence count
+	// dec holds the pure-decode attention's predictor-only terms; plain
+	// says the cache's program is plainProgram.
+	dec   decodeConsts
+	plain bool
 
 	// kvb is the size of one KV element. wb and qFlopRate are the bytes
 	// per weight and the effective FLOP/s of the quantised linear layers;
@@ -328,6 +332,7 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	}
 	r.invAttnP = 1 / e.AttnSharpness
 	r.attnPow = newSoftPow(r.invAttnP)
+	r.dec = newDecodeConsts(r)
 	r.experts, r.expertsTopK = m.Experts, m.ExpertsPerTok
 	scale := func(op string) float64 {
 		if v, ok := e.OpScale[op]; ok {
@@ -355,6 +360,7 @@ func NewRoofline(m RooflineModel, acc RooflineHW, eff Efficiency, tp int) (*Roof
 	}
 	r.moeOp = slices.IndexFunc(r.ops, func(u OpUse) bool { return u.Op == OpMoE })
 	r.cache = newOpCache(r.ops)
+	r.plain = r.plainProgram()
 	return r, nil
 }
 
@@ -371,11 +377,15 @@ func (r *Roofline) Ops() []OpUse { return r.ops }
 // StepTime implements Predictor: the sum over the step's ops of count × time.
 // A batch's MoENs (a data-parallel group's MoE time, every layer) replaces
 // the MoE op. It does not allocate.
-func (r *Roofline) StepTime(b *Batch) int64 {
+func (r *Roofline) StepTime(b *Batch) int64 { return r.stepTime(b, nil) }
+
+// stepTime is StepTime, with the per-run memo of x when x is not nil (the
+// same values).
+func (r *Roofline) stepTime(b *Batch, x *rooflineRun) int64 {
 	if b == nil || (b.Tokens() <= 0 && b.Seqs() <= 0 && b.PadTokens <= 0) {
 		return 0
 	}
-	if s, ok := r.stepNs(b); ok {
+	if s, ok := r.stepNs(b, x); ok {
 		return clampNs(s)
 	}
 	var s float64

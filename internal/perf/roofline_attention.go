@@ -107,6 +107,8 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 	// bytes; req: KV bytes the units request (a decode packed by GQA reads
 	// its KV once, every query head of a prefill or mixed step reads it
 	// again).
+	// (min and max are the builtins, which give math.Min's and
+	// math.Max's results, NaN and signed zeros alike, without a call.)
 	var np, lp, nd, ld, uniq, req, extra, empty float64
 	var longest float64             // KV positions of the longest work unit
 	kvHeadBytes := r.hd * 2 * r.kvb // one token of one KV head
@@ -121,7 +123,7 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 		m := math.Ceil(chunk * rows / r.tileQ)
 		perSeq := m*hist + r.tileQ/rows*m*(m-1)/2 + chunk // KV positions over one head's tiles
 		if win > 0 {
-			perSeq = math.Min(perSeq, m*(win+r.tileQ/rows))
+			perSeq = min(perSeq, m*(win+r.tileQ/rows))
 		}
 		np = heads * ps * m
 		lp = perSeq / m
@@ -129,7 +131,7 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 		// whole chunk (to the window and its own rows when windowed).
 		longest = hist + chunk
 		if win > 0 {
-			longest = math.Min(longest, win+r.tileQ/rows)
+			longest = min(longest, win+r.tileQ/rows)
 		}
 		uniq += (kp + pc) * r.kvBytesPerTok
 		req += heads * (kp + pc) * kvHeadBytes // the tiles of one head run together
@@ -167,7 +169,7 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 		// a work unit runs on one SM: the launch lasts at least as long
 		// as its longest unit (a prefill's last query tile; pure decodes,
 		// whose units are split to fill the GPU, are left to the waves).
-		tc = math.Max(tc, r.attnUnitNsPerKV*math.Max(longest, ld)+o)
+		tc = max(tc, r.attnUnitNsPerKV*max(longest, ld)+o)
 	}
 	if empty > 0 {
 		u := r.units
@@ -182,8 +184,8 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 	// read about min(G, G/w + 1) times.
 	if units := np + nd; req > uniq && r.units > 0 && units > 0 {
 		w := r.units * r.heads / units
-		reads := math.Min(r.gqa, r.gqa/w+1)
-		req = math.Max(uniq, req*reads/r.gqa)
+		reads := min(r.gqa, r.gqa/w+1)
+		req = max(uniq, req*reads/r.gqa)
 	}
 	miss, hits := uniq, 0.0
 	if req > uniq {
@@ -252,7 +254,7 @@ func (r *Roofline) splits(u, nBlocks float64) float64 {
 	if u >= 0.8*slots {
 		return 1
 	}
-	maxS := math.Min(math.Min(128, slots), nBlocks)
+	maxS := min(min(128, slots), nBlocks)
 	eff := func(s float64) float64 {
 		w := u * s / slots
 		return w / math.Ceil(w)
@@ -269,7 +271,7 @@ func (r *Roofline) splits(u, nBlocks float64) float64 {
 		effs[n] = -1
 		if s == 1 || c != prev {
 			effs[n] = eff(s)
-			best = math.Max(best, effs[n])
+			best = max(best, effs[n])
 		}
 		prev = c
 		n++

@@ -33,12 +33,15 @@ type opCache struct {
 	// column at once, then its done flag), so that a step reads its op
 	// times without a per-op check. prefix[n] is the running sum of the
 	// leading token ops at n tokens (count × time, added in op order from
-	// 0, exactly as StepTime's loop adds them); rest is the program for the
-	// ops after them.
+	// 0, exactly as StepTime's loop adds them).
 	tokDone []atomic.Bool   // per token row
 	seqDone []atomic.Bool   // per sequence row
 	prefix  []atomic.Uint64 // per token row
-	rest    []stepOp
+	// runs is the program for the ops after them, in runs of
+	// consecutive ops of one key (a token or sequence run reads
+	// consecutive columns; a batch or MoE op is a run of its own), so
+	// that stepNs reads a run's times in one loop.
+	runs []stepRun
 	// splits memoises the split-KV heuristic (Roofline.splits) of
 	// pure-decode attention by its exact inputs; see cachedSplits.
 	splits [splitCacheSize]atomic.Uint64
@@ -98,17 +101,25 @@ func newOpCache(ops []OpUse) *opCache {
 	}
 	c.lead = lead
 	for i := lead; i < len(ops); i++ {
-		c.rest = append(c.rest, stepOp{count: ops[i].Count, key: c.key[i], col: c.col[i], idx: i})
+		key := c.key[i]
+		if n := len(c.runs); n > 0 && key == c.runs[n-1].key && (key == keyTokens || key == keySeqs) {
+			c.runs[n-1].counts = append(c.runs[n-1].counts, ops[i].Count)
+			continue
+		}
+		c.runs = append(c.runs, stepRun{key: key, col: c.col[i], idx: i, counts: []float64{ops[i].Count}})
 	}
 	return c
 }
 
-// stepOp is one op of StepTime's program after the leading token ops.
-type stepOp struct {
-	count float64 // occurrences per step
-	key   opKey
-	col   int // column in its table
-	idx   int // index in the op list
+// stepRun is a run of ops of rest: its key, the column and op index of
+// its first op, and every op's count (consecutive ops of a token or a
+// sequence run have consecutive columns: newOpCache numbers each table's
+// columns in op order).
+type stepRun struct {
+	key    opKey
+	col    int
+	idx    int
+	counts []float64
 }
 
 // fillTokens fills token row n (n = paddedTokens(b)) and its prefix sum.
@@ -142,7 +153,7 @@ func (c *opCache) fillSeqs(r *Roofline, b *Batch, n int) {
 
 // stepNs is StepTime's unrounded sum from whole cached rows; ok is false
 // when a count is outside the cache (the caller then sums op by op).
-func (r *Roofline) stepNs(b *Batch) (s float64, ok bool) {
+func (r *Roofline) stepNs(b *Batch, x *rooflineRun) (s float64, ok bool) {
 	c := r.cache
 	k := countsOf(b)
 	if k.padded < 0 || k.padded > opCacheLimit || k.rows < 0 || k.rows > opCacheLimit {
@@ -154,38 +165,46 @@ func (r *Roofline) stepNs(b *Batch) (s float64, ok bool) {
 	if !c.seqDone[k.rows].Load() {
 		c.fillSeqs(r, b, k.rows)
 	}
-	tok := c.byTokens[k.padded*c.tokCols : (k.padded+1)*c.tokCols]
-	seq := c.bySeqs[k.rows*c.seqCols : (k.rows+1)*c.seqCols]
+	tok := k.padded * c.tokCols
+	seq := k.rows * c.seqCols
 	s = math.Float64frombits(c.prefix[k.padded].Load())
-	for i := range c.rest {
-		p := &c.rest[i]
-		var t float64
+	// The ops after the prefix, in op order: s += count × time for each.
+	for i := range c.runs {
+		p := &c.runs[i]
 		switch p.key {
 		case keyTokens:
-			t = math.Float64frombits(tok[p.col].Load())
+			row := c.byTokens[tok+p.col:][:len(p.counts)]
+			for j, n := range p.counts {
+				s += n * math.Float64frombits(row[j].Load())
+			}
 		case keySeqs:
-			t = math.Float64frombits(seq[p.col].Load())
+			row := c.bySeqs[seq+p.col:][:len(p.counts)]
+			for j, n := range p.counts {
+				s += n * math.Float64frombits(row[j].Load())
+			}
 		case keyBatch:
-			t = r.batchOpNs(p.idx, b)
+			s += p.counts[0] * r.batchOpNs(p.idx, b, x)
 		default: // keyMoE
 			if b.MoENs > 0 {
 				s += float64(b.MoENs)
 				continue
 			}
-			t = r.opNs(p.idx, b, k)
+			s += p.counts[0] * r.opNs(p.idx, b, k)
 		}
-		s += p.count * t
 	}
 	return s, true
 }
 
-// batchOpNs is OpNs of the batch-keyed op i (an attention op).
-func (r *Roofline) batchOpNs(i int, b *Batch) float64 {
+// batchOpNs is OpNs of the batch-keyed op i (an attention op), with the
+// per-run memo of x when x is not nil.
+func (r *Roofline) batchOpNs(i int, b *Batch, x *rooflineRun) float64 {
 	switch {
 	case r.ops[i].Op == OpAttentionLocal:
 		return r.localAttention(b)
 	case r.IsMLA():
 		return r.mlaAttention(b)
+	case b.PrefillTokens <= 0 && b.NumDecode > 0 && b.SpecTokens <= 0:
+		return r.decodeAttention(b, x)
 	}
 	return r.attention(b)
 }

@@ -1,0 +1,216 @@
+package perf
+
+import "math"
+
+// rooflineRun is the Roofline one run uses (Roofline.ForRun). It predicts
+// exactly what the Roofline does: it sums a step of a plain program in one
+// pass (plainNs) with the op times of the latest counts, and remembers,
+// for each of the two attention lookups of a pure-decode step (at the
+// mean context and at the longest), the split-KV count of its latest
+// inputs: consecutive steps nearly always have the same decode count and
+// the same mean and longest context in 128-token blocks, so the split
+// comes without the shared memo's range checks and hashing. A copy is not
+// safe for concurrent use.
+type rooflineRun struct {
+	r      *Roofline
+	splits [2]splitMemo
+	// For a plain program: its prefix and its token and sequence runs'
+	// times at the counts key of the latest step plainNs took (key.padded
+	// -1 before the first), copied from the op cache, as consecutive
+	// steps nearly always have the same counts.
+	key      stepCounts
+	prefix   float64
+	tok, seq []float64
+}
+
+// splitMemo is splits(u, nBlocks) = split for the latest inputs of one
+// lookup (u NaN before the first).
+type splitMemo struct{ u, nBlocks, split float64 }
+
+// ForRun implements RunScoped: the copy remembers per-run split counts.
+func (r *Roofline) ForRun(*TableCounts) Predictor {
+	x := &rooflineRun{r: r, key: stepCounts{padded: -1}}
+	for i := range x.splits {
+		x.splits[i].u = math.NaN()
+	}
+	if r.plain {
+		x.tok, x.seq = make([]float64, len(r.cache.runs[1].counts)), make([]float64, len(r.cache.runs[2].counts))
+	}
+	return x
+}
+
+// StepTime implements Predictor; it is r.StepTime(b), bit for bit. A
+// step of a predictor with the plain program (plainProgram) whose counts
+// are within the op cache takes plainNs.
+func (x *rooflineRun) StepTime(b *Batch) int64 {
+	r := x.r
+	if r.plain && b != nil && (b.Tokens() > 0 || b.Seqs() > 0 || b.PadTokens > 0) {
+		if k := countsOf(b); k.padded <= opCacheLimit && k.rows >= 0 && k.rows <= opCacheLimit {
+			return clampNs(x.plainNs(b, k))
+		}
+	}
+	return r.stepTime(b, x)
+}
+
+// plainProgram reports that the op cache's program after the token prefix
+// is a dense model's with one kind of attention: full attention (not MLA),
+// a run of token ops, a run of sequence ops.
+func (r *Roofline) plainProgram() bool {
+	c := r.cache
+	return len(c.runs) == 3 && c.runs[0].key == keyBatch && r.ops[c.runs[0].idx].Op == OpAttention && !r.IsMLA() &&
+		c.runs[1].key == keyTokens && c.runs[2].key == keySeqs
+}
+
+// plainNs is stepNs(b, x) for a step StepTime sends it (counts k): the
+// plain program's three runs, attention as batchOpNs times it.
+func (x *rooflineRun) plainNs(b *Batch, k stepCounts) float64 {
+	r := x.r
+	c := r.cache
+	if k != x.key {
+		x.load(b, k)
+	}
+	attn, tok, seq := &c.runs[0], &c.runs[1], &c.runs[2]
+	var t float64
+	if b.PrefillTokens <= 0 && b.NumDecode > 0 && b.SpecTokens <= 0 {
+		t = r.decodeAttention(b, x)
+	} else {
+		t = r.attention(b)
+	}
+	s := x.prefix
+	s += attn.counts[0] * t
+	row := x.tok[:len(tok.counts)]
+	for j, n := range tok.counts {
+		s += n * row[j]
+	}
+	row = x.seq[:len(seq.counts)]
+	for j, n := range seq.counts {
+		s += n * row[j]
+	}
+	return s
+}
+
+// load copies the plain program's prefix and run times at counts k (b's)
+// from the op cache, filling its rows first when needed.
+func (x *rooflineRun) load(b *Batch, k stepCounts) {
+	r := x.r
+	c := r.cache
+	if !c.tokDone[k.padded].Load() {
+		c.fillTokens(r, b, k.padded)
+	}
+	if !c.seqDone[k.rows].Load() {
+		c.fillSeqs(r, b, k.rows)
+	}
+	x.key, x.prefix = k, math.Float64frombits(c.prefix[k.padded].Load())
+	row := c.byTokens[k.padded*c.tokCols+c.runs[1].col:][:len(x.tok)]
+	for j := range x.tok {
+		x.tok[j] = math.Float64frombits(row[j].Load())
+	}
+	row = c.bySeqs[k.rows*c.seqCols+c.runs[2].col:][:len(x.seq)]
+	for j := range x.seq {
+		x.seq[j] = math.Float64frombits(row[j].Load())
+	}
+}
+
+// decodeConsts are the terms of a pure-decode attention lookup (no
+// prefill, one query row per decode) that depend on the predictor only,
+// each computed once by attentionWindowed's own expression.
+type decodeConsts struct {
+	tiles       float64 // query tiles of one KV head's GQA group: ceil(gqa·1/tileQ)
+	kvHeadBytes float64 // one token of one KV head
+	unitNs      float64 // a work unit's fixed cost (AttnDecodeUnitNs, else AttnUnitNs)
+	rowBytes    float64 // bytes moved per query row: queries, outputs, new KV
+	swapCopy    bool    // SwapGQADecode's transpose applies from two decodes on
+}
+
+func newDecodeConsts(r *Roofline) decodeConsts {
+	q := 1.0
+	c := decodeConsts{
+		tiles:       math.Ceil(r.gqa * q / r.tileQ),
+		kvHeadBytes: r.hd * 2 * r.kvb,
+		unitNs:      r.eff.AttnUnitNs,
+		rowBytes:    2*r.heads*r.hd*r.b + r.kvBytesPerTok,
+		swapCopy:    r.hw.SwapGQADecode && r.kvHeads >= 2 && r.gqa > 1,
+	}
+	if r.eff.AttnDecodeUnitNs > 0 {
+		c.unitNs = r.eff.AttnDecodeUnitNs
+	}
+	return c
+}
+
+// decodeAttention is attention(b) for a step of n > 0 decodes without
+// prefill or speculation (x, when not nil, remembers its split counts).
+func (r *Roofline) decodeAttention(b *Batch, x *rooflineRun) float64 {
+	n := float64(b.NumDecode)
+	kvSum := float64(max(b.DecodeKVSum, 0))
+	var m0, m1 *splitMemo
+	if x != nil {
+		m0, m1 = &x.splits[0], &x.splits[1]
+	}
+	t := r.decodeUniform(n, kvSum, m0)
+	if a := r.eff.AttnDecodeSkew; a > 0 && n > 1 {
+		if kvMax := float64(b.DecodeKVMax); kvMax*n > kvSum {
+			if tMax := r.decodeUniform(n, kvMax*n, m1); tMax > t {
+				t += a * (tMax - t)
+			}
+		}
+	}
+	return t
+}
+
+// decodeUniform is attentionWindowed(0, kp, ps, n, 1, kvSum, win) for n > 0
+// and any kp, ps and win (without prefill they do not enter): the same
+// expressions in the same order, with the prefill terms, which are zero,
+// left out where adding or multiplying them changes nothing (0 + v = v
+// for the non-negative v here), and scheduleOn's steps for one class of
+// units written out. m, when not nil, remembers the split count.
+func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
+	c := &r.dec
+	mean := kvSum / n
+	u := n * r.kvHeads * c.tiles
+	nBlocks := math.Ceil(mean / 128)
+	var split float64
+	if m == nil {
+		split = r.cachedSplits(u, nBlocks)
+	} else {
+		if m.u != u || m.nBlocks != nBlocks {
+			*m = splitMemo{u, nBlocks, r.cachedSplits(u, nBlocks)}
+		}
+		split = m.split
+	}
+	var extra float64
+	if split > 1 {
+		extra = r.eff.LaunchNs
+	}
+	nd, ld := u*split, mean/split
+	req := r.kvHeads * kvSum * c.kvHeadBytes
+	uniq := kvSum * r.kvBytesPerTok
+	o := c.unitNs
+	// scheduleOn(decUnits, decNsPerKV, 0, 0, nd, ld, o): with no units
+	// the spread formula; else nd units of ld positions (ld >= 0; at
+	// ld = 0 both of its classes cost o) in whole waves.
+	var tc float64
+	if units := r.decUnits; units == 0 {
+		tc = r.decNsPerKV*(nd*ld) + o*nd
+	} else {
+		tc = math.Ceil(nd/units) * (r.decNsPerKV*ld + o)
+	}
+	if req > uniq && r.units > 0 && nd > 0 {
+		w := r.units * r.heads / nd
+		reads := min(r.gqa, r.gqa/w+1)
+		req = max(uniq, req*reads/r.gqa)
+	}
+	miss, hits := uniq, 0.0
+	if req > uniq {
+		hit := 1.0
+		if ws := uniq / r.kvHeads; ws > r.eff.AttnCacheBytes {
+			hit = r.eff.AttnCacheBytes / ws
+		}
+		miss += (req - uniq) * (1 - hit)
+		hits = (req - uniq) * hit
+	}
+	miss += n * c.rowBytes
+	if c.swapCopy && n >= 2 {
+		extra += r.eff.AttnDecodeCopyNs
+	}
+	return r.eff.AttnDecodeLaunchNs + extra + r.attnPow.softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9)
+}
