@@ -13,6 +13,11 @@ func (e *Engine) form(now, formed int64) int32 {
 	e.batch = perf.Batch{}
 	e.preempted = 0
 	budget := int32(e.cfg.MaxNumBatchedTokens)
+	if e.laneOn() && len(e.running) == 0 && !e.recount {
+		if left, ok := e.laneOnly(budget); ok {
+			return left
+		}
+	}
 	stalled := false // a running request lacks blocks until a batch in flight ends
 	if e.laneOn() {
 		e.leaveDue()

@@ -1,5 +1,7 @@
 package engine
 
+import "fmt"
+
 // The decode lane: implicit progress for steady decoders.
 //
 // Most of a step's requests are steady decoders: they compute one token,
@@ -309,4 +311,25 @@ func (e *Engine) laneBatch() {
 	b.DecodeKVMax = max(b.DecodeKVMax, int(hi+t))
 	b.NumDecode += n
 	b.DecodeKVSum += sum + int64(n)*t
+}
+
+// laneOnly forms the batch of the lane's members alone when that is all
+// there is: no explicit running request, no member due to leave or
+// allocating a named block, the blocks the counted members need free, and
+// nothing waiting. It is what form's general path does then (leaveDue,
+// laneFits, laneAllocate and laneBatch with nothing else to walk),
+// without the walks; it returns the budget left and whether it applied.
+func (e *Engine) laneOnly(budget int32) (int32, bool) {
+	next := e.tick + 1
+	n := int32(len(e.lane))
+	if n == 0 || n > budget || !e.laneDue.empty(next) || !e.laneNamed.empty(next) ||
+		int(e.laneAllocs[next&(laneWindow-1)]) > e.pool.Free() ||
+		e.ready.len() > 0 || e.swap.queue.len() > 0 || e.waiting.len() > 0 {
+		return 0, false
+	}
+	if tail := e.countedAllocate(next); tail > 0 && !e.pool.AllocateTail(tail) {
+		e.fail(fmt.Errorf("no %d free blocks for the decode lane's next tokens although they were counted free", tail))
+	}
+	e.laneBatch()
+	return budget - n, true
 }
