@@ -50,13 +50,18 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 			r.ITL = append(r.ITL, Gap{NS: gap, Count: int64(f.lane)})
 		}
 	}
-	gen := e.finishScheduled(f.sched, r, end)
+	gen := 0
+	if len(f.sched) > 0 { // (a batch of lane members alone: nothing to walk)
+		gen = e.finishScheduled(f.sched, r, end)
+	}
 	r.GenTokens = gen + f.lane
 	if e.specOn() {
 		r.Spec.DraftNs, r.Spec.StepNs = f.draftNs, end-f.start
 		e.specTotal.add(&r.Spec)
 	}
-	e.pruneRunning(end, lane)
+	if len(e.zombies) > 0 || len(e.running) > 0 {
+		e.pruneRunning(end, lane)
+	}
 	if !e.async() {
 		e.releaseZombies()
 	}
