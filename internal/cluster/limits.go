@@ -37,7 +37,8 @@ const (
 // SetInterrupt) reported true.
 var ErrInterrupted = errors.New("cluster: run interrupted")
 
-// interruptEvery is how many events pass between interrupt checks.
+// interruptEvery is how many events pass between interrupt checks (a power
+// of two: RunUntil tests the event count with a mask).
 const interruptEvery = 1024
 
 // UnreadObserver is implemented by observers that take the number of
@@ -62,25 +63,32 @@ type liveReq struct {
 // LimitReached says which limit ended the run ("" if none).
 func (s *Sim) LimitReached() string { return s.limited }
 
-// overLimit reports whether the event at time at must not be processed.
-func (s *Sim) overLimit(at int64) bool {
-	if s.limits.MaxTime > 0 && at > s.limits.MaxTime {
+// pastLimit reports whether the event at time at must not be processed
+// (inlined: it is checked before every event); noteLimit then says which
+// limit ended the run.
+func (s *Sim) pastLimit(at int64) bool {
+	return s.limits.MaxTime > 0 && at > s.limits.MaxTime || s.events >= s.eventBudget()
+}
+
+// eventBudget is the number of events the run may process.
+func (s *Sim) eventBudget() int64 {
+	if s.limits.MaxEvents != 0 {
+		return s.limits.MaxEvents
+	}
+	return AutoEventsBase + AutoEventsPerToken*s.tokensSeen
+}
+
+// noteLimit records which limit stops the event at time at, which
+// pastLimit reported.
+func (s *Sim) noteLimit(at int64) {
+	switch budget := s.eventBudget(); {
+	case s.limits.MaxTime > 0 && at > s.limits.MaxTime:
 		s.limited = fmt.Sprintf("max_sim_time_s %g reached", float64(s.limits.MaxTime)/1e9)
-		return true
+	case s.limits.MaxEvents > 0:
+		s.limited = fmt.Sprintf("max_events %d reached", budget)
+	default:
+		s.limited = fmt.Sprintf("automatic event budget %d reached (no progress? set limits.max_events to raise it)", budget)
 	}
-	budget := s.limits.MaxEvents
-	if budget == 0 {
-		budget = AutoEventsBase + AutoEventsPerToken*s.tokensSeen
-	}
-	if s.events >= budget {
-		if s.limits.MaxEvents > 0 {
-			s.limited = fmt.Sprintf("max_events %d reached", budget)
-		} else {
-			s.limited = fmt.Sprintf("automatic event budget %d reached (no progress? set limits.max_events to raise it)", budget)
-		}
-		return true
-	}
-	return false
 }
 
 // track notes an admitted request as in flight.

@@ -57,7 +57,7 @@ func (q *Queue) Len() int {
 // and is reported as an error rather than silently reordering time.
 func (q *Queue) Push(e Event) error {
 	if e.At < q.now {
-		return fmt.Errorf("des: event kind %d scheduled at %d ns, before the current time %d ns", e.Kind, e.At, q.now)
+		return q.pastError(e)
 	}
 	q.seq++
 	e.Seq = q.seq
@@ -69,6 +69,11 @@ func (q *Queue) Push(e Event) error {
 	q.heap = append(q.heap, e)
 	q.up(len(q.heap) - 1)
 	return nil
+}
+
+// pastError is Push's error for an event scheduled before the current time.
+func (q *Queue) pastError(e Event) error {
+	return fmt.Errorf("des: event kind %d scheduled at %d ns, before the current time %d ns", e.Kind, e.At, q.now)
 }
 
 // Peek returns the next event without removing it.
@@ -99,6 +104,19 @@ func (q *Queue) Pop() (Event, bool) {
 	}
 	q.now = e.At
 	return e, true
+}
+
+// Drop removes the event the last Peek returned, as Pop would, without
+// copying it out: for a loop that peeks at each event before handling it.
+// Call it only right after a Peek that found an event (Peek has closed
+// the root hole, so the event is at the root); it is inlined.
+func (q *Queue) Drop() {
+	q.now = q.heap[0].At
+	if len(q.heap) == 1 {
+		q.heap = q.heap[:0]
+	} else {
+		q.hole = true
+	}
 }
 
 // fill closes the root hole with the last event.
