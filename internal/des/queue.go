@@ -155,25 +155,35 @@ func (q *Queue) up(i int) {
 func (q *Queue) place(e Event) {
 	h := q.heap
 	n := len(h)
+	if n == 2 { // one other event (one instance's step end and the next arrival)
+		if less(&h[1], &e) {
+			h[0], h[1] = h[1], e
+		} else {
+			h[0] = e
+		}
+		return
+	}
 	i := 0
+	hole := &h[0]
 	for {
 		r := 2*i + 2
 		if r >= n {
 			if r == n { // an only child, the last event
-				h[i] = h[r-1]
+				*hole = h[r-1]
+				hole = &h[r-1]
 				i = r - 1
 			}
 			break
 		}
-		c := &h[r-1]
-		if less(&h[r], c) {
-			c = &h[r]
-		} else {
-			r--
+		kids := h[r-1 : r+1]
+		k := 0
+		if less(&kids[1], &kids[0]) {
+			k = 1
 		}
-		h[i] = *c
-		i = r
+		*hole = kids[k]
+		hole = &kids[k]
+		i = r - 1 + k
 	}
-	h[i] = e
+	*hole = e
 	q.up(i)
 }

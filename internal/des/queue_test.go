@@ -160,6 +160,17 @@ func TestQueueHole(t *testing.T) {
 			{want: 0, len: 2}, {peek: true, want: 2, len: 2}, {push: true, at: 6, want: 3, len: 3},
 			{want: 2, len: 2}, {want: 3, len: 1}, {want: 1, len: 0},
 		}},
+		{"push into the hole beside one event goes first", []op{
+			{push: true, at: 5, want: 0, len: 1}, {push: true, at: 7, want: 1, len: 2},
+			{want: 0, len: 1}, {push: true, at: 6, want: 2, len: 2},
+			{want: 2, len: 1}, {want: 1, len: 0},
+		}},
+		{"push into the hole beside one event goes last, a tie too", []op{
+			{push: true, at: 5, want: 0, len: 1}, {push: true, at: 7, want: 1, len: 2},
+			{want: 0, len: 1}, {push: true, at: 7, want: 2, len: 2},
+			{want: 1, len: 1}, {push: true, at: 9, want: 3, len: 2},
+			{want: 2, len: 1}, {want: 3, len: 0},
+		}},
 		{"the only event leaves no hole", []op{
 			{push: true, at: 5, want: 0, len: 1}, {want: 0, len: 0}, {push: true, at: 8, want: 1, len: 1}, {want: 1, len: 0},
 		}},
