@@ -1,9 +1,6 @@
 package cluster
 
-import (
-	"github.com/servesim/servesim/internal/des"
-	"github.com/servesim/servesim/internal/engine"
-)
+import "github.com/servesim/servesim/internal/des"
 
 // evAbort: the client of request Arg goes away. (Event kinds: engine
 // steps and arrivals below 10, the KV network from 10, tiers 30, the
@@ -103,7 +100,7 @@ func (s *Sim) tryAbort(id, now int64) (bool, error) {
 	if err := s.kick(inst, now); err != nil {
 		return true, err
 	}
-	if s.pd != nil && s.engines[inst].Config().Role == engine.Decode {
+	if s.pd != nil && s.pd.isDecode[inst] {
 		if err := s.reserve(inst, now); err != nil {
 			return true, err
 		}

@@ -423,7 +423,7 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	if err := s.kick(inst, now); err != nil {
 		return err
 	}
-	if s.pd != nil && e.Config().Role == engine.Decode {
+	if s.pd != nil && s.pd.isDecode[inst] {
 		// Forming the next batch released the slots and blocks of the
 		// requests that just finished: admit handoffs into them. A
 		// data-parallel group forms every rank when its last rank's step

@@ -82,27 +82,31 @@ type Node struct {
 
 // pd is the P/D coordinator state of a Sim.
 type pd struct {
-	cfg      PDConfig
-	pol      Policy
-	adm      admitter // nil unless the policy refuses requests at arrival
-	nodes    []Node
-	net      *link.Network
-	netGen   int64
-	netAt    int64
-	done     []link.Completion
-	hands    map[int64]*hand
-	free     []*hand // recycled hands
-	prefill  []int   // instances that compute prompts (prefill or mixed)
-	decode   []int
-	isDecode []bool
-	rr       int
-	resv     []engine.Reservation
-	bufFree  []int // push: free receive-buffer blocks per instance
-	pinPeak  []int
-	pinSum   []float64 // time integral of pinned blocks (block*ns)
-	pinLast  []int64
-	pinNow   []int
-	stopped  *StopReport
+	cfg     PDConfig
+	pol     Policy
+	adm     admitter // nil unless the policy refuses requests at arrival
+	nodes   []Node
+	net     *link.Network
+	netGen  int64
+	netAt   int64
+	done    []link.Completion
+	hands   map[int64]*hand
+	free    []*hand // recycled hands
+	prefill []int   // instances that compute prompts (prefill or mixed)
+	decode  []int
+	// Per instance, what the hot paths ask of its configuration
+	// (engine.Config returns a copy of the whole struct).
+	isDecode  []bool
+	isMixed   []bool
+	blockSize []int
+	rr        int
+	resv      []engine.Reservation
+	bufFree   []int // push: free receive-buffer blocks per instance
+	pinPeak   []int
+	pinSum    []float64 // time integral of pinned blocks (block*ns)
+	pinLast   []int64
+	pinNow    []int
+	stopped   *StopReport
 
 	// Counters kept by transition, so that decisions cost O(decode
 	// instances) whatever the backlog.
@@ -154,9 +158,11 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
 	p.pinPeak, p.pinSum, p.pinLast, p.pinNow = make([]int, n), make([]float64, n), make([]int64, n), make([]int, n)
-	p.queuedBlocks, p.isDecode = make([]int, n), make([]bool, n)
+	p.queuedBlocks, p.isDecode, p.isMixed, p.blockSize = make([]int, n), make([]bool, n), make([]bool, n), make([]int, n)
 	for i, e := range s.engines {
-		switch e.Config().Role {
+		cfg := e.Config()
+		p.isMixed[i], p.blockSize[i] = cfg.Role == engine.Mixed, cfg.BlockSize
+		switch cfg.Role {
 		case engine.Decode:
 			p.decode = append(p.decode, i)
 			p.isDecode[i] = true
@@ -326,7 +332,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			return s.end(&rec, now)
 		}
 	}
-	if s.engines[pi].Config().Role == engine.Mixed {
+	if p.isMixed[pi] {
 		// A mixed instance serves the whole request: no handoff.
 		s.seedHashes(pi, s.engines[pi].AddRecord(req, h.rec, now), req)
 		p.freeHand(h)
@@ -487,7 +493,7 @@ func (s *Sim) localBlocks(h *hand, d, blocks int) int {
 // transferBytes is the per-stream size of moving blocks KV blocks.
 func (s *Sim) transferBytes(h *hand, d, blocks int) int64 {
 	node := s.pd.nodes[h.p]
-	bs := int64(s.engines[d].Config().BlockSize)
+	bs := int64(s.pd.blockSize[d])
 	local := int64(s.engines[d].LocalTransferBlocks(h.req.InputTokens, blocks))
 	return int64(blocks)*bs*(node.KVBytesPerToken-node.LocalKVBytesPerToken) + local*bs*node.LocalKVBytesPerToken
 }
