@@ -361,13 +361,16 @@ func TestAddITLsEqualsRepeatedAddITL(t *testing.T) {
 }
 
 // TestDistMatchesHdrHistogram records the same values into a dist (its own
-// counts array, indexed by histIndex) and straight into an HdrHistogram
-// (RecordValues, as dist did): the counts, the total and the quantiles
-// must be the same, bit for bit.
+// counts array, indexed by histIndex, single values batched in pend) and
+// straight into an HdrHistogram (RecordValues, as dist did): the counts,
+// the total and the quantiles must be the same, bit for bit.
 func TestDistMatchesHdrHistogram(t *testing.T) {
+	if i := histIndex(histHighUs); i >= 1<<16 {
+		t.Fatalf("histIndex(histHighUs) = %d does not fit pend's uint16", i)
+	}
 	edges := []int64{0, 1, 499, 500, 1499, 2047e3, 2047499, 2047500, 2048e3, 4095e3, 4096e3, 1 << 40, 1e16 - 1, 1e16, 1e16 + 1, math.MaxInt64 - 1000}
 	rng := rand.New(rand.NewPCG(7, 9))
-	spread := make([]int64, 2000)
+	spread := make([]int64, 3*pendCap+5) // pend fills up three times
 	for i := range spread {
 		spread[i] = int64(math.Exp(rng.Float64() * 40)) // 1 ns to ~2e17 ns
 	}
@@ -379,6 +382,7 @@ func TestDistMatchesHdrHistogram(t *testing.T) {
 		{"bucket edges, one each", edges, func(int) int64 { return 1 }},
 		{"bucket edges, counts", edges, func(i int) int64 { return int64(i%5) + 1 }},
 		{"spread over the range", spread, func(i int) int64 { return int64(i%3) + 1 }},
+		{"spread over the range, one each", spread, func(int) int64 { return 1 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
