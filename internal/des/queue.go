@@ -67,7 +67,7 @@ func (q *Queue) Push(e Event) error {
 		return nil
 	}
 	q.heap = append(q.heap, e)
-	q.up(len(q.heap) - 1)
+	q.climb(len(q.heap)-1, e)
 	return nil
 }
 
@@ -135,9 +135,10 @@ func less(a, b *Event) bool {
 	return a.Seq < b.Seq
 }
 
-func (q *Queue) up(i int) {
+// climb puts e into the hole at i or, moving down the events it goes
+// before, higher on the path to the root.
+func (q *Queue) climb(i int, e Event) {
 	h := q.heap
-	e := h[i]
 	for i > 0 {
 		p := (i - 1) / 2
 		if !less(&e, &h[p]) {
@@ -184,6 +185,5 @@ func (q *Queue) place(e Event) {
 		hole = &kids[k]
 		i = r - 1 + k
 	}
-	*hole = e
-	q.up(i)
+	q.climb(i, e)
 }
