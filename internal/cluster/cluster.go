@@ -70,6 +70,10 @@ type Sim struct {
 	fe *feState // the served endpoint's front end (frontend.go); nil: none
 
 	ph promptHashes // prompt hashes of the request being placed (prefixhash.go)
+	// hashBS is, per instance, the block size of the prompt hashes it is
+	// given (seedHashes), 0 without prefix caching: engine.Config copies
+	// the whole configuration.
+	hashBS []int
 
 	// Data-parallel groups (dpgroup.go): groupOf[i] is engine i's group,
 	// -1 when it steps on its own; nil when there are none.
