@@ -368,14 +368,18 @@ func (p *pd) newHand(req *workload.Request, now int64) *hand {
 	} else {
 		h = new(hand)
 	}
-	*h = hand{req: *req, st: hNew, since: now, d: -1, pSlot: -1, dSlot: -1, prefillEnd: -1}
+	// The hand is zero (new, or cleared by freeHand): only the fields
+	// that start non-zero are set, without building a whole hand to copy.
+	h.req = *req
+	h.st, h.since, h.d, h.pSlot, h.dSlot, h.prefillEnd = hNew, now, -1, -1, -1, -1
 	h.rec = metrics.NewRecord(req.ID, now)
 	h.rec.Session, h.rec.InputTokens, h.rec.OutputTokens = req.Session, req.InputTokens, req.OutputTokens
 	h.rec.Priority = req.Priority
 	return h
 }
 
-// freeHand recycles a hand that is no longer in the table.
+// freeHand recycles a hand that is no longer in the table, cleared for
+// newHand.
 func (p *pd) freeHand(h *hand) {
 	*h = hand{}
 	p.free = append(p.free, h)
