@@ -63,7 +63,7 @@ func (s *Sim) tryAbort(id, now int64) (bool, error) {
 	inst, slot := -1, int32(-1)
 	var h *hand
 	if s.pd != nil {
-		if h = s.pd.hands[id]; h != nil {
+		if h = s.pd.hands.get(id); h != nil {
 			if h.st != hDecoding {
 				return false, nil // prefilling, queued or on the wire: later
 			}
@@ -89,7 +89,7 @@ func (s *Sim) tryAbort(id, now int64) (bool, error) {
 		if err := s.transition(h, hDone, h.d, now); err != nil {
 			return true, err
 		}
-		delete(s.pd.hands, id)
+		s.pd.hands.del(id)
 		s.pd.freeHand(h)
 	}
 	if err := s.end(&rec, now); err != nil {

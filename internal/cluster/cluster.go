@@ -271,7 +271,7 @@ func (s *Sim) stale(ev des.Event) bool {
 	case evNet:
 		return ev.Arg != s.pd.netGen
 	case evLease, evRetry, evOffload:
-		h := s.pd.hands[ev.Arg]
+		h := s.pd.hands.get(ev.Arg)
 		return h == nil || h.gen != ev.Target || h.st != hQueued || !h.holds.has(holdPinned)
 	}
 	return false
@@ -541,7 +541,7 @@ func (s *Sim) describe() string {
 	if s.pd != nil {
 		var counts [numHStates]int
 		first := [numHStates]*hand{}
-		for _, h := range s.pd.hands {
+		for _, h := range s.pd.hands.all {
 			counts[h.st]++
 			if f := first[h.st]; f == nil || h.req.ID < f.req.ID {
 				first[h.st] = h

@@ -221,7 +221,7 @@ func (s *Sim) liveRecords() map[int64]metrics.Record {
 		e.EachRecord(add)
 	}
 	if s.pd != nil {
-		for _, h := range s.pd.hands {
+		for _, h := range s.pd.hands.all {
 			add(&h.rec)
 		}
 	}

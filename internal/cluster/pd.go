@@ -90,7 +90,7 @@ type pd struct {
 	netGen  int64
 	netAt   int64
 	done    []link.Completion
-	hands   map[int64]*hand
+	hands   idTable[*hand]
 	free    []*hand // recycled hands
 	prefill []int   // instances that compute prompts (prefill or mixed)
 	decode  []int
@@ -154,7 +154,7 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	if err != nil {
 		return err
 	}
-	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, hands: map[int64]*hand{}}
+	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net}
 	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
 	p.pinPeak, p.pinSum, p.pinLast, p.pinNow = make([]int, n), make([]float64, n), make([]int64, n), make([]int, n)
@@ -354,7 +354,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			return s.kick(d, now)
 		}
 	}
-	p.hands[req.ID] = h
+	p.hands.put(req.ID, h)
 	s.hashesPlaced(req)
 	return p.pol.start(s, h, now)
 }
@@ -408,7 +408,7 @@ func (s *Sim) enqueuePrefill(h *hand, now int64) error {
 // pinned there until the handoff is over.
 func (s *Sim) prefilled(f *engine.Prefilled, now int64) error {
 	p := s.pd
-	h := p.hands[f.Record.ID]
+	h := p.hands.get(f.Record.ID)
 	if h == nil || (h.st != hPrefilling && h.st != hReservedPrefill) {
 		st := "none"
 		if h != nil {
@@ -470,7 +470,7 @@ func (s *Sim) reserve(d int, now int64) error {
 		return err
 	}
 	for _, res := range p.resv {
-		h := p.hands[res.ID]
+		h := p.hands.get(res.ID)
 		if h == nil {
 			return fmt.Errorf("cluster: invariant violated: decode instance %d reserved for request %d, which has no handoff", d, res.ID)
 		}
@@ -576,7 +576,7 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	for _, c := range p.done {
-		h := p.hands[c.Tag]
+		h := p.hands.get(c.Tag)
 		if h == nil {
 			return fmt.Errorf("cluster: invariant violated: transfer of unknown request %d", c.Tag)
 		}
@@ -649,14 +649,14 @@ func (s *Sim) pdStepEnd(r *engine.StepResult, now int64) error {
 		}
 	}
 	for k := range r.Finished {
-		h := p.hands[r.Finished[k].ID]
+		h := p.hands.get(r.Finished[k].ID)
 		if h == nil {
 			continue // served without a handoff (mixed or local prefill)
 		}
 		if err := s.transition(h, hDone, h.d, now); err != nil {
 			return err
 		}
-		delete(p.hands, h.req.ID)
+		p.hands.del(h.req.ID)
 		p.freeHand(h)
 	}
 	return nil
