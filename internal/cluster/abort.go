@@ -57,7 +57,7 @@ func (s *Sim) retryAborts(now int64) error {
 // tryAbort ends request id now if it can leave its instance, and reports
 // whether it is gone (ended now, or earlier).
 func (s *Sim) tryAbort(id, now int64) (bool, error) {
-	if _, ok := s.live[id]; !ok {
+	if _, ok := s.live.lookup(id); !ok {
 		return true, nil
 	}
 	inst, slot := -1, int32(-1)

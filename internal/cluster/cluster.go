@@ -106,7 +106,7 @@ type Sim struct {
 	cut        bool   // a limit ended the run
 	events     int64  // events processed
 	tokensSeen int64  // prompt and output tokens of the requests admitted
-	live       map[int64]liveReq
+	live       idTable[liveReq]
 
 	ft *faultState // the fault model (fault.go); nil: none
 	// reArriving: the request being placed is sent again after a loss and
@@ -464,7 +464,7 @@ func (s *Sim) end(rec *metrics.Record, now int64) error {
 	if err := s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now); err != nil {
 		return err
 	}
-	delete(s.live, rec.ID)
+	s.live.del(rec.ID)
 	s.ph.drop(rec.ID)
 	if s.obs != nil {
 		s.obs.Terminal(rec)

@@ -5,9 +5,9 @@ import "math/bits"
 // idTable maps request ids to values: an open-addressing table (linear
 // probing, the home slot a Fibonacci hash of the id, at most half full,
 // deletion by shifting the entries after the hole back instead of
-// tombstones). It holds the handoffs in flight, looked up by id several
-// times per request, for under half the instructions of a Go map
-// (no hash function call, no control words). Iteration is in slot order,
+// tombstones). It holds the requests and the handoffs in flight, looked
+// up by id several times per request, for under half the instructions of
+// a Go map (no hash function call, no control words). Iteration is in slot order,
 // the same in every run. The zero value is an empty table.
 type idTable[V any] struct {
 	slots []idSlot[V] // length 0 or a power of two, at most half used

@@ -93,10 +93,7 @@ func (s *Sim) noteLimit(at int64) {
 
 // track notes an admitted request as in flight.
 func (s *Sim) track(req *workload.Request, now int64) {
-	if s.live == nil {
-		s.live = map[int64]liveReq{}
-	}
-	s.live[req.ID] = liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session, priority: req.Priority}
+	s.live.put(req.ID, liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session, priority: req.Priority})
 	s.tokensSeen += int64(req.InputTokens) + int64(req.OutputTokens)
 }
 
@@ -130,8 +127,8 @@ func (s *Sim) cutOff(now int64, reason string) error {
 		}
 	}
 	// Requests in flight fail.
-	ids := make([]int64, 0, len(s.live))
-	for id := range s.live {
+	ids := make([]int64, 0, s.live.len())
+	for id := range s.live.all {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
@@ -140,7 +137,7 @@ func (s *Sim) cutOff(now int64, reason string) error {
 		rec, ok := recs[id]
 		if !ok {
 			// Not yet on any instance: only what the cluster knows.
-			l := s.live[id]
+			l := s.live.get(id)
 			rec = metrics.NewRecord(id, l.arrival)
 			rec.Session, rec.InputTokens, rec.OutputTokens = l.session, l.input, l.output
 			rec.Priority = l.priority
@@ -203,9 +200,9 @@ func (s *Sim) cutOff(now int64, reason string) error {
 // whose times are set once or only grow, and whose counters only grow, so
 // the request's record is the field-wise latest of its copies.
 func (s *Sim) liveRecords() map[int64]metrics.Record {
-	m := make(map[int64]metrics.Record, len(s.live))
+	m := make(map[int64]metrics.Record, s.live.len())
 	add := func(r *metrics.Record) {
-		l, ok := s.live[r.ID]
+		l, ok := s.live.lookup(r.ID)
 		if !ok {
 			return
 		}
