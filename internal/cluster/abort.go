@@ -1,9 +1,6 @@
 package cluster
 
-import (
-	"github.com/servesim/servesim/internal/des"
-	"github.com/servesim/servesim/internal/engine"
-)
+import "github.com/servesim/servesim/internal/des"
 
 // evAbort: the client of request Arg goes away. (Event kinds: engine
 // steps and arrivals below 10, the KV network from 10, tiers 30, the
@@ -60,13 +57,13 @@ func (s *Sim) retryAborts(now int64) error {
 // tryAbort ends request id now if it can leave its instance, and reports
 // whether it is gone (ended now, or earlier).
 func (s *Sim) tryAbort(id, now int64) (bool, error) {
-	if _, ok := s.live[id]; !ok {
+	if _, ok := s.live.lookup(id); !ok {
 		return true, nil
 	}
 	inst, slot := -1, int32(-1)
 	var h *hand
 	if s.pd != nil {
-		if h = s.pd.hands[id]; h != nil {
+		if h = s.pd.hands.get(id); h != nil {
 			if h.st != hDecoding {
 				return false, nil // prefilling, queued or on the wire: later
 			}
@@ -92,7 +89,7 @@ func (s *Sim) tryAbort(id, now int64) (bool, error) {
 		if err := s.transition(h, hDone, h.d, now); err != nil {
 			return true, err
 		}
-		delete(s.pd.hands, id)
+		s.pd.hands.del(id)
 		s.pd.freeHand(h)
 	}
 	if err := s.end(&rec, now); err != nil {
@@ -103,7 +100,7 @@ func (s *Sim) tryAbort(id, now int64) (bool, error) {
 	if err := s.kick(inst, now); err != nil {
 		return true, err
 	}
-	if s.pd != nil && s.engines[inst].Config().Role == engine.Decode {
+	if s.pd != nil && s.pd.isDecode[inst] {
 		if err := s.reserve(inst, now); err != nil {
 			return true, err
 		}

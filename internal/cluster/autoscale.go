@@ -300,7 +300,7 @@ func (s *Sim) parkIfDrained(inst int, now int64) error {
 
 // pdHolds reports whether a handoff still has state on engine e.
 func (s *Sim) pdHolds(e int) bool {
-	for _, h := range s.pd.hands {
+	for _, h := range s.pd.hands.all {
 		if (h.p == e && (h.holds.has(holdPinned) || h.st == hPrefilling)) || (h.d == e && (h.st == hQueued || h.st == hTransfer || h.st == hDecoding)) {
 			return true
 		}

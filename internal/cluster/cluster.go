@@ -70,6 +70,10 @@ type Sim struct {
 	fe *feState // the served endpoint's front end (frontend.go); nil: none
 
 	ph promptHashes // prompt hashes of the request being placed (prefixhash.go)
+	// hashBS is, per instance, the block size of the prompt hashes it is
+	// given (seedHashes), 0 without prefix caching: engine.Config copies
+	// the whole configuration.
+	hashBS []int
 
 	// Data-parallel groups (dpgroup.go): groupOf[i] is engine i's group,
 	// -1 when it steps on its own; nil when there are none.
@@ -102,7 +106,7 @@ type Sim struct {
 	cut        bool   // a limit ended the run
 	events     int64  // events processed
 	tokensSeen int64  // prompt and output tokens of the requests admitted
-	live       map[int64]liveReq
+	live       idTable[liveReq]
 
 	ft *faultState // the fault model (fault.go); nil: none
 	// reArriving: the request being placed is sent again after a loss and
@@ -158,134 +162,6 @@ func (s *Sim) Pull() error { return s.pull() }
 func (s *Sim) NextEvent() (int64, bool) {
 	next, ok := s.q.Peek()
 	return next.At, ok
-}
-
-// RunUntil processes every event due at or before t, in order, and
-// returns. It reports true when a run limit ended the run (every request
-// then has its outcome). Run is RunUntil(∞) then Finish; a real-time
-// driver calls it with the simulated time its clock has reached, so the
-// simulation is the same whatever the slices it is advanced in.
-func (s *Sim) RunUntil(t int64) (bool, error) {
-	if s.cut {
-		return true, nil
-	}
-	for {
-		next, ok := s.q.Peek()
-		if !ok || next.At > t {
-			return false, nil
-		}
-		if s.stale(next) {
-			// A timer made moot (lease, retry, superseded network wake-up):
-			// it neither advances the observed time nor the run's end, and
-			// does not count against the event budget.
-			s.q.Pop()
-			continue
-		}
-		if s.overLimit(next.At) {
-			if err := s.checkPDNow(); err != nil {
-				return false, err
-			}
-			if err := s.cutOff(s.lastEvent, "limit"); err != nil { // the summary says which limit
-				return true, err
-			}
-			s.cut = true // nothing more happens
-			return true, nil
-		}
-		s.events++
-		if s.interrupt != nil && s.events%interruptEvery == 0 && s.interrupt() {
-			return false, ErrInterrupted
-		}
-		ev, _ := s.q.Pop()
-		s.lastEvent = ev.At
-		if s.obs != nil {
-			s.obs.Advance(ev.At)
-		}
-		if err := s.settle(s.dispatch(ev)); err != nil {
-			return false, err
-		}
-	}
-}
-
-// dispatch handles one due event by its kind.
-func (s *Sim) dispatch(ev des.Event) error {
-	var err error
-	switch ev.Kind {
-	case evArrival:
-		if s.maxConc > 0 && s.inflight >= s.maxConc {
-			s.blocked = true // sent when an entry in flight ends
-			return nil
-		}
-		if s.holdForWarmup() {
-			return nil // sent when the warm-up has ended
-		}
-		entry := s.next
-		s.hasNext = false
-		if err = s.pull(); err == nil {
-			err = s.arrive(entry, ev.At)
-		}
-	case evStepEnd:
-		err = s.stepEnd(int(ev.Target), ev.Arg, ev.At)
-	case evStageFree:
-		err = s.kick(int(ev.Target), ev.At)
-	case evFollowUp:
-		slot := int32(ev.Arg)
-		req := s.pending[slot]
-		s.pending[slot] = workload.Request{}
-		s.freePend = append(s.freePend, slot)
-		req.Arrival = ev.At
-		err = s.send(&req, ev.At)
-	case evNet:
-		err = s.netEvent(ev.Arg, ev.At)
-	case evLease:
-		err = s.leaseExpired(ev.Arg, ev.Target, ev.At)
-	case evRetry:
-		err = s.retry(ev.Arg, ev.Target, ev.At)
-	case evHost:
-		err = s.hostCopied(ev.Arg, ev.Target, ev.At)
-	case evTier:
-		err = s.tierEvent(ev.At)
-	case evOffload:
-		err = s.offloadDue(ev.Arg, ev.Target, ev.At)
-	case evFEIngested:
-		err = s.feIngested(ev.Arg, ev.At)
-	case evFEDelivered:
-		err = s.feDelivered(ev.Arg, ev.At)
-	case evAbort:
-		err = s.abort(ev.Arg, ev.At)
-	case evLose, evRestart, evSlow, evLinkWin, evScale, evReady:
-		err = s.faultEvent(ev)
-	}
-	return err
-}
-
-// settle completes an event's handling: it picks up an error an engine
-// recorded, re-arms the tier timers, runs the due disaggregation checks,
-// and, when the eager policy stops the run, cuts off what is left so that
-// every request still has one outcome. It returns the error that ends
-// the run, if any.
-func (s *Sim) settle(err error) error {
-	if err == nil && s.tiers != nil {
-		err = s.armTiers()
-	}
-	if err == nil && s.pd != nil && s.checks {
-		err = s.checkPDDue()
-	}
-	if err == nil && s.ft != nil && s.pd == nil && s.checks {
-		err = s.checkFaults()
-	}
-	if err != nil {
-		var stop *StopReport
-		if errors.As(err, &stop) {
-			// The eager policy stops the run: what was in flight fails
-			// and what never arrived is truncated, so every request
-			// still has one outcome.
-			if cerr := s.cutOff(s.lastEvent, StoppedReason); cerr != nil {
-				return cerr
-			}
-		}
-		return err
-	}
-	return nil
 }
 
 // Finish checks the state a run ends in: the invariants (when on) and that
@@ -371,7 +247,9 @@ func (s *Sim) arrive(entry workload.Entry, now int64) error {
 
 // stale reports whether ev is a timer that no longer applies: a lease or
 // retry timer of a request that left the state it was armed in, or a
-// network wake-up superseded by a later one.
+// network wake-up superseded by a later one. A step end is stale only
+// under the fault model: RunUntil relies on it and skips the call for a
+// step end without one.
 func (s *Sim) stale(ev des.Event) bool {
 	if s.ft != nil {
 		switch ev.Kind {
@@ -393,7 +271,7 @@ func (s *Sim) stale(ev des.Event) bool {
 	case evNet:
 		return ev.Arg != s.pd.netGen
 	case evLease, evRetry, evOffload:
-		h := s.pd.hands[ev.Arg]
+		h := s.pd.hands.get(ev.Arg)
 		return h == nil || h.gen != ev.Target || h.st != hQueued || !h.holds.has(holdPinned)
 	}
 	return false
@@ -549,7 +427,7 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	if err := s.kick(inst, now); err != nil {
 		return err
 	}
-	if s.pd != nil && e.Config().Role == engine.Decode {
+	if s.pd != nil && s.pd.isDecode[inst] {
 		// Forming the next batch released the slots and blocks of the
 		// requests that just finished: admit handoffs into them. A
 		// data-parallel group forms every rank when its last rank's step
@@ -560,6 +438,9 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		if err := s.kick(inst, now); err != nil {
 			return err
 		}
+	}
+	if s.ft == nil { // no autoscaler drains an instance
+		return nil
 	}
 	return s.parkIfDrained(inst, now)
 }
@@ -583,7 +464,7 @@ func (s *Sim) end(rec *metrics.Record, now int64) error {
 	if err := s.clEnded(rec.ID, rec.Outcome == metrics.Finished, now); err != nil {
 		return err
 	}
-	delete(s.live, rec.ID)
+	s.live.del(rec.ID)
 	s.ph.drop(rec.ID)
 	if s.obs != nil {
 		s.obs.Terminal(rec)
@@ -660,7 +541,7 @@ func (s *Sim) describe() string {
 	if s.pd != nil {
 		var counts [numHStates]int
 		first := [numHStates]*hand{}
-		for _, h := range s.pd.hands {
+		for _, h := range s.pd.hands.all {
 			counts[h.st]++
 			if f := first[h.st]; f == nil || h.req.ID < f.req.ID {
 				first[h.st] = h

@@ -198,6 +198,12 @@ func New(cfg Config) (*Sim, error) {
 	s := &Sim{engines: cfg.Engines, src: cfg.Source, router: router, obs: cfg.Observer, sessions: map[int64][]workload.Request{},
 		checks: cfg.CheckInvariants, maxConc: cfg.MaxConcurrency, limits: cfg.Limits, interrupt: cfg.Interrupt}
 	s.rel, _ = cfg.Source.(workload.Releaser)
+	s.hashBS = make([]int, len(cfg.Engines))
+	for i, e := range cfg.Engines {
+		if c := e.Config(); c.PrefixCaching {
+			s.hashBS[i] = c.BlockSize
+		}
+	}
 	s.setWarmup(cfg.Warmup)
 	if cfg.FrontEnd != nil {
 		s.fe = &feState{m: cfg.FrontEnd, simple: cfg.FrontEnd.Simple(), reqs: map[int64]feReq{}}

@@ -223,7 +223,7 @@ func (s *Sim) lose(u int, now int64) error {
 	for _, e := range unit.Engines {
 		s.engines[e].EachHeld(func(req *workload.Request, rec *metrics.Record) {
 			if s.pd != nil {
-				if h := s.pd.hands[rec.ID]; h != nil {
+				if h := s.pd.hands.get(rec.ID); h != nil {
 					if h.st == hDecoding && h.d == e {
 						if decodeRecs == nil {
 							decodeRecs = map[int64]metrics.Record{}
@@ -238,7 +238,7 @@ func (s *Sim) lose(u int, now int64) error {
 	}
 	var hands []*hand
 	if s.pd != nil {
-		for _, h := range s.pd.hands {
+		for _, h := range s.pd.hands.all {
 			if s.touches(h, unit.Engines) {
 				hands = append(hands, h)
 			}
@@ -403,7 +403,7 @@ func (s *Sim) endLost(h *hand, rec metrics.Record, now int64, reason string) err
 		return err
 	}
 	rec.Outcome, rec.Reason = metrics.Failed, reason
-	delete(s.pd.hands, h.req.ID)
+	s.pd.hands.del(h.req.ID)
 	s.pd.freeHand(h)
 	return s.end(&rec, now)
 }
@@ -599,7 +599,7 @@ func (s *Sim) loadFailed(h *hand, now int64) error {
 		rec.TransferEnd = now
 		rec.Outcome, rec.Reason = metrics.Failed, fmt.Sprintf("kv load failed: transfer from prefill instance %d to decode instance %d (kv_load_failure_policy fail)", h.p, h.d)
 		d := h.d
-		delete(s.pd.hands, h.req.ID)
+		s.pd.hands.del(h.req.ID)
 		s.pd.freeHand(h)
 		if err := s.end(&rec, now); err != nil {
 			return err
@@ -642,7 +642,7 @@ func (s *Sim) checkFaults() error {
 	if s.pd == nil {
 		return nil
 	}
-	for id, h := range s.pd.hands {
+	for id, h := range s.pd.hands.all {
 		if (h.holds.has(holdPinned) || h.st == hPrefilling) && f.down[h.p] {
 			return fmt.Errorf("cluster: invariant violated: request %d in %s keeps state on lost prefill instance %d", id, h.st, h.p)
 		}

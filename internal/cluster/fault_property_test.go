@@ -207,8 +207,8 @@ func TestFaultProperty(t *testing.T) {
 				rt.Fatal(err)
 			}
 		}
-		if sim.pd != nil && len(sim.pd.hands) != 0 {
-			rt.Fatalf("%d handoffs left in flight", len(sim.pd.hands))
+		if sim.pd != nil && sim.pd.hands.len() != 0 {
+			rt.Fatalf("%d handoffs left in flight", sim.pd.hands.len())
 		}
 		st := sim.FaultStats(end)
 		if st.Restarts > st.Losses {

@@ -39,7 +39,7 @@ func (s *Sim) armOffload(h *hand, now int64) error {
 
 // offloadDue starts copying h's pinned KV to host memory.
 func (s *Sim) offloadDue(id int64, gen int32, now int64) error {
-	h := s.pd.hands[id]
+	h := s.pd.hands.get(id)
 	if h == nil || h.gen != gen || h.st != hQueued || !h.holds.has(holdPinned) || h.holds.has(holdOffloading) || h.holds.has(holdOffWait) {
 		return nil
 	}
@@ -110,7 +110,7 @@ func (s *Sim) retryOffloads(node int, now int64) error {
 	q := t.deferred[node]
 	for len(q) > 0 {
 		d := q[0]
-		h := s.pd.hands[d.id]
+		h := s.pd.hands.get(d.id)
 		if h == nil || !h.holds.has(holdOffWait) || h.offTicket != d.ticket {
 			q = q[1:] // the request moved on
 			continue
@@ -158,7 +158,7 @@ func (s *Sim) offloaded(d kvtier.Done, now int64) error {
 		return fmt.Errorf("cluster: invariant violated: offload %d finished but was never started", d.Tag)
 	}
 	delete(t.offloads, d.Tag)
-	h := s.pd.hands[po.id]
+	h := s.pd.hands.get(po.id)
 	if h == nil || !h.holds.has(holdOffloading) || h.offloadTag != d.Tag || h.st != hQueued || !h.holds.has(holdPinned) {
 		if h != nil && h.offloadTag == d.Tag {
 			h.holds.drop(holdOffloading)

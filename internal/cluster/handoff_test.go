@@ -121,7 +121,7 @@ func TestCheckerCatchesLeakedReservation(t *testing.T) {
 func TestCheckerCatchesInconsistentResources(t *testing.T) {
 	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 100, seqs: 4, budget: 256, bw: 1e9, kvPerToken: 1, pred: linear{base: 1}}
 	sim, _ := ps.build(t, nil)
-	sim.pd.hands[5] = &hand{req: workload.Request{ID: 5}, st: hDecoding, d: 1, holds: holdPinned, pSlot: -1, dSlot: -1}
+	sim.pd.hands.put(5, &hand{req: workload.Request{ID: 5}, st: hDecoding, d: 1, holds: holdPinned, pSlot: -1, dSlot: -1})
 	err := sim.checkPD()
 	if err == nil || !strings.Contains(err.Error(), "request 5 in handoff state decoding") {
 		t.Fatalf("pinned KV in state decoding not reported: %v", err)
@@ -136,7 +136,7 @@ func TestStallReportNamesStates(t *testing.T) {
 	d := sim.Engines()[1]
 	req := workload.Request{ID: 5, InputTokens: 64, OutputTokens: 4}
 	slot := d.Enqueue(&req, metrics.NewRecord(5, 0), 0)
-	sim.pd.hands[5] = &hand{req: req, st: hQueued, p: 0, d: 1, pSlot: -1, dSlot: slot}
+	sim.pd.hands.put(5, &hand{req: req, st: hQueued, p: 0, d: 1, pSlot: -1, dSlot: slot})
 	got := sim.describe()
 	for _, want := range []string{"queued 1 (first: request 5", "decode 1 (handoff-queued)", "instance 1 decode"} {
 		if !strings.Contains(got, want) {

@@ -37,7 +37,8 @@ const (
 // SetInterrupt) reported true.
 var ErrInterrupted = errors.New("cluster: run interrupted")
 
-// interruptEvery is how many events pass between interrupt checks.
+// interruptEvery is how many events pass between interrupt checks (a power
+// of two: RunUntil tests the event count with a mask).
 const interruptEvery = 1024
 
 // UnreadObserver is implemented by observers that take the number of
@@ -62,33 +63,37 @@ type liveReq struct {
 // LimitReached says which limit ended the run ("" if none).
 func (s *Sim) LimitReached() string { return s.limited }
 
-// overLimit reports whether the event at time at must not be processed.
-func (s *Sim) overLimit(at int64) bool {
-	if s.limits.MaxTime > 0 && at > s.limits.MaxTime {
+// pastLimit reports whether the event at time at must not be processed
+// (inlined: it is checked before every event); noteLimit then says which
+// limit ended the run.
+func (s *Sim) pastLimit(at int64) bool {
+	return s.limits.MaxTime > 0 && at > s.limits.MaxTime || s.events >= s.eventBudget()
+}
+
+// eventBudget is the number of events the run may process.
+func (s *Sim) eventBudget() int64 {
+	if s.limits.MaxEvents != 0 {
+		return s.limits.MaxEvents
+	}
+	return AutoEventsBase + AutoEventsPerToken*s.tokensSeen
+}
+
+// noteLimit records which limit stops the event at time at, which
+// pastLimit reported.
+func (s *Sim) noteLimit(at int64) {
+	switch budget := s.eventBudget(); {
+	case s.limits.MaxTime > 0 && at > s.limits.MaxTime:
 		s.limited = fmt.Sprintf("max_sim_time_s %g reached", float64(s.limits.MaxTime)/1e9)
-		return true
+	case s.limits.MaxEvents > 0:
+		s.limited = fmt.Sprintf("max_events %d reached", budget)
+	default:
+		s.limited = fmt.Sprintf("automatic event budget %d reached (no progress? set limits.max_events to raise it)", budget)
 	}
-	budget := s.limits.MaxEvents
-	if budget == 0 {
-		budget = AutoEventsBase + AutoEventsPerToken*s.tokensSeen
-	}
-	if s.events >= budget {
-		if s.limits.MaxEvents > 0 {
-			s.limited = fmt.Sprintf("max_events %d reached", budget)
-		} else {
-			s.limited = fmt.Sprintf("automatic event budget %d reached (no progress? set limits.max_events to raise it)", budget)
-		}
-		return true
-	}
-	return false
 }
 
 // track notes an admitted request as in flight.
 func (s *Sim) track(req *workload.Request, now int64) {
-	if s.live == nil {
-		s.live = map[int64]liveReq{}
-	}
-	s.live[req.ID] = liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session, priority: req.Priority}
+	s.live.put(req.ID, liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session, priority: req.Priority})
 	s.tokensSeen += int64(req.InputTokens) + int64(req.OutputTokens)
 }
 
@@ -122,8 +127,8 @@ func (s *Sim) cutOff(now int64, reason string) error {
 		}
 	}
 	// Requests in flight fail.
-	ids := make([]int64, 0, len(s.live))
-	for id := range s.live {
+	ids := make([]int64, 0, s.live.len())
+	for id := range s.live.all {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
@@ -132,7 +137,7 @@ func (s *Sim) cutOff(now int64, reason string) error {
 		rec, ok := recs[id]
 		if !ok {
 			// Not yet on any instance: only what the cluster knows.
-			l := s.live[id]
+			l := s.live.get(id)
 			rec = metrics.NewRecord(id, l.arrival)
 			rec.Session, rec.InputTokens, rec.OutputTokens = l.session, l.input, l.output
 			rec.Priority = l.priority
@@ -195,9 +200,9 @@ func (s *Sim) cutOff(now int64, reason string) error {
 // whose times are set once or only grow, and whose counters only grow, so
 // the request's record is the field-wise latest of its copies.
 func (s *Sim) liveRecords() map[int64]metrics.Record {
-	m := make(map[int64]metrics.Record, len(s.live))
+	m := make(map[int64]metrics.Record, s.live.len())
 	add := func(r *metrics.Record) {
-		l, ok := s.live[r.ID]
+		l, ok := s.live.lookup(r.ID)
 		if !ok {
 			return
 		}
@@ -213,7 +218,7 @@ func (s *Sim) liveRecords() map[int64]metrics.Record {
 		e.EachRecord(add)
 	}
 	if s.pd != nil {
-		for _, h := range s.pd.hands {
+		for _, h := range s.pd.hands.all {
 			add(&h.rec)
 		}
 	}

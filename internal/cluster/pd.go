@@ -82,27 +82,31 @@ type Node struct {
 
 // pd is the P/D coordinator state of a Sim.
 type pd struct {
-	cfg      PDConfig
-	pol      Policy
-	adm      admitter // nil unless the policy refuses requests at arrival
-	nodes    []Node
-	net      *link.Network
-	netGen   int64
-	netAt    int64
-	done     []link.Completion
-	hands    map[int64]*hand
-	free     []*hand // recycled hands
-	prefill  []int   // instances that compute prompts (prefill or mixed)
-	decode   []int
-	isDecode []bool
-	rr       int
-	resv     []engine.Reservation
-	bufFree  []int // push: free receive-buffer blocks per instance
-	pinPeak  []int
-	pinSum   []float64 // time integral of pinned blocks (block*ns)
-	pinLast  []int64
-	pinNow   []int
-	stopped  *StopReport
+	cfg     PDConfig
+	pol     Policy
+	adm     admitter // nil unless the policy refuses requests at arrival
+	nodes   []Node
+	net     *link.Network
+	netGen  int64
+	netAt   int64
+	done    []link.Completion
+	hands   idTable[*hand]
+	free    []*hand // recycled hands
+	prefill []int   // instances that compute prompts (prefill or mixed)
+	decode  []int
+	// Per instance, what the hot paths ask of its configuration
+	// (engine.Config returns a copy of the whole struct).
+	isDecode  []bool
+	isMixed   []bool
+	blockSize []int
+	rr        int
+	resv      []engine.Reservation
+	bufFree   []int // push: free receive-buffer blocks per instance
+	pinPeak   []int
+	pinSum    []float64 // time integral of pinned blocks (block*ns)
+	pinLast   []int64
+	pinNow    []int
+	stopped   *StopReport
 
 	// Counters kept by transition, so that decisions cost O(decode
 	// instances) whatever the backlog.
@@ -150,13 +154,15 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	if err != nil {
 		return err
 	}
-	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, hands: map[int64]*hand{}}
+	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net}
 	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
 	p.pinPeak, p.pinSum, p.pinLast, p.pinNow = make([]int, n), make([]float64, n), make([]int64, n), make([]int, n)
-	p.queuedBlocks, p.isDecode = make([]int, n), make([]bool, n)
+	p.queuedBlocks, p.isDecode, p.isMixed, p.blockSize = make([]int, n), make([]bool, n), make([]bool, n), make([]int, n)
 	for i, e := range s.engines {
-		switch e.Config().Role {
+		cfg := e.Config()
+		p.isMixed[i], p.blockSize[i] = cfg.Role == engine.Mixed, cfg.BlockSize
+		switch cfg.Role {
 		case engine.Decode:
 			p.decode = append(p.decode, i)
 			p.isDecode[i] = true
@@ -326,7 +332,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			return s.end(&rec, now)
 		}
 	}
-	if s.engines[pi].Config().Role == engine.Mixed {
+	if p.isMixed[pi] {
 		// A mixed instance serves the whole request: no handoff.
 		s.seedHashes(pi, s.engines[pi].AddRecord(req, h.rec, now), req)
 		p.freeHand(h)
@@ -348,7 +354,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			return s.kick(d, now)
 		}
 	}
-	p.hands[req.ID] = h
+	p.hands.put(req.ID, h)
 	s.hashesPlaced(req)
 	return p.pol.start(s, h, now)
 }
@@ -362,14 +368,18 @@ func (p *pd) newHand(req *workload.Request, now int64) *hand {
 	} else {
 		h = new(hand)
 	}
-	*h = hand{req: *req, st: hNew, since: now, d: -1, pSlot: -1, dSlot: -1, prefillEnd: -1}
+	// The hand is zero (new, or cleared by freeHand): only the fields
+	// that start non-zero are set, without building a whole hand to copy.
+	h.req = *req
+	h.st, h.since, h.d, h.pSlot, h.dSlot, h.prefillEnd = hNew, now, -1, -1, -1, -1
 	h.rec = metrics.NewRecord(req.ID, now)
 	h.rec.Session, h.rec.InputTokens, h.rec.OutputTokens = req.Session, req.InputTokens, req.OutputTokens
 	h.rec.Priority = req.Priority
 	return h
 }
 
-// freeHand recycles a hand that is no longer in the table.
+// freeHand recycles a hand that is no longer in the table, cleared for
+// newHand.
 func (p *pd) freeHand(h *hand) {
 	*h = hand{}
 	p.free = append(p.free, h)
@@ -398,7 +408,7 @@ func (s *Sim) enqueuePrefill(h *hand, now int64) error {
 // pinned there until the handoff is over.
 func (s *Sim) prefilled(f *engine.Prefilled, now int64) error {
 	p := s.pd
-	h := p.hands[f.Record.ID]
+	h := p.hands.get(f.Record.ID)
 	if h == nil || (h.st != hPrefilling && h.st != hReservedPrefill) {
 		st := "none"
 		if h != nil {
@@ -460,7 +470,7 @@ func (s *Sim) reserve(d int, now int64) error {
 		return err
 	}
 	for _, res := range p.resv {
-		h := p.hands[res.ID]
+		h := p.hands.get(res.ID)
 		if h == nil {
 			return fmt.Errorf("cluster: invariant violated: decode instance %d reserved for request %d, which has no handoff", d, res.ID)
 		}
@@ -487,7 +497,7 @@ func (s *Sim) localBlocks(h *hand, d, blocks int) int {
 // transferBytes is the per-stream size of moving blocks KV blocks.
 func (s *Sim) transferBytes(h *hand, d, blocks int) int64 {
 	node := s.pd.nodes[h.p]
-	bs := int64(s.engines[d].Config().BlockSize)
+	bs := int64(s.pd.blockSize[d])
 	local := int64(s.engines[d].LocalTransferBlocks(h.req.InputTokens, blocks))
 	return int64(blocks)*bs*(node.KVBytesPerToken-node.LocalKVBytesPerToken) + local*bs*node.LocalKVBytesPerToken
 }
@@ -566,7 +576,7 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	for _, c := range p.done {
-		h := p.hands[c.Tag]
+		h := p.hands.get(c.Tag)
 		if h == nil {
 			return fmt.Errorf("cluster: invariant violated: transfer of unknown request %d", c.Tag)
 		}
@@ -639,14 +649,14 @@ func (s *Sim) pdStepEnd(r *engine.StepResult, now int64) error {
 		}
 	}
 	for k := range r.Finished {
-		h := p.hands[r.Finished[k].ID]
+		h := p.hands.get(r.Finished[k].ID)
 		if h == nil {
 			continue // served without a handoff (mixed or local prefill)
 		}
 		if err := s.transition(h, hDone, h.d, now); err != nil {
 			return err
 		}
-		delete(p.hands, h.req.ID)
+		p.hands.del(h.req.ID)
 		p.freeHand(h)
 	}
 	return nil

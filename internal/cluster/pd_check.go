@@ -32,7 +32,7 @@ func (s *Sim) checkPD() error {
 	n := len(s.engines)
 	queued, reserved, qBlocks, buf := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
 	demand := 0
-	for id, h := range p.hands {
+	for id, h := range p.hands.all {
 		if err := s.checkHand(id, h); err != nil {
 			return fmt.Errorf("cluster: invariant violated: request %d in handoff state %s: %w", id, h.st, err)
 		}
@@ -116,7 +116,7 @@ const (
 // that caused it, and the state the run ends in is always checked
 // (checkPDNow).
 func (s *Sim) checkPDDue() error {
-	if n := len(s.pd.hands); n > checkAlways {
+	if n := s.pd.hands.len(); n > checkAlways {
 		s.checkDebt += checkVisits
 		if s.checkDebt < n-checkAlways {
 			return nil
@@ -147,7 +147,7 @@ func (s *Sim) checkDeferred() error {
 	live := 0
 	for node, q := range t.deferred {
 		for _, d := range q {
-			h := s.pd.hands[d.id]
+			h := s.pd.hands.get(d.id)
 			if h == nil || !h.holds.has(holdOffWait) || h.offTicket != d.ticket {
 				continue
 			}
@@ -158,7 +158,7 @@ func (s *Sim) checkDeferred() error {
 		}
 	}
 	waiting := 0
-	for _, h := range s.pd.hands {
+	for _, h := range s.pd.hands.all {
 		if h.holds.has(holdOffWait) {
 			waiting++
 		}

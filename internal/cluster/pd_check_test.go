@@ -21,7 +21,7 @@ type corruptAt struct {
 }
 
 func (c *corruptAt) Advance(now int64) {
-	n := len(c.sim.pd.hands)
+	n := c.sim.pd.hands.len()
 	c.maxHands = max(c.maxHands, n)
 	if !c.planted && n >= c.when {
 		c.sim.pd.demand += 7

@@ -200,8 +200,8 @@ func TestPDPropertyWide(t *testing.T) {
 				rt.Fatal(err)
 			}
 		}
-		if len(sim.pd.hands) != 0 {
-			rt.Fatalf("%d handoffs left in flight", len(sim.pd.hands))
+		if sim.pd.hands.len() != 0 {
+			rt.Fatalf("%d handoffs left in flight", sim.pd.hands.len())
 		}
 	})
 }

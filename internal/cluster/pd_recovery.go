@@ -14,7 +14,7 @@ import (
 // leaseExpired frees pinned KV that waited too long for a decode slot.
 func (s *Sim) leaseExpired(id int64, gen int32, now int64) error {
 	p := s.pd
-	h := p.hands[id]
+	h := p.hands.get(id)
 	if h == nil || h.gen != gen || h.st != hQueued || !h.holds.has(holdPinned) {
 		return nil
 	}
@@ -89,7 +89,7 @@ func (s *Sim) failHand(h *hand, now int64, reason string) error {
 	rec := h.rec
 	rec.DecodeInstance = int32(d)
 	rec.Outcome, rec.Reason = metrics.Failed, reason
-	delete(p.hands, h.req.ID)
+	p.hands.del(h.req.ID)
 	p.freeHand(h)
 	return s.end(&rec, now)
 }
@@ -100,7 +100,7 @@ func (s *Sim) failHand(h *hand, now int64, reason string) error {
 // already pushed into d's receive buffer or host memory stays with d.
 func (s *Sim) retry(id int64, gen int32, now int64) error {
 	p := s.pd
-	h := p.hands[id]
+	h := p.hands.get(id)
 	if h == nil || h.gen != gen || h.st != hQueued || !h.holds.has(holdPinned) {
 		return nil
 	}
@@ -122,7 +122,7 @@ func (s *Sim) retry(id int64, gen int32, now int64) error {
 
 // hostCopied: spilled KV is back on the decode device.
 func (s *Sim) hostCopied(id int64, gen int32, now int64) error {
-	h := s.pd.hands[id]
+	h := s.pd.hands.get(id)
 	if h == nil || h.gen != gen || h.st != hTransfer || !h.holds.has(holdSpilled) {
 		return fmt.Errorf("cluster: invariant violated: host copy done for request %d, which is not copying spilled KV", id)
 	}

@@ -40,7 +40,7 @@ func (s *Sim) granted(h *hand, res engine.Reservation, now int64) error {
 func (s *Sim) prefillStarted(ids []int64, now int64) error {
 	p := s.pd
 	for _, id := range ids {
-		h := p.hands[id]
+		h := p.hands.get(id)
 		if h == nil || h.st != hReservedPrefill || h.holds.has(holdStreaming) || h.holds.has(holdStreamDone) {
 			continue // not a reserve handoff
 		}

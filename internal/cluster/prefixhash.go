@@ -93,10 +93,9 @@ func (p *promptHashes) drop(id int64) {
 // added in slot, req's prompt hashes (hashed now if routing did not), and
 // keeps them for req's successor in its session.
 func (s *Sim) seedHashes(inst int, slot int32, req *workload.Request) {
-	e := s.engines[inst]
-	if cfg := e.Config(); cfg.PrefixCaching {
-		if h := s.ph.of(req, cfg.BlockSize); h != nil {
-			e.SeedHashes(slot, h)
+	if bs := s.hashBS[inst]; bs > 0 {
+		if h := s.ph.of(req, bs); h != nil {
+			s.engines[inst].SeedHashes(slot, h)
 		}
 	}
 	s.hashesPlaced(req)

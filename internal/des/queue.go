@@ -57,7 +57,7 @@ func (q *Queue) Len() int {
 // and is reported as an error rather than silently reordering time.
 func (q *Queue) Push(e Event) error {
 	if e.At < q.now {
-		return fmt.Errorf("des: event kind %d scheduled at %d ns, before the current time %d ns", e.Kind, e.At, q.now)
+		return q.pastError(e)
 	}
 	q.seq++
 	e.Seq = q.seq
@@ -67,8 +67,13 @@ func (q *Queue) Push(e Event) error {
 		return nil
 	}
 	q.heap = append(q.heap, e)
-	q.up(len(q.heap) - 1)
+	q.climb(len(q.heap)-1, e)
 	return nil
+}
+
+// pastError is Push's error for an event scheduled before the current time.
+func (q *Queue) pastError(e Event) error {
+	return fmt.Errorf("des: event kind %d scheduled at %d ns, before the current time %d ns", e.Kind, e.At, q.now)
 }
 
 // Peek returns the next event without removing it.
@@ -101,6 +106,19 @@ func (q *Queue) Pop() (Event, bool) {
 	return e, true
 }
 
+// Drop removes the event the last Peek returned, as Pop would, without
+// copying it out: for a loop that peeks at each event before handling it.
+// Call it only right after a Peek that found an event (Peek has closed
+// the root hole, so the event is at the root); it is inlined.
+func (q *Queue) Drop() {
+	q.now = q.heap[0].At
+	if len(q.heap) == 1 {
+		q.heap = q.heap[:0]
+	} else {
+		q.hole = true
+	}
+}
+
 // fill closes the root hole with the last event.
 func (q *Queue) fill() {
 	q.hole = false
@@ -117,9 +135,10 @@ func less(a, b *Event) bool {
 	return a.Seq < b.Seq
 }
 
-func (q *Queue) up(i int) {
+// climb puts e into the hole at i or, moving down the events it goes
+// before, higher on the path to the root.
+func (q *Queue) climb(i int, e Event) {
 	h := q.heap
-	e := h[i]
 	for i > 0 {
 		p := (i - 1) / 2
 		if !less(&e, &h[p]) {
@@ -137,25 +156,34 @@ func (q *Queue) up(i int) {
 func (q *Queue) place(e Event) {
 	h := q.heap
 	n := len(h)
+	if n == 2 { // one other event (one instance's step end and the next arrival)
+		if less(&h[1], &e) {
+			h[0], h[1] = h[1], e
+		} else {
+			h[0] = e
+		}
+		return
+	}
 	i := 0
+	hole := &h[0]
 	for {
 		r := 2*i + 2
 		if r >= n {
 			if r == n { // an only child, the last event
-				h[i] = h[r-1]
+				*hole = h[r-1]
+				hole = &h[r-1]
 				i = r - 1
 			}
 			break
 		}
-		c := &h[r-1]
-		if less(&h[r], c) {
-			c = &h[r]
-		} else {
-			r--
+		kids := h[r-1 : r+1]
+		k := 0
+		if less(&kids[1], &kids[0]) {
+			k = 1
 		}
-		h[i] = *c
-		i = r
+		*hole = kids[k]
+		hole = &kids[k]
+		i = r - 1 + k
 	}
-	h[i] = e
-	q.up(i)
+	q.climb(i, e)
 }

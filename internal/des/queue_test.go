@@ -160,6 +160,17 @@ func TestQueueHole(t *testing.T) {
 			{want: 0, len: 2}, {peek: true, want: 2, len: 2}, {push: true, at: 6, want: 3, len: 3},
 			{want: 2, len: 2}, {want: 3, len: 1}, {want: 1, len: 0},
 		}},
+		{"push into the hole beside one event goes first", []op{
+			{push: true, at: 5, want: 0, len: 1}, {push: true, at: 7, want: 1, len: 2},
+			{want: 0, len: 1}, {push: true, at: 6, want: 2, len: 2},
+			{want: 2, len: 1}, {want: 1, len: 0},
+		}},
+		{"push into the hole beside one event goes last, a tie too", []op{
+			{push: true, at: 5, want: 0, len: 1}, {push: true, at: 7, want: 1, len: 2},
+			{want: 0, len: 1}, {push: true, at: 7, want: 2, len: 2},
+			{want: 1, len: 1}, {push: true, at: 9, want: 3, len: 2},
+			{want: 2, len: 1}, {want: 3, len: 0},
+		}},
 		{"the only event leaves no hole", []op{
 			{push: true, at: 5, want: 0, len: 1}, {want: 0, len: 0}, {push: true, at: 8, want: 1, len: 1}, {want: 1, len: 0},
 		}},
@@ -194,4 +205,37 @@ func TestQueueHole(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDropMatchesPop runs one sequence of pushes and removals on two
+// queues, one removing with Pop, the other with Peek then Drop (the event
+// loop's way): the events removed, the clock and the lengths must agree.
+func TestDropMatchesPop(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var popQ, dropQ Queue
+		n := rapid.IntRange(1, 300).Draw(t, "ops")
+		for i := range n {
+			if rapid.Bool().Draw(t, "push") {
+				e := Event{At: popQ.Now() + rapid.Int64Range(0, 20).Draw(t, "delay"), Arg: int64(i)}
+				if err := popQ.Push(e); err != nil {
+					t.Fatal(err)
+				}
+				if err := dropQ.Push(e); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, wok := popQ.Pop()
+			got, gok := dropQ.Peek()
+			if gok {
+				dropQ.Drop()
+			}
+			if gok != wok || got != want {
+				t.Fatalf("op %d: Peek then Drop removed %v %v, Pop %v %v", i, got, gok, want, wok)
+			}
+			if dropQ.Now() != popQ.Now() || dropQ.Len() != popQ.Len() {
+				t.Fatalf("op %d: after Drop now %d len %d, after Pop now %d len %d", i, dropQ.Now(), dropQ.Len(), popQ.Now(), popQ.Len())
+			}
+		}
+	})
 }

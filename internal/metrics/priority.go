@@ -106,18 +106,6 @@ func (b *byPriority) results() []PriorityResult {
 	return out
 }
 
-// err returns the first value a class's histogram refused.
-func (b *byPriority) err() error {
-	for _, c := range b.classes {
-		for _, d := range []*dist{&c.ttft, &c.tpot, &c.e2e} {
-			if d.err != nil {
-				return d.err
-			}
-		}
-	}
-	return nil
-}
-
 // writePriorities renders the per-priority table of the text summary.
 func writePriorities(b *strings.Builder, ps []PriorityResult) {
 	if len(ps) == 0 {

@@ -11,7 +11,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
+
+// newHist returns an empty histogram of the shared geometry.
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(histLowUs, histHighUs, histDigits)
+}
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden files")
 
@@ -314,7 +321,7 @@ func TestResultStringGolden(t *testing.T) {
 // histogram itself: the midpoint shares a bucket with the value, and the
 // bucket's width matches.
 func TestMidEquivalent(t *testing.T) {
-	h := newDist().h
+	h := newHist()
 	for _, v := range []int64{0, 1, 2047, 2048, 2049, 4095, 4096, 20015, 1 << 30, 1e12 + 7} {
 		m := midEquivalent(v)
 		if !h.ValuesAreEquivalent(v, m) {
@@ -350,5 +357,56 @@ func TestAddITLsEqualsRepeatedAddITL(t *testing.T) {
 	}
 	if a.Count != 250+3+1+17+2+1000 {
 		t.Fatalf("count %d", a.Count)
+	}
+}
+
+// TestDistMatchesHdrHistogram records the same values into a dist (its own
+// counts array, indexed by histIndex, single values batched in pend) and
+// straight into an HdrHistogram (RecordValues, as dist did): the counts,
+// the total and the quantiles must be the same, bit for bit.
+func TestDistMatchesHdrHistogram(t *testing.T) {
+	if i := histIndex(histHighUs); i >= 1<<16 {
+		t.Fatalf("histIndex(histHighUs) = %d does not fit pend's uint16", i)
+	}
+	edges := []int64{0, 1, 499, 500, 1499, 2047e3, 2047499, 2047500, 2048e3, 4095e3, 4096e3, 1 << 40, 1e16 - 1, 1e16, 1e16 + 1, math.MaxInt64 - 1000}
+	rng := rand.New(rand.NewPCG(7, 9))
+	spread := make([]int64, 3*pendCap+5) // pend fills up three times
+	for i := range spread {
+		spread[i] = int64(math.Exp(rng.Float64() * 40)) // 1 ns to ~2e17 ns
+	}
+	tests := []struct {
+		name  string
+		ns    []int64
+		count func(i int) int64
+	}{
+		{"bucket edges, one each", edges, func(int) int64 { return 1 }},
+		{"bucket edges, counts", edges, func(i int) int64 { return int64(i%5) + 1 }},
+		{"spread over the range", spread, func(i int) int64 { return int64(i%3) + 1 }},
+		{"spread over the range, one each", spread, func(int) int64 { return 1 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, h := newDist(), newHist()
+			for i, ns := range tc.ns {
+				c := tc.count(i)
+				if c == 1 {
+					d.add(ns)
+				} else {
+					d.addN(ns, c)
+				}
+				if err := h.RecordValues(toUs(ns), c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := d.hist()
+			if !slices.Equal(got.Export().Counts, h.Export().Counts) || got.TotalCount() != h.TotalCount() {
+				t.Fatalf("counts differ: total %d, want %d", got.TotalCount(), h.TotalCount())
+			}
+			for _, p := range []float64{0, 1, 50, 90, 95, 99, 99.9, 100} {
+				if g, w := got.ValueAtQuantile(p), h.ValueAtQuantile(p); g != w {
+					t.Errorf("p%g: %d, want %d", p, g, w)
+				}
+			}
+		})
 	}
 }

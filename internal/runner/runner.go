@@ -284,9 +284,6 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	if err != nil {
 		return metrics.Result{}, err
 	}
-	if err := o.sum.Err(); err != nil {
-		return metrics.Result{}, err
-	}
 	if o.series != nil {
 		if err := o.series.Close(end); err != nil {
 			return metrics.Result{}, fmt.Errorf("output: %w", err)
