@@ -13,22 +13,15 @@ func (e *Engine) form(now, formed int64) int32 {
 	e.batch = perf.Batch{}
 	e.preempted = 0
 	budget := int32(e.cfg.MaxNumBatchedTokens)
-	if e.laneOn() && len(e.running) == 0 && !e.recount {
-		if left, ok := e.laneOnly(budget); ok {
-			return left
+	if e.laneOn() {
+		if len(e.running) == 0 && !e.recount {
+			if left, ok := e.laneOnly(budget); ok {
+				return left
+			}
 		}
+		budget = e.formLane(budget)
 	}
 	stalled := false // a running request lacks blocks until a batch in flight ends
-	if e.laneOn() {
-		e.leaveDue()
-		if e.laneFits(budget) {
-			e.laneAllocate()
-		} else {
-			e.flush()
-			e.laneBuf = e.laneNamed.take(e.tick+1, e.laneBuf[:0]) // every member has left
-		}
-		budget -= int32(len(e.lane)) // the members come after the explicit requests
-	}
 
 	// 1. Running requests, in admission order. Most are steady decoders:
 	// one token, room for it in their last block. They take a short path

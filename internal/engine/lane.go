@@ -313,6 +313,21 @@ func (e *Engine) laneBatch() {
 	b.DecodeKVSum += sum + int64(n)*t
 }
 
+// formLane brings the lane up to date for the batch being formed (its
+// members due leave it; its block events are made, or it is flushed when
+// the order of the walk could matter) and returns the budget its members
+// leave to the explicit requests, which come after them.
+func (e *Engine) formLane(budget int32) int32 {
+	e.leaveDue()
+	if e.laneFits(budget) {
+		e.laneAllocate()
+	} else {
+		e.flush()
+		e.laneBuf = e.laneNamed.take(e.tick+1, e.laneBuf[:0]) // every member has left
+	}
+	return budget - int32(len(e.lane))
+}
+
 // laneOnly forms the batch of the lane's members alone when that is all
 // there is: no explicit running request, no member due to leave or
 // allocating a named block, the blocks the counted members need free, and
