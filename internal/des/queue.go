@@ -171,7 +171,6 @@ func (q *Queue) place(e Event) {
 		if r >= n {
 			if r == n { // an only child, the last event
 				*hole = h[r-1]
-				hole = &h[r-1]
 				i = r - 1
 			}
 			break
