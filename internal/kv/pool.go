@@ -231,17 +231,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 			// An anonymous run: m of its blocks take anonymous ids (see
 			// Pool.anon), evicting private content the tag of which
 			// nobody knows.
-			m := min(int(e>>2), left)
-			if m < int(e>>2) {
-				ring[p.qhead] = e - uint32(m)<<2
-			} else {
-				p.qhead = (p.qhead + 1) & mask
-				p.qlen--
-			}
-			if k == kindPrivate {
-				p.numPriv -= m
-				p.cachedFree -= m
-			}
+			m := p.takeRun(e, left)
 			left -= m
 			leaf := anon.leaf
 			for ; m > 0; m-- {
@@ -273,19 +263,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		if e == hole {
 			continue
 		}
-		// An identified block: the entry's kind says what to evict
-		// without reading the block: only shared content needs its hash
-		// (to leave the index), and the hot entry's new kind (none) is
-		// what makes the old hash meaningless, so the hash is not cleared.
-		b := int32(e >> 2)
-		p.cachedFree--
-		if e&kindMask == kindShared {
-			// Commit never indexes a duplicate, so the entry is this
-			// block's.
-			p.index.del(p.hash[b])
-		} else {
-			p.numPriv-- // tagged
-		}
+		b := p.evict(e)
 		hot[b] = heldBit | oneRef // kind none
 		table = append(table, b)
 		next = b + 1
@@ -294,6 +272,41 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 	p.numFree -= n
 	p.refs += int64(n)
 	return table, true
+}
+
+// takeRun takes up to left blocks off the anonymous run e at the free
+// queue's head, evicting their private content if they hold any, and
+// returns how many it took.
+func (p *Pool) takeRun(e uint32, left int) int {
+	m := min(int(e>>2), left)
+	if m < int(e>>2) {
+		p.ring[p.qhead] = e - uint32(m)<<2
+	} else {
+		p.qhead = (p.qhead + 1) & (len(p.ring) - 1)
+		p.qlen--
+	}
+	if e&kindMask == kindPrivate {
+		p.numPriv -= m
+		p.cachedFree -= m
+	}
+	return m
+}
+
+// evict drops the content of the identified block of entry e, just taken
+// off the free queue's head, and returns the block. The entry's kind says
+// what to evict without reading the block: only shared content needs its
+// hash (to leave the index; Commit never indexes a duplicate, so the
+// entry is this block's), and the block's new kind, set by the caller,
+// is what makes the old hash meaningless, so the hash is not cleared.
+func (p *Pool) evict(e uint32) int32 {
+	b := int32(e >> 2)
+	p.cachedFree--
+	if e&kindMask == kindShared {
+		p.index.del(p.hash[b])
+	} else {
+		p.numPriv-- // tagged
+	}
+	return b
 }
 
 // setAnon makes free block b anonymous: its id in anon, its hot word 0

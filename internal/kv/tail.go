@@ -46,21 +46,10 @@ func (p *Pool) AllocateTail(n int) bool {
 	}
 	for left := n; left > 0; {
 		e := ring[p.qhead]
-		if k := e & kindMask; k <= kindPrivate {
+		if e&kindMask <= kindPrivate {
 			// An anonymous run: its blocks move to the tail with their ids
 			// left in anon.
-			m := min(int(e>>2), left)
-			if m < int(e>>2) {
-				ring[p.qhead] = e - uint32(m)<<2
-			} else {
-				p.qhead = (p.qhead + 1) & mask
-				p.qlen--
-			}
-			if k == kindPrivate {
-				p.numPriv -= m
-				p.cachedFree -= m
-			}
-			left -= m
+			left -= p.takeRun(e, left)
 			continue
 		}
 		p.qhead = (p.qhead + 1) & mask
@@ -69,14 +58,7 @@ func (p *Pool) AllocateTail(n int) bool {
 			continue
 		}
 		// A named block's content is evicted and its id becomes nobody's.
-		b := int32(e >> 2)
-		p.cachedFree--
-		if e&kindMask == kindShared {
-			p.index.del(p.hash[b])
-		} else {
-			p.numPriv-- // tagged
-		}
-		p.setAnon(b)
+		p.setAnon(p.evict(e))
 		left--
 	}
 	p.numFree -= n
