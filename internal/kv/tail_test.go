@@ -220,3 +220,98 @@ func TestTailReleaseErrors(t *testing.T) {
 		t.Fatalf("after release: free %d cachedFree %d, want 8 1", p.Free(), p.CachedFree())
 	}
 }
+
+// FuzzTails interprets a byte string as the operations of
+// TestTailsMatchNamedBlocks on a pool that names every block and one that
+// keeps tables' private ends as anonymous tails: the first byte picks the
+// capacity (1..32) and whether prefix caching is on; each op byte selects,
+// by its value modulo 5, a chain head / grow / commit / release / name,
+// and in bits 3-4 one of four owners, its arguments following as further
+// bytes. The pools must never panic nor disagree.
+func FuzzTails(f *testing.F) {
+	f.Add([]byte{0x87, 0x00, 0x02, 0x01, 0x05, 0x02, 0x01, 0x03, 0x09, 0x04, 0x08, 0x03})
+	f.Add([]byte{0x1f, 0x01, 0x10, 0x09, 0x08, 0x02, 0x01, 0x03, 0x0b, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := &byteReader{b: data}
+		h := r.next()
+		capacity, caching := h%32+1, h&0x80 != 0
+		a, err := NewPool(capacity, caching)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := NewPool(capacity, caching)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &twin{named: a, tails: b, owners: make([]twinOwner, 4)}
+		for step := 0; !r.done(); step++ {
+			op := r.next()
+			o := &w.owners[(op>>3)%4]
+			switch op % 5 {
+			case 0: // shared head from chain c, before any block
+				c, n := r.next()%3, r.next()%chainLen+1
+				if len(o.named) > 0 {
+					break
+				}
+				hs := make([]uint64, n)
+				for i := range hs {
+					hs[i] = chainHash(c, i)
+				}
+				hit := a.Match(hs)
+				if b.Match(hs) != hit || a.EvictableHits(hs, hit) != b.EvictableHits(hs, hit) {
+					t.Fatalf("step %d: the pools match chain %d differently", step, c)
+				}
+				if n-hit+a.EvictableHits(hs, hit) > a.Free() {
+					break
+				}
+				o.named, o.head = a.Acquire(o.named, hs, hit), b.Acquire(o.head, hs, hit)
+				var oka, okb bool
+				o.named, oka = a.Allocate(o.named, n-hit)
+				o.head, okb = b.Allocate(o.head, n-hit)
+				if !oka || !okb {
+					t.Fatalf("step %d: allocate %d: named %v, tails %v", step, n-hit, oka, okb)
+				}
+				for i := hit; i < n; i++ {
+					a.Commit(o.named[i], hs[i])
+					b.Commit(o.head[i], hs[i])
+				}
+			case 1:
+				n := r.next() % (capacity + 2)
+				var oka bool
+				o.named, oka = a.Allocate(o.named, n)
+				if okb := b.AllocateTail(n); oka != okb {
+					t.Fatalf("step %d: allocate %d: named %v, tail %v", step, n, oka, okb)
+				} else if okb {
+					o.tail += n
+				}
+			case 2:
+				k := r.next() % (o.tail - o.priv + 1)
+				start := len(o.head) + o.priv
+				a.CommitPrivateBlocks(o.named[start : start+k])
+				b.CommitTail(k)
+				if caching {
+					o.priv += k
+				}
+			case 3:
+				if err := a.Release(o.named); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.ReleaseTail(o.priv, o.tail-o.priv); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Release(o.head); err != nil {
+					t.Fatal(err)
+				}
+				*o = twinOwner{}
+			case 4:
+				if o.head, err = b.NameTail(o.head, o.priv, o.tail); err != nil {
+					t.Fatal(err)
+				}
+				o.tail, o.priv = 0, 0
+			}
+			if err := w.verify(); err != nil {
+				t.Fatalf("step %d (op %d): %v", step, op%5, err)
+			}
+		}
+	})
+}
