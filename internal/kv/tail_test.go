@@ -59,6 +59,89 @@ func (w *twin) verify() error {
 	return nil
 }
 
+// head gives owner o, while it holds no block, n named blocks of shared
+// content from chain c, hits first, in both pools (nothing when they do
+// not fit).
+func (w *twin) head(o *twinOwner, c, n int) error {
+	a, b := w.named, w.tails
+	if len(o.named) > 0 {
+		return nil
+	}
+	hs := make([]uint64, n)
+	for i := range hs {
+		hs[i] = chainHash(c, i)
+	}
+	hit := a.Match(hs)
+	if b.Match(hs) != hit || a.EvictableHits(hs, hit) != b.EvictableHits(hs, hit) {
+		return fmt.Errorf("the pools match chain %d differently", c)
+	}
+	if n-hit+a.EvictableHits(hs, hit) > a.Free() {
+		return nil
+	}
+	o.named, o.head = a.Acquire(o.named, hs, hit), b.Acquire(o.head, hs, hit)
+	var oka, okb bool
+	o.named, oka = a.Allocate(o.named, n-hit)
+	o.head, okb = b.Allocate(o.head, n-hit)
+	if !oka || !okb {
+		return fmt.Errorf("allocate %d: named %v, tails %v", n-hit, oka, okb)
+	}
+	for i := hit; i < n; i++ {
+		a.Commit(o.named[i], hs[i])
+		b.Commit(o.head[i], hs[i])
+	}
+	return nil
+}
+
+// grow allocates n more blocks for o: named in one pool, its tail in the
+// other.
+func (w *twin) grow(o *twinOwner, n int) error {
+	var oka bool
+	o.named, oka = w.named.Allocate(o.named, n)
+	okb := w.tails.AllocateTail(n)
+	if oka != okb {
+		return fmt.Errorf("allocate %d: named %v, tail %v", n, oka, okb)
+	}
+	if okb {
+		o.tail += n
+	}
+	return nil
+}
+
+// commit commits the next k of o's tail blocks as private content.
+func (w *twin) commit(o *twinOwner, k int) {
+	start := len(o.head) + o.priv
+	w.named.CommitPrivateBlocks(o.named[start : start+k])
+	w.tails.CommitTail(k)
+	if w.named.caching {
+		o.priv += k
+	}
+}
+
+// release releases o's table in both pools, its tail first.
+func (w *twin) release(o *twinOwner) error {
+	if err := w.named.Release(o.named); err != nil {
+		return err
+	}
+	if err := w.tails.ReleaseTail(o.priv, o.tail-o.priv); err != nil {
+		return err
+	}
+	if err := w.tails.Release(o.head); err != nil {
+		return err
+	}
+	*o = twinOwner{}
+	return nil
+}
+
+// name gives o's tail ids.
+func (w *twin) name(o *twinOwner) error {
+	var err error
+	if o.head, err = w.tails.NameTail(o.head, o.priv, o.tail); err != nil {
+		return err
+	}
+	o.tail, o.priv = 0, 0
+	return nil
+}
+
 // TestTailsMatchNamedBlocks drives a pool that names every block and one
 // that keeps tables' private ends as anonymous tails (AllocateTail,
 // CommitTail, ReleaseTail, NameTail) with the same random operations:
@@ -67,125 +150,50 @@ func (w *twin) verify() error {
 func TestTailsMatchNamedBlocks(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		capacity := rapid.IntRange(1, 40).Draw(t, "capacity")
-		caching := rapid.Bool().Draw(t, "caching")
-		nOwners := rapid.IntRange(1, 4).Draw(t, "owners")
-		a, err := NewPool(capacity, caching)
-		if err != nil {
-			t.Fatal(err)
+		w := newTwin(t, capacity, rapid.Bool().Draw(t, "caching"), rapid.IntRange(1, 4).Draw(t, "owners"))
+		owner := rapid.IntRange(0, len(w.owners)-1)
+		do := func(err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-		b, err := NewPool(capacity, caching)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := &twin{named: a, tails: b, owners: make([]twinOwner, nOwners)}
-		owner := rapid.IntRange(0, nOwners-1)
-		chain := rapid.IntRange(0, 2)
 		t.Repeat(map[string]func(*rapid.T){
-			// Named blocks with shared content from a chain, found in the
-			// cache or allocated, only before a tail starts.
 			"head": func(t *rapid.T) {
 				o := &w.owners[owner.Draw(t, "owner")]
-				if len(o.named) > 0 {
-					t.Skip("the table holds blocks")
-				}
-				c := chain.Draw(t, "chain")
-				n := rapid.IntRange(1, chainLen).Draw(t, "blocks")
-				hs := make([]uint64, n)
-				for i := range hs {
-					hs[i] = chainHash(c, i)
-				}
-				hit := a.Match(hs)
-				if hb := b.Match(hs); hb != hit {
-					t.Fatalf("match: named %d, tails %d", hit, hb)
-				}
-				if a.EvictableHits(hs, hit) != b.EvictableHits(hs, hit) {
-					t.Fatal("evictable hits differ")
-				}
-				if n-hit+a.EvictableHits(hs, hit) > a.Free() {
-					t.Skip("no room")
-				}
-				o.named = a.Acquire(o.named, hs, hit)
-				o.head = b.Acquire(o.head, hs, hit)
-				var oka, okb bool
-				o.named, oka = a.Allocate(o.named, n-hit)
-				o.head, okb = b.Allocate(o.head, n-hit)
-				if !oka || !okb {
-					t.Fatalf("allocate %d: named %v tails %v", n-hit, oka, okb)
-				}
-				for i := hit; i < n; i++ {
-					a.Commit(o.named[i], hs[i])
-					b.Commit(o.head[i], hs[i])
-				}
+				do(w.head(o, rapid.IntRange(0, 2).Draw(t, "chain"), rapid.IntRange(1, chainLen).Draw(t, "blocks")))
 			},
 			"grow": func(t *rapid.T) {
-				o := &w.owners[owner.Draw(t, "owner")]
-				n := rapid.IntRange(0, capacity+1).Draw(t, "n")
-				var oka bool
-				o.named, oka = a.Allocate(o.named, n)
-				okb := b.AllocateTail(n)
-				if oka != okb {
-					t.Fatalf("allocate %d: named %v, tail %v", n, oka, okb)
-				}
-				if okb {
-					o.tail += n
-				}
+				do(w.grow(&w.owners[owner.Draw(t, "owner")], rapid.IntRange(0, capacity+1).Draw(t, "n")))
 			},
 			"commit": func(t *rapid.T) {
 				o := &w.owners[owner.Draw(t, "owner")]
-				k := rapid.IntRange(0, o.tail-o.priv).Draw(t, "k")
-				start := len(o.head) + o.priv
-				a.CommitPrivateBlocks(o.named[start : start+k])
-				b.CommitTail(k)
-				if caching {
-					o.priv += k
-				}
+				w.commit(o, rapid.IntRange(0, o.tail-o.priv).Draw(t, "k"))
 			},
-			"release": func(t *rapid.T) {
-				o := &w.owners[owner.Draw(t, "owner")]
-				if err := a.Release(o.named); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.ReleaseTail(o.priv, o.tail-o.priv); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.Release(o.head); err != nil {
-					t.Fatal(err)
-				}
-				*o = twinOwner{}
-			},
-			"name": func(t *rapid.T) {
-				o := &w.owners[owner.Draw(t, "owner")]
-				var err error
-				if o.head, err = b.NameTail(o.head, o.priv, o.tail); err != nil {
-					t.Fatal(err)
-				}
-				o.tail, o.priv = 0, 0
-			},
-			"": func(t *rapid.T) {
-				if err := w.verify(); err != nil {
-					t.Fatal(err)
-				}
-			},
+			"release": func(t *rapid.T) { do(w.release(&w.owners[owner.Draw(t, "owner")])) },
+			"name":    func(t *rapid.T) { do(w.name(&w.owners[owner.Draw(t, "owner")])) },
+			"":        func(t *rapid.T) { do(w.verify()) },
 		})
 		for i := range w.owners {
-			o := &w.owners[i]
-			if err := a.Release(o.named); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.ReleaseTail(o.priv, o.tail-o.priv); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Release(o.head); err != nil {
-				t.Fatal(err)
-			}
+			do(w.release(&w.owners[i]))
 		}
-		if err := w.verify(); err != nil {
-			t.Fatal(err)
-		}
-		if b.Free() != capacity || b.TailBlocks() != 0 {
+		do(w.verify())
+		if b := w.tails; b.Free() != capacity || b.TailBlocks() != 0 {
 			t.Fatalf("all released: free %d of %d, %d blocks in tails", b.Free(), capacity, b.TailBlocks())
 		}
 	})
+}
+
+// newTwin returns a twin of two empty pools of capacity blocks.
+func newTwin(t interface{ Fatal(...any) }, capacity int, caching bool, owners int) *twin {
+	a, err := NewPool(capacity, caching)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewPool(capacity, caching)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &twin{named: a, tails: b, owners: make([]twinOwner, owners)}
 }
 
 // TestTailReleaseErrors checks that releasing or naming more than the
@@ -222,94 +230,39 @@ func TestTailReleaseErrors(t *testing.T) {
 }
 
 // FuzzTails interprets a byte string as the operations of
-// TestTailsMatchNamedBlocks on a pool that names every block and one that
-// keeps tables' private ends as anonymous tails: the first byte picks the
-// capacity (1..32) and whether prefix caching is on; each op byte selects,
-// by its value modulo 5, a chain head / grow / commit / release / name,
-// and in bits 3-4 one of four owners, its arguments following as further
-// bytes. The pools must never panic nor disagree.
+// TestTailsMatchNamedBlocks: the first byte picks the capacity (1..32)
+// and whether prefix caching is on; each op byte selects, by its value
+// modulo 5, a chain head / grow / commit / release / name, and in bits
+// 3-4 one of four owners, its arguments following as further bytes. The
+// pools must never panic nor disagree.
 func FuzzTails(f *testing.F) {
 	f.Add([]byte{0x87, 0x00, 0x02, 0x01, 0x05, 0x02, 0x01, 0x03, 0x09, 0x04, 0x08, 0x03})
 	f.Add([]byte{0x1f, 0x01, 0x10, 0x09, 0x08, 0x02, 0x01, 0x03, 0x0b, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &byteReader{b: data}
 		h := r.next()
-		capacity, caching := h%32+1, h&0x80 != 0
-		a, err := NewPool(capacity, caching)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := NewPool(capacity, caching)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := &twin{named: a, tails: b, owners: make([]twinOwner, 4)}
+		capacity := h%32 + 1
+		w := newTwin(t, capacity, h&0x80 != 0, 4)
 		for step := 0; !r.done(); step++ {
 			op := r.next()
 			o := &w.owners[(op>>3)%4]
+			var err error
 			switch op % 5 {
-			case 0: // shared head from chain c, before any block
-				c, n := r.next()%3, r.next()%chainLen+1
-				if len(o.named) > 0 {
-					break
-				}
-				hs := make([]uint64, n)
-				for i := range hs {
-					hs[i] = chainHash(c, i)
-				}
-				hit := a.Match(hs)
-				if b.Match(hs) != hit || a.EvictableHits(hs, hit) != b.EvictableHits(hs, hit) {
-					t.Fatalf("step %d: the pools match chain %d differently", step, c)
-				}
-				if n-hit+a.EvictableHits(hs, hit) > a.Free() {
-					break
-				}
-				o.named, o.head = a.Acquire(o.named, hs, hit), b.Acquire(o.head, hs, hit)
-				var oka, okb bool
-				o.named, oka = a.Allocate(o.named, n-hit)
-				o.head, okb = b.Allocate(o.head, n-hit)
-				if !oka || !okb {
-					t.Fatalf("step %d: allocate %d: named %v, tails %v", step, n-hit, oka, okb)
-				}
-				for i := hit; i < n; i++ {
-					a.Commit(o.named[i], hs[i])
-					b.Commit(o.head[i], hs[i])
-				}
+			case 0:
+				err = w.head(o, r.next()%3, r.next()%chainLen+1)
 			case 1:
-				n := r.next() % (capacity + 2)
-				var oka bool
-				o.named, oka = a.Allocate(o.named, n)
-				if okb := b.AllocateTail(n); oka != okb {
-					t.Fatalf("step %d: allocate %d: named %v, tail %v", step, n, oka, okb)
-				} else if okb {
-					o.tail += n
-				}
+				err = w.grow(o, r.next()%(capacity+2))
 			case 2:
-				k := r.next() % (o.tail - o.priv + 1)
-				start := len(o.head) + o.priv
-				a.CommitPrivateBlocks(o.named[start : start+k])
-				b.CommitTail(k)
-				if caching {
-					o.priv += k
-				}
+				w.commit(o, r.next()%(o.tail-o.priv+1))
 			case 3:
-				if err := a.Release(o.named); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.ReleaseTail(o.priv, o.tail-o.priv); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.Release(o.head); err != nil {
-					t.Fatal(err)
-				}
-				*o = twinOwner{}
+				err = w.release(o)
 			case 4:
-				if o.head, err = b.NameTail(o.head, o.priv, o.tail); err != nil {
-					t.Fatal(err)
-				}
-				o.tail, o.priv = 0, 0
+				err = w.name(o)
 			}
-			if err := w.verify(); err != nil {
+			if err == nil {
+				err = w.verify()
+			}
+			if err != nil {
 				t.Fatalf("step %d (op %d): %v", step, op%5, err)
 			}
 		}
