@@ -325,7 +325,7 @@ func (e *Engine) checkTail(s *seq, tail int) error {
 		return fmt.Errorf("request %d holds an anonymous tail of %d blocks but is marked tailed %v", s.rec.ID, tail, s.tailed)
 	case tail == 0:
 		return nil
-	case e.cfg.NoAnonymousTails || e.hybrid() || e.cfg.SwapBlocks > 0 || e.tiers != nil:
+	case e.tailsRuledOut():
 		return fmt.Errorf("request %d holds an anonymous tail of %d blocks on an engine that names every block", s.rec.ID, tail)
 	case e.cfg.PrefixCaching && (!s.sharedDone || len(s.blocks) < int(s.shared) || len(s.owned) != 0):
 		return fmt.Errorf("request %d holds an anonymous tail of %d blocks after %d named, %d shared (known: %v), %d remembered",

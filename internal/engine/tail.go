@@ -26,13 +26,20 @@ import "fmt"
 // tailOK reports whether the blocks s allocates next may join its
 // anonymous tail.
 func (e *Engine) tailOK(s *seq) bool {
-	if e.cfg.NoAnonymousTails || e.hybrid() || e.cfg.SwapBlocks > 0 || e.tiers != nil {
+	if e.tailsRuledOut() {
 		return false
 	}
 	if !e.cfg.PrefixCaching {
 		return true
 	}
 	return s.sharedDone && s.nblocks >= s.shared && len(s.owned) == 0
+}
+
+// tailsRuledOut reports whether the engine names every block: by
+// configuration, or because its local KV groups, swap space or KV tiers
+// find blocks by id.
+func (e *Engine) tailsRuledOut() bool {
+	return e.cfg.NoAnonymousTails || e.hybrid() || e.cfg.SwapBlocks > 0 || e.tiers != nil
 }
 
 // allocBlocks allocates n more blocks for s: to its tail when it has one
