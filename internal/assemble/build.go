@@ -122,6 +122,8 @@ type Built struct {
 	// perfdb describes, per accelerator, the database tables that time
 	// its steps (predictor.kind perfdb; nil otherwise).
 	perfdb map[string]string
+	// noSteady turns the cluster's steady runs off (WithoutSteadyRuns).
+	noSteady bool
 	// hw is the accelerator catalog of the scenario: the built-in one
 	// with its accelerators_file and accelerators.
 	hw *hw.Catalog
@@ -241,6 +243,15 @@ func (b *Built) WithoutAnonymousTails() *Built {
 	return &c
 }
 
+// WithoutSteadyRuns returns a copy of b whose runs send every step end
+// through the event queue (cluster.Config.NoSteadyRuns): the reference
+// the steady runs' outputs are checked against.
+func (b *Built) WithoutSteadyRuns() *Built {
+	c := *b
+	c.noSteady = true
+	return &c
+}
+
 // NewSim assembles a simulation from a built scenario with fresh engines,
 // a fresh router and a fresh workload source. The closer must be closed
 // after the run.
@@ -307,7 +318,8 @@ func (b *Built) newSim(src workload.Source, obs cluster.Observer, router cluster
 		CheckInvariants: b.scenario.CheckInvariants,
 		MaxConcurrency:  b.scenario.Workload.MaxConcurrency,
 		Warmup:          int64(b.scenario.Workload.WarmupRequests),
-		Interrupt:       rt.interrupt}
+		Interrupt:       rt.interrupt,
+		NoSteadyRuns:    b.noSteady}
 	if !rt.served {
 		cfg.Limits = cluster.Limits{MaxTime: int64(math.Round(b.scenario.Limits.MaxSimTimeS * 1e9)), MaxEvents: b.scenario.Limits.MaxEvents}
 	}

@@ -115,6 +115,11 @@ type Sim struct {
 	reArrival  int64
 
 	aborting []int64 // aborts waiting for their request to leave a batch or a handoff (abort.go)
+
+	// Steady runs (steady.go): on when the configuration allows them;
+	// until is the time RunUntil was asked to reach.
+	steady bool
+	until  int64
 }
 
 // Engines returns the instances (read-only use).
@@ -375,6 +380,12 @@ func (s *Sim) kick(inst int, now int64) error {
 	if err != nil || !ok {
 		return err
 	}
+	return s.launched(inst, st, now)
+}
+
+// launched queues the end of the batch instance inst just began at now
+// (and, with pipeline parallelism, the time its first stage is free).
+func (s *Sim) launched(inst int, st engine.Step, now int64) error {
 	if s.pd != nil && len(st.FirstScheduled) > 0 {
 		if err := s.prefillStarted(st.FirstScheduled, now); err != nil {
 			return err
@@ -423,6 +434,8 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		if err := s.retryAborts(now); err != nil {
 			return err
 		}
+	} else if s.steady {
+		return s.kickSteady(inst, now) // nothing else to do after it (steadyOK)
 	}
 	if err := s.kick(inst, now); err != nil {
 		return err

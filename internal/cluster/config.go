@@ -63,6 +63,10 @@ type Config struct {
 	// Faults is the run's fault model and autoscaler (fault.go,
 	// autoscale.go; nil: none).
 	Faults *FaultConfig
+	// NoSteadyRuns sends every step end through the event queue, even
+	// the ends of steady batches that nothing else can come before
+	// (steady.go): the reference steady runs are checked against.
+	NoSteadyRuns bool
 }
 
 // PDSetup is a disaggregated simulation's handoff configuration and KV
@@ -224,5 +228,6 @@ func New(cfg Config) (*Sim, error) {
 			return nil, err
 		}
 	}
+	s.steady = s.steadyOK(&cfg)
 	return s, nil
 }

@@ -16,6 +16,7 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 	if s.cut {
 		return true, nil
 	}
+	s.until = t
 	for {
 		next, ok := s.q.Peek()
 		if !ok || next.At > t {

@@ -335,16 +335,28 @@ func (e *Engine) formLane(budget int32) int32 {
 // laneFits, laneAllocate and laneBatch with nothing else to walk),
 // without the walks; it returns the budget left and whether it applied.
 func (e *Engine) laneOnly(budget int32) (int32, bool) {
-	next := e.tick + 1
-	n := int32(len(e.lane))
-	if n == 0 || n > budget || !e.laneDue.empty(next) || !e.laneNamed.empty(next) ||
-		int(e.laneAllocs[next&(laneWindow-1)]) > e.pool.Free() ||
-		e.ready.len() > 0 || e.swap.queue.len() > 0 || e.waiting.len() > 0 {
+	if !e.laneOnlyFits(budget) {
 		return 0, false
 	}
-	if tail := e.countedAllocate(next); tail > 0 && !e.pool.AllocateTail(tail) {
+	return e.laneOnlyForm(budget), true
+}
+
+// laneOnlyFits reports whether laneOnly applies, given that no explicit
+// request runs: the lane's members alone fill the next batch.
+func (e *Engine) laneOnlyFits(budget int32) bool {
+	next := e.tick + 1
+	n := int32(len(e.lane))
+	return n > 0 && n <= budget && e.laneDue.empty(next) && e.laneNamed.empty(next) &&
+		int(e.laneAllocs[next&(laneWindow-1)]) <= e.pool.Free() &&
+		e.ready.len() == 0 && e.swap.queue.len() == 0 && e.waiting.len() == 0
+}
+
+// laneOnlyForm forms the batch laneOnlyFits allowed and returns the
+// budget left.
+func (e *Engine) laneOnlyForm(budget int32) int32 {
+	if tail := e.countedAllocate(e.tick + 1); tail > 0 && !e.pool.AllocateTail(tail) {
 		e.fail(fmt.Errorf("no %d free blocks for the decode lane's next tokens although they were counted free", tail))
 	}
 	e.laneBatch()
-	return budget - n, true
+	return budget - int32(len(e.lane))
 }

@@ -22,11 +22,14 @@ func (kvStep) StepTime(b *perf.Batch) int64 {
 // in every step and naming every block (the reference), in lockstep, and requires the same batches, step times,
 // emitted tokens, gaps, finished records (in order) and pool state after
 // every step. Small pools force preemptions; block sizes 1 and 4 make
-// members leave the lane often; short ids make prefixes shared.
+// members leave the lane often; short ids make prefixes shared. Half the
+// cases drive the lane engine through FinishSteady and BeginSteady (the
+// steady batches' shortcuts, which must be FinishBatch and Begin exactly).
 func TestDecodeLaneMatchesExplicit(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := drawConfig(rt, 40)
 		cfg.AsyncScheduling = rapid.Bool().Draw(rt, "async")
+		steady := rapid.Bool().Draw(rt, "steady")
 		lane, err := New(0, cfg, kvStep{})
 		if err != nil {
 			rt.Fatal(err)
@@ -51,7 +54,11 @@ func TestDecodeLaneMatchesExplicit(t *testing.T) {
 				ref.Add(&reqs[next], now)
 				next++
 			}
-			s1, ok1, err1 := lane.Begin(now)
+			begin, finish := lane.Begin, lane.FinishBatch
+			if steady {
+				begin, finish = lane.BeginSteady, lane.FinishSteady
+			}
+			s1, ok1, err1 := begin(now)
 			s2, ok2, err2 := ref.Begin(now)
 			sameErr(lane, err1)
 			sameErr(ref, err2)
@@ -66,7 +73,7 @@ func TestDecodeLaneMatchesExplicit(t *testing.T) {
 				continue
 			}
 			now = s1.End
-			r1, err1 := lane.FinishBatch(s1.ID, now)
+			r1, err1 := finish(s1.ID, now)
 			r2, err2 := ref.FinishBatch(s2.ID, now)
 			sameErr(lane, err1)
 			sameErr(ref, err2)

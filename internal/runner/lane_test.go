@@ -12,11 +12,13 @@ import (
 // TestDecodeLaneOutputsIdentical runs the golden scenarios, a small pool
 // that preempts often, and the multi-turn chat examples (shared prefixes,
 // KV tiers),
-// with the decode lane and the anonymous tails on and off
-// (engine.Config.NoDecodeLane: every request visited in every step;
-// NoAnonymousTails: every KV block named) and requires every output byte
-// for byte equal. The lane, with the block commits it makes itself, and
-// the tails are speed devices only.
+// with the decode lane, the anonymous tails and the steady runs on, and
+// twice as references: all three off (engine.Config.NoDecodeLane: every
+// request visited in every step; NoAnonymousTails: every KV block named;
+// cluster.Config.NoSteadyRuns: every step end through the event queue),
+// and the steady runs alone off. Every output must be byte for byte
+// equal: the lane, with the block commits it makes itself, the tails and
+// the steady runs are speed devices only.
 func TestDecodeLaneOutputsIdentical(t *testing.T) {
 	scenarios := append(goldenScenarios[:len(goldenScenarios):len(goldenScenarios)],
 		struct{ name, yaml string }{"tight-pool", `
@@ -47,14 +49,22 @@ workload:
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			onRes, on := runOutputs(t, build(t, sc.name, sc.yaml))
-			b := build(t, sc.name, sc.yaml).WithoutDecodeLane().WithoutAnonymousTails()
-			offRes, off := runOutputs(t, b)
-			if onRes.String() != offRes.String() {
-				t.Errorf("summaries differ:\n%s\n----\n%s", onRes.String(), offRes.String())
+			refs := []struct {
+				what string
+				b    *assemble.Built
+			}{
+				{"the decode lane, the tails and the steady runs off", build(t, sc.name, sc.yaml).WithoutDecodeLane().WithoutAnonymousTails().WithoutSteadyRuns()},
+				{"the steady runs off", build(t, sc.name, sc.yaml).WithoutSteadyRuns()},
 			}
-			for name, data := range on {
-				if !bytes.Equal(data, off[name]) {
-					t.Errorf("%s differs with the decode lane off", name)
+			for _, ref := range refs {
+				offRes, off := runOutputs(t, ref.b)
+				if onRes.String() != offRes.String() {
+					t.Errorf("summaries differ with %s:\n%s\n----\n%s", ref.what, onRes.String(), offRes.String())
+				}
+				for name, data := range on {
+					if !bytes.Equal(data, off[name]) {
+						t.Errorf("%s differs with %s", name, ref.what)
+					}
 				}
 			}
 			if onRes.Finished == 0 {

@@ -32,7 +32,7 @@ const (
 	ClassTime        = "time-backwards"   // the simulated clock went backwards
 	ClassDeterminism = "nondeterministic" // two runs differ
 	ClassEagerUnfit  = "eager-unfit-stop" // eager stopped on an instance the request never fits
-	ClassLane        = "lane-differs"     // outputs differ with the decode lane off
+	ClassLane        = "lane-differs"     // outputs differ with the decode lane, tails or steady runs off
 )
 
 // Options bound and extend one check.
@@ -46,10 +46,14 @@ type Options struct {
 	// compares the outputs byte for byte.
 	Determinism bool
 	// NoLane is Determinism with the second run's engines visiting every
-	// request in every step and naming every KV block
-	// (engine.Config.NoDecodeLane and NoAnonymousTails): the decode lane
-	// and the anonymous tails must not change any output.
+	// request in every step and naming every KV block, and every step end
+	// going through the event queue (engine.Config.NoDecodeLane and
+	// NoAnonymousTails, cluster.Config.NoSteadyRuns): the decode lane,
+	// the anonymous tails and the steady runs must not change any output.
 	NoLane bool
+	// NoSteady is Determinism with the second run's steady runs alone
+	// off (cluster.Config.NoSteadyRuns).
+	NoSteady bool
 }
 
 // Defaults of Options.
@@ -154,7 +158,7 @@ func CheckFile(path string, requests int, opts Options) Result {
 	var out [2]runOutput
 	runs := 1
 	differs := ClassDeterminism
-	if opts.NoLane {
+	if opts.NoLane || opts.NoSteady {
 		opts.Determinism, differs = true, ClassLane
 	}
 	if opts.Determinism {
@@ -168,6 +172,9 @@ func CheckFile(path string, requests int, opts Options) Result {
 			}
 			if opts.NoLane {
 				built = built.WithoutDecodeLane().WithoutAnonymousTails()
+			}
+			if opts.NoLane || opts.NoSteady {
+				built = built.WithoutSteadyRuns()
 			}
 		}
 		dir := ""

@@ -472,11 +472,13 @@ func setChecks(t *testing.T) {
 	})
 }
 
-// TestDecodeLaneChangesNothing draws random P/D scenarios (see Draw) and
-// runs each twice, the second time with every engine visiting every
-// request in every step and naming every KV block (engine.Config's
-// NoDecodeLane and NoAnonymousTails): the summary, the
-// per-request CSV and JSONL and the time series must be byte-identical.
+// TestDecodeLaneChangesNothing draws random P/D and colocated scenarios
+// (see Draw) and runs each twice, the second time either with every engine
+// visiting every request in every step, naming every KV block and sending
+// every step end through the event queue (engine.Config's NoDecodeLane and
+// NoAnonymousTails, cluster.Config.NoSteadyRuns), or with the steady runs
+// alone off: the summary, the per-request CSV and JSONL and the time
+// series must be byte-identical.
 // Runs that fail their contract for another reason are not this test's
 // concern (TestRandomPD reports them). Every front end is drawn, several
 // API servers with a stream interval above 1 included. The suite draws
@@ -492,7 +494,8 @@ func TestDecodeLaneChangesNothing(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		res := CheckFile(path, c.Requests, Options{NoLane: true})
+		steadyOnly := rapid.Bool().Draw(rt, "steadyOnly")
+		res := CheckFile(path, c.Requests, Options{NoLane: !steadyOnly, NoSteady: steadyOnly})
 		if res.Skipped != "" {
 			rt.Skip(res.Skipped)
 		}

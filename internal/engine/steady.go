@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/internal/perf"
+)
+
+// Steady batches.
+//
+// A batch of decode-lane members alone (no explicit request, one batch in
+// flight) finishes with nothing its caller must act on but its tokens and
+// their gap: no request emits its first or its last token, none is
+// preempted or prefilled, no block is freed. A caller that knows such a
+// batch's end is the next thing to happen in the whole simulation can
+// finish it and begin the next batch at once, without an event per step
+// (the cluster's steady runs). SteadyInFlight tells such a batch;
+// FinishSteady finishes it and BeginSteady begins the next one, each
+// exactly as FinishBatch and Begin would.
+
+// SteadyInFlight reports whether the one batch in flight holds decode-lane
+// members only.
+func (e *Engine) SteadyInFlight() bool {
+	if len(e.flights) != 1 {
+		return false
+	}
+	f := e.flights[0]
+	return len(f.sched) == 0 && f.lane > 0
+}
+
+// FinishSteady is FinishBatch(id, end) for a batch SteadyInFlight
+// reported. When the engine holds explicit running requests or requests
+// that ended in an earlier batch, it is FinishBatch itself.
+func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
+	if !e.SteadyInFlight() || e.flights[0].id != id || len(e.running) > 0 || len(e.zombies) > 0 || !e.laneOn() {
+		return e.FinishBatch(id, end)
+	}
+	f := e.flights[0]
+	e.flights = e.flights[:0]
+	e.spare = append(e.spare, f)
+	r := &e.result
+	r.Start, r.End, r.Batch = f.start, end, f.batch
+	r.PromptTokens, r.GenTokens, r.Preempted = 0, f.lane, f.preempted
+	e.tick++
+	gap := end - e.prevEnd
+	e.gaps.push(e.tick, gap)
+	e.prevEnd = end
+	r.ITL = append(r.ITL[:0], Gap{NS: gap, Count: int64(f.lane)})
+	r.Finished, r.First, r.Prefilled = r.Finished[:0], r.First[:0], r.Prefilled[:0]
+	r.Spec = SpecStats{}
+	e.justEnded = true
+	if e.cfg.CheckInvariants {
+		if err := e.check(0); err != nil {
+			e.fail(fmt.Errorf("after the step ending at t=%d ns: %w", end, err))
+		}
+	}
+	return r, e.err
+}
+
+// BeginSteady is Begin(now) for an engine whose batch just finished
+// (FinishSteady): when the lane's members alone make the next batch (the
+// lane-only form of form, laneOnly), it forms that batch without Form's
+// general steps, which then all do nothing.
+func (e *Engine) BeginSteady(now int64) (Step, bool, error) {
+	budget := int32(e.cfg.MaxNumBatchedTokens)
+	if len(e.flights) > 0 || len(e.running) > 0 || len(e.zombies) > 0 || e.recount || !e.laneOn() || !e.laneOnlyFits(budget) {
+		return e.Begin(now)
+	}
+	// Form's and form's resets; nothing else of them applies: no zombie
+	// to release, and the batch is not empty.
+	e.justEnded = false
+	e.firstSched = e.firstSched[:0]
+	e.sched = e.sched[:0]
+	e.batch = perf.Batch{}
+	e.preempted = 0
+	e.formBudget = e.laneOnlyForm(budget)
+	st, err := e.Launch(now, e.Slowed(e.pred.StepTime(&e.batch)))
+	return st, true, err
+}
