@@ -386,8 +386,8 @@ func (s *Sim) kick(inst int, now int64) error {
 // launched queues the end of the batch instance inst just began at now
 // (and, with pipeline parallelism, the time its first stage is free).
 func (s *Sim) launched(inst int, st engine.Step, now int64) error {
-	if s.pd != nil && len(st.FirstScheduled) > 0 {
-		if err := s.prefillStarted(st.FirstScheduled, now); err != nil {
+	if first := s.engines[inst].FirstScheduled(); s.pd != nil && len(first) > 0 {
+		if err := s.prefillStarted(first, now); err != nil {
 			return err
 		}
 	}

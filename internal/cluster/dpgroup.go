@@ -205,8 +205,8 @@ func (s *Sim) kickGroup(gi int, now int64) error {
 		if err != nil {
 			return err
 		}
-		if s.pd != nil && len(step.FirstScheduled) > 0 {
-			if err := s.prefillStarted(step.FirstScheduled, now); err != nil {
+		if first := s.engines[r].FirstScheduled(); s.pd != nil && len(first) > 0 {
+			if err := s.prefillStarted(first, now); err != nil {
 				return err
 			}
 		}

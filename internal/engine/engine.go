@@ -82,7 +82,7 @@ type Engine struct {
 	probe         []uint64     // scratch hashes for PrefixHitTokens
 	hits          []kv.BlockID // scratch: blocks of the last prefix match
 	sched         []scheduled
-	firstSched    []int64 // Step.FirstScheduled of the batch being formed
+	firstSched    []int64 // FirstScheduled of the batch being formed
 	batch         perf.Batch
 	preempted     int
 	refund        int32   // tokens of preempted requests taken out of the batch being formed

@@ -31,11 +31,13 @@ type Step struct {
 	ID         int64
 	Start, End int64
 	Free       int64
-	// FirstScheduled (prefill role only) lists the requests whose first
-	// prompt tokens are in this batch: their KV starts being produced now.
-	// It is valid until the next Begin.
-	FirstScheduled []int64
 }
+
+// FirstScheduled (prefill role only) lists the requests whose first prompt
+// tokens are in the batch the latest Begin or Launch started: their KV
+// starts being produced now. It is valid until the next Begin. (Not a
+// field of Step, which stays small enough to be returned in registers.)
+func (e *Engine) FirstScheduled() []int64 { return e.firstSched }
 
 // StepResult is what one step did. Slices are reused by the next FinishBatch.
 type StepResult struct {
@@ -186,7 +188,7 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 		}
 	}
 	e.sched = spare
-	return Step{ID: f.id, Start: now, End: end, Free: free, FirstScheduled: e.firstSched}, e.err
+	return Step{ID: f.id, Start: now, End: end, Free: free}, e.err
 }
 
 // pipeline times a batch of step time d entering the first of N stages at
