@@ -47,7 +47,7 @@ func (e *Engine) take(r *workload.Request, rec metrics.Record, now int64, st sta
 	s.hashes = s.hashes[:0]
 	s.shared, s.sharedDone = 0, false
 	s.owned = s.owned[:0]
-	s.laneAt, s.laneAlloc, s.laneCommitter = -1, 0, false
+	s.laneAt, s.laneAlloc, s.laneCommitter, s.laneLateCommitter = -1, 0, false, false
 	return slot, s
 }
 

@@ -72,8 +72,11 @@ type Engine struct {
 	// (seq.laneAlloc) allocate a block, and commit the one they filled,
 	// when batch i (mod laneWindow) is formed (lanefill.go).
 	laneAllocs, laneCommitsAt [laneWindow]int32
-	nextOrder                 int64   // admission-order stamp of the next running request
-	mergeBuf                  []int32 // scratch of mergeRunning
+	// laneFirstsAt[i]: how many of the allocations of batch i are a late
+	// committer's first, which commits nothing (lanefill.go).
+	laneFirstsAt [laneWindow]int32
+	nextOrder    int64   // admission-order stamp of the next running request
+	mergeBuf     []int32 // scratch of mergeRunning
 	// noLane: the lane is off, by configuration (laneRuledOut) or as a
 	// test's reference (every request explicit).
 	noLane bool

@@ -337,7 +337,7 @@ func (e *Engine) checkTail(s *seq, tail int) error {
 // checkLaneCounts recounts the counted lane members' next allocations
 // (lanefill.go) and compares them with the per-batch counts.
 func (e *Engine) checkLaneCounts() error {
-	var allocs, commits [laneWindow]int32
+	var allocs, commits, firsts [laneWindow]int32
 	for _, slot := range e.lane {
 		s := &e.slots[slot]
 		if s.laneAlloc <= 0 {
@@ -354,12 +354,15 @@ func (e *Engine) checkLaneCounts() error {
 			return fmt.Errorf("request %d: counted lane allocation at batch %d, already formed (%d formed)", s.rec.ID, next, formed)
 		}
 		allocs[next&(laneWindow-1)]++
-		if s.laneCommitter {
+		if s.laneCommitsAtNext(e.laneAllocsDone(s)) {
 			commits[next&(laneWindow-1)]++
+		} else if s.laneLateCommitter {
+			firsts[next&(laneWindow-1)]++
 		}
 	}
-	if allocs != e.laneAllocs || commits != e.laneCommitsAt {
-		return fmt.Errorf("counted lane allocations per batch %v (commits %v) but the members' are %v (%v)", e.laneAllocs, e.laneCommitsAt, allocs, commits)
+	if allocs != e.laneAllocs || commits != e.laneCommitsAt || firsts != e.laneFirstsAt {
+		return fmt.Errorf("counted lane allocations per batch %v (commits %v, late committers' firsts %v) but the members' are %v (%v, %v)",
+			e.laneAllocs, e.laneCommitsAt, e.laneFirstsAt, allocs, commits, firsts)
 	}
 	return nil
 }

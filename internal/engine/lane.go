@@ -94,7 +94,7 @@ func (e *Engine) join(slot int32) bool {
 	t := e.tick
 	alloc := t + int64(s.nblocks)*int64(bs) - int64(s.computed) + 1 // forming it allocates
 	due := t + int64(s.output-s.generated)                          // its end is the last token
-	if e.cfg.PrefixCaching && (s.committed+1 != s.nblocks || !e.laneCommits(s)) {
+	if e.cfg.PrefixCaching && !e.laneCommitsNext(s) {
 		// Its end fills a block the lane cannot commit (lanefill.go).
 		due = min(due, t+int64((s.committed+1)*bs-s.computed))
 	}

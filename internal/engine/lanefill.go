@@ -29,6 +29,15 @@ func (e *Engine) laneCommits(s *seq) bool {
 	return s.sharedDone && s.committed >= s.shared && int(s.committed) >= len(s.owned)
 }
 
+// laneCommitsNext reports whether the lane commits the next block joining
+// member s fills: plain private content (laneCommits) that is its last
+// block, either now (the block being filled) or once the batch after the
+// join has allocated it (every block s holds is full and committed: its
+// next token starts a block, allocated before that block fills).
+func (e *Engine) laneCommitsNext(s *seq) bool {
+	return (s.committed+1 == s.nblocks || s.committed == s.nblocks) && e.laneCommits(s)
+}
+
 // laneCommit commits the last block of lane member s, computed tokens
 // into its tokens, if a batch in the lane filled it (see above).
 func (e *Engine) laneCommit(s *seq, computed int32) {
@@ -63,7 +72,7 @@ func (e *Engine) laneCommit(s *seq, computed int32) {
 // laneNeedsBlock reports whether lane member s needs a new block for its
 // token of the batch being formed.
 func (e *Engine) laneNeedsBlock(s *seq) bool {
-	return s.inLane() && e.laneComputed(s) >= s.nblocks*int32(e.cfg.BlockSize)
+	return s.inLane() && s.laneAlloc <= 0 && e.laneComputed(s) >= s.nblocks*int32(e.cfg.BlockSize)
 }
 
 // laneBlocksDue counts the blocks the lane members need for the batch
@@ -99,8 +108,8 @@ func (e *Engine) laneAllocate() {
 	named := e.laneNamed.take(t+1, e.laneBuf[:0])
 	for _, slot := range named {
 		s := &e.slots[slot]
-		if !s.inLane() {
-			continue
+		if !s.inLane() || s.laneAlloc > 0 {
+			continue // left, or a counted member now (a registration of an earlier stay)
 		}
 		computed := e.laneComputed(s)
 		if computed < s.nblocks*int32(bs) {
@@ -137,26 +146,31 @@ func (e *Engine) laneAllocate() {
 // A member whose blocks are an anonymous tail (tail.go) needs no visit at
 // its allocations: its block goes to the tail, which has no ids, and the
 // block it filled, committed then, is private content, which the pool
-// only counts. Such a member commits at every allocation in the lane
-// except, when its last block was already committed as it joined, the
-// first (after which its next block fills and it leaves the lane: join
-// makes it due then). Its allocations, at batches joinTick+laneAlloc and
-// every BlockSize batches after, are counted per batch in laneAllocs
-// (those that commit also in laneCommitsAt): forming a batch takes that
-// many tail blocks and moves the counts BlockSize batches on, and leave
-// brings the member's block and commit counts up to date from the number
-// of its allocation batches formed while it was in the lane, and takes
-// its next allocation out of the counts.
+// only counts. With prefix caching such a member commits at every
+// allocation in the lane (laneCommitter) or, when every block it held was
+// full and committed as it joined, at every allocation but the first
+// (laneLateCommitter: the first only brings the block it fills next). Its
+// allocations, at batches joinTick+laneAlloc and every BlockSize batches
+// after, are counted per batch in laneAllocs (those that commit also in
+// laneCommitsAt, and a late committer's first in laneFirstsAt): forming a
+// batch takes that many tail blocks and moves the counts BlockSize batches
+// on, a late committer's among the commits from then on, and leave brings
+// the member's block and commit counts up to date from the number of its
+// allocation batches formed while it was in the lane, and takes its next
+// allocation out of the counts.
 
 // countAllocs makes lane member s, joining after batch t with its first
 // allocation at batch alloc, a counted member.
 func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 	s.laneAlloc = int32(alloc - t)
 	s.laneCommitter = e.cfg.PrefixCaching && s.committed+1 == s.nblocks
+	s.laneLateCommitter = e.cfg.PrefixCaching && s.committed == s.nblocks && e.laneCommits(s)
 	i := alloc & (laneWindow - 1)
 	e.laneAllocs[i]++
 	if s.laneCommitter {
 		e.laneCommitsAt[i]++
+	} else if s.laneLateCommitter {
+		e.laneFirstsAt[i]++
 	}
 }
 
@@ -164,18 +178,24 @@ func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 // of batch n, being formed, and returns how many tail blocks they need.
 func (e *Engine) countedAllocate(n int64) int {
 	i := n & (laneWindow - 1)
-	k, c := e.laneAllocs[i], e.laneCommitsAt[i]
+	k, c, f := e.laneAllocs[i], e.laneCommitsAt[i], e.laneFirstsAt[i]
 	if k == 0 {
 		return 0
 	}
-	e.laneAllocs[i], e.laneCommitsAt[i] = 0, 0
+	e.laneAllocs[i], e.laneCommitsAt[i], e.laneFirstsAt[i] = 0, 0, 0
 	if bs := int64(e.cfg.BlockSize); bs < laneWindow {
 		j := (n + bs) & (laneWindow - 1)
 		e.laneAllocs[j] += k
-		e.laneCommitsAt[j] += c
+		e.laneCommitsAt[j] += c + f // late committers commit from their second on
 	}
 	e.pool.CommitTail(int(c))
 	return int(k)
+}
+
+// laneCommitsAtNext reports whether counted member s, m of whose
+// allocations are made, commits at its next one.
+func (s *seq) laneCommitsAtNext(m int64) bool {
+	return s.laneCommitter || s.laneLateCommitter && m > 0
 }
 
 // laneAllocsDone is how many allocations counted member s has had in the
@@ -198,6 +218,8 @@ func (e *Engine) laneSettled(s *seq) (nblocks, committed int32) {
 	nblocks, committed = s.nblocks+m, s.committed
 	if s.laneCommitter {
 		committed += m
+	} else if s.laneLateCommitter && m > 0 {
+		committed += m - 1
 	}
 	return nblocks, committed
 }
@@ -222,10 +244,12 @@ func (e *Engine) settleAllocs(s *seq) {
 	if next := e.laneNextAlloc(s); next >= 0 {
 		i := next & (laneWindow - 1)
 		e.laneAllocs[i]--
-		if s.laneCommitter {
+		if s.laneCommitsAtNext(e.laneAllocsDone(s)) {
 			e.laneCommitsAt[i]--
+		} else if s.laneLateCommitter {
+			e.laneFirstsAt[i]--
 		}
 	}
 	s.nblocks, s.committed = e.laneSettled(s)
-	s.laneAlloc, s.laneCommitter = 0, false
+	s.laneAlloc, s.laneCommitter, s.laneLateCommitter = 0, false, false
 }

@@ -67,6 +67,10 @@ type seq struct {
 	// laneCommitter: a counted lane member (laneAlloc > 0) commits the
 	// block it filled at each of its allocations (lanefill.go).
 	laneCommitter bool
+	// laneLateCommitter: a counted lane member commits at each of its
+	// allocations but the first (every block it held was committed as it
+	// joined).
+	laneLateCommitter bool
 	// laneAlloc, when > 0, makes the lane member a counted one: its first
 	// allocation in the lane is at batch joinTick+laneAlloc, the next ones
 	// every block's worth of batches after, all counted in
