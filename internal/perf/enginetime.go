@@ -225,6 +225,7 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 	e.CaptureSizes = slices.Clone(e.CaptureSizes)
 	slices.Sort(e.CaptureSizes)
 	t := &engineTime{inner: p, e: e}
+	t.run, _ = p.(*profileRun)
 	for d := range t.fixed {
 		t.fixed[d] = e.GapNs(Dispatch(d)) + float64(e.StepKernels)*e.StepKernelNs
 		t.launch[d] = float64(e.LaunchKernels(Dispatch(d))) * e.LaunchNs
@@ -255,9 +256,15 @@ const decodeShapeLimit = 1024
 // and its launches. Those of a plain decode step (n decodes and nothing
 // else: no prefill, no speculation, no data-parallel padding or agreed
 // mode) depend on n alone.
+//
+// The step takes max(gpu + fixed, floor) + after ns for a GPU time gpu:
+// floor is host + launch and after 0 with async scheduling (the max of
+// the GPU and the CPU), floor the launches and after the host time
+// without. Adding a zero after changes no value that rounds to a
+// different step time (only -0 to +0).
 type stepShape struct {
 	pad                 int
-	fixed, host, launch float64
+	fixed, floor, after float64
 }
 
 type engineTime struct {
@@ -274,6 +281,9 @@ type engineTime struct {
 	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
 	// decodeShapeLimit (immutable, shared by the per-run copies).
 	dec []stepShape
+	// run is inner when it is a profile's per-run copy: a plain decode
+	// step takes its decodeNs at the step's padding directly.
+	run *profileRun
 }
 
 // StepTime implements Predictor.
@@ -281,37 +291,51 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	if b == nil {
 		return 0
 	}
-	var sh stepShape
 	if n := b.NumDecode; n > 0 && n < len(t.dec) && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
 		b.SpecTokens == 0 && b.DPPadTo == 0 && !b.DPSynced {
-		sh = t.dec[n]
-	} else {
-		if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
-			return 0
+		sh := &t.dec[n]
+		if r := t.run; r != nil && r.plainDecodes(b) {
+			return step(sh, r.decodeNs(b, sh.pad))
 		}
-		sh = t.shape(b)
+		return step(sh, t.innerAt(b, sh.pad))
 	}
+	if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
+		return 0
+	}
+	sh := t.shape(b)
+	return step(&sh, t.innerAt(b, sh.pad))
+}
+
+// innerAt is the inner predictor's time of b at padding pad.
+func (t *engineTime) innerAt(b *Batch, pad int) int64 {
 	// Set the padding on the caller's batch for the inner call and
 	// restore it (a copy would escape to the heap through the interface).
 	saved := b.PadTokens
-	b.PadTokens = sh.pad
-	gpu := float64(t.inner.StepTime(b))
+	b.PadTokens = pad
+	ns := t.inner.StepTime(b)
 	b.PadTokens = saved
+	return ns
+}
+
+// step is the engine time of a step of shape sh whose GPU kernels take
+// inner ns.
+func step(sh *stepShape, inner int64) int64 {
+	gpu := float64(inner)
 	if gpu >= math.MaxInt64 {
 		return math.MaxInt64
 	}
-	gpu += sh.fixed
 	// The builtin max is math.Max (NaN and signed zeros alike), inline.
-	if t.e.Async {
-		return clampNs(max(gpu, sh.host+sh.launch))
-	}
-	return clampNs(max(gpu, sh.launch) + sh.host)
+	return roundNs(max(gpu+sh.fixed, sh.floor) + sh.after)
 }
 
 // shape is the shape of step b.
 func (t *engineTime) shape(b *Batch) stepShape {
 	d, padded := t.dispatch(b)
-	return stepShape{pad: max(padded-b.Tokens(), 0), fixed: t.fixed[d], host: t.e.Host.Ns(b), launch: t.launch[d]}
+	sh := stepShape{pad: max(padded-b.Tokens(), 0), fixed: t.fixed[d], floor: t.launch[d], after: t.e.Host.Ns(b)}
+	if t.e.Async {
+		sh.floor, sh.after = sh.after+sh.floor, 0
+	}
+	return sh
 }
 
 // dispatch is the CUDA-graph dispatch of step b and the token count it
@@ -365,5 +389,6 @@ func SpecCaptureSizes(maxNumSeqs, maxBatchedTokens, k int, sizes []int) []int {
 func (t *engineTime) ForRun(c *TableCounts) Predictor {
 	cp := *t
 	cp.inner = ForRun(t.inner, c)
+	cp.run, _ = cp.inner.(*profileRun)
 	return &cp
 }

@@ -84,14 +84,7 @@ type StepBreakdown struct {
 // Total is the step time in nanoseconds, rounded, never negative and
 // saturating at math.MaxInt64 (absurd batches far off every grid).
 func (s StepBreakdown) Total() int64 {
-	v := math.Round(s.Dense + s.PerSequence + s.Attention + s.MoE)
-	switch {
-	case !(v > 0): // also NaN
-		return 0
-	case v >= math.MaxInt64:
-		return math.MaxInt64
-	}
-	return int64(v)
+	return roundNs(s.Dense + s.PerSequence + s.Attention + s.MoE)
 }
 
 // StepTime implements Predictor. An empty batch takes no time.

@@ -13,8 +13,15 @@ type profileRun struct {
 	p     *Profile
 	plans []decodePlan // by n, built on first use, n < decodePlanLimit
 	// The skew-rate and kv_big buckets of the latest decode step: a
-	// step's are nearly always its predecessor's.
+	// step's are nearly always its predecessor's. srBucket holds the
+	// skew rate of mean - min = srNum and max - min = srGap (NaN before
+	// the first), which a step whose contexts all grew by a token keeps.
 	srBucket, kvBucket skewBucket
+	srNum, srGap       float64
+	// The latest decode step's count, clamped context sum and its mean
+	// sum / n (meanN 0 before the first; see meanOf).
+	meanN         int
+	meanSum, mean int64
 }
 
 // skewBucket is a bucket of a skew axis as a per-run copy remembers it:
@@ -45,6 +52,7 @@ type decodePlan struct {
 	// count's steps nearly always have the same padding.
 	pad                int
 	dense, perSeq, moe float64 // memoAt of dense and perSeq; moeBlockAt
+	moeNs              float64 // the step's MoE term: moeCount × moeTPScale × moe, or 0
 }
 
 // nCorners is an attnPC's part of attnPC.at2 that does not depend on kvd:
@@ -90,47 +98,91 @@ func nearAt(g *guide, xs []float64, x float64, last *pos) pos {
 }
 
 // ForRun implements RunScoped: the copy memoises per-run lookups.
-func (p *Profile) ForRun(*TableCounts) Predictor { return &profileRun{p: p} }
+func (p *Profile) ForRun(*TableCounts) Predictor { return &profileRun{p: p, srNum: math.NaN()} }
 
 // StepTime implements Predictor; it is p.StepTime(b), bit for bit. A
 // step of decodes only (no prefill, no speculation, no MoE time given by
-// a data-parallel group) with n < decodePlanLimit takes decodeStep.
+// a data-parallel group) with n < decodePlanLimit takes decodeNs.
 func (r *profileRun) StepTime(b *Batch) int64 {
-	if b != nil && b.PrefillTokens == 0 && b.PrefillKV == 0 && b.PrefillSeqs == 0 && b.SpecTokens == 0 &&
-		b.NumDecode > 0 && b.NumDecode < decodePlanLimit && (b.MoENs <= 0 || r.p.moe == nil) {
-		return r.decodeStep(b).Total()
+	if b != nil && r.decodes(b) {
+		return r.decodeNs(b, max(b.PadTokens, 0))
 	}
 	return r.p.breakdown(b, r).Total()
 }
 
-// decodeStep is breakdown(b, r) for a step StepTime sends it: the terms
-// by the expressions of breakdown and p.attention, those that depend on
-// n and the padding only from b's plan.
+// decodes reports that StepTime takes b (not nil) through decodeNs.
+func (r *profileRun) decodes(b *Batch) bool {
+	return b.PrefillTokens == 0 && b.PrefillSeqs == 0 && b.SpecTokens == 0 && b.NumDecode > 0 && r.plainDecodes(b)
+}
+
+// plainDecodes is decodes for a b with decodes (NumDecode > 0) and
+// without prefill tokens, prefill requests or speculation.
+func (r *profileRun) plainDecodes(b *Batch) bool {
+	return b.PrefillKV == 0 && b.NumDecode < decodePlanLimit && (b.MoENs <= 0 || r.p.moe == nil)
+}
+
+// decodeStep is breakdown(b, r) for a step StepTime sends to decodeNs:
+// the terms by the expressions of breakdown and p.attention, those that
+// depend on n and the padding only from b's plan.
 func (r *profileRun) decodeStep(b *Batch) StepBreakdown {
-	p, n := r.p, b.NumDecode
+	n, pad := b.NumDecode, max(b.PadTokens, 0)
 	pl := r.plan(n)
-	if pad := max(b.PadTokens, 0); pad != pl.pad {
-		p.padTerms(pl, n, pad)
+	if pad != pl.pad {
+		r.p.padTerms(pl, n, pad)
 	}
-	var s StepBreakdown
-	s.Dense, s.PerSequence = pl.dense, pl.perSeq
-	if p.moeTP != nil {
-		s.MoE = p.moeCount * p.moeTPScale * pl.moe
+	s := StepBreakdown{Dense: pl.dense, PerSequence: pl.perSeq, MoE: pl.moeNs}
+	if r.p.attn != nil {
+		s.Attention = r.decodeAttention(pl, b)
 	}
-	if p.attn == nil {
-		return s
+	return s
+}
+
+// decodeNs is decodeStep(b).Total() for b at padding pad >= 0 (whatever
+// b.PadTokens says): the same terms summed in the same order and rounded
+// alike, without building the breakdown.
+func (r *profileRun) decodeNs(b *Batch, pad int) int64 {
+	n := b.NumDecode
+	pl := r.plan(n)
+	if pad != pl.pad {
+		r.p.padTerms(pl, n, pad)
 	}
-	mean := float64(max(b.DecodeKVSum, 0) / int64(n))
+	a := 0.0
+	if r.p.attn != nil {
+		a = r.decodeAttention(pl, b)
+	}
+	return roundNs(pl.dense + pl.perSeq + a + pl.moeNs)
+}
+
+// decodeAttention is breakdown's attention term (attnCount × max(0,
+// p.attention(b, r))) for a decode step of plan pl.
+func (r *profileRun) decodeAttention(pl *decodePlan, b *Batch) float64 {
+	p, n := r.p, b.NumDecode
+	mean := float64(r.meanOf(max(b.DecodeKVSum, 0), n))
 	kvMax := float64(b.DecodeKVMax)
 	alpha := 0.0
-	if p.skew != nil && n > 1 && kvMax > mean {
-		alpha = pl.alpha(p.skew, mean, float64(max(b.DecodeKVMin, 0)), kvMax, r)
+	if sk := p.skew; sk != nil && n > 1 && kvMax > mean {
+		// pl.alpha, its usual case (the latest skew rate and kv_big
+		// bucket) inline.
+		kvMin, kb := float64(max(b.DecodeKVMin, 0)), &r.kvBucket
+		if pl.skew >= 0 && mean-kvMin == r.srNum && kvMax-kvMin == r.srGap && kvMax > kb.lo && kvMax <= kb.hi {
+			alpha = sk.alphaAt(pl.skew + r.srBucket.off + kb.off)
+		} else {
+			alpha = pl.alpha(sk, mean, kvMin, kvMax, r)
+		}
 	}
 	var tMean, tMax float64
 	if c := &pl.c[0]; c.rows && !pl.two {
-		tMean = c.at(&c.seg[0], mean)
-		if alpha != 0 {
-			tMax = c.at(&c.seg[1], kvMax)
+		// c.at, its usual case (x in the latest interval) inline.
+		if g := &c.seg[0]; g.holds(mean) {
+			tMean = c.value(g, mean)
+		} else {
+			tMean = c.at(g, mean)
+		}
+		if g := &c.seg[1]; alpha == 0 {
+		} else if g.holds(kvMax) {
+			tMax = c.value(g, kvMax)
+		} else {
+			tMax = c.at(g, kvMax)
 		}
 	} else {
 		kvd := [2]float64{mean, kvMax}
@@ -140,8 +192,23 @@ func (r *profileRun) decodeStep(b *Batch) StepBreakdown {
 	if alpha != 0 && !(tMax <= tMean) { // as p.attention: a NaN blends
 		tMean += alpha * (tMax - tMean)
 	}
-	s.Attention = p.attnCount * max(0, tMean)
-	return s
+	return p.attnCount * max(0, tMean)
+}
+
+// meanOf is s / n (s >= 0, 0 < n), the mean context of a decode step.
+// A step with the latest step's n whose sum is the latest one or that
+// plus n (every context a token longer) takes the latest quotient or
+// that plus one (floor((s+n)/n) = floor(s/n) + 1), without dividing.
+func (r *profileRun) meanOf(s int64, n int) int64 {
+	q := r.mean
+	switch d := s - r.meanSum; {
+	case n != r.meanN || (d != 0 && d != int64(n)):
+		q = s / int64(n)
+	case d != 0:
+		q++
+	}
+	r.meanN, r.meanSum, r.mean = n, s, q
+	return q
 }
 
 // padTerms sets pl's terms at padding pad (n decodes).
@@ -151,6 +218,7 @@ func (p *Profile) padTerms(pl *decodePlan, n, pad int) {
 	pl.perSeq = memoAt(p.perSeqMemo, &p.perSeq, n)
 	if p.moeTP != nil {
 		pl.moe = p.moeBlockAt(n + pad)
+		pl.moeNs = p.moeCount * p.moeTPScale * pl.moe
 	}
 }
 
@@ -159,7 +227,7 @@ func (p *Profile) padTerms(pl *decodePlan, n, pad int) {
 // set: from g when x lies in it, else after locating x (and keeping its
 // interval in g when interior). The expressions are eval's and at2's.
 func (c *nCorners) at(g *kvdSegment, x float64) float64 {
-	if !(x < g.xhi && (x > g.xlo || (x == g.xlo && g.lo > 0))) {
+	if !g.holds(x) {
 		s := c.s
 		j := s.kvdG.at(s.kvd, x)
 		if j.hi != j.lo+1 || !(x < s.kvd[j.hi]) {
@@ -172,6 +240,16 @@ func (c *nCorners) at(g *kvdSegment, x float64) float64 {
 		}
 		c.fill(g, j.lo)
 	}
+	return c.value(g, x)
+}
+
+// holds reports that x lies in g (never when g holds nothing).
+func (g *kvdSegment) holds(x float64) bool {
+	return x < g.xhi && (x > g.xlo || (x == g.xlo && g.lo > 0))
+}
+
+// value is at's value at x in g (g.holds(x)).
+func (c *nCorners) value(g *kvdSegment, x float64) float64 {
 	tj := (x - g.xlo) / g.dx
 	v := g.ys + tj*g.dys
 	if c.h == nil {
@@ -299,9 +377,34 @@ func (pl *decodePlan) alpha(s *skewTable, kvMean, kvMin, kvMax float64, r *profi
 	if pl.skew < 0 {
 		return s.alphaDefault
 	}
+	if num, gap := kvMean-kvMin, kvMax-kvMin; num != r.srNum || gap != r.srGap {
+		r.skewRate(s, num, gap)
+	}
+	kb := &r.kvBucket
+	if !(kvMax > kb.lo && kvMax <= kb.hi) {
+		s.bucketOf(axKVBig, kvMax, kb)
+	}
+	return s.alphaAt(pl.skew + r.srBucket.off + kb.off)
+}
+
+// alphaAt is the alpha of bucket index i, alphaDefault where the table
+// has none (NaN).
+func (s *skewTable) alphaAt(i int) float64 {
+	if a := s.alpha[i]; a == a { // not NaN
+		return a
+	}
+	return s.alphaDefault
+}
+
+// skewRate sets r.srBucket to the bucket of skewAlpha's skew rate for
+// mean - min = num and max - min = gap, which it remembers. The rate
+// depends on them only: a step whose contexts all grew by a token has
+// its predecessor's, and alpha skips it.
+func (r *profileRun) skewRate(s *skewTable, num, gap float64) {
+	r.srNum, r.srGap = num, gap
 	sr := 0.5
-	if gap := kvMax - kvMin; gap > 0 {
-		sr = (kvMean - kvMin) / gap
+	if gap > 0 {
+		sr = num / gap
 	}
 	// skewAlpha clamps sr to [0, 1] with the builtins; sr only picks a
 	// bucket by comparisons, to which -0 (which the builtins would make
@@ -311,17 +414,9 @@ func (pl *decodePlan) alpha(s *skewTable, kvMean, kvMin, kvMax float64, r *profi
 	} else if sr > 1 {
 		sr = 1
 	}
-	sb, kb := &r.srBucket, &r.kvBucket
-	if !(sr > sb.lo && sr <= sb.hi) {
+	if sb := &r.srBucket; !(sr > sb.lo && sr <= sb.hi) {
 		s.bucketOf(axSkewRate, sr, sb)
 	}
-	if !(kvMax > kb.lo && kvMax <= kb.hi) {
-		s.bucketOf(axKVBig, kvMax, kb)
-	}
-	if a := s.alpha[pl.skew+sb.off+kb.off]; a == a { // not NaN
-		return a
-	}
-	return s.alphaDefault
 }
 
 // bucketOf sets *b to the bucket of v on axis ax: index
