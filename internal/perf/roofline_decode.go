@@ -21,6 +21,13 @@ type rooflineRun struct {
 	key      stepCounts
 	prefix   float64
 	tok, seq []float64
+	// rest is Σ|n·t| over the token and sequence runs' terms at key, and
+	// restOps their count (the additions after the attention term), for
+	// decodeStep's error bound.
+	rest, restOps float64
+	// fastSteps and slowSteps count the pure-decode steps decodeStep
+	// decided and those it left to plainNs.
+	fastSteps, slowSteps int
 }
 
 // splitMemo is splits(u, nBlocks) = split for the latest inputs of one
@@ -46,6 +53,13 @@ func (x *rooflineRun) StepTime(b *Batch) int64 {
 	r := x.r
 	if r.plain && b != nil && (b.Tokens() > 0 || b.Seqs() > 0 || b.PadTokens > 0) {
 		if k := countsOf(b); k.padded <= opCacheLimit && k.rows >= 0 && k.rows <= opCacheLimit {
+			if r.attnPow.fast && b.PrefillTokens <= 0 && b.NumDecode > 0 && b.SpecTokens <= 0 {
+				if ns, ok := x.decodeStep(b, k); ok {
+					x.fastSteps++
+					return ns
+				}
+				x.slowSteps++
+			}
 			return clampNs(x.plainNs(b, k))
 		}
 	}
@@ -101,14 +115,18 @@ func (x *rooflineRun) load(b *Batch, k stepCounts) {
 		c.fillSeqs(r, b, k.rows)
 	}
 	x.key, x.prefix = k, math.Float64frombits(c.prefix[k.padded].Load())
-	row := c.byTokens[k.padded*c.tokCols+c.runs[1].col:][:len(x.tok)]
+	rest := 0.0
+	row, n := c.byTokens[k.padded*c.tokCols+c.runs[1].col:][:len(x.tok)], c.runs[1].counts[:len(x.tok)]
 	for j := range x.tok {
-		x.tok[j] = math.Float64frombits(row[j].Load())
+		v := math.Float64frombits(row[j].Load())
+		x.tok[j], rest = v, rest+math.Abs(n[j]*v)
 	}
-	row = c.bySeqs[k.rows*c.seqCols+c.runs[2].col:][:len(x.seq)]
+	row, n = c.bySeqs[k.rows*c.seqCols+c.runs[2].col:][:len(x.seq)], c.runs[2].counts[:len(x.seq)]
 	for j := range x.seq {
-		x.seq[j] = math.Float64frombits(row[j].Load())
+		v := math.Float64frombits(row[j].Load())
+		x.seq[j], rest = v, rest+math.Abs(n[j]*v)
 	}
+	x.rest, x.restOps = rest, float64(len(x.tok)+len(x.seq))
 }
 
 // decodeConsts are the terms of a pure-decode attention lookup (no
@@ -164,6 +182,13 @@ func (r *Roofline) decodeAttention(b *Batch, x *rooflineRun) float64 {
 // for the non-negative v here), and scheduleOn's steps for one class of
 // units written out. m, when not nil, remembers the split count.
 func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
+	launch, tc, tm := r.decodeTerms(n, kvSum, m)
+	return launch + r.attnPow.softMax(tc, tm)
+}
+
+// decodeTerms are decodeUniform's launch time (its first two terms, summed)
+// and the compute and memory times its soft maximum blends.
+func (r *Roofline) decodeTerms(n, kvSum float64, m *splitMemo) (launch, tc, tm float64) {
 	c := &r.dec
 	mean := kvSum / n
 	u := n * r.kvHeads * c.tiles
@@ -188,7 +213,6 @@ func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
 	// scheduleOn(decUnits, decNsPerKV, 0, 0, nd, ld, o): with no units
 	// the spread formula; else nd units of ld positions (ld >= 0; at
 	// ld = 0 both of its classes cost o) in whole waves.
-	var tc float64
 	if units := r.decUnits; units == 0 {
 		tc = r.decNsPerKV*(nd*ld) + o*nd
 	} else {
@@ -212,5 +236,5 @@ func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
 	if c.swapCopy && n >= 2 {
 		extra += r.eff.AttnDecodeCopyNs
 	}
-	return r.eff.AttnDecodeLaunchNs + extra + r.attnPow.softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9)
+	return r.eff.AttnDecodeLaunchNs + extra, tc, (miss + hits/r.eff.AttnCacheSpeed) / r.attnDecMem * 1e9
 }

@@ -1,0 +1,119 @@
+package perf
+
+import "math"
+
+// The fast pure-decode step.
+//
+// Only the rounded step time leaves the predictor. decodeStep sums a
+// pure-decode step of the plain program as plainNs does, but with the soft
+// maxima of its attention lookups from softMaxFast (no Exp or Log on
+// nearly every step), and carries alongside every value v' it computes a
+// bound e on |v' - v|, v the value plainNs computes at the same place:
+//
+//   - a lookup's soft maximum: relative attnPow.fastErr (softPowErr);
+//   - an operation whose inputs differ by at most e_in rounds both results
+//     by at most 2^-53 of their size, so its results differ by at most
+//     (e_in + 2^-51·|z'|)·(1 + 2^-50) (errStep; the generous factors also
+//     cover the roundings of the bound's own arithmetic and a subnormal's
+//     absolute error);
+//   - the skew blend's comparison tMax > t is decided only when
+//     |tMax' - t'| exceeds its bound (the signs then agree), else the
+//     step is left to plainNs;
+//   - the additions after the attention term add terms equal on both sides:
+//     each rounding is at most 2^-53 of a partial sum, and every partial
+//     sum is at most |prefix| + |n·t'| + rest (rest = Σ|terms|) in size.
+//
+// With the sum s' and its bound E (enlarged by 2^-51·|s'| + 2^-40, more
+// than the roundings of the two sums below), the reference sum v is within
+// E of s'. For every finite v, clampNs(v) is ⌊v + 1/2⌋ clamped to
+// [0, MaxInt64] (math.Round rounds halves away from zero, which differs
+// from ⌊v + 1/2⌋ only below zero, where clampNs gives 0 either way). So
+// when ⌊fl(s' - 2E + 1/2)⌋ = ⌊fl(s' + 2E + 1/2)⌋ (twice the bound, for
+// margin), ⌊v + 1/2⌋ is that same integer, and the step time is decided
+// without v. Otherwise (a reference sum within about 2E of a half
+// nanosecond, or anything not finite) StepTime takes plainNs.
+
+// errStep is the bound on |z' - z| for a rounded operation with result z'
+// whose exact results differ by at most e (see above).
+func errStep(e, z float64) float64 {
+	return (e + 0x1p-51*math.Abs(z) + 0x1p-1000) * (1 + 0x1p-50)
+}
+
+// decodeStep is clampNs(x.plainNs(b, k)) for a pure-decode step b (counts
+// k), with ok, when the fast sum decides its rounding; else ok is false.
+func (x *rooflineRun) decodeStep(b *Batch, k stepCounts) (ns int64, ok bool) {
+	if k != x.key {
+		x.load(b, k)
+	}
+	t, e, ok := x.decodeAttentionFast(b)
+	if !ok {
+		return 0, false
+	}
+	c := x.r.cache
+	tok, seq := &c.runs[1], &c.runs[2]
+	cnt := c.runs[0].counts[0]
+	at := cnt * t
+	s := x.prefix
+	s += at
+	e = errStep(errStep(math.Abs(cnt)*e, at), s)
+	row := x.tok[:len(tok.counts)]
+	for j, n := range tok.counts {
+		s += n * row[j]
+	}
+	row = x.seq[:len(seq.counts)]
+	for j, n := range seq.counts {
+		s += n * row[j]
+	}
+	part := (math.Abs(x.prefix) + math.Abs(at) + x.rest) * (1 + 0x1p-40)
+	e = (e+0x1p-51*x.restOps*part)*(1+0x1p-40) + 0x1p-51*math.Abs(s) + 0x1p-40
+	lo, hi := math.Floor(s-2*e+0.5), math.Floor(s+2*e+0.5)
+	if !(hi-lo == 0) { // also when either is not finite
+		return 0, false
+	}
+	return clampWhole(hi), true
+}
+
+// decodeAttentionFast is decodeAttention(b, x) with softMaxFast, and the
+// bound e on its distance from it; ok is false when the skew blend's
+// comparison is not decided. (Each lookup is decodeUniform's launch +
+// soft maximum, written out.)
+func (x *rooflineRun) decodeAttentionFast(b *Batch) (t, e float64, ok bool) {
+	r := x.r
+	sp := &r.attnPow
+	n := float64(b.NumDecode)
+	kvSum := float64(max(b.DecodeKVSum, 0))
+	launch, tc, tm := r.decodeTerms(n, kvSum, &x.splits[0])
+	sm := sp.softMaxFast(tc, tm)
+	t = launch + sm
+	e = errStep(sp.fastErr*(1+0x1p-20)*math.Abs(sm), t)
+	if a := r.eff.AttnDecodeSkew; a > 0 && n > 1 {
+		if kvMax := float64(b.DecodeKVMax); kvMax*n > kvSum {
+			launch, tc, tm = r.decodeTerms(n, kvMax*n, &x.splits[1])
+			sm = sp.softMaxFast(tc, tm)
+			tMax := launch + sm
+			eMax := errStep(sp.fastErr*(1+0x1p-20)*math.Abs(sm), tMax)
+			d := tMax - t
+			ed := errStep(e+eMax, d)
+			if !(math.Abs(d) > ed) {
+				return 0, 0, false
+			}
+			if d > 0 {
+				ad := a * d
+				t += ad
+				e = errStep(e+errStep(a*ed, ad), t)
+			}
+		}
+	}
+	return t, e, true
+}
+
+// clampWhole is clampNs(v) for a whole number v.
+func clampWhole(v float64) int64 {
+	switch {
+	case !(v > 0):
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return int64(v)
+}
