@@ -95,12 +95,7 @@ func (sp *softPow) softMaxFast(a, b float64) float64 {
 			c := &e.c
 			y = t.scale[k] * g.pow * (1 + d*(c[0]+d*(c[1]+d*(c[2]+d*c[3]))))
 		}
-		for i := e.yi; i != 0; i >>= 1 {
-			if i&1 == 1 {
-				y *= x
-			}
-			x *= x
-		}
+		y = mulPow(y, x, e.yi)
 	} else {
 		y = math.Pow(x, e.y)
 	}
@@ -117,16 +112,35 @@ func (sp *softPow) softMaxFast(a, b float64) float64 {
 			c := &e.c
 			y = t.scale[k] * g.pow * (1 + d*(c[0]+d*(c[1]+d*(c[2]+d*c[3]))))
 		}
-		for i := e.yi; i != 0; i >>= 1 {
-			if i&1 == 1 {
-				y *= x
-			}
-			x *= x
-		}
+		y = mulPow(y, x, e.yi)
 	} else {
 		y = math.Pow(x, e.y)
 	}
 	return hi * y
+}
+
+// mulPow is y·x^n by powNear's chain of squarings, the same products in
+// the same order (y·x, then ·x², ·x⁴, … for the bits of n from the
+// lowest), with the small n written out.
+func mulPow(y, x float64, n int) float64 {
+	switch n {
+	case 0:
+		return y
+	case 1:
+		return y * x
+	case 2:
+		return y * (x * x)
+	case 4:
+		x *= x
+		return y * (x * x)
+	}
+	for ; n != 0; n >>= 1 {
+		if n&1 == 1 {
+			y *= x
+		}
+		x *= x
+	}
+	return y
 }
 
 // softPowErr is the bound on |softMaxFast/softMax - 1| for the exponents

@@ -21,10 +21,10 @@ type rooflineRun struct {
 	key      stepCounts
 	prefix   float64
 	tok, seq []float64
-	// rest is Σ|n·t| over the token and sequence runs' terms at key, and
-	// restOps their count (the additions after the attention term), for
-	// decodeStep's error bound.
-	rest, restOps float64
+	// For decodeStep: rest is the sum of the token and sequence runs'
+	// terms n·t at key added to the prefix, restAbs |prefix| + Σ|n·t|, and
+	// restErr (number of terms + 2)·2^-50.
+	rest, restAbs, restErr float64
 	// fastSteps and slowSteps count the pure-decode steps decodeStep
 	// decided and those it left to plainNs.
 	fastSteps, slowSteps int
@@ -115,18 +115,18 @@ func (x *rooflineRun) load(b *Batch, k stepCounts) {
 		c.fillSeqs(r, b, k.rows)
 	}
 	x.key, x.prefix = k, math.Float64frombits(c.prefix[k.padded].Load())
-	rest := 0.0
+	rest, abs := x.prefix, math.Abs(x.prefix)
 	row, n := c.byTokens[k.padded*c.tokCols+c.runs[1].col:][:len(x.tok)], c.runs[1].counts[:len(x.tok)]
 	for j := range x.tok {
 		v := math.Float64frombits(row[j].Load())
-		x.tok[j], rest = v, rest+math.Abs(n[j]*v)
+		x.tok[j], rest, abs = v, rest+n[j]*v, abs+math.Abs(n[j]*v)
 	}
 	row, n = c.bySeqs[k.rows*c.seqCols+c.runs[2].col:][:len(x.seq)], c.runs[2].counts[:len(x.seq)]
 	for j := range x.seq {
 		v := math.Float64frombits(row[j].Load())
-		x.seq[j], rest = v, rest+math.Abs(n[j]*v)
+		x.seq[j], rest, abs = v, rest+n[j]*v, abs+math.Abs(n[j]*v)
 	}
-	x.rest, x.restOps = rest, float64(len(x.tok)+len(x.seq))
+	x.rest, x.restAbs, x.restErr = rest, abs, float64(len(x.tok)+len(x.seq)+2)*0x1p-50
 }
 
 // decodeConsts are the terms of a pure-decode attention lookup (no

@@ -6,9 +6,10 @@ import "math"
 //
 // Only the rounded step time leaves the predictor. decodeStep sums a
 // pure-decode step of the plain program as plainNs does, but with the soft
-// maxima of its attention lookups from softMaxFast (no Exp or Log on
-// nearly every step), and carries alongside every value v' it computes a
-// bound e on |v' - v|, v the value plainNs computes at the same place:
+// maxima of its attention lookups from softMaxFast (no Exp or Log), the
+// other terms summed once per counts key (load), and carries alongside
+// every value v' it computes a bound e on |v' - v|, v the value plainNs
+// computes at the same place:
 //
 //   - a lookup's soft maximum: relative attnPow.fastErr (softPowErr);
 //   - an operation whose inputs differ by at most e_in rounds both results
@@ -19,9 +20,13 @@ import "math"
 //   - the skew blend's comparison tMax > t is decided only when
 //     |tMax' - t'| exceeds its bound (the signs then agree), else the
 //     step is left to plainNs;
-//   - the additions after the attention term add terms equal on both sides:
-//     each rounding is at most 2^-53 of a partial sum, and every partial
-//     sum is at most |prefix| + |n·t'| + rest (rest = Σ|terms|) in size.
+//   - the other terms are equal on both sides, but plainNs adds them to
+//     prefix + n·t one by one, decodeStep adds n·t' to their sum (rest,
+//     summed in plainNs's order once per key): every partial sum of
+//     either is at most A = |prefix| + Σ|terms| + |n·t| in size, each of
+//     the m + 1 roundings of each at most 2^-53 of it, so the two sums are
+//     apart by at most |n·t' - n·t| + (2m+1)·2^-53·A plus the last
+//     rounding; decodeStep counts (m+2)·2^-50·A.
 //
 // With the sum s' and its bound E (enlarged by 2^-51·|s'| + 2^-40, more
 // than the roundings of the two sums below), the reference sum v is within
@@ -49,23 +54,11 @@ func (x *rooflineRun) decodeStep(b *Batch, k stepCounts) (ns int64, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	c := x.r.cache
-	tok, seq := &c.runs[1], &c.runs[2]
-	cnt := c.runs[0].counts[0]
+	cnt := x.r.cache.runs[0].counts[0]
 	at := cnt * t
-	s := x.prefix
-	s += at
-	e = errStep(errStep(math.Abs(cnt)*e, at), s)
-	row := x.tok[:len(tok.counts)]
-	for j, n := range tok.counts {
-		s += n * row[j]
-	}
-	row = x.seq[:len(seq.counts)]
-	for j, n := range seq.counts {
-		s += n * row[j]
-	}
-	part := (math.Abs(x.prefix) + math.Abs(at) + x.rest) * (1 + 0x1p-40)
-	e = (e+0x1p-51*x.restOps*part)*(1+0x1p-40) + 0x1p-51*math.Abs(s) + 0x1p-40
+	s := x.rest + at
+	e = errStep(math.Abs(cnt)*e, at)
+	e += x.restErr*(x.restAbs+math.Abs(at)+e) + 0x1p-51*math.Abs(s) + 0x1p-40
 	lo, hi := math.Floor(s-2*e+0.5), math.Floor(s+2*e+0.5)
 	if !(hi-lo == 0) { // also when either is not finite
 		return 0, false
