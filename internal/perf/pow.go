@@ -47,7 +47,7 @@ type powExp struct {
 	yi   int     // whole part, after the move
 	yf   float64 // fractional part, after the move
 	// c are the binomial coefficients C(yf, k), k = 1..4, and tab the
-	// tables of the fast fractional power (frac; nil when yf is 0).
+	// tables of softMaxFast's fractional power (nil when yf is 0).
 	c   [4]float64
 	tab *fracTable
 }

@@ -6,7 +6,7 @@ import "math"
 //
 // A pure-decode step of the roofline predictor calls softMax for attention
 // twice (at the mean context and at the longest), and with a fractional
-// exponent each of its pows costs an Exp and a Log. powFast takes the
+// exponent each of its pows costs an Exp and a Log. softMaxFast takes the
 // fractional power x^yf (|yf| <= 1/2) of an x in [2^-15, 2] from tables
 // made once per exponent instead: with x = 2^k·m, m in [1, 2), and g the
 // point of the grid 1 + i/256 (i = 0..256) nearest m,
@@ -17,14 +17,16 @@ import "math"
 // after k = 4. The whole part of the exponent is powNear's chain of
 // squarings, unchanged.
 //
-// Error of powFast against powNear at the same x (powFastErr):
+// Error of such a pow (the fast pow) against powNear at the same x
+// (powFastErr):
 //   - |C(yf, k)| <= |yf| <= 1/2 for k >= 1 (each later factor
 //     |yf-j|/(j+1) is below 1), so the remainder after k = 4 is at most
 //     |d|^5/(2(1-|d|)) < 2^-45.9;
 //   - d is computed as m·(1/g) - 1: the subtraction is exact (Sterbenz),
 //     the two roundings move d by at most 2^-51.9, the result by 2^-52.9;
 //   - the tables' entries are math.Pow's and math.Exp·math.Log's values,
-//     each within a few ulps (< 2^-49) of the true power; powNear's value
+//     each within a few ulps (< 2^-49) of the true power (2^(k·yf) with
+//     k·yf rounded, |k·yf| <= 7.5: < 2^-50 more); powNear's value
 //     at x is within a few ulps too (Log's error times |yf·Log x| <= 5.2,
 //     Exp's error): < 2^-47 together;
 //   - Horner's evaluation and the two products: at most 6 roundings, each
@@ -34,24 +36,24 @@ import "math"
 //
 // In all less than 2^-45; powFastErr = 2^-38 leaves a factor above 100.
 //
-// softMaxFast is hi·pow(1 + pow(lo/hi, p), 1/p) with powFast. Its inputs
+// softMaxFast is hi·pow(1 + pow(lo/hi, p), 1/p) with the fast pow. Its inputs
 // hi and lo are softMax's; only the pows differ. softPowErr propagates:
 // the first pow's error E1 moves 1 + y1 (y1 in (0, 1] when the first pow
 // is approximated, so 1 + y1 is in [1, 2]) by at most E1 + 3·2^-53
 // relative (r2); the second pow of an input moved by r2 moves by at most
-// 1.02·inv·r2 (inv <= 64, so inv·r2 < 2^-27) plus powNear's own error at
+// 1.02·inv·r2 (inv <= 64, so inv·r2 < 2^-31) plus powNear's own error at
 // both inputs (powRefErr each: the squarings of y <= 64 and the Exp and
 // Log of the fractional part, < 2^-45.5), and its own approximation adds
 // powFastErr; the product with hi two roundings. A whole exponent is not
 // approximated (the same steps as powNear), and arguments out of powNear's
 // range go to math.Pow on both sides.
 const (
-	powFastErr = 0x1p-38 // bound on |powFast/powNear - 1| at the same x
+	powFastErr = 0x1p-38 // bound on |fast pow/powNear - 1| at the same x
 	powRefErr  = 0x1p-40 // bound on |powNear(x, y)/x^y - 1|, y <= 64
 	unitRound  = 0x1p-53 // float64's unit roundoff
 )
 
-// fracTable holds powFast's tables for one fractional exponent yf:
+// fracTable holds the fast pow's tables for one fractional exponent yf:
 // scale[k+15] = 2^(k·yf) for k = -15..1, and for the grid points
 // g = 1 + i/256 their inverse and g^yf.
 type fracTable struct {
