@@ -21,12 +21,12 @@ type rooflineRun struct {
 	key      stepCounts
 	prefix   float64
 	tok, seq []float64
-	// For decodeStep: rest is the sum of the token and sequence runs'
+	// For fastStep: rest is the sum of the token and sequence runs'
 	// terms n·t at key added to the prefix, restAbs |prefix| + Σ|n·t|, and
 	// restErr (number of terms + 2)·2^-50.
 	rest, restAbs, restErr float64
-	// fastSteps and slowSteps count the pure-decode steps decodeStep
-	// decided and those it left to plainNs.
+	// fastSteps and slowSteps count the steps fastStep decided and those
+	// it left to plainNs.
 	fastSteps, slowSteps int
 }
 
@@ -48,13 +48,14 @@ func (r *Roofline) ForRun(*TableCounts) Predictor {
 
 // StepTime implements Predictor; it is r.StepTime(b), bit for bit. A
 // step of a predictor with the plain program (plainProgram) whose counts
-// are within the op cache takes plainNs.
+// are within the op cache takes fastStep, and plainNs when fastStep
+// cannot decide it.
 func (x *rooflineRun) StepTime(b *Batch) int64 {
 	r := x.r
 	if r.plain && b != nil && (b.Tokens() > 0 || b.Seqs() > 0 || b.PadTokens > 0) {
 		if k := countsOf(b); k.padded <= opCacheLimit && k.rows >= 0 && k.rows <= opCacheLimit {
-			if r.attnPow.fast && b.PrefillTokens <= 0 && b.NumDecode > 0 && b.SpecTokens <= 0 {
-				if ns, ok := x.decodeStep(b, k); ok {
+			if r.attnPow.fast {
+				if ns, ok := x.fastStep(b, k); ok {
 					x.fastSteps++
 					return ns
 				}

@@ -48,15 +48,16 @@ func TestSoftMaxFastWithinBound(t *testing.T) {
 	})
 }
 
-// TestDecodeStepIsExact drives the per-run copy's fast pure-decode step
-// through runs of decode batches as an engine makes them (contexts a
-// token longer every step, members joining and leaving, random
-// efficiencies with fractional sharpnesses) and requires every step time
-// to be the Roofline's, bit for bit. Some steps are moved next to a
-// rounding boundary (the decode launch time shifted so that the step's
-// sum lies within a few ulps to 1e-10 of a half nanosecond), where only
-// a sound error bound keeps the fast step from rounding the wrong way.
-func TestDecodeStepIsExact(t *testing.T) {
+// TestFastStepIsExact drives the per-run copy's fast step through runs of
+// decode batches as an engine makes them (contexts a token longer every
+// step, members joining and leaving, random efficiencies with fractional
+// sharpnesses), with mixed, prefill-only and speculative steps among
+// them, and requires every step time to be the Roofline's, bit for bit.
+// Some steps are moved next to a rounding boundary (the attention launch
+// time shifted so that the step's sum lies within a few ulps to 1e-10 of
+// a half nanosecond), where only a sound error bound keeps the fast step
+// from rounding the wrong way.
+func TestFastStepIsExact(t *testing.T) {
 	var fast, slow, plainFast, plainSlow int
 	rapid.Check(t, func(t *rapid.T) {
 		r := randomRoofline(t)
@@ -81,11 +82,27 @@ func TestDecodeStepIsExact(t *testing.T) {
 			if n == 1 {
 				b.DecodeKVMin, b.DecodeKVMax, b.DecodeKVSum = hi, hi, int64(hi)
 			}
+			switch rapid.IntRange(0, 9).Draw(t, "other") {
+			case 0:
+				b.PrefillTokens, b.PrefillSeqs = rapid.IntRange(1, 3000).Draw(t, "pc"), rapid.IntRange(1, 3).Draw(t, "ps")
+				b.PrefillKV = rapid.IntRange(0, 5000).Draw(t, "kp")
+			case 1:
+				b.SpecTokens = rapid.IntRange(1, 3*n).Draw(t, "spec")
+			case 2:
+				b.PadTokens = rapid.IntRange(1, 30).Draw(t, "pad")
+			case 3:
+				b = Batch{PrefillTokens: rapid.IntRange(1, 3000).Draw(t, "pc0"), PrefillSeqs: 1}
+			}
 			near := rapid.IntRange(0, 2).Draw(t, "near") == 0
 			if near {
 				v, _ := r.stepNs(&b, nil)
 				j := rapid.SampledFrom([]float64{0, 1e-16, -1e-16, 1e-14, -1e-14, 1e-12, -1e-12, 1e-10, -1e-10}).Draw(t, "jitter")
-				r.eff.AttnDecodeLaunchNs += (math.Floor(v) + 0.5 + j*v - v) / cnt
+				shift := (math.Floor(v) + 0.5 + j*v - v) / cnt
+				if b.PrefillTokens > 0 {
+					r.eff.AttnLaunchNs += shift
+				} else {
+					r.eff.AttnDecodeLaunchNs += shift
+				}
 			}
 			f, s := x.fastSteps, x.slowSteps
 			if got, want := x.StepTime(&b), r.StepTime(&b); got != want {

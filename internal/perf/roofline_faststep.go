@@ -2,11 +2,11 @@ package perf
 
 import "math"
 
-// The fast pure-decode step.
+// The fast step.
 //
-// Only the rounded step time leaves the predictor. decodeStep sums a
-// pure-decode step of the plain program as plainNs does, but with the soft
-// maxima of its attention lookups from softMaxFast (no Exp or Log), the
+// Only the rounded step time leaves the predictor. fastStep sums a step
+// of the plain program as plainNs does, but with the soft maxima of its
+// attention lookups from softMaxFast (no Exp or Log), the
 // other terms summed once per counts key (load), and carries alongside
 // every value v' it computes a bound e on |v' - v|, v the value plainNs
 // computes at the same place:
@@ -21,12 +21,12 @@ import "math"
 //     |tMax' - t'| exceeds its bound (the signs then agree), else the
 //     step is left to plainNs;
 //   - the other terms are equal on both sides, but plainNs adds them to
-//     prefix + n·t one by one, decodeStep adds n·t' to their sum (rest,
+//     prefix + n·t one by one, fastStep adds n·t' to their sum (rest,
 //     summed in plainNs's order once per key): every partial sum of
 //     either is at most A = |prefix| + Σ|terms| + |n·t| in size, each of
 //     the m + 1 roundings of each at most 2^-53 of it, so the two sums are
 //     apart by at most |n·t' - n·t| + (2m+1)·2^-53·A plus the last
-//     rounding; decodeStep counts (m+2)·2^-50·A.
+//     rounding; fastStep counts (m+2)·2^-50·A.
 //
 // With the sum s' and its bound E (enlarged by 2^-51·|s'| + 2^-40, more
 // than the roundings of the two sums below), the reference sum v is within
@@ -44,13 +44,19 @@ func errStep(e, z float64) float64 {
 	return (e + 0x1p-51*math.Abs(z) + 0x1p-1000) * (1 + 0x1p-50)
 }
 
-// decodeStep is clampNs(x.plainNs(b, k)) for a pure-decode step b (counts
-// k), with ok, when the fast sum decides its rounding; else ok is false.
-func (x *rooflineRun) decodeStep(b *Batch, k stepCounts) (ns int64, ok bool) {
+// fastStep is clampNs(x.plainNs(b, k)) for a step b (counts k) that
+// StepTime sends plainNs, with ok, when the fast sum decides its
+// rounding; else ok is false.
+func (x *rooflineRun) fastStep(b *Batch, k stepCounts) (ns int64, ok bool) {
 	if k != x.key {
 		x.load(b, k)
 	}
-	t, e, ok := x.decodeAttentionFast(b)
+	var t, e float64
+	if b.PrefillTokens <= 0 && b.NumDecode > 0 && b.SpecTokens <= 0 {
+		t, e, ok = x.decodeAttentionFast(b)
+	} else {
+		t, e, ok = x.r.attentionFast(b)
+	}
 	if !ok {
 		return 0, false
 	}
@@ -84,18 +90,62 @@ func (x *rooflineRun) decodeAttentionFast(b *Batch) (t, e float64, ok bool) {
 			launch, tc, tm = r.decodeTerms(n, kvMax*n, &x.splits[1])
 			sm = sp.softMaxFast(tc, tm)
 			tMax := launch + sm
-			eMax := errStep(sp.fastErr*(1+0x1p-20)*math.Abs(sm), tMax)
-			d := tMax - t
-			ed := errStep(e+eMax, d)
-			if !(math.Abs(d) > ed) {
-				return 0, 0, false
-			}
-			if d > 0 {
-				ad := a * d
-				t += ad
-				e = errStep(e+errStep(a*ed, ad), t)
-			}
+			return blendFast(t, e, tMax, errStep(sp.fastErr*(1+0x1p-20)*math.Abs(sm), tMax), a)
 		}
+	}
+	return t, e, true
+}
+
+// attentionFast is attention(b) with softMaxFast, and the bound e on its
+// distance from it; ok is false when the skew blend's comparison is not
+// decided. (Each lookup is attentionWindowed's launch + soft maximum.)
+func (r *Roofline) attentionFast(b *Batch) (t, e float64, ok bool) {
+	pc := float64(max(b.PrefillTokens, 0))
+	n := float64(max(b.NumDecode, 0))
+	if pc == 0 && n == 0 {
+		return 0, 0, true
+	}
+	kp := float64(max(b.PrefillKV, 0))
+	ps := float64(max(b.PrefillSeqs, 1))
+	kvSum := float64(max(b.DecodeKVSum, 0))
+	q := 1.0
+	if n > 0 && b.SpecTokens > 0 {
+		q += float64(b.SpecTokens) / n
+	}
+	sp := &r.attnPow
+	launch, tc, tm := r.attentionTerms(pc, kp, ps, n, q, kvSum, 0)
+	sm := sp.softMaxFast(tc, tm)
+	t = launch + sm
+	e = errStep(sp.fastErr*(1+0x1p-20)*math.Abs(sm), t)
+	a := r.eff.AttnSkew
+	if pc == 0 {
+		a = r.eff.AttnDecodeSkew
+	}
+	if a > 0 && n > 1 {
+		if kvMax := float64(b.DecodeKVMax); kvMax*n > kvSum {
+			launch, tc, tm = r.attentionTerms(pc, kp, ps, n, q, kvMax*n, 0)
+			sm = sp.softMaxFast(tc, tm)
+			tMax := launch + sm
+			return blendFast(t, e, tMax, errStep(sp.fastErr*(1+0x1p-20)*math.Abs(sm), tMax), a)
+		}
+	}
+	return t, e, true
+}
+
+// blendFast is the skew blend of attention (t += a·(tMax - t) when
+// tMax > t, a > 0) on values t and tMax within e and eMax of the
+// reference's, with the bound on the result's distance; ok is false when
+// the comparison is not decided.
+func blendFast(t, e, tMax, eMax, a float64) (float64, float64, bool) {
+	d := tMax - t
+	ed := errStep(e+eMax, d)
+	if !(math.Abs(d) > ed) {
+		return 0, 0, false
+	}
+	if d > 0 {
+		ad := a * d
+		t += ad
+		e = errStep(e+errStep(a*ed, ad), t)
 	}
 	return t, e, true
 }
