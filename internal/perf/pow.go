@@ -46,6 +46,10 @@ type powExp struct {
 	near bool    // y is in powNear's range
 	yi   int     // whole part, after the move
 	yf   float64 // fractional part, after the move
+	// c are the binomial coefficients C(yf, k), k = 1..4, and tab the
+	// tables of softMaxFast's fractional power (nil when yf is 0).
+	c   [4]float64
+	tab *fracTable
 }
 
 func newPowExp(y float64) powExp {
@@ -57,17 +61,33 @@ func newPowExp(y float64) powExp {
 			yi++
 		}
 		e.yi, e.yf = int(yi), yf
+		b := 1.0
+		for k := range e.c {
+			b *= (yf - float64(k)) / float64(k+1)
+			e.c[k] = b
+		}
+		if yf != 0 {
+			e.tab = newFracTable(yf)
+		}
 	}
 	return e
 }
 
-// softPow holds softMax's two exponents for one invP: p = 1/invP and invP.
+// softPow holds softMax's two exponents for one invP: p = 1/invP and invP,
+// and, when the fast soft maximum (softMaxFast) applies to them, a bound
+// on its relative distance from softMax.
 type softPow struct {
 	p, inv powExp
+	// fastErr bounds |softMaxFast/softMax - 1| (softPowErr); fast says
+	// softMaxFast may be used at all.
+	fastErr float64
+	fast    bool
 }
 
 func newSoftPow(invP float64) softPow {
-	return softPow{p: newPowExp(1 / invP), inv: newPowExp(invP)}
+	sp := softPow{p: newPowExp(1 / invP), inv: newPowExp(invP)}
+	sp.fastErr, sp.fast = softPowErr(&sp.p, &sp.inv)
+	return sp
 }
 
 // softMax is softMax(a, b, invP) for the invP sp was made for, bit for

@@ -102,6 +102,13 @@ func (r *Roofline) attentionUniform(pc, kp, ps, n, q, kvSum float64) float64 {
 // win tokens (0: no limit): each prefill tile visits at most win KV
 // positions beyond its own rows.
 func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float64 {
+	launch, tc, tm := r.attentionTerms(pc, kp, ps, n, q, kvSum, win)
+	return launch + r.attnPow.softMax(tc, tm)
+}
+
+// attentionTerms are attentionWindowed's launch time (its first two terms,
+// summed) and the compute and memory times its soft maximum blends.
+func (r *Roofline) attentionTerms(pc, kp, ps, n, q, kvSum, win float64) (launch, tc, tm float64) {
 	// Two classes of work units: prefill tiles (np units visiting lp KV
 	// positions on average) and decode units (nd, ld). uniq: distinct KV
 	// bytes; req: KV bytes the units request (a decode packed by GQA reads
@@ -159,7 +166,6 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 	if pc == 0 && r.eff.AttnDecodeUnitNs > 0 {
 		o = r.eff.AttnDecodeUnitNs
 	}
-	var tc float64
 	if pc == 0 {
 		tc = r.scheduleOn(r.decUnits, r.decNsPerKV, 0, 0, nd, ld, o)
 	} else {
@@ -201,10 +207,10 @@ func (r *Roofline) attentionWindowed(pc, kp, ps, n, q, kvSum, win float64) float
 		if r.hw.SwapGQADecode && q == 1 && n >= 2 && r.kvHeads >= 2 && r.gqa > 1 {
 			extra += r.eff.AttnDecodeCopyNs
 		}
-		return r.eff.AttnDecodeLaunchNs + extra + r.attnPow.softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9)
+		return r.eff.AttnDecodeLaunchNs + extra, tc, (miss + hits/r.eff.AttnCacheSpeed) / r.attnDecMem * 1e9
 	}
-	tm := (miss + hits/r.eff.AttnCacheSpeed) / r.attnMem * 1e9
-	return r.eff.AttnLaunchNs + extra + r.attnPow.softMax(tc, tm)
+	tm = (miss + hits/r.eff.AttnCacheSpeed) / r.attnMem * 1e9
+	return r.eff.AttnLaunchNs + extra, tc, tm
 }
 
 // schedule is the compute time of two classes of work units (n1 units of

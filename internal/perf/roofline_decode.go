@@ -21,6 +21,13 @@ type rooflineRun struct {
 	key      stepCounts
 	prefix   float64
 	tok, seq []float64
+	// For fastStep: rest is the sum of the token and sequence runs'
+	// terms n·t at key added to the prefix, restAbs |prefix| + Σ|n·t|, and
+	// restErr (number of terms + 2)·2^-50.
+	rest, restAbs, restErr float64
+	// fastSteps and slowSteps count the steps fastStep decided and those
+	// it left to plainNs.
+	fastSteps, slowSteps int
 }
 
 // splitMemo is splits(u, nBlocks) = split for the latest inputs of one
@@ -41,11 +48,19 @@ func (r *Roofline) ForRun(*TableCounts) Predictor {
 
 // StepTime implements Predictor; it is r.StepTime(b), bit for bit. A
 // step of a predictor with the plain program (plainProgram) whose counts
-// are within the op cache takes plainNs.
+// are within the op cache takes fastStep, and plainNs when fastStep
+// cannot decide it.
 func (x *rooflineRun) StepTime(b *Batch) int64 {
 	r := x.r
 	if r.plain && b != nil && (b.Tokens() > 0 || b.Seqs() > 0 || b.PadTokens > 0) {
 		if k := countsOf(b); k.padded <= opCacheLimit && k.rows >= 0 && k.rows <= opCacheLimit {
+			if r.attnPow.fast {
+				if ns, ok := x.fastStep(b, k); ok {
+					x.fastSteps++
+					return ns
+				}
+				x.slowSteps++
+			}
 			return clampNs(x.plainNs(b, k))
 		}
 	}
@@ -101,14 +116,18 @@ func (x *rooflineRun) load(b *Batch, k stepCounts) {
 		c.fillSeqs(r, b, k.rows)
 	}
 	x.key, x.prefix = k, math.Float64frombits(c.prefix[k.padded].Load())
-	row := c.byTokens[k.padded*c.tokCols+c.runs[1].col:][:len(x.tok)]
+	rest, abs := x.prefix, math.Abs(x.prefix)
+	row, n := c.byTokens[k.padded*c.tokCols+c.runs[1].col:][:len(x.tok)], c.runs[1].counts[:len(x.tok)]
 	for j := range x.tok {
-		x.tok[j] = math.Float64frombits(row[j].Load())
+		v := math.Float64frombits(row[j].Load())
+		x.tok[j], rest, abs = v, rest+n[j]*v, abs+math.Abs(n[j]*v)
 	}
-	row = c.bySeqs[k.rows*c.seqCols+c.runs[2].col:][:len(x.seq)]
+	row, n = c.bySeqs[k.rows*c.seqCols+c.runs[2].col:][:len(x.seq)], c.runs[2].counts[:len(x.seq)]
 	for j := range x.seq {
-		x.seq[j] = math.Float64frombits(row[j].Load())
+		v := math.Float64frombits(row[j].Load())
+		x.seq[j], rest, abs = v, rest+n[j]*v, abs+math.Abs(n[j]*v)
 	}
+	x.rest, x.restAbs, x.restErr = rest, abs, float64(len(x.tok)+len(x.seq)+2)*0x1p-50
 }
 
 // decodeConsts are the terms of a pure-decode attention lookup (no
@@ -164,6 +183,13 @@ func (r *Roofline) decodeAttention(b *Batch, x *rooflineRun) float64 {
 // for the non-negative v here), and scheduleOn's steps for one class of
 // units written out. m, when not nil, remembers the split count.
 func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
+	launch, tc, tm := r.decodeTerms(n, kvSum, m)
+	return launch + r.attnPow.softMax(tc, tm)
+}
+
+// decodeTerms are decodeUniform's launch time (its first two terms, summed)
+// and the compute and memory times its soft maximum blends.
+func (r *Roofline) decodeTerms(n, kvSum float64, m *splitMemo) (launch, tc, tm float64) {
 	c := &r.dec
 	mean := kvSum / n
 	u := n * r.kvHeads * c.tiles
@@ -188,7 +214,6 @@ func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
 	// scheduleOn(decUnits, decNsPerKV, 0, 0, nd, ld, o): with no units
 	// the spread formula; else nd units of ld positions (ld >= 0; at
 	// ld = 0 both of its classes cost o) in whole waves.
-	var tc float64
 	if units := r.decUnits; units == 0 {
 		tc = r.decNsPerKV*(nd*ld) + o*nd
 	} else {
@@ -212,5 +237,5 @@ func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
 	if c.swapCopy && n >= 2 {
 		extra += r.eff.AttnDecodeCopyNs
 	}
-	return r.eff.AttnDecodeLaunchNs + extra + r.attnPow.softMax(tc, (miss+hits/r.eff.AttnCacheSpeed)/r.attnDecMem*1e9)
+	return r.eff.AttnDecodeLaunchNs + extra, tc, (miss + hits/r.eff.AttnCacheSpeed) / r.attnDecMem * 1e9
 }
