@@ -63,8 +63,8 @@ func (s *Sim) due(t int64) bool {
 	if t > s.until || s.pastLimit(t) {
 		return false
 	}
-	if next, ok := s.q.Peek(); ok && next.At <= t {
-		return false
+	if next, ok := s.q.NextAt(); ok && next <= t {
+		return false // (NextAt leaves the queue's hole for the step end's push)
 	}
 	if s.interrupt != nil && (s.events+1)&(interruptEvery-1) == 0 {
 		return false // RunUntil makes the check

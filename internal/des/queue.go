@@ -87,6 +87,26 @@ func (q *Queue) Peek() (Event, bool) {
 	return q.heap[0], true
 }
 
+// NextAt returns the time of the next pending event, as Peek's At, without
+// closing a root hole Pop or Drop left: the next Push still drops into it.
+// With the root vacant the earliest remaining event is one of its
+// children.
+func (q *Queue) NextAt() (Time, bool) {
+	h := q.heap
+	switch {
+	case !q.hole:
+		if len(h) == 0 {
+			return 0, false
+		}
+		return h[0].At, true
+	case len(h) == 1:
+		return 0, false
+	case len(h) == 2:
+		return h[1].At, true
+	}
+	return min(h[1].At, h[2].At), true
+}
+
 // Pop removes and returns the next event and advances the clock to its time.
 func (q *Queue) Pop() (Event, bool) {
 	if q.hole {

@@ -239,3 +239,33 @@ func TestDropMatchesPop(t *testing.T) {
 		}
 	})
 }
+
+// TestNextAtIsPeek: NextAt gives Peek's time, whether or not a Pop left
+// the root vacant, and leaves the events' order alone.
+func TestNextAtIsPeek(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var q, ref Queue
+		for i := range rapid.IntRange(1, 300).Draw(rt, "ops") {
+			if q.Len() > 0 && rapid.IntRange(0, 2).Draw(rt, "pop") == 0 {
+				a, _ := q.Pop()
+				b, _ := ref.Pop()
+				if a != b {
+					rt.Fatalf("op %d: popped %+v, reference %+v", i, a, b)
+				}
+			} else {
+				e := Event{At: q.Now() + rapid.Int64Range(0, 20).Draw(rt, "delay"), Arg: int64(i)}
+				if err := q.Push(e); err != nil {
+					rt.Fatal(err)
+				}
+				if err := ref.Push(e); err != nil {
+					rt.Fatal(err)
+				}
+			}
+			at, ok := q.NextAt()
+			next, ok2 := ref.Peek()
+			if ok != ok2 || ok && at != next.At {
+				rt.Fatalf("op %d: NextAt %d %v, Peek %+v %v", i, at, ok, next, ok2)
+			}
+		}
+	})
+}
