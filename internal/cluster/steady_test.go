@@ -30,7 +30,7 @@ func (l *callLog) Advance(now int64) {
 }
 
 func (l *callLog) StepDone(inst int, r *engine.StepResult) {
-	l.calls = append(l.calls, fmt.Sprintf("step %d %d-%d gen %d prompt %d itl %v batch %+v", inst, r.Start, r.End, r.GenTokens, r.PromptTokens, r.ITL, r.Batch))
+	l.calls = append(l.calls, fmt.Sprintf("step %d %d-%d gen %d prompt %d itl %v batch %+v", inst, r.Start, r.End, r.GenTokens, r.PromptTokens, r.ITL, *r.Batch))
 }
 
 func (l *callLog) Terminal(r *metrics.Record) {

@@ -38,10 +38,6 @@ type Config struct {
 	// moves between stages by an activation send (see PPSend). Async
 	// scheduling is off with N > 1, as in vLLM.
 	PipelineParallel int
-	// PPSend is the stage-to-stage activation transfer.
-	PPSend PPSend
-	// Spec is speculative decoding (off when Spec.K is 0; see spec.go).
-	Spec Speculative
 	// SwapBlocks is the host swap space for preempted requests' KV, in
 	// blocks (vLLM v0's legacy preemption_mode swap; see swap.go); 0:
 	// preemption recomputes (vLLM v1). Swapping needs the KV tiers' links
@@ -68,6 +64,12 @@ type Config struct {
 	// with Local.Groups > 0 NumBlocks is the pool they share with the
 	// full-attention group.
 	Local LocalKV
+	// The less used settings last: the first fields are read at every
+	// step (Engine keeps them in its first cache lines).
+	// PPSend is the stage-to-stage activation transfer.
+	PPSend PPSend
+	// Spec is speculative decoding (off when Spec.K is 0; see spec.go).
+	Spec Speculative
 }
 
 // PPSend is the cost of sending one batch's activations from one pipeline

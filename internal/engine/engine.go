@@ -9,37 +9,75 @@ import (
 )
 
 // Engine is one serving instance.
+//
+// Its fields start with what every step reads or writes (the first lines
+// of the configuration, then the block after it), so that a step touches
+// few cache lines: in a cluster the instances step in turn, and an
+// instance's lines have left the first-level cache by its next step.
 type Engine struct {
 	cfg  Config
-	id   int32
 	pred perf.Predictor
 	pool *kv.Pool
-
-	slots     []seq
-	freeSlots []int32
-	waiting   waitQueue
-	running   []int32
 
 	flights   []*flight // batches in flight, oldest first
 	spare     []*flight // finished flights, for reuse (pointers: a step moves no flight's bytes)
 	nextID    int64
-	stages    []int64 // time each pipeline stage can take the next batch
-	stepStart int64   // start of the latest batch
-	stepEnd   int64   // end of the latest batch
-	justEnded bool    // a step ended and no batch has been formed since
+	stepStart int64 // start of the latest batch
+	stepEnd   int64 // end of the latest batch
+	tick      int64 // batches finished
+	prevEnd   int64 // end of the latest finished batch
+	running   []int32
 	// zombies are requests that finished (or, on a prefill instance,
 	// completed their prompt) in the last step: with async scheduling they
 	// keep their sequence slot and blocks until the next batch is formed.
 	zombies []int32
+	// Decode lane (lane.go).
+	lane    []int32 // slots of the members
+	laneSum int64   // sum of laneOff
+	// Minimum and maximum of laneOff; stale after an extreme member left.
+	laneLo, laneHi int64
+	formDraft      int64   // proposer time of the batch formed by Begin
+	slow           float64 // scales every step's time (a straggler, fault.go); 0 or 1: none
+	err            error   // the first invariant violation (fail)
+	preempted      int
+	formBudget     int32 // token budget left by the last Form (invariant check)
+	justEnded      bool  // a step ended and no batch has been formed since
+	laneStale      bool
+	recount        bool // the batch's aggregates must be recounted (rebatch)
+	// noLane: the lane is off, by configuration (laneRuledOut) or as a
+	// test's reference (every request explicit).
+	noLane     bool
+	spec       bool    // speculative decoding (cfg.Spec.K > 0)
+	firstSched []int64 // FirstScheduled of the batch being formed
+	sched      []scheduled
+	waiting    waitQueue
+	ready      deque // transferred requests waiting for the next batch
+	swap       swapState
+	batch      perf.Batch
+	result     StepResult
+	gaps       gapMax // gaps between the last laneWindow batch ends
+	// laneCounts[i]: the counted lane members (seq.laneAlloc) that
+	// allocate a block when batch i (mod laneWindow) is formed
+	// (lanefill.go).
+	laneCounts [laneWindow]laneCount
+	// laneDue: members by the batch they must be explicit in (they leave
+	// the lane before it is formed); laneNamed: members with named blocks
+	// by the batch whose forming allocates their next block (lanefill.go).
+	laneDue   tickLists
+	laneNamed tickLists
+
+	id        int32
+	slots     []seq
+	freeSlots []int32
+	stages    []int64 // time each pipeline stage can take the next batch
 
 	// P/D handoff state.
 	// Decode admission queue, FCFS, as a list linked through the slots so
 	// that withdrawing a request from its middle costs O(1).
 	hqHead, hqTail int32 // -1 when empty
 	hqLen          int
-	ready          deque // transferred requests waiting for the next batch
-	reservedSeqs   int   // requests holding a decode reservation (reserved or ready)
-	pinned         int   // distinct blocks pinned by prefilled requests
+	reservedSeqs   int // requests holding a decode reservation (reserved or ready)
+	pinned         int // distinct blocks pinned by prefilled requests
 	// pinRefs[b] is how many prefilled requests pin block b (a shared
 	// prefix block is pinned by each of them but counted once in pinned).
 	pinRefs []int32
@@ -48,72 +86,44 @@ type Engine struct {
 	checkMark []uint32
 	checkGen  uint32
 
-	// Decode lane (lane.go).
-	lane    []int32 // slots of the members
 	laneOff []int64 // parallel to lane: computed - tick at joining
-	laneSum int64   // sum of laneOff
-	// Minimum and maximum of laneOff; stale after an extreme member left.
-	laneLo, laneHi int64
-	laneStale      bool
 	// laneOrd is the largest admission order of a member; stale (an
 	// upper bound) after the member holding it left.
 	laneOrd      int64
 	laneOrdStale bool
-	tick         int64  // batches finished
-	prevEnd      int64  // end of the latest finished batch
-	gaps         gapMax // gaps between the last laneWindow batch ends
-	// laneDue: members by the batch they must be explicit in (they leave
-	// the lane before it is formed); laneNamed: members with named blocks
-	// by the batch whose forming allocates their next block (lanefill.go).
-	laneDue   tickLists
-	laneNamed tickLists
-	laneBuf   []int32 // scratch of leaveDue and laneAllocate
-	// laneAllocs[i] and laneCommitsAt[i]: how many counted lane members
-	// (seq.laneAlloc) allocate a block, and commit the one they filled,
-	// when batch i (mod laneWindow) is formed (lanefill.go).
-	laneAllocs, laneCommitsAt [laneWindow]int32
-	// laneFirstsAt[i]: how many of the allocations of batch i are a late
-	// committer's first, which commits nothing (lanefill.go).
-	laneFirstsAt [laneWindow]int32
+	laneBuf      []int32 // scratch of leaveDue and laneAllocate
 	nextOrder    int64   // admission-order stamp of the next running request
 	mergeBuf     []int32 // scratch of mergeRunning
-	// noLane: the lane is off, by configuration (laneRuledOut) or as a
-	// test's reference (every request explicit).
-	noLane bool
 
 	waitingTokens int64        // tokens the waiting queue must compute
 	probe         []uint64     // scratch hashes for PrefixHitTokens
 	hits          []kv.BlockID // scratch: blocks of the last prefix match
-	sched         []scheduled
-	firstSched    []int64 // FirstScheduled of the batch being formed
-	batch         perf.Batch
-	preempted     int
-	refund        int32   // tokens of preempted requests taken out of the batch being formed
-	recount       bool    // the batch's aggregates must be recounted (rebatch)
-	unseen        []int32 // waiting requests not yet visible to the batch being formed (priority policy)
-	result        StepResult
+	refund        int32        // tokens of preempted requests taken out of the batch being formed
+	unseen        []int32      // waiting requests not yet visible to the batch being formed (priority policy)
 	scratch       []int32
-	formBudget    int32 // token budget left by the last Form (invariant check)
-	err           error // the first invariant violation (fail)
 	tiers         Tiers // KV tiers below the GPU; nil: none
 	loading       int   // requests in stLoading
-	swap          swapState
-	checks        int // slot walks of the invariant check (invariants.go)
-	checkDebt     int // slot visits the invariant check owes
+	checks        int   // slot walks of the invariant check (invariants.go)
+	checkDebt     int   // slot visits the invariant check owes
 
 	// Speculative decoding (spec.go).
 	specRand   *rand.Rand // acceptance draws, created on first use
 	draftBatch perf.Batch // scratch of draftNs
-	formDraft  int64      // proposer time of the batch formed by Begin
 	specTotal  SpecStats
 	// preemptions counts every preemption (recompute or swap) on this
 	// instance, for the check that no request record loses one.
 	preemptions int64
-	// slow scales every step's time (a straggler, fault.go); 0 or 1: none.
-	slow float64
 	// loc[slot] is what the local KV cache groups hold for the request
 	// in slot (hybrid.go; empty without them).
 	loc []localHold
+}
+
+// laneCount is what the counted lane members do when one batch is formed:
+// how many allocate a block, how many of those commit the block they
+// filled, and how many are a late committer's first allocation, which
+// commits nothing (lanefill.go). One batch's counts share a cache line.
+type laneCount struct {
+	allocs, commits, firsts int32
 }
 
 // New returns an idle engine with an empty KV pool. id is the instance index
@@ -131,6 +141,7 @@ func New(id int, cfg Config, pred perf.Predictor) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize), hqHead: -1, hqTail: -1}
 	e.waiting.prio = cfg.PriorityScheduling
+	e.spec = cfg.Spec.K > 0
 	e.noLane = e.laneRuledOut()
 	return e, nil
 }

@@ -30,7 +30,7 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 	}
 	e.spare = append(e.spare, f)
 	r.Start, r.End = f.start, end
-	r.Batch = f.batch
+	r.Batch = &f.batch
 	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, f.preempted
 	r.ITL = r.ITL[:0]
 	r.Finished = r.Finished[:0]

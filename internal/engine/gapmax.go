@@ -10,9 +10,9 @@ package engine
 // the first of them after t. That is the maximum a scan of every gap in
 // the range gives, exactly (TestGapMaxMatchesScan).
 type gapMax struct {
-	e    [laneWindow]gapEntry // ring; gaps strictly decreasing from head
 	head int
 	n    int
+	e    [laneWindow]gapEntry // ring; gaps strictly decreasing from head
 }
 
 type gapEntry struct {

@@ -337,7 +337,7 @@ func (e *Engine) checkTail(s *seq, tail int) error {
 // checkLaneCounts recounts the counted lane members' next allocations
 // (lanefill.go) and compares them with the per-batch counts.
 func (e *Engine) checkLaneCounts() error {
-	var allocs, commits, firsts [laneWindow]int32
+	var counts [laneWindow]laneCount
 	for _, slot := range e.lane {
 		s := &e.slots[slot]
 		if s.laneAlloc <= 0 {
@@ -353,16 +353,16 @@ func (e *Engine) checkLaneCounts() error {
 		if formed := e.tick + int64(len(e.flights)); next <= formed {
 			return fmt.Errorf("request %d: counted lane allocation at batch %d, already formed (%d formed)", s.rec.ID, next, formed)
 		}
-		allocs[next&(laneWindow-1)]++
+		c := &counts[next&(laneWindow-1)]
+		c.allocs++
 		if s.laneCommitsAtNext(e.laneAllocsDone(s)) {
-			commits[next&(laneWindow-1)]++
+			c.commits++
 		} else if s.laneLateCommitter {
-			firsts[next&(laneWindow-1)]++
+			c.firsts++
 		}
 	}
-	if allocs != e.laneAllocs || commits != e.laneCommitsAt || firsts != e.laneFirstsAt {
-		return fmt.Errorf("counted lane allocations per batch %v (commits %v, late committers' firsts %v) but the members' are %v (%v, %v)",
-			e.laneAllocs, e.laneCommitsAt, e.laneFirstsAt, allocs, commits, firsts)
+	if counts != e.laneCounts {
+		return fmt.Errorf("counted lane allocations, commits and late committers' firsts per batch %v but the members' are %v", e.laneCounts, counts)
 	}
 	return nil
 }

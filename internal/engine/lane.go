@@ -347,7 +347,7 @@ func (e *Engine) laneOnlyFits(budget int32) bool {
 	next := e.tick + 1
 	n := int32(len(e.lane))
 	return n > 0 && n <= budget && e.laneDue.empty(next) && e.laneNamed.empty(next) &&
-		int(e.laneAllocs[next&(laneWindow-1)]) <= e.pool.Free() &&
+		int(e.laneCounts[next&(laneWindow-1)].allocs) <= e.pool.Free() &&
 		e.ready.len() == 0 && e.swap.queue.len() == 0 && e.waiting.len() == 0
 }
 

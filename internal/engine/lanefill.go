@@ -79,7 +79,7 @@ func (e *Engine) laneNeedsBlock(s *seq) bool {
 // being formed (an upper bound: a member registered twice counts twice).
 func (e *Engine) laneBlocksDue() int {
 	next := e.tick + 1
-	n := int(e.laneAllocs[next&(laneWindow-1)])
+	n := int(e.laneCounts[next&(laneWindow-1)].allocs)
 	if !e.laneNamed.empty(next) {
 		e.laneNamed.each(next, func(slot int32) {
 			if e.laneNeedsBlock(&e.slots[slot]) {
@@ -151,8 +151,8 @@ func (e *Engine) laneAllocate() {
 // full and committed as it joined, at every allocation but the first
 // (laneLateCommitter: the first only brings the block it fills next). Its
 // allocations, at batches joinTick+laneAlloc and every BlockSize batches
-// after, are counted per batch in laneAllocs (those that commit also in
-// laneCommitsAt, and a late committer's first in laneFirstsAt): forming a
+// after, are counted per batch in laneCounts (allocs; those that commit
+// also in commits, and a late committer's first in firsts): forming a
 // batch takes that many tail blocks and moves the counts BlockSize batches
 // on, a late committer's among the commits from then on, and leave brings
 // the member's block and commit counts up to date from the number of its
@@ -165,28 +165,28 @@ func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 	s.laneAlloc = int32(alloc - t)
 	s.laneCommitter = e.cfg.PrefixCaching && s.committed+1 == s.nblocks
 	s.laneLateCommitter = e.cfg.PrefixCaching && s.committed == s.nblocks && e.laneCommits(s)
-	i := alloc & (laneWindow - 1)
-	e.laneAllocs[i]++
+	c := &e.laneCounts[alloc&(laneWindow-1)]
+	c.allocs++
 	if s.laneCommitter {
-		e.laneCommitsAt[i]++
+		c.commits++
 	} else if s.laneLateCommitter {
-		e.laneFirstsAt[i]++
+		c.firsts++
 	}
 }
 
 // countedAllocate makes the counted members' allocations (and commits)
 // of batch n, being formed, and returns how many tail blocks they need.
 func (e *Engine) countedAllocate(n int64) int {
-	i := n & (laneWindow - 1)
-	k, c, f := e.laneAllocs[i], e.laneCommitsAt[i], e.laneFirstsAt[i]
+	at := &e.laneCounts[n&(laneWindow-1)]
+	k, c, f := at.allocs, at.commits, at.firsts
 	if k == 0 {
 		return 0
 	}
-	e.laneAllocs[i], e.laneCommitsAt[i], e.laneFirstsAt[i] = 0, 0, 0
+	*at = laneCount{}
 	if bs := int64(e.cfg.BlockSize); bs < laneWindow {
-		j := (n + bs) & (laneWindow - 1)
-		e.laneAllocs[j] += k
-		e.laneCommitsAt[j] += c + f // late committers commit from their second on
+		to := &e.laneCounts[(n+bs)&(laneWindow-1)]
+		to.allocs += k
+		to.commits += c + f // late committers commit from their second on
 	}
 	e.pool.CommitTail(int(c))
 	return int(k)
@@ -225,7 +225,7 @@ func (e *Engine) laneSettled(s *seq) (nblocks, committed int32) {
 }
 
 // laneNextAlloc is the batch of counted member s's next allocation, as
-// registered in laneAllocs, or -1 when none is registered (BlockSize is
+// registered in laneCounts, or -1 when none is registered (BlockSize is
 // not below laneWindow and its one allocation is made).
 func (e *Engine) laneNextAlloc(s *seq) int64 {
 	m := e.laneAllocsDone(s)
@@ -242,12 +242,12 @@ func (e *Engine) settleAllocs(s *seq) {
 		return
 	}
 	if next := e.laneNextAlloc(s); next >= 0 {
-		i := next & (laneWindow - 1)
-		e.laneAllocs[i]--
+		c := &e.laneCounts[next&(laneWindow-1)]
+		c.allocs--
 		if s.laneCommitsAtNext(e.laneAllocsDone(s)) {
-			e.laneCommitsAt[i]--
+			c.commits--
 		} else if s.laneLateCommitter {
-			e.laneFirstsAt[i]--
+			c.firsts--
 		}
 	}
 	s.nblocks, s.committed = e.laneSettled(s)

@@ -74,7 +74,7 @@ type seq struct {
 	// laneAlloc, when > 0, makes the lane member a counted one: its first
 	// allocation in the lane is at batch joinTick+laneAlloc, the next ones
 	// every block's worth of batches after, all counted in
-	// Engine.laneAllocs instead of made member by member (lanefill.go).
+	// Engine.laneCounts instead of made member by member (lanefill.go).
 	laneAlloc int32
 
 	blocks []kv.BlockID // the named blocks (tail.go)

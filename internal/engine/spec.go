@@ -120,7 +120,7 @@ func (s *SpecStats) add(o *SpecStats) {
 func (e *Engine) SpecTotals() SpecStats { return e.specTotal }
 
 // specOn reports whether this engine speculates.
-func (e *Engine) specOn() bool { return e.cfg.Spec.K > 0 }
+func (e *Engine) specOn() bool { return e.spec }
 
 // specRNG returns the engine's acceptance stream, created on first use.
 func (e *Engine) specRNG() *rand.Rand {

@@ -39,7 +39,7 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 	e.flights = e.flights[:0]
 	e.spare = append(e.spare, f)
 	r := &e.result
-	r.Start, r.End, r.Batch = f.start, end, f.batch
+	r.Start, r.End, r.Batch = f.start, end, &f.batch
 	r.PromptTokens, r.GenTokens, r.Preempted = 0, f.lane, f.preempted
 	e.tick++
 	gap := end - e.prevEnd

@@ -41,8 +41,11 @@ func (e *Engine) FirstScheduled() []int64 { return e.firstSched }
 
 // StepResult is what one step did. Slices are reused by the next FinishBatch.
 type StepResult struct {
-	Start, End   int64
-	Batch        perf.Batch
+	Start, End int64
+	// Batch is the batch as the predictor saw it, valid until the
+	// engine's next Launch (it is the finished batch's own record, not a
+	// copy).
+	Batch        *perf.Batch
 	PromptTokens int              // prompt tokens of requests that emitted their first token
 	GenTokens    int              // output tokens emitted
 	Preempted    int              // requests preempted while forming the batch

@@ -245,13 +245,13 @@ func (o *steadyObserver) StepDone(inst int, r *engine.StepResult) {
 	if !same || used != o.prevUsed[inst] {
 		o.blockRuns++
 	}
-	if _, ok := o.shapes[r.Batch]; ok {
+	if _, ok := o.shapes[*r.Batch]; ok {
 		o.hits++
 	} else {
 		if len(o.shapes) == 1<<16 {
 			clear(o.shapes)
 		}
-		o.shapes[r.Batch] = struct{}{}
+		o.shapes[*r.Batch] = struct{}{}
 	}
 	o.steps++
 	o.prevDecode[inst], o.prevUsed[inst] = r.Batch.NumDecode, used
