@@ -406,7 +406,7 @@ func (s *Sim) launched(inst int, st engine.Step, now int64) error {
 
 func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	e := s.engines[inst]
-	r, err := e.FinishBatch(id, now)
+	r, err := e.FinishSteady(id, now) // FinishBatch, a batch of lane members alone on a short path
 	if err != nil {
 		return err
 	}

@@ -28,9 +28,10 @@ func (e *Engine) SteadyInFlight() bool {
 	return len(f.sched) == 0 && f.lane > 0
 }
 
-// FinishSteady is FinishBatch(id, end) for a batch SteadyInFlight
-// reported. When the engine holds explicit running requests or requests
-// that ended in an earlier batch, it is FinishBatch itself.
+// FinishSteady is FinishBatch(id, end), with a short path for a batch
+// SteadyInFlight reports when the engine holds no explicit running
+// request and no request that ended in an earlier batch; otherwise it is
+// FinishBatch itself.
 func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 	if !e.SteadyInFlight() || e.flights[0].id != id || len(e.running) > 0 || len(e.zombies) > 0 || !e.laneOn() {
 		return e.FinishBatch(id, end)
