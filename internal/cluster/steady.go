@@ -35,7 +35,7 @@ func (s *Sim) kickSteady(inst int, now int64) error {
 	if e.Busy() {
 		return nil
 	}
-	st, ok, err := e.Begin(now)
+	st, ok, err := e.BeginSteady(now)
 	if err != nil || !ok {
 		return err
 	}

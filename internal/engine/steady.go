@@ -15,8 +15,8 @@ import (
 // batch's end is the next thing to happen in the whole simulation can
 // finish it and begin the next batch at once, without an event per step
 // (the cluster's steady runs). SteadyInFlight tells such a batch;
-// FinishSteady finishes it and BeginSteady begins the next one, each
-// exactly as FinishBatch and Begin would.
+// FinishSteady and BeginSteady are FinishBatch and Begin with short paths
+// for such batches.
 
 // SteadyInFlight reports whether the one batch in flight holds decode-lane
 // members only.
@@ -58,10 +58,10 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 	return r, e.err
 }
 
-// BeginSteady is Begin(now) for an engine whose batch just finished
-// (FinishSteady): when the lane's members alone make the next batch (the
-// lane-only form of form, laneOnly), it forms that batch without Form's
-// general steps, which then all do nothing.
+// BeginSteady is Begin(now), with a short path when no batch is in
+// flight, no explicit request runs and the lane's members alone make the
+// next batch (form's lane-only case, laneOnly): that batch is formed
+// without Form's general steps, which then all do nothing.
 func (e *Engine) BeginSteady(now int64) (Step, bool, error) {
 	budget := int32(e.cfg.MaxNumBatchedTokens)
 	if len(e.flights) > 0 || len(e.running) > 0 || len(e.zombies) > 0 || e.recount || !e.laneOn() || !e.laneOnlyFits(budget) {
