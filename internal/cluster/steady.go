@@ -35,7 +35,7 @@ func (s *Sim) kickSteady(inst int, now int64) error {
 	if e.Busy() {
 		return nil
 	}
-	st, ok, err := e.BeginSteady(now)
+	st, ok, err := e.BeginSteady(now) // Begin, a lane-only batch on a short path
 	if err != nil || !ok {
 		return err
 	}
