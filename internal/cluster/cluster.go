@@ -372,15 +372,21 @@ func (s *Sim) kick(inst int, now int64) error {
 	if s.groups != nil && s.groupOf[inst] >= 0 {
 		return s.kickGroup(int(s.groupOf[inst]), now)
 	}
-	e := s.engines[inst]
-	if e.Busy() {
-		return nil
-	}
-	st, ok, err := e.BeginSteady(now) // Begin, a lane-only batch on a short path
+	st, ok, err := s.beginNext(inst, now)
 	if err != nil || !ok {
 		return err
 	}
 	return s.launched(inst, st, now)
+}
+
+// beginNext begins instance inst's next batch at now, if it is not busy
+// and has work (BeginSteady: Begin, a lane-only batch on a short path).
+func (s *Sim) beginNext(inst int, now int64) (engine.Step, bool, error) {
+	e := s.engines[inst]
+	if e.Busy() {
+		return engine.Step{}, false, nil
+	}
+	return e.BeginSteady(now)
 }
 
 // launched queues the end of the batch instance inst just began at now

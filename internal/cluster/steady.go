@@ -31,14 +31,11 @@ func (s *Sim) steadyOK(cfg *Config) bool {
 // while each is the next thing to happen (due), then queues the end of the
 // batch in flight.
 func (s *Sim) kickSteady(inst int, now int64) error {
-	e := s.engines[inst]
-	if e.Busy() {
-		return nil
-	}
-	st, ok, err := e.BeginSteady(now) // Begin, a lane-only batch on a short path
+	st, ok, err := s.beginNext(inst, now)
 	if err != nil || !ok {
 		return err
 	}
+	e := s.engines[inst]
 	for e.SteadyInFlight() && s.due(st.End) {
 		r, err := e.FinishSteady(st.ID, st.End)
 		if err != nil {
