@@ -15,7 +15,8 @@ package cluster
 // event count and limit checks as through the queue. The first batch that
 // is not steady, or that ends later, is queued as usual. Outputs are
 // byte-identical with the runs off (Config.NoSteadyRuns), which
-// TestSteadyRunsOutputsIdentical and the random-scenario checks verify.
+// TestSteadyRunsMatchQueue, the runner's TestDecodeLaneOutputsIdentical
+// and the random-scenario checks verify.
 //
 // Steady runs are used where a step end's handling is the engine's and
 // the observer's alone: no P/D handoffs, fault model, data-parallel
