@@ -14,16 +14,14 @@ import "math"
 type rooflineRun struct {
 	r      *Roofline
 	splits [2]splitMemo
-	// For a plain program: its prefix and its token and sequence runs'
-	// times at the counts key of the latest step plainNs took (key.padded
-	// -1 before the first), copied from the op cache, as consecutive
-	// steps nearly always have the same counts.
-	key      stepCounts
-	prefix   float64
-	tok, seq []float64
-	// For fastStep: rest is the sum of the token and sequence runs'
-	// terms n·t at key added to the prefix, restAbs |prefix| + Σ|n·t|, and
-	// restErr (number of terms + 2)·2^-50.
+	// For a plain program: the counts key of the latest step plainNs or
+	// fastStep took (key.padded -1 before the first), as consecutive
+	// steps nearly always have the same counts, and for fastStep rest,
+	// the sum of the prefix and the token and sequence runs' terms n·t
+	// at key (the prefix and the token run's from opCache.tokSum, then
+	// the sequence run's), restAbs |prefix| + Σ|n·t|, and restErr
+	// (number of terms + 2)·2^-50.
+	key                    stepCounts
 	rest, restAbs, restErr float64
 	// fastSteps and slowSteps count the steps fastStep decided and those
 	// it left to plainNs.
@@ -41,7 +39,7 @@ func (r *Roofline) ForRun(*TableCounts) Predictor {
 		x.splits[i].u = math.NaN()
 	}
 	if r.plain {
-		x.tok, x.seq = make([]float64, len(r.cache.runs[1].counts)), make([]float64, len(r.cache.runs[2].counts))
+		x.restErr = float64(len(r.cache.runs[1].counts)+len(r.cache.runs[2].counts)+2) * 0x1p-50
 	}
 	return x
 }
@@ -91,21 +89,21 @@ func (x *rooflineRun) plainNs(b *Batch, k stepCounts) float64 {
 	} else {
 		t = r.attention(b)
 	}
-	s := x.prefix
+	s := math.Float64frombits(c.prefix[k.padded].Load())
 	s += attn.counts[0] * t
-	row := x.tok[:len(tok.counts)]
+	row := c.byTokens[k.padded*c.tokCols+tok.col:][:len(tok.counts)]
 	for j, n := range tok.counts {
-		s += n * row[j]
+		s += n * math.Float64frombits(row[j].Load())
 	}
-	row = x.seq[:len(seq.counts)]
+	row = c.bySeqs[k.rows*c.seqCols+seq.col:][:len(seq.counts)]
 	for j, n := range seq.counts {
-		s += n * row[j]
+		s += n * math.Float64frombits(row[j].Load())
 	}
 	return s
 }
 
-// load copies the plain program's prefix and run times at counts k (b's)
-// from the op cache, filling its rows first when needed.
+// load fills the op cache's rows at counts k (b's) when needed and sets
+// x's key and sums for them.
 func (x *rooflineRun) load(b *Batch, k stepCounts) {
 	r := x.r
 	c := r.cache
@@ -115,19 +113,15 @@ func (x *rooflineRun) load(b *Batch, k stepCounts) {
 	if !c.seqDone[k.rows].Load() {
 		c.fillSeqs(r, b, k.rows)
 	}
-	x.key, x.prefix = k, math.Float64frombits(c.prefix[k.padded].Load())
-	rest, abs := x.prefix, math.Abs(x.prefix)
-	row, n := c.byTokens[k.padded*c.tokCols+c.runs[1].col:][:len(x.tok)], c.runs[1].counts[:len(x.tok)]
-	for j := range x.tok {
-		v := math.Float64frombits(row[j].Load())
-		x.tok[j], rest, abs = v, rest+n[j]*v, abs+math.Abs(n[j]*v)
+	x.key = k
+	rest, abs := math.Float64frombits(c.tokSum[k.padded].Load()), math.Float64frombits(c.tokAbs[k.padded].Load())
+	seq := &c.runs[2]
+	row := c.bySeqs[k.rows*c.seqCols+seq.col:][:len(seq.counts)]
+	for j, n := range seq.counts {
+		v := n * math.Float64frombits(row[j].Load())
+		rest, abs = rest+v, abs+math.Abs(v)
 	}
-	row, n = c.bySeqs[k.rows*c.seqCols+c.runs[2].col:][:len(x.seq)], c.runs[2].counts[:len(x.seq)]
-	for j := range x.seq {
-		v := math.Float64frombits(row[j].Load())
-		x.seq[j], rest, abs = v, rest+n[j]*v, abs+math.Abs(n[j]*v)
-	}
-	x.rest, x.restAbs, x.restErr = rest, abs, float64(len(x.tok)+len(x.seq)+2)*0x1p-50
+	x.rest, x.restAbs = rest, abs
 }
 
 // decodeConsts are the terms of a pure-decode attention lookup (no
