@@ -104,11 +104,16 @@ type softPow struct {
 	// softMaxFast may be used at all.
 	fastErr float64
 	fast    bool
+	// quartic says p = 4 and invP = 1/4 (the calibrations' attention
+	// sharpness): softMaxFast's two pows are then x·x squared and two
+	// square roots.
+	quartic bool
 }
 
 func newSoftPow(invP float64) softPow {
 	sp := softPow{p: newPowExp(1 / invP), inv: newPowExp(invP)}
 	sp.fastErr, sp.fast = softPowErr(&sp.p, &sp.inv)
+	sp.quartic = sp.fast && sp.p.yi == 4 && sp.p.yf == 0 && sp.inv.yi == 0 && sp.inv.root == rootQuarter
 	return sp
 }
 

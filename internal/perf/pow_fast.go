@@ -90,6 +90,13 @@ func (sp *softPow) softMaxFast(a, b float64) float64 {
 		return 0
 	}
 	x, e := lo/hi, &sp.p
+	if sp.quartic && x >= 0x1p-15 {
+		// the steps below for p = 4, 1/p = 1/4: x <= 1 here (lo <= hi),
+		// mulPow(1, x, 4) is (x·x)·(x·x), 1 + y is in [1, 2], and the
+		// fractional power is rootPow's, its whole part 0.
+		x *= x
+		return hi * math.Sqrt(math.Sqrt(1+x*x))
+	}
 	var y float64
 	if x >= 0x1p-15 && x <= 2 {
 		y = 1.0

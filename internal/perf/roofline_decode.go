@@ -28,15 +28,39 @@ type rooflineRun struct {
 	fastSteps, slowSteps int
 }
 
-// splitMemo is splits(u, nBlocks) = split for the latest inputs of one
-// lookup (u NaN before the first).
-type splitMemo struct{ u, nBlocks, split float64 }
+// splitMemo holds, for the latest decode count n and KV blocks per unit
+// nBlocks of one lookup (n NaN before the first), the terms of
+// decodeTerms that depend on them only, each by decodeTerms's own
+// expression: the split count, the extra launch time (the split-KV
+// combine, the GQA transpose), the work units nd and, with a wave size,
+// their whole waves; and n times the bytes moved per query row.
+type splitMemo struct{ n, nBlocks, split, extra, nd, waves, rowMiss float64 }
+
+// set fills m for n decodes and nBlocks KV blocks per unit.
+func (m *splitMemo) set(r *Roofline, n, nBlocks float64) {
+	c := &r.dec
+	u := n * r.kvHeads * c.tiles
+	split := r.cachedSplits(u, nBlocks)
+	var extra float64
+	if split > 1 {
+		extra = r.eff.LaunchNs
+	}
+	if c.swapCopy && n >= 2 {
+		extra += r.eff.AttnDecodeCopyNs
+	}
+	nd := u * split
+	var waves float64
+	if units := r.decUnits; units != 0 {
+		waves = math.Ceil(nd / units)
+	}
+	*m = splitMemo{n: n, nBlocks: nBlocks, split: split, extra: extra, nd: nd, waves: waves, rowMiss: n * c.rowBytes}
+}
 
 // ForRun implements RunScoped: the copy remembers per-run split counts.
 func (r *Roofline) ForRun(*TableCounts) Predictor {
 	x := &rooflineRun{r: r, key: stepCounts{padded: -1}}
 	for i := range x.splits {
-		x.splits[i].u = math.NaN()
+		x.splits[i].n = math.NaN()
 	}
 	if r.plain {
 		x.restErr = float64(len(r.cache.runs[1].counts)+len(r.cache.runs[2].counts)+2) * 0x1p-50
@@ -182,43 +206,50 @@ func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
 }
 
 // decodeTerms are decodeUniform's launch time (its first two terms, summed)
-// and the compute and memory times its soft maximum blends.
+// and the compute and memory times its soft maximum blends; m, when not
+// nil, holds the terms that depend on n and the blocks per unit only.
 func (r *Roofline) decodeTerms(n, kvSum float64, m *splitMemo) (launch, tc, tm float64) {
 	c := &r.dec
 	mean := kvSum / n
-	u := n * r.kvHeads * c.tiles
 	nBlocks := math.Ceil(mean / 128)
-	var split float64
+	var local splitMemo
 	if m == nil {
-		split = r.cachedSplits(u, nBlocks)
-	} else {
-		if m.u != u || m.nBlocks != nBlocks {
-			*m = splitMemo{u, nBlocks, r.cachedSplits(u, nBlocks)}
-		}
-		split = m.split
+		m = &local
+		m.set(r, n, nBlocks)
+	} else if m.n != n || m.nBlocks != nBlocks {
+		m.set(r, n, nBlocks)
 	}
-	var extra float64
-	if split > 1 {
-		extra = r.eff.LaunchNs
-	}
-	nd, ld := u*split, mean/split
+	ld := mean / m.split
 	req := r.kvHeads * kvSum * c.kvHeadBytes
 	uniq := kvSum * r.kvBytesPerTok
 	o := c.unitNs
 	// scheduleOn(decUnits, decNsPerKV, 0, 0, nd, ld, o): with no units
 	// the spread formula; else nd units of ld positions (ld >= 0; at
 	// ld = 0 both of its classes cost o) in whole waves.
-	if units := r.decUnits; units == 0 {
+	if r.decUnits == 0 {
+		nd := m.nd
 		tc = r.decNsPerKV*(nd*ld) + o*nd
 	} else {
-		tc = math.Ceil(nd/units) * (r.decNsPerKV*ld + o)
+		tc = m.waves * (r.decNsPerKV*ld + o)
 	}
-	if req > uniq && r.units > 0 && nd > 0 {
+	miss, hits := uniq, 0.0
+	if req > uniq {
+		miss, hits = r.decodeReread(req, uniq, m.nd)
+	}
+	miss += m.rowMiss
+	return r.eff.AttnDecodeLaunchNs + m.extra, tc, (miss + hits/r.eff.AttnCacheSpeed) / r.attnDecMem * 1e9
+}
+
+// decodeReread is decodeTerms's KV reads when the units request more
+// than the distinct bytes (req > uniq): the bytes that miss the cache
+// (the distinct ones included) and those that hit it.
+func (r *Roofline) decodeReread(req, uniq, nd float64) (miss, hits float64) {
+	if r.units > 0 && nd > 0 {
 		w := r.units * r.heads / nd
 		reads := min(r.gqa, r.gqa/w+1)
 		req = max(uniq, req*reads/r.gqa)
 	}
-	miss, hits := uniq, 0.0
+	miss = uniq
 	if req > uniq {
 		hit := 1.0
 		if ws := uniq / r.kvHeads; ws > r.eff.AttnCacheBytes {
@@ -227,9 +258,5 @@ func (r *Roofline) decodeTerms(n, kvSum float64, m *splitMemo) (launch, tc, tm f
 		miss += (req - uniq) * (1 - hit)
 		hits = (req - uniq) * hit
 	}
-	miss += n * c.rowBytes
-	if c.swapCopy && n >= 2 {
-		extra += r.eff.AttnDecodeCopyNs
-	}
-	return r.eff.AttnDecodeLaunchNs + extra, tc, (miss + hits/r.eff.AttnCacheSpeed) / r.attnDecMem * 1e9
+	return miss, hits
 }
