@@ -105,8 +105,7 @@ type softPow struct {
 	fastErr float64
 	fast    bool
 	// quartic says p = 4 and invP = 1/4 (the calibrations' attention
-	// sharpness): softMaxFast's two pows are then x·x squared and two
-	// square roots.
+	// sharpness): softMaxFast is then quarticSoftMax where it applies.
 	quartic bool
 }
 

@@ -41,7 +41,11 @@ import "math"
 // (With square roots the first three items are at most 5/2·2^-53, less
 // than the tables' error.) In all less than 2^-45; powFastErr = 2^-38 leaves a factor above 100.
 //
-// softMaxFast is hi·pow(1 + pow(lo/hi, p), 1/p) with the fast pow. Its inputs
+// softMaxFast is hi·pow(1 + pow(lo/hi, p), 1/p) with the fast pow, or,
+// for p = 4 and non-negative arguments, quarticSoftMax (within 5/2 units
+// of roundoff of the real soft maximum, softMax within 5 units plus
+// powRefErr: in all below 2^-39.9, less than the bound below gives for
+// p = 4). Its inputs
 // hi and lo are softMax's; only the pows differ. softPowErr propagates:
 // the first pow's error E1 moves 1 + y1 (y1 in (0, 1] when the first pow
 // is approximated, so 1 + y1 is in [1, 2]) by at most E1 + 3·2^-53
@@ -82,6 +86,11 @@ func newFracTable(yf float64) *fracTable {
 // with sp.fast: powNear's steps, the fractional powers from the tables
 // (written out twice, as in softMax).
 func (sp *softPow) softMaxFast(a, b float64) float64 {
+	if sp.quartic {
+		if v, ok := quarticSoftMax(a, b); ok {
+			return v
+		}
+	}
 	hi, lo := a, b
 	if lo > hi {
 		hi, lo = lo, hi
@@ -90,13 +99,6 @@ func (sp *softPow) softMaxFast(a, b float64) float64 {
 		return 0
 	}
 	x, e := lo/hi, &sp.p
-	if sp.quartic && x >= 0x1p-15 {
-		// the steps below for p = 4, 1/p = 1/4: x <= 1 here (lo <= hi),
-		// mulPow(1, x, 4) is (x·x)·(x·x), 1 + y is in [1, 2], and the
-		// fractional power is rootPow's, its whole part 0.
-		x *= x
-		return hi * math.Sqrt(math.Sqrt(1+x*x))
-	}
 	var y float64
 	if x >= 0x1p-15 && x <= 2 {
 		y = 1.0

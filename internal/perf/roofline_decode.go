@@ -33,8 +33,13 @@ type rooflineRun struct {
 // decodeTerms that depend on them only, each by decodeTerms's own
 // expression: the split count, the extra launch time (the split-KV
 // combine, the GQA transpose), the work units nd and, with a wave size,
-// their whole waves; and n times the bytes moved per query row.
-type splitMemo struct{ n, nBlocks, split, extra, nd, waves, rowMiss float64 }
+// their whole waves; and n times the bytes moved per query row. With
+// them, the context sums of the same blocks per unit and the lookup's
+// compute and memory times as lines in the context sum (decodeLine).
+type splitMemo struct {
+	n, nBlocks, split, extra, nd, waves, rowMiss float64
+	decodeLine
+}
 
 // set fills m for n decodes and nBlocks KV blocks per unit.
 func (m *splitMemo) set(r *Roofline, n, nBlocks float64) {
@@ -54,6 +59,7 @@ func (m *splitMemo) set(r *Roofline, n, nBlocks float64) {
 		waves = math.Ceil(nd / units)
 	}
 	*m = splitMemo{n: n, nBlocks: nBlocks, split: split, extra: extra, nd: nd, waves: waves, rowMiss: n * c.rowBytes}
+	m.setLine(r)
 }
 
 // ForRun implements RunScoped: the copy remembers per-run split counts.
