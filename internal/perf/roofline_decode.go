@@ -6,14 +6,19 @@ import "math"
 // exactly what the Roofline does: it sums a step of a plain program in one
 // pass (plainNs) with the op times of the latest counts, and remembers,
 // for each of the two attention lookups of a pure-decode step (at the
-// mean context and at the longest), the split-KV count of its latest
-// inputs: consecutive steps nearly always have the same decode count and
-// the same mean and longest context in 128-token blocks, so the split
-// comes without the shared memo's range checks and hashing. A copy is not
-// safe for concurrent use.
+// mean context and at the longest) and each decode count (modulo
+// splitSlots), the terms of its latest inputs that depend on the decode
+// count and the blocks per unit only (splitMemo): consecutive steps
+// nearly always have the same mean and longest context in 128-token
+// blocks, so the split comes without the shared memo's range checks and
+// hashing. A copy is not safe for concurrent use.
 type rooflineRun struct {
-	r      *Roofline
-	splits [2]splitMemo
+	r *Roofline
+	// splits holds, for each of the two lookups, the memo of the latest
+	// step of every decode count modulo splitSlots: the decode count goes
+	// up and down by one as requests join and leave, and returns to the
+	// counts it had.
+	splits *[2][splitSlots]splitMemo
 	// For a plain program: the counts key of the latest step plainNs or
 	// fastStep took (key.padded -1 before the first), as consecutive
 	// steps nearly always have the same counts, and for fastStep rest,
@@ -26,6 +31,14 @@ type rooflineRun struct {
 	// fastSteps and slowSteps count the steps fastStep decided and those
 	// it left to plainNs.
 	fastSteps, slowSteps int
+}
+
+// splitSlots is the number of memos per lookup (a power of two).
+const splitSlots = 256
+
+// memo is lookup i's memo for n decodes.
+func (x *rooflineRun) memo(i, n int) *splitMemo {
+	return &x.splits[i][n&(splitSlots-1)]
 }
 
 // splitMemo holds, for the latest decode count n and KV blocks per unit
@@ -65,8 +78,11 @@ func (m *splitMemo) set(r *Roofline, n, nBlocks float64) {
 // ForRun implements RunScoped: the copy remembers per-run split counts.
 func (r *Roofline) ForRun(*TableCounts) Predictor {
 	x := &rooflineRun{r: r, key: stepCounts{padded: -1}}
+	x.splits = new([2][splitSlots]splitMemo)
 	for i := range x.splits {
-		x.splits[i].n = math.NaN()
+		for j := range x.splits[i] {
+			x.splits[i][j].n = math.NaN()
+		}
 	}
 	if r.plain {
 		x.restErr = float64(len(r.cache.runs[1].counts)+len(r.cache.runs[2].counts)+2) * 0x1p-50
@@ -187,7 +203,7 @@ func (r *Roofline) decodeAttention(b *Batch, x *rooflineRun) float64 {
 	kvSum := float64(max(b.DecodeKVSum, 0))
 	var m0, m1 *splitMemo
 	if x != nil {
-		m0, m1 = &x.splits[0], &x.splits[1]
+		m0, m1 = x.memo(0, b.NumDecode), x.memo(1, b.NumDecode)
 	}
 	t := r.decodeUniform(n, kvSum, m0)
 	if a := r.eff.AttnDecodeSkew; a > 0 && n > 1 {

@@ -78,10 +78,10 @@ func (x *rooflineRun) fastStep(b *Batch, k stepCounts) (ns int64, ok bool) {
 func (x *rooflineRun) decodeAttentionFast(b *Batch) (t, e float64, ok bool) {
 	n := float64(b.NumDecode)
 	kvSum := float64(max(b.DecodeKVSum, 0))
-	t, e = x.decodeLookupFast(&x.splits[0], n, kvSum)
+	t, e = x.decodeLookupFast(x.memo(0, b.NumDecode), n, kvSum)
 	if a := x.r.eff.AttnDecodeSkew; a > 0 && n > 1 {
 		if kvMax := float64(b.DecodeKVMax); kvMax*n > kvSum {
-			tMax, eMax := x.decodeLookupFast(&x.splits[1], n, kvMax*n)
+			tMax, eMax := x.decodeLookupFast(x.memo(1, b.NumDecode), n, kvMax*n)
 			return blendFast(t, e, tMax, eMax, a)
 		}
 	}

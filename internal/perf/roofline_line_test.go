@@ -31,7 +31,6 @@ func TestDecodeLineWithinBound(t *testing.T) {
 			r.dec.unitNs = -50
 		}
 		x := r.ForRun(nil).(*rooflineRun)
-		m := &x.splits[0]
 		n := float64(rapid.IntRange(1, 1500).Draw(t, "n"))
 		for range 20 {
 			k := float64(rapid.Int64Range(0, 1e8).Draw(t, "k"))
@@ -39,6 +38,7 @@ func TestDecodeLineWithinBound(t *testing.T) {
 				b := math.Ceil(k / n / 128)
 				k = max(0, b*128*n+float64(rapid.IntRange(-2, 2).Draw(t, "d")))
 			}
+			m := x.memo(0, int(n))
 			got, e := x.decodeLookupFast(m, n, k)
 			want := r.decodeUniform(n, k, nil)
 			if d := math.Abs(got - want); !(d <= e/64) {
