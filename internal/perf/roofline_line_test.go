@@ -11,7 +11,8 @@ import (
 // (decodeLookupFast, from the memo's lines for a quartic soft maximum) is
 // within a small part of its bound of decodeUniform, for context sums
 // drawn anywhere and next to the ends of a block per unit (where the
-// split count changes), with KV re-reads and without, and every context
+// split count changes), with KV re-reads and without, with decode counts
+// that share a memo's slot, and every context
 // sum of the memo's interval has
 // the memo's blocks per unit.
 func TestDecodeLineWithinBound(t *testing.T) {
@@ -58,8 +59,15 @@ func TestDecodeLineWithinBound(t *testing.T) {
 					}
 				}
 			}
-			if rapid.IntRange(0, 3).Draw(t, "newN") == 0 {
+			switch rapid.IntRange(0, 3).Draw(t, "newN") {
+			case 0:
 				n = float64(rapid.IntRange(1, 1500).Draw(t, "n2"))
+			case 1: // a count sharing the memo's slot
+				if n > splitSlots {
+					n -= splitSlots
+				} else {
+					n += splitSlots
+				}
 			}
 		}
 	})
