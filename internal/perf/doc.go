@@ -84,9 +84,12 @@
 // count, the dense, per-sequence and MoE terms at the latest padding,
 // the kvd interval of the latest mean and longest context with the
 // operands interpolation reads there, and the latest skew buckets; the
-// Roofline's keeps the split-KV count of the latest inputs of its two
-// pure-decode attention lookups and, for a dense model, the op times of
-// the latest step's counts. WithEngineTime holds, immutable, the
+// Roofline's keeps, per decode count (modulo 256), the split-KV count
+// and the other terms of the latest blocks per unit of its two
+// pure-decode attention lookups (for the fast step, with the lookup's
+// times as lines in the context sum, roofline_line.go) and, for a dense
+// model, the sum of the op times but attention's at the latest step's
+// counts. WithEngineTime holds, immutable, the
 // padding, gaps, host and launch times of plain decode steps of fewer
 // than decodeShapeLimit (1,024) decodes.
 //

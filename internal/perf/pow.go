@@ -47,10 +47,24 @@ type powExp struct {
 	yi   int     // whole part, after the move
 	yf   float64 // fractional part, after the move
 	// c are the binomial coefficients C(yf, k), k = 1..4, and tab the
-	// tables of softMaxFast's fractional power (nil when yf is 0).
+	// tables of softMaxFast's fractional power (nil when yf is 0 or
+	// root is set).
 	c   [4]float64
 	tab *fracTable
+	// root says that softMaxFast takes x^yf from square roots instead:
+	// rootQuarter for yf = 1/4, rootHalf for 1/2, rootNegQuarter for -1/4.
+	root rootKind
 }
+
+// rootKind is a fractional exponent softMaxFast takes with square roots.
+type rootKind uint8
+
+const (
+	rootNone       rootKind = iota
+	rootQuarter             // x^(1/4) = sqrt(sqrt(x))
+	rootHalf                // x^(1/2) = sqrt(x)
+	rootNegQuarter          // x^(-1/4) = 1/sqrt(sqrt(x))
+)
 
 func newPowExp(y float64) powExp {
 	e := powExp{y: y, near: y >= 0 && y <= 64 && y != 0.5}
@@ -66,7 +80,15 @@ func newPowExp(y float64) powExp {
 			b *= (yf - float64(k)) / float64(k+1)
 			e.c[k] = b
 		}
-		if yf != 0 {
+		switch yf {
+		case 0:
+		case 0.25:
+			e.root = rootQuarter
+		case 0.5:
+			e.root = rootHalf
+		case -0.25:
+			e.root = rootNegQuarter
+		default:
 			e.tab = newFracTable(yf)
 		}
 	}
@@ -82,11 +104,15 @@ type softPow struct {
 	// softMaxFast may be used at all.
 	fastErr float64
 	fast    bool
+	// quartic says p = 4 and invP = 1/4 (the calibrations' attention
+	// sharpness): softMaxFast is then quarticSoftMax where it applies.
+	quartic bool
 }
 
 func newSoftPow(invP float64) softPow {
 	sp := softPow{p: newPowExp(1 / invP), inv: newPowExp(invP)}
 	sp.fastErr, sp.fast = softPowErr(&sp.p, &sp.inv)
+	sp.quartic = sp.fast && sp.p.yi == 4 && sp.p.yf == 0 && sp.inv.yi == 0 && sp.inv.root == rootQuarter
 	return sp
 }
 

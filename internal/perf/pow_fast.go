@@ -15,7 +15,11 @@ import "math"
 //
 // 2^(k·yf) and g^yf from the tables, (1+d)^yf = Σ_k C(yf, k)·d^k truncated
 // after k = 4. The whole part of the exponent is powNear's chain of
-// squarings, unchanged.
+// squarings, unchanged. A fractional part of 1/4, 1/2 or -1/4 (the
+// calibrations' attention sharpness of 4 has 1/p = 1/4) is taken with
+// square roots instead (rootPow): each root is correctly rounded, so
+// x^(1/4) as sqrt(sqrt(x)) is within 3/2 units of roundoff (2^-53
+// relative each) of the true power, 1/sqrt(sqrt(x)) within 5/2.
 //
 // Error of such a pow (the fast pow) against powNear at the same x
 // (powFastErr):
@@ -34,9 +38,14 @@ import "math"
 //   - the chain of squarings multiplies the same x_k into both, one
 //     rounding per product on each side, at most 6 products: 12·2^-53.
 //
-// In all less than 2^-45; powFastErr = 2^-38 leaves a factor above 100.
+// (With square roots the first three items are at most 5/2·2^-53, less
+// than the tables' error.) In all less than 2^-45; powFastErr = 2^-38 leaves a factor above 100.
 //
-// softMaxFast is hi·pow(1 + pow(lo/hi, p), 1/p) with the fast pow. Its inputs
+// softMaxFast is hi·pow(1 + pow(lo/hi, p), 1/p) with the fast pow, or,
+// for p = 4 and non-negative arguments, quarticSoftMax (within 5/2 units
+// of roundoff of the real soft maximum, softMax within 5 units plus
+// powRefErr: in all below 2^-39.9, less than the bound below gives for
+// p = 4). Its inputs
 // hi and lo are softMax's; only the pows differ. softPowErr propagates:
 // the first pow's error E1 moves 1 + y1 (y1 in (0, 1] when the first pow
 // is approximated, so 1 + y1 is in [1, 2]) by at most E1 + 3·2^-53
@@ -77,6 +86,11 @@ func newFracTable(yf float64) *fracTable {
 // with sp.fast: powNear's steps, the fractional powers from the tables
 // (written out twice, as in softMax).
 func (sp *softPow) softMaxFast(a, b float64) float64 {
+	if sp.quartic {
+		if v, ok := quarticSoftMax(a, b); ok {
+			return v
+		}
+	}
 	hi, lo := a, b
 	if lo > hi {
 		hi, lo = lo, hi
@@ -96,6 +110,8 @@ func (sp *softPow) softMaxFast(a, b float64) float64 {
 			d := math.Float64frombits(bits&(1<<52-1)|1023<<52)*g.inv - 1
 			c := &e.c
 			y = t.scale[k] * g.pow * (1 + d*(c[0]+d*(c[1]+d*(c[2]+d*c[3]))))
+		} else if e.root != rootNone {
+			y = rootPow(x, e.root)
 		}
 		y = mulPow(y, x, e.yi)
 	} else {
@@ -113,12 +129,26 @@ func (sp *softPow) softMaxFast(a, b float64) float64 {
 			d := math.Float64frombits(bits&(1<<52-1)|1023<<52)*g.inv - 1
 			c := &e.c
 			y = t.scale[k] * g.pow * (1 + d*(c[0]+d*(c[1]+d*(c[2]+d*c[3]))))
+		} else if e.root != rootNone {
+			y = rootPow(x, e.root)
 		}
 		y = mulPow(y, x, e.yi)
 	} else {
 		y = math.Pow(x, e.y)
 	}
 	return hi * y
+}
+
+// rootPow is x^(1/4), x^(1/2) or x^(-1/4) (root) from square roots, which
+// are correctly rounded: within 5/2 units of roundoff of the true power.
+func rootPow(x float64, root rootKind) float64 {
+	switch root {
+	case rootQuarter:
+		return math.Sqrt(math.Sqrt(x))
+	case rootHalf:
+		return math.Sqrt(x)
+	}
+	return 1 / math.Sqrt(math.Sqrt(x))
 }
 
 // mulPow is y·x^n by powNear's chain of squarings, the same products in

@@ -37,6 +37,13 @@ type opCache struct {
 	tokDone []atomic.Bool   // per token row
 	seqDone []atomic.Bool   // per sequence row
 	prefix  []atomic.Uint64 // per token row
+	// For a plain program (plainRuns: a batch op, a token run, a
+	// sequence run), tokSum[n] is the prefix at n tokens plus the token
+	// run's terms count × time, added in op order, and tokAbs[n] the sum
+	// of their absolute values: the fast step's sum of the terms but
+	// attention's and the sequence run's (rooflineRun.load).
+	plainRuns      bool
+	tokSum, tokAbs []atomic.Uint64 // per token row, when plainRuns
 	// runs is the program for the ops after them, in runs of
 	// consecutive ops of one key (a token or sequence run reads
 	// consecutive columns; a batch or MoE op is a run of its own), so
@@ -108,6 +115,9 @@ func newOpCache(ops []OpUse) *opCache {
 		}
 		c.runs = append(c.runs, stepRun{key: key, col: c.col[i], idx: i, counts: []float64{ops[i].Count}})
 	}
+	if c.plainRuns = len(c.runs) == 3 && c.runs[0].key == keyBatch && c.runs[1].key == keyTokens && c.runs[2].key == keySeqs; c.plainRuns {
+		c.tokSum, c.tokAbs = make([]atomic.Uint64, opCacheLimit+1), make([]atomic.Uint64, opCacheLimit+1)
+	}
 	return c
 }
 
@@ -137,6 +147,16 @@ func (c *opCache) fillTokens(r *Roofline, b *Batch, n int) {
 		}
 	}
 	c.prefix[n].Store(math.Float64bits(s))
+	if c.plainRuns {
+		abs := math.Abs(s)
+		p := &c.runs[1]
+		for j, k := range p.counts {
+			v := k * math.Float64frombits(row[p.col+j].Load())
+			s, abs = s+v, abs+math.Abs(v)
+		}
+		c.tokSum[n].Store(math.Float64bits(s))
+		c.tokAbs[n].Store(math.Float64bits(abs))
+	}
 	c.tokDone[n].Store(true)
 }
 

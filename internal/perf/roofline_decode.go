@@ -6,42 +6,86 @@ import "math"
 // exactly what the Roofline does: it sums a step of a plain program in one
 // pass (plainNs) with the op times of the latest counts, and remembers,
 // for each of the two attention lookups of a pure-decode step (at the
-// mean context and at the longest), the split-KV count of its latest
-// inputs: consecutive steps nearly always have the same decode count and
-// the same mean and longest context in 128-token blocks, so the split
-// comes without the shared memo's range checks and hashing. A copy is not
-// safe for concurrent use.
+// mean context and at the longest) and each decode count (modulo
+// splitSlots), the terms of its latest inputs that depend on the decode
+// count and the blocks per unit only (splitMemo): consecutive steps
+// nearly always have the same mean and longest context in 128-token
+// blocks, so the split comes without the shared memo's range checks and
+// hashing. A copy is not safe for concurrent use.
 type rooflineRun struct {
-	r      *Roofline
-	splits [2]splitMemo
-	// For a plain program: its prefix and its token and sequence runs'
-	// times at the counts key of the latest step plainNs took (key.padded
-	// -1 before the first), copied from the op cache, as consecutive
-	// steps nearly always have the same counts.
-	key      stepCounts
-	prefix   float64
-	tok, seq []float64
-	// For fastStep: rest is the sum of the token and sequence runs'
-	// terms n·t at key added to the prefix, restAbs |prefix| + Σ|n·t|, and
-	// restErr (number of terms + 2)·2^-50.
+	r *Roofline
+	// splits holds, for each of the two lookups, the memo of the latest
+	// step of every decode count modulo splitSlots: the decode count goes
+	// up and down by one as requests join and leave, and returns to the
+	// counts it had.
+	splits *[2][splitSlots]splitMemo
+	// For a plain program: the counts key of the latest step plainNs or
+	// fastStep took (key.padded -1 before the first), as consecutive
+	// steps nearly always have the same counts, and for fastStep rest,
+	// the sum of the prefix and the token and sequence runs' terms n·t
+	// at key (the prefix and the token run's from opCache.tokSum, then
+	// the sequence run's), restAbs |prefix| + Σ|n·t|, and restErr
+	// (number of terms + 2)·2^-50.
+	key                    stepCounts
 	rest, restAbs, restErr float64
 	// fastSteps and slowSteps count the steps fastStep decided and those
 	// it left to plainNs.
 	fastSteps, slowSteps int
 }
 
-// splitMemo is splits(u, nBlocks) = split for the latest inputs of one
-// lookup (u NaN before the first).
-type splitMemo struct{ u, nBlocks, split float64 }
+// splitSlots is the number of memos per lookup (a power of two).
+const splitSlots = 256
+
+// memo is lookup i's memo for n decodes.
+func (x *rooflineRun) memo(i, n int) *splitMemo {
+	return &x.splits[i][n&(splitSlots-1)]
+}
+
+// splitMemo holds, for the latest decode count n and KV blocks per unit
+// nBlocks of one lookup (n NaN before the first), the terms of
+// decodeTerms that depend on them only, each by decodeTerms's own
+// expression: the split count, the extra launch time (the split-KV
+// combine, the GQA transpose), the work units nd and, with a wave size,
+// their whole waves; and n times the bytes moved per query row. With
+// them, the context sums of the same blocks per unit and the lookup's
+// compute and memory times as lines in the context sum (decodeLine).
+type splitMemo struct {
+	n, nBlocks, split, extra, nd, waves, rowMiss float64
+	decodeLine
+}
+
+// set fills m for n decodes and nBlocks KV blocks per unit.
+func (m *splitMemo) set(r *Roofline, n, nBlocks float64) {
+	c := &r.dec
+	u := n * r.kvHeads * c.tiles
+	split := r.cachedSplits(u, nBlocks)
+	var extra float64
+	if split > 1 {
+		extra = r.eff.LaunchNs
+	}
+	if c.swapCopy && n >= 2 {
+		extra += r.eff.AttnDecodeCopyNs
+	}
+	nd := u * split
+	var waves float64
+	if units := r.decUnits; units != 0 {
+		waves = math.Ceil(nd / units)
+	}
+	*m = splitMemo{n: n, nBlocks: nBlocks, split: split, extra: extra, nd: nd, waves: waves, rowMiss: n * c.rowBytes}
+	m.setLine(r)
+}
 
 // ForRun implements RunScoped: the copy remembers per-run split counts.
 func (r *Roofline) ForRun(*TableCounts) Predictor {
 	x := &rooflineRun{r: r, key: stepCounts{padded: -1}}
+	x.splits = new([2][splitSlots]splitMemo)
 	for i := range x.splits {
-		x.splits[i].u = math.NaN()
+		for j := range x.splits[i] {
+			x.splits[i][j].n = math.NaN()
+		}
 	}
 	if r.plain {
-		x.tok, x.seq = make([]float64, len(r.cache.runs[1].counts)), make([]float64, len(r.cache.runs[2].counts))
+		x.restErr = float64(len(r.cache.runs[1].counts)+len(r.cache.runs[2].counts)+2) * 0x1p-50
 	}
 	return x
 }
@@ -91,21 +135,21 @@ func (x *rooflineRun) plainNs(b *Batch, k stepCounts) float64 {
 	} else {
 		t = r.attention(b)
 	}
-	s := x.prefix
+	s := math.Float64frombits(c.prefix[k.padded].Load())
 	s += attn.counts[0] * t
-	row := x.tok[:len(tok.counts)]
+	row := c.byTokens[k.padded*c.tokCols+tok.col:][:len(tok.counts)]
 	for j, n := range tok.counts {
-		s += n * row[j]
+		s += n * math.Float64frombits(row[j].Load())
 	}
-	row = x.seq[:len(seq.counts)]
+	row = c.bySeqs[k.rows*c.seqCols+seq.col:][:len(seq.counts)]
 	for j, n := range seq.counts {
-		s += n * row[j]
+		s += n * math.Float64frombits(row[j].Load())
 	}
 	return s
 }
 
-// load copies the plain program's prefix and run times at counts k (b's)
-// from the op cache, filling its rows first when needed.
+// load fills the op cache's rows at counts k (b's) when needed and sets
+// x's key and sums for them.
 func (x *rooflineRun) load(b *Batch, k stepCounts) {
 	r := x.r
 	c := r.cache
@@ -115,19 +159,15 @@ func (x *rooflineRun) load(b *Batch, k stepCounts) {
 	if !c.seqDone[k.rows].Load() {
 		c.fillSeqs(r, b, k.rows)
 	}
-	x.key, x.prefix = k, math.Float64frombits(c.prefix[k.padded].Load())
-	rest, abs := x.prefix, math.Abs(x.prefix)
-	row, n := c.byTokens[k.padded*c.tokCols+c.runs[1].col:][:len(x.tok)], c.runs[1].counts[:len(x.tok)]
-	for j := range x.tok {
-		v := math.Float64frombits(row[j].Load())
-		x.tok[j], rest, abs = v, rest+n[j]*v, abs+math.Abs(n[j]*v)
+	x.key = k
+	rest, abs := math.Float64frombits(c.tokSum[k.padded].Load()), math.Float64frombits(c.tokAbs[k.padded].Load())
+	seq := &c.runs[2]
+	row := c.bySeqs[k.rows*c.seqCols+seq.col:][:len(seq.counts)]
+	for j, n := range seq.counts {
+		v := n * math.Float64frombits(row[j].Load())
+		rest, abs = rest+v, abs+math.Abs(v)
 	}
-	row, n = c.bySeqs[k.rows*c.seqCols+c.runs[2].col:][:len(x.seq)], c.runs[2].counts[:len(x.seq)]
-	for j := range x.seq {
-		v := math.Float64frombits(row[j].Load())
-		x.seq[j], rest, abs = v, rest+n[j]*v, abs+math.Abs(n[j]*v)
-	}
-	x.rest, x.restAbs, x.restErr = rest, abs, float64(len(x.tok)+len(x.seq)+2)*0x1p-50
+	x.rest, x.restAbs = rest, abs
 }
 
 // decodeConsts are the terms of a pure-decode attention lookup (no
@@ -163,7 +203,7 @@ func (r *Roofline) decodeAttention(b *Batch, x *rooflineRun) float64 {
 	kvSum := float64(max(b.DecodeKVSum, 0))
 	var m0, m1 *splitMemo
 	if x != nil {
-		m0, m1 = &x.splits[0], &x.splits[1]
+		m0, m1 = x.memo(0, b.NumDecode), x.memo(1, b.NumDecode)
 	}
 	t := r.decodeUniform(n, kvSum, m0)
 	if a := r.eff.AttnDecodeSkew; a > 0 && n > 1 {
@@ -188,43 +228,50 @@ func (r *Roofline) decodeUniform(n, kvSum float64, m *splitMemo) float64 {
 }
 
 // decodeTerms are decodeUniform's launch time (its first two terms, summed)
-// and the compute and memory times its soft maximum blends.
+// and the compute and memory times its soft maximum blends; m, when not
+// nil, holds the terms that depend on n and the blocks per unit only.
 func (r *Roofline) decodeTerms(n, kvSum float64, m *splitMemo) (launch, tc, tm float64) {
 	c := &r.dec
 	mean := kvSum / n
-	u := n * r.kvHeads * c.tiles
 	nBlocks := math.Ceil(mean / 128)
-	var split float64
+	var local splitMemo
 	if m == nil {
-		split = r.cachedSplits(u, nBlocks)
-	} else {
-		if m.u != u || m.nBlocks != nBlocks {
-			*m = splitMemo{u, nBlocks, r.cachedSplits(u, nBlocks)}
-		}
-		split = m.split
+		m = &local
+		m.set(r, n, nBlocks)
+	} else if m.n != n || m.nBlocks != nBlocks {
+		m.set(r, n, nBlocks)
 	}
-	var extra float64
-	if split > 1 {
-		extra = r.eff.LaunchNs
-	}
-	nd, ld := u*split, mean/split
+	ld := mean / m.split
 	req := r.kvHeads * kvSum * c.kvHeadBytes
 	uniq := kvSum * r.kvBytesPerTok
 	o := c.unitNs
 	// scheduleOn(decUnits, decNsPerKV, 0, 0, nd, ld, o): with no units
 	// the spread formula; else nd units of ld positions (ld >= 0; at
 	// ld = 0 both of its classes cost o) in whole waves.
-	if units := r.decUnits; units == 0 {
+	if r.decUnits == 0 {
+		nd := m.nd
 		tc = r.decNsPerKV*(nd*ld) + o*nd
 	} else {
-		tc = math.Ceil(nd/units) * (r.decNsPerKV*ld + o)
+		tc = m.waves * (r.decNsPerKV*ld + o)
 	}
-	if req > uniq && r.units > 0 && nd > 0 {
+	miss, hits := uniq, 0.0
+	if req > uniq {
+		miss, hits = r.decodeReread(req, uniq, m.nd)
+	}
+	miss += m.rowMiss
+	return r.eff.AttnDecodeLaunchNs + m.extra, tc, (miss + hits/r.eff.AttnCacheSpeed) / r.attnDecMem * 1e9
+}
+
+// decodeReread is decodeTerms's KV reads when the units request more
+// than the distinct bytes (req > uniq): the bytes that miss the cache
+// (the distinct ones included) and those that hit it.
+func (r *Roofline) decodeReread(req, uniq, nd float64) (miss, hits float64) {
+	if r.units > 0 && nd > 0 {
 		w := r.units * r.heads / nd
 		reads := min(r.gqa, r.gqa/w+1)
 		req = max(uniq, req*reads/r.gqa)
 	}
-	miss, hits := uniq, 0.0
+	miss = uniq
 	if req > uniq {
 		hit := 1.0
 		if ws := uniq / r.kvHeads; ws > r.eff.AttnCacheBytes {
@@ -233,9 +280,5 @@ func (r *Roofline) decodeTerms(n, kvSum float64, m *splitMemo) (launch, tc, tm f
 		miss += (req - uniq) * (1 - hit)
 		hits = (req - uniq) * hit
 	}
-	miss += n * c.rowBytes
-	if c.swapCopy && n >= 2 {
-		extra += r.eff.AttnDecodeCopyNs
-	}
-	return r.eff.AttnDecodeLaunchNs + extra, tc, (miss + hits/r.eff.AttnCacheSpeed) / r.attnDecMem * 1e9
+	return miss, hits
 }

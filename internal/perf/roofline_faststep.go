@@ -72,25 +72,17 @@ func (x *rooflineRun) fastStep(b *Batch, k stepCounts) (ns int64, ok bool) {
 	return clampWhole(hi), true
 }
 
-// decodeAttentionFast is decodeAttention(b, x) with softMaxFast, and the
-// bound e on its distance from it; ok is false when the skew blend's
-// comparison is not decided. (Each lookup is decodeUniform's launch +
-// soft maximum, written out.)
+// decodeAttentionFast is decodeAttention(b, x) with the fast step's soft
+// maximum (decodeLookupFast), and the bound e on its distance from it; ok
+// is false when the skew blend's comparison is not decided.
 func (x *rooflineRun) decodeAttentionFast(b *Batch) (t, e float64, ok bool) {
-	r := x.r
-	sp := &r.attnPow
 	n := float64(b.NumDecode)
 	kvSum := float64(max(b.DecodeKVSum, 0))
-	launch, tc, tm := r.decodeTerms(n, kvSum, &x.splits[0])
-	sm := sp.softMaxFast(tc, tm)
-	t = launch + sm
-	e = errStep(sp.fastErr*(1+0x1p-20)*math.Abs(sm), t)
-	if a := r.eff.AttnDecodeSkew; a > 0 && n > 1 {
+	t, e = x.decodeLookupFast(x.memo(0, b.NumDecode), n, kvSum)
+	if a := x.r.eff.AttnDecodeSkew; a > 0 && n > 1 {
 		if kvMax := float64(b.DecodeKVMax); kvMax*n > kvSum {
-			launch, tc, tm = r.decodeTerms(n, kvMax*n, &x.splits[1])
-			sm = sp.softMaxFast(tc, tm)
-			tMax := launch + sm
-			return blendFast(t, e, tMax, errStep(sp.fastErr*(1+0x1p-20)*math.Abs(sm), tMax), a)
+			tMax, eMax := x.decodeLookupFast(x.memo(1, b.NumDecode), n, kvMax*n)
+			return blendFast(t, e, tMax, eMax, a)
 		}
 	}
 	return t, e, true

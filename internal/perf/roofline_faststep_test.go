@@ -19,7 +19,7 @@ func TestSoftMaxFastWithinBound(t *testing.T) {
 				sp.inv.y, a, b, got, want, d/math.Abs(want), sp.fastErr)
 		}
 	}
-	for _, p := range []float64{4, 2.204, 1 / 2.204, 0.3, 1, 2, 3.5, 7.77, 63.9} {
+	for _, p := range []float64{4, 2.204, 1 / 2.204, 0.3, 1, 2, 3.5, 7.77, 63.9, 4.0 / 3, 2.0 / 3, 0.25} {
 		sp := newSoftPow(1 / p)
 		if !sp.fast {
 			if p == 4 || p == 2.204 {
