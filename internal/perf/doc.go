@@ -75,7 +75,7 @@
 // octave bucket instead of bisecting; the dense and per-sequence sums are
 // memoised by whole count; the skew correction's two attention lookups
 // share every axis position but kvd's (attnTable.at2). See
-// docs/performance.md, "Fifth round".
+// docs/performance.md, "Step-time predictors".
 //
 // The per-run copies (ForRun) add memos of their own, each bounded and
 // holding exactly what the general path computes: the Profile's keeps,
@@ -83,7 +83,10 @@
 // of the positions a decode-only step shares with every step of that
 // count, the dense, per-sequence and MoE terms at the latest padding,
 // the kvd interval of the latest mean and longest context with the
-// operands interpolation reads there, and the latest skew buckets; the
+// operands interpolation reads there, the latest skew buckets with the
+// (mean − min, max − min) they were found for, and the latest mean
+// context with its sum and count (a step whose every context grew by a
+// token has the mean one more, without dividing); the
 // Roofline's keeps, per decode count (modulo 256), the split-KV count
 // and the other terms of the latest blocks per unit of its two
 // pure-decode attention lookups (for the fast step, with the lookup's
