@@ -416,16 +416,7 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	if err != nil {
 		return err
 	}
-	s.cl.gen += int64(r.GenTokens)
-	if s.fe != nil {
-		s.feStep(inst, r, now)
-	}
-	if s.obs != nil {
-		s.obs.StepDone(inst, r)
-	}
-	if s.fe != nil {
-		s.feRestore(r)
-	}
+	s.stepped(inst, r, now)
 	for i := range r.Finished {
 		if err := s.end(&r.Finished[i], now); err != nil {
 			return err
@@ -462,6 +453,21 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		return nil
 	}
 	return s.parkIfDrained(inst, now)
+}
+
+// stepped counts a finished step's tokens and shows it to the front end
+// and the observer.
+func (s *Sim) stepped(inst int, r *engine.StepResult, now int64) {
+	s.cl.gen += int64(r.GenTokens)
+	if s.fe != nil {
+		s.feStep(inst, r, now)
+	}
+	if s.obs != nil {
+		s.obs.StepDone(inst, r)
+	}
+	if s.fe != nil {
+		s.feRestore(r)
+	}
 }
 
 // end records a terminal request and releases its session successor.

@@ -18,13 +18,15 @@ package cluster
 // TestSteadyRunsMatchQueue, the runner's TestDecodeLaneOutputsIdentical
 // and the random-scenario checks verify.
 //
-// Steady runs are used where a step end's handling is the engine's and
-// the observer's alone: no P/D handoffs, fault model, data-parallel
-// groups, front end or KV tiers, and no abort waiting for a batch to end.
+// Steady runs are used where a step end's handling is the engine's, the
+// front end's and the observer's alone: no P/D handoffs, fault model,
+// data-parallel groups or KV tiers, and no abort waiting for a batch to
+// end. The front end's per-step model sees the steps in the same order,
+// and its own events are queued events like any other.
 
 // steadyOK reports whether the run's configuration allows steady runs.
 func (s *Sim) steadyOK(cfg *Config) bool {
-	return !cfg.NoSteadyRuns && s.pd == nil && s.ft == nil && s.groups == nil && s.fe == nil && s.tiers == nil
+	return !cfg.NoSteadyRuns && s.pd == nil && s.ft == nil && s.groups == nil && s.tiers == nil
 }
 
 // kickSteady is kick for an instance whose step just ended, with steady
@@ -42,10 +44,7 @@ func (s *Sim) kickSteady(inst int, now int64) error {
 		if err != nil {
 			return err
 		}
-		s.cl.gen += int64(r.GenTokens)
-		if s.obs != nil {
-			s.obs.StepDone(inst, r)
-		}
+		s.stepped(inst, r, st.End)
 		if st, ok, err = e.BeginSteady(st.End); err != nil || !ok {
 			return err
 		}

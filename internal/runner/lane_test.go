@@ -10,8 +10,9 @@ import (
 )
 
 // TestDecodeLaneOutputsIdentical runs the golden scenarios, a small pool
-// that preempts often, and the multi-turn chat examples (shared prefixes,
-// KV tiers),
+// that preempts often, a served endpoint's front end (two API servers,
+// chunks of two tokens) and the multi-turn chat examples (shared
+// prefixes, KV tiers),
 // with the decode lane, the anonymous tails and the steady runs on, and
 // twice as references: all three off (engine.Config.NoDecodeLane: every
 // request visited in every step; NoAnonymousTails: every KV block named;
@@ -28,6 +29,15 @@ workload:
     requests: 300
     arrival: {kind: poisson, rate: 25}
     input: {kind: lognormal, mean: 300, sigma: 1.0, max: 1500}
+    output: {kind: lognormal, mean: 200, sigma: 1.0, max: 1200}
+`}, struct{ name, yaml string }{"front-end", `
+engine: {max_num_seqs: 64}
+frontend: {api_server_count: 2, stream_interval: 2}
+workload:
+  synthetic:
+    requests: 400
+    arrival: {kind: poisson, rate: 8}
+    input: {kind: lognormal, mean: 500, sigma: 1.0, max: 4000}
     output: {kind: lognormal, mean: 200, sigma: 1.0, max: 1200}
 `})
 	build := func(t *testing.T, name, y string) *assemble.Built {
