@@ -416,7 +416,12 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	if err != nil {
 		return err
 	}
-	s.stepped(inst, r, now)
+	s.cl.gen += int64(r.GenTokens)
+	if s.fe != nil {
+		s.feStepped(inst, r, now)
+	} else if s.obs != nil {
+		s.obs.StepDone(inst, r)
+	}
 	for i := range r.Finished {
 		if err := s.end(&r.Finished[i], now); err != nil {
 			return err
@@ -455,19 +460,14 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 	return s.parkIfDrained(inst, now)
 }
 
-// stepped counts a finished step's tokens and shows it to the front end
-// and the observer.
-func (s *Sim) stepped(inst int, r *engine.StepResult, now int64) {
-	s.cl.gen += int64(r.GenTokens)
-	if s.fe != nil {
-		s.feStep(inst, r, now)
-	}
+// feStepped shows a finished step to the front end and then to the
+// observer, with the client's gaps.
+func (s *Sim) feStepped(inst int, r *engine.StepResult, now int64) {
+	s.feStep(inst, r, now)
 	if s.obs != nil {
 		s.obs.StepDone(inst, r)
 	}
-	if s.fe != nil {
-		s.feRestore(r)
-	}
+	s.feRestore(r)
 }
 
 // end records a terminal request and releases its session successor.

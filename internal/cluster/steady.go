@@ -44,7 +44,12 @@ func (s *Sim) kickSteady(inst int, now int64) error {
 		if err != nil {
 			return err
 		}
-		s.stepped(inst, r, st.End)
+		s.cl.gen += int64(r.GenTokens) // as stepEnd
+		if s.fe != nil {
+			s.feStepped(inst, r, st.End)
+		} else if s.obs != nil {
+			s.obs.StepDone(inst, r)
+		}
 		if st, ok, err = e.BeginSteady(st.End); err != nil || !ok {
 			return err
 		}
