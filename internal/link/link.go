@@ -113,6 +113,10 @@ type Network struct {
 	// onRecompute, if set, is called after every rate recomputation;
 	// tests use it.
 	onRecompute func()
+	// noDisjoint sends every recomputation through progressive filling,
+	// even when no two active flows share a resource (disjoint.go): the
+	// reference the shortcut is checked against.
+	noDisjoint bool
 }
 
 // ErrInvalid is the error, wrapped, of a call with invalid arguments (a
@@ -471,6 +475,11 @@ func (n *Network) recompute(t int64) error {
 			n.capped = append(n.capped, f)
 		}
 	}
+	if len(n.touched) == 2*len(n.active) && !n.noDisjoint && n.rateDisjoint() {
+		// No resource carries two flows (nor a flow twice).
+		n.finishTimes(t)
+		return nil
+	}
 	// Resources in index order: ties between bottlenecks go to the lowest
 	// index, as the scan below expects.
 	slices.Sort(n.touched)
@@ -561,6 +570,13 @@ func (n *Network) recompute(t int64) error {
 		}
 	}
 	clear(n.adj) // do not keep retired flows reachable
+	n.finishTimes(t)
+	return nil
+}
+
+// finishTimes sets every active flow's completion time from its rate, at
+// the end of a recomputation at t.
+func (n *Network) finishTimes(t int64) {
 	clear(n.capped)
 	for _, f := range n.active {
 		f.finishAt = satAdd(t, ceilNs(f.anchorRem*1e9/f.rate))
@@ -568,7 +584,6 @@ func (n *Network) recompute(t int64) error {
 	if n.onRecompute != nil {
 		n.onRecompute()
 	}
-	return nil
 }
 
 // ceilNs rounds a non-negative duration in ns up to a whole number of ns,

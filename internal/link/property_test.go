@@ -119,11 +119,29 @@ func checkInvariants(t *rapid.T, n *Network) {
 
 // simulate drives a network through ops and returns all completions.
 func simulate(t *rapid.T, eps []propEP, ops []propOp, spurious, check bool) []Completion {
+	return simulateLog(t, eps, ops, spurious, check, false, nil)
+}
+
+// simulateLog is simulate on a network whose every recomputation goes
+// through progressive filling when filling is set, appending every active
+// flow's rate and its resources' use to *log after each recomputation
+// when log is not nil.
+func simulateLog(t *rapid.T, eps []propEP, ops []propOp, spurious, check, filling bool, log *[]float64) []Completion {
 	n := New()
+	n.noDisjoint = filling
 	for _, e := range eps {
 		must(n.AddEndpoint(e.bw, e.lat))
 	}
-	if check {
+	if log != nil {
+		n.onRecompute = func() {
+			for _, f := range n.active {
+				*log = append(*log, f.rate, n.used[f.eg], n.used[f.in], float64(f.finishAt))
+			}
+			if check {
+				checkInvariants(t, n)
+			}
+		}
+	} else if check {
 		n.onRecompute = func() { checkInvariants(t, n) }
 		n.onFlowDone = func(f *flow, residual float64) {
 			if math.IsNaN(residual) || residual > doneEpsilon+1e-9*f.bytes {
@@ -250,4 +268,28 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestDisjointMatchesFilling runs random networks with the disjoint-flow
+// shortcut (rateDisjoint) and with progressive filling only, and requires
+// the same rates, resource use and completion times after every
+// recomputation and the same completions.
+func TestDisjointMatchesFilling(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		eps, ops := genScenario(t)
+		var fast, ref []float64
+		a := simulateLog(t, eps, ops, true, true, false, &fast)
+		b := simulateLog(t, eps, ops, true, true, true, &ref)
+		if !slices.Equal(a, b) {
+			t.Fatalf("completions %+v, with filling only %+v", a, b)
+		}
+		if len(fast) != len(ref) {
+			t.Fatalf("%d logged values, with filling only %d", len(fast), len(ref))
+		}
+		for i := range fast {
+			if math.Float64bits(fast[i]) != math.Float64bits(ref[i]) {
+				t.Fatalf("value %d of the recomputation log: %v, with filling only %v", i, fast[i], ref[i])
+			}
+		}
+	})
 }
