@@ -39,13 +39,12 @@ const decodePlanLimit = 1024
 // decodePlan is what a step without prefill and with n decodes looks up
 // on every axis but kvd.
 type decodePlan struct {
-	built bool
-	two   bool        // the pc axis blends two corners (c[1])
-	t     float64     // position between the pc corners
-	c     [2]nCorners // at the lower and the upper pc corner
-	// skew is the skew bucket index without its skew-rate and kv_big
-	// terms; -1 when pc = 0 is not a profiled pc (alpha_default).
-	skew int
+	// The fields a decode step reads come first (its terms other than
+	// attention, the skew index, then the lower pc corner, whose own
+	// first fields are the fast lookup's), so that a step reads few
+	// cache lines of its plan: in a cluster the plans of an instance
+	// have left the first-level cache by its next step.
+	//
 	// The step's terms other than attention at the padding pad of the
 	// latest step StepTime took through this plan (-1 before the
 	// first): they depend on n and the padding only, and a decode
@@ -53,26 +52,35 @@ type decodePlan struct {
 	pad                int
 	dense, perSeq, moe float64 // memoAt of dense and perSeq; moeBlockAt
 	moeNs              float64 // the step's MoE term: moeCount × moeTPScale × moe, or 0
+	// skew is the skew bucket index without its skew-rate and kv_big
+	// terms; -1 when pc = 0 is not a profiled pc (alpha_default).
+	skew  int
+	built bool
+	two   bool        // the pc axis blends two corners (c[1])
+	t     float64     // position between the pc corners
+	c     [2]nCorners // at the lower and the upper pc corner
 }
 
 // nCorners is an attnPC's part of attnPC.at2 that does not depend on kvd:
 // the two n corners s and h (h nil when n falls on one) and the kp
 // positions on their axes.
 type nCorners struct {
-	s, h  *attnSlice
+	// rows says that the fast lookup (at) serves these corners: both
+	// kp positions are on a sample (so eval reads one kp row) and h,
+	// if any, shares s's kvd axis. seg holds, per lookup, the kvd
+	// interval of its latest context and what at needs of it. They come
+	// first, with h and t, which the fast lookup reads too.
+	rows  bool
+	h     *attnSlice
 	t     float64 // position between s and h
-	i, ih pos     // kp positions on s's and h's kp axes
-	hKVD  bool    // h has a kvd axis of its own (else s's positions serve)
+	seg   [2]kvdSegment
+	s     *attnSlice
+	i, ih pos  // kp positions on s's and h's kp axes
+	hKVD  bool // h has a kvd axis of its own (else s's positions serve)
 	// The latest kvd positions of the two lookups on s's and h's kvd
 	// axes: the contexts grow a token a step, so the next positions
 	// are nearly always in the same intervals (nearAt).
 	js, jh [2]pos
-	// rows says that the fast lookup (at) serves these corners: both
-	// kp positions are on a sample (so eval reads one kp row) and h,
-	// if any, shares s's kvd axis. seg holds, per lookup, the kvd
-	// interval of its latest context and what at needs of it.
-	rows bool
-	seg  [2]kvdSegment
 }
 
 // kvdSegment is an interior interval [xlo, xhi) of a kvd axis (samples
