@@ -57,18 +57,7 @@ func TestEngineTimeDecodeMatchesReference(t *testing.T) {
 		{"RTXPRO6000", "Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3_moe", 2, 48, 128, 8},
 		{"RTX4090", "meta-llama/Llama-3.1-8B", "llama", 1, 32, 0, 0},
 	} {
-		dir, err := FindBundle(root, c.hw, c.model, "bf16", c.tp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cat, err := LoadCatalog(assets.FS(), c.mt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := LoadProfile(root, dir, Arch{ModelType: c.mt, NumLayers: c.layers, NumExperts: c.e, ExpertsPerTok: c.k}, cat)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, dir, cat := embeddedProfile(t, root, c.hw, c.model, c.mt, c.tp, c.layers, c.e, c.k)
 		perLayer, attn, perStep := cat.Kernels(c.e > 0)
 		rapid.Check(t, func(rt *rapid.T) {
 			e := EngineTime{

@@ -32,18 +32,7 @@ func TestProfileRunMatchesProfile(t *testing.T) {
 		{"RTXPRO6000", "Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3_moe", 2, 48, 128, 8},
 		{"RTX4090", "meta-llama/Llama-3.1-8B", "llama", 1, 32, 0, 0},
 	} {
-		dir, err := FindBundle(root, c.hw, c.model, "bf16", c.tp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cat, err := LoadCatalog(assets.FS(), c.mt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := LoadProfile(root, dir, Arch{ModelType: c.mt, NumLayers: c.layers, NumExperts: c.e, ExpertsPerTok: c.k}, cat)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, dir, _ := embeddedProfile(t, root, c.hw, c.model, c.mt, c.tp, c.layers, c.e, c.k)
 		run := ForRun(p, nil)
 		if _, ok := run.(*profileRun); !ok {
 			t.Fatalf("%s: ForRun gave %T, want the per-run copy", dir, run)
@@ -132,4 +121,24 @@ func sameBreakdown(a, b StepBreakdown) bool {
 		math.Float64bits(a.PerSequence) == math.Float64bits(b.PerSequence) &&
 		math.Float64bits(a.Attention) == math.Float64bits(b.Attention) &&
 		math.Float64bits(a.MoE) == math.Float64bits(b.MoE)
+}
+
+// embeddedProfile loads the embedded bf16 profile of model on hw at tp
+// (root: the embedded profiles), with the layer and expert counts given,
+// and returns it with its bundle's directory and kernel catalog.
+func embeddedProfile(t *testing.T, root fs.FS, hw, model, mt string, tp, layers, experts, perTok int) (*Profile, string, *Catalog) {
+	t.Helper()
+	dir, err := FindBundle(root, hw, model, "bf16", tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := LoadCatalog(assets.FS(), mt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadProfile(root, dir, Arch{ModelType: mt, NumLayers: layers, NumExperts: experts, ExpertsPerTok: perTok}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, dir, cat
 }

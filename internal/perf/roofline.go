@@ -412,16 +412,9 @@ func (r *Roofline) Breakdown(b *Batch, dst []OpTime) []OpTime {
 	return dst
 }
 
-func clampNs(v float64) int64 {
-	v = math.Round(v)
-	switch {
-	case !(v > 0):
-		return 0
-	case v >= math.MaxInt64:
-		return math.MaxInt64
-	}
-	return int64(v)
-}
+// clampNs rounds v to whole nanoseconds: 0 for what is not positive (NaN
+// too), math.MaxInt64 from there up.
+func clampNs(v float64) int64 { return clampWhole(math.Round(v)) }
 
 // OpNs is the time in ns of ONE occurrence of op (one layer's worth for a
 // per-layer op) in the step b, on one tensor-parallel rank. Dense ops are
