@@ -83,8 +83,7 @@ func newFracTable(yf float64) *fracTable {
 }
 
 // softMaxFast is sp.softMax(a, b) within a relative sp.fastErr, for an sp
-// with sp.fast: powNear's steps, the fractional powers from the tables
-// (written out twice, as in softMax).
+// with sp.fast: powNear's steps, the fractional powers from the tables.
 func (sp *softPow) softMaxFast(a, b float64) float64 {
 	if sp.quartic {
 		if v, ok := quarticSoftMax(a, b); ok {
@@ -98,45 +97,30 @@ func (sp *softPow) softMaxFast(a, b float64) float64 {
 	if hi <= 0 {
 		return 0
 	}
-	x, e := lo/hi, &sp.p
-	var y float64
-	if x >= 0x1p-15 && x <= 2 {
-		y = 1.0
-		if t := e.tab; t != nil {
-			bits := math.Float64bits(x)
-			k := int(bits>>52) - (1023 - 15) // x is normal: k in [0, 16]
-			i := bits>>44&0xff + bits>>43&1  // the grid point nearest the mantissa
-			g := &t.grid[i]
-			d := math.Float64frombits(bits&(1<<52-1)|1023<<52)*g.inv - 1
-			c := &e.c
-			y = t.scale[k] * g.pow * (1 + d*(c[0]+d*(c[1]+d*(c[2]+d*c[3]))))
-		} else if e.root != rootNone {
-			y = rootPow(x, e.root)
-		}
-		y = mulPow(y, x, e.yi)
-	} else {
-		y = math.Pow(x, e.y)
-	}
+	y := sp.p.powFast(lo / hi)
 	// 1 + y is in [1, 2] unless y is NaN or negative (lo/hi below 2^-15)
-	x, e = 1+y, &sp.inv
-	if x >= 0x1p-15 && x <= 2 {
-		y = 1.0
-		if t := e.tab; t != nil {
-			bits := math.Float64bits(x)
-			k := int(bits>>52) - (1023 - 15)
-			i := bits>>44&0xff + bits>>43&1
-			g := &t.grid[i]
-			d := math.Float64frombits(bits&(1<<52-1)|1023<<52)*g.inv - 1
-			c := &e.c
-			y = t.scale[k] * g.pow * (1 + d*(c[0]+d*(c[1]+d*(c[2]+d*c[3]))))
-		} else if e.root != rootNone {
-			y = rootPow(x, e.root)
-		}
-		y = mulPow(y, x, e.yi)
-	} else {
-		y = math.Pow(x, e.y)
+	return hi * sp.inv.powFast(1+y)
+}
+
+// powFast is powNear(x, e.y) within the tables' bound: the whole part by
+// mulPow, the fractional part from the tables or square roots.
+func (e *powExp) powFast(x float64) float64 {
+	if !(x >= 0x1p-15 && x <= 2) {
+		return math.Pow(x, e.y)
 	}
-	return hi * y
+	y := 1.0
+	if t := e.tab; t != nil {
+		bits := math.Float64bits(x)
+		k := int(bits>>52) - (1023 - 15) // x is normal: k in [0, 16]
+		i := bits>>44&0xff + bits>>43&1  // the grid point nearest the mantissa
+		g := &t.grid[i]
+		d := math.Float64frombits(bits&(1<<52-1)|1023<<52)*g.inv - 1
+		c := &e.c
+		y = t.scale[k] * g.pow * (1 + d*(c[0]+d*(c[1]+d*(c[2]+d*c[3]))))
+	} else if e.root != rootNone {
+		y = rootPow(x, e.root)
+	}
+	return mulPow(y, x, e.yi)
 }
 
 // rootPow is x^(1/4), x^(1/2) or x^(-1/4) (root) from square roots, which

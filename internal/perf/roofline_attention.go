@@ -61,18 +61,9 @@ import "math"
 // units and tail differ) is a property of the kernel on the accelerator,
 // taken from the calibration bundle's skew measurements, not of a model.
 func (r *Roofline) attention(b *Batch) float64 {
-	pc := float64(max(b.PrefillTokens, 0))
-	n := float64(max(b.NumDecode, 0))
-	if pc == 0 && n == 0 {
+	pc, kp, ps, n, q, kvSum, none := attentionInputs(b)
+	if none {
 		return 0
-	}
-	kp := float64(max(b.PrefillKV, 0))
-	ps := float64(max(b.PrefillSeqs, 1))
-	kvSum := float64(max(b.DecodeKVSum, 0))
-	// q: query rows per decode request, 1 + its verified proposals.
-	q := 1.0
-	if n > 0 && b.SpecTokens > 0 {
-		q += float64(b.SpecTokens) / n
 	}
 	t := r.attentionUniform(pc, kp, ps, n, q, kvSum)
 	a := r.eff.AttnSkew
@@ -288,4 +279,24 @@ func (r *Roofline) splits(u, nBlocks float64) float64 {
 		}
 	}
 	return 1
+}
+
+// attentionInputs are step b's attention inputs: prefill tokens pc,
+// prefill context kp, prefill sequences ps (at least 1), decodes n, query
+// rows per decode q (1 + its verified proposals) and the decode context
+// sum; none reports a step without prefill or decode tokens.
+func attentionInputs(b *Batch) (pc, kp, ps, n, q, kvSum float64, none bool) {
+	pc = float64(max(b.PrefillTokens, 0))
+	n = float64(max(b.NumDecode, 0))
+	if pc == 0 && n == 0 {
+		return 0, 0, 0, 0, 0, 0, true
+	}
+	kp = float64(max(b.PrefillKV, 0))
+	ps = float64(max(b.PrefillSeqs, 1))
+	kvSum = float64(max(b.DecodeKVSum, 0))
+	q = 1.0
+	if n > 0 && b.SpecTokens > 0 {
+		q += float64(b.SpecTokens) / n
+	}
+	return pc, kp, ps, n, q, kvSum, false
 }

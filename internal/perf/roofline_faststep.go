@@ -92,17 +92,9 @@ func (x *rooflineRun) decodeAttentionFast(b *Batch) (t, e float64, ok bool) {
 // distance from it; ok is false when the skew blend's comparison is not
 // decided. (Each lookup is attentionWindowed's launch + soft maximum.)
 func (r *Roofline) attentionFast(b *Batch) (t, e float64, ok bool) {
-	pc := float64(max(b.PrefillTokens, 0))
-	n := float64(max(b.NumDecode, 0))
-	if pc == 0 && n == 0 {
+	pc, kp, ps, n, q, kvSum, none := attentionInputs(b)
+	if none {
 		return 0, 0, true
-	}
-	kp := float64(max(b.PrefillKV, 0))
-	ps := float64(max(b.PrefillSeqs, 1))
-	kvSum := float64(max(b.DecodeKVSum, 0))
-	q := 1.0
-	if n > 0 && b.SpecTokens > 0 {
-		q += float64(b.SpecTokens) / n
 	}
 	sp := &r.attnPow
 	launch, tc, tm := r.attentionTerms(pc, kp, ps, n, q, kvSum, 0)
