@@ -9,9 +9,36 @@ import (
 type BlockID = int32
 
 // Pool is a paged KV block pool with an optional prefix cache.
+//
+// Its first two cache lines hold every field the decode lane's steady
+// steps read or write (Free, AllocateTail's common case, CommitTail):
+// with many pools each one's fields have left the CPU cache by its next
+// step, so a step then misses on these two lines only. The struct's size
+// is a multiple of 64 bytes, which keeps it line-aligned in its size class
+// (TestPoolLayout).
 type Pool struct {
-	capacity int
-	caching  bool
+	// The free queue is a ring of entries in order of freeing, each a
+	// block id and the kind of content it holds, or a run of anonymous
+	// blocks (below) of one kind and their number: a released table's
+	// blocks of one kind take one entry. A block taken out of the middle
+	// (a prefix hit) leaves a hole, skipped when it reaches the head.
+	// Allocation thus reads the queue sequentially and writes only the
+	// head entry, which is what keeps it cheap when the least recently
+	// freed block is long out of the CPU cache.
+	ring    []uint32
+	qhead   int // ring index of the oldest entry
+	qlen    int // entries, runs and holes included
+	numFree int
+	// tail is the number of blocks held in anonymous tails (tail.go),
+	// whose ids are in anon too; tailPriv how many of them hold private
+	// content.
+	tail, tailPriv int
+
+	numPriv    int   // blocks holding private content (see CommitPrivate)
+	cachedFree int   // free blocks still holding indexed content
+	refs       int64 // references held, summed over blocks
+	caching    bool
+	capacity   int
 
 	// hot holds the per-block word that allocation, release and the
 	// free queue touch (4 bytes a block, sixteen blocks a cache line),
@@ -27,18 +54,6 @@ type Pool struct {
 	// hot word.
 	hot  []uint32
 	hash []uint64
-	// The free queue is a ring of entries in order of freeing, each a
-	// block id and the kind of content it holds, or a run of anonymous
-	// blocks (below) of one kind and their number: a released table's
-	// blocks of one kind take one entry. A block taken out of the middle
-	// (a prefix hit) leaves a hole, skipped when it reaches the head.
-	// Allocation thus reads the queue sequentially and writes only the
-	// head entry, which is what keeps it cheap when the least recently
-	// freed block is long out of the CPU cache.
-	ring    []uint32
-	qhead   int // ring index of the oldest entry
-	qlen    int // entries, runs and holes included
-	numFree int
 
 	// A free block that holds no content, or private content without a
 	// tag, can never be looked for: nothing but its queue entry's kind
@@ -57,17 +72,11 @@ type Pool struct {
 	// words share cache lines, instead of cycling through the whole pool
 	// with the free queue.
 	anon idSet
-	// tail is the number of blocks held in anonymous tails (tail.go),
-	// whose ids are in anon too; tailPriv how many of them hold private
-	// content.
-	tail, tailPriv int
 
-	index   index // hash -> block holding shared content
-	numPriv int   // blocks holding private content (see CommitPrivate)
+	index index // hash -> block holding shared content
 
-	hits, queries int64 // prefix-cache statistics, in blocks
-	refs          int64 // references held, summed over blocks
-	cachedFree    int   // free blocks still holding indexed content
+	hits, queries int64    // prefix-cache statistics, in blocks
+	_             [32]byte // to a multiple of 64 bytes
 }
 
 // A block's hot word holds, in its low 2 bits, the kind of content it

@@ -1,6 +1,9 @@
 package kv
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
 // TestPrivateContent: a block committed as private counts as cached and,
 // once tagged, holds its content for Holds; it is never found through the
@@ -245,6 +248,31 @@ func TestCommitPrivateBlocks(t *testing.T) {
 	for i := range one.ring {
 		if one.ring[i] != batch.ring[i] {
 			t.Fatalf("ring entry %d: %#x one by one, %#x in a batch", i, one.ring[i], batch.ring[i])
+		}
+	}
+}
+
+// TestPoolLayout checks that the pool is a whole number of cache lines
+// (so that its size class keeps it line-aligned) and that the fields a
+// steady decode step touches share its first two.
+func TestPoolLayout(t *testing.T) {
+	var p Pool
+	if size := unsafe.Sizeof(p); size%64 != 0 {
+		t.Errorf("Pool is %d bytes, not a multiple of 64: pad it (pool.go)", size)
+	}
+	for name, end := range map[string]uintptr{
+		"ring":       unsafe.Offsetof(p.ring) + unsafe.Sizeof(p.ring),
+		"qhead":      unsafe.Offsetof(p.qhead) + unsafe.Sizeof(p.qhead),
+		"numFree":    unsafe.Offsetof(p.numFree) + unsafe.Sizeof(p.numFree),
+		"tail":       unsafe.Offsetof(p.tail) + unsafe.Sizeof(p.tail),
+		"tailPriv":   unsafe.Offsetof(p.tailPriv) + unsafe.Sizeof(p.tailPriv),
+		"numPriv":    unsafe.Offsetof(p.numPriv) + unsafe.Sizeof(p.numPriv),
+		"cachedFree": unsafe.Offsetof(p.cachedFree) + unsafe.Sizeof(p.cachedFree),
+		"refs":       unsafe.Offsetof(p.refs) + unsafe.Sizeof(p.refs),
+		"caching":    unsafe.Offsetof(p.caching) + unsafe.Sizeof(p.caching),
+	} {
+		if end > 128 {
+			t.Errorf("Pool.%s ends at byte %d, past the first two cache lines", name, end)
 		}
 	}
 }
