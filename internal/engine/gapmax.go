@@ -9,10 +9,18 @@ package engine
 // than every later one, oldest (largest) first, and the answer for t is
 // the first of them after t. That is the maximum a scan of every gap in
 // the range gives, exactly (TestGapMaxMatchesScan).
+//
+// The newest kept batch is held in the struct itself and the older ones
+// in a ring allocated on first use: while the gaps do not shrink (a
+// steady decode run, whose contexts grow) each batch replaces the newest
+// and the ring is not touched, so a step reads and writes only the
+// struct, which the engine keeps with its other per-step fields.
 type gapMax struct {
-	head int
-	n    int
-	e    [laneWindow]gapEntry // ring; gaps strictly decreasing from head
+	last gapEntry // the newest batch's gap (when has)
+	ring *[laneWindow]gapEntry
+	head int32 // ring index of the oldest entry
+	n    int32 // entries in the ring; their gaps strictly decrease from head, all above last's
+	has  bool
 }
 
 type gapEntry struct {
@@ -21,15 +29,30 @@ type gapEntry struct {
 
 // push records the gap of batch tick (one more than the last pushed).
 func (g *gapMax) push(tick, gap int64) {
+	if g.has && g.last.gap > gap {
+		g.spill(tick)
+	} else if g.n > 0 {
+		const mask = laneWindow - 1
+		for g.n > 0 && g.ring[(g.head+g.n-1)&mask].gap <= gap {
+			g.n--
+		}
+	}
+	g.last, g.has = gapEntry{tick: tick, gap: gap}, true
+}
+
+// spill moves the newest entry, whose gap is larger than that of batch
+// tick (being pushed), to the ring's back, after dropping the ring's
+// entries out of every range asked about from then on.
+func (g *gapMax) spill(tick int64) {
 	const mask = laneWindow - 1
-	for g.n > 0 && g.e[g.head].tick <= tick-laneWindow {
-		g.head = (g.head + 1) & mask // out of every range asked about
+	if g.ring == nil {
+		g.ring = new([laneWindow]gapEntry)
+	}
+	for g.n > 0 && g.ring[g.head].tick <= tick-laneWindow {
+		g.head = (g.head + 1) & mask
 		g.n--
 	}
-	for g.n > 0 && g.e[(g.head+g.n-1)&mask].gap <= gap {
-		g.n--
-	}
-	g.e[(g.head+g.n)&mask] = gapEntry{tick: tick, gap: gap}
+	g.ring[(g.head+g.n)&mask] = g.last
 	g.n++
 }
 
@@ -37,10 +60,13 @@ func (g *gapMax) push(tick, gap int64) {
 // -1 when there are none; t must be at least the last tick - laneWindow + 1.
 func (g *gapMax) since(t int64) int64 {
 	const mask = laneWindow - 1
-	for i := 0; i < g.n; i++ {
-		if en := &g.e[(g.head+i)&mask]; en.tick > t {
+	for i := int32(0); i < g.n; i++ {
+		if en := &g.ring[(g.head+i)&mask]; en.tick > t {
 			return en.gap
 		}
+	}
+	if g.has && g.last.tick > t {
+		return g.last.gap
 	}
 	return -1
 }
