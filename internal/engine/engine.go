@@ -42,8 +42,11 @@ type Engine struct {
 	preempted      int
 	formBudget     int32 // token budget left by the last Form (invariant check)
 	justEnded      bool  // a step ended and no batch has been formed since
-	laneStale      bool
-	recount        bool // the batch's aggregates must be recounted (rebatch)
+	// resultDirty: the result holds a field a steady step leaves alone
+	// (FinishSteady) set to other than its zero.
+	resultDirty bool
+	laneStale   bool
+	recount     bool // the batch's aggregates must be recounted (rebatch)
 	// noLane: the lane is off, by configuration (laneRuledOut) or as a
 	// test's reference (every request explicit).
 	noLane     bool

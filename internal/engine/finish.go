@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/perf"
 )
 
 // FinishBatch applies the batch in flight with the given id at time end:
@@ -30,9 +31,9 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 	}
 	e.spare = append(e.spare, f)
 	r.Start, r.End = f.start, end
-	r.Batch = &f.batch
-	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, f.preempted
-	r.ITL = r.ITL[:0]
+	r.Batch = e.flightBatch(f)
+	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, int(f.preempted)
+	r.ITL = r.itlBuf[:0]
 	r.Finished = r.Finished[:0]
 	r.First = r.First[:0]
 	r.Prefilled = r.Prefilled[:0]
@@ -54,11 +55,14 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 	if len(f.sched) > 0 { // (a batch of lane members alone: nothing to walk)
 		gen = e.finishScheduled(f.sched, r, end)
 	}
-	r.GenTokens = gen + f.lane
+	r.GenTokens = gen + int(f.lane)
 	if e.specOn() {
 		r.Spec.DraftNs, r.Spec.StepNs = f.draftNs, end-f.start
 		e.specTotal.add(&r.Spec)
 	}
+	r.itlBuf = r.ITL
+	// What FinishSteady must reset before its next short path.
+	e.resultDirty = r.Preempted != 0 || len(r.Finished) > 0 || len(r.First) > 0 || len(r.Prefilled) > 0 || e.specOn()
 	if len(e.zombies) > 0 || len(e.running) > 0 {
 		e.pruneRunning(end, lane)
 	}
@@ -71,6 +75,16 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 		}
 	}
 	return r, e.err
+}
+
+// flightBatch is the batch of flight f, in flight: with pipeline
+// parallelism the flight's copy, without it Engine.batch, which no Form
+// touches while the one batch is in flight.
+func (e *Engine) flightBatch(f *flight) *perf.Batch {
+	if e.pp() > 1 {
+		return &f.batch
+	}
+	return &e.batch
 }
 
 // finishScheduled applies the scheduled part of a finished batch at time

@@ -138,7 +138,7 @@ func (e *Engine) checkBatch(budgetLeft int32) error {
 		total += int(t.tokens)
 	}
 	if n := len(e.flights); n > 0 {
-		total += e.flights[n-1].lane // one token per lane member
+		total += int(e.flights[n-1].lane) // one token per lane member
 	}
 	if total > e.cfg.MaxNumBatchedTokens {
 		return fmt.Errorf("batch of %d tokens exceeds max_num_batched_tokens %d", total, e.cfg.MaxNumBatchedTokens)

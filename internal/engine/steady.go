@@ -40,15 +40,22 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 	e.flights = e.flights[:0]
 	e.spare = append(e.spare, f)
 	r := &e.result
-	r.Start, r.End, r.Batch = f.start, end, &f.batch
-	r.PromptTokens, r.GenTokens, r.Preempted = 0, f.lane, f.preempted
+	r.Start, r.End, r.Batch = f.start, end, &e.batch // (no pipeline with the lane: flightBatch)
+	r.PromptTokens, r.GenTokens = 0, int(f.lane)
 	e.tick++
 	gap := end - e.prevEnd
 	e.gaps.push(e.tick, gap)
 	e.prevEnd = end
-	r.ITL = append(r.ITL[:0], Gap{NS: gap, Count: int64(f.lane)})
-	r.Finished, r.First, r.Prefilled = r.Finished[:0], r.First[:0], r.Prefilled[:0]
-	r.Spec = SpecStats{}
+	r.itl[0] = Gap{NS: gap, Count: int64(f.lane)}
+	r.ITL = r.itl[:]
+	if e.resultDirty || f.preempted != 0 {
+		// The fields a steady step leaves alone, unless an earlier step
+		// set them.
+		r.Preempted = int(f.preempted)
+		r.Finished, r.First, r.Prefilled = r.Finished[:0], r.First[:0], r.Prefilled[:0]
+		r.Spec = SpecStats{}
+		e.resultDirty = false
+	}
 	e.justEnded = true
 	if e.cfg.CheckInvariants {
 		if err := e.check(0); err != nil {

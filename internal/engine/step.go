@@ -13,15 +13,21 @@ type scheduled struct {
 	spec   int32 // proposals verified (speculative decoding), in tokens
 }
 
-// flight is one batch in flight.
+// flight is one batch in flight. What finishing a batch reads shares the
+// first cache line; batch holds the batch only with pipeline parallelism
+// (without it the one batch in flight is Engine.batch, which no Form
+// touches until the batch has finished). The size is a multiple of 64
+// bytes, which keeps a flight line-aligned in its size class.
 type flight struct {
-	id         int64
-	start, end int64
-	sched      []scheduled
-	batch      perf.Batch
-	preempted  int
-	lane       int   // lane members, one decode token each, not in sched
-	draftNs    int64 // speculative proposer time within the step
+	id        int64
+	start     int64
+	lane      int32 // lane members, one decode token each, not in sched
+	preempted int32
+	draftNs   int64 // speculative proposer time within the step
+	sched     []scheduled
+	end       int64
+	batch     perf.Batch
+	_         [32]byte
 }
 
 // Step describes a batch just started: it ends at End, and the next batch
@@ -40,20 +46,26 @@ type Step struct {
 func (e *Engine) FirstScheduled() []int64 { return e.firstSched }
 
 // StepResult is what one step did. Slices are reused by the next FinishBatch.
+//
+// The fields a steady decode step writes and its observers read share two
+// cache lines (the engine keeps its result line-aligned): Start to ITL,
+// then Spec and the one run of ITL gaps such a step has.
 type StepResult struct {
 	Start, End int64
 	// Batch is the batch as the predictor saw it, valid until the
-	// engine's next Launch (it is the finished batch's own record, not a
-	// copy).
+	// engine's next Begin, Form or Launch.
 	Batch        *perf.Batch
-	PromptTokens int              // prompt tokens of requests that emitted their first token
-	GenTokens    int              // output tokens emitted
-	Preempted    int              // requests preempted while forming the batch
-	ITL          []Gap            // gaps between consecutive tokens emitted this step, run-length encoded
-	Finished     []metrics.Record // requests that produced their last token
-	First        []int64          // ids of the requests that emitted their first output token
-	Prefilled    []Prefilled      // prefill role: prompts computed, KV pinned
-	Spec         SpecStats        // speculative decoding's counts (zero when off)
+	PromptTokens int       // prompt tokens of requests that emitted their first token
+	GenTokens    int       // output tokens emitted
+	ITL          []Gap     // gaps between consecutive tokens emitted this step, run-length encoded
+	Spec         SpecStats // speculative decoding's counts (zero when off)
+	itl          [1]Gap    // ITL's backing array on the steady path (FinishSteady)
+
+	Preempted int              // requests preempted while forming the batch
+	Finished  []metrics.Record // requests that produced their last token
+	First     []int64          // ids of the requests that emitted their first output token
+	Prefilled []Prefilled      // prefill role: prompts computed, KV pinned
+	itlBuf    []Gap            // ITL's backing array on FinishBatch's general path
 }
 
 // Gap is a run of Count equal inter-token gaps of NS nanoseconds. In a
@@ -176,11 +188,13 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 	// old buffer (no copy).
 	spare := f.sched[:0]
 	f.sched = e.sched
-	f.batch, f.preempted, f.lane = e.batch, e.preempted, len(e.lane)
+	f.preempted, f.lane = int32(e.preempted), int32(len(e.lane))
 	f.draftNs, e.formDraft = e.formDraft, 0
 	e.flights = append(e.flights, f)
 	if e.pp() > 1 {
-		// Only pipelined batches overlap the forming of the next one.
+		// Only pipelined batches overlap the forming of the next one
+		// (which overwrites e.batch).
+		f.batch = e.batch
 		for _, sc := range f.sched {
 			e.slots[sc.slot].inFlight = true
 		}
