@@ -259,7 +259,7 @@ func (e *Engine) queues() string {
 	}
 	q := waitQueue{prio: e.waiting.prio, heap: append([]waitKey(nil), e.waiting.heap...)}
 	for i := 0; i < e.waiting.fifo.len(); i++ {
-		q.fifo.pushBack(e.waiting.fifo.buf[(e.waiting.fifo.head+i)%len(e.waiting.fifo.buf)])
+		q.fifo.pushBack(e.waiting.fifo.buf[(int(e.waiting.fifo.head)+i)%len(e.waiting.fifo.buf)])
 	}
 	for q.len() > 0 {
 		wait = append(wait, name(q.popFront()))

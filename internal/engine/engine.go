@@ -10,55 +10,78 @@ import (
 
 // Engine is one serving instance.
 //
-// Its fields start with what every step reads or writes (the first lines
-// of the configuration, then the block after it), so that a step touches
-// few cache lines: in a cluster the instances step in turn, and an
-// instance's lines have left the first-level cache by its next step.
+// Its fields start with what every step reads or writes, in whole cache
+// lines: in a cluster the instances step in turn, and an instance's lines
+// have left the first-level cache by its next step, so a steady decode
+// step (FinishSteady, BeginSteady) costs a miss per distinct line it
+// touches. Its first five lines hold the scalars and slice headers such a
+// step uses (the configuration's among them, copied at New); the waiting
+// queue, the ready queue with the gap maxima, and the batch with the
+// swapped queue come next, a line or two each, then the result's two
+// steady lines. The lines are those of an engine New allocates, which
+// starts 8 bytes into a cache line (the allocator's header of an object
+// of this size that holds pointers): the first line holds 56 bytes of
+// fields. TestEngineLayout checks the placement.
 type Engine struct {
-	cfg  Config
-	pred perf.Predictor
-	pool *kv.Pool
-
-	flights   []*flight // batches in flight, oldest first
-	spare     []*flight // finished flights, for reuse (pointers: a step moves no flight's bytes)
-	nextID    int64
-	stepStart int64 // start of the latest batch
-	stepEnd   int64 // end of the latest batch
+	// flights are the batches in flight, oldest first; the backing array
+	// keeps the finished ones (for reuse) after them: flightBuf without
+	// pipeline parallelism, so finishing and launching a batch touch no
+	// line but the engine's and the flight's.
+	flights   []*flight
 	tick      int64 // batches finished
 	prevEnd   int64 // end of the latest finished batch
-	running   []int32
+	nextID    int64
+	stepStart int64 // start of the latest batch
+	flightBuf [1]*flight
+
+	running []int32
 	// zombies are requests that finished (or, on a prefill instance,
 	// completed their prompt) in the last step: with async scheduling they
 	// keep their sequence slot and blocks until the next batch is formed.
 	zombies []int32
+	stepEnd int64 // end of the latest batch
+	laneSum int64 // sum of laneOff
+
 	// Decode lane (lane.go).
-	lane    []int32 // slots of the members
-	laneSum int64   // sum of laneOff
+	lane []int32 // slots of the members
 	// Minimum and maximum of laneOff; stale after an extreme member left.
 	laneLo, laneHi int64
-	formDraft      int64   // proposer time of the batch formed by Begin
 	slow           float64 // scales every step's time (a straggler, fault.go); 0 or 1: none
-	err            error   // the first invariant violation (fail)
-	preempted      int
-	formBudget     int32 // token budget left by the last Form (invariant check)
-	justEnded      bool  // a step ended and no batch has been formed since
+	maxBatched     int32   // cfg.MaxNumBatchedTokens
+	formBudget     int32   // token budget left by the last Form (invariant check)
+	blockSize      int32   // cfg.BlockSize
+	justEnded      bool    // a step ended and no batch has been formed since
 	// resultDirty: the result holds a field a steady step leaves alone
 	// (FinishSteady) set to other than its zero.
 	resultDirty bool
 	laneStale   bool
 	recount     bool // the batch's aggregates must be recounted (rebatch)
+
+	sched      []scheduled
+	firstSched []int64 // FirstScheduled of the batch being formed
+	preempted  int
+	formDraft  int64 // proposer time of the batch formed by Begin
+
+	err  error // the first invariant violation (fail)
+	pred perf.Predictor
+	pool *kv.Pool
+	ppN  int32 // pipeline stages, at least 1 (pp)
 	// noLane: the lane is off, by configuration (laneRuledOut) or as a
 	// test's reference (every request explicit).
-	noLane     bool
-	spec       bool    // speculative decoding (cfg.Spec.K > 0)
-	firstSched []int64 // FirstScheduled of the batch being formed
-	sched      []scheduled
-	waiting    waitQueue
-	ready      deque // transferred requests waiting for the next batch
-	swap       swapState
-	batch      perf.Batch
-	result     StepResult
-	gaps       gapMax // gaps between the last laneWindow batch ends
+	noLane   bool
+	spec     bool // speculative decoding (cfg.Spec.K > 0)
+	checkInv bool // cfg.CheckInvariants
+	_        [9]byte
+
+	waiting waitQueue
+	ready   deque  // transferred requests waiting for the next batch
+	gaps    gapMax // gaps between the last laneWindow batch ends
+	batch   perf.Batch
+	swap    swapState // its queue shares the batch's second line
+	_       [24]byte
+	result  StepResult
+
+	cfg Config
 	// laneCounts[i]: the counted lane members (seq.laneAlloc) that
 	// allocate a block when batch i (mod laneWindow) is formed
 	// (lanefill.go).
@@ -143,10 +166,19 @@ func New(id int, cfg Config, pred perf.Predictor) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e := &Engine{cfg: cfg, id: int32(id), pred: pred, pool: pool, scratch: make([]int32, cfg.BlockSize), hqHead: -1, hqTail: -1}
+	e.initHot()
 	e.waiting.prio = cfg.PriorityScheduling
 	e.spec = cfg.Spec.K > 0
 	e.noLane = e.laneRuledOut()
 	return e, nil
+}
+
+// initHot sets the per-step copies of the configuration and points the
+// flights at the engine's own backing array (New, Reset).
+func (e *Engine) initHot() {
+	e.flights = e.flightBuf[:0]
+	e.maxBatched, e.blockSize = int32(e.cfg.MaxNumBatchedTokens), int32(e.cfg.BlockSize)
+	e.ppN, e.checkInv = int32(max(e.cfg.PipelineParallel, 1)), e.cfg.CheckInvariants
 }
 
 // Config returns the engine's configuration.
@@ -169,7 +201,7 @@ func (e *Engine) Busy() bool { return len(e.flights) >= e.pp() }
 func (e *Engine) InFlight() int { return len(e.flights) }
 
 // pp is the number of pipeline stages (at least 1).
-func (e *Engine) pp() int { return max(e.cfg.PipelineParallel, 1) }
+func (e *Engine) pp() int { return int(e.ppN) }
 
 // async reports whether batches are formed one step ahead (never with
 // pipeline parallelism).

@@ -328,3 +328,43 @@ func TestQueuedAtStepBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineLayout checks the engine's placement of what a steady decode
+// step touches (engine.go), in the cache lines of an engine New allocated:
+// the hot fields in five lines, the waiting queue in one, the ready queue
+// and the gap maxima in one, the batch and the swapped queue's length in
+// two, and the result's steady fields (Start to Spec and the inline ITL
+// run) in two; and the flight's finish fields in the first line of a
+// flight, whose size keeps it line-aligned.
+func TestEngineLayout(t *testing.T) {
+	e, err := New(0, testConfig(), fixedStep{base: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := uintptr(unsafe.Pointer(e)) % 64
+	lines := func(from, to uintptr) uintptr { return (base+to-1)/64 - (base+from)/64 + 1 }
+	res := unsafe.Offsetof(e.result)
+	for _, c := range []struct {
+		what     string
+		from, to uintptr
+		want     uintptr
+	}{
+		{"hot fields", 0, unsafe.Offsetof(e.checkInv) + 1, 5},
+		{"waiting queue", unsafe.Offsetof(e.waiting), unsafe.Offsetof(e.waiting) + unsafe.Sizeof(e.waiting), 1},
+		{"ready queue and gap maxima", unsafe.Offsetof(e.ready), unsafe.Offsetof(e.gaps) + unsafe.Sizeof(e.gaps), 1},
+		{"batch and swapped queue", unsafe.Offsetof(e.batch), unsafe.Offsetof(e.swap) + unsafe.Sizeof(e.swap.queue), 2},
+		{"result's steady fields", res, res + unsafe.Offsetof(e.result.itl) + unsafe.Sizeof(e.result.itl), 2},
+	} {
+		if n := lines(c.from, c.to); n > c.want {
+			t.Errorf("the engine's %s (bytes %d to %d, the engine starting %d bytes into a line) span %d cache lines, want %d",
+				c.what, c.from, c.to, base, n, c.want)
+		}
+	}
+	var f flight
+	if size := unsafe.Sizeof(f); size%64 != 0 {
+		t.Errorf("flight is %d bytes, not a multiple of 64: pad it (step.go)", size)
+	}
+	if got := unsafe.Offsetof(f.end) + unsafe.Sizeof(f.end); got > 64 {
+		t.Errorf("the flight's finish fields end at byte %d, past the first cache line", got)
+	}
+}

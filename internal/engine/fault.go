@@ -46,6 +46,7 @@ func (e *Engine) Reset() error {
 		hqHead: -1, hqTail: -1, nextID: e.nextID, tiers: e.tiers, noLane: e.noLane,
 		specRand: e.specRand, specTotal: e.specTotal, preemptions: e.preemptions, slow: e.slow, err: e.err,
 		swap: swapState{stats: e.swap.stats}}
+	e.initHot()
 	return nil
 }
 

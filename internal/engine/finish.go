@@ -24,12 +24,14 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 		return r, e.err
 	}
 	f := e.flights[i]
-	if i == 0 && len(e.flights) == 1 {
-		e.flights = e.flights[:0]
+	if n := len(e.flights); i == 0 && n == 1 {
+		e.flights = e.flights[:0] // f stays after it, for reuse
 	} else {
-		e.flights = append(e.flights[:i], e.flights[i+1:]...)
+		// f joins the finished flights after the ones in flight.
+		copy(e.flights[i:], e.flights[i+1:])
+		e.flights[n-1] = f
+		e.flights = e.flights[:n-1]
 	}
-	e.spare = append(e.spare, f)
 	r.Start, r.End = f.start, end
 	r.Batch = e.flightBatch(f)
 	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, int(f.preempted)
@@ -69,7 +71,7 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 	if !e.async() {
 		e.releaseZombies()
 	}
-	if e.cfg.CheckInvariants {
+	if e.checkInv {
 		if err := e.check(0); err != nil {
 			e.fail(fmt.Errorf("after the step ending at t=%d ns: %w", end, err))
 		}

@@ -18,8 +18,8 @@ package engine
 type gapMax struct {
 	last gapEntry // the newest batch's gap (when has)
 	ring *[laneWindow]gapEntry
-	head int32 // ring index of the oldest entry
-	n    int32 // entries in the ring; their gaps strictly decrease from head, all above last's
+	head int16 // ring index of the oldest entry
+	n    int16 // entries in the ring; their gaps strictly decrease from head, all above last's
 	has  bool
 }
 
@@ -60,7 +60,7 @@ func (g *gapMax) spill(tick int64) {
 // -1 when there are none; t must be at least the last tick - laneWindow + 1.
 func (g *gapMax) since(t int64) int64 {
 	const mask = laneWindow - 1
-	for i := int32(0); i < g.n; i++ {
+	for i := int16(0); i < g.n; i++ {
 		if en := &g.ring[(g.head+i)&mask]; en.tick > t {
 			return en.gap
 		}

@@ -183,7 +183,7 @@ func (e *Engine) countedAllocate(n int64) int {
 		return 0
 	}
 	*at = laneCount{}
-	if bs := int64(e.cfg.BlockSize); bs < laneWindow {
+	if bs := int64(e.blockSize); bs < laneWindow {
 		to := &e.laneCounts[(n+bs)&(laneWindow-1)]
 		to.allocs += k
 		to.commits += c + f // late committers commit from their second on

@@ -109,7 +109,7 @@ func TestPriorityAdmissionOrderProperty(t *testing.T) {
 func waitingKeys(e *Engine) []waitKey {
 	keys := append([]waitKey(nil), e.waiting.heap...)
 	for i := 0; i < e.waiting.fifo.len(); i++ {
-		keys = append(keys, e.waitKey(e.waiting.fifo.buf[(e.waiting.fifo.head+i)%len(e.waiting.fifo.buf)]))
+		keys = append(keys, e.waitKey(e.waiting.fifo.buf[(int(e.waiting.fifo.head)+i)%len(e.waiting.fifo.buf)]))
 	}
 	return keys
 }

@@ -37,8 +37,7 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 		return e.FinishBatch(id, end)
 	}
 	f := e.flights[0]
-	e.flights = e.flights[:0]
-	e.spare = append(e.spare, f)
+	e.flights = e.flights[:0] // f stays after it, for reuse (Launch)
 	r := &e.result
 	r.Start, r.End, r.Batch = f.start, end, &e.batch // (no pipeline with the lane: flightBatch)
 	r.PromptTokens, r.GenTokens = 0, int(f.lane)
@@ -57,7 +56,7 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 		e.resultDirty = false
 	}
 	e.justEnded = true
-	if e.cfg.CheckInvariants {
+	if e.checkInv {
 		if err := e.check(0); err != nil {
 			e.fail(fmt.Errorf("after the step ending at t=%d ns: %w", end, err))
 		}
@@ -70,7 +69,7 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 // next batch (form's lane-only case, laneOnly): that batch is formed
 // without Form's general steps, which then all do nothing.
 func (e *Engine) BeginSteady(now int64) (Step, bool, error) {
-	budget := int32(e.cfg.MaxNumBatchedTokens)
+	budget := e.maxBatched
 	if len(e.flights) > 0 || len(e.running) > 0 || len(e.zombies) > 0 || e.recount || !e.laneOn() || !e.laneOnlyFits(budget) {
 		return e.Begin(now)
 	}

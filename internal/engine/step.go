@@ -177,10 +177,10 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 	e.stepEnd = end
 	e.nextID++
 	var f *flight
-	if n := len(e.spare); n > 0 {
-		f = e.spare[n-1]
-		e.spare = e.spare[:n-1]
-	} else {
+	if n := len(e.flights); n < cap(e.flights) {
+		f = e.flights[:n+1][n] // a finished flight, or nil
+	}
+	if f == nil {
 		f = new(flight) // at most pp of them over a run
 	}
 	f.id, f.start, f.end = e.nextID, now, end
@@ -199,7 +199,7 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 			e.slots[sc.slot].inFlight = true
 		}
 	}
-	if e.cfg.CheckInvariants {
+	if e.checkInv {
 		if err := e.check(budget); err != nil {
 			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
 		}

@@ -43,10 +43,10 @@ type SwapStats struct {
 
 // swapState is the engine's swap space and the copies it waits for.
 type swapState struct {
+	queue   deque // stSwapped requests, in order of swap-out end (first: see Engine)
 	used    int   // swap-space blocks held by swapped requests
 	gpuOut  int   // GPU blocks held by requests whose swap-out is in flight
 	copying int   // requests in stSwapOut or stSwapIn
-	queue   deque // stSwapped requests, in order of swap-out end
 	stats   SwapStats
 }
 
