@@ -82,15 +82,12 @@ type Engine struct {
 	result  StepResult
 
 	cfg Config
-	// laneCounts[i]: the counted lane members (seq.laneAlloc) that
-	// allocate a block when batch i (mod laneWindow) is formed
-	// (lanefill.go).
-	laneCounts [laneWindow]laneCount
-	// laneDue: members by the batch they must be explicit in (they leave
-	// the lane before it is formed); laneNamed: members with named blocks
-	// by the batch whose forming allocates their next block (lanefill.go).
-	laneDue   tickLists
-	laneNamed tickLists
+	_   [24]byte // the records from the start of a line (TestEngineLayout)
+	// laneTicks[i]: the decode lane's record of batch i (mod laneWindow):
+	// its members due, its members with named blocks whose next block it
+	// allocates, and its counted members' block events (ticklist.go).
+	laneTicks [laneWindow]laneTick
+	tickNodes tickLists // the nodes of laneTicks' lists
 
 	id        int32
 	slots     []seq
@@ -147,7 +144,7 @@ type Engine struct {
 // laneCount is what the counted lane members do when one batch is formed:
 // how many allocate a block, how many of those commit the block they
 // filled, and how many are a late committer's first allocation, which
-// commits nothing (lanefill.go). One batch's counts share a cache line.
+// commits nothing (lanefill.go).
 type laneCount struct {
 	allocs, commits, firsts int32
 }

@@ -334,8 +334,10 @@ func TestQueuedAtStepBoundary(t *testing.T) {
 // the hot fields in five lines, the waiting queue in one, the ready queue
 // and the gap maxima in one, the batch and the swapped queue's length in
 // two, and the result's steady fields (Start to Spec and the inline ITL
-// run) in two; and the flight's finish fields in the first line of a
-// flight, whose size keeps it line-aligned.
+// run) in two, and the lane's batch records, 20 bytes each, from the
+// start of a line (those of 16 batches in 5 lines); and the flight's
+// finish fields in the first line of a flight, whose size keeps it
+// line-aligned.
 func TestEngineLayout(t *testing.T) {
 	e, err := New(0, testConfig(), fixedStep{base: 1000})
 	if err != nil {
@@ -359,6 +361,10 @@ func TestEngineLayout(t *testing.T) {
 			t.Errorf("the engine's %s (bytes %d to %d, the engine starting %d bytes into a line) span %d cache lines, want %d",
 				c.what, c.from, c.to, base, n, c.want)
 		}
+	}
+	if off := unsafe.Offsetof(e.laneTicks); unsafe.Sizeof(laneTick{}) != 20 || (base+off)%64 != 0 {
+		t.Errorf("the lane's batch records (%d bytes each, not 20) start %d bytes into a line, not at its start",
+			unsafe.Sizeof(laneTick{}), (base+off)%64)
 	}
 	var f flight
 	if size := unsafe.Sizeof(f); size%64 != 0 {

@@ -361,8 +361,11 @@ func (e *Engine) checkLaneCounts() error {
 			c.firsts++
 		}
 	}
-	if counts != e.laneCounts {
-		return fmt.Errorf("counted lane allocations, commits and late committers' firsts per batch %v but the members' are %v", e.laneCounts, counts)
+	for i := range counts {
+		if have := e.laneTicks[i].counts; have != counts[i] {
+			return fmt.Errorf("counted lane allocations, commits and late committers' firsts of batch %d (mod %d) %v but the members' are %v",
+				i, laneWindow, have, counts[i])
+		}
 	}
 	return nil
 }

@@ -109,7 +109,7 @@ func (e *Engine) join(slot int32) bool {
 		if s.tailed {
 			e.countAllocs(s, t, alloc) // counted by the lane (lanefill.go)
 		} else {
-			e.laneNamed.push(alloc, slot) // allocated by the lane (lanefill.go)
+			e.tickNodes.push(&e.laneTick(alloc).named, slot) // allocated by the lane (lanefill.go)
 		}
 	}
 	s.laneAt = int32(len(e.lane))
@@ -125,7 +125,7 @@ func (e *Engine) join(slot int32) bool {
 	e.lane = append(e.lane, slot)
 	e.laneOff = append(e.laneOff, off)
 	e.laneSum += off
-	e.laneDue.push(due, slot)
+	e.tickNodes.push(&e.laneTick(due).due, slot)
 	return true
 }
 
@@ -165,10 +165,10 @@ func (e *Engine) leave(s *seq) {
 func (e *Engine) leaveDue() {
 	next := e.tick + 1
 	sorted := len(e.running)
-	if e.laneDue.empty(next) {
+	if e.laneTick(next).due == 0 {
 		return
 	}
-	due := e.laneDue.take(next, e.laneBuf[:0])
+	due := e.tickNodes.take(&e.laneTick(next).due, e.laneBuf[:0])
 	for _, slot := range due {
 		s := &e.slots[slot]
 		if !s.inLane() || s.due != next {
@@ -323,7 +323,7 @@ func (e *Engine) formLane(budget int32) int32 {
 		e.laneAllocate()
 	} else {
 		e.flush()
-		e.laneBuf = e.laneNamed.take(e.tick+1, e.laneBuf[:0]) // every member has left
+		e.laneBuf = e.tickNodes.take(&e.laneTick(e.tick+1).named, e.laneBuf[:0]) // every member has left
 	}
 	return budget - int32(len(e.lane))
 }
@@ -344,10 +344,9 @@ func (e *Engine) laneOnly(budget int32) (int32, bool) {
 // laneOnlyFits reports whether laneOnly applies, given that no explicit
 // request runs: the lane's members alone fill the next batch.
 func (e *Engine) laneOnlyFits(budget int32) bool {
-	next := e.tick + 1
+	tk := e.laneTick(e.tick + 1)
 	n := int32(len(e.lane))
-	return n > 0 && n <= budget && e.laneDue.empty(next) && e.laneNamed.empty(next) &&
-		int(e.laneCounts[next&(laneWindow-1)].allocs) <= e.pool.Free() &&
+	return n > 0 && n <= budget && tk.due == 0 && tk.named == 0 && int(tk.counts.allocs) <= e.pool.Free() &&
 		e.ready.len() == 0 && e.swap.queue.len() == 0 && e.waiting.len() == 0
 }
 

@@ -63,7 +63,7 @@ func (e *Engine) laneCommit(s *seq, computed int32) {
 // block number each gets, not which cached content is evicted (the free
 // queue's order) nor anything the engine reports. Such a member then need
 // not leave the lane: join registers the batch whose forming allocates for
-// it (laneNamed), and laneAllocate, called by form before the explicit
+// it (laneTick.named), and laneAllocate, called by form before the explicit
 // requests are walked, brings it up to date, allocates its block and lets
 // it join again for the following batches. When the blocks could run short
 // form flushes the lane instead and every request is walked explicitly, in
@@ -79,9 +79,10 @@ func (e *Engine) laneNeedsBlock(s *seq) bool {
 // being formed (an upper bound: a member registered twice counts twice).
 func (e *Engine) laneBlocksDue() int {
 	next := e.tick + 1
-	n := int(e.laneCounts[next&(laneWindow-1)].allocs)
-	if !e.laneNamed.empty(next) {
-		e.laneNamed.each(next, func(slot int32) {
+	tk := e.laneTick(next)
+	n := int(tk.counts.allocs)
+	if tk.named != 0 {
+		e.tickNodes.each(tk.named, func(slot int32) {
 			if e.laneNeedsBlock(&e.slots[slot]) {
 				n++
 			}
@@ -105,7 +106,7 @@ func (e *Engine) laneAllocate() {
 	// nothing (the pool evicts the same content whatever the split, and
 	// the members' order does not matter either).
 	tail := e.countedAllocate(t + 1)
-	named := e.laneNamed.take(t+1, e.laneBuf[:0])
+	named := e.tickNodes.take(&e.laneTick(t+1).named, e.laneBuf[:0])
 	for _, slot := range named {
 		s := &e.slots[slot]
 		if !s.inLane() || s.laneAlloc > 0 {
@@ -129,10 +130,10 @@ func (e *Engine) laneAllocate() {
 		fill, alloc := t+bs, t+bs+1
 		if e.cfg.PrefixCaching && fill < s.due && (s.committed+1 != s.nblocks || !e.laneCommits(s)) {
 			s.due = fill // explicit for the batch that fills it
-			e.laneDue.push(fill, slot)
+			e.tickNodes.push(&e.laneTick(fill).due, slot)
 		}
 		if alloc < s.due {
-			e.laneNamed.push(alloc, slot)
+			e.tickNodes.push(&e.laneTick(alloc).named, slot)
 		}
 	}
 	if tail > 0 && !e.pool.AllocateTail(tail) {
@@ -151,7 +152,7 @@ func (e *Engine) laneAllocate() {
 // full and committed as it joined, at every allocation but the first
 // (laneLateCommitter: the first only brings the block it fills next). Its
 // allocations, at batches joinTick+laneAlloc and every BlockSize batches
-// after, are counted per batch in laneCounts (allocs; those that commit
+// after, are counted per batch in laneTick.counts (allocs; those that commit
 // also in commits, and a late committer's first in firsts): forming a
 // batch takes that many tail blocks and moves the counts BlockSize batches
 // on, a late committer's among the commits from then on, and leave brings
@@ -165,7 +166,7 @@ func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 	s.laneAlloc = int32(alloc - t)
 	s.laneCommitter = e.cfg.PrefixCaching && s.committed+1 == s.nblocks
 	s.laneLateCommitter = e.cfg.PrefixCaching && s.committed == s.nblocks && e.laneCommits(s)
-	c := &e.laneCounts[alloc&(laneWindow-1)]
+	c := &e.laneTick(alloc).counts
 	c.allocs++
 	if s.laneCommitter {
 		c.commits++
@@ -177,14 +178,14 @@ func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 // countedAllocate makes the counted members' allocations (and commits)
 // of batch n, being formed, and returns how many tail blocks they need.
 func (e *Engine) countedAllocate(n int64) int {
-	at := &e.laneCounts[n&(laneWindow-1)]
+	at := &e.laneTick(n).counts
 	k, c, f := at.allocs, at.commits, at.firsts
 	if k == 0 {
 		return 0
 	}
 	*at = laneCount{}
 	if bs := int64(e.blockSize); bs < laneWindow {
-		to := &e.laneCounts[(n+bs)&(laneWindow-1)]
+		to := &e.laneTick(n + bs).counts
 		to.allocs += k
 		to.commits += c + f // late committers commit from their second on
 	}
@@ -225,7 +226,7 @@ func (e *Engine) laneSettled(s *seq) (nblocks, committed int32) {
 }
 
 // laneNextAlloc is the batch of counted member s's next allocation, as
-// registered in laneCounts, or -1 when none is registered (BlockSize is
+// registered in laneTick.counts, or -1 when none is registered (BlockSize is
 // not below laneWindow and its one allocation is made).
 func (e *Engine) laneNextAlloc(s *seq) int64 {
 	m := e.laneAllocsDone(s)
@@ -242,7 +243,7 @@ func (e *Engine) settleAllocs(s *seq) {
 		return
 	}
 	if next := e.laneNextAlloc(s); next >= 0 {
-		c := &e.laneCounts[next&(laneWindow-1)]
+		c := &e.laneTick(next).counts
 		c.allocs--
 		if s.laneCommitsAtNext(e.laneAllocsDone(s)) {
 			c.commits--

@@ -73,8 +73,9 @@ type seq struct {
 	laneLateCommitter bool
 	// laneAlloc, when > 0, makes the lane member a counted one: its first
 	// allocation in the lane is at batch joinTick+laneAlloc, the next ones
-	// every block's worth of batches after, all counted in
-	// Engine.laneCounts instead of made member by member (lanefill.go).
+	// every block's worth of batches after, all counted in the lane's
+	// batch records (laneTick.counts) instead of made member by member
+	// (lanefill.go).
 	laneAlloc int32
 
 	blocks []kv.BlockID // the named blocks (tail.go)
