@@ -10,17 +10,19 @@ package engine
 // the first of them after t. That is the maximum a scan of every gap in
 // the range gives, exactly (TestGapMaxMatchesScan).
 //
-// The newest kept batch is held in the struct itself and the older ones
-// in a ring allocated on first use: while the gaps do not shrink (a
-// steady decode run, whose contexts grow) each batch replaces the newest
-// and the ring is not touched, so a step reads and writes only the
-// struct, which the engine keeps with its other per-step fields.
+// The newest kept batch's gap is held in the struct itself, with the gap
+// of the newest entry of the ring, allocated on first use, that holds the
+// older ones: pushing a gap compares it with those two and reads the ring
+// only to drop an entry or to spill the newest into it, so a step mostly
+// reads and writes only the struct, which the engine keeps with its other
+// per-step fields (TestEngineLayout).
 type gapMax struct {
-	last gapEntry // the newest batch's gap (when has)
-	ring *[laneWindow]gapEntry
-	head int16 // ring index of the oldest entry
-	n    int16 // entries in the ring; their gaps strictly decrease from head, all above last's
-	has  bool
+	last    int64 // the gap of the newest batch pushed (when has)
+	tailGap int64 // the gap of the ring's newest entry (when n > 0)
+	ring    *[laneWindow]gapEntry
+	head    int16 // ring index of the oldest entry
+	n       int16 // entries in the ring; their gaps strictly decrease from head, all above last
+	has     bool
 }
 
 type gapEntry struct {
@@ -29,20 +31,23 @@ type gapEntry struct {
 
 // push records the gap of batch tick (one more than the last pushed).
 func (g *gapMax) push(tick, gap int64) {
-	if g.has && g.last.gap > gap {
+	if g.has && g.last > gap {
 		g.spill(tick)
-	} else if g.n > 0 {
+	} else {
 		const mask = laneWindow - 1
-		for g.n > 0 && g.ring[(g.head+g.n-1)&mask].gap <= gap {
+		for g.n > 0 && g.tailGap <= gap {
 			g.n--
+			if g.n > 0 {
+				g.tailGap = g.ring[(g.head+g.n-1)&mask].gap
+			}
 		}
 	}
-	g.last, g.has = gapEntry{tick: tick, gap: gap}, true
+	g.last, g.has = gap, true
 }
 
-// spill moves the newest entry, whose gap is larger than that of batch
-// tick (being pushed), to the ring's back, after dropping the ring's
-// entries out of every range asked about from then on.
+// spill moves the newest entry (batch tick-1's), whose gap is larger than
+// that of batch tick (being pushed), to the ring's back, after dropping
+// the ring's entries out of every range asked about from then on.
 func (g *gapMax) spill(tick int64) {
 	const mask = laneWindow - 1
 	if g.ring == nil {
@@ -52,21 +57,22 @@ func (g *gapMax) spill(tick int64) {
 		g.head = (g.head + 1) & mask
 		g.n--
 	}
-	g.ring[(g.head+g.n)&mask] = g.last
+	g.ring[(g.head+g.n)&mask] = gapEntry{tick: tick - 1, gap: g.last}
 	g.n++
+	g.tailGap = g.last
 }
 
-// since is the largest gap of the batches after t up to the last pushed,
-// -1 when there are none; t must be at least the last tick - laneWindow + 1.
-func (g *gapMax) since(t int64) int64 {
+// since is the largest gap of the batches after t up to tick, the last
+// pushed, -1 when there are none; t must be at least tick - laneWindow + 1.
+func (g *gapMax) since(t, tick int64) int64 {
 	const mask = laneWindow - 1
 	for i := int16(0); i < g.n; i++ {
 		if en := &g.ring[(g.head+i)&mask]; en.tick > t {
 			return en.gap
 		}
 	}
-	if g.has && g.last.tick > t {
-		return g.last.gap
+	if g.has && tick > t {
+		return g.last
 	}
 	return -1
 }

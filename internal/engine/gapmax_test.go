@@ -32,7 +32,7 @@ func TestGapMaxMatchesScan(t *testing.T) {
 				for j := q + 1; j <= tick; j++ {
 					want = max(want, gaps[j-1])
 				}
-				if got := g.since(q); got != want {
+				if got := g.since(q, tick); got != want {
 					rt.Fatalf("tick %d: since(%d) = %d, want %d", tick, q, got, want)
 				}
 			}

@@ -80,7 +80,7 @@ func (e *Engine) laneRecord(s *seq) {
 
 // gapsSince is the largest gap between consecutive batch ends among the
 // batches finished after batch number t (at most laneWindow-1 of them).
-func (e *Engine) gapsSince(t int64) int64 { return e.gaps.since(t) }
+func (e *Engine) gapsSince(t int64) int64 { return e.gaps.since(t, e.tick) }
 
 // join puts the running request in slot, which emitted a token in the batch
 // that just finished, into the lane if it is a steady decoder for at least
