@@ -33,7 +33,8 @@ func (e *Engine) SteadyInFlight() bool {
 // request and no request that ended in an earlier batch; otherwise it is
 // FinishBatch itself.
 func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
-	if !e.SteadyInFlight() || e.flights[0].id != id || len(e.running) > 0 || len(e.zombies) > 0 || !e.laneOn() {
+	// (A batch holding lane members implies the lane is on.)
+	if !e.SteadyInFlight() || e.flights[0].id != id || len(e.running) > 0 || len(e.zombies) > 0 {
 		return e.FinishBatch(id, end)
 	}
 	f := e.flights[0]
@@ -70,7 +71,8 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 // without Form's general steps, which then all do nothing.
 func (e *Engine) BeginSteady(now int64) (Step, bool, error) {
 	budget := e.maxBatched
-	if len(e.flights) > 0 || len(e.running) > 0 || len(e.zombies) > 0 || e.recount || !e.laneOn() || !e.laneOnlyFits(budget) {
+	// (laneOnlyFits asks for lane members, which imply the lane is on.)
+	if len(e.flights) > 0 || len(e.running) > 0 || len(e.zombies) > 0 || e.recount || !e.laneOnlyFits(budget) {
 		return e.Begin(now)
 	}
 	// Form's and form's resets; nothing else of them applies: no zombie
