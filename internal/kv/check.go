@@ -8,7 +8,7 @@ import "fmt"
 func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
 	mask := len(p.ring) - 1
 	for i := 0; i < p.qlen; i++ {
-		pos := (p.qhead + i) & mask
+		pos := (int(p.qhead) + i) & mask
 		e := p.ring[pos]
 		if e == hole {
 			continue
@@ -32,7 +32,7 @@ func (p *Pool) eachFree(f func(pos int, b int32, kind uint32) bool) {
 // exactly the blocks neither named nor free with content in it, each with
 // hot word 0.
 func (p *Pool) checkAnon(queued int) error {
-	if n := p.anon.count(); n != queued+p.tail {
+	if n := p.anon.count(); n != queued+int(p.tail) {
 		return fmt.Errorf("kv: %d anonymous ids but %d anonymous queue entries and %d blocks in tails", n, queued, p.tail)
 	}
 	if p.tail < 0 || p.tailPriv < 0 || p.tailPriv > p.tail {
@@ -59,7 +59,7 @@ func (p *Pool) checkAnon(queued int) error {
 // as referenced once). It costs O(capacity).
 func (p *Pool) Check() error {
 	for i, mask := 0, len(p.ring)-1; i < p.qlen; i++ {
-		if e := p.ring[(p.qhead+i)&mask]; e != hole && e&kindMask <= kindPrivate && e>>2 == 0 {
+		if e := p.ring[(int(p.qhead)+i)&mask]; e != hole && e&kindMask <= kindPrivate && e>>2 == 0 {
 			return fmt.Errorf("kv: free queue entry %d is an empty run of anonymous blocks", i)
 		}
 	}
@@ -90,7 +90,7 @@ func (p *Pool) Check() error {
 	if bad != nil {
 		return bad
 	}
-	if cachedFree != p.cachedFree {
+	if cachedFree != int(p.cachedFree) {
 		return fmt.Errorf("kv: %d free blocks hold cached content but the count is %d", cachedFree, p.cachedFree)
 	}
 	if inQueue != p.numFree {
@@ -99,7 +99,7 @@ func (p *Pool) Check() error {
 	if err := p.checkAnon(anonQueued); err != nil {
 		return err
 	}
-	referenced, total, priv, shared := p.tail, int64(p.tail), anonPriv+p.tailPriv, 0
+	referenced, total, priv, shared := int(p.tail), int64(p.tail), anonPriv+int(p.tailPriv), 0
 	for b := range p.hot {
 		switch p.kindOf(int32(b)) {
 		case kindPrivate:
@@ -145,7 +145,7 @@ func (p *Pool) Check() error {
 	if indexed != p.index.len() {
 		return fmt.Errorf("kv: cache index holds %d entries but counts %d", indexed, p.index.len())
 	}
-	if priv != p.numPriv {
+	if priv != int(p.numPriv) {
 		return fmt.Errorf("kv: %d blocks hold private content but the count is %d", priv, p.numPriv)
 	}
 	if shared != indexed {

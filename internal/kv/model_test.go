@@ -171,7 +171,7 @@ func deepCheck(p *Pool) error {
 	}
 	holes, blocks, mask := 0, 0, len(p.ring)-1
 	for i := 0; i < p.qlen; i++ {
-		switch e := p.ring[(p.qhead+i)&mask]; {
+		switch e := p.ring[(int(p.qhead)+i)&mask]; {
 		case e == hole:
 			holes++
 		case e&3 <= kindPrivate: // a run of anonymous blocks

@@ -10,10 +10,10 @@ type BlockID = int32
 
 // Pool is a paged KV block pool with an optional prefix cache.
 //
-// Its first two cache lines hold every field the decode lane's steady
-// steps read or write (Free, AllocateTail's common case, CommitTail):
-// with many pools each one's fields have left the CPU cache by its next
-// step, so a step then misses on these two lines only. The struct's size
+// Its first cache line holds every field the decode lane's steady steps
+// read or write (Free, AllocateTail's common case, CommitTail): with many
+// pools each one's fields have left the CPU cache by its next step, so a
+// step then misses on this line (and the free queue's head) only. The struct's size
 // is a multiple of 64 bytes, which keeps it line-aligned in its size class
 // (TestPoolLayout).
 type Pool struct {
@@ -26,19 +26,19 @@ type Pool struct {
 	// head entry, which is what keeps it cheap when the least recently
 	// freed block is long out of the CPU cache.
 	ring    []uint32
-	qhead   int // ring index of the oldest entry
-	qlen    int // entries, runs and holes included
 	numFree int
+	refs    int64 // references held, summed over blocks
+	qhead   int32 // ring index of the oldest entry
 	// tail is the number of blocks held in anonymous tails (tail.go),
 	// whose ids are in anon too; tailPriv how many of them hold private
-	// content.
-	tail, tailPriv int
+	// content. (Counts of blocks fit 32 bits: MaxCapacity.)
+	tail, tailPriv int32
+	numPriv        int32 // blocks holding private content (see CommitPrivate)
+	cachedFree     int32 // free blocks still holding indexed content
+	caching        bool
 
-	numPriv    int   // blocks holding private content (see CommitPrivate)
-	cachedFree int   // free blocks still holding indexed content
-	refs       int64 // references held, summed over blocks
-	caching    bool
-	capacity   int
+	qlen     int // entries, runs and holes included
+	capacity int
 
 	// hot holds the per-block word that allocation, release and the
 	// free queue touch (4 bytes a block, sixteen blocks a cache line),
@@ -76,7 +76,7 @@ type Pool struct {
 	index index // hash -> block holding shared content
 
 	hits, queries int64    // prefix-cache statistics, in blocks
-	_             [32]byte // to a multiple of 64 bytes
+	_             [56]byte // to a multiple of 64 bytes
 }
 
 // A block's hot word holds, in its low 2 bits, the kind of content it
@@ -131,7 +131,7 @@ func (p *Pool) Used() int { return p.capacity - p.numFree }
 
 // Cached is the number of blocks currently holding reusable content,
 // shared (indexed by the prefix cache) or private, referenced or free.
-func (p *Pool) Cached() int { return p.index.len() + p.numPriv }
+func (p *Pool) Cached() int { return p.index.len() + int(p.numPriv) }
 
 // HitRate is the fraction of queried blocks found in the prefix cache.
 func (p *Pool) HitRate() float64 {
@@ -206,7 +206,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 		if e >= 2<<2 {
 			ring[p.qhead] = e - 1<<2
 		} else {
-			p.qhead = (p.qhead + 1) & mask
+			p.qhead = (p.qhead + 1) & int32(mask)
 			p.qlen--
 		}
 		if e&kindMask == kindPrivate {
@@ -267,7 +267,7 @@ func (p *Pool) Allocate(table []BlockID, n int) ([]BlockID, bool) {
 			}
 			continue
 		}
-		p.qhead = (p.qhead + 1) & mask
+		p.qhead = (p.qhead + 1) & int32(mask)
 		p.qlen--
 		if e == hole {
 			continue
@@ -291,12 +291,12 @@ func (p *Pool) takeRun(e uint32, left int) int {
 	if m < int(e>>2) {
 		p.ring[p.qhead] = e - uint32(m)<<2
 	} else {
-		p.qhead = (p.qhead + 1) & (len(p.ring) - 1)
+		p.qhead = (p.qhead + 1) & int32(len(p.ring)-1)
 		p.qlen--
 	}
 	if e&kindMask == kindPrivate {
-		p.numPriv -= m
-		p.cachedFree -= m
+		p.numPriv -= int32(m)
+		p.cachedFree -= int32(m)
 	}
 	return m
 }
@@ -493,7 +493,7 @@ func (p *Pool) Release(table []BlockID) error {
 			p.pushBack(b) // compacts the ring first
 			continue
 		}
-		pos := (p.qhead + p.qlen) & mask
+		pos := (int(p.qhead) + p.qlen) & mask
 		p.qlen++
 		p.numFree++
 		p.cachedFree++
@@ -532,7 +532,7 @@ func (p *Pool) ref(b int32) {
 
 // CachedFree is the number of free blocks that still hold reusable
 // prefixes (evictable cached content).
-func (p *Pool) CachedFree() int { return p.cachedFree }
+func (p *Pool) CachedFree() int { return int(p.cachedFree) }
 
 // Content kinds (low 2 bits of a block's hot word and of its ring entry;
 // the block id above): none, private content without a tag, shared
@@ -583,7 +583,7 @@ func (p *Pool) pushBack(b int32) {
 	if p.qlen == len(p.ring) {
 		p.compact()
 	}
-	pos := (p.qhead + p.qlen) & (len(p.ring) - 1)
+	pos := (int(p.qhead) + p.qlen) & (len(p.ring) - 1)
 	p.ring[pos] = uint32(b)<<2 | kind
 	p.hot[b] = uint32(pos)<<countShift | kind
 	p.qlen++
@@ -596,17 +596,17 @@ func (p *Pool) pushBack(b int32) {
 func (p *Pool) pushAnon(kind uint32, n int) {
 	p.numFree += n
 	if kind == kindPrivate {
-		p.cachedFree += n
+		p.cachedFree += int32(n)
 	}
 	mask := len(p.ring) - 1
-	if last := (p.qhead + p.qlen - 1) & mask; p.qlen > 0 && p.ring[last]&kindMask == kind {
+	if last := (int(p.qhead) + p.qlen - 1) & mask; p.qlen > 0 && p.ring[last]&kindMask == kind {
 		p.ring[last] += uint32(n) << 2
 		return
 	}
 	if p.qlen == len(p.ring) {
 		p.compact()
 	}
-	p.ring[(p.qhead+p.qlen)&mask] = uint32(n)<<2 | kind
+	p.ring[(int(p.qhead)+p.qlen)&mask] = uint32(n)<<2 | kind
 	p.qlen++
 }
 
@@ -627,18 +627,18 @@ func (p *Pool) compact() {
 	mask := len(p.ring) - 1
 	n := 0
 	for i := 0; i < p.qlen; i++ {
-		e := p.ring[(p.qhead+i)&mask]
+		e := p.ring[(int(p.qhead)+i)&mask]
 		if e == hole {
 			continue
 		}
 		if e&3 <= kindPrivate && n > 0 {
 			// Two runs of one kind, once apart, are one.
-			if last := (p.qhead + n - 1) & mask; p.ring[last]&3 == e&3 {
+			if last := (int(p.qhead) + n - 1) & mask; p.ring[last]&3 == e&3 {
 				p.ring[last] += e &^ 3
 				continue
 			}
 		}
-		pos := (p.qhead + n) & mask
+		pos := (int(p.qhead) + n) & mask
 		p.ring[pos] = e
 		if e&3 > kindPrivate {
 			p.hot[e>>2] = uint32(pos)<<countShift | e&3

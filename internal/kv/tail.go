@@ -36,12 +36,12 @@ func (p *Pool) AllocateTail(n int) bool {
 		// decode lane's blocks of a batch): the loop below, once.
 		ring[p.qhead] = e - uint32(n)<<2
 		if e&kindMask == kindPrivate {
-			p.numPriv -= n
-			p.cachedFree -= n
+			p.numPriv -= int32(n)
+			p.cachedFree -= int32(n)
 		}
 		p.numFree -= n
 		p.refs += int64(n)
-		p.tail += n
+		p.tail += int32(n)
 		return true
 	}
 	for left := n; left > 0; {
@@ -52,7 +52,7 @@ func (p *Pool) AllocateTail(n int) bool {
 			left -= p.takeRun(e, left)
 			continue
 		}
-		p.qhead = (p.qhead + 1) & mask
+		p.qhead = (p.qhead + 1) & int32(mask)
 		p.qlen--
 		if e == hole {
 			continue
@@ -63,7 +63,7 @@ func (p *Pool) AllocateTail(n int) bool {
 	}
 	p.numFree -= n
 	p.refs += int64(n)
-	p.tail += n
+	p.tail += int32(n)
 	return true
 }
 
@@ -74,8 +74,8 @@ func (p *Pool) CommitTail(n int) {
 	if !p.caching {
 		return
 	}
-	p.numPriv += n
-	p.tailPriv += n
+	p.numPriv += int32(n)
+	p.tailPriv += int32(n)
 }
 
 // ReleaseTail releases a table's anonymous tail of priv blocks holding
@@ -83,7 +83,7 @@ func (p *Pool) CommitTail(n int) {
 // as Release does: the blocks join the back of the free queue, none
 // first. Release the table's named blocks after it.
 func (p *Pool) ReleaseTail(priv, none int) error {
-	if priv < 0 || none < 0 || priv+none > p.tail || priv > p.tailPriv {
+	if priv < 0 || none < 0 || priv+none > int(p.tail) || priv > int(p.tailPriv) {
 		return fmt.Errorf("kv: release of a tail of %d private and %d empty blocks, but tails hold %d blocks, %d private (double release)",
 			priv, none, p.tail, p.tailPriv)
 	}
@@ -93,8 +93,8 @@ func (p *Pool) ReleaseTail(priv, none int) error {
 	if priv > 0 {
 		p.pushAnon(kindPrivate, priv)
 	}
-	p.tail -= priv + none
-	p.tailPriv -= priv
+	p.tail -= int32(priv + none)
+	p.tailPriv -= int32(priv)
 	p.refs -= int64(priv + none)
 	return nil
 }
@@ -103,7 +103,7 @@ func (p *Pool) ReleaseTail(priv, none int) error {
 // holding private content, and appends them to table: the table then
 // holds them as named blocks, each with one reference.
 func (p *Pool) NameTail(table []BlockID, priv, n int) ([]BlockID, error) {
-	if priv < 0 || priv > n || n > p.tail || priv > p.tailPriv {
+	if priv < 0 || priv > n || n > int(p.tail) || priv > int(p.tailPriv) {
 		return table, fmt.Errorf("kv: naming a tail of %d blocks, %d private, but tails hold %d blocks, %d private", n, priv, p.tail, p.tailPriv)
 	}
 	for i := 0; i < n; i++ {
@@ -116,10 +116,10 @@ func (p *Pool) NameTail(table []BlockID, priv, n int) ([]BlockID, error) {
 		p.hot[b] = heldBit | oneRef | kind
 		table = append(table, b)
 	}
-	p.tail -= n
-	p.tailPriv -= priv
+	p.tail -= int32(n)
+	p.tailPriv -= int32(priv)
 	return table, nil
 }
 
 // TailBlocks is the number of blocks held in anonymous tails.
-func (p *Pool) TailBlocks() int { return p.tail }
+func (p *Pool) TailBlocks() int { return int(p.tail) }
