@@ -15,10 +15,10 @@ import (
 // have left the first-level cache by its next step, so a steady decode
 // step (FinishSteady, BeginSteady) costs a miss per distinct line it
 // touches. Its first five lines hold the scalars and slice headers such a
-// step uses (the configuration's among them, copied at New); the waiting
-// queue, the ready queue with the gap maxima, and the batch with the
-// swapped queue come next, a line or two each, then the result's two
-// steady lines. The lines are those of an engine New allocates, which
+// step uses (the configuration's among them, copied at New, and the
+// length of the ready and swapped queues); the waiting queue, then the
+// gap maxima with the batch come next, in three lines, then the result's
+// two steady lines. The lines are those of an engine New allocates, which
 // starts 8 bytes into a cache line (the allocator's header of an object
 // of this size that holds pointers): the first line holds 56 bytes of
 // fields. TestEngineLayout checks the placement.
@@ -71,18 +71,20 @@ type Engine struct {
 	noLane   bool
 	spec     bool // speculative decoding (cfg.Spec.K > 0)
 	checkInv bool // cfg.CheckInvariants
-	_        [9]byte
+	// sideQueued is the number of requests in the ready and swapped
+	// queues (kept at their pushes and pops), read at every step.
+	sideQueued int32
+	_          [1]byte
 
 	waiting waitQueue
-	ready   deque  // transferred requests waiting for the next batch
 	gaps    gapMax // gaps between the last laneWindow batch ends
 	batch   perf.Batch
-	swap    swapState // its queue shares the batch's second line
-	_       [24]byte
 	result  StepResult
+	ready   deque // transferred requests waiting for the next batch (see sideQueued)
+	swap    swapState
 
 	cfg Config
-	_   [24]byte // the records from the start of a line (TestEngineLayout)
+	_   [48]byte // the records from the start of a line (TestEngineLayout)
 	// laneTicks[i]: the decode lane's record of batch i (mod laneWindow):
 	// its members due, its members with named blocks whose next block it
 	// allocates, and its counted members' block events (ticklist.go).
@@ -215,7 +217,7 @@ func (e *Engine) NextFree() int64 {
 
 // HasWork reports whether any request is running or waiting.
 func (e *Engine) HasWork() bool {
-	return e.numRunning() > 0 || e.waiting.len() > 0 || e.ready.len() > 0 || e.swap.queue.len() > 0
+	return e.numRunning() > 0 || e.waiting.len() > 0 || e.sideQueued > 0
 }
 
 // fail records the first internal inconsistency (a bug in the simulator,

@@ -331,9 +331,8 @@ func TestQueuedAtStepBoundary(t *testing.T) {
 
 // TestEngineLayout checks the engine's placement of what a steady decode
 // step touches (engine.go), in the cache lines of an engine New allocated:
-// the hot fields in five lines, the waiting queue in one, the ready queue
-// and the gap maxima in one, the batch and the swapped queue's length in
-// two, and the result's steady fields (Start to Spec and the inline ITL
+// the hot fields in five lines, the waiting queue in one, the gap maxima
+// and the batch in two, and the result's steady fields (Start to Spec and the inline ITL
 // run) in two, and the lane's batch records, 20 bytes each, from the
 // start of a line (those of 16 batches in 5 lines); and the flight's
 // finish fields in the first line of a flight, whose size keeps it
@@ -353,8 +352,7 @@ func TestEngineLayout(t *testing.T) {
 	}{
 		{"hot fields", 0, unsafe.Offsetof(e.checkInv) + 1, 5},
 		{"waiting queue", unsafe.Offsetof(e.waiting), unsafe.Offsetof(e.waiting) + unsafe.Sizeof(e.waiting), 1},
-		{"ready queue and gap maxima", unsafe.Offsetof(e.ready), unsafe.Offsetof(e.gaps) + unsafe.Sizeof(e.gaps), 1},
-		{"batch and swapped queue", unsafe.Offsetof(e.batch), unsafe.Offsetof(e.swap) + unsafe.Sizeof(e.swap.queue), 2},
+		{"gap maxima and batch", unsafe.Offsetof(e.gaps), unsafe.Offsetof(e.batch) + unsafe.Sizeof(e.batch), 2},
 		{"result's steady fields", res, res + unsafe.Offsetof(e.result.itl) + unsafe.Sizeof(e.result.itl), 2},
 	} {
 		if n := lines(c.from, c.to); n > c.want {
@@ -363,7 +361,7 @@ func TestEngineLayout(t *testing.T) {
 		}
 	}
 	if off := unsafe.Offsetof(e.laneTicks); unsafe.Sizeof(laneTick{}) != 20 || (base+off)%64 != 0 {
-		t.Errorf("the lane's batch records (%d bytes each, not 20) start %d bytes into a line, not at its start",
+		t.Errorf("the lane's batch records (%d bytes each, want 20) start %d bytes into a line, want 0",
 			unsafe.Sizeof(laneTick{}), (base+off)%64)
 	}
 	var f flight

@@ -102,7 +102,7 @@ func (e *Engine) form(now, formed int64) int32 {
 	// left the batch empty, which only happens when the head request must
 	// restart alone).
 	if (e.preempted == 0 || len(e.sched) == 0) && !stalled && // (no preemption with lane members)
-		(e.ready.len() > 0 || e.swap.queue.len() > 0 || e.waiting.len() > 0) {
+		(e.sideQueued > 0 || e.waiting.len() > 0) {
 		budget = e.formWaiting(now, formed, budget)
 	}
 
@@ -171,6 +171,7 @@ func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 			break
 		}
 		e.ready.popFront()
+		e.sideQueued--
 		e.reservedSeqs--
 		s.state = stRunning
 		e.running = append(e.running, slot)

@@ -109,6 +109,9 @@ func (e *Engine) check(budgetLeft int32) error {
 			return err
 		}
 	}
+	if n := e.ready.len() + e.swap.queue.len(); int(e.sideQueued) != n {
+		return fmt.Errorf("the ready and swapped queues hold %d requests but the count is %d", n, e.sideQueued)
+	}
 	if e.cfg.SwapBlocks > 0 {
 		if err := e.checkSwap(); err != nil {
 			return err

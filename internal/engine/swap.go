@@ -115,6 +115,7 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) error {
 		e.release(slot)
 		s.state = stSwapped
 		e.swap.queue.pushBack(slot)
+		e.sideQueued++
 	} else {
 		e.swap.stats.InNs += now - s.loadStart
 		e.swap.stats.InsDone++
@@ -145,6 +146,7 @@ func (e *Engine) swapIns(now int64) {
 			return
 		}
 		e.swap.queue.popFront()
+		e.sideQueued--
 	}
 }
 

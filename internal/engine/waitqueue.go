@@ -15,9 +15,9 @@ package engine
 // heap under both policies, so that they can never stall behind a request
 // waiting for exactly those blocks (see requeueFront).
 type waitQueue struct {
-	prio bool
-	fifo deque
 	heap []waitKey
+	fifo deque
+	prio bool
 }
 
 // waitKey is a request's place in the priority order.
