@@ -21,7 +21,7 @@ func (e *Engine) Abort(slot int32, reason string) (metrics.Record, bool, error) 
 	s := &e.slots[slot]
 	switch s.state {
 	case stWaiting:
-		if !e.waiting.remove(slot) {
+		if !e.waitRemove(slot) {
 			return metrics.Record{}, false, e.err
 		}
 		e.waitingTokens -= int64(s.numTokens())

@@ -107,7 +107,7 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 			s.rec.Queued = e.stages[0]
 		}
 	}
-	e.waiting.add(e.waitKey(slot))
+	e.waitAdd(e.waitKey(slot))
 	e.waitingTokens += int64(s.prompt)
 	return slot
 }

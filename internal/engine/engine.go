@@ -16,9 +16,8 @@ import (
 // step (FinishSteady, BeginSteady) costs a miss per distinct line it
 // touches. Its first five lines hold the scalars and slice headers such a
 // step uses (the configuration's among them, copied at New, and the
-// length of the ready and swapped queues); the waiting queue, then the
-// gap maxima with the batch come next, in three lines, then the result's
-// two steady lines. The lines are those of an engine New allocates, which
+// number of queued requests); the gap maxima with the batch come next,
+// in two lines, then the result's two steady lines. The lines are those of an engine New allocates, which
 // starts 8 bytes into a cache line (the allocator's header of an object
 // of this size that holds pointers): the first line holds 56 bytes of
 // fields. TestEngineLayout checks the placement.
@@ -71,16 +70,16 @@ type Engine struct {
 	noLane   bool
 	spec     bool // speculative decoding (cfg.Spec.K > 0)
 	checkInv bool // cfg.CheckInvariants
-	// sideQueued is the number of requests in the ready and swapped
-	// queues (kept at their pushes and pops), read at every step.
-	sideQueued int32
-	_          [1]byte
+	// queued is the number of requests in the waiting, ready and
+	// swapped queues (kept at their pushes and pops), read at every step.
+	queued int32
+	_      [1]byte
 
-	waiting waitQueue
 	gaps    gapMax // gaps between the last laneWindow batch ends
 	batch   perf.Batch
 	result  StepResult
-	ready   deque // transferred requests waiting for the next batch (see sideQueued)
+	waiting waitQueue
+	ready   deque // transferred requests waiting for the next batch
 	swap    swapState
 
 	cfg Config
@@ -217,7 +216,7 @@ func (e *Engine) NextFree() int64 {
 
 // HasWork reports whether any request is running or waiting.
 func (e *Engine) HasWork() bool {
-	return e.numRunning() > 0 || e.waiting.len() > 0 || e.sideQueued > 0
+	return e.numRunning() > 0 || e.queued > 0
 }
 
 // fail records the first internal inconsistency (a bug in the simulator,

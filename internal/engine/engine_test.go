@@ -331,12 +331,11 @@ func TestQueuedAtStepBoundary(t *testing.T) {
 
 // TestEngineLayout checks the engine's placement of what a steady decode
 // step touches (engine.go), in the cache lines of an engine New allocated:
-// the hot fields in five lines, the waiting queue in one, the gap maxima
-// and the batch in two, and the result's steady fields (Start to Spec and the inline ITL
-// run) in two, and the lane's batch records, 20 bytes each, from the
-// start of a line (those of 16 batches in 5 lines); and the flight's
-// finish fields in the first line of a flight, whose size keeps it
-// line-aligned.
+// the hot fields in five lines, the gap maxima and the batch in two, the
+// result's steady fields (Start to Spec and the inline ITL run) in two,
+// and the lane's batch records, 20 bytes each, from the start of a line
+// (those of 16 batches in 5 lines); and the flight's finish fields in the
+// first line of a flight, whose size keeps it line-aligned.
 func TestEngineLayout(t *testing.T) {
 	e, err := New(0, testConfig(), fixedStep{base: 1000})
 	if err != nil {
@@ -351,7 +350,6 @@ func TestEngineLayout(t *testing.T) {
 		want     uintptr
 	}{
 		{"hot fields", 0, unsafe.Offsetof(e.checkInv) + 1, 5},
-		{"waiting queue", unsafe.Offsetof(e.waiting), unsafe.Offsetof(e.waiting) + unsafe.Sizeof(e.waiting), 1},
 		{"gap maxima and batch", unsafe.Offsetof(e.gaps), unsafe.Offsetof(e.batch) + unsafe.Sizeof(e.batch), 2},
 		{"result's steady fields", res, res + unsafe.Offsetof(e.result.itl) + unsafe.Sizeof(e.result.itl), 2},
 	} {

@@ -102,7 +102,7 @@ func (e *Engine) form(now, formed int64) int32 {
 	// left the batch empty, which only happens when the head request must
 	// restart alone).
 	if (e.preempted == 0 || len(e.sched) == 0) && !stalled && // (no preemption with lane members)
-		(e.sideQueued > 0 || e.waiting.len() > 0) {
+		e.queued > 0 {
 		budget = e.formWaiting(now, formed, budget)
 	}
 
@@ -171,7 +171,7 @@ func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 			break
 		}
 		e.ready.popFront()
-		e.sideQueued--
+		e.queued--
 		e.reservedSeqs--
 		s.state = stRunning
 		e.running = append(e.running, slot)
@@ -192,7 +192,7 @@ func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 				// Under the priority policy a request ordered after
 				// it may have been visible: set it aside for this
 				// batch (vLLM had not received it yet).
-				e.unseen = append(e.unseen, e.waiting.popFront())
+				e.unseen = append(e.unseen, e.waitPopFront())
 				continue
 			}
 			break // not yet visible when this batch was formed
@@ -201,14 +201,14 @@ func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 		if hit == loadStarted {
 			// Its prefix is being loaded from a lower tier; it comes
 			// back to the front of the queue when the load ends.
-			e.waiting.popFront()
+			e.waitPopFront()
 			e.waitingTokens -= int64(s.numTokens())
 			continue
 		}
 		if hit < 0 {
 			break
 		}
-		e.waiting.popFront()
+		e.waitPopFront()
 		e.waitingTokens -= int64(s.numTokens())
 		s.state = stRunning
 		e.running = append(e.running, slot)
@@ -221,7 +221,7 @@ func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 		budget -= n
 	}
 	for _, slot := range e.unseen {
-		e.waiting.add(e.waitKey(slot))
+		e.waitAdd(e.waitKey(slot))
 	}
 	e.unseen = e.unseen[:0]
 	return budget

@@ -278,7 +278,7 @@ func (e *Engine) TransferDone(slot int32, now int64) error {
 	s.state = stReady
 	s.enqueued = now
 	e.ready.pushBack(slot)
-	e.sideQueued++
+	e.queued++
 	return e.err
 }
 

@@ -109,8 +109,8 @@ func (e *Engine) check(budgetLeft int32) error {
 			return err
 		}
 	}
-	if n := e.ready.len() + e.swap.queue.len(); int(e.sideQueued) != n {
-		return fmt.Errorf("the ready and swapped queues hold %d requests but the count is %d", n, e.sideQueued)
+	if n := e.waiting.len() + e.ready.len() + e.swap.queue.len(); int(e.queued) != n {
+		return fmt.Errorf("the waiting, ready and swapped queues hold %d requests but the count is %d", n, e.queued)
 	}
 	if e.cfg.SwapBlocks > 0 {
 		if err := e.checkSwap(); err != nil {

@@ -347,7 +347,7 @@ func (e *Engine) laneOnlyFits(budget int32) bool {
 	tk := e.laneTick(e.tick + 1)
 	n := int32(len(e.lane))
 	return n > 0 && n <= budget && tk.due == 0 && tk.named == 0 && int(tk.counts.allocs) <= e.pool.Free() &&
-		e.sideQueued == 0 && e.waiting.len() == 0
+		e.queued == 0
 }
 
 // laneOnlyForm forms the batch laneOnlyFits allowed and returns the

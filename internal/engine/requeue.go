@@ -13,17 +13,17 @@ package engine
 // arrival instead (vLLM's PriorityRequestQueue.prepend_request).
 func (e *Engine) requeueFront(slot int32) {
 	if e.waiting.prio {
-		e.waiting.add(e.waitKey(slot))
+		e.waitAdd(e.waitKey(slot))
 		return
 	}
 	var stack [8]int32
 	loaded := stack[:0]
 	for e.waiting.len() > 0 && e.slots[e.waiting.front()].state == stLoaded {
-		loaded = append(loaded, e.waiting.popFront())
+		loaded = append(loaded, e.waitPopFront())
 	}
-	e.waiting.pushFront(slot)
+	e.waitPushFront(slot)
 	for i := len(loaded) - 1; i >= 0; i-- {
-		e.waiting.pushFront(loaded[i])
+		e.waitPushFront(loaded[i])
 	}
 }
 

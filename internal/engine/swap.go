@@ -115,7 +115,7 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) error {
 		e.release(slot)
 		s.state = stSwapped
 		e.swap.queue.pushBack(slot)
-		e.sideQueued++
+		e.queued++
 	} else {
 		e.swap.stats.InNs += now - s.loadStart
 		e.swap.stats.InsDone++
@@ -126,7 +126,7 @@ func (e *Engine) SwapDone(slot int32, out bool, now int64) error {
 		s.committed = 0
 		e.commitBlocks(s, now)
 		s.state = stLoaded
-		e.waiting.pushFront(slot)
+		e.waitPushFront(slot)
 		e.waitingTokens += int64(s.numTokens())
 	}
 	return e.err
@@ -146,7 +146,7 @@ func (e *Engine) swapIns(now int64) {
 			return
 		}
 		e.swap.queue.popFront()
-		e.sideQueued--
+		e.queued--
 	}
 }
 

@@ -127,7 +127,7 @@ func (e *Engine) LoadDone(slot int32, now int64) error {
 	s.rec.TierLoadNs += now - s.loadStart
 	s.state = stLoaded
 	s.enqueued = now
-	e.waiting.pushFront(slot)
+	e.waitPushFront(slot)
 	e.waitingTokens += int64(s.numTokens())
 	return e.err
 }

@@ -132,3 +132,29 @@ func (q *waitQueue) down(i int) {
 		i = m
 	}
 }
+
+// waitAdd, waitPopFront, waitPushFront and waitRemove are the waiting
+// queue's add, popFront, pushFront and remove, keeping the engine's count
+// of queued requests (Engine.queued).
+func (e *Engine) waitAdd(k waitKey) {
+	e.waiting.add(k)
+	e.queued++
+}
+
+func (e *Engine) waitPopFront() int32 {
+	e.queued--
+	return e.waiting.popFront()
+}
+
+func (e *Engine) waitPushFront(slot int32) {
+	e.waiting.pushFront(slot)
+	e.queued++
+}
+
+func (e *Engine) waitRemove(slot int32) bool {
+	if !e.waiting.remove(slot) {
+		return false
+	}
+	e.queued--
+	return true
+}
