@@ -15,14 +15,14 @@ func (e *Engine) Unfit(r *workload.Request) string {
 	if e.cfg.MaxModelLen > 0 && total > e.cfg.MaxModelLen {
 		return fmt.Sprintf("prompt+output %d tokens exceeds max_model_len %d", total, e.cfg.MaxModelLen)
 	}
-	need := cdiv(total, e.cfg.BlockSize)
+	need := cdiv(total, int(e.blockSize))
 	if need > e.fitBlocks() {
 		return fmt.Sprintf("prompt+output %d tokens needs %d KV blocks but instance %d holds %d", total, need, e.id, e.fitBlocks())
 	}
 	if k := e.cfg.Spec.K; k > 0 {
 		// The last verification holds its 1+K tokens and K lookahead
 		// slots past the last token's position.
-		if need := cdiv(total-1+2*k, e.cfg.BlockSize); need > e.fitBlocks() {
+		if need := cdiv(total-1+2*k, int(e.blockSize)); need > e.fitBlocks() {
 			return fmt.Sprintf("prompt+output %d tokens and %d speculative slots need %d KV blocks but instance %d holds %d", total, 2*k, need, e.id, e.fitBlocks())
 		}
 	}

@@ -72,8 +72,9 @@ type Engine struct {
 	checkInv bool // cfg.CheckInvariants
 	// queued is the number of requests in the waiting, ready and
 	// swapped queues (kept at their pushes and pops), read at every step.
-	queued int32
-	_      [1]byte
+	queued  int32
+	caching bool // cfg.PrefixCaching
+	prefill bool // cfg.Role == Prefill
 
 	gaps    gapMax // gaps between the last laneWindow batch ends
 	batch   perf.Batch
@@ -177,6 +178,7 @@ func (e *Engine) initHot() {
 	e.flights = e.flightBuf[:0]
 	e.maxBatched, e.blockSize = int32(e.cfg.MaxNumBatchedTokens), int32(e.cfg.BlockSize)
 	e.ppN, e.checkInv = int32(max(e.cfg.PipelineParallel, 1)), e.cfg.CheckInvariants
+	e.caching, e.prefill = e.cfg.PrefixCaching, e.cfg.Role == Prefill
 }
 
 // Config returns the engine's configuration.

@@ -95,8 +95,8 @@ func (e *Engine) flightBatch(f *flight) *perf.Batch {
 // completion. It returns the tokens generated.
 func (e *Engine) finishScheduled(sched []scheduled, r *StepResult, end int64) int {
 	gen := 0
-	caching, prefill := e.cfg.PrefixCaching, e.cfg.Role == Prefill
-	bs := int32(e.cfg.BlockSize)
+	caching, prefill := e.caching, e.prefill
+	bs := e.blockSize
 	// The run of equal gaps being counted; appended when the gap changes.
 	var gapNS, gapCount int64
 	for _, sc := range sched {

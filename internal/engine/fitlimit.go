@@ -7,7 +7,7 @@ package engine
 // lookahead), so a caller that admits many requests can compare against it
 // instead of asking Unfit each time.
 func (e *Engine) FitTokens() int {
-	lim := e.fitBlocks() * e.cfg.BlockSize
+	lim := e.fitBlocks() * int(e.blockSize)
 	if k := e.cfg.Spec.K; k > 0 {
 		// With speculative decoding the last verification holds the last
 		// token's position, its K proposals and K lookahead slots (see
@@ -26,5 +26,5 @@ func (e *Engine) FitTokens() int {
 // r.InputTokens <= HandoffPromptTokens() (the prompt plus the reserved
 // decode headroom fits the pool).
 func (e *Engine) HandoffPromptTokens() int {
-	return e.fitBlocks()*e.cfg.BlockSize - e.cfg.ReservedDecodeTokens
+	return e.fitBlocks()*int(e.blockSize) - e.cfg.ReservedDecodeTokens
 }

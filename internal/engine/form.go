@@ -12,7 +12,7 @@ func (e *Engine) form(now, formed int64) int32 {
 	e.sched = e.sched[:0]
 	e.batch = perf.Batch{}
 	e.preempted = 0
-	budget := int32(e.cfg.MaxNumBatchedTokens)
+	budget := e.maxBatched
 	if e.laneOn() {
 		if len(e.running) == 0 && !e.recount {
 			if left, ok := e.laneOnly(budget); ok {
@@ -29,7 +29,7 @@ func (e *Engine) form(now, formed int64) int32 {
 	// batch below; sum, minimum and maximum do not depend on the order) and
 	// skips the first-scheduled check (a running request has been
 	// scheduled before: check verifies it).
-	bs := int32(e.cfg.BlockSize)
+	bs := e.blockSize
 	spec := e.specOn()
 	// The short path: not for verifications, nor for a hybrid model's
 	// decoder whose window slides in this step (steadyLocal).
@@ -262,7 +262,7 @@ func (e *Engine) grow(slot int32, s *seq, n int32) bool {
 	if e.hybrid() {
 		return e.growHybrid(slot, s, n)
 	}
-	bs := int32(e.cfg.BlockSize)
+	bs := e.blockSize
 	room := s.nblocks * bs
 	if s.computed+n <= room {
 		return true
@@ -280,9 +280,9 @@ func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
 	if e.swap.queue.len() > 0 {
 		return -1 // no new prompt while requests are swapped out (vLLM v0)
 	}
-	bs := int32(e.cfg.BlockSize)
+	bs := e.blockSize
 	hitBlocks, maxBlocks := 0, 0
-	if e.cfg.PrefixCaching && s.computed == 0 {
+	if e.caching && s.computed == 0 {
 		maxBlocks = int((s.numTokens() - 1) / bs)
 		hitBlocks = e.match(s, maxBlocks)
 		if e.tiers != nil {
@@ -297,7 +297,7 @@ func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
 		return -1
 	}
 	n := e.chunk(remaining, budget)
-	need := cdiv(int(hitTokens+n), e.cfg.BlockSize) - hitBlocks
+	need := cdiv(int(hitTokens+n), int(e.blockSize)) - hitBlocks
 	evictable := 0
 	if hitBlocks > 0 {
 		evictable = e.pool.EvictableBlocks(e.hits)
@@ -309,7 +309,7 @@ func (e *Engine) admit(slot int32, s *seq, budget int32, now int64) int {
 	if need+evictable+local > e.pool.Free() {
 		return -1
 	}
-	if e.cfg.PrefixCaching && s.computed == 0 {
+	if e.caching && s.computed == 0 {
 		s.blocks = e.pool.AcquireBlocks(s.blocks, e.hits, maxBlocks)
 		s.nblocks = int32(len(s.blocks))
 	}
@@ -341,7 +341,7 @@ func (e *Engine) schedule(slot, n int32, formed int64) {
 	e.sched = append(e.sched, scheduled{slot: slot, tokens: n})
 	if s.rec.Scheduled < 0 {
 		s.rec.Scheduled = formed
-		if e.cfg.Role == Prefill {
+		if e.prefill {
 			e.firstSched = append(e.firstSched, s.rec.ID)
 		}
 	}

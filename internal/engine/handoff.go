@@ -216,7 +216,7 @@ func (e *Engine) ForceReserve(slot int32, now int64) (r Reservation, needed, fre
 	tb, ok := e.reserve(slot)
 	if !ok {
 		e.hqPush(slot) // still queued: the caller stops the run
-		need := cdiv(int(s.prompt)+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize)
+		need := cdiv(int(s.prompt)+e.cfg.ReservedDecodeTokens, int(e.blockSize))
 		return Reservation{}, need, e.pool.Free(), false, e.err
 	}
 	s.rec.Reserved = now
@@ -227,11 +227,11 @@ func (e *Engine) ForceReserve(slot int32, now int64) (r Reservation, needed, fre
 // plus the decode headroom.
 func (e *Engine) reserve(slot int32) (int, bool) {
 	s := &e.slots[slot]
-	bs := e.cfg.BlockSize
+	bs := int(e.blockSize)
 	promptBlocks := cdiv(int(s.prompt), bs)
 	need := cdiv(int(s.prompt)+e.cfg.ReservedDecodeTokens, bs)
 	hit := 0
-	if e.cfg.PrefixCaching {
+	if e.caching {
 		hit = e.match(s, int(s.prompt-1)/bs)
 	}
 	evictable := 0
@@ -300,10 +300,10 @@ func (e *Engine) Cancel(slot int32) error {
 // cache holds right now (full blocks, at most prompt-1 tokens). Requests
 // without token ids never hit another request's blocks.
 func (e *Engine) PrefixHitTokens(r *workload.Request) int {
-	if !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens {
+	if !e.caching || len(r.InputIDs) < r.InputTokens {
 		return 0
 	}
-	e.probe = PromptHashes(e.probe[:0], r.InputIDs, (r.InputTokens-1)/e.cfg.BlockSize, e.cfg.BlockSize)
+	e.probe = PromptHashes(e.probe[:0], r.InputIDs, (r.InputTokens-1)/int(e.blockSize), int(e.blockSize))
 	return e.PrefixHit(r, e.probe)
 }
 
@@ -315,7 +315,7 @@ func (e *Engine) HandoffUnfit(r *workload.Request) string {
 	if why := e.Unfit(r); why != "" {
 		return why
 	}
-	if need := cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize); need > e.fitBlocks() {
+	if need := cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, int(e.blockSize)); need > e.fitBlocks() {
 		return fmt.Sprintf("prompt %d tokens plus reserved_decode_tokens %d needs %d KV blocks but instance %d holds %d",
 			r.InputTokens, e.cfg.ReservedDecodeTokens, need, e.id, e.fitBlocks())
 	}
@@ -364,7 +364,7 @@ func (e *Engine) SlotState(slot int32) string {
 func (e *Engine) HandoffFits(r *workload.Request) bool {
 	// FitTokens covers max_model_len, the pool and the speculative
 	// lookahead, exactly as Unfit does.
-	return r.InputTokens+r.OutputTokens <= e.FitTokens() && cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, e.cfg.BlockSize) <= e.fitBlocks()
+	return r.InputTokens+r.OutputTokens <= e.FitTokens() && cdiv(r.InputTokens+e.cfg.ReservedDecodeTokens, int(e.blockSize)) <= e.fitBlocks()
 }
 
 // SeqSlotFree reports whether a reservation would find a sequence slot

@@ -71,7 +71,7 @@ func (e *Engine) end(h *localHold) int32 { return h.lo + h.n }
 // nextSkip is the smallest computed count at which more than lo leading
 // positions are skipped (skipBlocks > lo).
 func (e *Engine) nextSkip(lo int32) int32 {
-	bs, w := int32(e.cfg.BlockSize), int32(e.cfg.Local.Window)
+	bs, w := e.blockSize, int32(e.cfg.Local.Window)
 	if e.cfg.Local.Chunked {
 		return ((lo+1)*bs + w - 1) / w * w
 	}
@@ -88,7 +88,7 @@ func (e *Engine) skipBlocks(c int32) int32 {
 	if e.cfg.Local.Chunked {
 		t = c / w * w
 	}
-	return t / int32(e.cfg.BlockSize)
+	return t / e.blockSize
 }
 
 // trimLocal frees slot's local blocks that slid out of the window once c
@@ -148,11 +148,11 @@ func (e *Engine) steadyLocal(slot, c int32) bool {
 // slid out (vLLM does so even when the allocation then fails), then every
 // group takes blocks up to computed+n tokens.
 func (e *Engine) growHybrid(slot int32, s *seq, n int32) bool {
-	if h := e.hold(slot); s.computed < h.next && s.computed+n <= int32(len(s.blocks))*int32(e.cfg.BlockSize) {
+	if h := e.hold(slot); s.computed < h.next && s.computed+n <= int32(len(s.blocks))*e.blockSize {
 		return true // nothing slid out, room in the last block
 	}
 	e.trimLocal(slot, s.computed)
-	want := max(len(s.blocks), cdiv(int(s.computed+n), e.cfg.BlockSize))
+	want := max(len(s.blocks), cdiv(int(s.computed+n), int(e.blockSize)))
 	need := want - len(s.blocks)
 	if need+e.localNeed(slot, want) > e.pool.Free() {
 		return false
@@ -182,7 +182,7 @@ func (e *Engine) releaseLocal(slot int32) {
 // reservation's headroom), rounded out to whole blocks.
 func (e *Engine) localPeak() int {
 	n := max(e.cfg.MaxNumBatchedTokens+2*e.cfg.Spec.K, e.cfg.ReservedDecodeTokens+1)
-	return cdiv(e.cfg.Local.Window+n, e.cfg.BlockSize) + 1
+	return cdiv(e.cfg.Local.Window+n, int(e.blockSize)) + 1
 }
 
 // fitBlocks is the blocks one request's full-attention table may reach
@@ -216,9 +216,9 @@ func (e *Engine) LocalTransferBlocks(prompt, blocks int) int {
 	if !e.hybrid() {
 		return 0
 	}
-	keep := cdiv(e.cfg.Local.Window, e.cfg.BlockSize) + 1
+	keep := cdiv(e.cfg.Local.Window, int(e.blockSize)) + 1
 	if e.cfg.Local.Chunked {
-		keep = cdiv(prompt, e.cfg.BlockSize) - int(e.skipBlocks(int32(prompt-1)))
+		keep = cdiv(prompt, int(e.blockSize)) - int(e.skipBlocks(int32(prompt-1)))
 	}
 	return min(blocks, keep)
 }

@@ -202,7 +202,7 @@ func (e *Engine) checkSlot(slot int, s *seq, t *slotTally, held map[int32]int32)
 		if s.inLane() {
 			computed = e.laneComputed(s)
 		}
-		if need := cdiv(int(computed), e.cfg.BlockSize); int(nblocks) < need {
+		if need := cdiv(int(computed), int(e.blockSize)); int(nblocks) < need {
 			return fmt.Errorf("request %d holds %d blocks for %d computed tokens (needs %d)", s.rec.ID, nblocks, computed, need)
 		}
 	}
@@ -330,7 +330,7 @@ func (e *Engine) checkTail(s *seq, tail int) error {
 		return nil
 	case e.tailsRuledOut():
 		return fmt.Errorf("request %d holds an anonymous tail of %d blocks on an engine that names every block", s.rec.ID, tail)
-	case e.cfg.PrefixCaching && (!s.sharedDone || len(s.blocks) < int(s.shared) || len(s.owned) != 0):
+	case e.caching && (!s.sharedDone || len(s.blocks) < int(s.shared) || len(s.owned) != 0):
 		return fmt.Errorf("request %d holds an anonymous tail of %d blocks after %d named, %d shared (known: %v), %d remembered",
 			s.rec.ID, tail, len(s.blocks), s.shared, s.sharedDone, len(s.owned))
 	}

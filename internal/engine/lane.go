@@ -49,7 +49,7 @@ func (e *Engine) laneOn() bool { return !e.noLane }
 // laneRuledOut reports whether the engine's configuration rules the lane out
 // (New records it in noLane).
 func (e *Engine) laneRuledOut() bool {
-	return e.pp() != 1 || e.cfg.Role == Prefill || e.cfg.NoDecodeLane || e.specOn() || e.hybrid()
+	return e.pp() != 1 || e.prefill || e.cfg.NoDecodeLane || e.specOn() || e.hybrid()
 }
 
 // numRunning is the number of requests in the running set, explicit and in
@@ -90,11 +90,11 @@ func (e *Engine) join(slot int32) bool {
 	if s.state != stRunning || s.computed+1 != s.numTokens() {
 		return false
 	}
-	bs := int32(e.cfg.BlockSize)
+	bs := e.blockSize
 	t := e.tick
 	alloc := t + int64(s.nblocks)*int64(bs) - int64(s.computed) + 1 // forming it allocates
 	due := t + int64(s.output-s.generated)                          // its end is the last token
-	if e.cfg.PrefixCaching && !e.laneCommitsNext(s) {
+	if e.caching && !e.laneCommitsNext(s) {
 		// Its end fills a block the lane cannot commit (lanefill.go).
 		due = min(due, t+int64((s.committed+1)*bs-s.computed))
 	}
@@ -237,7 +237,7 @@ func (e *Engine) mergeRunning(n int) {
 // every member get what is left either way).
 func (e *Engine) laneFits(budget int32) bool {
 	tokens, blocks := int64(len(e.lane)), e.laneBlocksDue()
-	bs := int32(e.cfg.BlockSize)
+	bs := e.blockSize
 	for _, slot := range e.running {
 		s := &e.slots[slot]
 		if s.state != stRunning {

@@ -42,7 +42,7 @@ func (e *Engine) laneCommitsNext(s *seq) bool {
 // into its tokens, if a batch in the lane filled it (see above).
 func (e *Engine) laneCommit(s *seq, computed int32) {
 	i := s.committed
-	if !e.cfg.PrefixCaching || computed < (i+1)*int32(e.cfg.BlockSize) ||
+	if !e.caching || computed < (i+1)*e.blockSize ||
 		i+1 != s.nblocks || !e.laneCommits(s) {
 		return
 	}
@@ -72,7 +72,7 @@ func (e *Engine) laneCommit(s *seq, computed int32) {
 // laneNeedsBlock reports whether lane member s needs a new block for its
 // token of the batch being formed.
 func (e *Engine) laneNeedsBlock(s *seq) bool {
-	return s.inLane() && s.laneAlloc <= 0 && e.laneComputed(s) >= s.nblocks*int32(e.cfg.BlockSize)
+	return s.inLane() && s.laneAlloc <= 0 && e.laneComputed(s) >= s.nblocks*e.blockSize
 }
 
 // laneBlocksDue counts the blocks the lane members need for the batch
@@ -100,7 +100,7 @@ func (e *Engine) laneBlocksDue() int {
 // end fills it (the member leaves the lane for it).
 func (e *Engine) laneAllocate() {
 	t := e.tick
-	bs := int64(e.cfg.BlockSize)
+	bs := int64(e.blockSize)
 	// The members' tail blocks are taken together at the end: a tail's
 	// blocks have no ids, so which member takes which free block changes
 	// nothing (the pool evicts the same content whatever the split, and
@@ -128,7 +128,7 @@ func (e *Engine) laneAllocate() {
 		// The new block holds tokens from t+1's on: its last slot is
 		// filled by batch t+bs, and batch t+bs+1 allocates the next.
 		fill, alloc := t+bs, t+bs+1
-		if e.cfg.PrefixCaching && fill < s.due && (s.committed+1 != s.nblocks || !e.laneCommits(s)) {
+		if e.caching && fill < s.due && (s.committed+1 != s.nblocks || !e.laneCommits(s)) {
 			s.due = fill // explicit for the batch that fills it
 			e.tickNodes.push(&e.laneTick(fill).due, slot)
 		}
@@ -164,8 +164,8 @@ func (e *Engine) laneAllocate() {
 // allocation at batch alloc, a counted member.
 func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 	s.laneAlloc = int32(alloc - t)
-	s.laneCommitter = e.cfg.PrefixCaching && s.committed+1 == s.nblocks
-	s.laneLateCommitter = e.cfg.PrefixCaching && s.committed == s.nblocks && e.laneCommits(s)
+	s.laneCommitter = e.caching && s.committed+1 == s.nblocks
+	s.laneLateCommitter = e.caching && s.committed == s.nblocks && e.laneCommits(s)
 	c := &e.laneTick(alloc).counts
 	c.allocs++
 	if s.laneCommitter {
@@ -209,7 +209,7 @@ func (e *Engine) laneAllocsDone(s *seq) int64 {
 	if s.laneAlloc <= 0 || formed < first {
 		return 0
 	}
-	return (formed-first)/int64(e.cfg.BlockSize) + 1
+	return (formed-first)/int64(e.blockSize) + 1
 }
 
 // laneSettled is lane member s's block and commit counts as leave would
@@ -230,10 +230,10 @@ func (e *Engine) laneSettled(s *seq) (nblocks, committed int32) {
 // not below laneWindow and its one allocation is made).
 func (e *Engine) laneNextAlloc(s *seq) int64 {
 	m := e.laneAllocsDone(s)
-	if m > 0 && int64(e.cfg.BlockSize) >= laneWindow {
+	if m > 0 && int64(e.blockSize) >= laneWindow {
 		return -1
 	}
-	return s.joinTick + int64(s.laneAlloc) + m*int64(e.cfg.BlockSize)
+	return s.joinTick + int64(s.laneAlloc) + m*int64(e.blockSize)
 }
 
 // settleAllocs brings counted member s, leaving the lane, up to date: its

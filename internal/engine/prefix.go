@@ -12,10 +12,10 @@ import (
 
 // commitBlocks offers the request's newly full blocks to the prefix cache.
 func (e *Engine) commitBlocks(s *seq, now int64) {
-	if !e.cfg.PrefixCaching {
+	if !e.caching {
 		return
 	}
-	bs := int32(e.cfg.BlockSize)
+	bs := e.blockSize
 	if s.computed < (s.committed+1)*bs {
 		return // no block filled since the last commit (no division per step)
 	}
@@ -101,7 +101,7 @@ func (e *Engine) match(s *seq, n int) int {
 // whose token ids are all known hash by content, chained from kv.Seed. The
 // first block with an unknown id ends the shared blocks.
 func (e *Engine) ensureHashes(s *seq, n int) {
-	bs := e.cfg.BlockSize
+	bs := int(e.blockSize)
 	for i := len(s.hashes); i < n && !s.sharedDone; i++ {
 		ids, ok := e.tokens(s, i*bs, (i+1)*bs)
 		if !ok {
@@ -161,15 +161,15 @@ func PromptHashes(hashes []uint64, ids []int32, n, blockSize int) []uint64 {
 // caller computed (PromptHashes over at least its first
 // (InputTokens-1)/BlockSize blocks; more are ignored).
 func (e *Engine) PrefixHit(r *workload.Request, hashes []uint64) int {
-	if !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens {
+	if !e.caching || len(r.InputIDs) < r.InputTokens {
 		return 0
 	}
-	n := (r.InputTokens - 1) / e.cfg.BlockSize
+	n := (r.InputTokens - 1) / int(e.blockSize)
 	if len(hashes) < n {
 		e.fail(fmt.Errorf("request %d: %d prompt block hashes given, %d needed", r.ID, len(hashes), n))
 		return 0
 	}
-	return e.pool.Match(hashes[:n]) * e.cfg.BlockSize
+	return e.pool.Match(hashes[:n]) * int(e.blockSize)
 }
 
 // SeedHashes gives the request in slot, just added, the chained hashes of
@@ -179,10 +179,10 @@ func (e *Engine) PrefixHit(r *workload.Request, hashes []uint64) int {
 // no token ids or has already hashed blocks.
 func (e *Engine) SeedHashes(slot int32, hashes []uint64) {
 	s := &e.slots[slot]
-	if !e.cfg.PrefixCaching || len(s.hashes) > 0 || s.sharedDone || len(s.inputIDs) < int(s.prompt) {
+	if !e.caching || len(s.hashes) > 0 || s.sharedDone || len(s.inputIDs) < int(s.prompt) {
 		return
 	}
-	n := min(len(hashes), int(s.prompt)/e.cfg.BlockSize)
+	n := min(len(hashes), int(s.prompt)/int(e.blockSize))
 	s.hashes = append(s.hashes, hashes[:n]...)
 	s.shared = int32(n)
 }

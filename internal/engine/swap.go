@@ -64,7 +64,7 @@ func (e *Engine) SwapUsed() int { return e.swap.used }
 // and reports whether it did (false: the swap space is full, or there is
 // nothing to keep; the caller recomputes).
 func (e *Engine) swapOut(slot int32, s *seq, now int64) bool {
-	nb := cdiv(int(s.computed), e.cfg.BlockSize)
+	nb := cdiv(int(s.computed), int(e.blockSize))
 	if nb == 0 || e.tiers == nil {
 		return false
 	}
@@ -155,7 +155,7 @@ func (e *Engine) swapIns(now int64) {
 // once the copy ends, and starts copying its KV back. It reports false
 // when the blocks are not free (state unchanged).
 func (e *Engine) startSwapIn(slot int32, s *seq, now int64) bool {
-	need := cdiv(int(s.numTokens()), e.cfg.BlockSize)
+	need := cdiv(int(s.numTokens()), int(e.blockSize))
 	if need > e.pool.Free() {
 		return false
 	}

@@ -29,7 +29,7 @@ func (e *Engine) tailOK(s *seq) bool {
 	if e.tailsRuledOut() {
 		return false
 	}
-	if !e.cfg.PrefixCaching {
+	if !e.caching {
 		return true
 	}
 	return s.sharedDone && s.nblocks >= s.shared && len(s.owned) == 0
@@ -71,7 +71,7 @@ func (s *seq) tailLen() int { return int(s.nblocks) - len(s.blocks) }
 // those committed (the tail's blocks are committed in order, each as
 // private content).
 func (e *Engine) tailPriv(s *seq) int {
-	if !e.cfg.PrefixCaching {
+	if !e.caching {
 		return 0
 	}
 	return max(0, min(int(s.committed), int(s.nblocks))-len(s.blocks))

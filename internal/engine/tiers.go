@@ -34,10 +34,10 @@ type Tiers interface {
 // a lower tier holds beyond them, weighted by what loading them saves
 // over recomputing them (Tiers.Weight). It changes nothing.
 func (e *Engine) TieredPrefixTokens(r *workload.Request) float64 {
-	if !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens {
+	if !e.caching || len(r.InputIDs) < r.InputTokens {
 		return 0
 	}
-	e.probe = PromptHashes(e.probe[:0], r.InputIDs, (r.InputTokens-1)/e.cfg.BlockSize, e.cfg.BlockSize)
+	e.probe = PromptHashes(e.probe[:0], r.InputIDs, (r.InputTokens-1)/int(e.blockSize), int(e.blockSize))
 	return e.TieredPrefixHit(r, e.probe)
 }
 
@@ -45,10 +45,10 @@ func (e *Engine) TieredPrefixTokens(r *workload.Request) float64 {
 // hashes the caller computed (as for PrefixHit).
 func (e *Engine) TieredPrefixHit(r *workload.Request, hashes []uint64) float64 {
 	gpu := e.PrefixHit(r, hashes)
-	if e.tiers == nil || !e.cfg.PrefixCaching || len(r.InputIDs) < r.InputTokens {
+	if e.tiers == nil || !e.caching || len(r.InputIDs) < r.InputTokens {
 		return float64(gpu)
 	}
-	bs := e.cfg.BlockSize
+	bs := int(e.blockSize)
 	n := (r.InputTokens - 1) / bs
 	if n == 0 {
 		return float64(gpu)
@@ -79,13 +79,13 @@ func (e *Engine) Loading() int { return e.loading }
 // returns loadStarted, or -1 when the blocks are not free (state
 // unchanged).
 func (e *Engine) startLoad(slot int32, s *seq, hit, end, tier int, budget int32, now int64) int {
-	bs := int32(e.cfg.BlockSize)
+	bs := e.blockSize
 	loaded := int32(end) * bs
 	if !e.cfg.ChunkedPrefill && s.numTokens()-loaded > budget {
 		return -1
 	}
 	n := e.chunk(s.numTokens()-loaded, budget)
-	need := cdiv(int(loaded+n), e.cfg.BlockSize) - hit
+	need := cdiv(int(loaded+n), int(e.blockSize)) - hit
 	evictable := 0
 	if hit > 0 {
 		evictable = e.pool.EvictableBlocks(e.hits)
@@ -122,7 +122,7 @@ func (e *Engine) LoadDone(slot int32, now int64) error {
 		return e.err
 	}
 	e.loading--
-	s.computed = s.loadEnd * int32(e.cfg.BlockSize)
+	s.computed = s.loadEnd * e.blockSize
 	e.commitBlocks(s, now)
 	s.rec.TierLoadNs += now - s.loadStart
 	s.state = stLoaded
@@ -142,7 +142,7 @@ func (e *Engine) admitLoaded(s *seq, budget int32) int {
 	if !e.cfg.ChunkedPrefill && remaining > budget {
 		return -1
 	}
-	need := cdiv(int(hitTokens+e.chunk(remaining, budget)), e.cfg.BlockSize) - int(s.nblocks)
+	need := cdiv(int(hitTokens+e.chunk(remaining, budget)), int(e.blockSize)) - int(s.nblocks)
 	if need > 0 && need <= e.pool.Free() {
 		if !e.allocBlocks(s, need) {
 			e.fail(fmt.Errorf("request %d: %d blocks checked free but allocation failed", s.rec.ID, need))
@@ -157,5 +157,5 @@ func (e *Engine) admitLoaded(s *seq, budget int32) int {
 
 // room is how many more tokens the blocks s holds can take.
 func (e *Engine) room(s *seq) int32 {
-	return s.nblocks*int32(e.cfg.BlockSize) - s.computed
+	return s.nblocks*e.blockSize - s.computed
 }
