@@ -31,50 +31,52 @@ type Engine struct {
 	prevEnd   int64 // end of the latest finished batch
 	nextID    int64
 	stepStart int64 // start of the latest batch
-	flightBuf [1]*flight
 
-	running []int32
+	// A line of its own with what a P/D placement reads of every decode
+	// instance (Running, Reserved, HandoffQueue).
+	flightBuf    [1]*flight
+	running      []int32
+	lane         []int32 // slots of the decode lane's members (lane.go)
+	hqLen        int32   // requests in the decode admission queue (below)
+	reservedSeqs int32   // requests holding a decode reservation (reserved or ready)
+
 	// zombies are requests that finished (or, on a prefill instance,
 	// completed their prompt) in the last step: with async scheduling they
 	// keep their sequence slot and blocks until the next batch is formed.
 	zombies []int32
 	stepEnd int64 // end of the latest batch
 	laneSum int64 // sum of laneOff
-
-	// Decode lane (lane.go).
-	lane []int32 // slots of the members
 	// Minimum and maximum of laneOff; stale after an extreme member left.
 	laneLo, laneHi int64
 	slow           float64 // scales every step's time (a straggler, fault.go); 0 or 1: none
-	maxBatched     int32   // cfg.MaxNumBatchedTokens
-	formBudget     int32   // token budget left by the last Form (invariant check)
-	blockSize      int32   // cfg.BlockSize
-	justEnded      bool    // a step ended and no batch has been formed since
+
+	sched      []scheduled
+	firstSched []int64 // FirstScheduled of the batch being formed
+	preempted  int
+	maxBatched int32 // cfg.MaxNumBatchedTokens
+	formBudget int32 // token budget left by the last Form (invariant check)
+
+	err       error // the first invariant violation (fail)
+	pred      perf.Predictor
+	pool      *kv.Pool
+	blockSize int32 // cfg.BlockSize
+	ppN       int32 // pipeline stages, at least 1 (pp)
+	// queued is the number of requests in the waiting, ready and
+	// swapped queues (kept at their pushes and pops), read at every step.
+	queued    int32
+	justEnded bool // a step ended and no batch has been formed since
 	// resultDirty: the result holds a field a steady step leaves alone
 	// (FinishSteady) set to other than its zero.
 	resultDirty bool
 	laneStale   bool
 	recount     bool // the batch's aggregates must be recounted (rebatch)
-
-	sched      []scheduled
-	firstSched []int64 // FirstScheduled of the batch being formed
-	preempted  int
-	formDraft  int64 // proposer time of the batch formed by Begin
-
-	err  error // the first invariant violation (fail)
-	pred perf.Predictor
-	pool *kv.Pool
-	ppN  int32 // pipeline stages, at least 1 (pp)
 	// noLane: the lane is off, by configuration (laneRuledOut) or as a
 	// test's reference (every request explicit).
 	noLane   bool
 	spec     bool // speculative decoding (cfg.Spec.K > 0)
 	checkInv bool // cfg.CheckInvariants
-	// queued is the number of requests in the waiting, ready and
-	// swapped queues (kept at their pushes and pops), read at every step.
-	queued  int32
-	caching bool // cfg.PrefixCaching
-	prefill bool // cfg.Role == Prefill
+	caching  bool // cfg.PrefixCaching
+	prefill  bool // cfg.Role == Prefill
 
 	gaps    gapMax // gaps between the last laneWindow batch ends
 	batch   perf.Batch
@@ -83,8 +85,9 @@ type Engine struct {
 	ready   deque // transferred requests waiting for the next batch
 	swap    swapState
 
-	cfg Config
-	_   [48]byte // the records from the start of a line (TestEngineLayout)
+	cfg       Config
+	formDraft int64    // proposer time of the batch formed by Begin (speculative decoding)
+	_         [40]byte // the records from the start of a line (TestEngineLayout)
 	// laneTicks[i]: the decode lane's record of batch i (mod laneWindow):
 	// its members due, its members with named blocks whose next block it
 	// allocates, and its counted members' block events (ticklist.go).
@@ -99,10 +102,8 @@ type Engine struct {
 	// P/D handoff state.
 	// Decode admission queue, FCFS, as a list linked through the slots so
 	// that withdrawing a request from its middle costs O(1).
-	hqHead, hqTail int32 // -1 when empty
-	hqLen          int
-	reservedSeqs   int // requests holding a decode reservation (reserved or ready)
-	pinned         int // distinct blocks pinned by prefilled requests
+	hqHead, hqTail int32 // -1 when empty (its length, hqLen, is with the hot fields)
+	pinned         int   // distinct blocks pinned by prefilled requests
 	// pinRefs[b] is how many prefilled requests pin block b (a shared
 	// prefix block is pinned by each of them but counted once in pinned).
 	pinRefs []int32

@@ -331,7 +331,8 @@ func TestQueuedAtStepBoundary(t *testing.T) {
 
 // TestEngineLayout checks the engine's placement of what a steady decode
 // step touches (engine.go), in the cache lines of an engine New allocated:
-// the hot fields in five lines, the gap maxima and the batch in two, the
+// the hot fields in five lines, what a P/D placement reads of a decode
+// instance in one of them, the gap maxima and the batch in two, the
 // result's steady fields (Start to Spec and the inline ITL run) in two,
 // and the lane's batch records, 20 bytes each, from the start of a line
 // (those of 16 batches in 5 lines); and the flight's finish fields in the
@@ -349,7 +350,8 @@ func TestEngineLayout(t *testing.T) {
 		from, to uintptr
 		want     uintptr
 	}{
-		{"hot fields", 0, unsafe.Offsetof(e.checkInv) + 1, 5},
+		{"hot fields", 0, unsafe.Offsetof(e.prefill) + 1, 5},
+		{"placement's fields", unsafe.Offsetof(e.running), unsafe.Offsetof(e.reservedSeqs) + 4, 1},
 		{"gap maxima and batch", unsafe.Offsetof(e.gaps), unsafe.Offsetof(e.batch) + unsafe.Sizeof(e.batch), 2},
 		{"result's steady fields", res, res + unsafe.Offsetof(e.result.itl) + unsafe.Sizeof(e.result.itl), 2},
 	} {

@@ -184,7 +184,7 @@ func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 	if e.swap.queue.len() > 0 {
 		e.swapIns(now)
 	}
-	for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+e.reservedSeqs < e.cfg.MaxNumSeqs {
+	for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+int(e.reservedSeqs) < e.cfg.MaxNumSeqs {
 		slot := e.waiting.front()
 		s := &e.slots[slot]
 		if s.enqueued > formed {

@@ -58,7 +58,7 @@ func (e *Engine) unpin(slot int32, s *seq) {
 }
 
 // HandoffQueue is the number of requests in the decode admission queue.
-func (e *Engine) HandoffQueue() int { return e.hqLen }
+func (e *Engine) HandoffQueue() int { return int(e.hqLen) }
 
 // hqPush appends slot to the admission queue.
 func (e *Engine) hqPush(slot int32) {
@@ -92,7 +92,7 @@ func (e *Engine) hqRemove(slot int32) {
 
 // Reserved is the number of requests holding a decode reservation (their
 // transfer in flight or their KV arrived and waiting for the next batch).
-func (e *Engine) Reserved() int { return e.reservedSeqs }
+func (e *Engine) Reserved() int { return int(e.reservedSeqs) }
 
 // ReleasePinned frees the pinned KV blocks of a prefilled request once its
 // handoff is over (transfer done, lease expired or request failed).
@@ -182,7 +182,7 @@ func (e *Engine) Reserve(now int64, skipAhead bool, out []Reservation) ([]Reserv
 	for slot := e.hqHead; slot >= 0; {
 		// Finished requests still in the batch set (async scheduling) give
 		// their slots back at the next formation: count them as free.
-		if e.numRunning()+e.reservedSeqs >= e.cfg.MaxNumSeqs {
+		if e.numRunning()+int(e.reservedSeqs) >= e.cfg.MaxNumSeqs {
 			break
 		}
 		next := e.slots[slot].qNext
@@ -369,4 +369,4 @@ func (e *Engine) HandoffFits(r *workload.Request) bool {
 
 // SeqSlotFree reports whether a reservation would find a sequence slot
 // (max_num_seqs counts running and reserved requests).
-func (e *Engine) SeqSlotFree() bool { return e.numRunning()+e.reservedSeqs < e.cfg.MaxNumSeqs }
+func (e *Engine) SeqSlotFree() bool { return e.numRunning()+int(e.reservedSeqs) < e.cfg.MaxNumSeqs }

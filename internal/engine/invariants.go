@@ -101,7 +101,7 @@ func (e *Engine) check(budgetLeft int32) error {
 	if t.pinned != e.pinned {
 		return fmt.Errorf("pinned requests hold %d distinct blocks but the pinned count is %d", t.pinned, e.pinned)
 	}
-	if t.queued != e.hqLen {
+	if t.queued != int(e.hqLen) {
 		return fmt.Errorf("%d requests are in state %s but the admission queue holds %d", t.queued, stHandoff, e.hqLen)
 	}
 	if full {
@@ -117,7 +117,7 @@ func (e *Engine) check(budgetLeft int32) error {
 			return err
 		}
 	}
-	if t.reserved != e.reservedSeqs {
+	if t.reserved != int(e.reservedSeqs) {
 		return fmt.Errorf("%d requests hold decode reservations but the count is %d", t.reserved, e.reservedSeqs)
 	}
 	if !full {
@@ -167,7 +167,7 @@ func (e *Engine) checkBatch(budgetLeft int32) error {
 			return fmt.Errorf("request %d is both in the running list and in the decode lane", e.slots[slot].rec.ID)
 		}
 	}
-	if e.numRunning()+e.reservedSeqs > e.cfg.MaxNumSeqs {
+	if e.numRunning()+int(e.reservedSeqs) > e.cfg.MaxNumSeqs {
 		return fmt.Errorf("%d running and %d reserved exceed max_num_seqs %d", e.numRunning(), e.reservedSeqs, e.cfg.MaxNumSeqs)
 	}
 	return nil
@@ -290,13 +290,13 @@ func (e *Engine) checkFlights(inFlight int) error {
 // in the handoff state and the links count as many as hqLen.
 func (e *Engine) checkHandoffQueue() error {
 	n := 0
-	for slot := e.hqHead; slot >= 0 && n <= e.hqLen; slot = e.slots[slot].qNext {
+	for slot := e.hqHead; slot >= 0 && n <= int(e.hqLen); slot = e.slots[slot].qNext {
 		if e.slots[slot].state != stHandoff {
 			return fmt.Errorf("admission queue links slot %d in state %s", slot, e.slots[slot].state)
 		}
 		n++
 	}
-	if n != e.hqLen {
+	if n != int(e.hqLen) {
 		return fmt.Errorf("admission queue links %d slots but counts %d", n, e.hqLen)
 	}
 	return nil

@@ -189,7 +189,9 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 	spare := f.sched[:0]
 	f.sched = e.sched
 	f.preempted, f.lane = int32(e.preempted), int32(len(e.lane))
-	f.draftNs, e.formDraft = e.formDraft, 0
+	if e.spec { // (f.draftNs is read only then)
+		f.draftNs, e.formDraft = e.formDraft, 0
+	}
 	e.flights = append(e.flights, f)
 	if e.pp() > 1 {
 		// Only pipelined batches overlap the forming of the next one
