@@ -77,6 +77,7 @@ type Engine struct {
 	checkInv bool // cfg.CheckInvariants
 	caching  bool // cfg.PrefixCaching
 	prefill  bool // cfg.Role == Prefill
+	asyncOn  bool // async (cfg.AsyncScheduling without pipeline parallelism)
 
 	gaps    gapMax // gaps between the last laneWindow batch ends
 	batch   perf.Batch
@@ -180,6 +181,7 @@ func (e *Engine) initHot() {
 	e.maxBatched, e.blockSize = int32(e.cfg.MaxNumBatchedTokens), int32(e.cfg.BlockSize)
 	e.ppN, e.checkInv = int32(max(e.cfg.PipelineParallel, 1)), e.cfg.CheckInvariants
 	e.caching, e.prefill = e.cfg.PrefixCaching, e.cfg.Role == Prefill
+	e.asyncOn = e.cfg.AsyncScheduling && e.pp() == 1
 }
 
 // Config returns the engine's configuration.
@@ -206,7 +208,7 @@ func (e *Engine) pp() int { return int(e.ppN) }
 
 // async reports whether batches are formed one step ahead (never with
 // pipeline parallelism).
-func (e *Engine) async() bool { return e.cfg.AsyncScheduling && e.pp() == 1 }
+func (e *Engine) async() bool { return e.asyncOn }
 
 // NextFree is the earliest time a new batch may start given the batches in
 // flight (the first stage free); meaningful when not Busy.

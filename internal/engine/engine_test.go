@@ -350,7 +350,7 @@ func TestEngineLayout(t *testing.T) {
 		from, to uintptr
 		want     uintptr
 	}{
-		{"hot fields", 0, unsafe.Offsetof(e.prefill) + 1, 5},
+		{"hot fields", 0, unsafe.Offsetof(e.asyncOn) + 1, 5},
 		{"placement's fields", unsafe.Offsetof(e.running), unsafe.Offsetof(e.reservedSeqs) + 4, 1},
 		{"gap maxima and batch", unsafe.Offsetof(e.gaps), unsafe.Offsetof(e.batch) + unsafe.Sizeof(e.batch), 2},
 		{"result's steady fields", res, res + unsafe.Offsetof(e.result.itl) + unsafe.Sizeof(e.result.itl), 2},
