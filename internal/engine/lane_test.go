@@ -86,6 +86,17 @@ func TestDecodeLaneMatchesExplicit(t *testing.T) {
 				!reflect.DeepEqual(gapCounts(r1.ITL), gapCounts(r2.ITL)) {
 				rt.Fatalf("t=%d: lane step %+v, reference %+v", now, *r1, *r2)
 			}
+			// The rest of the result too, which a steady step leaves as
+			// it is when it is already right.
+			if r1.Start != r2.Start || r1.End != r2.End || *r1.Batch != *r2.Batch || r1.Spec != r2.Spec ||
+				len(r1.First) != len(r2.First) || len(r1.Prefilled) != len(r2.Prefilled) {
+				rt.Fatalf("t=%d: lane step %+v (batch %+v), reference %+v (batch %+v)", now, *r1, *r1.Batch, *r2, *r2.Batch)
+			}
+			for i := range r1.First {
+				if r1.First[i] != r2.First[i] {
+					rt.Fatalf("t=%d: first tokens of %v, reference %v", now, r1.First, r2.First)
+				}
+			}
 			if len(r1.Finished) != len(r2.Finished) {
 				rt.Fatalf("t=%d: %d finished, reference %d", now, len(r1.Finished), len(r2.Finished))
 			}

@@ -54,7 +54,7 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 		r.Preempted = int(f.preempted)
 		r.Finished, r.First, r.Prefilled = r.Finished[:0], r.First[:0], r.Prefilled[:0]
 		r.Spec = SpecStats{}
-		e.resultDirty = false
+		e.resultDirty = f.preempted != 0
 	}
 	e.justEnded = true
 	if e.checkInv {
