@@ -88,7 +88,7 @@ type Engine struct {
 
 	cfg       Config
 	formDraft int64    // proposer time of the batch formed by Begin (speculative decoding)
-	_         [40]byte // the records from the start of a line (TestEngineLayout)
+	_         [32]byte // the records from the start of a line (TestEngineLayout)
 	// laneTicks[i]: the decode lane's record of batch i (mod laneWindow):
 	// its members due, its members with named blocks whose next block it
 	// allocates, and its counted members' block events (ticklist.go).

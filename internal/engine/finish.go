@@ -21,6 +21,7 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 	if i == len(e.flights) {
 		e.fail(fmt.Errorf("batch %d finished at t=%d ns is not in flight", id, end))
 		*r = StepResult{Start: end, End: end, ITL: r.ITL[:0], Finished: r.Finished[:0], First: r.First[:0], Prefilled: r.Prefilled[:0]}
+		e.resultDirty = true // (no Batch)
 		return r, e.err
 	}
 	f := e.flights[i]
@@ -34,12 +35,14 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 	}
 	r.Start, r.End = f.start, end
 	r.Batch = e.flightBatch(f)
-	r.PromptTokens, r.GenTokens, r.Preempted = 0, 0, int(f.preempted)
+	r.PromptTokens, r.GenTokens = 0, 0
 	r.ITL = r.itlBuf[:0]
-	r.Finished = r.Finished[:0]
-	r.First = r.First[:0]
-	r.Prefilled = r.Prefilled[:0]
-	r.Spec = SpecStats{}
+	if e.resultDirty || f.preempted != 0 {
+		// (Else they are zero or empty already.)
+		r.Preempted = int(f.preempted)
+		r.Finished, r.First, r.Prefilled = r.Finished[:0], r.First[:0], r.Prefilled[:0]
+		r.Spec = SpecStats{}
+	}
 	e.justEnded = true
 
 	lane := e.laneOn()

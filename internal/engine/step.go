@@ -61,11 +61,15 @@ type StepResult struct {
 	Spec         SpecStats // speculative decoding's counts (zero when off)
 	itl          [1]Gap    // ITL's backing array on the steady path (FinishSteady)
 
-	Preempted int              // requests preempted while forming the batch
-	Finished  []metrics.Record // requests that produced their last token
-	First     []int64          // ids of the requests that emitted their first output token
-	Prefilled []Prefilled      // prefill role: prompts computed, KV pinned
+	// The third line: what FinishBatch's general path reads or writes of
+	// the rest at every step.
 	itlBuf    []Gap            // ITL's backing array on FinishBatch's general path
+	Finished  []metrics.Record // requests that produced their last token
+	Preempted int              // requests preempted while forming the batch
+	_         [8]byte
+
+	First     []int64     // ids of the requests that emitted their first output token
+	Prefilled []Prefilled // prefill role: prompts computed, KV pinned
 }
 
 // Gap is a run of Count equal inter-token gaps of NS nanoseconds. In a
