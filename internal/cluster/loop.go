@@ -18,10 +18,11 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 	}
 	s.until = t
 	for {
-		next, ok := s.q.Peek()
-		if !ok || next.At > t {
+		front := s.q.Front()
+		if front == nil || front.At > t {
 			return false, nil
 		}
+		next := *front // the queue's slot is reused once next is dropped
 		// Only the fault model makes a step end moot (stale): the common
 		// event skips the call.
 		if (next.Kind != evStepEnd || s.ft != nil) && s.stale(next) {
@@ -46,7 +47,7 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 		if s.interrupt != nil && s.events&(interruptEvery-1) == 0 && s.interrupt() {
 			return false, ErrInterrupted
 		}
-		s.q.Drop() // next, read by Peek
+		s.q.Drop() // next, read by Front
 		s.lastEvent = next.At
 		if s.obs != nil {
 			s.obs.Advance(next.At)
