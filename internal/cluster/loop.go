@@ -17,6 +17,7 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 		return true, nil
 	}
 	s.until = t
+	settles := s.settles() // set by the configuration: the same for every event
 	for {
 		front := s.q.Front()
 		if front == nil || front.At > t {
@@ -58,7 +59,7 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 		} else {
 			err = s.dispatch(next)
 		}
-		if err != nil || s.settles() {
+		if err != nil || settles {
 			if err := s.settle(err); err != nil {
 				return false, err
 			}
