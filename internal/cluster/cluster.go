@@ -392,22 +392,31 @@ func (s *Sim) beginNext(inst int, now int64) (engine.Step, bool, error) {
 // launched queues the end of the batch instance inst just began at now
 // (and, with pipeline parallelism, the time its first stage is free).
 func (s *Sim) launched(inst int, st engine.Step, now int64) error {
-	if first := s.engines[inst].FirstScheduled(); s.pd != nil && len(first) > 0 {
-		if err := s.prefillStarted(first, now); err != nil {
-			return err
+	if s.pd != nil {
+		if first := s.engines[inst].FirstScheduled(); len(first) > 0 {
+			if err := s.prefillStarted(first, now); err != nil {
+				return err
+			}
 		}
 	}
-	if err := s.schedule(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID}); err != nil {
-		return fmt.Errorf("instance %d step: %w", inst, err)
+	// Pushed without schedule's call: one per engine step.
+	if err := s.q.Push(des.Event{At: st.End, Kind: evStepEnd, Target: int32(inst), Arg: st.ID}); err != nil {
+		return launchError(inst, "step", err)
 	}
 	if st.Free < st.End {
 		// Pipeline parallelism: the next batch may start once this one
 		// has cleared the first stage.
-		if err := s.schedule(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)}); err != nil {
-			return fmt.Errorf("instance %d pipeline stage: %w", inst, err)
+		if err := s.q.Push(des.Event{At: st.Free, Kind: evStageFree, Target: int32(inst)}); err != nil {
+			return launchError(inst, "pipeline stage", err)
 		}
 	}
 	return nil
+}
+
+// launchError is launched's error for an event the queue refused, as
+// schedule would wrap it.
+func launchError(inst int, what string, err error) error {
+	return fmt.Errorf("instance %d %s: cluster: %w", inst, what, err)
 }
 
 func (s *Sim) stepEnd(inst int, id int64, now int64) error {

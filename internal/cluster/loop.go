@@ -17,11 +17,13 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 		return true, nil
 	}
 	s.until = t
+	settles := s.settles() // set by the configuration: the same for every event
 	for {
-		next, ok := s.q.Peek()
-		if !ok || next.At > t {
+		front := s.q.Front()
+		if front == nil || front.At > t {
 			return false, nil
 		}
+		next := *front // the queue's slot is reused once next is dropped
 		// Only the fault model makes a step end moot (stale): the common
 		// event skips the call.
 		if (next.Kind != evStepEnd || s.ft != nil) && s.stale(next) {
@@ -46,7 +48,7 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 		if s.interrupt != nil && s.events&(interruptEvery-1) == 0 && s.interrupt() {
 			return false, ErrInterrupted
 		}
-		s.q.Drop() // next, read by Peek
+		s.q.Drop() // next, read by Front
 		s.lastEvent = next.At
 		if s.obs != nil {
 			s.obs.Advance(next.At)
@@ -57,7 +59,7 @@ func (s *Sim) RunUntil(t int64) (bool, error) {
 		} else {
 			err = s.dispatch(next)
 		}
-		if err != nil || s.settles() {
+		if err != nil || settles {
 			if err := s.settle(err); err != nil {
 				return false, err
 			}

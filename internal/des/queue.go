@@ -1,6 +1,9 @@
 package des
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Time is simulated time in nanoseconds since the start of a run.
 type Time = int64
@@ -16,37 +19,65 @@ type Event struct {
 	Arg    int64 // caller-defined payload
 }
 
-// Queue is a min-heap of events ordered by (At, Seq) with a monotone clock.
-// The zero value is ready to use.
+// Queue is a priority queue of events ordered by (At, Seq) with a monotone
+// clock. The zero value is ready to use.
 //
-// (At, Seq) is a total order (Seq is unique), so the order in which events
-// come out does not depend on the heap's shape, only on the keys. Two
-// things keep a pop cheap when many events are pending (one step end per
-// instance of a cluster):
+// (At, Seq) is a total order (Seq is unique and grows with every Push), so
+// the order in which events come out depends only on the keys, not on how
+// they are kept. Up to ringCap pending events (a cluster keeps about one
+// step end per instance) are kept sorted in a ring:
+//
+//   - Pop, Peek and Front take the ring's first event, NextAt reads its
+//     time.
+//   - Push inserts by shifting the events on one side of the new one's
+//     place by a slot: the later ones towards the tail, or, when the new
+//     event goes before the ring's middle one, the earlier ones towards the
+//     head. An event is pushed after every event of its time (its Seq is
+//     the largest), so only At is compared. A step end is pushed a step
+//     ahead and goes near the tail; an arrival is pushed shortly ahead and
+//     goes near the head: either way few events move.
+//
+// A push beyond ringCap events turns the ring into a binary heap (a sorted
+// slice is one), which keeps a push and a pop logarithmic however many
+// events are pending (timers of thousands of requests); a push that finds
+// ringCap/2 or fewer events left moves them back into the ring, sorted.
+// In the heap two things keep a pop cheap:
 //
 //   - Pop leaves the root empty (a hole) instead of refilling it at once.
 //     An event loop nearly always schedules something while it handles
 //     the event it popped (an instance's next step end), and the next Push
 //     drops its event into the hole and sifts it down: one pass through
 //     the heap instead of a sift-down for the pop and a sift-up for the
-//     push. Peek or Pop refill a hole still open with the last event.
+//     push. Peek, Front or Pop refill a hole still open with the last
+//     event.
 //   - A hole is sifted down bottom-up: the smaller child moves up into it
 //     level by level to a leaf (one comparison per level), and the event
 //     to place climbs back from there. The event placed is usually late
 //     (the heap's last one, or a step end a whole step ahead), so it climbs
 //     little, where the top-down sift compared it at every level too.
 type Queue struct {
-	heap []Event // heap[0] is vacant while hole is set
-	hole bool
-	seq  int64
-	now  Time
+	// The ring: ring[i%ringCap] for head <= i < tail, sorted, while
+	// !heaped (head and tail are 0 while heaped).
+	ring       [ringCap]Event
+	head, tail uint
+	heaped     bool    // the events are in heap
+	heap       []Event // heap[0] is vacant while hole is set
+	hole       bool
+	seq        int64
+	now        Time
 }
+
+// ringCap is how many events the sorted ring holds (a power of two).
+const ringCap = 64
 
 // Now is the time of the most recently popped event (0 before the first).
 func (q *Queue) Now() Time { return q.now }
 
 // Len is the number of pending events.
 func (q *Queue) Len() int {
+	if !q.heaped {
+		return int(q.tail - q.head)
+	}
 	if q.hole {
 		return len(q.heap) - 1
 	}
@@ -61,14 +92,92 @@ func (q *Queue) Push(e Event) error {
 	}
 	q.seq++
 	e.Seq = q.seq
+	if h, t := q.head, q.tail; t-h-1 < ringCap-1 { // the ring has 1 to ringCap-1 events
+		if q.ring[(t-1)%ringCap].At <= e.At { // the latest: at the tail
+			q.ring[t%ringCap] = e
+			q.tail = t + 1
+			return nil
+		}
+		q.insert(e)
+		return nil
+	}
+	q.pushSlow(e)
+	return nil
+}
+
+// pushSlow is Push into an empty or full ring, or the heap.
+func (q *Queue) pushSlow(e Event) {
+	if q.heaped && q.Len() <= ringCap/2 {
+		q.toRing()
+	}
+	if !q.heaped {
+		if q.tail == q.head {
+			q.ring[q.tail%ringCap] = e
+			q.tail++
+			return
+		}
+		q.toHeap()
+	}
 	if q.hole {
 		q.hole = false
 		q.place(e)
-		return nil
+		return
 	}
 	q.heap = append(q.heap, e)
 	q.climb(len(q.heap)-1, e)
-	return nil
+}
+
+// insert puts e into its place in the ring, which has room for it and
+// holds an event later than e.
+func (q *Queue) insert(e Event) {
+	r := &q.ring
+	h, t := q.head, q.tail
+	q.tail = t + 1
+	if e.At >= r[(h+(t-h)/2)%ringCap].At {
+		// From the tail: the later events move one slot on.
+		for r[(t-1)%ringCap].At > e.At {
+			r[t%ringCap] = r[(t-1)%ringCap]
+			t--
+		}
+		r[t%ringCap] = e
+		return
+	}
+	// From the head: the events before e move one slot back; the tail's
+	// event is later than e, so the walk stops before it.
+	q.head, q.tail = h-1, t // the ring keeps its tail
+	for r[h%ringCap].At <= e.At {
+		r[(h-1)%ringCap] = r[h%ringCap]
+		h++
+	}
+	r[(h-1)%ringCap] = e
+}
+
+// toHeap moves the full ring's events into the heap, in order (a sorted
+// slice is a heap).
+func (q *Queue) toHeap() {
+	q.heap = q.heap[:0]
+	for i := q.head; i != q.tail; i++ {
+		q.heap = append(q.heap, q.ring[i%ringCap])
+	}
+	q.head, q.tail = 0, 0
+	q.heaped, q.hole = true, false
+}
+
+// toRing moves the heap's events, ringCap/2 or fewer, back into the ring
+// in order.
+func (q *Queue) toRing() {
+	if q.hole {
+		q.fill()
+	}
+	slices.SortFunc(q.heap, func(a, b Event) int {
+		if less(&a, &b) {
+			return -1
+		}
+		return 1
+	})
+	q.head, q.tail = 0, uint(copy(q.ring[:], q.heap))
+	q.heap = q.heap[:0]
+	q.heaped = false
 }
 
 // pastError is Push's error for an event scheduled before the current time.
@@ -78,20 +187,43 @@ func (q *Queue) pastError(e Event) error {
 
 // Peek returns the next event without removing it.
 func (q *Queue) Peek() (Event, bool) {
+	if e := q.Front(); e != nil {
+		return *e, true
+	}
+	return Event{}, false
+}
+
+// Front returns the next event, or nil when none is pending, as Peek
+// without the copy: the event is the queue's own, valid until the next
+// Push or Drop. It is inlined.
+func (q *Queue) Front() *Event {
+	if q.head != q.tail {
+		return &q.ring[q.head%ringCap]
+	}
+	return q.frontHeap() // empty, or the events are in the heap
+}
+
+// frontHeap is Front for the heap (or an empty queue).
+//
+//go:noinline
+func (q *Queue) frontHeap() *Event {
 	if q.hole {
 		q.fill()
 	}
 	if len(q.heap) == 0 {
-		return Event{}, false
+		return nil
 	}
-	return q.heap[0], true
+	return &q.heap[0]
 }
 
 // NextAt returns the time of the next pending event, as Peek's At, without
-// closing a root hole Pop or Drop left: the next Push still drops into it.
-// With the root vacant the earliest remaining event is one of its
-// children.
+// closing a root hole Pop or Drop left in the heap: the next Push still
+// drops into it. With the root vacant the earliest remaining event is one
+// of its children.
 func (q *Queue) NextAt() (Time, bool) {
+	if !q.heaped {
+		return q.ring[q.head%ringCap].At, q.head != q.tail
+	}
 	h := q.heap
 	switch {
 	case !q.hole:
@@ -109,28 +241,25 @@ func (q *Queue) NextAt() (Time, bool) {
 
 // Pop removes and returns the next event and advances the clock to its time.
 func (q *Queue) Pop() (Event, bool) {
-	if q.hole {
-		q.fill()
+	e, ok := q.Peek()
+	if ok {
+		q.Drop()
 	}
-	n := len(q.heap)
-	if n == 0 {
-		return Event{}, false
-	}
-	e := q.heap[0]
-	if n == 1 {
-		q.heap = q.heap[:0]
-	} else {
-		q.hole = true
-	}
-	q.now = e.At
-	return e, true
+	return e, ok
 }
 
 // Drop removes the event the last Peek returned, as Pop would, without
 // copying it out: for a loop that peeks at each event before handling it.
 // Call it only right after a Peek that found an event (Peek has closed
-// the root hole, so the event is at the root); it is inlined.
+// the heap's root hole, so the event is at the root); it is inlined.
 func (q *Queue) Drop() {
+	if q.head != q.tail {
+		q.now = q.ring[q.head%ringCap].At
+		q.head++
+		return
+	}
+	// The events are in the heap (back in the ring at the next Push
+	// once few are left).
 	q.now = q.heap[0].At
 	if len(q.heap) == 1 {
 		q.heap = q.heap[:0]

@@ -1,6 +1,7 @@
 package des
 
 import (
+	"slices"
 	"testing"
 
 	_ "github.com/servesim/servesim/internal/testseed"
@@ -268,4 +269,92 @@ func TestNextAtIsPeek(t *testing.T) {
 			}
 		}
 	})
+}
+
+// refQueue is the reference order: pending events in a slice kept sorted
+// by (At, Seq), a new event after every event of its time.
+type refQueue struct{ evs []Event }
+
+func (r *refQueue) push(e Event) {
+	k := len(r.evs)
+	for k > 0 && r.evs[k-1].At > e.At {
+		k--
+	}
+	r.evs = slices.Insert(r.evs, k, e)
+}
+
+// TestQueueMatchesReferenceAtAnySize runs bursts of pushes and removals
+// that take the queue from empty past the ring's capacity into the heap
+// and back, with times drawn from a narrow range (many ties) or a wide
+// one, removing through Pop, Peek then Drop, or Front then Drop: every
+// event comes out in the reference's order with the Seq Push gave it, and
+// Len (and, in some bursts, NextAt and Front) agree with the reference
+// throughout.
+func TestQueueMatchesReferenceAtAnySize(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var q Queue
+		var ref refQueue
+		seq, arg := int64(0), int64(0)
+		for b := range rapid.IntRange(1, 12).Draw(rt, "bursts") {
+			spread := rapid.SampledFrom([]int64{0, 3, 1000, 1 << 40}).Draw(rt, "spread")
+			// Without the look at the next event a push drops into the
+			// heap's hole a removal left.
+			look := rapid.Bool().Draw(rt, "look")
+			for range rapid.IntRange(0, 3*ringCap).Draw(rt, "pushes") {
+				e := Event{At: q.Now() + rapid.Int64Range(0, spread).Draw(rt, "delay"), Kind: int32(b), Arg: arg}
+				arg++
+				if err := q.Push(e); err != nil {
+					rt.Fatal(err)
+				}
+				seq++
+				e.Seq = seq
+				ref.push(e)
+				checkQueue(rt, &q, &ref, look)
+			}
+			for range rapid.IntRange(0, 3*ringCap).Draw(rt, "removals") {
+				if len(ref.evs) == 0 {
+					break
+				}
+				want := ref.evs[0]
+				ref.evs = ref.evs[1:]
+				var got Event
+				switch rapid.IntRange(0, 2).Draw(rt, "how") {
+				case 0:
+					got, _ = q.Pop()
+				case 1:
+					got, _ = q.Peek()
+					q.Drop()
+				default:
+					got = *q.Front()
+					q.Drop()
+				}
+				if got != want || q.Now() != want.At {
+					rt.Fatalf("removed %+v (now %d), want %+v", got, q.Now(), want)
+				}
+				checkQueue(rt, &q, &ref, look)
+			}
+		}
+	})
+}
+
+// checkQueue compares q's length and, with look, its next event with the
+// reference's.
+func checkQueue(rt *rapid.T, q *Queue, ref *refQueue, look bool) {
+	if q.Len() != len(ref.evs) {
+		rt.Fatalf("Len %d, want %d", q.Len(), len(ref.evs))
+	}
+	if !look {
+		return
+	}
+	at, ok := q.NextAt()
+	front := q.Front()
+	if len(ref.evs) == 0 {
+		if ok || front != nil {
+			rt.Fatalf("empty queue: NextAt %d %v, Front %v", at, ok, front)
+		}
+		return
+	}
+	if !ok || at != ref.evs[0].At || front == nil || *front != ref.evs[0] {
+		rt.Fatalf("NextAt %d %v, Front %+v, want %+v", at, ok, front, ref.evs[0])
+	}
 }
