@@ -113,6 +113,7 @@ type pd struct {
 	queuedBlocks []int // per instance: prompt blocks of hands queued or awaiting reservation there
 	demand       int   // prompt blocks (in demandBS units) of hands prefilling, pushing or queued
 	demandBS     int
+	loads        decodeLoads // the least-loaded placement's counts (placement.go)
 
 	// onTransition, if set, sees every legal transition (tests trace it).
 	onTransition func(h *hand, from hstate, now int64)
@@ -171,6 +172,7 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 		}
 	}
 	p.demandBS = s.engines[p.decode[0]].Config().BlockSize
+	p.loads.setup(p.cfg.Placement, s.engines, p.decode)
 	if su, ok := pol.(setupper); ok {
 		if err := su.setup(p, n); err != nil {
 			return err
@@ -351,7 +353,9 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			// Conditional disaggregation: prefilled and decoded on d.
 			s.seedHashes(d, e.AddRecord(req, h.rec, now), req)
 			p.freeHand(h)
-			return s.kick(d, now)
+			err := s.kick(d, now)
+			s.noteLoad(d)
+			return err
 		}
 	}
 	p.hands.put(req.ID, h)
@@ -446,6 +450,7 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 	}
 	h.queuedAt = now
 	h.dSlot = s.engines[d].Enqueue(&h.req, h.rec, now)
+	s.noteLoad(d)
 	h.gen++
 	if !p.cfg.Heartbeat && p.cfg.Lease > 0 && h.holds.has(holdPinned) {
 		if err := s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.Lease)), Kind: evLease, Arg: h.req.ID, Target: h.gen}); err != nil {
@@ -484,6 +489,7 @@ func (s *Sim) reserve(d int, now int64) error {
 			return err
 		}
 	}
+	s.noteLoad(d)
 	return nil
 }
 
@@ -623,6 +629,7 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 	if err := s.kick(h.d, now); err != nil {
 		return err
 	}
+	s.noteLoad(h.d)
 	return s.parkIfDrained(h.p, now) // its last pinned KV handed off
 }
 
