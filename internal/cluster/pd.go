@@ -82,18 +82,23 @@ type Node struct {
 
 // pd is the P/D coordinator state of a Sim.
 type pd struct {
-	cfg     PDConfig
-	pol     Policy
-	adm     admitter // nil unless the policy refuses requests at arrival
-	nodes   []Node
-	net     *link.Network
-	netGen  int64
-	netAt   int64
-	done    []link.Completion
-	hands   idTable[*hand]
-	free    []*hand // recycled hands
-	prefill []int   // instances that compute prompts (prefill or mixed)
-	decode  []int
+	cfg    PDConfig
+	pol    Policy
+	adm    admitter // nil unless the policy refuses requests at arrival
+	nodes  []Node
+	net    *link.Network
+	netGen int64
+	netAt  int64
+	done   []link.Completion
+	hands  idTable[*hand]
+	free   []*hand     // recycled hands
+	bodies []*handBody // recycled hand bodies
+	spent  *handBody   // the body of decoding hands that gave theirs back
+	// keepBodies turns detachBody off (tests compare runs with and
+	// without it).
+	keepBodies bool
+	prefill    []int // instances that compute prompts (prefill or mixed)
+	decode     []int
 	// Per instance, what the hot paths ask of its configuration
 	// (engine.Config returns a copy of the whole struct).
 	isDecode  []bool
@@ -155,7 +160,7 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	if err != nil {
 		return err
 	}
-	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net}
+	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, spent: &handBody{rec: metrics.Record{ID: spentID}}}
 	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
 	p.pinPeak, p.pinSum, p.pinLast, p.pinNow = make([]int, n), make([]float64, n), make([]int64, n), make([]int, n)
@@ -372,10 +377,13 @@ func (p *pd) newHand(req *workload.Request, now int64) *hand {
 	} else {
 		h = new(hand)
 	}
-	// The hand is zero (new, or cleared by freeHand): only the fields
-	// that start non-zero are set, without building a whole hand to copy.
+	// The hand's core is zero (new, or cleared by freeHand): only its
+	// fields that start non-zero are set. The request and the body are
+	// written whole, without building a whole hand to copy.
 	h.req = *req
-	h.st, h.since, h.d, h.pSlot, h.dSlot, h.prefillEnd = hNew, now, -1, -1, -1, -1
+	h.st, h.since, h.d, h.pSlot, h.dSlot = hNew, now, -1, -1, -1
+	h.handBody = p.newBody()
+	h.bodyFields = bodyFields{prefillEnd: -1}
 	h.rec = metrics.NewRecord(req.ID, now)
 	h.rec.Session, h.rec.InputTokens, h.rec.OutputTokens = req.Session, req.InputTokens, req.OutputTokens
 	h.rec.Priority = req.Priority
@@ -383,9 +391,11 @@ func (p *pd) newHand(req *workload.Request, now int64) *hand {
 }
 
 // freeHand recycles a hand that is no longer in the table, cleared for
-// newHand.
+// newHand but for its request (newHand writes it whole: clearing it would
+// write two more cache lines of a hand that has left the caches).
 func (p *pd) freeHand(h *hand) {
-	*h = hand{}
+	p.freeBody(h)
+	h.handCore = handCore{}
 	p.free = append(p.free, h)
 }
 
@@ -623,6 +633,7 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
+	s.detachBody(h)
 	if err := s.engines[h.d].TransferDone(h.dSlot, now); err != nil {
 		return err
 	}
@@ -663,7 +674,7 @@ func (s *Sim) pdStepEnd(r *engine.StepResult, now int64) error {
 		if err := s.transition(h, hDone, h.d, now); err != nil {
 			return err
 		}
-		p.hands.del(h.req.ID)
+		p.hands.del(r.Finished[k].ID)
 		p.freeHand(h)
 	}
 	return nil
