@@ -480,6 +480,12 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 func (s *Sim) reserve(d int, now int64) error {
 	p := s.pd
 	e := s.engines[d]
+	if e.HandoffQueue() == 0 {
+		// Nothing to admit: Reserve would return at once (most calls, one
+		// after every decode step).
+		s.noteLoad(d)
+		return nil
+	}
 	var err error
 	if p.resv, err = e.Reserve(now, p.cfg.SkipAhead, p.resv[:0]); err != nil {
 		return err
