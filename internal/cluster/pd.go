@@ -106,11 +106,8 @@ type pd struct {
 	blockSize []int
 	rr        int
 	resv      []engine.Reservation
-	bufFree   []int // push: free receive-buffer blocks per instance
-	pinPeak   []int
-	pinSum    []float64 // time integral of pinned blocks (block*ns)
-	pinLast   []int64
-	pinNow    []int
+	bufFree   []int     // push: free receive-buffer blocks per instance
+	pins      []pinStat // per instance, one cache line for two
 	stopped   *StopReport
 
 	// Counters kept by transition, so that decisions cost O(decode
@@ -163,7 +160,7 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, spent: &handBody{rec: metrics.Record{ID: spentID}}}
 	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
-	p.pinPeak, p.pinSum, p.pinLast, p.pinNow = make([]int, n), make([]float64, n), make([]int64, n), make([]int, n)
+	p.pins = make([]pinStat, n)
 	p.queuedBlocks, p.isDecode, p.isMixed, p.blockSize = make([]int, n), make([]bool, n), make([]bool, n), make([]int, n)
 	for i, e := range s.engines {
 		cfg := e.Config()
@@ -185,24 +182,6 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	}
 	s.pd = p
 	return nil
-}
-
-// PinnedStats returns, per instance, the peak and time-averaged number of
-// KV blocks pinned for handoffs over the run.
-func (s *Sim) PinnedStats() (peak []int, mean []float64) {
-	if s.pd == nil {
-		return nil, nil
-	}
-	p := s.pd
-	end := s.lastEvent
-	mean = make([]float64, len(p.pinPeak))
-	for i := range mean {
-		sum := p.pinSum[i] + float64(p.pinNow[i])*float64(end-p.pinLast[i])
-		if end > 0 {
-			mean[i] = sum / float64(end)
-		}
-	}
-	return append([]int(nil), p.pinPeak...), mean
 }
 
 // Stopped returns the eager policy's stop report, if the run stopped.
@@ -229,17 +208,6 @@ func (s *Sim) LinkUtilisation(i int) float64 {
 		u += math.Max(eg, in)
 	}
 	return u / float64(len(eps))
-}
-
-// trackPinned updates the pinned-KV statistics of instance i.
-func (s *Sim) trackPinned(i int, now int64) {
-	p := s.pd
-	cur := s.engines[i].PinnedBlocks()
-	p.pinSum[i] += float64(p.pinNow[i]) * float64(now-p.pinLast[i])
-	p.pinLast[i], p.pinNow[i] = now, cur
-	if cur > p.pinPeak[i] {
-		p.pinPeak[i] = cur
-	}
 }
 
 // pdUnfit returns why a request can never be served in P/D mode: no
