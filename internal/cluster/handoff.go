@@ -198,7 +198,7 @@ func (s *Sim) transition(h *hand, to hstate, d int, now int64) error {
 
 // promptBlocks is the number of KV blocks of h's prompt on instance d.
 func (s *Sim) promptBlocks(h *hand, d int) int {
-	bs := s.pd.blockSize[d]
+	bs := int(s.pd.inst[d].blockSize)
 	return (h.req.InputTokens + bs - 1) / bs
 }
 

@@ -80,6 +80,18 @@ type Node struct {
 	PrefillTokensPerSec float64
 }
 
+// pdInst is what a handoff reads of one instance's Node and engine
+// configuration, 64 bytes (one cache line, where a Node and the per-field
+// arrays took several).
+type pdInst struct {
+	eps       []link.EndpointID // Node.Endpoints
+	kvFull    int64             // KV bytes per token outside the window-bounded layers
+	kvLocal   int64             // Node.LocalKVBytesPerToken
+	blockSize int64
+	isMixed   bool
+	_         [15]byte
+}
+
 // pd is the P/D coordinator state of a Sim.
 type pd struct {
 	cfg    PDConfig
@@ -101,14 +113,13 @@ type pd struct {
 	decode     []int
 	// Per instance, what the hot paths ask of its configuration
 	// (engine.Config returns a copy of the whole struct).
-	isDecode  []bool
-	isMixed   []bool
-	blockSize []int
-	rr        int
-	resv      []engine.Reservation
-	bufFree   []int     // push: free receive-buffer blocks per instance
-	pins      []pinStat // per instance, one cache line for two
-	stopped   *StopReport
+	isDecode []bool
+	inst     []pdInst
+	rr       int
+	resv     []engine.Reservation
+	bufFree  []int     // push: free receive-buffer blocks per instance
+	pins     []pinStat // per instance, one cache line for two
+	stopped  *StopReport
 
 	// Counters kept by transition, so that decisions cost O(decode
 	// instances) whatever the backlog.
@@ -161,10 +172,11 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
 	p.pins = make([]pinStat, n)
-	p.queuedBlocks, p.isDecode, p.isMixed, p.blockSize = make([]int, n), make([]bool, n), make([]bool, n), make([]int, n)
+	p.queuedBlocks, p.isDecode, p.inst = make([]int, n), make([]bool, n), make([]pdInst, n)
 	for i, e := range s.engines {
 		cfg := e.Config()
-		p.isMixed[i], p.blockSize[i] = cfg.Role == engine.Mixed, cfg.BlockSize
+		p.inst[i] = pdInst{eps: nodes[i].Endpoints, kvFull: nodes[i].KVBytesPerToken - nodes[i].LocalKVBytesPerToken,
+			kvLocal: nodes[i].LocalKVBytesPerToken, blockSize: int64(cfg.BlockSize), isMixed: cfg.Role == engine.Mixed}
 		switch cfg.Role {
 		case engine.Decode:
 			p.decode = append(p.decode, i)
@@ -307,7 +319,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			return s.end(&rec, now)
 		}
 	}
-	if p.isMixed[pi] {
+	if p.inst[pi].isMixed {
 		// A mixed instance serves the whole request: no handoff.
 		s.seedHashes(pi, s.engines[pi].AddRecord(req, h.rec, now), req)
 		p.freeHand(h)
@@ -486,10 +498,9 @@ func (s *Sim) localBlocks(h *hand, d, blocks int) int {
 
 // transferBytes is the per-stream size of moving blocks KV blocks.
 func (s *Sim) transferBytes(h *hand, d, blocks int) int64 {
-	node := s.pd.nodes[h.p]
-	bs := int64(s.pd.blockSize[d])
+	from, bs := &s.pd.inst[h.p], s.pd.inst[d].blockSize
 	local := int64(s.engines[d].LocalTransferBlocks(h.req.InputTokens, blocks))
-	return int64(blocks)*bs*(node.KVBytesPerToken-node.LocalKVBytesPerToken) + local*bs*node.LocalKVBytesPerToken
+	return int64(blocks)*bs*from.kvFull + local*bs*from.kvLocal
 }
 
 // reserved starts the transfer of a queued request whose decode blocks
@@ -529,7 +540,7 @@ func (s *Sim) reserved(h *hand, res engine.Reservation, now int64) error {
 // rank of bytes each, each at most rate bytes/s (0: uncapped).
 func (s *Sim) startFlows(h *hand, now int64, bytes int64, rate float64) error {
 	p := s.pd
-	from, to := p.nodes[h.p].Endpoints, p.nodes[h.d].Endpoints
+	from, to := p.inst[h.p].eps, p.inst[h.d].eps
 	n := min(len(from), len(to))
 	var err error
 	if rate > 0 {
