@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/servesim/servesim/internal/kv"
 
@@ -82,23 +83,49 @@ var legal = func() (t [numHStates][numHStates]bool) {
 // resources it holds (pinned KV on p, a receive-buffer share or spilled
 // KV on d, a decode slot) are tracked alongside and checked against the
 // state by checkPD.
+//
+// Its first 64 bytes, the handCore and the body pointer (one cache line:
+// 192-byte hands are 64-byte aligned by their size class), hold all that
+// transition and a finished request's step end read. What only the way to the decode batch needs is in a
+// handBody, which a request that starts decoding gives back (detachBody)
+// unless an instance loss, a KV tier or the reserve policy may still want
+// it: the bodies are reused while still in the caches, and a request
+// decoding for seconds keeps three cache lines, not nine.
 type hand struct {
+	handCore
+	*handBody
+	req workload.Request
+}
+
+// handCore is the part of a hand that transition reads.
+type handCore struct {
+	st    hstate
+	holds holding // where its KV is and which copies are under way (holding.go)
+	// loadFail marks a transfer drawn to fail to load.
+	loadFail bool
+	gen      int32 // invalidates stale lease and retry events
+	pSlot    int32 // slot on the prefill instance (pinned KV)
+	dSlot    int32 // slot on the decode instance
+	p, d     int   // prefill and decode instances (d = -1 before placement)
+	since    int64 // when it entered st
+	qBlocks  int   // blocks counted in pd.queuedBlocks[d]
+	demand   int   // blocks counted in pd.demand
+}
+
+// handBody is the part of a hand that a decoding request no longer needs.
+// newHand writes all of it (a recycled body is not cleared first).
+type handBody struct {
+	rec metrics.Record // as of the prefill instance
+	bodyFields
+}
+
+// bodyFields is a handBody but for its record.
+type bodyFields struct {
+	prefillEnd int64
 	// owned carries, across a re-prefill, where the prefill instance holds
 	// the request's private blocks (engine.PrivateBlocks).
 	owned      []kv.BlockID
-	req        workload.Request
-	rec        metrics.Record // as of the prefill instance
-	st         hstate
-	since      int64 // when it entered st
-	p, d       int   // prefill and decode instances (d = -1 before placement)
-	pSlot      int32 // slot on the prefill instance (pinned KV)
-	dSlot      int32 // slot on the decode instance
-	prefillEnd int64
 	queuedAt   int64 // when it joined the current decode queue
-	gen        int32 // invalidates stale lease and retry events
-	// holds is where its KV is and which copies are under way
-	// (holding.go).
-	holds      holding
 	bufBlocks  int   // push: receive-buffer blocks held on d
 	hostBytes  int64 // holdOffloaded: bytes held in p's host memory
 	offloadTag int64 // holdOffloading: the copy's tag
@@ -108,12 +135,15 @@ type hand struct {
 	offTicket int64
 	bytes     int64 // transfer bytes per stream
 	// lossRetries counts how often the request was sent again after an
-	// instance loss; loadFail marks a transfer drawn to fail to load.
+	// instance loss.
 	lossRetries int
-	loadFail    bool
-	qBlocks     int // blocks counted in pd.queuedBlocks[d]
-	demand      int // blocks counted in pd.demand
 }
+
+// spentID is the record id of the body a decoding hand points at once it
+// gave its own back (pd.spent): no request has it, so the records of the
+// requests in flight (liveRecords) skip that copy, of which the decode
+// instance holds a later snapshot.
+const spentID = math.MinInt64
 
 // TransitionError reports an illegal handoff transition; it is an
 // internal invariant violation and ends the run.
@@ -168,7 +198,7 @@ func (s *Sim) transition(h *hand, to hstate, d int, now int64) error {
 
 // promptBlocks is the number of KV blocks of h's prompt on instance d.
 func (s *Sim) promptBlocks(h *hand, d int) int {
-	bs := s.pd.blockSize[d]
+	bs := int(s.pd.inst[d].blockSize)
 	return (h.req.InputTokens + bs - 1) / bs
 }
 
@@ -176,4 +206,42 @@ func (s *Sim) promptBlocks(h *hand, d int) int {
 // the unit of the reject policy's demand counter.
 func (p *pd) demandBlocks(r *workload.Request) int {
 	return (r.InputTokens + p.demandBS - 1) / p.demandBS
+}
+
+// newBody returns a hand body, recycled (as it was) or new.
+func (p *pd) newBody() *handBody {
+	if n := len(p.bodies); n > 0 {
+		b := p.bodies[n-1]
+		p.bodies = p.bodies[:n-1]
+		return b
+	}
+	return new(handBody)
+}
+
+// freeBody takes h's body away, recycling it for newBody unless it is
+// the shared spent one.
+func (p *pd) freeBody(h *hand) {
+	if b := h.handBody; b != nil && b != p.spent {
+		p.bodies = append(p.bodies, b)
+	}
+	h.handBody = nil
+}
+
+// detachBody gives back the body of h, whose KV has just reached its
+// decode instance, for the next request while it is still in the caches;
+// h points at the shared spent body from then on. It keeps the body when
+// something may read it again: an instance loss (a decoding request is
+// sent again from scratch, or ends with its prefill record), a KV tier (the
+// prefill record's tier fields), or the reserve policy (whose decode
+// record took only some of the prefill record's fields, mergePrefill). A
+// decoding hand's step end and abort read only its core and request, and
+// the records of the requests in flight (liveRecords) take the decode
+// instance's copy, a later snapshot of the body's record.
+func (s *Sim) detachBody(h *hand) {
+	p := s.pd
+	if p.keepBodies || p.cfg.Policy == Reserve || s.ft != nil || s.tiers != nil {
+		return
+	}
+	p.freeBody(h)
+	h.handBody = p.spent
 }

@@ -68,7 +68,7 @@ func TestTransitionRefusesIllegalEdges(t *testing.T) {
 	sim, _ := ps.build(t, nil)
 	for from := hstate(0); from < numHStates; from++ {
 		for to := hstate(0); to < numHStates; to++ {
-			h := &hand{req: workload.Request{ID: 7, InputTokens: 32}, st: from, since: 10, d: -1}
+			h := testHand(workload.Request{ID: 7, InputTokens: 32}, handCore{st: from, since: 10, d: -1})
 			err := sim.transition(h, to, 1, 20)
 			if legal[from][to] {
 				if err != nil || h.st != to || h.since != 20 {
@@ -86,7 +86,7 @@ func TestTransitionRefusesIllegalEdges(t *testing.T) {
 			}
 		}
 	}
-	h := &hand{req: workload.Request{ID: 8}, st: hQueued, since: 50, d: 1}
+	h := testHand(workload.Request{ID: 8}, handCore{st: hQueued, since: 50, d: 1})
 	if err := sim.transition(h, hTransfer, 1, 40); err == nil {
 		t.Error("a transition back in time was accepted")
 	}
@@ -121,7 +121,7 @@ func TestCheckerCatchesLeakedReservation(t *testing.T) {
 func TestCheckerCatchesInconsistentResources(t *testing.T) {
 	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 100, seqs: 4, budget: 256, bw: 1e9, kvPerToken: 1, pred: linear{base: 1}}
 	sim, _ := ps.build(t, nil)
-	sim.pd.hands.put(5, &hand{req: workload.Request{ID: 5}, st: hDecoding, d: 1, holds: holdPinned, pSlot: -1, dSlot: -1})
+	sim.pd.hands.put(5, testHand(workload.Request{ID: 5}, handCore{st: hDecoding, d: 1, holds: holdPinned, pSlot: -1, dSlot: -1}))
 	err := sim.checkPD()
 	if err == nil || !strings.Contains(err.Error(), "request 5 in handoff state decoding") {
 		t.Fatalf("pinned KV in state decoding not reported: %v", err)
@@ -136,11 +136,17 @@ func TestStallReportNamesStates(t *testing.T) {
 	d := sim.Engines()[1]
 	req := workload.Request{ID: 5, InputTokens: 64, OutputTokens: 4}
 	slot := d.Enqueue(&req, metrics.NewRecord(5, 0), 0)
-	sim.pd.hands.put(5, &hand{req: req, st: hQueued, p: 0, d: 1, pSlot: -1, dSlot: slot})
+	sim.pd.hands.put(5, testHand(req, handCore{st: hQueued, p: 0, d: 1, pSlot: -1, dSlot: slot}))
 	got := sim.describe()
 	for _, want := range []string{"queued 1 (first: request 5", "decode 1 (handoff-queued)", "instance 1 decode"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("stall report lacks %q:\n%s", want, got)
 		}
 	}
+}
+
+// testHand is a hand with core c and request req and a body of its own,
+// as newHand makes them.
+func testHand(req workload.Request, c handCore) *hand {
+	return &hand{handCore: c, handBody: &handBody{}, req: req}
 }

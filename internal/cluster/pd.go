@@ -80,39 +80,53 @@ type Node struct {
 	PrefillTokensPerSec float64
 }
 
+// pdInst is what a handoff reads of one instance's Node and engine
+// configuration, 64 bytes (one cache line, where a Node and the per-field
+// arrays took several).
+type pdInst struct {
+	eps       []link.EndpointID // Node.Endpoints
+	kvFull    int64             // KV bytes per token outside the window-bounded layers
+	kvLocal   int64             // Node.LocalKVBytesPerToken
+	blockSize int64
+	isMixed   bool
+	_         [15]byte
+}
+
 // pd is the P/D coordinator state of a Sim.
 type pd struct {
-	cfg     PDConfig
-	pol     Policy
-	adm     admitter // nil unless the policy refuses requests at arrival
-	nodes   []Node
-	net     *link.Network
-	netGen  int64
-	netAt   int64
-	done    []link.Completion
-	hands   idTable[*hand]
-	free    []*hand // recycled hands
-	prefill []int   // instances that compute prompts (prefill or mixed)
-	decode  []int
+	cfg    PDConfig
+	pol    Policy
+	adm    admitter // nil unless the policy refuses requests at arrival
+	nodes  []Node
+	net    *link.Network
+	netGen int64
+	netAt  int64
+	done   []link.Completion
+	hands  idTable[*hand]
+	free   []*hand     // recycled hands
+	bodies []*handBody // recycled hand bodies
+	spent  *handBody   // the body of decoding hands that gave theirs back
+	// keepBodies turns detachBody off (tests compare runs with and
+	// without it).
+	keepBodies bool
+	prefill    []int // instances that compute prompts (prefill or mixed)
+	decode     []int
 	// Per instance, what the hot paths ask of its configuration
 	// (engine.Config returns a copy of the whole struct).
-	isDecode  []bool
-	isMixed   []bool
-	blockSize []int
-	rr        int
-	resv      []engine.Reservation
-	bufFree   []int // push: free receive-buffer blocks per instance
-	pinPeak   []int
-	pinSum    []float64 // time integral of pinned blocks (block*ns)
-	pinLast   []int64
-	pinNow    []int
-	stopped   *StopReport
+	isDecode []bool
+	inst     []pdInst
+	rr       int
+	resv     []engine.Reservation
+	bufFree  []int     // push: free receive-buffer blocks per instance
+	pins     []pinStat // per instance, one cache line for two
+	stopped  *StopReport
 
 	// Counters kept by transition, so that decisions cost O(decode
 	// instances) whatever the backlog.
 	queuedBlocks []int // per instance: prompt blocks of hands queued or awaiting reservation there
 	demand       int   // prompt blocks (in demandBS units) of hands prefilling, pushing or queued
 	demandBS     int
+	loads        decodeLoads // the least-loaded placement's counts (placement.go)
 
 	// onTransition, if set, sees every legal transition (tests trace it).
 	onTransition func(h *hand, from hstate, now int64)
@@ -154,14 +168,15 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	if err != nil {
 		return err
 	}
-	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net}
+	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, spent: &handBody{rec: metrics.Record{ID: spentID}}}
 	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
-	p.pinPeak, p.pinSum, p.pinLast, p.pinNow = make([]int, n), make([]float64, n), make([]int64, n), make([]int, n)
-	p.queuedBlocks, p.isDecode, p.isMixed, p.blockSize = make([]int, n), make([]bool, n), make([]bool, n), make([]int, n)
+	p.pins = make([]pinStat, n)
+	p.queuedBlocks, p.isDecode, p.inst = make([]int, n), make([]bool, n), make([]pdInst, n)
 	for i, e := range s.engines {
 		cfg := e.Config()
-		p.isMixed[i], p.blockSize[i] = cfg.Role == engine.Mixed, cfg.BlockSize
+		p.inst[i] = pdInst{eps: nodes[i].Endpoints, kvFull: nodes[i].KVBytesPerToken - nodes[i].LocalKVBytesPerToken,
+			kvLocal: nodes[i].LocalKVBytesPerToken, blockSize: int64(cfg.BlockSize), isMixed: cfg.Role == engine.Mixed}
 		switch cfg.Role {
 		case engine.Decode:
 			p.decode = append(p.decode, i)
@@ -171,6 +186,7 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 		}
 	}
 	p.demandBS = s.engines[p.decode[0]].Config().BlockSize
+	p.loads.setup(p.cfg.Placement, s.engines, p.decode)
 	if su, ok := pol.(setupper); ok {
 		if err := su.setup(p, n); err != nil {
 			return err
@@ -178,24 +194,6 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	}
 	s.pd = p
 	return nil
-}
-
-// PinnedStats returns, per instance, the peak and time-averaged number of
-// KV blocks pinned for handoffs over the run.
-func (s *Sim) PinnedStats() (peak []int, mean []float64) {
-	if s.pd == nil {
-		return nil, nil
-	}
-	p := s.pd
-	end := s.lastEvent
-	mean = make([]float64, len(p.pinPeak))
-	for i := range mean {
-		sum := p.pinSum[i] + float64(p.pinNow[i])*float64(end-p.pinLast[i])
-		if end > 0 {
-			mean[i] = sum / float64(end)
-		}
-	}
-	return append([]int(nil), p.pinPeak...), mean
 }
 
 // Stopped returns the eager policy's stop report, if the run stopped.
@@ -222,17 +220,6 @@ func (s *Sim) LinkUtilisation(i int) float64 {
 		u += math.Max(eg, in)
 	}
 	return u / float64(len(eps))
-}
-
-// trackPinned updates the pinned-KV statistics of instance i.
-func (s *Sim) trackPinned(i int, now int64) {
-	p := s.pd
-	cur := s.engines[i].PinnedBlocks()
-	p.pinSum[i] += float64(p.pinNow[i]) * float64(now-p.pinLast[i])
-	p.pinLast[i], p.pinNow[i] = now, cur
-	if cur > p.pinPeak[i] {
-		p.pinPeak[i] = cur
-	}
 }
 
 // pdUnfit returns why a request can never be served in P/D mode: no
@@ -332,7 +319,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			return s.end(&rec, now)
 		}
 	}
-	if p.isMixed[pi] {
+	if p.inst[pi].isMixed {
 		// A mixed instance serves the whole request: no handoff.
 		s.seedHashes(pi, s.engines[pi].AddRecord(req, h.rec, now), req)
 		p.freeHand(h)
@@ -351,7 +338,9 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			// Conditional disaggregation: prefilled and decoded on d.
 			s.seedHashes(d, e.AddRecord(req, h.rec, now), req)
 			p.freeHand(h)
-			return s.kick(d, now)
+			err := s.kick(d, now)
+			s.noteLoad(d)
+			return err
 		}
 	}
 	p.hands.put(req.ID, h)
@@ -368,10 +357,13 @@ func (p *pd) newHand(req *workload.Request, now int64) *hand {
 	} else {
 		h = new(hand)
 	}
-	// The hand is zero (new, or cleared by freeHand): only the fields
-	// that start non-zero are set, without building a whole hand to copy.
+	// The hand's core is zero (new, or cleared by freeHand): only its
+	// fields that start non-zero are set. The request and the body are
+	// written whole, without building a whole hand to copy.
 	h.req = *req
-	h.st, h.since, h.d, h.pSlot, h.dSlot, h.prefillEnd = hNew, now, -1, -1, -1, -1
+	h.st, h.since, h.d, h.pSlot, h.dSlot = hNew, now, -1, -1, -1
+	h.handBody = p.newBody()
+	h.bodyFields = bodyFields{prefillEnd: -1}
 	h.rec = metrics.NewRecord(req.ID, now)
 	h.rec.Session, h.rec.InputTokens, h.rec.OutputTokens = req.Session, req.InputTokens, req.OutputTokens
 	h.rec.Priority = req.Priority
@@ -379,9 +371,11 @@ func (p *pd) newHand(req *workload.Request, now int64) *hand {
 }
 
 // freeHand recycles a hand that is no longer in the table, cleared for
-// newHand.
+// newHand but for its request (newHand writes it whole: clearing it would
+// write two more cache lines of a hand that has left the caches).
 func (p *pd) freeHand(h *hand) {
-	*h = hand{}
+	p.freeBody(h)
+	h.handCore = handCore{}
 	p.free = append(p.free, h)
 }
 
@@ -446,6 +440,7 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 	}
 	h.queuedAt = now
 	h.dSlot = s.engines[d].Enqueue(&h.req, h.rec, now)
+	s.noteLoad(d)
 	h.gen++
 	if !p.cfg.Heartbeat && p.cfg.Lease > 0 && h.holds.has(holdPinned) {
 		if err := s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.Lease)), Kind: evLease, Arg: h.req.ID, Target: h.gen}); err != nil {
@@ -465,6 +460,12 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 func (s *Sim) reserve(d int, now int64) error {
 	p := s.pd
 	e := s.engines[d]
+	if e.HandoffQueue() == 0 {
+		// Nothing to admit: Reserve would return at once (most calls, one
+		// after every decode step).
+		s.noteLoad(d)
+		return nil
+	}
 	var err error
 	if p.resv, err = e.Reserve(now, p.cfg.SkipAhead, p.resv[:0]); err != nil {
 		return err
@@ -484,6 +485,7 @@ func (s *Sim) reserve(d int, now int64) error {
 			return err
 		}
 	}
+	s.noteLoad(d)
 	return nil
 }
 
@@ -496,10 +498,9 @@ func (s *Sim) localBlocks(h *hand, d, blocks int) int {
 
 // transferBytes is the per-stream size of moving blocks KV blocks.
 func (s *Sim) transferBytes(h *hand, d, blocks int) int64 {
-	node := s.pd.nodes[h.p]
-	bs := int64(s.pd.blockSize[d])
+	from, bs := &s.pd.inst[h.p], s.pd.inst[d].blockSize
 	local := int64(s.engines[d].LocalTransferBlocks(h.req.InputTokens, blocks))
-	return int64(blocks)*bs*(node.KVBytesPerToken-node.LocalKVBytesPerToken) + local*bs*node.LocalKVBytesPerToken
+	return int64(blocks)*bs*from.kvFull + local*bs*from.kvLocal
 }
 
 // reserved starts the transfer of a queued request whose decode blocks
@@ -539,7 +540,7 @@ func (s *Sim) reserved(h *hand, res engine.Reservation, now int64) error {
 // rank of bytes each, each at most rate bytes/s (0: uncapped).
 func (s *Sim) startFlows(h *hand, now int64, bytes int64, rate float64) error {
 	p := s.pd
-	from, to := p.nodes[h.p].Endpoints, p.nodes[h.d].Endpoints
+	from, to := p.inst[h.p].eps, p.inst[h.d].eps
 	n := min(len(from), len(to))
 	var err error
 	if rate > 0 {
@@ -617,12 +618,14 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
+	s.detachBody(h)
 	if err := s.engines[h.d].TransferDone(h.dSlot, now); err != nil {
 		return err
 	}
 	if err := s.kick(h.d, now); err != nil {
 		return err
 	}
+	s.noteLoad(h.d)
 	return s.parkIfDrained(h.p, now) // its last pinned KV handed off
 }
 
@@ -656,7 +659,7 @@ func (s *Sim) pdStepEnd(r *engine.StepResult, now int64) error {
 		if err := s.transition(h, hDone, h.d, now); err != nil {
 			return err
 		}
-		p.hands.del(h.req.ID)
+		p.hands.del(r.Finished[k].ID)
 		p.freeHand(h)
 	}
 	return nil

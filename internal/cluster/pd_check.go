@@ -22,8 +22,9 @@ import (
 //   - no prefill instance pins more KV blocks than it uses;
 //   - every handoff whose offload waits for host memory has one place in
 //     its node's deferred queue;
-//   - the queued-block and demand counters equal their recomputation, and
-//     push buffer shares plus free buffer equal the configured buffer.
+//   - the queued-block and demand counters equal their recomputation,
+//     push buffer shares plus free buffer equal the configured buffer, and
+//     the least-loaded placement's counts equal the engines' (checkLoads).
 //
 // It costs O(in-flight requests + instances) and runs only with
 // CheckInvariants, through checkPDDue.
@@ -91,7 +92,7 @@ func (s *Sim) checkPD() error {
 			return fmt.Errorf("cluster: invariant violated: prefill instance %d pins %d KV blocks but uses only %d", i, pin, used)
 		}
 	}
-	return nil
+	return s.checkLoads()
 }
 
 // The P/D check (checkPDDue) runs after every event while at most

@@ -3,6 +3,7 @@ package cluster
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/servesim/servesim/internal/kv"
 	"github.com/servesim/servesim/internal/metrics"
@@ -11,7 +12,8 @@ import (
 
 // TestNewHandRecycled checks that a recycled hand comes out of newHand
 // exactly as a hand built whole would (newHand sets only the fields that
-// start non-zero, relying on freeHand to clear the rest).
+// start non-zero and the request, relying on freeHand and freeBody to
+// clear the rest), whether its body was its own or the shared spent one.
 func TestNewHandRecycled(t *testing.T) {
 	tests := []struct {
 		name string
@@ -23,17 +25,19 @@ func TestNewHandRecycled(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			want := hand{req: tc.req, st: hNew, since: tc.now, d: -1, pSlot: -1, dSlot: -1, prefillEnd: -1}
+			want := hand{handCore: handCore{st: hNew, since: tc.now, d: -1, pSlot: -1, dSlot: -1}, handBody: &handBody{bodyFields: bodyFields{prefillEnd: -1}}, req: tc.req}
 			want.rec = metrics.NewRecord(tc.req.ID, tc.now)
 			want.rec.Session, want.rec.InputTokens, want.rec.OutputTokens = tc.req.Session, tc.req.InputTokens, tc.req.OutputTokens
 			want.rec.Priority = tc.req.Priority
 
-			var p pd
+			spent := handBody{rec: metrics.Record{ID: spentID}}
+			p := pd{spent: &handBody{rec: metrics.Record{ID: spentID}}}
 			used := p.newHand(&workload.Request{ID: 1, Session: "old", InputTokens: 50}, 1)
-			// A hand at the end of its life: every kind of field set.
+			// A hand at the end of its life: every field of its core and
+			// body set.
+			fillAll(reflect.ValueOf(&used.handCore).Elem())
+			fillAll(reflect.ValueOf(used.handBody).Elem())
 			used.owned = []kv.BlockID{4}
-			used.st, used.d, used.p, used.gen, used.bytes, used.loadFail, used.demand = hDone, 3, 2, 4, 1<<20, true, 9
-			used.rec.Reprefills, used.rec.Reason = 2, "x"
 			p.freeHand(used)
 			got := p.newHand(&tc.req, tc.now)
 			if got != used {
@@ -42,9 +46,45 @@ func TestNewHandRecycled(t *testing.T) {
 			if !reflect.DeepEqual(*got, want) {
 				t.Errorf("recycled hand\n%+v\nwant\n%+v", *got, want)
 			}
+			// A decoding hand that gave its body back ends on the spent one,
+			// which stays as it is and is not recycled.
+			body := got.handBody
+			p.freeBody(got)
+			got.handBody = p.spent
+			got.st, got.d, got.dSlot = hDone, 1, 3
+			p.freeHand(got)
+			if !reflect.DeepEqual(*p.spent, spent) || len(p.bodies) != 1 || p.bodies[0] != body {
+				t.Fatalf("freeing a hand on the spent body: spent %+v, %d recycled bodies", *p.spent, len(p.bodies))
+			}
+			if again := p.newHand(&tc.req, tc.now); again != got || !reflect.DeepEqual(*again, want) {
+				t.Errorf("hand recycled from the spent body\n%+v\nwant\n%+v", *again, want)
+			}
 			if fresh := (&pd{}).newHand(&tc.req, tc.now); !reflect.DeepEqual(*fresh, want) {
 				t.Errorf("new hand\n%+v\nwant\n%+v", *fresh, want)
 			}
 		})
+	}
+}
+
+// fillAll sets every field of the struct v, exported or not, to a
+// non-zero value (numbers to 7, booleans to true, strings to "x"),
+// recursively through nested structs; other kinds are left alone.
+func fillAll(v reflect.Value) {
+	for i := 0; i < v.NumField(); i++ {
+		f := reflect.NewAt(v.Field(i).Type(), unsafe.Pointer(v.Field(i).UnsafeAddr())).Elem()
+		switch f.Kind() {
+		case reflect.Struct:
+			fillAll(f)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			f.SetInt(7)
+		case reflect.Uint8:
+			f.SetUint(7)
+		case reflect.Float64:
+			f.SetFloat(7)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.String:
+			f.SetString("x")
+		}
 	}
 }

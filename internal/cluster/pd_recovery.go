@@ -58,6 +58,7 @@ func (s *Sim) leaveQueue(h *hand) error {
 		if err := s.engines[h.d].Withdraw(h.dSlot); err != nil {
 			return err
 		}
+		s.noteLoad(h.d)
 		h.dSlot = -1
 	}
 	return nil

@@ -127,13 +127,16 @@ func (s *Sim) config() *PDConfig { return &s.pd.cfg }
 
 func (s *Sim) awaitReserve(h *hand, d int, now int64) {
 	h.dSlot = s.engines[d].Enqueue(&h.req, h.rec, now)
+	s.noteLoad(d)
 	h.queuedAt = now
 }
 
 func (s *Sim) seqSlotFree(d int) bool { return s.engines[d].SeqSlotFree() }
 
 func (s *Sim) forceReserve(h *hand, now int64) (engine.Reservation, int, int, bool, error) {
-	return s.engines[h.d].ForceReserve(h.dSlot, now)
+	res, needed, free, ok, err := s.engines[h.d].ForceReserve(h.dSlot, now)
+	s.noteLoad(h.d)
+	return res, needed, free, ok, err
 }
 
 func (s *Sim) stopRun(h *hand, needed, free int, now int64) error {

@@ -173,7 +173,7 @@ func TestPolicies(t *testing.T) {
 			d.ScanArgs(t, "id", &id)
 			h := hands[id]
 			if h == nil {
-				h = &hand{req: workload.Request{ID: int64(id), InputTokens: 1000}, d: -1, pSlot: -1, dSlot: -1}
+				h = testHand(workload.Request{ID: int64(id), InputTokens: 1000}, handCore{d: -1, pSlot: -1, dSlot: -1})
 				hands[id] = h
 			}
 			f.log = f.log[:0]

@@ -39,6 +39,9 @@ func (s *Sim) granted(h *hand, res engine.Reservation, now int64) error {
 // the prefill instance has just scheduled for the first time.
 func (s *Sim) prefillStarted(ids []int64, now int64) error {
 	p := s.pd
+	if p.cfg.Policy != Reserve {
+		return nil // only the reserve policy's handoffs stream (reserved-prefill)
+	}
 	for _, id := range ids {
 		h := p.hands.get(id)
 		if h == nil || h.st != hReservedPrefill || h.holds.has(holdStreaming) || h.holds.has(holdStreamDone) {

@@ -46,3 +46,37 @@ func (n *Network) rateDisjoint() bool {
 	}
 	return true
 }
+
+// rateOne is recompute's bookkeeping and rateDisjoint for a single active
+// flow (whose egress and ingress are distinct resources), without their
+// loops: the commonest recomputation when transfers rarely overlap. It
+// reports false, having only re-anchored the flow, for a flow with
+// neither a finite resource nor a cap, which progressive filling refuses.
+func (n *Network) rateOne(t int64) bool {
+	f := n.active[0]
+	f.anchorRem = f.remaining(t)
+	f.anchorT = t
+	ceg, cin := n.capacity[f.eg], n.capacity[f.in]
+	if math.IsInf(ceg, 1) && math.IsInf(cin, 1) && math.IsInf(f.rateCap, 1) {
+		f.rate = 0
+		return false
+	}
+	n.touched = append(n.touched, f.eg, f.in)
+	share := math.Inf(1)
+	if !math.IsInf(ceg, 1) {
+		share = ceg
+	}
+	if !math.IsInf(cin, 1) {
+		share = min(share, cin)
+	}
+	rate := f.rateCap
+	if !(rate <= share) { // not capped below the bottleneck
+		rate = share
+		if !(rate > 0) {
+			rate = math.SmallestNonzeroFloat64
+		}
+	}
+	f.rate = rate
+	n.used[f.eg], n.used[f.in] = rate, rate
+	return true
+}

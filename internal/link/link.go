@@ -392,8 +392,10 @@ func (n *Network) step(t int64) error {
 		n.active[k] = f
 		k++
 	}
-	clear(n.active[k:])
-	n.active = n.active[:k]
+	if k < len(n.active) {
+		clear(n.active[k:])
+		n.active = n.active[:k]
+	}
 	// Activations.
 	k = 0
 	for _, f := range n.pending {
@@ -409,8 +411,10 @@ func (n *Network) step(t int64) error {
 		f.anchorRem, f.anchorT = f.bytes, t
 		n.active = append(n.active, f)
 	}
-	clear(n.pending[k:])
-	n.pending = n.pending[:k]
+	if k < len(n.pending) {
+		clear(n.pending[k:])
+		n.pending = n.pending[:k]
+	}
 
 	if err := n.recompute(t); err != nil {
 		return err
@@ -461,6 +465,10 @@ func (n *Network) recompute(t int64) error {
 	}
 	n.touched = n.touched[:0]
 	n.capped = n.capped[:0]
+	if len(n.active) == 1 && !n.noDisjoint && n.rateOne(t) {
+		n.finishTimes(t)
+		return nil
+	}
 	for _, f := range n.active {
 		f.anchorRem = f.remaining(t)
 		f.anchorT = t

@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/servesim/servesim/internal/metrics"
+	"github.com/servesim/servesim/internal/workload"
+	"pgregory.net/rapid"
+)
+
+// TestDetachedBodiesChangeNothing: a decoding hand giving its body back
+// (detachBody) changes no record, also of the requests in flight when a
+// run is cut off at a limit, whose records liveRecords gathers from every
+// copy. Random P/D runs under every policy and placement, some cut off,
+// end every request with the same record (and the same error) with and
+// without it.
+func TestDetachedBodiesChangeNothing(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		ps := pdSetup{prefill: rapid.IntRange(1, 3).Draw(rt, "prefill"), decode: rapid.IntRange(1, 3).Draw(rt, "decode"),
+			pBlocks: rapid.SampledFrom([]int{40, 300, 2000}).Draw(rt, "pBlocks"), dBlocks: rapid.SampledFrom([]int{40, 300, 2000}).Draw(rt, "dBlocks"),
+			seqs: rapid.IntRange(1, 16).Draw(rt, "seqs"), budget: rapid.SampledFrom([]int{64, 256, 1024}).Draw(rt, "budget"),
+			cfg: PDConfig{
+				Policy:              PolicyName(rapid.IntRange(0, 4).Draw(rt, "policy")),
+				Placement:           Placement(rapid.IntRange(0, 3).Draw(rt, "placement")),
+				Lease:               int64(rapid.IntRange(1, 300).Draw(rt, "leaseMs")) * 1e6,
+				RetryAfter:          int64(rapid.IntRange(1, 300).Draw(rt, "retryMs")) * 1e6,
+				MaxPrefillQueue:     int64(rapid.IntRange(0, 500).Draw(rt, "maxQueueMs")) * 1e6,
+				MaxDecodeKVFraction: rapid.Float64Range(0, 2).Draw(rt, "kvFrac"),
+				MaxReprefills:       rapid.IntRange(0, 3).Draw(rt, "maxReprefills"),
+			},
+			bw: rapid.SampledFrom([]float64{math.Inf(1), 1e9, 25e9}).Draw(rt, "bw"), kvPerToken: 4096,
+			pred: linear{base: 1e6, perTok: 2000, perKV: 5}}
+		var reqs []workload.Request
+		at := int64(0)
+		for id := range rapid.IntRange(1, 40).Draw(rt, "n") {
+			at += int64(rapid.IntRange(0, 100).Draw(rt, "gapMs")) * 1e6
+			in := rapid.IntRange(1, 1500).Draw(rt, "in")
+			reqs = append(reqs, workload.Request{ID: int64(id), Arrival: at, InputTokens: in, OutputTokens: rapid.IntRange(1, 200).Draw(rt, "out")})
+		}
+		maxEvents := int64(rapid.SampledFrom([]int{0, 0, 50, 300, 2000}).Draw(rt, "maxEvents"))
+		run := func(keep bool) (map[int64]metrics.Record, string) {
+			sim, c := ps.build(rt, reqs)
+			sim.pd.keepBodies = keep
+			sim.limits = Limits{MaxEvents: maxEvents}
+			msg := ""
+			if _, err := sim.Run(); err != nil {
+				msg = err.Error()
+			}
+			return c.recs, msg
+		}
+		got, gotErr := run(false)
+		want, wantErr := run(true)
+		if gotErr != wantErr {
+			rt.Fatalf("error %q, with every body kept %q", gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			for id, w := range want {
+				if g := got[id]; !reflect.DeepEqual(g, w) {
+					rt.Fatalf("request %d:\n%+v\nwith every body kept\n%+v", id, g, w)
+				}
+			}
+			rt.Fatalf("%d records, with every body kept %d", len(got), len(want))
+		}
+	})
+}
