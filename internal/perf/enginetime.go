@@ -237,7 +237,7 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 			t.capIdx[tokens] = uint16(i)
 		}
 	}
-	t.dec = make([]stepShape, decodeShapeLimit)
+	t.dec = new([decodeShapeLimit]stepShape)
 	for n := 1; n < len(t.dec); n++ {
 		t.dec[n] = t.shape(&Batch{NumDecode: n})
 	}
@@ -267,7 +267,22 @@ type stepShape struct {
 	fixed, floor, after float64
 }
 
+// A per-run copy of an engine time over a Profile holds the Profile's
+// per-run copy (own): in a cluster an instance's predictor has left the
+// first-level cache by its next step, and the fields a plain decode step
+// reads (dec, run and own's first 112 bytes) are then the struct's first
+// two cache lines (the size is a multiple of 64 bytes, so the allocator
+// starts the struct on a line).
 type engineTime struct {
+	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
+	// decodeShapeLimit (immutable, shared by the per-run copies; nil
+	// serves none).
+	dec *[decodeShapeLimit]stepShape
+	// run is inner when it is a profile's per-run copy (&own in a
+	// per-run copy of an engine time over a Profile): a plain decode
+	// step takes its decodeNs at the step's padding directly.
+	run   *profileRun
+	own   profileRun
 	inner Predictor
 	e     EngineTime
 	// capIdx[tokens] is the index of the smallest capture size >= tokens
@@ -278,20 +293,19 @@ type engineTime struct {
 	// and its launches, when run as d (StepTime's terms that depend on d
 	// only, computed once by the same expressions).
 	fixed, launch [RunFull + 1]float64
-	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
-	// decodeShapeLimit (immutable, shared by the per-run copies).
-	dec []stepShape
-	// run is inner when it is a profile's per-run copy: a plain decode
-	// step takes its decodeNs at the step's padding directly.
-	run *profileRun
+	_             [engineTimePad]byte
 }
+
+// engineTimePad pads engineTime to a multiple of 64 bytes (on 64-bit
+// platforms; TestEngineTimeLayout).
+const engineTimePad = 8
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {
 	if b == nil {
 		return 0
 	}
-	if n := b.NumDecode; n > 0 && n < len(t.dec) && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
+	if n := b.NumDecode; n > 0 && n < decodeShapeLimit && t.dec != nil && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
 		b.SpecTokens == 0 && b.DPPadTo == 0 && !b.DPSynced {
 		sh := &t.dec[n]
 		if r := t.run; r != nil && r.plainDecodes(b) {
@@ -385,9 +399,16 @@ func SpecCaptureSizes(maxNumSeqs, maxBatchedTokens, k int, sizes []int) []int {
 	return out
 }
 
-// ForRun implements RunScoped.
+// ForRun implements RunScoped. Over a Profile, the copy holds the
+// Profile's per-run copy itself (own).
 func (t *engineTime) ForRun(c *TableCounts) Predictor {
 	cp := *t
+	if p, ok := t.inner.(*Profile); ok {
+		cp.own = p.newRun()
+		cp.run = &cp.own
+		cp.inner = cp.run
+		return &cp
+	}
 	cp.inner = ForRun(t.inner, c)
 	cp.run, _ = cp.inner.(*profileRun)
 	return &cp
