@@ -225,6 +225,7 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 	e.CaptureSizes = slices.Clone(e.CaptureSizes)
 	slices.Sort(e.CaptureSizes)
 	t := &engineTime{inner: p, e: e}
+	t.tmpl = t
 	t.run, _ = p.(*profileRun)
 	for d := range t.fixed {
 		t.fixed[d] = e.GapNs(Dispatch(d)) + float64(e.StepKernels)*e.StepKernelNs
@@ -272,7 +273,10 @@ type stepShape struct {
 // first-level cache by its next step, and the fields a plain decode step
 // reads (dec, run and own's first 112 bytes) are then the struct's first
 // two cache lines (the size is a multiple of 64 bytes, so the allocator
-// starts the struct on a line).
+// starts the struct on a line). Other steps read the immutable fields
+// (e, capIdx, fixed, launch) through tmpl, the engine time the per-run
+// copies were made from: shared by every instance of a cluster, they
+// stay in the cache.
 type engineTime struct {
 	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
 	// decodeShapeLimit (immutable, shared by the per-run copies; nil
@@ -284,6 +288,7 @@ type engineTime struct {
 	run   *profileRun
 	own   profileRun
 	inner Predictor
+	tmpl  *engineTime
 	e     EngineTime
 	// capIdx[tokens] is the index of the smallest capture size >= tokens
 	// (the binary search Dispatch does, done once per count up to the
@@ -293,12 +298,7 @@ type engineTime struct {
 	// and its launches, when run as d (StepTime's terms that depend on d
 	// only, computed once by the same expressions).
 	fixed, launch [RunFull + 1]float64
-	_             [engineTimePad]byte
 }
-
-// engineTimePad pads engineTime to a multiple of 64 bytes (on 64-bit
-// platforms; TestEngineTimeLayout).
-const engineTimePad = 8
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {
@@ -316,7 +316,7 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
 		return 0
 	}
-	sh := t.shape(b)
+	sh := t.tmpl.shape(b)
 	return step(&sh, t.innerAt(b, sh.pad))
 }
 
@@ -357,9 +357,12 @@ func (t *engineTime) shape(b *Batch) stepShape {
 func (t *engineTime) dispatch(b *Batch) (Dispatch, int) {
 	tokens := max(b.Tokens(), b.DPPadTo, 0)
 	var i int
-	if tokens < len(t.capIdx) {
+	switch {
+	case tokens < len(t.capIdx):
 		i = int(t.capIdx[tokens])
-	} else {
+	case t.capIdx != nil: // beyond the largest capture size
+		i = len(t.e.CaptureSizes)
+	default:
 		i, _ = slices.BinarySearch(t.e.CaptureSizes, tokens)
 	}
 	return t.e.dispatchAt(b, tokens, i)
