@@ -38,7 +38,8 @@ func TestDecodeStateLayout(t *testing.T) {
 	}
 	p, _, _ := embeddedProfile(t, root, "RTXPRO6000", "meta-llama/Llama-3.1-8B", "llama", 1, 32, 0, 0)
 	for range 4 {
-		run := ForRun(WithEngineTime(p, EngineTime{Layers: 32, LayerKernels: 10}), nil).(*engineTime)
+		escaped = ForRun(WithEngineTime(p, EngineTime{Layers: 32, LayerKernels: 10}), nil)
+		run := escaped.(*engineTime)
 		if run.run != &run.own {
 			t.Fatal("the per-run engine time does not hold the profile run")
 		}
@@ -51,5 +52,37 @@ func TestDecodeStateLayout(t *testing.T) {
 				t.Errorf("after %d decodes the plans' hot parts start at %#x, not on a cache line", n, at)
 			}
 		}
+	}
+}
+
+// escaped holds a per-run copy the way a run does (on the heap).
+var escaped Predictor
+
+// TestRooflineRunLayout: a pure-decode step of the roofline's fast step
+// reads the per-run copy's first 64 bytes and the first line of each of
+// its two split memos, which start on lines.
+func TestRooflineRunLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the layout is laid out for 64-bit platforms")
+	}
+	var x rooflineRun
+	if off := unsafe.Offsetof(x.splits); off != 64 {
+		t.Errorf("the split memos start at byte %d, not 64", off)
+	}
+	var m splitMemo
+	if size := unsafe.Sizeof(m); size != 128 {
+		t.Errorf("splitMemo is %d bytes, not two cache lines", size)
+	}
+	if end := unsafe.Offsetof(m.extra) + unsafe.Sizeof(m.extra); end > 64 {
+		t.Errorf("the fast step's fields of a split memo end at byte %d, past its first line", end)
+	}
+	r, err := NewRoofline(tinyModel, tinyHW, tinyEff, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaped = r.ForRun(nil) // as a run's copy, on the heap
+	run := escaped.(*rooflineRun)
+	if at := uintptr(unsafe.Pointer(&run.splits[0][0])); at%64 != 0 {
+		t.Errorf("the split memos start at %#x, not on a cache line", at)
 	}
 }
