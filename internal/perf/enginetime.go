@@ -226,7 +226,6 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 	slices.Sort(e.CaptureSizes)
 	t := &engineTime{inner: p, e: e}
 	t.tmpl = t
-	t.run, _ = p.(*profileRun)
 	for d := range t.fixed {
 		t.fixed[d] = e.GapNs(Dispatch(d)) + float64(e.StepKernels)*e.StepKernelNs
 		t.launch[d] = float64(e.LaunchKernels(Dispatch(d))) * e.LaunchNs
@@ -271,7 +270,7 @@ type stepShape struct {
 // A per-run copy of an engine time over a Profile holds the Profile's
 // per-run copy (own): in a cluster an instance's predictor has left the
 // first-level cache by its next step, and the fields a plain decode step
-// reads (dec, run and own's first 112 bytes) are then the struct's first
+// reads (dec, inner and own's first 104 bytes) are then the struct's first
 // two cache lines (the size is a multiple of 64 bytes, so the allocator
 // starts the struct on a line). Other steps read the immutable fields
 // (e, capIdx, fixed, launch) through tmpl, the engine time the per-run
@@ -281,24 +280,29 @@ type engineTime struct {
 	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
 	// decodeShapeLimit (immutable, shared by the per-run copies; nil
 	// serves none).
-	dec *[decodeShapeLimit]stepShape
-	// run is inner when it is a profile's per-run copy (&own in a
-	// per-run copy of an engine time over a Profile): a plain decode
-	// step takes its decodeNs at the step's padding directly.
-	run   *profileRun
-	own   profileRun
+	dec   *[decodeShapeLimit]stepShape
 	inner Predictor
-	tmpl  *engineTime
-	e     EngineTime
+	// own is inner (own.p not nil) in a per-run copy of an engine time
+	// over a Profile: a plain decode step takes its decodeNs at the
+	// step's padding directly.
+	own  profileRun
+	tmpl *engineTime
+	e    EngineTime
 	// capIdx[tokens] is the index of the smallest capture size >= tokens
 	// (the binary search Dispatch does, done once per count up to the
-	// largest capture size); counts beyond it search.
+	// largest capture size; counts beyond it are past every size). Nil
+	// when the sizes are too many or too large: counts then search.
 	capIdx []uint16
 	// fixed[d] and launch[d] are a step's kernel gaps and untimed kernels,
 	// and its launches, when run as d (StepTime's terms that depend on d
 	// only, computed once by the same expressions).
 	fixed, launch [RunFull + 1]float64
+	_             [engineTimePad]byte
 }
+
+// engineTimePad pads engineTime to a multiple of 64 bytes on 64-bit
+// platforms (TestDecodeStateLayout).
+const engineTimePad = 16
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {
@@ -308,7 +312,7 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	if n := b.NumDecode; n > 0 && n < decodeShapeLimit && t.dec != nil && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
 		b.SpecTokens == 0 && b.DPPadTo == 0 && !b.DPSynced {
 		sh := &t.dec[n]
-		if r := t.run; r != nil && r.plainDecodes(b) {
+		if r := &t.own; r.p != nil && r.plainDecodes(b) {
 			return step(sh, r.decodeNs(b, sh.pad))
 		}
 		return step(sh, t.innerAt(b, sh.pad))
@@ -408,11 +412,9 @@ func (t *engineTime) ForRun(c *TableCounts) Predictor {
 	cp := *t
 	if p, ok := t.inner.(*Profile); ok {
 		cp.own = p.newRun()
-		cp.run = &cp.own
-		cp.inner = cp.run
+		cp.inner = &cp.own
 		return &cp
 	}
 	cp.inner = ForRun(t.inner, c)
-	cp.run, _ = cp.inner.(*profileRun)
 	return &cp
 }

@@ -11,7 +11,7 @@ import (
 // TestDecodeStateLayout: in a cluster an instance's predictor state has
 // left the first-level cache by its next step, so a plain decode step
 // should read few cache lines of it. The per-run engine time over a
-// Profile holds the fields such a step reads (dec, run and its own
+// Profile holds the fields such a step reads (dec, inner and its own
 // profile run's up to plans) on its first two lines and starts on a
 // line; a plan's hot part is two whole lines, as growPlans allocates the
 // hot parts, whatever the counts met.
@@ -23,8 +23,8 @@ func TestDecodeStateLayout(t *testing.T) {
 	if size := unsafe.Sizeof(e); size%64 != 0 {
 		t.Errorf("engineTime is %d bytes, not a multiple of 64: set engineTimePad", size)
 	}
-	if off := unsafe.Offsetof(e.own); off != 16 {
-		t.Errorf("own starts at byte %d, not right after dec and run", off)
+	if off := unsafe.Offsetof(e.own); off != 24 {
+		t.Errorf("own starts at byte %d, not right after dec and inner", off)
 	}
 	if end := unsafe.Offsetof(e.own) + unsafe.Offsetof(e.own.plans); end > 128 {
 		t.Errorf("the profile run's hot fields end at byte %d, past the second cache line", end)
@@ -40,7 +40,7 @@ func TestDecodeStateLayout(t *testing.T) {
 	for range 4 {
 		escaped = ForRun(WithEngineTime(p, EngineTime{Layers: 32, LayerKernels: 10}), nil)
 		run := escaped.(*engineTime)
-		if run.run != &run.own {
+		if run.own.p == nil || run.inner != Predictor(&run.own) {
 			t.Fatal("the per-run engine time does not hold the profile run")
 		}
 		if at := uintptr(unsafe.Pointer(run)); at%64 != 0 {

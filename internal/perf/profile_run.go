@@ -12,15 +12,14 @@ import "math"
 //
 // In a cluster an instance's predictor state has left the first-level
 // cache by its next step, so a decode step should touch few cache lines
-// of it: the fields it reads come first (112 bytes, up to plans, which
+// of it: the fields it reads come first (104 bytes, up to plans, which
 // engineTime places on two lines), and of its plan it reads the hot part
 // only (one planHot, two lines).
 type profileRun struct {
 	p   *Profile
 	hot []planHot // by n, parallel to plans; see growPlans
-	// The latest decode step's count, clamped context sum and its mean
-	// sum / n (meanN 0 before the first; see meanOf).
-	meanN         int
+	// The latest decode step's clamped context sum and its mean sum / n,
+	// n = meanN (0 before the first; see meanOf).
 	meanSum, mean int64
 	// The skew-rate and kv_big buckets of the latest decode step: a
 	// step's are nearly always its predecessor's. A bucket holds the
@@ -32,7 +31,7 @@ type profileRun struct {
 	srNum, srGap float64
 	kvLo, kvHi   float64
 	srLo, srHi   float64
-	offs         int
+	meanN, offs  int32
 	plans        []decodePlan // by n, built on first use, n < decodePlanLimit
 	kvOff, srOff int32
 }
@@ -208,7 +207,7 @@ func (r *profileRun) decodeAttention(h *planHot, b *Batch) float64 {
 		// bucket) inline.
 		kvMin := float64(max(b.DecodeKVMin, 0))
 		if h.skew >= 0 && mean-kvMin == r.srNum && kvMax-kvMin == r.srGap && kvMax > r.kvLo && kvMax <= r.kvHi {
-			alpha = sk.alphaAt(int(h.skew) + r.offs)
+			alpha = sk.alphaAt(int(h.skew + r.offs))
 		} else {
 			alpha = r.alpha(sk, int(h.skew), mean, kvMin, kvMax)
 		}
@@ -245,12 +244,12 @@ func (r *profileRun) decodeAttention(h *planHot, b *Batch) float64 {
 func (r *profileRun) meanOf(s int64, n int) int64 {
 	q := r.mean
 	switch d := s - r.meanSum; {
-	case n != r.meanN || (d != 0 && d != int64(n)):
+	case int32(n) != r.meanN || (d != 0 && d != int64(n)):
 		q = s / int64(n)
 	case d != 0:
 		q++
 	}
-	r.meanN, r.meanSum, r.mean = n, s, q
+	r.meanN, r.meanSum, r.mean = int32(n), s, q
 	return q
 }
 
@@ -452,9 +451,9 @@ func (r *profileRun) alpha(s *skewTable, skew int, kvMean, kvMin, kvMax float64)
 	}
 	if !(kvMax > r.kvLo && kvMax <= r.kvHi) {
 		r.kvLo, r.kvHi, r.kvOff = s.bucketOf(axKVBig, kvMax)
-		r.offs = int(r.srOff) + int(r.kvOff)
+		r.offs = r.srOff + r.kvOff
 	}
-	return s.alphaAt(skew + r.offs)
+	return s.alphaAt(skew + int(r.offs))
 }
 
 // alphaAt is the alpha of bucket index i, alphaDefault where the table
@@ -486,7 +485,7 @@ func (r *profileRun) skewRate(s *skewTable, num, gap float64) {
 	}
 	if !(sr > r.srLo && sr <= r.srHi) {
 		r.srLo, r.srHi, r.srOff = s.bucketOf(axSkewRate, sr)
-		r.offs = int(r.srOff) + int(r.kvOff)
+		r.offs = r.srOff + r.kvOff
 	}
 }
 
