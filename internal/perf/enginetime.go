@@ -406,9 +406,11 @@ func SpecCaptureSizes(maxNumSeqs, maxBatchedTokens, k int, sizes []int) []int {
 	return out
 }
 
-// ForRun implements RunScoped. Over a Profile, the copy holds the
+// ForRun implements RunScoped: a copy of the engine time the per-run
+// copies are made from (tmpl). Over a Profile, the copy holds the
 // Profile's per-run copy itself (own).
 func (t *engineTime) ForRun(c *TableCounts) Predictor {
+	t = t.tmpl
 	cp := *t
 	if p, ok := t.inner.(*Profile); ok {
 		cp.own = p.newRun()

@@ -25,6 +25,8 @@ type profileRun struct {
 	// step's are nearly always its predecessor's. A bucket holds the
 	// values in (lo, hi] (the zero value none) and its offset (kvOff,
 	// srOff) is its index times the axis's stride; offs is their sum.
+	// (Bucket indices are int32, as planHot.skew: a skew table holds
+	// far fewer than 2^31 buckets.)
 	// The skew-rate bucket is that of the rate of mean - min = srNum
 	// and max - min = srGap (NaN before the first), which a step whose
 	// contexts all grew by a token keeps.
@@ -104,17 +106,17 @@ type nCorners struct {
 }
 
 // kvdSegment is an interior interval of a kvd axis, from sample lo at
-// xlo to lo+1 at xlo + dx, with the operands eval and the n blend take
-// from the kp rows there: ys and yh are s's and h's values at lo, dys
-// and dyh their differences to lo+1. A segment whose dx is NaN holds
-// nothing.
+// xlo to sample lo+1 (dx = xs[lo+1] - xlo), with the operands eval and
+// the n blend take from the kp rows there: ys and yh are s's and h's
+// values at lo, dys and dyh their differences to lo+1. A segment whose
+// dx is NaN holds nothing.
 //
 // A context x lies in the segment's interior when its position there,
-// tj = (x - xlo) / dx (bracket's expression), is in (0, 1): the
-// rounded difference and quotient are monotone in x, so tj > 0 means x
-// > xlo and tj < 1 means x < xlo + dx, the next sample (whose tj is 1
-// exactly). A context in the interval but not found so (at a sample, or
-// with tj rounded up to 1) takes the full lookup, which gives the same.
+// tj = (x - xlo) / dx (bracket's expression), is in (0, 1): rounding is
+// monotone, so tj > 0 means x > xlo, and x >= xs[lo+1] would give
+// x - xlo >= dx and tj >= 1. A context in the interval but not found so
+// (at xlo, or with tj rounded up to 1) takes the full lookup, which
+// gives the same.
 type kvdSegment struct {
 	xlo, dx          float64
 	ys, dys, yh, dyh float64
@@ -203,7 +205,7 @@ func (r *profileRun) decodeAttention(h *planHot, b *Batch) float64 {
 	kvMax := float64(b.DecodeKVMax)
 	alpha := 0.0
 	if sk := p.skew; sk != nil && n > 1 && kvMax > mean {
-		// pl.alpha, its usual case (the latest skew rate and kv_big
+		// r.alpha, its usual case (the latest skew rate and kv_big
 		// bucket) inline.
 		kvMin := float64(max(b.DecodeKVMin, 0))
 		if h.skew >= 0 && mean-kvMin == r.srNum && kvMax-kvMin == r.srGap && kvMax > r.kvLo && kvMax <= r.kvHi {
@@ -237,7 +239,8 @@ func (r *profileRun) decodeAttention(h *planHot, b *Batch) float64 {
 	return p.attnCount * max(0, tMean)
 }
 
-// meanOf is s / n (s >= 0, 0 < n), the mean context of a decode step.
+// meanOf is s / n (s >= 0, 0 < n < decodePlanLimit), the mean context
+// of a decode step.
 // A step with the latest step's n whose sum is the latest one or that
 // plus n (every context a token longer) takes the latest quotient or
 // that plus one (floor((s+n)/n) = floor(s/n) + 1), without dividing.
