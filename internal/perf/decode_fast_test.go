@@ -70,7 +70,7 @@ func TestEngineTimeDecodeMatchesReference(t *testing.T) {
 				e.CaptureSizes = DefaultCaptureSizes(rapid.SampledFrom([]int{128, 256, 1024}).Draw(rt, "seqs"), 2048)
 			}
 			run := ForRun(WithEngineTime(p, e), nil).(*engineTime)
-			if run.run == nil {
+			if run.own.p == nil {
 				rt.Fatalf("the per-run engine time does not reach the profile run")
 			}
 			check := func(b Batch) {

@@ -225,7 +225,7 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 	e.CaptureSizes = slices.Clone(e.CaptureSizes)
 	slices.Sort(e.CaptureSizes)
 	t := &engineTime{inner: p, e: e}
-	t.run, _ = p.(*profileRun)
+	t.tmpl = t
 	for d := range t.fixed {
 		t.fixed[d] = e.GapNs(Dispatch(d)) + float64(e.StepKernels)*e.StepKernelNs
 		t.launch[d] = float64(e.LaunchKernels(Dispatch(d))) * e.LaunchNs
@@ -237,7 +237,7 @@ func WithEngineTime(p Predictor, e EngineTime) Predictor {
 			t.capIdx[tokens] = uint16(i)
 		}
 	}
-	t.dec = make([]stepShape, decodeShapeLimit)
+	t.dec = new([decodeShapeLimit]stepShape)
 	for n := 1; n < len(t.dec); n++ {
 		t.dec[n] = t.shape(&Batch{NumDecode: n})
 	}
@@ -267,34 +267,52 @@ type stepShape struct {
 	fixed, floor, after float64
 }
 
+// A per-run copy of an engine time over a Profile holds the Profile's
+// per-run copy (own): in a cluster an instance's predictor has left the
+// first-level cache by its next step, and the fields a plain decode step
+// reads (dec, inner and own's first 104 bytes) are then the struct's first
+// two cache lines (the size is a multiple of 64 bytes, so the allocator
+// starts the struct on a line). Other steps read the immutable fields
+// (e, capIdx, fixed, launch) through tmpl, the engine time the per-run
+// copies were made from: shared by every instance of a cluster, they
+// stay in the cache.
 type engineTime struct {
+	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
+	// decodeShapeLimit (immutable, shared by the per-run copies; nil
+	// serves none).
+	dec   *[decodeShapeLimit]stepShape
 	inner Predictor
-	e     EngineTime
+	// own is inner (own.p not nil) in a per-run copy of an engine time
+	// over a Profile: a plain decode step takes its decodeNs at the
+	// step's padding directly.
+	own  profileRun
+	tmpl *engineTime
+	e    EngineTime
 	// capIdx[tokens] is the index of the smallest capture size >= tokens
 	// (the binary search Dispatch does, done once per count up to the
-	// largest capture size); counts beyond it search.
+	// largest capture size; counts beyond it are past every size). Nil
+	// when the sizes are too many or too large: counts then search.
 	capIdx []uint16
 	// fixed[d] and launch[d] are a step's kernel gaps and untimed kernels,
 	// and its launches, when run as d (StepTime's terms that depend on d
 	// only, computed once by the same expressions).
 	fixed, launch [RunFull + 1]float64
-	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
-	// decodeShapeLimit (immutable, shared by the per-run copies).
-	dec []stepShape
-	// run is inner when it is a profile's per-run copy: a plain decode
-	// step takes its decodeNs at the step's padding directly.
-	run *profileRun
+	_             [engineTimePad]byte
 }
+
+// engineTimePad pads engineTime to a multiple of 64 bytes on 64-bit
+// platforms (TestDecodeStateLayout).
+const engineTimePad = 16
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {
 	if b == nil {
 		return 0
 	}
-	if n := b.NumDecode; n > 0 && n < len(t.dec) && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
+	if n := b.NumDecode; n > 0 && n < decodeShapeLimit && t.dec != nil && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
 		b.SpecTokens == 0 && b.DPPadTo == 0 && !b.DPSynced {
 		sh := &t.dec[n]
-		if r := t.run; r != nil && r.plainDecodes(b) {
+		if r := &t.own; r.p != nil && r.plainDecodes(b) {
 			return step(sh, r.decodeNs(b, sh.pad))
 		}
 		return step(sh, t.innerAt(b, sh.pad))
@@ -302,7 +320,7 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
 		return 0
 	}
-	sh := t.shape(b)
+	sh := t.tmpl.shape(b)
 	return step(&sh, t.innerAt(b, sh.pad))
 }
 
@@ -343,9 +361,12 @@ func (t *engineTime) shape(b *Batch) stepShape {
 func (t *engineTime) dispatch(b *Batch) (Dispatch, int) {
 	tokens := max(b.Tokens(), b.DPPadTo, 0)
 	var i int
-	if tokens < len(t.capIdx) {
+	switch {
+	case tokens < len(t.capIdx):
 		i = int(t.capIdx[tokens])
-	} else {
+	case t.capIdx != nil: // beyond the largest capture size
+		i = len(t.e.CaptureSizes)
+	default:
 		i, _ = slices.BinarySearch(t.e.CaptureSizes, tokens)
 	}
 	return t.e.dispatchAt(b, tokens, i)
@@ -385,10 +406,17 @@ func SpecCaptureSizes(maxNumSeqs, maxBatchedTokens, k int, sizes []int) []int {
 	return out
 }
 
-// ForRun implements RunScoped.
+// ForRun implements RunScoped: a copy of the engine time the per-run
+// copies are made from (tmpl). Over a Profile, the copy holds the
+// Profile's per-run copy itself (own).
 func (t *engineTime) ForRun(c *TableCounts) Predictor {
+	t = t.tmpl
 	cp := *t
+	if p, ok := t.inner.(*Profile); ok {
+		cp.own = p.newRun()
+		cp.inner = &cp.own
+		return &cp
+	}
 	cp.inner = ForRun(t.inner, c)
-	cp.run, _ = cp.inner.(*profileRun)
 	return &cp
 }

@@ -176,7 +176,7 @@ func TestCaptureIndexIsExact(t *testing.T) {
 		}
 		fast := WithEngineTime(tokenCost{}, e).(*engineTime)
 		slow := *fast
-		slow.capIdx, slow.dec = nil, nil
+		slow.capIdx, slow.dec, slow.tmpl = nil, nil, &slow
 		for range 30 {
 			b := Batch{NumDecode: rapid.IntRange(0, 700).Draw(rt, "n"), PrefillTokens: rapid.IntRange(0, 700).Draw(rt, "pc")}
 			if b.PrefillTokens > 0 {
@@ -225,7 +225,7 @@ func TestDecodeShapeIsExact(t *testing.T) {
 		inner := fracCost{rapid.Float64Range(0, 3000).Draw(rt, "perTok"), rapid.Float64Range(0, 50).Draw(rt, "perSeq")}
 		fast := WithEngineTime(inner, e).(*engineTime)
 		slow := *fast
-		slow.dec = nil
+		slow.dec, slow.tmpl = nil, &slow
 		for range 30 {
 			b := Batch{NumDecode: rapid.IntRange(0, decodeShapeLimit+50).Draw(rt, "n"),
 				PadTokens: rapid.IntRange(-3, 40).Draw(rt, "pad")}

@@ -95,26 +95,35 @@ func (g *guide) bucket(x float64) uint64 {
 }
 
 // bracket is bracket(xs, x) for the axis xs the guide was built from.
+// It reads the axis only where the guide starts the search and on: in a
+// cluster the axes of the lookups a step makes now and then have left
+// the first-level cache by the next one, and the axis's first and last
+// samples are often lines of their own. Every x > 0 has a bucket, and
+// one past the table is past the last sample (buckets are monotone);
+// x <= 0 (or NaN) is at most the first sample, which is >= +0.
 func (g *guide) bracket(xs []float64, x float64) (lo, hi int, t float64) {
-	n := len(xs)
-	if n <= 1 || !(x > xs[0]) {
+	if g.first == nil {
+		return bracket(xs, x) // an axis the guide cannot serve
+	}
+	if !(x > 0) {
 		return 0, 0, 0 // clamped, as bracket does
 	}
-	if g.first == nil {
-		return bracket(xs, x)
-	}
-	if !(x <= xs[n-1]) {
-		lo, hi = n-2, n-1
+	n, k := len(xs), g.bucket(x)-g.kmin
+	if k >= uint64(len(g.first)) {
+		lo, hi = n-2, n-1 // x > xs[n-1]: extrapolated
 		return lo, hi, (x - xs[lo]) / (xs[hi] - xs[lo])
 	}
-	// xs[0] < x <= xs[n-1], so x > 0 and its bucket is within the table.
-	i := int(g.first[g.bucket(x)-g.kmin])
+	// first[k] < n: the last sample's bucket is the table's last.
+	i := int(g.first[k])
 	for xs[i] <= x {
 		i++
 		if i == n {
 			lo, hi = n-2, n-1
 			return lo, hi, (x - xs[lo]) / (xs[hi] - xs[lo])
 		}
+	}
+	if i <= 1 && !(x > xs[0]) {
+		return 0, 0, 0 // clamped, as bracket does
 	}
 	lo, hi = i-1, i
 	return lo, hi, (x - xs[lo]) / (xs[hi] - xs[lo])

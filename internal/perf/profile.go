@@ -148,11 +148,11 @@ func (p *Profile) attention(b *Batch, r *profileRun) float64 {
 	kvd := [2]float64{mean, kvMax}
 	var t [2]float64
 	if r != nil && pc == 0 && kp == 0 && n < decodePlanLimit {
-		pl := r.plan(n)
+		h := r.plan(n)
 		if p.skew != nil && n > 1 && kvMax > mean {
-			alpha = pl.alpha(p.skew, mean, float64(max(b.DecodeKVMin, 0)), kvMax, r)
+			alpha = r.alpha(p.skew, int(h.skew), mean, float64(max(b.DecodeKVMin, 0)), kvMax)
 		}
-		t = pl.at2(&kvd, alpha != 0)
+		t = r.plans[n].at2(&kvd, alpha != 0)
 	} else {
 		if p.skew != nil && n > 1 && kvMax > mean {
 			alpha = p.skew.skewAlpha(pc, kp, n, mean, float64(max(b.DecodeKVMin, 0)), kvMax)

@@ -9,71 +9,93 @@ import "math"
 // bucket index that n and kp select. A decode step then locates only
 // its two context lengths (kvd axis, skew rate and kv_big buckets).
 // A copy is not safe for concurrent use.
+//
+// In a cluster an instance's predictor state has left the first-level
+// cache by its next step, so a decode step should touch few cache lines
+// of it: the fields it reads come first (104 bytes, up to plans, which
+// engineTime places on two lines), and of its plan it reads the hot part
+// only (one planHot, two lines).
 type profileRun struct {
-	p     *Profile
-	plans []decodePlan // by n, built on first use, n < decodePlanLimit
-	// The skew-rate and kv_big buckets of the latest decode step: a
-	// step's are nearly always its predecessor's. srBucket holds the
-	// skew rate of mean - min = srNum and max - min = srGap (NaN before
-	// the first), which a step whose contexts all grew by a token keeps.
-	srBucket, kvBucket skewBucket
-	srNum, srGap       float64
-	// The latest decode step's count, clamped context sum and its mean
-	// sum / n (meanN 0 before the first; see meanOf).
-	meanN         int
+	p   *Profile
+	hot []planHot // by n, parallel to plans; see growPlans
+	// The latest decode step's clamped context sum and its mean sum / n,
+	// n = meanN (0 before the first; see meanOf).
 	meanSum, mean int64
-}
-
-// skewBucket is a bucket of a skew axis as a per-run copy remembers it:
-// the values in (lo, hi] fall in it, and off is its index times the
-// axis's stride. The zero value holds no value.
-type skewBucket struct {
-	lo, hi float64
-	off    int
+	// The skew-rate and kv_big buckets of the latest decode step: a
+	// step's are nearly always its predecessor's. A bucket holds the
+	// values in (lo, hi] (the zero value none) and its offset (kvOff,
+	// srOff) is its index times the axis's stride; offs is their sum.
+	// (Bucket indices are int32, as planHot.skew: a skew table holds
+	// far fewer than 2^31 buckets.)
+	// The skew-rate bucket is that of the rate of mean - min = srNum
+	// and max - min = srGap (NaN before the first), which a step whose
+	// contexts all grew by a token keeps.
+	srNum, srGap float64
+	kvLo, kvHi   float64
+	srLo, srHi   float64
+	meanN, offs  int32
+	plans        []decodePlan // by n, built on first use, n < decodePlanLimit
+	kvOff, srOff int32
 }
 
 // decodePlanLimit bounds the decode counts whose plans are kept (vLLM's
 // max_num_seqs is 256 to 1,024); larger counts are looked up in full.
 const decodePlanLimit = 1024
 
-// decodePlan is what a step without prefill and with n decodes looks up
-// on every axis but kvd.
-type decodePlan struct {
-	// The fields a decode step reads come first (its terms other than
-	// attention, the skew index, then the lower pc corner, whose own
-	// first fields are the fast lookup's), so that a step reads few
-	// cache lines of its plan: in a cluster the plans of an instance
-	// have left the first-level cache by its next step.
-	//
-	// The step's terms other than attention at the padding pad of the
-	// latest step StepTime took through this plan (-1 before the
-	// first): they depend on n and the padding only, and a decode
-	// count's steps nearly always have the same padding.
-	pad                int
-	dense, perSeq, moe float64 // memoAt of dense and perSeq; moeBlockAt
-	moeNs              float64 // the step's MoE term: moeCount × moeTPScale × moe, or 0
+// planHot is the part of a plan a decode step reads: 128 bytes, which
+// growPlans keeps on two cache lines.
+type planHot struct {
+	// pad is the padding of the latest step decodeStep or decodeNs took
+	// through the plan (-1 before the first, or when it exceeds an
+	// int16), dp the step's dense plus per-sequence terms at it (the
+	// plan's dense + perSeq) and moeNs its MoE term (the plan's): they
+	// depend on n and the padding only, and a decode count's steps
+	// nearly always have the same padding.
+	pad   int16
+	built bool
+	flags planFlags
 	// skew is the skew bucket index without its skew-rate and kv_big
 	// terms; -1 when pc = 0 is not a profiled pc (alpha_default).
-	skew  int
-	built bool
-	two   bool        // the pc axis blends two corners (c[1])
-	t     float64     // position between the pc corners
-	c     [2]nCorners // at the lower and the upper pc corner
+	skew      int32
+	dp, moeNs float64
+	t         float64 // c[0].t, when planRows is set
+	// seg holds, per lookup (the mean and the longest context), the kvd
+	// interval of its latest context and what the row lookup needs of
+	// it, when planRows is set.
+	seg [2]kvdSegment
+}
+
+// planFlags are a plan's flags.
+type planFlags uint8
+
+const (
+	// planRows: the row lookup (seg, else profileRun.locate) serves
+	// the plan: the pc axis does not blend (no c[1]) and c[0].rows.
+	planRows planFlags = 1 << iota
+	planH              // c[0].h is not nil (n is between two n corners)
+)
+
+// decodePlan is what a step without prefill and with n decodes looks up
+// on every axis but kvd (its hot part: the same n's planHot).
+type decodePlan struct {
+	// The step's terms other than attention at the padding of the
+	// plan's planHot (whose moeNs is moeCount × moeTPScale × moe, or 0).
+	dense, perSeq, moe float64     // memoAt of dense and perSeq; moeBlockAt
+	two                bool        // the pc axis blends two corners (c[1])
+	t                  float64     // position between the pc corners
+	c                  [2]nCorners // at the lower and the upper pc corner
 }
 
 // nCorners is an attnPC's part of attnPC.at2 that does not depend on kvd:
 // the two n corners s and h (h nil when n falls on one) and the kp
 // positions on their axes.
 type nCorners struct {
-	// rows says that the fast lookup (at) serves these corners: both
-	// kp positions are on a sample (so eval reads one kp row) and h,
-	// if any, shares s's kvd axis. seg holds, per lookup, the kvd
-	// interval of its latest context and what at needs of it. They come
-	// first, with h and t, which the fast lookup reads too.
+	// rows says that the row lookup (planRows) serves these corners:
+	// both kp positions are on a sample (so eval reads one kp row) and
+	// h, if any, shares s's kvd axis.
 	rows  bool
 	h     *attnSlice
 	t     float64 // position between s and h
-	seg   [2]kvdSegment
 	s     *attnSlice
 	i, ih pos  // kp positions on s's and h's kp axes
 	hKVD  bool // h has a kvd axis of its own (else s's positions serve)
@@ -83,13 +105,20 @@ type nCorners struct {
 	js, jh [2]pos
 }
 
-// kvdSegment is an interior interval [xlo, xhi) of a kvd axis (samples
-// lo and lo+1) with the operands eval and the n blend take from the kp
-// rows there: ys and yh are s's and h's values at lo, dys and dyh their
-// differences to lo+1. A segment whose xhi is NaN holds nothing.
+// kvdSegment is an interior interval of a kvd axis, from sample lo at
+// xlo to sample lo+1 (dx = xs[lo+1] - xlo), with the operands eval and
+// the n blend take from the kp rows there: ys and yh are s's and h's
+// values at lo, dys and dyh their differences to lo+1. A segment whose
+// dx is NaN holds nothing.
+//
+// A context x lies in the segment's interior when its position there,
+// tj = (x - xlo) / dx (bracket's expression), is in (0, 1): rounding is
+// monotone, so tj > 0 means x > xlo, and x >= xs[lo+1] would give
+// x - xlo >= dx and tj >= 1. A context in the interval but not found so
+// (at xlo, or with tj rounded up to 1) takes the full lookup, which
+// gives the same.
 type kvdSegment struct {
-	lo               int
-	xlo, xhi, dx     float64 // dx = xhi - xlo
+	xlo, dx          float64
 	ys, dys, yh, dyh float64
 }
 
@@ -106,7 +135,13 @@ func nearAt(g *guide, xs []float64, x float64, last *pos) pos {
 }
 
 // ForRun implements RunScoped: the copy memoises per-run lookups.
-func (p *Profile) ForRun(*TableCounts) Predictor { return &profileRun{p: p, srNum: math.NaN()} }
+func (p *Profile) ForRun(*TableCounts) Predictor {
+	r := p.newRun()
+	return &r
+}
+
+// newRun is a new per-run copy of p.
+func (p *Profile) newRun() profileRun { return profileRun{p: p, srNum: math.NaN()} }
 
 // StepTime implements Predictor; it is p.StepTime(b), bit for bit. A
 // step of decodes only (no prefill, no speculation, no MoE time given by
@@ -134,67 +169,68 @@ func (r *profileRun) plainDecodes(b *Batch) bool {
 // depend on n and the padding only from b's plan.
 func (r *profileRun) decodeStep(b *Batch) StepBreakdown {
 	n, pad := b.NumDecode, max(b.PadTokens, 0)
-	pl := r.plan(n)
-	if pad != pl.pad {
-		r.p.padTerms(pl, n, pad)
+	h := r.plan(n)
+	if pad != int(h.pad) {
+		r.padTerms(h, n, pad)
 	}
-	s := StepBreakdown{Dense: pl.dense, PerSequence: pl.perSeq, MoE: pl.moeNs}
+	pl := &r.plans[n]
+	s := StepBreakdown{Dense: pl.dense, PerSequence: pl.perSeq, MoE: h.moeNs}
 	if r.p.attn != nil {
-		s.Attention = r.decodeAttention(pl, b)
+		s.Attention = r.decodeAttention(h, b)
 	}
 	return s
 }
 
 // decodeNs is decodeStep(b).Total() for b at padding pad >= 0 (whatever
 // b.PadTokens says): the same terms summed in the same order and rounded
-// alike, without building the breakdown.
+// alike (dense + perSeq first), without building the breakdown.
 func (r *profileRun) decodeNs(b *Batch, pad int) int64 {
 	n := b.NumDecode
-	pl := r.plan(n)
-	if pad != pl.pad {
-		r.p.padTerms(pl, n, pad)
+	h := r.plan(n)
+	if pad != int(h.pad) {
+		r.padTerms(h, n, pad)
 	}
 	a := 0.0
 	if r.p.attn != nil {
-		a = r.decodeAttention(pl, b)
+		a = r.decodeAttention(h, b)
 	}
-	return roundNs(pl.dense + pl.perSeq + a + pl.moeNs)
+	return roundNs(h.dp + a + h.moeNs)
 }
 
 // decodeAttention is breakdown's attention term (attnCount × max(0,
-// p.attention(b, r))) for a decode step of plan pl.
-func (r *profileRun) decodeAttention(pl *decodePlan, b *Batch) float64 {
+// p.attention(b, r))) for a decode step of the plan whose hot part is h.
+func (r *profileRun) decodeAttention(h *planHot, b *Batch) float64 {
 	p, n := r.p, b.NumDecode
 	mean := float64(r.meanOf(max(b.DecodeKVSum, 0), n))
 	kvMax := float64(b.DecodeKVMax)
 	alpha := 0.0
 	if sk := p.skew; sk != nil && n > 1 && kvMax > mean {
-		// pl.alpha, its usual case (the latest skew rate and kv_big
+		// r.alpha, its usual case (the latest skew rate and kv_big
 		// bucket) inline.
-		kvMin, kb := float64(max(b.DecodeKVMin, 0)), &r.kvBucket
-		if pl.skew >= 0 && mean-kvMin == r.srNum && kvMax-kvMin == r.srGap && kvMax > kb.lo && kvMax <= kb.hi {
-			alpha = sk.alphaAt(pl.skew + r.srBucket.off + kb.off)
+		kvMin := float64(max(b.DecodeKVMin, 0))
+		if h.skew >= 0 && mean-kvMin == r.srNum && kvMax-kvMin == r.srGap && kvMax > r.kvLo && kvMax <= r.kvHi {
+			alpha = sk.alphaAt(int(h.skew + r.offs))
 		} else {
-			alpha = pl.alpha(sk, mean, kvMin, kvMax, r)
+			alpha = r.alpha(sk, int(h.skew), mean, kvMin, kvMax)
 		}
 	}
 	var tMean, tMax float64
-	if c := &pl.c[0]; c.rows && !pl.two {
-		// c.at, its usual case (x in the latest interval) inline.
-		if g := &c.seg[0]; g.holds(mean) {
-			tMean = c.value(g, mean)
+	if h.flags&planRows != 0 {
+		// The row lookup: x in the latest interval, else locate.
+		if g := &h.seg[0]; inside((mean - g.xlo) / g.dx) {
+			tMean = h.value(g, (mean-g.xlo)/g.dx)
 		} else {
-			tMean = c.at(g, mean)
+			tMean = r.locate(h, 0, mean, n)
 		}
-		if g := &c.seg[1]; alpha == 0 {
-		} else if g.holds(kvMax) {
-			tMax = c.value(g, kvMax)
+		if g := &h.seg[1]; alpha == 0 {
+		} else if inside((kvMax - g.xlo) / g.dx) {
+			tMax = h.value(g, (kvMax-g.xlo)/g.dx)
 		} else {
-			tMax = c.at(g, kvMax)
+			tMax = r.locate(h, 1, kvMax, n)
 		}
 	} else {
 		kvd := [2]float64{mean, kvMax}
-		t := pl.at2(&kvd, alpha != 0)
+		t := r.plans[n].at2(&kvd, alpha != 0)
 		tMean, tMax = t[0], t[1]
 	}
 	if alpha != 0 && !(tMax <= tMean) { // as p.attention: a NaN blends
@@ -203,74 +239,78 @@ func (r *profileRun) decodeAttention(pl *decodePlan, b *Batch) float64 {
 	return p.attnCount * max(0, tMean)
 }
 
-// meanOf is s / n (s >= 0, 0 < n), the mean context of a decode step.
+// meanOf is s / n (s >= 0, 0 < n < decodePlanLimit), the mean context
+// of a decode step.
 // A step with the latest step's n whose sum is the latest one or that
 // plus n (every context a token longer) takes the latest quotient or
 // that plus one (floor((s+n)/n) = floor(s/n) + 1), without dividing.
 func (r *profileRun) meanOf(s int64, n int) int64 {
 	q := r.mean
 	switch d := s - r.meanSum; {
-	case n != r.meanN || (d != 0 && d != int64(n)):
+	case int32(n) != r.meanN || (d != 0 && d != int64(n)):
 		q = s / int64(n)
 	case d != 0:
 		q++
 	}
-	r.meanN, r.meanSum, r.mean = n, s, q
+	r.meanN, r.meanSum, r.mean = int32(n), s, q
 	return q
 }
 
-// padTerms sets pl's terms at padding pad (n decodes).
-func (p *Profile) padTerms(pl *decodePlan, n, pad int) {
-	pl.pad = pad
+// padTerms sets the terms of n's plan (hot part h) at padding pad.
+func (r *profileRun) padTerms(h *planHot, n, pad int) {
+	p, pl := r.p, &r.plans[n]
+	h.pad = -1
+	if pad <= math.MaxInt16 {
+		h.pad = int16(pad)
+	}
 	pl.dense = memoAt(p.denseMemo, &p.dense, n+pad)
 	pl.perSeq = memoAt(p.perSeqMemo, &p.perSeq, n)
+	h.dp = pl.dense + pl.perSeq
 	if p.moeTP != nil {
 		pl.moe = p.moeBlockAt(n + pad)
-		pl.moeNs = p.moeCount * p.moeTPScale * pl.moe
+		h.moeNs = p.moeCount * p.moeTPScale * pl.moe
 	}
 }
 
-// at is at2's value at kvd x for the lookup whose segment is g (c.seg[0]
-// for the mean context, c.seg[1] for the longest), for corners with rows
-// set: from g when x lies in it, else after locating x (and keeping its
-// interval in g when interior). The expressions are eval's and at2's.
-func (c *nCorners) at(g *kvdSegment, x float64) float64 {
-	if !g.holds(x) {
-		s := c.s
-		j := s.kvdG.at(s.kvd, x)
-		if j.hi != j.lo+1 || !(x < s.kvd[j.hi]) {
-			// clamped or extrapolated: not an interior interval.
-			v := s.eval(c.i, j)
-			if c.h != nil {
-				v += c.t * (c.h.eval(c.ih, j) - v)
-			}
-			return v
+// locate is at2's value at kvd x for lookup k (0: the mean context, 1:
+// the longest) of n's plan, whose hot part h has planRows set, when x is
+// not inside h.seg[k]: it locates x and keeps its interval in h.seg[k]
+// when interior. The expressions are eval's and at2's (g's position of
+// x is j.t: the same quotient of the same differences).
+func (r *profileRun) locate(h *planHot, k int, x float64, n int) float64 {
+	c := &r.plans[n].c[0]
+	s := c.s
+	j := s.kvdG.at(s.kvd, x)
+	if j.hi != j.lo+1 || !(x < s.kvd[j.hi]) {
+		// clamped or extrapolated: not an interior interval.
+		v := s.eval(c.i, j)
+		if c.h != nil {
+			v += c.t * (c.h.eval(c.ih, j) - v)
 		}
-		c.fill(g, j.lo)
-	}
-	return c.value(g, x)
-}
-
-// holds reports that x lies in g (never when g holds nothing).
-func (g *kvdSegment) holds(x float64) bool {
-	return x < g.xhi && (x > g.xlo || (x == g.xlo && g.lo > 0))
-}
-
-// value is at's value at x in g (g.holds(x)).
-func (c *nCorners) value(g *kvdSegment, x float64) float64 {
-	tj := (x - g.xlo) / g.dx
-	v := g.ys + tj*g.dys
-	if c.h == nil {
 		return v
 	}
-	return v + c.t*(g.yh+tj*g.dyh-v)
+	g := &h.seg[k]
+	c.fill(g, j.lo)
+	return h.value(g, j.t)
+}
+
+// inside reports that a context whose position in a segment is tj lies
+// in its interior (see kvdSegment; never when tj is NaN).
+func inside(tj float64) bool { return tj > 0 && tj < 1 }
+
+// value is at2's value at position tj in g, one of h's segments.
+func (h *planHot) value(g *kvdSegment, tj float64) float64 {
+	v := g.ys + tj*g.dys
+	if h.flags&planH == 0 {
+		return v
+	}
+	return v + h.t*(g.yh+tj*g.dyh-v)
 }
 
 // fill makes g the interval of s's kvd axis from sample lo to lo+1.
 func (c *nCorners) fill(g *kvdSegment, lo int) {
 	s := c.s
-	g.lo, g.xlo, g.xhi = lo, s.kvd[lo], s.kvd[lo+1]
-	g.dx = g.xhi - g.xlo
+	g.xlo, g.dx = s.kvd[lo], s.kvd[lo+1]-s.kvd[lo]
 	row := s.t[c.i.lo*len(s.kvd):]
 	g.ys, g.dys = row[lo], row[lo+1]-row[lo]
 	if h := c.h; h != nil {
@@ -279,29 +319,46 @@ func (c *nCorners) fill(g *kvdSegment, lo int) {
 	}
 }
 
-// plan returns the plan of n decodes (0 < n < decodePlanLimit). It is
-// small enough to be inlined; newPlan makes a plan on first use.
-func (r *profileRun) plan(n int) *decodePlan {
-	if n < len(r.plans) && r.plans[n].built {
-		return &r.plans[n]
+// plan returns the hot part of the plan of n decodes (0 < n <
+// decodePlanLimit; the plan is r.plans[n]). It is small enough to be
+// inlined; newPlan makes a plan on first use.
+func (r *profileRun) plan(n int) *planHot {
+	if n < len(r.hot) && r.hot[n].built {
+		return &r.hot[n]
 	}
 	return r.newPlan(n)
 }
 
-// newPlan builds the plan of n decodes, growing plans to hold it.
-func (r *profileRun) newPlan(n int) *decodePlan {
-	if n >= len(r.plans) {
-		r.plans = append(r.plans, make([]decodePlan, n+1-len(r.plans))...)
+// newPlan builds the plan of n decodes, growing the plans to hold it.
+func (r *profileRun) newPlan(n int) *planHot {
+	if n >= len(r.hot) {
+		r.growPlans(n + 1)
 	}
-	pl := &r.plans[n]
-	r.p.buildPlan(pl, n)
-	return pl
+	h := &r.hot[n]
+	r.p.buildPlan(h, &r.plans[n], n)
+	return h
 }
 
-// buildPlan fills pl for n decodes and no prefill, with the lookups
-// attnTable.at2, attnPC.at2 and skewTable.lookup make at pc = kp = 0.
-func (p *Profile) buildPlan(pl *decodePlan, n int) {
-	pl.built, pl.pad = true, -1
+// growPlans makes room for the plans of counts below n. The hot parts'
+// array has a power-of-two number of 128-byte entries: the allocator's
+// size classes of such sizes start every object on a multiple of its
+// size (or of a page), so each hot part is two whole cache lines.
+func (r *profileRun) growPlans(n int) {
+	size := 8
+	for size < n {
+		size *= 2
+	}
+	hot := make([]planHot, size)
+	copy(hot, r.hot)
+	r.hot = hot
+	r.plans = append(r.plans, make([]decodePlan, size-len(r.plans))...)
+}
+
+// buildPlan fills n's plan, pl and its hot part h, for n decodes and no
+// prefill, with the lookups attnTable.at2, attnPC.at2 and
+// skewTable.lookup make at pc = kp = 0.
+func (p *Profile) buildPlan(h *planHot, pl *decodePlan, n int) {
+	h.built, h.pad = true, -1
 	a := p.attn
 	lo, hi, t := a.pcsG.bracket(a.pcs, 0)
 	pl.c[0] = nCornersAt(&a.byPC[lo], float64(n))
@@ -309,11 +366,19 @@ func (p *Profile) buildPlan(pl *decodePlan, n int) {
 	if pl.two {
 		pl.c[1] = nCornersAt(&a.byPC[hi], float64(n))
 	}
-	pl.skew = -1
+	if c := &pl.c[0]; c.rows && !pl.two {
+		h.flags |= planRows
+		h.t = c.t
+		if c.h != nil {
+			h.flags |= planH
+		}
+	}
+	h.seg[0].dx, h.seg[1].dx = math.NaN(), math.NaN()
+	h.skew = -1
 	if s := p.skew; s != nil {
 		if pi := s.pcsG.find(s.pcs, 0); pi >= 0 {
-			pl.skew = pi*s.stride[0]*len(s.axes[0].labels) +
-				s.axes[axN].index(float64(n))*s.stride[axN] + s.axes[axKP].index(0)*s.stride[axKP]
+			h.skew = int32(pi*s.stride[0]*len(s.axes[0].labels) +
+				s.axes[axN].index(float64(n))*s.stride[axN] + s.axes[axKP].index(0)*s.stride[axKP])
 		}
 	}
 }
@@ -323,7 +388,6 @@ func nCornersAt(e *attnPC, n float64) nCorners {
 	lo, hi, t := e.nG.bracket(e.n, n)
 	s := &e.slices[lo]
 	c := nCorners{s: s, t: t, i: s.kpG.at(s.kp, 0)}
-	c.seg[0].xhi, c.seg[1].xhi = math.NaN(), math.NaN()
 	c.rows = c.i.hi == c.i.lo
 	if hi == lo {
 		return c
@@ -379,20 +443,20 @@ func (pl *decodePlan) at2(kvd *[2]float64, two bool) [2]float64 {
 	return v
 }
 
-// alpha is skewTable.skewAlpha at pc = kp = 0 with the plan's part of
-// the bucket index.
-func (pl *decodePlan) alpha(s *skewTable, kvMean, kvMin, kvMax float64, r *profileRun) float64 {
-	if pl.skew < 0 {
+// alpha is skewTable.skewAlpha at pc = kp = 0 with a plan's part of the
+// bucket index, skew.
+func (r *profileRun) alpha(s *skewTable, skew int, kvMean, kvMin, kvMax float64) float64 {
+	if skew < 0 {
 		return s.alphaDefault
 	}
 	if num, gap := kvMean-kvMin, kvMax-kvMin; num != r.srNum || gap != r.srGap {
 		r.skewRate(s, num, gap)
 	}
-	kb := &r.kvBucket
-	if !(kvMax > kb.lo && kvMax <= kb.hi) {
-		s.bucketOf(axKVBig, kvMax, kb)
+	if !(kvMax > r.kvLo && kvMax <= r.kvHi) {
+		r.kvLo, r.kvHi, r.kvOff = s.bucketOf(axKVBig, kvMax)
+		r.offs = r.srOff + r.kvOff
 	}
-	return s.alphaAt(pl.skew + r.srBucket.off + kb.off)
+	return s.alphaAt(skew + int(r.offs))
 }
 
 // alphaAt is the alpha of bucket index i, alphaDefault where the table
@@ -404,7 +468,7 @@ func (s *skewTable) alphaAt(i int) float64 {
 	return s.alphaDefault
 }
 
-// skewRate sets r.srBucket to the bucket of skewAlpha's skew rate for
+// skewRate sets r's skew-rate bucket to that of skewAlpha's skew rate for
 // mean - min = num and max - min = gap, which it remembers. The rate
 // depends on them only: a step whose contexts all grew by a token has
 // its predecessor's, and alpha skips it.
@@ -422,23 +486,26 @@ func (r *profileRun) skewRate(s *skewTable, num, gap float64) {
 	} else if sr > 1 {
 		sr = 1
 	}
-	if sb := &r.srBucket; !(sr > sb.lo && sr <= sb.hi) {
-		s.bucketOf(axSkewRate, sr, sb)
+	if !(sr > r.srLo && sr <= r.srHi) {
+		r.srLo, r.srHi, r.srOff = s.bucketOf(axSkewRate, sr)
+		r.offs = r.srOff + r.kvOff
 	}
 }
 
-// bucketOf sets *b to the bucket of v on axis ax: index
-// returns the first i with v <= bins[i+1], else the last bucket, so
-// bucket i holds (bins[i], bins[i+1]], the first one everything below
-// and the last one everything above.
-func (s *skewTable) bucketOf(ax int, v float64, b *skewBucket) {
+// bucketOf is the bucket of v on axis ax: it holds (lo, hi], and off is
+// its index times the axis's stride. index returns the first i with v
+// <= bins[i+1], else the last bucket, so bucket i holds (bins[i],
+// bins[i+1]], the first one everything below and the last one
+// everything above.
+func (s *skewTable) bucketOf(ax int, v float64) (lo, hi float64, off int32) {
 	a := &s.axes[ax]
 	i, top := a.index(v), len(a.labels)-1
-	b.lo, b.hi, b.off = math.Inf(-1), math.Inf(1), i*s.stride[ax]
+	lo, hi, off = math.Inf(-1), math.Inf(1), int32(i*s.stride[ax])
 	if i > 0 {
-		b.lo = a.bins[i]
+		lo = a.bins[i]
 	}
 	if i < top {
-		b.hi = a.bins[i+1]
+		hi = a.bins[i+1]
 	}
+	return lo, hi, off
 }

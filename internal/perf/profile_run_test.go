@@ -1,9 +1,13 @@
 package perf
 
 import (
+	"fmt"
 	"io/fs"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
+	"testing/fstest"
 
 	"pgregory.net/rapid"
 
@@ -104,8 +108,8 @@ func TestProfileRunMatchesProfile(t *testing.T) {
 			t.Errorf("%s: no step took a plan", dir)
 		}
 		rows := 0
-		for _, pl := range run.(*profileRun).plans {
-			if pl.built && pl.c[0].rows && !pl.two {
+		for _, h := range run.(*profileRun).hot {
+			if h.built && h.flags&planRows != 0 {
 				rows++
 			}
 		}
@@ -141,4 +145,57 @@ func embeddedProfile(t *testing.T, root fs.FS, hw, model, mt string, tp, layers,
 		t.Fatal(err)
 	}
 	return p, dir, cat
+}
+
+// TestRowLookupAcrossSamples: a plan's remembered kvd interval serves
+// exactly the contexts bracket places inside it (kvdSegment's position
+// test), whatever the table's values: on a table whose times span many
+// magnitudes (so that y + (y1 - y) is often not y1), decode runs whose
+// mean and longest contexts walk up and down across every kvd sample,
+// one token a step, take what the Profile predicts, bit for bit.
+func TestRowLookupAcrossSamples(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var csv strings.Builder
+		csv.WriteString("prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n")
+		for _, n := range []int{1, 2, 4} {
+			for _, kvd := range []int{16, 32, 64, 128} {
+				v := rapid.Float64Range(1, 10).Draw(rt, "mantissa") * math.Pow(10, float64(rapid.IntRange(-6, 6).Draw(rt, "exp")))
+				fmt.Fprintf(&csv, "0,0,%d,%d,%s\n", n, kvd, strconv.FormatFloat(v, 'g', -1, 64))
+			}
+		}
+		fsys := tinyFS()
+		fsys[tinyDir+"/attention.csv"] = &fstest.MapFile{Data: []byte(csv.String())}
+		cat, err := LoadCatalog(fsys, "tiny")
+		if err != nil {
+			rt.Fatal(err)
+		}
+		p, err := LoadProfile(fsys, tinyDir, Arch{ModelType: "tiny", NumLayers: 2}, cat)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		run := ForRun(p, nil).(*profileRun)
+		n := rapid.IntRange(1, 5).Draw(rt, "n")
+		kv, spread := rapid.IntRange(1, 150).Draw(rt, "kv"), rapid.IntRange(0, 40).Draw(rt, "spread")
+		up := true
+		for range 400 {
+			b := Batch{NumDecode: n, DecodeKVMin: kv, DecodeKVMax: kv + spread, DecodeKVSum: int64(kv) * int64(n)}
+			if n > 1 {
+				b.DecodeKVSum += int64(spread)
+			}
+			if g, w := run.StepTime(&b), p.StepTime(&b); g != w {
+				rt.Fatalf("%+v: per-run step %d ns, profile %d", b, g, w)
+			}
+			if g, w := run.decodeStep(&b), p.Breakdown(&b); !sameBreakdown(g, w) {
+				rt.Fatalf("%+v: decodeStep %+v, profile %+v", b, g, w)
+			}
+			if kv <= 1 || kv >= 160 || rapid.IntRange(0, 60).Draw(rt, "turn") == 0 {
+				up = !up
+			}
+			if up {
+				kv++
+			} else {
+				kv--
+			}
+		}
+	})
 }

@@ -12,13 +12,14 @@ import "math"
 // nearly always have the same mean and longest context in 128-token
 // blocks, so the split comes without the shared memo's range checks and
 // hashing. A copy is not safe for concurrent use.
+//
+// In a cluster an instance's predictor state has left the first-level
+// cache by its next step, so a decode step of the fast step reads the
+// struct's head (its first 64 bytes) and the first line of each of its
+// two memos: so large a struct starts on a page, and every memo on a
+// line (TestRooflineRunLayout).
 type rooflineRun struct {
 	r *Roofline
-	// splits holds, for each of the two lookups, the memo of the latest
-	// step of every decode count modulo splitSlots: the decode count goes
-	// up and down by one as requests join and leave, and returns to the
-	// counts it had.
-	splits *[2][splitSlots]splitMemo
 	// For a plain program: the counts key of the latest step plainNs or
 	// fastStep took (key.padded -1 before the first), as consecutive
 	// steps nearly always have the same counts, and for fastStep rest,
@@ -31,6 +32,11 @@ type rooflineRun struct {
 	// fastSteps and slowSteps count the steps fastStep decided and those
 	// it left to plainNs.
 	fastSteps, slowSteps int
+	// splits holds, for each of the two lookups, the memo of the latest
+	// step of every decode count modulo splitSlots: the decode count goes
+	// up and down by one as requests join and leave, and returns to the
+	// counts it had.
+	splits [2][splitSlots]splitMemo
 }
 
 // splitSlots is the number of memos per lookup (a power of two).
@@ -48,10 +54,16 @@ func (x *rooflineRun) memo(i, n int) *splitMemo {
 // combine, the GQA transpose), the work units nd and, with a wave size,
 // their whole waves; and n times the bytes moved per query row. With
 // them, the context sums of the same blocks per unit and the lookup's
-// compute and memory times as lines in the context sum (decodeLine).
+// compute and memory times as lines in the context sum (decodeLine). The
+// fields the fast step reads (n, the decodeLine's but line, extra) come
+// first, on a cache line of their own (the memo is 128 bytes).
 type splitMemo struct {
-	n, nBlocks, split, extra, nd, waves, rowMiss float64
+	n float64
 	decodeLine
+	extra                              float64
+	nBlocks, split, nd, waves, rowMiss float64
+	line                               bool
+	_                                  [23]byte
 }
 
 // set fills m for n decodes and nBlocks KV blocks per unit.
@@ -78,7 +90,6 @@ func (m *splitMemo) set(r *Roofline, n, nBlocks float64) {
 // ForRun implements RunScoped: the copy remembers per-run split counts.
 func (r *Roofline) ForRun(*TableCounts) Predictor {
 	x := &rooflineRun{r: r, key: stepCounts{padded: -1}}
-	x.splits = new([2][splitSlots]splitMemo)
 	for i := range x.splits {
 		for j := range x.splits[i] {
 			x.splits[i][j].n = math.NaN()

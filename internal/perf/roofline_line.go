@@ -42,12 +42,12 @@ import "math"
 // powFastErr = 2^-38 for p = 4, whose 1/p has a fractional part).
 
 // decodeLine holds a splitMemo's interval of context sums and its lines;
-// line is false when a term is negative or not finite (the fast step then
-// takes decodeTerms).
+// the memo's line is false when a term is negative or not finite (the
+// fast step then takes decodeTerms), and a is then NaN, which fails
+// quarticSoftMax as such a term would.
 type decodeLine struct {
 	kLo, kHi   float64
 	a, b, p, q float64
-	line       bool
 }
 
 // setLine fills m's decodeLine from its other fields.
@@ -70,6 +70,9 @@ func (m *splitMemo) setLine(r *Roofline) {
 	m.line = c >= 0 && o >= 0 && m.nd >= 0 && m.waves >= 0 && n > 0 && m.split > 0 &&
 		r.kvBytesPerTok >= 0 && m.rowMiss >= 0 && mem > 0 && 0/r.eff.AttnCacheSpeed == 0 &&
 		finiteNonNeg(m.a) && finiteNonNeg(m.b) && finiteNonNeg(m.p) && finiteNonNeg(m.q)
+	if !m.line {
+		m.a = math.NaN()
+	}
 }
 
 func finiteNonNeg(v float64) bool { return v >= 0 && v <= math.MaxFloat64 }
@@ -84,7 +87,7 @@ func (x *rooflineRun) decodeLookupFast(m *splitMemo, n, k float64) (t, e float64
 		m.set(r, n, math.Ceil(k/n/128))
 	}
 	var sm float64
-	if m.line && sp.quartic && !(r.kvHeads*k*r.dec.kvHeadBytes > k*r.kvBytesPerTok) {
+	if sp.quartic && !(r.kvHeads*k*r.dec.kvHeadBytes > k*r.kvBytesPerTok) { // a NaN without lines
 		var ok bool
 		if sm, ok = quarticSoftMax(m.a*k+m.b, m.p*k+m.q); ok {
 			t = r.eff.AttnDecodeLaunchNs + m.extra + sm

@@ -12,9 +12,9 @@ import (
 // within a small part of its bound of decodeUniform, for context sums
 // drawn anywhere and next to the ends of a block per unit (where the
 // split count changes), with KV re-reads and without, with decode counts
-// that share a memo's slot, and every context
-// sum of the memo's interval has
-// the memo's blocks per unit.
+// that share a memo's slot; a memo without lines takes decodeTerms's
+// times, and every context sum of the memo's interval has the memo's
+// blocks per unit.
 func TestDecodeLineWithinBound(t *testing.T) {
 	var lines, all int
 	rapid.Check(t, func(t *rapid.T) {
@@ -46,6 +46,12 @@ func TestDecodeLineWithinBound(t *testing.T) {
 				t.Fatalf("n %v, k %v: fast lookup %v, decodeUniform %v: apart %.3g, bound %.3g", n, k, got, want, d, e)
 			}
 			all++
+			if !m.line { // the soft maximum of decodeTerms's times, not the lines
+				launch, tc, tm := r.decodeTerms(n, k, nil)
+				if want := launch + r.attnPow.softMaxFast(tc, tm); got != want {
+					t.Fatalf("n %v, k %v: a memo without lines gave %v, decodeTerms's times %v", n, k, got, want)
+				}
+			}
 			if m.line {
 				lines++
 				if r.dec.unitNs < 0 {
