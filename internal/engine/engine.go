@@ -17,7 +17,8 @@ import (
 // touches. Its first five lines hold the scalars and slice headers such a
 // step uses (the configuration's among them, copied at New, and the
 // number of queued requests); the gap maxima with the batch come next,
-// in two lines, then the result's two steady lines. The lines are those of an engine New allocates, which
+// in two lines, then the result, whose two steady lines (StepResult)
+// start 40 bytes into it. The lines are those of an engine New allocates, which
 // starts 8 bytes into a cache line (the allocator's header of an object
 // of this size that holds pointers): the first line holds 56 bytes of
 // fields. TestEngineLayout checks the placement.
@@ -81,6 +82,7 @@ type Engine struct {
 
 	gaps    gapMax // gaps between the last laneWindow batch ends
 	batch   perf.Batch
+	_       [24]byte // the result's steady lines from a line's start (TestEngineLayout)
 	result  StepResult
 	waiting waitQueue
 	ready   deque // transferred requests waiting for the next batch
@@ -88,7 +90,7 @@ type Engine struct {
 
 	cfg       Config
 	formDraft int64    // proposer time of the batch formed by Begin (speculative decoding)
-	_         [32]byte // the records from the start of a line (TestEngineLayout)
+	_         [16]byte // the records from the start of a line (TestEngineLayout)
 	// laneTicks[i]: the decode lane's record of batch i (mod laneWindow):
 	// its members due, its members with named blocks whose next block it
 	// allocates, and its counted members' block events (ticklist.go).

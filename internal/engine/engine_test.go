@@ -333,7 +333,7 @@ func TestQueuedAtStepBoundary(t *testing.T) {
 // step touches (engine.go), in the cache lines of an engine New allocated:
 // the hot fields in five lines, what a P/D placement reads of a decode
 // instance in one of them, the gap maxima and the batch in two, the
-// result's steady fields (Start to Spec and the inline ITL run) in two,
+// result's steady fields (Spec.StepNs to Prefilled) in two,
 // and the lane's batch records, 20 bytes each, from the start of a line
 // (those of 16 batches in 5 lines); and the flight's finish fields in the
 // first line of a flight, whose size keeps it line-aligned.
@@ -353,7 +353,7 @@ func TestEngineLayout(t *testing.T) {
 		{"hot fields", 0, unsafe.Offsetof(e.asyncOn) + 1, 5},
 		{"placement's fields", unsafe.Offsetof(e.running), unsafe.Offsetof(e.reservedSeqs) + 4, 1},
 		{"gap maxima and batch", unsafe.Offsetof(e.gaps), unsafe.Offsetof(e.batch) + unsafe.Sizeof(e.batch), 2},
-		{"result's steady fields", res, res + unsafe.Offsetof(e.result.itl) + unsafe.Sizeof(e.result.itl), 2},
+		{"result's steady fields", res + unsafe.Offsetof(e.result.Spec.StepNs), res + unsafe.Offsetof(e.result.Prefilled) + unsafe.Sizeof(e.result.Prefilled), 2},
 	} {
 		if n := lines(c.from, c.to); n > c.want {
 			t.Errorf("the engine's %s (bytes %d to %d, the engine starting %d bytes into a line) span %d cache lines, want %d",

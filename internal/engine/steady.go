@@ -40,7 +40,9 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 	f := e.flights[0]
 	e.flights = e.flights[:0] // f stays after it, for reuse (Launch)
 	r := &e.result
-	r.Start, r.End, r.Batch = f.start, end, &e.batch // (no pipeline with the lane: flightBatch)
+	// (r.Batch is &e.batch already: FinishBatch set it, the lane being off
+	// with pipeline parallelism, or a failed finish left the result dirty.)
+	r.Start, r.End = f.start, end
 	r.PromptTokens, r.GenTokens = 0, int(f.lane)
 	e.tick++
 	gap := end - e.prevEnd
@@ -54,6 +56,7 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 		r.Preempted = int(f.preempted)
 		r.Finished, r.First, r.Prefilled = r.Finished[:0], r.First[:0], r.Prefilled[:0]
 		r.Spec = SpecStats{}
+		r.Batch = &e.batch
 		e.resultDirty = f.preempted != 0
 	}
 	e.justEnded = true

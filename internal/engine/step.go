@@ -47,29 +47,31 @@ func (e *Engine) FirstScheduled() []int64 { return e.firstSched }
 
 // StepResult is what one step did. Slices are reused by the next FinishBatch.
 //
-// The fields a steady decode step writes and its observers read share two
-// cache lines (the engine keeps its result line-aligned): Start to ITL,
-// then Spec and the one run of ITL gaps such a step has.
+// The fields a steady decode step writes and its observers read (the
+// runner's StepDone, the cluster's step end) share two cache lines, the
+// engine keeping the result 40 bytes before a line's start: the proposer
+// time, Start to ITL, then the one run of ITL gaps such a step has and
+// the lengths of Finished and Prefilled, which every step end reads.
+// Spec comes first so that its last field, StepNs, which the runner
+// reads at every step, opens the first of them.
 type StepResult struct {
+	Spec       SpecStats // speculative decoding's counts (zero when off)
 	Start, End int64
+	// PromptTokens is the prompt tokens of requests that emitted their
+	// first token; GenTokens the output tokens emitted.
+	PromptTokens, GenTokens int
+	ITL                     []Gap            // gaps between consecutive tokens emitted this step, run-length encoded
+	itl                     [1]Gap           // ITL's backing array on the steady path (FinishSteady)
+	Finished                []metrics.Record // requests that produced their last token
+	Prefilled               []Prefilled      // prefill role: prompts computed, KV pinned
+
 	// Batch is the batch as the predictor saw it, valid until the
-	// engine's next Begin, Form or Launch.
-	Batch        *perf.Batch
-	PromptTokens int       // prompt tokens of requests that emitted their first token
-	GenTokens    int       // output tokens emitted
-	ITL          []Gap     // gaps between consecutive tokens emitted this step, run-length encoded
-	Spec         SpecStats // speculative decoding's counts (zero when off)
-	itl          [1]Gap    // ITL's backing array on the steady path (FinishSteady)
-
-	// The third line: what FinishBatch's general path reads or writes of
-	// the rest at every step.
-	itlBuf    []Gap            // ITL's backing array on FinishBatch's general path
-	Finished  []metrics.Record // requests that produced their last token
-	Preempted int              // requests preempted while forming the batch
-	_         [8]byte
-
-	First     []int64     // ids of the requests that emitted their first output token
-	Prefilled []Prefilled // prefill role: prompts computed, KV pinned
+	// engine's next Begin, Form or Launch. (A steady step leaves it:
+	// without pipeline parallelism it is always the engine's batch.)
+	Batch     *perf.Batch
+	itlBuf    []Gap   // ITL's backing array on FinishBatch's general path
+	Preempted int     // requests preempted while forming the batch
+	First     []int64 // ids of the requests that emitted their first output token
 }
 
 // Gap is a run of Count equal inter-token gaps of NS nanoseconds. In a
