@@ -13,19 +13,21 @@ type scheduled struct {
 	spec   int32 // proposals verified (speculative decoding), in tokens
 }
 
-// flight is one batch in flight. What finishing a batch reads shares the
-// first cache line; batch holds the batch only with pipeline parallelism
-// (without it the one batch in flight is Engine.batch, which no Form
-// touches until the batch has finished). The size is a multiple of 64
-// bytes, which keeps a flight line-aligned in its size class.
+// flight is one batch in flight. What finishing a steady batch reads and
+// launching one writes is its first 48 bytes (Engine.cur ends the
+// engine's hot lines with them); end is read only with pipeline
+// parallelism, and batch holds the batch only then (without it the one
+// batch in flight is Engine.batch, which no Form touches until the batch
+// has finished). The size is a multiple of 64 bytes, which keeps a
+// flight line-aligned in its size class.
 type flight struct {
 	id        int64
 	start     int64
 	lane      int32 // lane members, one decode token each, not in sched
 	preempted int32
-	draftNs   int64 // speculative proposer time within the step
 	sched     []scheduled
-	end       int64
+	end       int64 // (set only with pipeline parallelism)
+	draftNs   int64 // speculative proposer time within the step
 	batch     perf.Batch
 	_         [32]byte
 }
@@ -141,7 +143,9 @@ func (e *Engine) Form(now int64) (bool, error) {
 		formed = e.stepStart
 	}
 	e.justEnded = false
-	e.firstSched = e.firstSched[:0]
+	if e.prefill {
+		e.firstSched = e.firstSched[:0]
+	}
 	budget := e.form(now, formed)
 	hadZombies := len(e.zombies) > 0
 	e.releaseZombies()
@@ -163,7 +167,9 @@ func (e *Engine) Form(now int64) (bool, error) {
 		// running, so this ends.
 		budget = e.form(now, formed)
 	}
-	e.formBudget = budget
+	if e.checkInv {
+		e.formBudget = budget
+	}
 	return len(e.sched) > 0 || len(e.lane) > 0, e.err
 }
 
@@ -174,22 +180,20 @@ func (e *Engine) FormedBatch() perf.Batch { return e.batch }
 // Launch starts the batch formed by Form at now, lasting d nanoseconds
 // (the pipeline stages split d when pp > 1).
 func (e *Engine) Launch(now, d int64) (Step, error) {
-	budget := e.formBudget
 	e.stepStart = now
 	end, free := now+d, now+d
-	if e.pp() > 1 {
+	pp := e.pp() > 1
+	if pp {
 		end, free = e.pipeline(now, d)
 	}
 	e.stepEnd = end
 	e.nextID++
-	var f *flight
-	if n := len(e.flights); n < cap(e.flights) {
-		f = e.flights[:n+1][n] // a finished flight, or nil
+	f := &e.cur
+	if pp {
+		f = e.nextFlight()
+		f.end = end
 	}
-	if f == nil {
-		f = new(flight) // at most pp of them over a run
-	}
-	f.id, f.start, f.end = e.nextID, now, end
+	f.id, f.start = e.nextID, now
 	// The flight takes the formed list; the next form reuses the flight's
 	// old buffer (no copy).
 	spare := f.sched[:0]
@@ -198,8 +202,10 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 	if e.spec { // (f.draftNs is read only then)
 		f.draftNs, e.formDraft = e.formDraft, 0
 	}
-	e.flights = append(e.flights, f)
-	if e.pp() > 1 {
+	if !pp {
+		e.flights = e.flights[:1] // cur, in the backing array's first place
+	} else {
+		e.flights = append(e.flights, f)
 		// Only pipelined batches overlap the forming of the next one
 		// (which overwrites e.batch).
 		f.batch = e.batch
@@ -208,12 +214,35 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 		}
 	}
 	if e.checkInv {
-		if err := e.check(budget); err != nil {
+		if err := e.check(e.formBudget); err != nil {
 			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
 		}
 	}
 	e.sched = spare
 	return Step{ID: f.id, Start: now, End: end, Free: free}, e.err
+}
+
+// flightEnd is the end of flight f, in flight: without pipeline
+// parallelism the latest batch's (f.end is set only with it).
+func (e *Engine) flightEnd(f *flight) int64 {
+	if e.pp() > 1 {
+		return f.end
+	}
+	return e.stepEnd
+}
+
+// nextFlight is the flight the next batch takes with pipeline
+// parallelism: a finished one kept after those in flight, or a new one
+// (at most pp of them over a run).
+func (e *Engine) nextFlight() *flight {
+	var f *flight
+	if n := len(e.flights); n < cap(e.flights) {
+		f = e.flights[:n+1][n] // a finished flight, or nil
+	}
+	if f == nil {
+		f = new(flight)
+	}
+	return f
 }
 
 // pipeline times a batch of step time d entering the first of N stages at
