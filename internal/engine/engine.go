@@ -77,6 +77,7 @@ type Engine struct {
 	prefill  bool // cfg.Role == Prefill
 	asyncOn  bool // async (cfg.AsyncScheduling without pipeline parallelism)
 	slowOn   bool // slow is neither 0 nor 1
+	hybridOn bool // cfg.Local.Groups > 0 (hybrid)
 	// cur is the flight without pipeline parallelism (the first with
 	// it): what finishing and launching a batch read and write of it
 	// ends the hot lines, so that a steady step touches no flight line.
@@ -195,6 +196,7 @@ func (e *Engine) initHot() {
 	e.ppN, e.checkInv = int32(max(e.cfg.PipelineParallel, 1)), e.cfg.CheckInvariants
 	e.caching, e.prefill = e.cfg.PrefixCaching, e.cfg.Role == Prefill
 	e.asyncOn = e.cfg.AsyncScheduling && e.pp() == 1
+	e.hybridOn = e.cfg.Local.Groups > 0
 }
 
 // Config returns the engine's configuration.
