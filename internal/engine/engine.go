@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/servesim/servesim/internal/kv"
@@ -94,14 +95,17 @@ type Engine struct {
 	result  StepResult
 	waiting waitQueue
 	// firstSched is FirstScheduled of the batch being formed (prefill
-	// role), in a line with ready, which every general Form reads.
-	firstSched []int64
-	ready      deque // transferred requests waiting for the next batch
-	swap       swapState
+	// role), in a line with ready and the copies of the configuration's
+	// limits, which every general Form reads.
+	firstSched  []int64
+	ready       deque // transferred requests waiting for the next batch
+	maxSeqs     int32 // cfg.MaxNumSeqs
+	longPrefill int32 // cfg.LongPrefillTokenThreshold
+	swap        swapState
 
 	cfg       Config
 	formDraft int64    // proposer time of the batch formed by Begin (speculative decoding)
-	_         [56]byte // the records from the start of a line (TestEngineLayout)
+	_         [48]byte // the records from the start of a line (TestEngineLayout)
 	// laneTicks[i]: the decode lane's record of batch i (mod laneWindow):
 	// its members due, its members with named blocks whose next block it
 	// allocates, and its counted members' block events (ticklist.go).
@@ -197,6 +201,9 @@ func (e *Engine) initHot() {
 	e.caching, e.prefill = e.cfg.PrefixCaching, e.cfg.Role == Prefill
 	e.asyncOn = e.cfg.AsyncScheduling && e.pp() == 1
 	e.hybridOn = e.cfg.Local.Groups > 0
+	// (Counts of running requests stay far below 2^31: the clamp changes
+	// no comparison. The threshold's conversion is form's own.)
+	e.maxSeqs, e.longPrefill = int32(min(e.cfg.MaxNumSeqs, math.MaxInt32)), int32(e.cfg.LongPrefillTokenThreshold)
 }
 
 // Config returns the engine's configuration.
