@@ -86,7 +86,7 @@ func (e *Engine) AddRecord(r *workload.Request, rec metrics.Record, now int64) i
 	slot, s := e.take(r, rec, now, stWaiting)
 	s.rec.PrefillInstance = e.id
 	s.rec.DecodeInstance = -1
-	if e.cfg.Role != Prefill {
+	if !e.prefill {
 		s.rec.DecodeInstance = e.id
 	}
 	// The engine picks new requests up between steps: now when idle, else

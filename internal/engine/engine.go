@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/servesim/servesim/internal/kv"
@@ -16,16 +17,18 @@ import (
 // step (FinishSteady, BeginSteady) costs a miss per distinct line it
 // touches. Its first five lines hold the scalars and slice headers such a
 // step uses (the configuration's among them, copied at New, and the
-// number of queued requests); the gap maxima with the batch come next,
-// in two lines, then the result's two steady lines. The lines are those of an engine New allocates, which
+// number of queued requests) and, last, what a step reads and writes of
+// the batch in flight, which without pipeline parallelism is the
+// engine's own (cur); the gap maxima with the batch come next, in two
+// lines, then the result, whose two steady lines (StepResult) start 40
+// bytes into it. The lines are those of an engine New allocates, which
 // starts 8 bytes into a cache line (the allocator's header of an object
 // of this size that holds pointers): the first line holds 56 bytes of
 // fields. TestEngineLayout checks the placement.
 type Engine struct {
 	// flights are the batches in flight, oldest first; the backing array
-	// keeps the finished ones (for reuse) after them: flightBuf without
-	// pipeline parallelism, so finishing and launching a batch touch no
-	// line but the engine's and the flight's.
+	// keeps the finished ones (for reuse) after them: flightBuf, whose
+	// first flight is cur, without pipeline parallelism.
 	flights   []*flight
 	tick      int64 // batches finished
 	prevEnd   int64 // end of the latest finished batch
@@ -34,33 +37,29 @@ type Engine struct {
 
 	// A line of its own with what a P/D placement reads of every decode
 	// instance (Running, Reserved, HandoffQueue).
-	flightBuf    [1]*flight
 	running      []int32
 	lane         []int32 // slots of the decode lane's members (lane.go)
 	hqLen        int32   // requests in the decode admission queue (below)
 	reservedSeqs int32   // requests holding a decode reservation (reserved or ready)
+	stepEnd      int64   // end of the latest batch
 
 	// zombies are requests that finished (or, on a prefill instance,
 	// completed their prompt) in the last step: with async scheduling they
 	// keep their sequence slot and blocks until the next batch is formed.
 	zombies []int32
-	stepEnd int64 // end of the latest batch
 	laneSum int64 // sum of laneOff
 	// Minimum and maximum of laneOff; stale after an extreme member left.
 	laneLo, laneHi int64
-	slow           float64 // scales every step's time (a straggler, fault.go); 0 or 1: none
+	pred           perf.Predictor
 
 	sched      []scheduled
-	firstSched []int64 // FirstScheduled of the batch being formed
-	preempted  int
+	err        error // the first invariant violation (fail)
+	pool       *kv.Pool
+	preempted  int32
 	maxBatched int32 // cfg.MaxNumBatchedTokens
-	formBudget int32 // token budget left by the last Form (invariant check)
+	blockSize  int32 // cfg.BlockSize
+	ppN        int32 // pipeline stages, at least 1 (pp)
 
-	err       error // the first invariant violation (fail)
-	pred      perf.Predictor
-	pool      *kv.Pool
-	blockSize int32 // cfg.BlockSize
-	ppN       int32 // pipeline stages, at least 1 (pp)
 	// queued is the number of requests in the waiting, ready and
 	// swapped queues (kept at their pushes and pops), read at every step.
 	queued    int32
@@ -78,17 +77,35 @@ type Engine struct {
 	caching  bool // cfg.PrefixCaching
 	prefill  bool // cfg.Role == Prefill
 	asyncOn  bool // async (cfg.AsyncScheduling without pipeline parallelism)
+	slowOn   bool // slow is neither 0 nor 1
+	hybridOn bool // cfg.Local.Groups > 0 (hybrid)
+	// cur is the flight without pipeline parallelism (the first with
+	// it): what finishing and launching a batch read and write of it
+	// ends the hot lines, so that a steady step touches no flight line.
+	cur flight
+
+	flightBuf  [1]*flight
+	slow       float64  // scales every step's time (a straggler, fault.go); 0 or 1: none
+	formBudget int32    // token budget left by the last Form (invariant check only)
+	_          [28]byte // the gap maxima from the start of a line (TestEngineLayout)
 
 	gaps    gapMax // gaps between the last laneWindow batch ends
 	batch   perf.Batch
+	_       [24]byte // the result's steady lines from a line's start (TestEngineLayout)
 	result  StepResult
 	waiting waitQueue
-	ready   deque // transferred requests waiting for the next batch
-	swap    swapState
+	// firstSched is FirstScheduled of the batch being formed (prefill
+	// role), in a line with ready and the copies of the configuration's
+	// limits, which every general Form reads.
+	firstSched  []int64
+	ready       deque // transferred requests waiting for the next batch
+	maxSeqs     int32 // cfg.MaxNumSeqs
+	longPrefill int32 // cfg.LongPrefillTokenThreshold
+	swap        swapState
 
 	cfg       Config
 	formDraft int64    // proposer time of the batch formed by Begin (speculative decoding)
-	_         [32]byte // the records from the start of a line (TestEngineLayout)
+	_         [48]byte // the records from the start of a line (TestEngineLayout)
 	// laneTicks[i]: the decode lane's record of batch i (mod laneWindow):
 	// its members due, its members with named blocks whose next block it
 	// allocates, and its counted members' block events (ticklist.go).
@@ -177,11 +194,16 @@ func New(id int, cfg Config, pred perf.Predictor) (*Engine, error) {
 // initHot sets the per-step copies of the configuration and points the
 // flights at the engine's own backing array (New, Reset).
 func (e *Engine) initHot() {
+	e.flightBuf[0] = &e.cur
 	e.flights = e.flightBuf[:0]
 	e.maxBatched, e.blockSize = int32(e.cfg.MaxNumBatchedTokens), int32(e.cfg.BlockSize)
 	e.ppN, e.checkInv = int32(max(e.cfg.PipelineParallel, 1)), e.cfg.CheckInvariants
 	e.caching, e.prefill = e.cfg.PrefixCaching, e.cfg.Role == Prefill
 	e.asyncOn = e.cfg.AsyncScheduling && e.pp() == 1
+	e.hybridOn = e.cfg.Local.Groups > 0
+	// (Counts of running requests stay far below 2^31: the clamp changes
+	// no comparison. The threshold's conversion is form's own.)
+	e.maxSeqs, e.longPrefill = int32(min(e.cfg.MaxNumSeqs, math.MaxInt32)), int32(e.cfg.LongPrefillTokenThreshold)
 }
 
 // Config returns the engine's configuration.

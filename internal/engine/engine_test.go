@@ -331,12 +331,13 @@ func TestQueuedAtStepBoundary(t *testing.T) {
 
 // TestEngineLayout checks the engine's placement of what a steady decode
 // step touches (engine.go), in the cache lines of an engine New allocated:
-// the hot fields in five lines, what a P/D placement reads of a decode
+// the hot fields, ending with the steady fields of the engine's own
+// flight (cur), in five lines, what a P/D placement reads of a decode
 // instance in one of them, the gap maxima and the batch in two, the
-// result's steady fields (Start to Spec and the inline ITL run) in two,
+// result's steady fields (Spec.StepNs to Prefilled) in two,
 // and the lane's batch records, 20 bytes each, from the start of a line
-// (those of 16 batches in 5 lines); and the flight's finish fields in the
-// first line of a flight, whose size keeps it line-aligned.
+// (those of 16 batches in 5 lines); and a flight's steady fields in its
+// first 48 bytes, its size keeping it line-aligned.
 func TestEngineLayout(t *testing.T) {
 	e, err := New(0, testConfig(), fixedStep{base: 1000})
 	if err != nil {
@@ -350,10 +351,10 @@ func TestEngineLayout(t *testing.T) {
 		from, to uintptr
 		want     uintptr
 	}{
-		{"hot fields", 0, unsafe.Offsetof(e.asyncOn) + 1, 5},
+		{"hot fields", 0, unsafe.Offsetof(e.cur) + unsafe.Offsetof(e.cur.sched) + unsafe.Sizeof(e.cur.sched), 5},
 		{"placement's fields", unsafe.Offsetof(e.running), unsafe.Offsetof(e.reservedSeqs) + 4, 1},
 		{"gap maxima and batch", unsafe.Offsetof(e.gaps), unsafe.Offsetof(e.batch) + unsafe.Sizeof(e.batch), 2},
-		{"result's steady fields", res, res + unsafe.Offsetof(e.result.itl) + unsafe.Sizeof(e.result.itl), 2},
+		{"result's steady fields", res + unsafe.Offsetof(e.result.Spec.StepNs), res + unsafe.Offsetof(e.result.Prefilled) + unsafe.Sizeof(e.result.Prefilled), 2},
 	} {
 		if n := lines(c.from, c.to); n > c.want {
 			t.Errorf("the engine's %s (bytes %d to %d, the engine starting %d bytes into a line) span %d cache lines, want %d",
@@ -368,7 +369,10 @@ func TestEngineLayout(t *testing.T) {
 	if size := unsafe.Sizeof(f); size%64 != 0 {
 		t.Errorf("flight is %d bytes, not a multiple of 64: pad it (step.go)", size)
 	}
-	if got := unsafe.Offsetof(f.end) + unsafe.Sizeof(f.end); got > 64 {
-		t.Errorf("the flight's finish fields end at byte %d, past the first cache line", got)
+	if got := unsafe.Offsetof(f.sched) + unsafe.Sizeof(f.sched); got != 48 {
+		t.Errorf("the flight's steady fields end at byte %d, want 48 (the end of the engine's hot lines in cur)", got)
+	}
+	if e.flightBuf[0] != &e.cur {
+		t.Errorf("the flights' backing array does not start with cur")
 	}
 }

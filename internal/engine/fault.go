@@ -44,7 +44,7 @@ func (e *Engine) Reset() error {
 	}
 	*e = Engine{cfg: e.cfg, id: e.id, pred: e.pred, pool: pool, scratch: make([]int32, e.cfg.BlockSize),
 		hqHead: -1, hqTail: -1, nextID: e.nextID, tiers: e.tiers, noLane: e.noLane,
-		specRand: e.specRand, specTotal: e.specTotal, preemptions: e.preemptions, slow: e.slow, err: e.err,
+		specRand: e.specRand, specTotal: e.specTotal, preemptions: e.preemptions, slow: e.slow, slowOn: e.slowOn, err: e.err,
 		swap: swapState{stats: e.swap.stats}}
 	e.initHot()
 	return nil
@@ -58,14 +58,14 @@ func (e *Engine) NextBatchID() int64 { return e.nextID }
 // SetSlowdown makes every step of this instance last f times its
 // predicted time (f >= 1; 1 or 0: normal speed), as a straggling GPU
 // does. It applies to batches started from now on.
-func (e *Engine) SetSlowdown(f float64) { e.slow = f }
+func (e *Engine) SetSlowdown(f float64) { e.slow, e.slowOn = f, f != 0 && f != 1 }
 
 // Slowdown is the factor set by SetSlowdown (0 when never set).
 func (e *Engine) Slowdown() float64 { return e.slow }
 
 // Slowed returns d scaled by the instance's slowdown factor.
 func (e *Engine) Slowed(d int64) int64 {
-	if e.slow == 0 || e.slow == 1 {
+	if !e.slowOn { // (slow is 0 or 1)
 		return d
 	}
 	return int64(float64(d) * e.slow)

@@ -15,8 +15,15 @@ import (
 func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 	r := &e.result
 	i := 0
-	for i < len(e.flights) && e.flights[i].id != id {
-		i++
+	if e.ppN == 1 {
+		// (The one flight is cur: no read of the backing array.)
+		if len(e.flights) == 0 || e.cur.id != id {
+			i = len(e.flights)
+		}
+	} else {
+		for i < len(e.flights) && e.flights[i].id != id {
+			i++
+		}
 	}
 	if i == len(e.flights) {
 		e.fail(fmt.Errorf("batch %d finished at t=%d ns is not in flight", id, end))
@@ -24,7 +31,10 @@ func (e *Engine) FinishBatch(id int64, end int64) (*StepResult, error) {
 		e.resultDirty = true // (no Batch)
 		return r, e.err
 	}
-	f := e.flights[i]
+	f := &e.cur
+	if e.ppN > 1 {
+		f = e.flights[i]
+	}
 	if n := len(e.flights); i == 0 && n == 1 {
 		e.flights = e.flights[:0] // f stays after it, for reuse
 	} else {

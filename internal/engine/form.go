@@ -164,7 +164,7 @@ func (e *Engine) addDecodes(dn, dmin, dmax int, dsum int64) {
 // and then the waiting queue's, within budget, and returns the budget left.
 func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 	// Transferred requests first: their slot was reserved.
-	for e.ready.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies) < e.cfg.MaxNumSeqs {
+	for e.ready.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies) < int(e.maxSeqs) {
 		slot := e.ready.front()
 		s := &e.slots[slot]
 		if s.enqueued > formed {
@@ -184,7 +184,7 @@ func (e *Engine) formWaiting(now, formed int64, budget int32) int32 {
 	if e.swap.queue.len() > 0 {
 		e.swapIns(now)
 	}
-	for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+int(e.reservedSeqs) < e.cfg.MaxNumSeqs {
+	for e.waiting.len() > 0 && budget > 0 && e.numRunning()+len(e.zombies)+int(e.reservedSeqs) < int(e.maxSeqs) {
 		slot := e.waiting.front()
 		s := &e.slots[slot]
 		if s.enqueued > formed {
@@ -247,7 +247,7 @@ func (e *Engine) releaseZombies() {
 // the step budget.
 func (e *Engine) chunk(remaining, budget int32) int32 {
 	n := remaining
-	if t := int32(e.cfg.LongPrefillTokenThreshold); t > 0 && n > t {
+	if t := e.longPrefill; t > 0 && n > t {
 		n = t
 	}
 	if n > budget {

@@ -55,7 +55,7 @@ type localHold struct {
 }
 
 // hybrid reports whether the engine keeps local KV cache groups.
-func (e *Engine) hybrid() bool { return e.cfg.Local.Groups > 0 }
+func (e *Engine) hybrid() bool { return e.hybridOn }
 
 // hold returns slot's local blocks, growing the table to cover it.
 func (e *Engine) hold(slot int32) *localHold {

@@ -268,7 +268,7 @@ func (e *Engine) laneFits(budget int32) bool {
 // laneDemand is the chunk explicit running request s asks for.
 func (e *Engine) laneDemand(s *seq) int32 {
 	n := s.numTokens() - s.computed
-	if t := int32(e.cfg.LongPrefillTokenThreshold); t > 0 && n > t {
+	if t := e.longPrefill; t > 0 && n > t {
 		n = t
 	}
 	return n

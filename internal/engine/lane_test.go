@@ -212,3 +212,36 @@ func TestDecodeLaneEngages(t *testing.T) {
 		t.Fatalf("batch: %d explicit, %d in the lane, %+v; want 0, 4, 4 decodes of context 10", len(f.sched), f.lane, e.batch)
 	}
 }
+
+// TestSteadyResultAfterFailedFinish checks that a steady step after a
+// finish that failed (a batch id not in flight, whose result has no
+// batch) gives the result its batch again, as FinishBatch does.
+func TestSteadyResultAfterFailedFinish(t *testing.T) {
+	e, err := New(0, testConfig(), fixedStep{base: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		e.Add(&workload.Request{ID: int64(i), InputTokens: 8, OutputTokens: 30}, 0)
+	}
+	now := int64(0)
+	for i := 0; i < 3; i++ { // the prompts, then two decode steps: a lane of 4
+		d, ok := begin(e, now)
+		if !ok {
+			t.Fatalf("step %d: no batch", i)
+		}
+		now += d
+		finish(e, now)
+	}
+	st, ok, err := e.BeginSteady(now)
+	if err != nil || !ok || !e.SteadyInFlight() {
+		t.Fatalf("no steady batch: %v %v", ok, err)
+	}
+	if r, err := e.FinishBatch(st.ID+1, st.End); err == nil || r.Batch != nil {
+		t.Fatalf("finishing a batch not in flight: error %v, batch %p; want an error and no batch", err, r.Batch)
+	}
+	r, _ := e.FinishSteady(st.ID, st.End) // (the engine is failed: the error stays)
+	if r.Batch != &e.batch || r.GenTokens != 4 || r.End != st.End {
+		t.Fatalf("steady result after the failed finish: batch %p (want %p), %d tokens, end %d", r.Batch, &e.batch, r.GenTokens, r.End)
+	}
+}

@@ -39,7 +39,7 @@ func pipeDrive(e *Engine, now int64, limit int, f func(ev pipeEvent) error) (int
 		}
 		if ok {
 			ev := pipeEvent{at: now, start: true, id: st.ID, end: st.End, free: st.Free,
-				sched: append([]scheduled(nil), e.flights[len(e.flights)-1].sched...), preempted: e.preempted}
+				sched: append([]scheduled(nil), e.flights[len(e.flights)-1].sched...), preempted: int(e.preempted)}
 			if err := emit(ev); err != nil {
 				return now, err
 			}
@@ -51,18 +51,18 @@ func pipeDrive(e *Engine, now int64, limit int, f func(ev pipeEvent) error) (int
 			}
 			return now, nil
 		}
-		next := e.flights[0].end
+		next := e.flightEnd(e.flights[0])
 		if !e.Busy() && e.NextFree() > now && e.NextFree() < next {
 			next = e.NextFree()
 		}
 		if next < now {
 			return now, fmt.Errorf("time goes back from %d to %d", now, next)
 		}
-		if next == now && (e.Busy() || e.NextFree() <= now) && e.flights[0].end != now {
+		if next == now && (e.Busy() || e.NextFree() <= now) && e.flightEnd(e.flights[0]) != now {
 			return now, fmt.Errorf("t=%d: stuck", now)
 		}
 		now = next
-		for len(e.flights) > 0 && e.flights[0].end == now && (limit == 0 || events < limit) {
+		for len(e.flights) > 0 && e.flightEnd(e.flights[0]) == now && (limit == 0 || events < limit) {
 			id := e.flights[0].id
 			r, err := e.FinishBatch(id, now)
 			if err != nil {
@@ -244,7 +244,7 @@ func TestPipelineProperty(t *testing.T) {
 		for i := 0; i < len(reqs); {
 			// Run until the next arrival, then add it.
 			for len(e.flights) > 0 {
-				next := e.flights[0].end
+				next := e.flightEnd(e.flights[0])
 				if !e.Busy() && e.NextFree() > now && e.NextFree() < next {
 					next = e.NextFree()
 				}

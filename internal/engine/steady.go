@@ -21,10 +21,10 @@ import (
 // SteadyInFlight reports whether the one batch in flight holds decode-lane
 // members only.
 func (e *Engine) SteadyInFlight() bool {
-	if len(e.flights) != 1 {
+	if len(e.flights) != 1 || e.noLane {
 		return false
 	}
-	f := e.flights[0]
+	f := &e.cur // (the lane is on: no pipeline parallelism)
 	return len(f.sched) == 0 && f.lane > 0
 }
 
@@ -34,13 +34,15 @@ func (e *Engine) SteadyInFlight() bool {
 // FinishBatch itself.
 func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 	// (A batch holding lane members implies the lane is on.)
-	if !e.SteadyInFlight() || e.flights[0].id != id || len(e.running) > 0 || len(e.zombies) > 0 {
+	if !e.SteadyInFlight() || e.cur.id != id || len(e.running) > 0 || len(e.zombies) > 0 {
 		return e.FinishBatch(id, end)
 	}
-	f := e.flights[0]
+	f := &e.cur
 	e.flights = e.flights[:0] // f stays after it, for reuse (Launch)
 	r := &e.result
-	r.Start, r.End, r.Batch = f.start, end, &e.batch // (no pipeline with the lane: flightBatch)
+	// (r.Batch is &e.batch already: FinishBatch set it, the lane being off
+	// with pipeline parallelism, or a failed finish left the result dirty.)
+	r.Start, r.End = f.start, end
 	r.PromptTokens, r.GenTokens = 0, int(f.lane)
 	e.tick++
 	gap := end - e.prevEnd
@@ -54,6 +56,7 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 		r.Preempted = int(f.preempted)
 		r.Finished, r.First, r.Prefilled = r.Finished[:0], r.First[:0], r.Prefilled[:0]
 		r.Spec = SpecStats{}
+		r.Batch = &e.batch
 		e.resultDirty = f.preempted != 0
 	}
 	e.justEnded = true
@@ -77,12 +80,16 @@ func (e *Engine) BeginSteady(now int64) (Step, bool, error) {
 	}
 	// Form's and form's resets; nothing else of them applies: no zombie
 	// to release, and the batch is not empty.
+	// (No first scheduled request to forget: the lane is off on prefill
+	// instances.)
 	e.justEnded = false
-	e.firstSched = e.firstSched[:0]
 	e.sched = e.sched[:0]
 	e.batch = perf.Batch{}
 	e.preempted = 0
-	e.formBudget = e.laneOnlyForm(budget)
+	left := e.laneOnlyForm(budget)
+	if e.checkInv {
+		e.formBudget = left
+	}
 	st, err := e.Launch(now, e.Slowed(e.pred.StepTime(&e.batch)))
 	return st, true, err
 }

@@ -13,19 +13,21 @@ type scheduled struct {
 	spec   int32 // proposals verified (speculative decoding), in tokens
 }
 
-// flight is one batch in flight. What finishing a batch reads shares the
-// first cache line; batch holds the batch only with pipeline parallelism
-// (without it the one batch in flight is Engine.batch, which no Form
-// touches until the batch has finished). The size is a multiple of 64
-// bytes, which keeps a flight line-aligned in its size class.
+// flight is one batch in flight. What finishing a steady batch reads and
+// launching one writes is its first 48 bytes (Engine.cur ends the
+// engine's hot lines with them); end is read only with pipeline
+// parallelism, and batch holds the batch only then (without it the one
+// batch in flight is Engine.batch, which no Form touches until the batch
+// has finished). The size is a multiple of 64 bytes, which keeps a
+// flight line-aligned in its size class.
 type flight struct {
 	id        int64
 	start     int64
 	lane      int32 // lane members, one decode token each, not in sched
 	preempted int32
-	draftNs   int64 // speculative proposer time within the step
 	sched     []scheduled
-	end       int64
+	end       int64 // (set only with pipeline parallelism)
+	draftNs   int64 // speculative proposer time within the step
 	batch     perf.Batch
 	_         [32]byte
 }
@@ -47,29 +49,31 @@ func (e *Engine) FirstScheduled() []int64 { return e.firstSched }
 
 // StepResult is what one step did. Slices are reused by the next FinishBatch.
 //
-// The fields a steady decode step writes and its observers read share two
-// cache lines (the engine keeps its result line-aligned): Start to ITL,
-// then Spec and the one run of ITL gaps such a step has.
+// The fields a steady decode step writes and its observers read (the
+// runner's StepDone, the cluster's step end) share two cache lines, the
+// engine keeping the result 40 bytes before a line's start: the proposer
+// time, Start to ITL, then the one run of ITL gaps such a step has and
+// the lengths of Finished and Prefilled, which every step end reads.
+// Spec comes first so that its last field, StepNs, which the runner
+// reads at every step, opens the first of them.
 type StepResult struct {
+	Spec       SpecStats // speculative decoding's counts (zero when off)
 	Start, End int64
+	// PromptTokens is the prompt tokens of requests that emitted their
+	// first token; GenTokens the output tokens emitted.
+	PromptTokens, GenTokens int
+	ITL                     []Gap            // gaps between consecutive tokens emitted this step, run-length encoded
+	itl                     [1]Gap           // ITL's backing array on the steady path (FinishSteady)
+	Finished                []metrics.Record // requests that produced their last token
+	Prefilled               []Prefilled      // prefill role: prompts computed, KV pinned
+
 	// Batch is the batch as the predictor saw it, valid until the
-	// engine's next Begin, Form or Launch.
-	Batch        *perf.Batch
-	PromptTokens int       // prompt tokens of requests that emitted their first token
-	GenTokens    int       // output tokens emitted
-	ITL          []Gap     // gaps between consecutive tokens emitted this step, run-length encoded
-	Spec         SpecStats // speculative decoding's counts (zero when off)
-	itl          [1]Gap    // ITL's backing array on the steady path (FinishSteady)
-
-	// The third line: what FinishBatch's general path reads or writes of
-	// the rest at every step.
-	itlBuf    []Gap            // ITL's backing array on FinishBatch's general path
-	Finished  []metrics.Record // requests that produced their last token
-	Preempted int              // requests preempted while forming the batch
-	_         [8]byte
-
-	First     []int64     // ids of the requests that emitted their first output token
-	Prefilled []Prefilled // prefill role: prompts computed, KV pinned
+	// engine's next Begin, Form or Launch. (A steady step leaves it:
+	// without pipeline parallelism it is always the engine's batch.)
+	Batch     *perf.Batch
+	itlBuf    []Gap   // ITL's backing array on FinishBatch's general path
+	Preempted int     // requests preempted while forming the batch
+	First     []int64 // ids of the requests that emitted their first output token
 }
 
 // Gap is a run of Count equal inter-token gaps of NS nanoseconds. In a
@@ -139,7 +143,9 @@ func (e *Engine) Form(now int64) (bool, error) {
 		formed = e.stepStart
 	}
 	e.justEnded = false
-	e.firstSched = e.firstSched[:0]
+	if e.prefill {
+		e.firstSched = e.firstSched[:0]
+	}
 	budget := e.form(now, formed)
 	hadZombies := len(e.zombies) > 0
 	e.releaseZombies()
@@ -161,7 +167,9 @@ func (e *Engine) Form(now int64) (bool, error) {
 		// running, so this ends.
 		budget = e.form(now, formed)
 	}
-	e.formBudget = budget
+	if e.checkInv {
+		e.formBudget = budget
+	}
 	return len(e.sched) > 0 || len(e.lane) > 0, e.err
 }
 
@@ -172,22 +180,20 @@ func (e *Engine) FormedBatch() perf.Batch { return e.batch }
 // Launch starts the batch formed by Form at now, lasting d nanoseconds
 // (the pipeline stages split d when pp > 1).
 func (e *Engine) Launch(now, d int64) (Step, error) {
-	budget := e.formBudget
 	e.stepStart = now
 	end, free := now+d, now+d
-	if e.pp() > 1 {
+	pp := e.pp() > 1
+	if pp {
 		end, free = e.pipeline(now, d)
 	}
 	e.stepEnd = end
 	e.nextID++
-	var f *flight
-	if n := len(e.flights); n < cap(e.flights) {
-		f = e.flights[:n+1][n] // a finished flight, or nil
+	f := &e.cur
+	if pp {
+		f = e.nextFlight()
+		f.end = end
 	}
-	if f == nil {
-		f = new(flight) // at most pp of them over a run
-	}
-	f.id, f.start, f.end = e.nextID, now, end
+	f.id, f.start = e.nextID, now
 	// The flight takes the formed list; the next form reuses the flight's
 	// old buffer (no copy).
 	spare := f.sched[:0]
@@ -196,8 +202,10 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 	if e.spec { // (f.draftNs is read only then)
 		f.draftNs, e.formDraft = e.formDraft, 0
 	}
-	e.flights = append(e.flights, f)
-	if e.pp() > 1 {
+	if !pp {
+		e.flights = e.flights[:1] // cur, in the backing array's first place
+	} else {
+		e.flights = append(e.flights, f)
 		// Only pipelined batches overlap the forming of the next one
 		// (which overwrites e.batch).
 		f.batch = e.batch
@@ -206,12 +214,35 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 		}
 	}
 	if e.checkInv {
-		if err := e.check(budget); err != nil {
+		if err := e.check(e.formBudget); err != nil {
 			e.fail(fmt.Errorf("after forming the batch at t=%d ns: %w", now, err))
 		}
 	}
 	e.sched = spare
 	return Step{ID: f.id, Start: now, End: end, Free: free}, e.err
+}
+
+// flightEnd is the end of flight f, in flight: without pipeline
+// parallelism the latest batch's (f.end is set only with it).
+func (e *Engine) flightEnd(f *flight) int64 {
+	if e.pp() > 1 {
+		return f.end
+	}
+	return e.stepEnd
+}
+
+// nextFlight is the flight the next batch takes with pipeline
+// parallelism: a finished one kept after those in flight, or a new one
+// (at most pp of them over a run).
+func (e *Engine) nextFlight() *flight {
+	var f *flight
+	if n := len(e.flights); n < cap(e.flights) {
+		f = e.flights[:n+1][n] // a finished flight, or nil
+	}
+	if f == nil {
+		f = new(flight)
+	}
+	return f
 }
 
 // pipeline times a batch of step time d entering the first of N stages at
