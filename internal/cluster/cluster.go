@@ -106,7 +106,7 @@ type Sim struct {
 	cut        bool   // a limit ended the run
 	events     int64  // events processed
 	tokensSeen int64  // prompt and output tokens of the requests admitted
-	live       idTable[liveReq]
+	live       liveTable
 
 	ft *faultState // the fault model (fault.go); nil: none
 	// reArriving: the request being placed is sent again after a loss and

@@ -93,7 +93,7 @@ func (s *Sim) noteLimit(at int64) {
 
 // track notes an admitted request as in flight.
 func (s *Sim) track(req *workload.Request, now int64) {
-	s.live.put(req.ID, liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session, priority: req.Priority})
+	*s.live.add(req.ID) = liveReq{arrival: now, input: req.InputTokens, output: req.OutputTokens, session: req.Session, priority: req.Priority}
 	s.tokensSeen += int64(req.InputTokens) + int64(req.OutputTokens)
 }
 
