@@ -270,24 +270,24 @@ type stepShape struct {
 // A per-run copy of an engine time over a Profile holds the Profile's
 // per-run copy (own): in a cluster an instance's predictor has left the
 // first-level cache by its next step, and the fields a plain decode step
-// reads (dec, inner and own's first 104 bytes) are then the struct's first
-// two cache lines (the size is a multiple of 64 bytes, so the allocator
-// starts the struct on a line). Other steps read the immutable fields
-// (e, capIdx, fixed, launch) through tmpl, the engine time the per-run
-// copies were made from: shared by every instance of a cluster, they
-// stay in the cache.
+// reads (dec and own's first 56 bytes) are then the struct's first cache
+// line (the size is a multiple of 64 bytes, so the allocator starts the
+// struct on a line). Other steps read the immutable fields (e, capIdx,
+// fixed, launch) through tmpl, the engine time the per-run copies were
+// made from: shared by every instance of a cluster, they stay in the
+// cache.
 type engineTime struct {
 	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
 	// decodeShapeLimit (immutable, shared by the per-run copies; nil
 	// serves none).
-	dec   *[decodeShapeLimit]stepShape
-	inner Predictor
+	dec *[decodeShapeLimit]stepShape
 	// own is inner (own.p not nil) in a per-run copy of an engine time
 	// over a Profile: a plain decode step takes its decodeNs at the
 	// step's padding directly.
-	own  profileRun
-	tmpl *engineTime
-	e    EngineTime
+	own   profileRun
+	inner Predictor
+	tmpl  *engineTime
+	e     EngineTime
 	// capIdx[tokens] is the index of the smallest capture size >= tokens
 	// (the binary search Dispatch does, done once per count up to the
 	// largest capture size; counts beyond it are past every size). Nil
@@ -302,7 +302,7 @@ type engineTime struct {
 
 // engineTimePad pads engineTime to a multiple of 64 bytes on 64-bit
 // platforms (TestDecodeStateLayout).
-const engineTimePad = 16
+const engineTimePad = 56
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {

@@ -11,10 +11,10 @@ import (
 // TestDecodeStateLayout: in a cluster an instance's predictor state has
 // left the first-level cache by its next step, so a plain decode step
 // should read few cache lines of it. The per-run engine time over a
-// Profile holds the fields such a step reads (dec, inner and its own
-// profile run's up to plans) on its first two lines and starts on a
-// line; a plan's hot part is two whole lines, as growPlans allocates the
-// hot parts, whatever the counts met.
+// Profile holds the fields such a step reads (dec and its own profile
+// run's up to plans) on its first line and starts on a line; a plan's hot
+// part is two whole lines, as newPlan allocates the hot parts, whatever
+// the counts met.
 func TestDecodeStateLayout(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the layout is laid out for 64-bit platforms")
@@ -23,11 +23,14 @@ func TestDecodeStateLayout(t *testing.T) {
 	if size := unsafe.Sizeof(e); size%64 != 0 {
 		t.Errorf("engineTime is %d bytes, not a multiple of 64: set engineTimePad", size)
 	}
-	if off := unsafe.Offsetof(e.own); off != 24 {
-		t.Errorf("own starts at byte %d, not right after dec and inner", off)
+	if off := unsafe.Offsetof(e.own); off != 8 {
+		t.Errorf("own starts at byte %d, not right after dec", off)
 	}
-	if end := unsafe.Offsetof(e.own) + unsafe.Offsetof(e.own.plans); end > 128 {
-		t.Errorf("the profile run's hot fields end at byte %d, past the second cache line", end)
+	if end := unsafe.Offsetof(e.own) + unsafe.Offsetof(e.own.plans); end > 64 {
+		t.Errorf("the profile run's hot fields end at byte %d, past the first cache line", end)
+	}
+	if off := unsafe.Offsetof(e.inner); off < 64 || unsafe.Offsetof(e.tmpl)+8 > 128 {
+		t.Errorf("inner and tmpl (at bytes %d and %d) are not on the second cache line", off, unsafe.Offsetof(e.tmpl))
 	}
 	if size := unsafe.Sizeof(planHot{}); size != 128 {
 		t.Errorf("planHot is %d bytes, not two cache lines", size)
