@@ -537,12 +537,19 @@ func (r *profileRun) setKVBucket(s *skewTable, kvMax float64) {
 	lo, hi, off := s.bucketOf(axKVBig, kvMax)
 	r.kvOff = off
 	r.offs = r.srOff + r.kvOff
-	r.kvLo, r.kvHi = math.MaxInt32, math.MinInt32 // empty
+	r.kvLo, r.kvHi = wholeRange(lo, hi)
+}
+
+// wholeRange is (klo, khi], within an int32, such that a whole k in it
+// is in (lo, hi]: the whole numbers in (lo, hi] are those in
+// (floor(lo), floor(hi)], whose bounds it clamps into an int32 (an
+// empty range when they cannot be).
+func wholeRange(lo, hi float64) (klo, khi int32) {
 	fl, fh := math.Floor(lo), math.Floor(hi)
 	if !(fl < math.MaxInt32 && fh >= math.MinInt32) { // also NaN
-		return
+		return math.MaxInt32, math.MinInt32
 	}
-	r.kvLo, r.kvHi = int32(max(fl, math.MinInt32)), int32(min(fh, math.MaxInt32))
+	return int32(max(fl, math.MinInt32)), int32(min(fh, math.MaxInt32))
 }
 
 // wholeInt32 is v as an int32 when v is a whole number within an int32.
