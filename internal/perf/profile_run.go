@@ -15,9 +15,9 @@ import (
 //
 // In a cluster an instance's predictor state has left the first-level
 // cache by its next step, so a decode step should touch few cache lines
-// of it: the fields it reads come first (104 bytes, up to plans, which
-// engineTime places on two lines), and of its plan it reads the hot part
-// only (one planHot, two lines).
+// of it: the fields it reads come first (56 bytes, up to plans, which
+// profileEngine places on its first line), and of its plan it reads the
+// hot part only (one planHot, two lines).
 type profileRun struct {
 	p *Profile
 	// hot[n] is the hot part of n's plan (parallel to plans): noPlans,
@@ -26,7 +26,10 @@ type profileRun struct {
 	// The latest decode step's clamped context sum and its mean sum / n,
 	// n = meanN (0 before the first; see meanOf).
 	meanSum, mean int64
-	meanN, offs   int32
+	// meanN is as above; srB is the skew-rate bucket's index plus one
+	// (0: none, or an index beyond an int16).
+	meanN, srB int16
+	offs       int32
 	// The skew-rate and kv_big buckets of the latest decode step: a
 	// step's are nearly always its predecessor's. The skew-rate bucket
 	// is that of the rate of mean - min = srNum and max - min = srGap,
@@ -42,8 +45,6 @@ type profileRun struct {
 	kvLo, kvHi   int32
 	plans        []decodePlan // by n, built on first use, n < decodePlanLimit
 	kvOff, srOff int32
-	// srB is the skew-rate bucket's index plus one (0: none).
-	srB int32
 }
 
 // decodePlanLimit bounds the decode counts whose plans are kept (vLLM's
@@ -280,12 +281,12 @@ func (r *profileRun) decodeAttention(h *planHot, b *Batch) float64 {
 func (r *profileRun) meanOf(s int64, n int) int64 {
 	q := r.mean
 	switch d := s - r.meanSum; {
-	case int32(n) != r.meanN || (d != 0 && d != int64(n)):
+	case int16(n) != r.meanN || (d != 0 && d != int64(n)):
 		q = s / int64(n)
 	case d != 0:
 		q++
 	}
-	r.meanN, r.meanSum, r.mean = int32(n), s, q
+	r.meanN, r.meanSum, r.mean = int16(n), s, q
 	return q
 }
 
@@ -522,8 +523,11 @@ func (r *profileRun) skewRate(s *skewTable, num, gap float64) {
 		sr = 1
 	}
 	if a, i := &s.axes[axSkewRate], int(r.srB)-1; i < 0 || !a.holds(i, sr) {
-		i := s.axes[axSkewRate].index(sr)
-		r.srB, r.srOff = int32(i+1), int32(i*s.stride[axSkewRate])
+		i := a.index(sr)
+		r.srB, r.srOff = 0, int32(i*s.stride[axSkewRate])
+		if i < math.MaxInt16 {
+			r.srB = int16(i + 1)
+		}
 		r.offs = r.srOff + r.kvOff
 	}
 }
