@@ -176,6 +176,17 @@ func satMul(a, k int64) int64 {
 	return a * k
 }
 
+// commAt is StepCommNs of inner, the inner predictor of engine time e,
+// with the padding e gives b.
+func commAt(e *engineTime, inner Predictor, b *Batch) (ns int64, ok bool) {
+	_, padded := e.dispatch(b)
+	saved := b.PadTokens
+	b.PadTokens = max(padded-b.Tokens(), 0)
+	ns, ok = StepCommNs(inner, b)
+	b.PadTokens = saved
+	return ns, ok
+}
+
 // StepCommNs is the tensor-parallel communication part of step b as
 // predictor p times it: p's WithCollectives time, reached through the
 // WithOverhead and WithEngineTime decorators (with the CUDA-graph padding
@@ -189,12 +200,9 @@ func StepCommNs(p Predictor, b *Batch) (ns int64, ok bool) {
 	case overhead:
 		return StepCommNs(q.Predictor, b)
 	case *engineTime:
-		_, padded := q.dispatch(b)
-		saved := b.PadTokens
-		b.PadTokens = max(padded-b.Tokens(), 0)
-		ns, ok = StepCommNs(q.inner, b)
-		b.PadTokens = saved
-		return ns, ok
+		return commAt(q, q.inner, b)
+	case *profileEngine:
+		return commAt(q.tmpl, &q.own, b)
 	case tpComm:
 		return q.CommNs(b), true
 	}

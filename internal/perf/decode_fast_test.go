@@ -69,7 +69,7 @@ func TestEngineTimeDecodeMatchesReference(t *testing.T) {
 			if e.Mode != GraphsNone {
 				e.CaptureSizes = DefaultCaptureSizes(rapid.SampledFrom([]int{128, 256, 1024}).Draw(rt, "seqs"), 2048)
 			}
-			run := ForRun(WithEngineTime(p, e), nil).(*engineTime)
+			run := ForRun(WithEngineTime(p, e), nil).(*profileEngine)
 			if run.own.p == nil {
 				rt.Fatalf("the per-run engine time does not reach the profile run")
 			}

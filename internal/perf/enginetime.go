@@ -267,27 +267,23 @@ type stepShape struct {
 	fixed, floor, after float64
 }
 
-// A per-run copy of an engine time over a Profile holds the Profile's
-// per-run copy (own): in a cluster an instance's predictor has left the
-// first-level cache by its next step, and the fields a plain decode step
-// reads (dec, inner and own's first 104 bytes) are then the struct's first
-// two cache lines (the size is a multiple of 64 bytes, so the allocator
-// starts the struct on a line). Other steps read the immutable fields
-// (e, capIdx, fixed, launch) through tmpl, the engine time the per-run
-// copies were made from: shared by every instance of a cluster, they
-// stay in the cache.
+// engineTime is the engine time WithEngineTime makes, and a per-run copy
+// of it over a predictor other than a Profile (over a Profile, ForRun
+// makes a profileEngine). In a cluster an instance's predictor has left
+// the first-level cache by its next step: the fields a plain decode step
+// reads (dec and inner) are the struct's first cache line (the size is a
+// multiple of 64 bytes, so the allocator starts the struct on a line).
+// Other steps read the immutable fields (e, capIdx, fixed, launch)
+// through tmpl, the engine time the per-run copies were made from:
+// shared by every instance of a cluster, they stay in the cache.
 type engineTime struct {
 	// dec[n] is the shape of a plain decode step of n decodes, 0 < n <
 	// decodeShapeLimit (immutable, shared by the per-run copies; nil
 	// serves none).
 	dec   *[decodeShapeLimit]stepShape
 	inner Predictor
-	// own is inner (own.p not nil) in a per-run copy of an engine time
-	// over a Profile: a plain decode step takes its decodeNs at the
-	// step's padding directly.
-	own  profileRun
-	tmpl *engineTime
-	e    EngineTime
+	tmpl  *engineTime
+	e     EngineTime
 	// capIdx[tokens] is the index of the smallest capture size >= tokens
 	// (the binary search Dispatch does, done once per count up to the
 	// largest capture size; counts beyond it are past every size). Nil
@@ -302,19 +298,23 @@ type engineTime struct {
 
 // engineTimePad pads engineTime to a multiple of 64 bytes on 64-bit
 // platforms (TestDecodeStateLayout).
-const engineTimePad = 16
+const engineTimePad = 24
+
+// plainDecode reports that b is a plain decode step (see stepShape) of
+// fewer than decodeShapeLimit decodes.
+func plainDecode(b *Batch) bool {
+	n := b.NumDecode
+	return n > 0 && n < decodeShapeLimit && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
+		b.SpecTokens == 0 && b.DPPadTo == 0 && !b.DPSynced
+}
 
 // StepTime implements Predictor.
 func (t *engineTime) StepTime(b *Batch) int64 {
 	if b == nil {
 		return 0
 	}
-	if n := b.NumDecode; n > 0 && n < decodeShapeLimit && t.dec != nil && b.PrefillTokens == 0 && b.PrefillSeqs == 0 &&
-		b.SpecTokens == 0 && b.DPPadTo == 0 && !b.DPSynced {
-		sh := &t.dec[n]
-		if r := &t.own; r.p != nil && r.plainDecodes(b) {
-			return step(sh, r.decodeNs(b, sh.pad))
-		}
+	if t.dec != nil && plainDecode(b) {
+		sh := &t.dec[b.NumDecode]
 		return step(sh, t.innerAt(b, sh.pad))
 	}
 	if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
@@ -323,6 +323,57 @@ func (t *engineTime) StepTime(b *Batch) int64 {
 	sh := t.tmpl.shape(b)
 	return step(&sh, t.innerAt(b, sh.pad))
 }
+
+// profileEngine is the per-run copy of an engine time over a Profile: it
+// holds the Profile's per-run copy (own), which it takes as the inner
+// predictor, and a plain decode step takes own's decodeNs at the step's
+// padding directly. The fields such a step reads (dec and own's first 56
+// bytes) are the struct's first cache line (it is 128 bytes, which the
+// allocator starts on a line); other steps read tmpl, the engine time
+// the copy was made from (on the second line), for the rest.
+type profileEngine struct {
+	dec  *[decodeShapeLimit]stepShape // tmpl.dec
+	own  profileRun
+	tmpl *engineTime
+	_    [profileEnginePad]byte
+}
+
+// profileEnginePad pads profileEngine to 128 bytes on 64-bit platforms
+// (TestDecodeStateLayout).
+const profileEnginePad = 24
+
+// StepTime implements Predictor: engineTime.StepTime with own as the
+// inner predictor.
+func (t *profileEngine) StepTime(b *Batch) int64 {
+	if b == nil {
+		return 0
+	}
+	if t.dec != nil && plainDecode(b) {
+		sh := &t.dec[b.NumDecode]
+		if r := &t.own; r.plainDecodes(b) {
+			return step(sh, r.decodeNs(b, sh.pad))
+		}
+		return step(sh, t.ownAt(b, sh.pad))
+	}
+	if b.Tokens() <= 0 && b.Seqs() <= 0 && b.DPPadTo <= 0 {
+		return 0
+	}
+	sh := t.tmpl.shape(b)
+	return step(&sh, t.ownAt(b, sh.pad))
+}
+
+// ownAt is own's time of b at padding pad (as innerAt).
+func (t *profileEngine) ownAt(b *Batch, pad int) int64 {
+	saved := b.PadTokens
+	b.PadTokens = pad
+	ns := t.own.StepTime(b)
+	b.PadTokens = saved
+	return ns
+}
+
+// ForRun implements RunScoped: a new per-run copy of the engine time the
+// copy was made from.
+func (t *profileEngine) ForRun(c *TableCounts) Predictor { return t.tmpl.ForRun(c) }
 
 // innerAt is the inner predictor's time of b at padding pad.
 func (t *engineTime) innerAt(b *Batch, pad int) int64 {
@@ -407,16 +458,14 @@ func SpecCaptureSizes(maxNumSeqs, maxBatchedTokens, k int, sizes []int) []int {
 }
 
 // ForRun implements RunScoped: a copy of the engine time the per-run
-// copies are made from (tmpl). Over a Profile, the copy holds the
-// Profile's per-run copy itself (own).
+// copies are made from (tmpl), or over a Profile a profileEngine holding
+// the Profile's per-run copy.
 func (t *engineTime) ForRun(c *TableCounts) Predictor {
 	t = t.tmpl
-	cp := *t
 	if p, ok := t.inner.(*Profile); ok {
-		cp.own = p.newRun()
-		cp.inner = &cp.own
-		return &cp
+		return &profileEngine{dec: t.dec, own: p.newRun(), tmpl: t}
 	}
+	cp := *t
 	cp.inner = ForRun(t.inner, c)
 	return &cp
 }

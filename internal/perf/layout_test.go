@@ -11,10 +11,11 @@ import (
 // TestDecodeStateLayout: in a cluster an instance's predictor state has
 // left the first-level cache by its next step, so a plain decode step
 // should read few cache lines of it. The per-run engine time over a
-// Profile holds the fields such a step reads (dec, inner and its own
-// profile run's up to plans) on its first two lines and starts on a
-// line; a plan's hot part is two whole lines, as growPlans allocates the
-// hot parts, whatever the counts met.
+// Profile holds the fields such a step reads (dec and its own profile
+// run's up to plans) on its first line and starts on a line, and one
+// over another predictor holds dec and inner on its first line; a plan's
+// hot part is two whole lines, as newPlan allocates the hot parts,
+// whatever the counts met.
 func TestDecodeStateLayout(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the layout is laid out for 64-bit platforms")
@@ -23,11 +24,18 @@ func TestDecodeStateLayout(t *testing.T) {
 	if size := unsafe.Sizeof(e); size%64 != 0 {
 		t.Errorf("engineTime is %d bytes, not a multiple of 64: set engineTimePad", size)
 	}
-	if off := unsafe.Offsetof(e.own); off != 24 {
-		t.Errorf("own starts at byte %d, not right after dec and inner", off)
+	if end := unsafe.Offsetof(e.inner) + 16; end > 64 {
+		t.Errorf("engineTime's inner ends at byte %d, past the first cache line", end)
 	}
-	if end := unsafe.Offsetof(e.own) + unsafe.Offsetof(e.own.plans); end > 128 {
-		t.Errorf("the profile run's hot fields end at byte %d, past the second cache line", end)
+	var pe profileEngine
+	if size := unsafe.Sizeof(pe); size != 128 {
+		t.Errorf("profileEngine is %d bytes, not 128: set profileEnginePad", size)
+	}
+	if off := unsafe.Offsetof(pe.own); off != 8 {
+		t.Errorf("own starts at byte %d, not right after dec", off)
+	}
+	if end := unsafe.Offsetof(pe.own) + unsafe.Offsetof(pe.own.plans); end > 64 {
+		t.Errorf("the profile run's hot fields end at byte %d, past the first cache line", end)
 	}
 	if size := unsafe.Sizeof(planHot{}); size != 128 {
 		t.Errorf("planHot is %d bytes, not two cache lines", size)
@@ -39,8 +47,8 @@ func TestDecodeStateLayout(t *testing.T) {
 	p, _, _ := embeddedProfile(t, root, "RTXPRO6000", "meta-llama/Llama-3.1-8B", "llama", 1, 32, 0, 0)
 	for range 4 {
 		escaped = ForRun(WithEngineTime(p, EngineTime{Layers: 32, LayerKernels: 10}), nil)
-		run := escaped.(*engineTime)
-		if run.own.p == nil || run.inner != Predictor(&run.own) {
+		run := escaped.(*profileEngine)
+		if run.own.p == nil {
 			t.Fatal("the per-run engine time does not hold the profile run")
 		}
 		if at := uintptr(unsafe.Pointer(run)); at%64 != 0 {

@@ -150,7 +150,7 @@ func (p *Profile) attention(b *Batch, r *profileRun) float64 {
 	if r != nil && pc == 0 && kp == 0 && n < decodePlanLimit {
 		h := r.plan(n)
 		if p.skew != nil && n > 1 && kvMax > mean {
-			alpha = r.alpha(p.skew, int(h.skew), mean, float64(max(b.DecodeKVMin, 0)), kvMax)
+			alpha = r.alpha(p.skew, int(h.skew), mean, float64(max(b.DecodeKVMin, 0)), b.DecodeKVMax)
 		}
 		t = r.plans[n].at2(&kvd, alpha != 0)
 	} else {

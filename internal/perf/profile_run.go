@@ -1,6 +1,9 @@
 package perf
 
-import "math"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // profileRun is the Profile one run uses (Profile.ForRun). It predicts
 // exactly what the Profile does, and memoises, for steps without prefill
@@ -12,28 +15,34 @@ import "math"
 //
 // In a cluster an instance's predictor state has left the first-level
 // cache by its next step, so a decode step should touch few cache lines
-// of it: the fields it reads come first (104 bytes, up to plans, which
-// engineTime places on two lines), and of its plan it reads the hot part
-// only (one planHot, two lines).
+// of it: the fields it reads come first (56 bytes, up to plans, which
+// profileEngine places on its first line), and of its plan it reads the
+// hot part only (one planHot, two lines).
 type profileRun struct {
-	p   *Profile
-	hot []planHot // by n, parallel to plans; see growPlans
+	p *Profile
+	// hot[n] is the hot part of n's plan (parallel to plans): noPlans,
+	// whose plans are none built, before the first plan (see newPlan).
+	hot *[decodePlanLimit]planHot
 	// The latest decode step's clamped context sum and its mean sum / n,
 	// n = meanN (0 before the first; see meanOf).
 	meanSum, mean int64
+	// meanN is as above; srB is the skew-rate bucket's index plus one
+	// (0: none, or an index beyond an int16).
+	meanN, srB int16
+	offs       int32
 	// The skew-rate and kv_big buckets of the latest decode step: a
-	// step's are nearly always its predecessor's. A bucket holds the
-	// values in (lo, hi] (the zero value none) and its offset (kvOff,
-	// srOff) is its index times the axis's stride; offs is their sum.
-	// (Bucket indices are int32, as planHot.skew: a skew table holds
-	// far fewer than 2^31 buckets.)
-	// The skew-rate bucket is that of the rate of mean - min = srNum
-	// and max - min = srGap (NaN before the first), which a step whose
-	// contexts all grew by a token keeps.
-	srNum, srGap float64
-	kvLo, kvHi   float64
-	srLo, srHi   float64
-	meanN, offs  int32
+	// step's are nearly always its predecessor's. The skew-rate bucket
+	// is that of the rate of mean - min = srNum and max - min = srGap,
+	// which a step whose contexts all grew by a token keeps (0 and 0,
+	// which no step has, for none: a step has max > mean). The kv_big
+	// bucket holds the whole contexts in (kvLo, kvHi] (empty at first).
+	// The four are whole numbers within an int32 (see skewRate and
+	// setKVBucket); offs is the sum of the buckets' offsets (kvOff,
+	// srOff), their indices times the axes' strides. (Bucket indices
+	// are int32, as planHot.skew: a skew table holds far fewer than
+	// 2^31 buckets.)
+	srNum, srGap int32
+	kvLo, kvHi   int32
 	plans        []decodePlan // by n, built on first use, n < decodePlanLimit
 	kvOff, srOff int32
 }
@@ -43,7 +52,7 @@ type profileRun struct {
 const decodePlanLimit = 1024
 
 // planHot is the part of a plan a decode step reads: 128 bytes, which
-// growPlans keeps on two cache lines.
+// newPlan keeps on two cache lines.
 type planHot struct {
 	// pad is the padding of the latest step decodeStep or decodeNs took
 	// through the plan (-1 before the first, or when it exceeds an
@@ -141,7 +150,29 @@ func (p *Profile) ForRun(*TableCounts) Predictor {
 }
 
 // newRun is a new per-run copy of p.
-func (p *Profile) newRun() profileRun { return profileRun{p: p, srNum: math.NaN()} }
+func (p *Profile) newRun() profileRun { return profileRun{p: p, hot: &noPlans} }
+
+// noPlans is the hot parts of a run without plans (never written).
+var noPlans [decodePlanLimit]planHot
+
+// hotRuns counts the hot parts' arrays made, whose starts newHot
+// staggers.
+var hotRuns atomic.Uint32
+
+// hotStagger is the number of starts newHot staggers the arrays over
+// (4 kB of hot parts: every set of a first-level cache).
+const hotStagger = 32
+
+// newHot is a new array of hot parts. An array is page-aligned, and the
+// runs of a cluster meet the same decode counts: were their arrays to
+// start alike, the same count's hot parts would share cache sets, so the
+// array of the k-th run starts 7k (modulo hotStagger) entries into a
+// larger one.
+func newHot() *[decodePlanLimit]planHot {
+	off := int(hotRuns.Add(1)*7) % hotStagger
+	buf := make([]planHot, decodePlanLimit+hotStagger)
+	return (*[decodePlanLimit]planHot)(buf[off:])
+}
 
 // StepTime implements Predictor; it is p.StepTime(b), bit for bit. A
 // step of decodes only (no prefill, no speculation, no MoE time given by
@@ -201,17 +232,20 @@ func (r *profileRun) decodeNs(b *Batch, pad int) int64 {
 // p.attention(b, r))) for a decode step of the plan whose hot part is h.
 func (r *profileRun) decodeAttention(h *planHot, b *Batch) float64 {
 	p, n := r.p, b.NumDecode
-	mean := float64(r.meanOf(max(b.DecodeKVSum, 0), n))
-	kvMax := float64(b.DecodeKVMax)
+	q := r.meanOf(max(b.DecodeKVSum, 0), n)
+	mean, kvMax := float64(q), float64(b.DecodeKVMax)
 	alpha := 0.0
 	if sk := p.skew; sk != nil && n > 1 && kvMax > mean {
 		// r.alpha, its usual case (the latest skew rate and kv_big
-		// bucket) inline.
-		kvMin := float64(max(b.DecodeKVMin, 0))
-		if h.skew >= 0 && mean-kvMin == r.srNum && kvMax-kvMin == r.srGap && kvMax > r.kvLo && kvMax <= r.kvHi {
+		// bucket) inline, in whole numbers: with the longest context
+		// in (kvLo, kvHi], within an int32, the mean and the shortest
+		// are within 2^32, where the differences alpha takes are
+		// exact.
+		lo, k := max(b.DecodeKVMin, 0), b.DecodeKVMax
+		if h.skew >= 0 && q-int64(lo) == int64(r.srNum) && k-lo == int(r.srGap) && k > int(r.kvLo) && k <= int(r.kvHi) {
 			alpha = sk.alphaAt(int(h.skew + r.offs))
 		} else {
-			alpha = r.alpha(sk, int(h.skew), mean, kvMin, kvMax)
+			alpha = r.alpha(sk, int(h.skew), mean, float64(lo), k)
 		}
 	}
 	var tMean, tMax float64
@@ -247,12 +281,12 @@ func (r *profileRun) decodeAttention(h *planHot, b *Batch) float64 {
 func (r *profileRun) meanOf(s int64, n int) int64 {
 	q := r.mean
 	switch d := s - r.meanSum; {
-	case int32(n) != r.meanN || (d != 0 && d != int64(n)):
+	case int16(n) != r.meanN || (d != 0 && d != int64(n)):
 		q = s / int64(n)
 	case d != 0:
 		q++
 	}
-	r.meanN, r.meanSum, r.mean = int32(n), s, q
+	r.meanN, r.meanSum, r.mean = int16(n), s, q
 	return q
 }
 
@@ -323,35 +357,32 @@ func (c *nCorners) fill(g *kvdSegment, lo int) {
 // decodePlanLimit; the plan is r.plans[n]). It is small enough to be
 // inlined; newPlan makes a plan on first use.
 func (r *profileRun) plan(n int) *planHot {
-	if n < len(r.hot) && r.hot[n].built {
-		return &r.hot[n]
+	if h := &r.hot[n]; h.built {
+		return h
 	}
 	return r.newPlan(n)
 }
 
-// newPlan builds the plan of n decodes, growing the plans to hold it.
+// newPlan builds the plan of n decodes, growing the plans to hold it. The
+// hot parts are one array of 128-byte entries within a larger one, whose
+// size (a multiple of the page size) starts it on a page: each hot part
+// is two whole cache lines. The array is allocated at the first plan
+// (the pages of counts never met are not touched); the plans grow to a
+// power-of-two count.
 func (r *profileRun) newPlan(n int) *planHot {
-	if n >= len(r.hot) {
-		r.growPlans(n + 1)
+	if r.hot == &noPlans {
+		r.hot = newHot()
+	}
+	if n >= len(r.plans) {
+		size := 8
+		for size <= n {
+			size *= 2
+		}
+		r.plans = append(r.plans, make([]decodePlan, size-len(r.plans))...)
 	}
 	h := &r.hot[n]
 	r.p.buildPlan(h, &r.plans[n], n)
 	return h
-}
-
-// growPlans makes room for the plans of counts below n. The hot parts'
-// array has a power-of-two number of 128-byte entries: the allocator's
-// size classes of such sizes start every object on a multiple of its
-// size (or of a page), so each hot part is two whole cache lines.
-func (r *profileRun) growPlans(n int) {
-	size := 8
-	for size < n {
-		size *= 2
-	}
-	hot := make([]planHot, size)
-	copy(hot, r.hot)
-	r.hot = hot
-	r.plans = append(r.plans, make([]decodePlan, size-len(r.plans))...)
 }
 
 // buildPlan fills n's plan, pl and its hot part h, for n decodes and no
@@ -444,17 +475,17 @@ func (pl *decodePlan) at2(kvd *[2]float64, two bool) [2]float64 {
 }
 
 // alpha is skewTable.skewAlpha at pc = kp = 0 with a plan's part of the
-// bucket index, skew.
-func (r *profileRun) alpha(s *skewTable, skew int, kvMean, kvMin, kvMax float64) float64 {
+// bucket index, skew, for the longest context k (kvMax).
+func (r *profileRun) alpha(s *skewTable, skew int, kvMean, kvMin float64, k int) float64 {
 	if skew < 0 {
 		return s.alphaDefault
 	}
-	if num, gap := kvMean-kvMin, kvMax-kvMin; num != r.srNum || gap != r.srGap {
+	kvMax := float64(k)
+	if num, gap := kvMean-kvMin, kvMax-kvMin; num != float64(r.srNum) || gap != float64(r.srGap) {
 		r.skewRate(s, num, gap)
 	}
-	if !(kvMax > r.kvLo && kvMax <= r.kvHi) {
-		r.kvLo, r.kvHi, r.kvOff = s.bucketOf(axKVBig, kvMax)
-		r.offs = r.srOff + r.kvOff
+	if !(k > int(r.kvLo) && k <= int(r.kvHi)) {
+		r.setKVBucket(s, kvMax)
 	}
 	return s.alphaAt(skew + int(r.offs))
 }
@@ -473,7 +504,12 @@ func (s *skewTable) alphaAt(i int) float64 {
 // depends on them only: a step whose contexts all grew by a token has
 // its predecessor's, and alpha skips it.
 func (r *profileRun) skewRate(s *skewTable, num, gap float64) {
-	r.srNum, r.srGap = num, gap
+	r.srNum, r.srGap = 0, 0 // none, unless both are whole int32s
+	if n, ok := wholeInt32(num); ok {
+		if g, ok := wholeInt32(gap); ok {
+			r.srNum, r.srGap = n, g
+		}
+	}
 	sr := 0.5
 	if gap > 0 {
 		sr = num / gap
@@ -486,10 +522,46 @@ func (r *profileRun) skewRate(s *skewTable, num, gap float64) {
 	} else if sr > 1 {
 		sr = 1
 	}
-	if !(sr > r.srLo && sr <= r.srHi) {
-		r.srLo, r.srHi, r.srOff = s.bucketOf(axSkewRate, sr)
+	if a, i := &s.axes[axSkewRate], int(r.srB)-1; i < 0 || !a.holds(i, sr) {
+		i := a.index(sr)
+		r.srB, r.srOff = 0, int32(i*s.stride[axSkewRate])
+		if i < math.MaxInt16 {
+			r.srB = int16(i + 1)
+		}
 		r.offs = r.srOff + r.kvOff
 	}
+}
+
+// setKVBucket sets r's kv_big bucket to that of the longest context
+// kvMax (a whole number): it holds (lo, hi], so the whole numbers in it
+// are those in (floor(lo), floor(hi)], which r keeps as int32s when they
+// fit (within an int32, lo rounded up, hi down, or an empty range: a
+// context found in (kvLo, kvHi] is in the bucket).
+func (r *profileRun) setKVBucket(s *skewTable, kvMax float64) {
+	lo, hi, off := s.bucketOf(axKVBig, kvMax)
+	r.kvOff = off
+	r.offs = r.srOff + r.kvOff
+	r.kvLo, r.kvHi = wholeRange(lo, hi)
+}
+
+// wholeRange is (klo, khi], within an int32, such that a whole k in it
+// is in (lo, hi]: the whole numbers in (lo, hi] are those in
+// (floor(lo), floor(hi)], whose bounds it clamps into an int32 (an
+// empty range when they cannot be).
+func wholeRange(lo, hi float64) (klo, khi int32) {
+	fl, fh := math.Floor(lo), math.Floor(hi)
+	if !(fl < math.MaxInt32 && fh >= math.MinInt32) { // also NaN
+		return math.MaxInt32, math.MinInt32
+	}
+	return int32(max(fl, math.MinInt32)), int32(min(fh, math.MaxInt32))
+}
+
+// wholeInt32 is v as an int32 when v is a whole number within an int32.
+// (Whatever int64(v) is for a v beyond an int64 or NaN, an int32 equals
+// v only when v is that whole number.)
+func wholeInt32(v float64) (int32, bool) {
+	i := int32(int64(v))
+	return i, float64(i) == v
 }
 
 // bucketOf is the bucket of v on axis ax: it holds (lo, hi], and off is
@@ -498,14 +570,27 @@ func (r *profileRun) skewRate(s *skewTable, num, gap float64) {
 // bins[i+1]], the first one everything below and the last one
 // everything above.
 func (s *skewTable) bucketOf(ax int, v float64) (lo, hi float64, off int32) {
+	i := s.axes[ax].index(v)
+	lo, hi = s.bucketBounds(ax, i)
+	return lo, hi, int32(i * s.stride[ax])
+}
+
+// bucketBounds is (lo, hi], the values bucket i of axis ax holds.
+func (s *skewTable) bucketBounds(ax, i int) (lo, hi float64) {
 	a := &s.axes[ax]
-	i, top := a.index(v), len(a.labels)-1
-	lo, hi, off = math.Inf(-1), math.Inf(1), int32(i*s.stride[ax])
+	lo, hi = math.Inf(-1), math.Inf(1)
 	if i > 0 {
 		lo = a.bins[i]
 	}
-	if i < top {
+	if i < len(a.labels)-1 {
 		hi = a.bins[i+1]
 	}
-	return lo, hi, off
+	return lo, hi
+}
+
+// holds reports that v is in bucket i of the axis, (lo, hi] of
+// bucketBounds (the first bucket's -Inf is below every v but NaN), or
+// that v is NaN and the axis has one bucket, the one index gives NaN.
+func (a *skewAxis) holds(i int, v float64) bool {
+	return (i == 0 || v > a.bins[i]) && (i == len(a.labels)-1 || v <= a.bins[i+1])
 }
