@@ -27,10 +27,10 @@ type PriorityResult struct {
 
 // priorityClass accumulates one class.
 type priorityClass struct {
+	ttft, tpot, e2e dist // first: see Summary
 	priority        int32
 	other           bool
 	requests, done  int64
-	ttft, tpot, e2e dist
 }
 
 // byPriority accumulates the per-priority statistics of a summary.
