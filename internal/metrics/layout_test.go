@@ -23,8 +23,11 @@ func TestDistLayout(t *testing.T) {
 	if s := unsafe.Sizeof(d); s != 128 {
 		t.Errorf("dist is %d bytes, want 128", s)
 	}
-	if o := unsafe.Offsetof(d.nbounds); o >= 64 {
-		t.Errorf("nbounds at offset %d, past the first line", o)
+	for name, o := range map[string]uintptr{"nbounds": unsafe.Offsetof(d.nbounds), "spillAt": unsafe.Offsetof(d.spillAt),
+		"npend": unsafe.Offsetof(d.npend), "narrow": unsafe.Offsetof(d.narrow), "pend": unsafe.Offsetof(d.pend)} {
+		if o >= 64 {
+			t.Errorf("%s at offset %d, past the first line", name, o)
+		}
 	}
 	s := NewSummary()
 	for name, off := range map[string]uintptr{"ttft": unsafe.Offsetof(s.ttft), "itl": unsafe.Offsetof(s.itl),

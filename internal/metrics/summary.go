@@ -41,16 +41,16 @@ func midEquivalent(v int64) int64 {
 // so no value needs a bounds or growth check; the pages a metric's
 // values never reach are never touched.
 //
-// A run of equal values (addN: the ITL of a step) is added to wide, the
-// 64-bit counts, at once. A single value (add: one per request and
-// metric) is first only noted in pend, and pendCap of them are added to
-// narrow, 32-bit counts at once: their indices spread over hundreds of
-// cache lines that the engines' state evicts between one request and the
-// next, so adding each value as it came cost a cache miss nearly every
-// time, while a batch of them shares the lines it touches, and 32-bit
-// counts halve the lines. A narrow count cannot wrap: once the values
-// recorded since narrow was last emptied may pass spillEvery, flush first
-// adds narrow to wide and empties it (spill). hist adds the two.
+// The counts are 32-bit (narrow), which halves the lines a metric's values
+// spread over and the engines' state evicts between one value and the
+// next. A run of equal values (addN: the ITL of a step) is counted at
+// once. A single value (add: one per request and metric) is first only
+// noted in pend, and pendCap of them are counted at once: their indices
+// spread over hundreds of cache lines, so counting each value as it came
+// cost a cache miss nearly every time, while a batch of them shares the
+// lines it touches. A narrow count cannot wrap: once the values recorded
+// since narrow was last emptied may pass spillEvery, narrow is added to
+// wide, 64-bit counts made then, and emptied (spill). hist adds the two.
 //
 // The fields add and addN read come first, in one 64-byte line (Summary
 // keeps its dists at the start, 128 bytes each).
@@ -59,15 +59,16 @@ type dist struct {
 	sum      int64 // ns; overflows only past ~292 years of summed latency
 	min, max int64 // ns; min starts at math.MaxInt64 (newDist)
 	pend     *[pendCap]uint16
-	npend    int              // how many of pend are noted (pendCap until pend is made)
-	wide     *[histLen]int64  // counts of addN's values, and spilled ones
-	nbounds  int              // len(bounds)
-	narrow   *[histLen]uint32 // counts of add's values since the last spill; made with pend
+	narrow   *[histLen]uint32 // counts since the last spill
+	npend    int32            // how many of pend are noted (pendCap until pend is made)
+	nbounds  int32            // len(bounds)
 	spillAt  int64            // n past which narrow could wrap (see spill)
+	wide     *[histLen]int64  // counts spilled (nil until the first spill)
 	// bounds are the percentile targets' bounds on this metric (ns) and
 	// within[i] counts the values <= bounds[i], exactly: a target's
 	// verdict must not depend on the histogram's rounding.
 	bounds, within []int64
+	_              [8]byte // to 128 bytes
 }
 
 // watch registers a bound (ns) whose exact count of values within it is
@@ -75,7 +76,7 @@ type dist struct {
 func (d *dist) watch(bound int64) int {
 	d.bounds = append(d.bounds, bound)
 	d.within = append(d.within, 0)
-	d.nbounds = len(d.bounds)
+	d.nbounds = int32(len(d.bounds))
 	return len(d.bounds) - 1
 }
 
@@ -92,7 +93,7 @@ func (d *dist) count(ns, count int64) {
 
 // newDist returns an empty dist.
 func newDist() dist {
-	return dist{min: math.MaxInt64, npend: pendCap, wide: new([histLen]int64), spillAt: spillEvery}
+	return dist{min: math.MaxInt64, npend: pendCap, narrow: new([histLen]uint32), spillAt: spillEvery}
 }
 
 // histIndex is HdrHistogram's counts index of us >= 0 in the shared
@@ -118,13 +119,13 @@ const pendCap = 4096
 // no count gets past spillEvery+pendCap < 2^32.
 const spillEvery = math.MaxUint32 / 2
 
-// flush adds the values noted in pend to the counts (and makes pend and
-// narrow on the first value).
+// flush adds the values noted in pend to the counts (and makes pend on
+// the first value).
 //
 //go:noinline
 func (d *dist) flush() {
 	if d.pend == nil {
-		d.pend, d.narrow, d.npend = new([pendCap]uint16), new([histLen]uint32), 0
+		d.pend, d.npend = new([pendCap]uint16), 0
 		return
 	}
 	if d.n > d.spillAt {
@@ -139,6 +140,9 @@ func (d *dist) flush() {
 // spill adds narrow to wide and empties it, for another spillEvery
 // values.
 func (d *dist) spill() {
+	if d.wide == nil {
+		d.wide = new([histLen]int64)
+	}
 	for i, c := range d.narrow[:d.top()] {
 		d.wide[i] += int64(c)
 		d.narrow[i] = 0
@@ -174,7 +178,7 @@ func (d *dist) add(ns int64) {
 		j = 0
 	}
 	d.pend[j] = uint16(histIndex(toUs(ns)))
-	d.npend = int(j) + 1
+	d.npend = int32(j) + 1
 }
 
 // addN records count copies of one non-negative value in ns.
@@ -191,7 +195,21 @@ func (d *dist) addN(ns, count int64) {
 	if d.nbounds > 0 {
 		d.count(ns, count)
 	}
-	d.wide[histIndex(toUs(ns))] += count
+	i := histIndex(toUs(ns))
+	if d.n > d.spillAt {
+		d.spillN(i, count)
+		return
+	}
+	d.narrow[i] += uint32(count) // count <= spillEvery: d.n would pass spillAt
+}
+
+// spillN is addN's count of count values at index i when narrow must
+// spill first.
+//
+//go:noinline
+func (d *dist) spillN(i int, count int64) {
+	d.spill()
+	d.wide[i] += count
 }
 
 // hist returns the histogram of the values recorded.
@@ -200,11 +218,11 @@ func (d *dist) hist() *hdrhistogram.Histogram {
 		d.flush()
 	}
 	counts := make([]int64, d.top())
-	copy(counts, d.wide[:])
-	if d.narrow != nil {
-		for i := range counts {
-			counts[i] += int64(d.narrow[i])
-		}
+	if d.wide != nil {
+		copy(counts, d.wide[:])
+	}
+	for i := range counts {
+		counts[i] += int64(d.narrow[i])
 	}
 	return hdrhistogram.Import(&hdrhistogram.Snapshot{
 		LowestTrackableValue: histLowUs, HighestTrackableValue: histHighUs, SignificantFigures: histDigits, Counts: counts})
@@ -213,7 +231,7 @@ func (d *dist) hist() *hdrhistogram.Histogram {
 // toUs converts a non-negative ns value to the histogram's unit, rounded
 // and capped at the highest trackable value.
 func toUs(ns int64) int64 {
-	return min((ns+500)/1000, histHighUs)
+	return int64(min(uint64(ns+500)/1000, histHighUs))
 }
 
 // stat returns the distribution in milliseconds. Percentiles are the
