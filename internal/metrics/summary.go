@@ -158,6 +158,22 @@ func (d *dist) top() int {
 	return histIndex(toUs(d.max)) + 1
 }
 
+// clone returns a copy of d without its bounds.
+func (d *dist) clone() dist {
+	c := dist{n: d.n, sum: d.sum, min: d.min, max: d.max, npend: d.npend, spillAt: d.spillAt, narrow: new([histLen]uint32)}
+	top := d.top()
+	copy(c.narrow[:top], d.narrow[:top])
+	if d.pend != nil {
+		c.pend = new([pendCap]uint16)
+		*c.pend = *d.pend
+	}
+	if d.wide != nil {
+		c.wide = new([histLen]int64)
+		copy(c.wide[:top], d.wide[:top])
+	}
+	return c
+}
+
 // add records one non-negative value in ns.
 func (d *dist) add(ns int64) {
 	if ns < 0 {
@@ -344,7 +360,7 @@ func (s *Summary) Add(r *Record) {
 		return
 	}
 	s.total++
-	s.prio.add(r)
+	s.prio.add(r, s)
 	s.outputTokens += int64(r.Generated)
 	s.preemptions += int64(r.Preemptions)
 	s.reprefills += int64(r.Reprefills)
