@@ -57,7 +57,7 @@ func TestPriorityClassesProperty(t *testing.T) {
 			}
 		}
 		got := s.Finish(1e9).Priorities
-		if zeroUntil == n {
+		if len(refs) == 0 || len(refs) == 1 && refs[0] != nil { // every (measured) request had priority 0
 			if got != nil {
 				t.Fatalf("classes %+v for priority 0 only", got)
 			}
