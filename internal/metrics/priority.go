@@ -35,15 +35,15 @@ type priorityClass struct {
 
 // byPriority accumulates the per-priority statistics of a summary.
 type byPriority struct {
-	classes []*priorityClass
-	index   map[int32]*priorityClass
-	other   *priorityClass // the priorities beyond the first maxPriorityClasses
-	nonzero bool           // a request had a priority other than 0
+	nonzero bool // a request had a priority other than 0
 	// Until a request has a priority other than 0 (nearly every run),
 	// class 0's TTFT, TPOT and E2E are the summary's own: only the class's
 	// counts are kept, and the first other priority makes the class from
 	// them (split).
 	zeroReqs, zeroDone int64
+	classes            []*priorityClass
+	index              map[int32]*priorityClass
+	other              *priorityClass // the priorities beyond the first maxPriorityClasses
 }
 
 // class returns the accumulator of priority p, creating it on first use.

@@ -308,25 +308,26 @@ type Summary struct {
 	// Client-side latencies (SetClientSide): the engine-side TTFT and
 	// TPOT kept beside them.
 	engTTFT, engTPOT dist
-	// What Add reads of the rest, together.
-	warmup                     int64 // SetWarmup: ids below warmup are excluded
-	client                     bool
-	total, finished, rejected  int64
-	truncated                  int64
-	failed                     int64
-	inputTokens, outputTokens  int64
-	cachedTokens               int64
-	preemptions, reprefills    int64
-	retries                    int64
-	failReasons, rejectReasons *reasonTally
-	slo                        SLO
-	sloMet                     int64
+	// What Add reads of the rest, together (three lines).
+	warmup                    int64 // SetWarmup: ids below warmup are excluded
+	client                    bool
+	total, finished           int64
+	inputTokens, outputTokens int64
+	cachedTokens              int64
+	preemptions, reprefills   int64
+	retries                   int64
+	slo                       SLO
+	sloMet                    int64
+	prio                      byPriority // its hot fields first
+	rejected, truncated       int64
+	failed                    int64
+	failReasons               *reasonTally
+	rejectReasons             *reasonTally
 	// Speculative decoding (AddSpec).
 	spec                                 SpecResult
 	specEmitted, specDraftNs, specStepNs int64
 	specOn                               bool
 	targets                              []watchedTarget // SetTargets
-	prio                                 byPriority
 }
 
 // SetClientSide says that the records' times are client-side (a front
