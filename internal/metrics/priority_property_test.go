@@ -24,7 +24,7 @@ func TestPriorityClassesProperty(t *testing.T) {
 			ttft, tpot, e2e dist
 		}
 		refs := map[int32]*ref{}
-		n := rapid.IntRange(0, 3*pendCap).Draw(t, "requests")
+		n := rapid.IntRange(0, 2*pendCap+3).Draw(t, "requests")
 		zeroUntil := rapid.IntRange(0, n).Draw(t, "priority 0 until")
 		for i := range n {
 			prio := int32(0)
