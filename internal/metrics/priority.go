@@ -27,18 +27,23 @@ type PriorityResult struct {
 
 // priorityClass accumulates one class.
 type priorityClass struct {
+	ttft, tpot, e2e dist // first: see Summary
 	priority        int32
 	other           bool
 	requests, done  int64
-	ttft, tpot, e2e dist
 }
 
 // byPriority accumulates the per-priority statistics of a summary.
 type byPriority struct {
-	classes []*priorityClass
-	index   map[int32]*priorityClass
-	other   *priorityClass // the priorities beyond the first maxPriorityClasses
-	nonzero bool           // a request had a priority other than 0
+	nonzero bool // a request had a priority other than 0
+	// Until a request has a priority other than 0 (nearly every run),
+	// class 0's TTFT, TPOT and E2E are the summary's own: only the class's
+	// counts are kept, and the first other priority makes the class from
+	// them (split).
+	zeroReqs, zeroDone int64
+	classes            []*priorityClass
+	index              map[int32]*priorityClass
+	other              *priorityClass // the priorities beyond the first maxPriorityClasses
 }
 
 // class returns the accumulator of priority p, creating it on first use.
@@ -62,10 +67,18 @@ func (b *byPriority) class(p int32) *priorityClass {
 	return c
 }
 
-// add accounts for one request's final record (not a warm-up one).
-func (b *byPriority) add(r *Record) {
-	if r.Priority != 0 {
-		b.nonzero = true
+// add accounts for one request's final record (not a warm-up one), before
+// s does.
+func (b *byPriority) add(r *Record, s *Summary) {
+	if !b.nonzero {
+		if r.Priority == 0 {
+			b.zeroReqs++
+			if r.Outcome == Finished {
+				b.zeroDone++
+			}
+			return
+		}
+		b.split(s)
 	}
 	c := b.class(r.Priority)
 	c.requests++
@@ -76,6 +89,20 @@ func (b *byPriority) add(r *Record) {
 	c.ttft.add(r.TTFT())
 	c.tpot.add(r.TPOT())
 	c.e2e.add(r.E2E())
+}
+
+// split makes class 0, if a request had priority 0, from its counts and
+// the summary's TTFT, TPOT and E2E: so far they were the class's.
+//
+//go:noinline
+func (b *byPriority) split(s *Summary) {
+	b.nonzero = true
+	if b.zeroReqs == 0 {
+		return
+	}
+	c := b.class(0)
+	c.requests, c.done = b.zeroReqs, b.zeroDone
+	c.ttft, c.tpot, c.e2e = s.ttft.clone(), s.tpot.clone(), s.e2e.clone()
 }
 
 // results returns the classes by increasing priority (the gathered

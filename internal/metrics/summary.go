@@ -34,29 +34,41 @@ func midEquivalent(v int64) int64 {
 // dist accumulates one latency metric: an HdrHistogram in microseconds for
 // percentiles plus exact count, sum, min and max in ns.
 //
-// The histogram is kept as its counts array (HdrHistogram's own layout,
-// see histIndex), no longer than the highest index recorded, and made a
-// histogram only by stat: a value costs an index and an add rather than
-// the library's call and checks (one ITL value per engine step), and a
-// metric that stays below a second never touches the rest.
+// The histogram is kept as counts arrays in HdrHistogram's own layout
+// (see histIndex) and made a histogram only by stat: a value costs an
+// index and an add rather than the library's call and checks (one ITL
+// value per engine step). The arrays span the whole geometry (histLen),
+// so no value needs a bounds or growth check; the pages a metric's
+// values never reach are never touched.
 //
-// A single value (add: one per request and metric) is first only noted
-// in pend, and pendCap of them are added to counts at once: their
-// indices spread over hundreds of cache lines that the engines' state
-// evicts between one request and the next, so adding each value as it
-// came cost a cache miss nearly every time (one in 15 of a 32-instance
-// run's), while a batch of them shares the lines it touches.
+// The counts are 32-bit (narrow), which halves the lines a metric's values
+// spread over and the engines' state evicts between one value and the
+// next. A run of equal values (addN: the ITL of a step) is counted at
+// once. A single value (add: one per request and metric) is first only
+// noted in pend, and pendCap of them are counted at once: their indices
+// spread over hundreds of cache lines, so counting each value as it came
+// cost a cache miss nearly every time, while a batch of them shares the
+// lines it touches. A narrow count cannot wrap: once the values recorded
+// since narrow was last emptied may pass spillEvery, narrow is added to
+// wide, 64-bit counts made then, and emptied (spill). hist adds the two.
+//
+// The fields add and addN read come first, in one 64-byte line (Summary
+// keeps its dists at the start, 128 bytes each).
 type dist struct {
-	counts   []int64
-	pend     []uint16 // pendCap indices into counts (all below 1<<16, see histIndex)
-	npend    int      // how many of pend are noted
 	n        int64
 	sum      int64 // ns; overflows only past ~292 years of summed latency
-	min, max int64 // ns
+	min, max int64 // ns; min starts at math.MaxInt64 (newDist)
+	pend     *[pendCap]uint16
+	narrow   *[histLen]uint32 // counts since the last spill
+	npend    int32            // how many of pend are noted (pendCap until pend is made)
+	nbounds  int32            // len(bounds)
+	spillAt  int64            // n past which narrow could wrap (see spill)
+	wide     *[histLen]int64  // counts spilled (nil until the first spill)
 	// bounds are the percentile targets' bounds on this metric (ns) and
 	// within[i] counts the values <= bounds[i], exactly: a target's
 	// verdict must not depend on the histogram's rounding.
 	bounds, within []int64
+	_              [8]byte // to 128 bytes
 }
 
 // watch registers a bound (ns) whose exact count of values within it is
@@ -64,10 +76,25 @@ type dist struct {
 func (d *dist) watch(bound int64) int {
 	d.bounds = append(d.bounds, bound)
 	d.within = append(d.within, 0)
+	d.nbounds = int32(len(d.bounds))
 	return len(d.bounds) - 1
 }
 
-func newDist() dist { return dist{} }
+// count adds count values of ns to the bounds' counts (watch).
+//
+//go:noinline
+func (d *dist) count(ns, count int64) {
+	for i, b := range d.bounds {
+		if ns <= b {
+			d.within[i] += count
+		}
+	}
+}
+
+// newDist returns an empty dist.
+func newDist() dist {
+	return dist{min: math.MaxInt64, npend: pendCap, narrow: new([histLen]uint32), spillAt: spillEvery}
+}
 
 // histIndex is HdrHistogram's counts index of us >= 0 in the shared
 // geometry (unit 1 us, 2^histSubBucketBits sub-buckets): bucket b holds
@@ -79,18 +106,19 @@ func histIndex(us int64) int {
 	return (b+1)*half + int(us>>b) - half
 }
 
-// pendCap is how many single values a dist notes before adding them to
-// its counts.
-const pendCap = 4096
+// histLen is the length of a dist's counts arrays: one past the index of
+// the highest trackable value (toUs caps every value at it).
+const histLen = 34957 // histIndex(histHighUs) + 1 (TestHistLen)
 
-// grow extends counts to index i, by whole buckets: a metric's values
-// spread over a few. (Out of line, as flush: add and addN are hot.)
-//
-//go:noinline
-func (d *dist) grow(i int) {
-	n := (i | (1<<(histSubBucketBits-1) - 1)) + 1
-	d.counts = append(d.counts, make([]int64, n-len(d.counts))...)
-}
+// pendCap is how many single values a dist notes before adding them to
+// its counts: the more, the more of them share each line of the counts a
+// batch touches (the line is fetched once per batch), for 2 bytes each.
+const pendCap = 16384
+
+// spillEvery is how many values a dist records before its 32-bit counts
+// are spilled into its 64-bit ones: flush checks before every batch, so
+// no count gets past spillEvery+pendCap < 2^32.
+const spillEvery = math.MaxUint32 / 2
 
 // flush adds the values noted in pend to the counts (and makes pend on
 // the first value).
@@ -98,12 +126,53 @@ func (d *dist) grow(i int) {
 //go:noinline
 func (d *dist) flush() {
 	if d.pend == nil {
-		d.pend = make([]uint16, pendCap)
+		d.pend, d.npend = new([pendCap]uint16), 0
+		return
+	}
+	if d.n > d.spillAt {
+		d.spill()
 	}
 	for _, i := range d.pend[:d.npend] {
-		d.counts[i]++
+		d.narrow[i]++
 	}
 	d.npend = 0
+}
+
+// spill adds narrow to wide and empties it, for another spillEvery
+// values.
+func (d *dist) spill() {
+	if d.wide == nil {
+		d.wide = new([histLen]int64)
+	}
+	for i, c := range d.narrow[:d.top()] {
+		d.wide[i] += int64(c)
+		d.narrow[i] = 0
+	}
+	d.spillAt = d.n + spillEvery
+}
+
+// top is one past the highest counts index a value reached.
+func (d *dist) top() int {
+	if d.n == 0 {
+		return 0
+	}
+	return histIndex(toUs(d.max)) + 1
+}
+
+// clone returns a copy of d without its bounds.
+func (d *dist) clone() dist {
+	c := dist{n: d.n, sum: d.sum, min: d.min, max: d.max, npend: d.npend, spillAt: d.spillAt, narrow: new([histLen]uint32)}
+	top := d.top()
+	copy(c.narrow[:top], d.narrow[:top])
+	if d.pend != nil {
+		c.pend = new([pendCap]uint16)
+		*c.pend = *d.pend
+	}
+	if d.wide != nil {
+		c.wide = new([histLen]int64)
+		copy(c.wide[:top], d.wide[:top])
+	}
+	return c
 }
 
 // add records one non-negative value in ns.
@@ -111,28 +180,22 @@ func (d *dist) add(ns int64) {
 	if ns < 0 {
 		return
 	}
-	if d.n == 0 || ns < d.min {
-		d.min = ns
-	}
+	d.min = min(d.min, ns)
 	if ns > d.max {
 		d.max = ns
 	}
 	d.n++
 	d.sum += ns
-	for i, b := range d.bounds {
-		if ns <= b {
-			d.within[i]++
-		}
+	if d.nbounds > 0 {
+		d.count(ns, 1)
 	}
-	i := histIndex(toUs(ns))
-	if i >= len(d.counts) {
-		d.grow(i)
-	}
-	if d.npend == len(d.pend) { // full, or not made yet
+	j := uint(d.npend)
+	if j >= pendCap { // full, or not made yet
 		d.flush()
+		j = 0
 	}
-	d.pend[d.npend] = uint16(i)
-	d.npend++
+	d.pend[j] = uint16(histIndex(toUs(ns)))
+	d.npend = int32(j) + 1
 }
 
 // addN records count copies of one non-negative value in ns.
@@ -140,37 +203,52 @@ func (d *dist) addN(ns, count int64) {
 	if ns < 0 || count <= 0 {
 		return
 	}
-	if d.n == 0 || ns < d.min {
-		d.min = ns
-	}
+	d.min = min(d.min, ns)
 	if ns > d.max {
 		d.max = ns
 	}
 	d.n += count
 	d.sum += ns * count
-	for i, b := range d.bounds {
-		if ns <= b {
-			d.within[i] += count
-		}
+	if d.nbounds > 0 {
+		d.count(ns, count)
 	}
 	i := histIndex(toUs(ns))
-	if i >= len(d.counts) {
-		d.grow(i)
+	if d.n > d.spillAt {
+		d.spillN(i, count)
+		return
 	}
-	d.counts[i] += count
+	d.narrow[i] += uint32(count) // count <= spillEvery: d.n would pass spillAt
+}
+
+// spillN is addN's count of count values at index i when narrow must
+// spill first.
+//
+//go:noinline
+func (d *dist) spillN(i int, count int64) {
+	d.spill()
+	d.wide[i] += count
 }
 
 // hist returns the histogram of the values recorded.
 func (d *dist) hist() *hdrhistogram.Histogram {
-	d.flush()
+	if d.pend != nil {
+		d.flush()
+	}
+	counts := make([]int64, d.top())
+	if d.wide != nil {
+		copy(counts, d.wide[:])
+	}
+	for i := range counts {
+		counts[i] += int64(d.narrow[i])
+	}
 	return hdrhistogram.Import(&hdrhistogram.Snapshot{
-		LowestTrackableValue: histLowUs, HighestTrackableValue: histHighUs, SignificantFigures: histDigits, Counts: d.counts})
+		LowestTrackableValue: histLowUs, HighestTrackableValue: histHighUs, SignificantFigures: histDigits, Counts: counts})
 }
 
 // toUs converts a non-negative ns value to the histogram's unit, rounded
 // and capped at the highest trackable value.
 func toUs(ns int64) int64 {
-	return min((ns+500)/1000, histHighUs)
+	return int64(min(uint64(ns+500)/1000, histHighUs))
 }
 
 // stat returns the distribution in milliseconds. Percentiles are the
@@ -219,30 +297,38 @@ func (d *dist) stat() Stat {
 type Summary struct {
 	// Requests by the tier their latest loaded prefix came from, and
 	// their summed load time (index 0 unused).
-	tierReqs, tierLoadNs        [3]int64
+	tierReqs, tierLoadNs [3]int64
+	warmupSeen           int64 // (see SetWarmup)
+	// The dists, each 128 bytes, start 56 bytes in: a Summary is larger
+	// than 512 bytes and holds pointers, so the allocator puts it 8 bytes
+	// past the start of a slot of a size class that is a multiple of 128
+	// bytes, and their first 64 bytes, all add and addN read, then each
+	// fill one cache line (TestDistLayout).
 	ttft, tpot, itl, e2e, queue dist
 	handoff, capacity, transfer dist
-	total, finished, rejected   int64
-	truncated                   int64
-	failed                      int64
-	inputTokens, outputTokens   int64
-	cachedTokens                int64
-	preemptions, reprefills     int64
-	retries                     int64
-	failReasons, rejectReasons  *reasonTally
-	slo                         SLO
-	sloMet                      int64
+	// Client-side latencies (SetClientSide): the engine-side TTFT and
+	// TPOT kept beside them.
+	engTTFT, engTPOT dist
+	// What Add reads of the rest, together (three lines).
+	warmup                    int64 // SetWarmup: ids below warmup are excluded
+	client                    bool
+	total, finished           int64
+	inputTokens, outputTokens int64
+	cachedTokens              int64
+	preemptions, reprefills   int64
+	retries                   int64
+	slo                       SLO
+	sloMet                    int64
+	prio                      byPriority // its hot fields first
+	rejected, truncated       int64
+	failed                    int64
+	failReasons               *reasonTally
+	rejectReasons             *reasonTally
 	// Speculative decoding (AddSpec).
 	spec                                 SpecResult
 	specEmitted, specDraftNs, specStepNs int64
 	specOn                               bool
-	// Client-side latencies (SetClientSide): the engine-side TTFT and
-	// TPOT kept beside them.
-	client             bool
-	engTTFT, engTPOT   dist
-	warmup, warmupSeen int64           // SetWarmup: ids below warmup are excluded
-	targets            []watchedTarget // SetTargets
-	prio               byPriority
+	targets                              []watchedTarget // SetTargets
 }
 
 // SetClientSide says that the records' times are client-side (a front
@@ -276,7 +362,7 @@ func (s *Summary) Add(r *Record) {
 		return
 	}
 	s.total++
-	s.prio.add(r)
+	s.prio.add(r, s)
 	s.outputTokens += int64(r.Generated)
 	s.preemptions += int64(r.Preemptions)
 	s.reprefills += int64(r.Reprefills)

@@ -57,19 +57,24 @@ type Sampler interface {
 
 // observer implements cluster.Observer.
 type observer struct {
-	sum     *metrics.Summary
-	csv     *metrics.CSVWriter
-	jsonl   *metrics.JSONLWriter
-	series  *metrics.SeriesWriter
-	ivs     []*metrics.Interval
-	opts    *Options
-	done    int64
-	now     int64
-	err     error
-	closers []io.Closer
+	// The fields every step reads first (StepDone, Advance).
+	sum *metrics.Summary
 	// inWarmup reports whether warm-up requests still run: their gaps
 	// stay out of the ITL statistics.
 	inWarmup func() bool
+	// spec says whether some engine speculates: only then can a step
+	// carry speculative counts (StepResult.Spec is zero otherwise, and
+	// reading it would cost a line of the result no other field needs).
+	spec    bool
+	ivs     []*metrics.Interval
+	now     int64
+	series  *metrics.SeriesWriter
+	opts    *Options
+	err     error
+	csv     *metrics.CSVWriter
+	jsonl   *metrics.JSONLWriter
+	done    int64
+	closers []io.Closer
 }
 
 func (o *observer) Advance(now int64) {
@@ -98,7 +103,7 @@ func (o *observer) StepDone(inst int, r *engine.StepResult) {
 			o.sum.AddITLs(ns, count)
 		}
 	}
-	if sp := &r.Spec; sp.StepNs > 0 {
+	if sp := &r.Spec; o.spec && sp.StepNs > 0 {
 		o.sum.AddSpec(sp.Drafts, sp.Proposed, sp.Accepted, sp.Emitted, sp.DraftNs, sp.StepNs)
 	}
 	if o.ivs != nil {
@@ -218,6 +223,7 @@ func Run(b *assemble.Built, opts Options) (metrics.Result, error) {
 	if warm > 0 {
 		o.inWarmup = sim.InWarmup
 	}
+	o.spec = speculating(sim.Engines())
 	tiers := sim.Tiers()
 	swaps := tiers != nil && swapping(sim.Engines()) // swap needs the tiers (validated)
 	faults := b.HasFaults()
@@ -359,6 +365,17 @@ func describe(b *assemble.Built, res *metrics.Result) {
 func swapping(engines []*engine.Engine) bool {
 	for _, e := range engines {
 		if e.Config().SwapBlocks > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// speculating reports whether some engine decodes speculatively (and its
+// steps' results may carry speculative counts).
+func speculating(engines []*engine.Engine) bool {
+	for _, e := range engines {
+		if c := e.Config(); c.Spec.On() {
 			return true
 		}
 	}
