@@ -31,13 +31,7 @@ func (n *Network) rateDisjoint() bool {
 				share = min(share, c)
 			}
 		}
-		rate := f.rateCap
-		if !(rate <= share) { // not capped below the bottleneck
-			rate = share
-			if !(rate > 0) {
-				rate = math.SmallestNonzeroFloat64
-			}
-		}
+		rate := cappedRate(f.rateCap, share)
 		f.rate = rate
 		for _, r := range [2]int32{f.eg, f.in} {
 			n.counts[r] = 0
@@ -69,14 +63,21 @@ func (n *Network) rateOne(t int64) bool {
 	if !math.IsInf(cin, 1) {
 		share = min(share, cin)
 	}
-	rate := f.rateCap
-	if !(rate <= share) { // not capped below the bottleneck
-		rate = share
-		if !(rate > 0) {
-			rate = math.SmallestNonzeroFloat64
-		}
-	}
+	rate := cappedRate(f.rateCap, share)
 	f.rate = rate
 	n.used[f.eg], n.used[f.in] = rate, rate
 	return true
+}
+
+// cappedRate is the rate of a flow whose bottleneck share is share and
+// whose own cap is rateCap: the cap when it is below the share, else the
+// share, kept above zero so that the flow still finishes.
+func cappedRate(rateCap, share float64) float64 {
+	if rateCap <= share { // capped below the bottleneck
+		return rateCap
+	}
+	if !(share > 0) {
+		return math.SmallestNonzeroFloat64
+	}
+	return share
 }
