@@ -69,10 +69,15 @@ func TestDetachedBodiesChangeNothing(t *testing.T) {
 }
 
 // TestHandIsOneLine: a hand, its core and body pointer, fills one cache
-// line; the request lives in the body.
+// line; the request lives in the body, which is 512 bytes (line-aligned
+// by its size class) with the request on whole lines.
 func TestHandIsOneLine(t *testing.T) {
 	if n := unsafe.Sizeof(hand{}); n != 64 {
 		t.Fatalf("a hand is %d bytes, want 64", n)
+	}
+	var b handBody
+	if n, off := unsafe.Sizeof(b), unsafe.Offsetof(b.req); n != 512 || off%64 != 0 {
+		t.Fatalf("a hand body is %d bytes with its request at offset %d, want 512 bytes and a line boundary", n, off)
 	}
 }
 
