@@ -577,7 +577,7 @@ func (s *Sim) describe() string {
 		first := [numHStates]*hand{}
 		for _, h := range s.pd.hands.all {
 			counts[h.st]++
-			if f := first[h.st]; f == nil || h.req.ID < f.req.ID {
+			if f := first[h.st]; f == nil || h.id < f.id {
 				first[h.st] = h
 			}
 		}
@@ -587,7 +587,7 @@ func (s *Sim) describe() string {
 				continue
 			}
 			h := first[st]
-			fmt.Fprintf(&b, " %s %d (first: request %d on prefill %d (%s), decode %d", hstate(st), c, h.req.ID, h.p, s.engines[h.p].SlotState(h.pSlot), h.d)
+			fmt.Fprintf(&b, " %s %d (first: request %d on prefill %d (%s), decode %d", hstate(st), c, h.id, h.p, s.engines[h.p].SlotState(h.pSlot), h.d)
 			if h.d >= 0 {
 				fmt.Fprintf(&b, " (%s)", s.engines[h.d].SlotState(h.dSlot))
 			}

@@ -258,7 +258,7 @@ func (sc *ddScenario) run(t *testing.T, trace bool) string {
 	var b strings.Builder
 	if trace {
 		sim.pd.onTransition = func(h *hand, from hstate, now int64) {
-			fmt.Fprintf(&b, "t=%d request %d: %s -> %s", now/1000, h.req.ID, from, h.st)
+			fmt.Fprintf(&b, "t=%d request %d: %s -> %s", now/1000, h.id, from, h.st)
 			if h.d >= 0 && h.st != hDone {
 				fmt.Fprintf(&b, " (decode %d)", h.d)
 			}

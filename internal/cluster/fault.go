@@ -243,7 +243,7 @@ func (s *Sim) lose(u int, now int64) error {
 				hands = append(hands, h)
 			}
 		}
-		slices.SortFunc(hands, func(a, b *hand) int { return compareInt(a.req.ID, b.req.ID) })
+		slices.SortFunc(hands, func(a, b *hand) int { return compareInt(a.id, b.id) })
 		if err := s.stopTransfers(hands, now); err != nil {
 			return err
 		}
@@ -306,8 +306,8 @@ func (s *Sim) stopTransfers(hands []*hand, now int64) error {
 		if h.st != hTransfer {
 			continue
 		}
-		if _, err := s.pd.net.Cancel(now, h.req.ID); err != nil {
-			return fmt.Errorf("cluster: request %d: cancelling its KV transfer: %w", h.req.ID, err)
+		if _, err := s.pd.net.Cancel(now, h.id); err != nil {
+			return fmt.Errorf("cluster: request %d: cancelling its KV transfer: %w", h.id, err)
 		}
 		h.holds.drop(holdStreaming)
 		if !f.down[h.d] && f.down[h.p] {
@@ -382,9 +382,9 @@ func (s *Sim) handLost(h *hand, decodeRecs map[int64]metrics.Record, now int64) 
 		}
 		return s.reserve(d, now)
 	case hDecoding:
-		rec, ok := decodeRecs[h.req.ID]
+		rec, ok := decodeRecs[h.id]
 		if !ok {
-			return fmt.Errorf("cluster: invariant violated: request %d decoding on lost instance %d has no record there", h.req.ID, h.d)
+			return fmt.Errorf("cluster: invariant violated: request %d decoding on lost instance %d has no record there", h.id, h.d)
 		}
 		if f.cfg.OnLoss == FailOnLoss {
 			return s.endLost(h, rec, now, fmt.Sprintf("instance lost: decode instance %d failed while the request ran there (faults.on_loss fail)", h.d))
@@ -394,7 +394,7 @@ func (s *Sim) handLost(h *hand, decodeRecs map[int64]metrics.Record, now int64) 
 		}
 		return s.resend(h, now)
 	}
-	return fmt.Errorf("cluster: invariant violated: request %d in handoff state %s on a lost instance", h.req.ID, h.st)
+	return fmt.Errorf("cluster: invariant violated: request %d in handoff state %s on a lost instance", h.id, h.st)
 }
 
 // endLost ends a decoding handoff as failed with the decode side's record.
@@ -403,7 +403,7 @@ func (s *Sim) endLost(h *hand, rec metrics.Record, now int64, reason string) err
 		return err
 	}
 	rec.Outcome, rec.Reason = metrics.Failed, reason
-	s.pd.hands.del(h.req.ID)
+	s.pd.hands.del(h.id)
 	s.pd.freeHand(h)
 	return s.end(&rec, now)
 }
@@ -599,7 +599,7 @@ func (s *Sim) loadFailed(h *hand, now int64) error {
 		rec.TransferEnd = now
 		rec.Outcome, rec.Reason = metrics.Failed, fmt.Sprintf("kv load failed: transfer from prefill instance %d to decode instance %d (kv_load_failure_policy fail)", h.p, h.d)
 		d := h.d
-		s.pd.hands.del(h.req.ID)
+		s.pd.hands.del(h.id)
 		s.pd.freeHand(h)
 		if err := s.end(&rec, now); err != nil {
 			return err

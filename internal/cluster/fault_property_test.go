@@ -171,7 +171,7 @@ func TestFaultProperty(t *testing.T) {
 		}
 		if faultTrace && sim.pd != nil {
 			sim.pd.onTransition = func(h *hand, from hstate, now int64) {
-				rt.Logf("t=%d request %d: %s -> %s p=%d d=%d down=%v", now/1000, h.req.ID, from, h.st, h.p, h.d, sim.ft.down)
+				rt.Logf("t=%d request %d: %s -> %s p=%d d=%d down=%v", now/1000, h.id, from, h.st, h.p, h.d, sim.ft.down)
 			}
 		}
 		end, err := sim.Run()

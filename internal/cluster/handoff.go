@@ -84,17 +84,17 @@ var legal = func() (t [numHStates][numHStates]bool) {
 // KV on d, a decode slot) are tracked alongside and checked against the
 // state by checkPD.
 //
-// Its first 64 bytes, the handCore and the body pointer (one cache line:
-// 192-byte hands are 64-byte aligned by their size class), hold all that
-// transition and a finished request's step end read. What only the way to the decode batch needs is in a
-// handBody, which a request that starts decoding gives back (detachBody)
-// unless an instance loss, a KV tier or the reserve policy may still want
-// it: the bodies are reused while still in the caches, and a request
-// decoding for seconds keeps three cache lines, not nine.
+// A hand is 64 bytes, the handCore and the body pointer (one cache line:
+// 64-byte objects are 64-byte aligned by their size class), and holds all
+// that transition and a finished request's step end read, the request's
+// id among it. What only the way to the decode batch needs, the request
+// itself included, is in a handBody, which a request that starts decoding
+// gives back (detachBody) unless an instance loss, a KV tier or the
+// reserve policy may still want it: the bodies are reused while still in
+// the caches, and a request decoding for seconds keeps one cache line.
 type hand struct {
 	handCore
 	*handBody
-	req workload.Request
 }
 
 // handCore is the part of a hand that transition reads.
@@ -106,17 +106,28 @@ type handCore struct {
 	gen      int32 // invalidates stale lease and retry events
 	pSlot    int32 // slot on the prefill instance (pinned KV)
 	dSlot    int32 // slot on the decode instance
-	p, d     int   // prefill and decode instances (d = -1 before placement)
-	since    int64 // when it entered st
-	qBlocks  int   // blocks counted in pd.queuedBlocks[d]
-	demand   int   // blocks counted in pd.demand
+	// qBlocks and demand fit an int32: a prompt has at most
+	// math.MaxInt32 tokens (workload), so at most as many blocks.
+	qBlocks int32 // blocks counted in pd.queuedBlocks[d]
+	demand  int32 // blocks counted in pd.demand
+	p, d    int   // prefill and decode instances (d = -1 before placement)
+	since   int64 // when it entered st
+	// id is the request's id (req.ID), kept here for what reads it after
+	// the body is given back (the finish, describe, checkPD).
+	id int64
 }
 
 // handBody is the part of a hand that a decoding request no longer needs.
-// newHand writes all of it (a recycled body is not cleared first).
+// newHand writes all of it (a recycled body is not cleared first). A hand
+// on the shared spent body has no request here: it reads its id from the
+// core.
 type handBody struct {
 	rec metrics.Record // as of the prefill instance
 	bodyFields
+	// The padding makes a body 512 bytes, a size class of line-aligned
+	// objects, the request its last two lines: no two bodies share a line.
+	_   [32]byte
+	req workload.Request
 }
 
 // bodyFields is a handBody but for its record.
@@ -163,18 +174,18 @@ func (e *TransitionError) Error() string {
 func (s *Sim) transition(h *hand, to hstate, d int, now int64) error {
 	from := h.st
 	if !legal[from][to] {
-		return &TransitionError{Request: h.req.ID, From: from.String(), To: to.String(), At: now}
+		return &TransitionError{Request: h.id, From: from.String(), To: to.String(), At: now}
 	}
 	if now < h.since {
 		return fmt.Errorf("cluster: invariant violated: request %d: handoff %s -> %s at t=%d ns, before it entered %s at t=%d ns",
-			h.req.ID, from, to, now, from, h.since)
+			h.id, from, to, now, from, h.since)
 	}
 	p := s.pd
 	if h.qBlocks != 0 {
-		p.queuedBlocks[h.d] -= h.qBlocks
+		p.queuedBlocks[h.d] -= int(h.qBlocks)
 		h.qBlocks = 0
 	}
-	p.demand -= h.demand
+	p.demand -= int(h.demand)
 	h.demand = 0
 	h.st, h.d, h.since = to, d, now
 	if to != hQueued {
@@ -182,13 +193,13 @@ func (s *Sim) transition(h *hand, to hstate, d int, now int64) error {
 	}
 	switch to {
 	case hQueued, hAwaitReserve:
-		h.qBlocks = s.promptBlocks(h, d)
-		p.queuedBlocks[d] += h.qBlocks
+		h.qBlocks = int32(s.promptBlocks(h, d))
+		p.queuedBlocks[d] += int(h.qBlocks)
 	}
 	switch to {
 	case hQueued, hPrefilling, hPushing:
-		h.demand = p.demandBlocks(&h.req)
-		p.demand += h.demand
+		h.demand = int32(p.demandBlocks(&h.req))
+		p.demand += int(h.demand)
 	}
 	if p.onTransition != nil {
 		p.onTransition(h, from, now)

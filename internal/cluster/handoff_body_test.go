@@ -3,7 +3,9 @@ package cluster
 import (
 	"math"
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/workload"
@@ -64,4 +66,34 @@ func TestDetachedBodiesChangeNothing(t *testing.T) {
 			rt.Fatalf("%d records, with every body kept %d", len(got), len(want))
 		}
 	})
+}
+
+// TestHandIsOneLine: a hand, its core and body pointer, fills one cache
+// line; the request lives in the body, which is 512 bytes (line-aligned
+// by its size class) with the request on whole lines.
+func TestHandIsOneLine(t *testing.T) {
+	if n := unsafe.Sizeof(hand{}); n != 64 {
+		t.Fatalf("a hand is %d bytes, want 64", n)
+	}
+	var b handBody
+	if n, off := unsafe.Sizeof(b), unsafe.Offsetof(b.req); n != 512 || off%64 != 0 {
+		t.Fatalf("a hand body is %d bytes with its request at offset %d, want 512 bytes and a line boundary", n, off)
+	}
+}
+
+// TestSpentHandKeepsItsID: a decoding hand on the shared spent body (no
+// request there) is still named by its own id in the stall report and
+// passes the table check under it.
+func TestSpentHandKeepsItsID(t *testing.T) {
+	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 100, seqs: 4, budget: 256, bw: 1e9, kvPerToken: 1, pred: linear{base: 1}}
+	sim, _ := ps.build(t, nil)
+	h := testHand(workload.Request{ID: 9, InputTokens: 64, OutputTokens: 4}, handCore{st: hDecoding, p: 0, d: 1, pSlot: -1, dSlot: -1})
+	h.handBody = sim.pd.spent
+	sim.pd.hands.put(9, h)
+	if got := sim.describe(); !strings.Contains(got, "decoding 1 (first: request 9 ") {
+		t.Errorf("stall report does not name request 9:\n%s", got)
+	}
+	if err := sim.checkHand(9, h); err != nil {
+		t.Errorf("spent hand fails the check: %v", err)
+	}
 }

@@ -34,7 +34,7 @@ func (s *Sim) armOffload(h *hand, now int64) error {
 	if p.cfg.OffloadPinnedAfter <= 0 || s.tiers == nil || !h.holds.has(holdPinned) || h.holds.has(holdOffloading) || h.holds.has(holdOffWait) {
 		return nil // none, or already under way or waiting in its place
 	}
-	return s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.OffloadPinnedAfter)), Kind: evOffload, Arg: h.req.ID, Target: h.gen})
+	return s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.OffloadPinnedAfter)), Kind: evOffload, Arg: h.id, Target: h.gen})
 }
 
 // offloadDue starts copying h's pinned KV to host memory.
@@ -91,7 +91,7 @@ func (s *Sim) startOffload(h *hand, id, bytes, now int64) error {
 	h.holds.set(holdOffloading)
 	h.offloadTag = t.nextOffload
 	if err := t.h.Offload(h.p, t.nextOffload, bytes, now); err != nil {
-		return fmt.Errorf("cluster: request %d: offloading its pinned KV: %w", h.req.ID, err)
+		return fmt.Errorf("cluster: request %d: offloading its pinned KV: %w", h.id, err)
 	}
 	if t.onOffloadStart != nil {
 		t.onOffloadStart(id)

@@ -148,5 +148,6 @@ func TestStallReportNamesStates(t *testing.T) {
 // testHand is a hand with core c and request req and a body of its own,
 // as newHand makes them.
 func testHand(req workload.Request, c handCore) *hand {
-	return &hand{handCore: c, handBody: &handBody{}, req: req}
+	c.id = req.ID
+	return &hand{handCore: c, handBody: &handBody{req: req}}
 }

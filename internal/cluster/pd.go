@@ -358,21 +358,21 @@ func (p *pd) newHand(req *workload.Request, now int64) *hand {
 		h = new(hand)
 	}
 	// The hand's core is zero (new, or cleared by freeHand): only its
-	// fields that start non-zero are set. The request and the body are
-	// written whole, without building a whole hand to copy.
-	h.req = *req
-	h.st, h.since, h.d, h.pSlot, h.dSlot = hNew, now, -1, -1, -1
+	// fields that start non-zero are set. The body, the request in it, is
+	// written whole, without building a whole body to copy.
+	h.st, h.since, h.d, h.pSlot, h.dSlot, h.id = hNew, now, -1, -1, -1, req.ID
 	h.handBody = p.newBody()
 	h.bodyFields = bodyFields{prefillEnd: -1}
+	h.req = *req
 	h.rec = metrics.NewRecord(req.ID, now)
 	h.rec.Session, h.rec.InputTokens, h.rec.OutputTokens = req.Session, req.InputTokens, req.OutputTokens
 	h.rec.Priority = req.Priority
 	return h
 }
 
-// freeHand recycles a hand that is no longer in the table, cleared for
-// newHand but for its request (newHand writes it whole: clearing it would
-// write two more cache lines of a hand that has left the caches).
+// freeHand recycles a hand that is no longer in the table, its core
+// cleared for newHand and its body recycled as it is (newHand writes a
+// body whole).
 func (p *pd) freeHand(h *hand) {
 	p.freeBody(h)
 	h.handCore = handCore{}
@@ -443,7 +443,7 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 	s.noteLoad(d)
 	h.gen++
 	if !p.cfg.Heartbeat && p.cfg.Lease > 0 && h.holds.has(holdPinned) {
-		if err := s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.Lease)), Kind: evLease, Arg: h.req.ID, Target: h.gen}); err != nil {
+		if err := s.schedule(des.Event{At: max(now, satAdd(h.prefillEnd, p.cfg.Lease)), Kind: evLease, Arg: h.id, Target: h.gen}); err != nil {
 			return err
 		}
 	}
@@ -451,7 +451,7 @@ func (s *Sim) enqueueDecode(h *hand, d int, now int64) error {
 		return err
 	}
 	if p.cfg.Placement == RetryPlacement && p.cfg.RetryAfter > 0 && len(p.decode) > 1 {
-		return s.schedule(des.Event{At: satAdd(now, p.cfg.RetryAfter), Kind: evRetry, Arg: h.req.ID, Target: h.gen})
+		return s.schedule(des.Event{At: satAdd(now, p.cfg.RetryAfter), Kind: evRetry, Arg: h.id, Target: h.gen})
 	}
 	return nil
 }
@@ -524,7 +524,7 @@ func (s *Sim) reserved(h *hand, res engine.Reservation, now int64) error {
 		if p.cfg.HostBandwidth > 0 {
 			dur = int64(math.Ceil(float64(bytes) / p.cfg.HostBandwidth * 1e9))
 		}
-		return s.schedule(des.Event{At: satAdd(now, dur), Kind: evHost, Arg: h.req.ID, Target: h.gen})
+		return s.schedule(des.Event{At: satAdd(now, dur), Kind: evHost, Arg: h.id, Target: h.gen})
 	case h.bufBlocks > 0:
 		// Push: the KV is already in the receive buffer on this device.
 		p.bufFree[h.d] += h.bufBlocks
@@ -544,12 +544,12 @@ func (s *Sim) startFlows(h *hand, now int64, bytes int64, rate float64) error {
 	n := min(len(from), len(to))
 	var err error
 	if rate > 0 {
-		_, err = p.net.StartParallelCapped(now, from[:n], to[:n], bytes, rate, h.req.ID)
+		_, err = p.net.StartParallelCapped(now, from[:n], to[:n], bytes, rate, h.id)
 	} else {
-		_, err = p.net.StartParallel(now, from[:n], to[:n], bytes, h.req.ID)
+		_, err = p.net.StartParallel(now, from[:n], to[:n], bytes, h.id)
 	}
 	if err != nil {
-		return fmt.Errorf("cluster: request %d: KV transfer from instance %d to %d: %w", h.req.ID, h.p, h.d, err)
+		return fmt.Errorf("cluster: request %d: KV transfer from instance %d to %d: %w", h.id, h.p, h.d, err)
 	}
 	return s.wakeNet()
 }
@@ -593,7 +593,7 @@ func (s *Sim) netEvent(gen int64, now int64) error {
 			h.holds.set(holdStreamDone)
 			err = s.transferDone(h, now)
 		default:
-			err = fmt.Errorf("cluster: invariant violated: request %d: transfer completed in handoff state %s", h.req.ID, h.st)
+			err = fmt.Errorf("cluster: invariant violated: request %d: transfer completed in handoff state %s", h.id, h.st)
 		}
 		if err != nil {
 			return err

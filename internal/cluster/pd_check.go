@@ -48,9 +48,9 @@ func (s *Sim) checkPD() error {
 			}
 		}
 		if h.qBlocks != 0 {
-			qBlocks[h.d] += h.qBlocks
+			qBlocks[h.d] += int(h.qBlocks)
 		}
-		demand += h.demand
+		demand += int(h.demand)
 		if h.bufBlocks > 0 {
 			buf[h.d] += h.bufBlocks
 		}
@@ -172,8 +172,8 @@ func (s *Sim) checkDeferred() error {
 
 // checkHand checks one handoff's resources against its state.
 func (s *Sim) checkHand(id int64, h *hand) error {
-	if h.req.ID != id {
-		return fmt.Errorf("filed under id %d but is request %d", id, h.req.ID)
+	if h.id != id {
+		return fmt.Errorf("filed under id %d but is request %d", id, h.id)
 	}
 	if err := h.holds.check(h.st, h.bufBlocks); err != nil {
 		return err

@@ -25,7 +25,7 @@ func TestNewHandRecycled(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			want := hand{handCore: handCore{st: hNew, since: tc.now, d: -1, pSlot: -1, dSlot: -1}, handBody: &handBody{bodyFields: bodyFields{prefillEnd: -1}}, req: tc.req}
+			want := hand{handCore: handCore{st: hNew, since: tc.now, d: -1, pSlot: -1, dSlot: -1, id: tc.req.ID}, handBody: &handBody{bodyFields: bodyFields{prefillEnd: -1}, req: tc.req}}
 			want.rec = metrics.NewRecord(tc.req.ID, tc.now)
 			want.rec.Session, want.rec.InputTokens, want.rec.OutputTokens = tc.req.Session, tc.req.InputTokens, tc.req.OutputTokens
 			want.rec.Priority = tc.req.Priority

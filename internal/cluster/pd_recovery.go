@@ -90,7 +90,7 @@ func (s *Sim) failHand(h *hand, now int64, reason string) error {
 	rec := h.rec
 	rec.DecodeInstance = int32(d)
 	rec.Outcome, rec.Reason = metrics.Failed, reason
-	p.hands.del(h.req.ID)
+	p.hands.del(h.id)
 	p.freeHand(h)
 	return s.end(&rec, now)
 }
@@ -108,7 +108,7 @@ func (s *Sim) retry(id int64, gen int32, now int64) error {
 	old := h.d
 	d := s.placeDecode(h, old)
 	if d == old {
-		return s.schedule(des.Event{At: satAdd(now, p.cfg.RetryAfter), Kind: evRetry, Arg: h.req.ID, Target: h.gen})
+		return s.schedule(des.Event{At: satAdd(now, p.cfg.RetryAfter), Kind: evRetry, Arg: h.id, Target: h.gen})
 	}
 	retries := s.engines[old].Record(h.dSlot).Retries
 	if err := s.leaveQueue(h); err != nil {

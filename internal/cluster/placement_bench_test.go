@@ -49,7 +49,7 @@ func backlogSim(b *testing.B, pol PolicyName, pl Placement, backlog int) (*Sim, 
 	sim, _ := ps.build(b, nil)
 	for i := 0; i < backlog; i++ {
 		h := sim.pd.newHand(&workload.Request{ID: int64(i), InputTokens: 100 + i%1000, OutputTokens: 10}, 0)
-		sim.pd.hands.put(h.req.ID, h)
+		sim.pd.hands.put(h.id, h)
 		if err := sim.transition(h, hPrefilling, -1, 0); err != nil {
 			b.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func (f *fakeSim) config() *PDConfig { return &f.cfg }
 
 func (f *fakeSim) transition(h *hand, to hstate, d int, now int64) error {
 	if !legal[h.st][to] {
-		return &TransitionError{Request: h.req.ID, From: h.st.String(), To: to.String(), At: now}
+		return &TransitionError{Request: h.id, From: h.st.String(), To: to.String(), At: now}
 	}
 	f.logf("transition %s -> %s on decode %d", h.st, to, d)
 	h.st, h.d = to, d
@@ -80,7 +80,7 @@ func (f *fakeSim) forceReserve(h *hand, now int64) (engine.Reservation, int, int
 	if !f.forceFits {
 		return engine.Reservation{}, f.blocks, f.blocks - 1, false, nil
 	}
-	return engine.Reservation{Slot: h.dSlot, ID: h.req.ID, TransferBlocks: f.blocks}, 0, 0, true, nil
+	return engine.Reservation{Slot: h.dSlot, ID: h.id, TransferBlocks: f.blocks}, 0, 0, true, nil
 }
 
 func (f *fakeSim) reserved(h *hand, res engine.Reservation, now int64) error {
@@ -90,7 +90,7 @@ func (f *fakeSim) reserved(h *hand, res engine.Reservation, now int64) error {
 
 func (f *fakeSim) stopRun(h *hand, needed, free int, now int64) error {
 	f.logf("stopRun: %d blocks needed, %d free", needed, free)
-	return &StopReport{Request: h.req.ID, Instance: h.d, Needed: needed, Free: free, At: now}
+	return &StopReport{Request: h.id, Instance: h.d, Needed: needed, Free: free, At: now}
 }
 
 func (f *fakeSim) pinPrefill(h *hand, now int64) {
