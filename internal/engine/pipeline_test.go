@@ -278,3 +278,12 @@ func TestPipelineProperty(t *testing.T) {
 		}
 	})
 }
+
+// flightEnd is the end of flight f, in flight: without pipeline
+// parallelism the latest batch's (f.end is set only with it).
+func (e *Engine) flightEnd(f *flight) int64 {
+	if e.pp() > 1 {
+		return f.end
+	}
+	return e.stepEnd
+}

@@ -222,15 +222,6 @@ func (e *Engine) Launch(now, d int64) (Step, error) {
 	return Step{ID: f.id, Start: now, End: end, Free: free}, e.err
 }
 
-// flightEnd is the end of flight f, in flight: without pipeline
-// parallelism the latest batch's (f.end is set only with it).
-func (e *Engine) flightEnd(f *flight) int64 {
-	if e.pp() > 1 {
-		return f.end
-	}
-	return e.stepEnd
-}
-
 // nextFlight is the flight the next batch takes with pipeline
 // parallelism: a finished one kept after those in flight, or a new one
 // (at most pp of them over a run).
