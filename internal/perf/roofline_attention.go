@@ -286,17 +286,9 @@ func (r *Roofline) splits(u, nBlocks float64) float64 {
 // rows per decode q (1 + its verified proposals) and the decode context
 // sum; none reports a step without prefill or decode tokens.
 func attentionInputs(b *Batch) (pc, kp, ps, n, q, kvSum float64, none bool) {
-	pc = float64(max(b.PrefillTokens, 0))
-	n = float64(max(b.NumDecode, 0))
-	if pc == 0 && n == 0 {
+	if b.PrefillTokens <= 0 && b.NumDecode <= 0 {
 		return 0, 0, 0, 0, 0, 0, true
 	}
-	kp = float64(max(b.PrefillKV, 0))
-	ps = float64(max(b.PrefillSeqs, 1))
-	kvSum = float64(max(b.DecodeKVSum, 0))
-	q = 1.0
-	if n > 0 && b.SpecTokens > 0 {
-		q += float64(b.SpecTokens) / n
-	}
+	pc, kp, ps, n, q, kvSum = attnInputs(b)
 	return pc, kp, ps, n, q, kvSum, false
 }
