@@ -126,7 +126,7 @@ type handBody struct {
 	bodyFields
 	// The padding makes a body 512 bytes, a size class of line-aligned
 	// objects, the request its last two lines: no two bodies share a line.
-	_   [32]byte
+	_   [56]byte
 	req workload.Request
 }
 

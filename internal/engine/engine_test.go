@@ -271,13 +271,16 @@ func sameErr(e *Engine, err error) {
 	}
 }
 
-// TestSlotLayout checks that a request slot is a whole number of cache
-// lines and that its hot fields (everything a decode step touches) share
-// the first one.
+// TestSlotLayout checks that a request slot is eight cache lines, that
+// its hot fields (everything a decode step touches) share the first one
+// and that its record starts on a line, taking four.
 func TestSlotLayout(t *testing.T) {
 	var s seq
-	if size := unsafe.Sizeof(s); size%64 != 0 {
-		t.Errorf("slot is %d bytes, not a multiple of 64: pad it (slot.go)", size)
+	if size := unsafe.Sizeof(s); size != 512 {
+		t.Errorf("slot is %d bytes, want 512 (slot.go)", size)
+	}
+	if start, end := unsafe.Offsetof(s.rec), unsafe.Offsetof(s.rec)+unsafe.Sizeof(s.rec); start%64 != 0 || end-start > 256 {
+		t.Errorf("record spans bytes %d to %d, not four whole cache lines", start, end)
 	}
 	if end := unsafe.Offsetof(s.nblocks) + unsafe.Sizeof(s.nblocks); end > 64 {
 		t.Errorf("hot fields end at byte %d, past the first cache line", end)

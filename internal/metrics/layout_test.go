@@ -37,3 +37,16 @@ func TestDistLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordLayout: a record's byte-sized fields fill the hole after its
+// int32s, so that it is 240 bytes, four cache lines when it starts on one
+// (as in an engine's request slot or engine.Prefilled).
+func TestRecordLayout(t *testing.T) {
+	var r Record
+	if n := unsafe.Sizeof(r); n != 240 {
+		t.Errorf("a record is %d bytes, want 240 (record.go)", n)
+	}
+	if a := unsafe.Alignof(r); a != 8 {
+		t.Errorf("a record is aligned on %d bytes, want 8", a)
+	}
+}

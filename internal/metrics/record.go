@@ -35,11 +35,16 @@ type Record struct {
 	Priority        int32 // the request's scheduling priority (0 unless the workload gives one)
 	PrefillInstance int32 // instance that computed the prompt (-1 if none)
 	DecodeInstance  int32 // instance that produced the output (-1 if none)
-	InputTokens     int
-	OutputTokens    int   // requested output length
-	Generated       int   // output tokens actually produced
-	CachedTokens    int   // prompt tokens served from the prefix cache at first admission
-	Arrival         int64 // arrival at the cluster
+	// The byte-sized fields sit together after the int32s, in what would
+	// otherwise be padding: a record is 240 bytes (TestRecordLayout).
+	PrefixTier   int8    // see KV tiers, below
+	Outcome      Outcome // how it ended (Reason, below, says why if not finished)
+	FrontEnd     bool    // see front end, below
+	InputTokens  int
+	OutputTokens int   // requested output length
+	Generated    int   // output tokens actually produced
+	CachedTokens int   // prompt tokens served from the prefix cache at first admission
+	Arrival      int64 // arrival at the cluster
 	// Queued is when the serving engine picked the request up: engines
 	// take new requests between steps, so this is the arrival, or the end
 	// of the step in flight at arrival. vLLM records it as queued_ts.
@@ -50,10 +55,10 @@ type Record struct {
 	MaxITL      int64 // largest gap between consecutive output tokens
 	Preemptions int   // times it was preempted (recompute)
 	// KV tiers (0 without them): the time spent loading prefixes from a
-	// tier below the GPU before computing, summed over its admissions, and
-	// the tier its latest loaded prefix came from (1 host, 2 disk).
+	// tier below the GPU before computing, summed over its admissions,
+	// and (PrefixTier, above) the tier its latest loaded prefix came from
+	// (1 host, 2 disk).
 	TierLoadNs int64
-	PrefixTier int8
 	// P/D handoff. Times are -1 and HandoffWait/CapacityWait are -1 when the
 	// request had no handoff (colocated runs); NewRecord sets them so.
 	PrefillEnd    int64 // prompt computed on the prefill instance
@@ -64,7 +69,6 @@ type Record struct {
 	CapacityWait  int64 // ns held back because decode capacity was not available
 	Reprefills    int
 	Retries       int
-	Outcome       Outcome
 	Reason        string // why it was rejected or failed ("" when finished)
 	// Front end (a served endpoint, docs/client.md): with it, Arrival is
 	// when the client sent the request and FirstToken / LastToken are
@@ -72,8 +76,7 @@ type Record struct {
 	// keep the engine-side times: when the request reached the engine
 	// core (vLLM's arrival at the engine, before queued_ts) and when the
 	// engine emitted its first and last token. -1 without a front end.
-	// FrontEnd is set when they apply.
-	FrontEnd         bool
+	// FrontEnd (above) is set when they apply.
 	EngineArrival    int64
 	EngineFirstToken int64
 	EngineLastToken  int64
