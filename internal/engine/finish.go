@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/servesim/servesim/internal/metrics"
 	"github.com/servesim/servesim/internal/perf"
@@ -136,7 +137,9 @@ func (e *Engine) finishScheduled(sched []scheduled, r *StepResult, end int64) in
 			s.state = stPrefilled
 			e.pin(sc.slot, s)
 			e.zombies = append(e.zombies, sc.slot)
-			r.Prefilled = append(r.Prefilled, Prefilled{Slot: sc.slot, Record: *s.syncRecord(), Blocks: int(s.nblocks)})
+			p := grow(&r.Prefilled)
+			p.Record = *s.syncRecord()
+			p.Slot, p.Blocks = sc.slot, int(s.nblocks)
 			continue
 		}
 		if sc.spec == 0 {
@@ -167,7 +170,7 @@ func (e *Engine) finishScheduled(sched []scheduled, r *StepResult, end int64) in
 			rec := s.syncRecord()
 			rec.Generated = int(s.generated)
 			rec.Outcome = metrics.Finished
-			r.Finished = append(r.Finished, *rec)
+			*grow(&r.Finished) = *rec
 			s.state = stDone
 			e.zombies = append(e.zombies, sc.slot)
 		}
@@ -203,4 +206,13 @@ func (e *Engine) pruneRunning(end int64, lane bool) {
 		}
 		e.running = kept
 	}
+}
+
+// grow lengthens *list by one entry and returns it, for the caller to
+// fill whole: a large entry is then written once, in place, rather than
+// built on the stack and copied.
+func grow[T any](list *[]T) *T {
+	n := len(*list)
+	*list = slices.Grow(*list, 1)[:n+1]
+	return &(*list)[n]
 }
