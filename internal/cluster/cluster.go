@@ -432,7 +432,7 @@ func (s *Sim) stepEnd(inst int, id int64, now int64) error {
 		s.obs.StepDone(inst, r)
 	}
 	for i := range r.Finished {
-		if err := s.end(&r.Finished[i], now); err != nil {
+		if err := s.end(r.Finished[i], now); err != nil {
 			return err
 		}
 	}

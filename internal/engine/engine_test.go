@@ -43,10 +43,20 @@ func drive(t testing.TB, e *Engine, reqs []workload.Request) []metrics.Record {
 		if err := e.err; err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, r.Finished...)
+		out = appendFinished(out, r)
 		if steps > 1e6 {
 			t.Fatal("no progress")
 		}
+	}
+	return out
+}
+
+// appendFinished appends copies of the records of r's finished requests
+// to out: r.Finished points into the engine's slots, which the next
+// batch may reuse.
+func appendFinished(out []metrics.Record, r *StepResult) []metrics.Record {
+	for _, rec := range r.Finished {
+		out = append(out, *rec)
 	}
 	return out
 }

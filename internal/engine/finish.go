@@ -170,7 +170,7 @@ func (e *Engine) finishScheduled(sched []scheduled, r *StepResult, end int64) in
 			rec := s.syncRecord()
 			rec.Generated = int(s.generated)
 			rec.Outcome = metrics.Finished
-			*grow(&r.Finished) = *rec
+			r.Finished = append(r.Finished, rec)
 			s.state = stDone
 			e.zombies = append(e.zombies, sc.slot)
 		}

@@ -101,8 +101,8 @@ func TestDecodeLaneMatchesExplicit(t *testing.T) {
 				rt.Fatalf("t=%d: %d finished, reference %d", now, len(r1.Finished), len(r2.Finished))
 			}
 			for i := range r1.Finished {
-				if r1.Finished[i] != r2.Finished[i] {
-					rt.Fatalf("t=%d: finished %+v, reference %+v", now, r1.Finished[i], r2.Finished[i])
+				if *r1.Finished[i] != *r2.Finished[i] {
+					rt.Fatalf("t=%d: finished %+v, reference %+v", now, *r1.Finished[i], *r2.Finished[i])
 				}
 			}
 			done += len(r1.Finished)

@@ -68,7 +68,7 @@ func pipeDrive(e *Engine, now int64, limit int, f func(ev pipeEvent) error) (int
 			if err != nil {
 				return now, err
 			}
-			if err := emit(pipeEvent{at: now, id: id, finished: append([]metrics.Record(nil), r.Finished...)}); err != nil {
+			if err := emit(pipeEvent{at: now, id: id, finished: appendFinished(nil, r)}); err != nil {
 				return now, err
 			}
 		}

@@ -203,7 +203,7 @@ func TestSpecProperties(t *testing.T) {
 				if err != nil {
 					rt.Fatal(err)
 				}
-				out = append(out, r.Finished...)
+				out = appendFinished(out, r)
 				if steps > 100000 {
 					rt.Fatal("no progress")
 				}

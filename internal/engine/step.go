@@ -48,6 +48,11 @@ type Step struct {
 func (e *Engine) FirstScheduled() []int64 { return e.firstSched }
 
 // StepResult is what one step did. Slices are reused by the next FinishBatch.
+// Finished's records are the finished requests' own, in their slots, not
+// copies (which would write a record's four cache lines and read all of
+// them, where a reader such as a summary reads two): they stay valid, and
+// the caller may change them, until the engine next takes a request in
+// (Add, AddRecord, Enqueue), which may reuse their slots.
 //
 // The fields a steady decode step writes and its observers read (the
 // runner's StepDone, the cluster's step end) share two cache lines, the
@@ -62,10 +67,10 @@ type StepResult struct {
 	// PromptTokens is the prompt tokens of requests that emitted their
 	// first token; GenTokens the output tokens emitted.
 	PromptTokens, GenTokens int
-	ITL                     []Gap            // gaps between consecutive tokens emitted this step, run-length encoded
-	itl                     [1]Gap           // ITL's backing array on the steady path (FinishSteady)
-	Finished                []metrics.Record // requests that produced their last token
-	Prefilled               []Prefilled      // prefill role: prompts computed, KV pinned
+	ITL                     []Gap             // gaps between consecutive tokens emitted this step, run-length encoded
+	itl                     [1]Gap            // ITL's backing array on the steady path (FinishSteady)
+	Finished                []*metrics.Record // requests that produced their last token (see above)
+	Prefilled               []Prefilled       // prefill role: prompts computed, KV pinned
 
 	// Batch is the batch as the predictor saw it, valid until the
 	// engine's next Begin, Form or Launch. (A steady step leaves it:
