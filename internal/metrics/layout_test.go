@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 )
@@ -49,4 +50,59 @@ func TestRecordLayout(t *testing.T) {
 	if a := unsafe.Alignof(r); a != 8 {
 		t.Errorf("a record is aligned on %d bytes, want 8", a)
 	}
+}
+
+// TestSummaryReadsFirstLines: a summary reads a finished request's record
+// in its first two cache lines, and in its first three if the request
+// went through a P/D handoff (record.go orders the fields so): every
+// field past them can change without changing the summary, with or
+// without an SLO.
+func TestSummaryReadsFirstLines(t *testing.T) {
+	colocated := NewRecord(7, 1_000)
+	colocated.Priority, colocated.PrefillInstance, colocated.DecodeInstance = 2, 3, 3
+	colocated.Outcome, colocated.InputTokens, colocated.OutputTokens, colocated.Generated = Finished, 100, 20, 20
+	colocated.CachedTokens, colocated.Preemptions, colocated.Reprefills, colocated.Retries = 32, 1, 2, 3
+	colocated.Queued, colocated.Scheduled, colocated.FirstToken, colocated.LastToken, colocated.MaxITL = 1_500, 2_000, 40_000, 900_000, 80_000
+	handoff := colocated
+	handoff.DecodeInstance = 4
+	handoff.PrefillEnd, handoff.Reserved, handoff.TransferStart, handoff.TransferEnd = 30_000, 31_000, 31_000, 39_000
+	handoff.HandoffWait, handoff.CapacityWait = 1_000, 500
+	for _, tc := range []struct {
+		name string
+		rec  Record
+		from uintptr // the fields from this offset on are not read
+	}{
+		{"colocated", colocated, 128},
+		{"handoff", handoff, 192},
+	} {
+		for _, slo := range []SLO{{}, {TTFT: 50_000, TPOT: 50_000, E2E: 1e6}} {
+			want := summarize(tc.rec, slo)
+			changed := tc.rec
+			v := reflect.ValueOf(&changed).Elem()
+			for i := range v.NumField() {
+				if v.Type().Field(i).Offset < tc.from {
+					continue
+				}
+				switch f := v.Field(i); f.Kind() {
+				case reflect.String:
+					f.SetString(f.String() + "x")
+				case reflect.Int, reflect.Int64:
+					f.SetInt(f.Int()*3 + 12345)
+				default:
+					t.Fatalf("field %s past byte %d: a %s, not handled", v.Type().Field(i).Name, tc.from, f.Kind())
+				}
+			}
+			if got := summarize(changed, slo); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s (SLO %+v): the summary changed with the fields from byte %d on:\n%+v\nwant\n%+v", tc.name, slo, tc.from, got, want)
+			}
+		}
+	}
+}
+
+// summarize is the result of a summary of the one record r.
+func summarize(r Record, slo SLO) Result {
+	s := NewSummary()
+	s.SetSLO(slo)
+	s.Add(&r)
+	return s.Finish(1e9)
 }

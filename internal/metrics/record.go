@@ -29,14 +29,20 @@ func (o Outcome) String() string {
 
 // Record is the life of one request. Times are ns since the start of the run;
 // a time that never happened is -1.
+//
+// The fields are ordered by use, so that a record starting on a cache line
+// (as in an engine's request slot) is read in as few lines as it can be:
+// its first two lines (128 bytes) hold all that a run's summary reads of a
+// finished request (Summary.Add), the third what it reads besides of a
+// request that went through a P/D handoff, the fourth what KV tiers and a
+// front end add. A record is 240 bytes (TestRecordLayout).
 type Record struct {
 	ID              int64
-	Session         string
 	Priority        int32 // the request's scheduling priority (0 unless the workload gives one)
 	PrefillInstance int32 // instance that computed the prompt (-1 if none)
 	DecodeInstance  int32 // instance that produced the output (-1 if none)
 	// The byte-sized fields sit together after the int32s, in what would
-	// otherwise be padding: a record is 240 bytes (TestRecordLayout).
+	// otherwise be padding.
 	PrefixTier   int8    // see KV tiers, below
 	Outcome      Outcome // how it ended (Reason, below, says why if not finished)
 	FrontEnd     bool    // see front end, below
@@ -44,21 +50,22 @@ type Record struct {
 	OutputTokens int   // requested output length
 	Generated    int   // output tokens actually produced
 	CachedTokens int   // prompt tokens served from the prefix cache at first admission
+	Preemptions  int   // times it was preempted (recompute)
 	Arrival      int64 // arrival at the cluster
 	// Queued is when the serving engine picked the request up: engines
 	// take new requests between steps, so this is the arrival, or the end
 	// of the step in flight at arrival. vLLM records it as queued_ts.
-	Queued      int64
-	Scheduled   int64 // first time any of its tokens was in a batch
-	FirstToken  int64 // first output token emitted to the client
-	LastToken   int64 // last output token emitted
-	MaxITL      int64 // largest gap between consecutive output tokens
-	Preemptions int   // times it was preempted (recompute)
-	// KV tiers (0 without them): the time spent loading prefixes from a
-	// tier below the GPU before computing, summed over its admissions,
-	// and (PrefixTier, above) the tier its latest loaded prefix came from
-	// (1 host, 2 disk).
-	TierLoadNs int64
+	Queued     int64
+	Scheduled  int64 // first time any of its tokens was in a batch
+	FirstToken int64 // first output token emitted to the client
+	LastToken  int64 // last output token emitted
+	MaxITL     int64 // largest gap between consecutive output tokens
+	// P/D handoff counts (the times are below): how often the prompt was
+	// computed again (its KV lost, a pushed copy dropped or its lease
+	// expired) and how often the prefilled request moved to another
+	// decode queue after waiting in one.
+	Reprefills int
+	Retries    int
 	// P/D handoff. Times are -1 and HandoffWait/CapacityWait are -1 when the
 	// request had no handoff (colocated runs); NewRecord sets them so.
 	PrefillEnd    int64 // prompt computed on the prefill instance
@@ -67,9 +74,13 @@ type Record struct {
 	TransferEnd   int64
 	HandoffWait   int64 // ns from prefill end to decode reservation
 	CapacityWait  int64 // ns held back because decode capacity was not available
-	Reprefills    int
-	Retries       int
-	Reason        string // why it was rejected or failed ("" when finished)
+	Session       string
+	// KV tiers (0 without them): the time spent loading prefixes from a
+	// tier below the GPU before computing, summed over its admissions,
+	// and (PrefixTier, above) the tier its latest loaded prefix came from
+	// (1 host, 2 disk).
+	TierLoadNs int64
+	Reason     string // why it was rejected or failed ("" when finished)
 	// Front end (a served endpoint, docs/client.md): with it, Arrival is
 	// when the client sent the request and FirstToken / LastToken are
 	// when the client received the first and last streamed chunk; these
