@@ -105,12 +105,14 @@ type pd struct {
 	hands  idTable[*hand]
 	free   []*hand     // recycled hands
 	bodies []*handBody // recycled hand bodies
-	spent  *handBody   // the body of decoding hands that gave theirs back
-	// keepBodies turns detachBody off (tests compare runs with and
-	// without it).
-	keepBodies bool
-	prefill    []int // instances that compute prompts (prefill or mixed)
-	decode     []int
+	// keepHands turns retire off (tests compare runs with and without
+	// it).
+	keepHands bool
+	// retired lists, with the invariant checks on, the decode slots of
+	// retired hands that may still be ready (checkPD).
+	retired []retiredSlot
+	prefill []int // instances that compute prompts (prefill or mixed)
+	decode  []int
 	// Per instance, what the hot paths ask of its configuration
 	// (engine.Config returns a copy of the whole struct).
 	isDecode []bool
@@ -168,7 +170,7 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	if err != nil {
 		return err
 	}
-	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, spent: &handBody{rec: metrics.Record{ID: spentID}}}
+	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net}
 	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
 	p.pins = make([]pinStat, n)
@@ -618,7 +620,6 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
-	s.detachBody(h)
 	if err := s.engines[h.d].TransferDone(h.dSlot, now); err != nil {
 		return err
 	}
@@ -626,7 +627,9 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 		return err
 	}
 	s.noteLoad(h.d)
-	return s.parkIfDrained(h.p, now) // its last pinned KV handed off
+	pi := h.p
+	s.retire(h)
+	return s.parkIfDrained(pi, now) // its last pinned KV handed off
 }
 
 // unpin releases the prefill instance's copy of the KV.
