@@ -654,6 +654,9 @@ func (s *Sim) pdStepEnd(r *engine.StepResult, now int64) error {
 			return err
 		}
 	}
+	if s.retires() {
+		return nil // no hand decodes: a finished request has none
+	}
 	for k := range r.Finished {
 		h := p.hands.get(r.Finished[k].ID)
 		if h == nil {

@@ -11,7 +11,7 @@ import (
 // engines and the coordinator's counters agree with the handoffs:
 //   - prefilling, await-reserve, reserved-prefill, decoding: no pinned KV
 //     (reserved-prefill and decoding hold none yet / any more), no buffer
-//     share, nothing spilled;
+//     share, nothing spilled; no hand decodes where hands retire;
 //   - pushing: pinned KV and either a buffer share or a host spill;
 //   - queued: pinned KV, or (push) a buffer share or a spill;
 //   - transfer: pinned KV, or (push) spilled KV being copied back;
@@ -188,6 +188,9 @@ func (s *Sim) checkHand(id int64, h *hand) error {
 	}
 	if err := h.holds.check(h.st, h.bufBlocks); err != nil {
 		return err
+	}
+	if h.st == hDecoding && s.retires() {
+		return fmt.Errorf("decoding, not retired")
 	}
 	if h.holds.has(holdPinned) {
 		if got := s.engines[h.p].SlotState(h.pSlot); got != "pinned" && got != "prefilled" {
