@@ -128,7 +128,10 @@ type pd struct {
 	queuedBlocks []int // per instance: prompt blocks of hands queued or awaiting reservation there
 	demand       int   // prompt blocks (in demandBS units) of hands prefilling, pushing or queued
 	demandBS     int
-	loads        decodeLoads // the least-loaded placement's counts (placement.go)
+	// mixed says some instance is mixed: pdArrive reads it before the
+	// instance's line (pdInst), which most arrivals need not touch.
+	mixed bool
+	loads decodeLoads // the least-loaded placement's counts (placement.go)
 
 	// onTransition, if set, sees every legal transition (tests trace it).
 	onTransition func(h *hand, from hstate, now int64)
@@ -179,6 +182,7 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 		cfg := e.Config()
 		p.inst[i] = pdInst{eps: nodes[i].Endpoints, kvFull: nodes[i].KVBytesPerToken - nodes[i].LocalKVBytesPerToken,
 			kvLocal: nodes[i].LocalKVBytesPerToken, blockSize: int64(cfg.BlockSize), isMixed: cfg.Role == engine.Mixed}
+		p.mixed = p.mixed || cfg.Role == engine.Mixed
 		switch cfg.Role {
 		case engine.Decode:
 			p.decode = append(p.decode, i)
@@ -321,7 +325,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			return s.end(&rec, now)
 		}
 	}
-	if p.inst[pi].isMixed {
+	if p.mixed && p.inst[pi].isMixed {
 		// A mixed instance serves the whole request: no handoff.
 		s.seedHashes(pi, s.engines[pi].AddRecord(req, h.rec, now), req)
 		p.freeHand(h)
