@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/servesim/servesim/internal/kv"
 
@@ -88,10 +87,11 @@ var legal = func() (t [numHStates][numHStates]bool) {
 // 64-byte objects are 64-byte aligned by their size class), and holds all
 // that transition and a finished request's step end read, the request's
 // id among it. What only the way to the decode batch needs, the request
-// itself included, is in a handBody, which a request that starts decoding
-// gives back (detachBody) unless an instance loss, a KV tier or the
-// reserve policy may still want it: the bodies are reused while still in
-// the caches, and a request decoding for seconds keeps one cache line.
+// itself included, is in a handBody. A request whose KV reaches its
+// decode instance gives its hand back (retire) unless an instance loss, a
+// KV tier or the reserve policy may still read it: the hands and bodies
+// are reused while still in the caches, and the table holds only the
+// requests on their way to a decode batch.
 type hand struct {
 	handCore
 	*handBody
@@ -112,15 +112,13 @@ type handCore struct {
 	demand  int32 // blocks counted in pd.demand
 	p, d    int   // prefill and decode instances (d = -1 before placement)
 	since   int64 // when it entered st
-	// id is the request's id (req.ID), kept here for what reads it after
-	// the body is given back (the finish, describe, checkPD).
+	// id is the request's id (req.ID), kept here for what reads only the
+	// core (the finish, describe, checkPD).
 	id int64
 }
 
 // handBody is the part of a hand that a decoding request no longer needs.
-// newHand writes all of it (a recycled body is not cleared first). A hand
-// on the shared spent body has no request here: it reads its id from the
-// core.
+// newHand writes all of it (a recycled body is not cleared first).
 type handBody struct {
 	rec metrics.Record // as of the prefill instance
 	bodyFields
@@ -149,12 +147,6 @@ type bodyFields struct {
 	// instance loss.
 	lossRetries int
 }
-
-// spentID is the record id of the body a decoding hand points at once it
-// gave its own back (pd.spent): no request has it, so the records of the
-// requests in flight (liveRecords) skip that copy, of which the decode
-// instance holds a later snapshot.
-const spentID = math.MinInt64
 
 // TransitionError reports an illegal handoff transition; it is an
 // internal invariant violation and ends the run.
@@ -229,30 +221,49 @@ func (p *pd) newBody() *handBody {
 	return new(handBody)
 }
 
-// freeBody takes h's body away, recycling it for newBody unless it is
-// the shared spent one.
+// freeBody takes h's body away, recycling it for newBody.
 func (p *pd) freeBody(h *hand) {
-	if b := h.handBody; b != nil && b != p.spent {
+	if b := h.handBody; b != nil {
 		p.bodies = append(p.bodies, b)
 	}
 	h.handBody = nil
 }
 
-// detachBody gives back the body of h, whose KV has just reached its
-// decode instance, for the next request while it is still in the caches;
-// h points at the shared spent body from then on. It keeps the body when
-// something may read it again: an instance loss (a decoding request is
-// sent again from scratch, or ends with its prefill record), a KV tier (the
-// prefill record's tier fields), or the reserve policy (whose decode
-// record took only some of the prefill record's fields, mergePrefill). A
-// decoding hand's step end and abort read only its core and request, and
-// the records of the requests in flight (liveRecords) take the decode
-// instance's copy, a later snapshot of the body's record.
-func (s *Sim) detachBody(h *hand) {
+// retires reports whether a hand whose KV has reached its decode
+// instance is given back (retire). It is kept when something may read it
+// again: an instance loss (a decoding request is sent again from scratch,
+// or ends with its prefill record), a KV tier (the prefill record's tier
+// fields), the reserve policy (whose decode record took only some of the
+// prefill record's fields, mergePrefill), or a test that keeps hands or
+// traces every transition (decoding -> done among them).
+func (s *Sim) retires() bool {
 	p := s.pd
-	if p.keepBodies || p.cfg.Policy == Reserve || s.ft != nil || s.tiers != nil {
+	return !p.keepHands && p.onTransition == nil && p.cfg.Policy != Reserve && s.ft == nil && s.tiers == nil
+}
+
+// retire gives back h, whose KV has just reached its decode instance
+// (state decoding), when retires allows it: the request decodes there as
+// a colocated one does, out of the table (its finish and an abort find no
+// handoff; liveRecords takes the decode instance's record, a later
+// snapshot of the hand's), and the hand and its body serve the next
+// requests while still in the caches. With the invariant checks on, its
+// decode slot is noted for checkPD while it may still be ready (counted
+// among the decode instance's reservations).
+func (s *Sim) retire(h *hand) {
+	if !s.retires() {
 		return
 	}
-	p.freeBody(h)
-	h.handBody = p.spent
+	p := s.pd
+	if s.checks {
+		p.retired = append(p.retired, retiredSlot{id: h.id, d: h.d, slot: h.dSlot})
+	}
+	p.hands.del(h.id)
+	p.freeHand(h)
+}
+
+// retiredSlot is the decode slot of a retired hand (pd.retired).
+type retiredSlot struct {
+	id   int64
+	d    int
+	slot int32
 }

@@ -3,7 +3,6 @@ package cluster
 import (
 	"math"
 	"reflect"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -12,13 +11,15 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestDetachedBodiesChangeNothing: a decoding hand giving its body back
-// (detachBody) changes no record, also of the requests in flight when a
+// TestRetiredHandsChangeNothing: a decoding request giving its hand back
+// (retire) changes no record, also of the requests its client abandons
+// (an abort then finds no handoff) and of the requests in flight when a
 // run is cut off at a limit, whose records liveRecords gathers from every
-// copy. Random P/D runs under every policy and placement, some cut off,
-// end every request with the same record (and the same error) with and
-// without it.
-func TestDetachedBodiesChangeNothing(t *testing.T) {
+// copy. Random P/D runs under every policy and placement, some with
+// aborts, some cut off, end every request with the same record (and the
+// same error) with and without it; the invariant checks (a retired
+// request's ready decode slot among them) run throughout.
+func TestRetiredHandsChangeNothing(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		ps := pdSetup{prefill: rapid.IntRange(1, 3).Draw(rt, "prefill"), decode: rapid.IntRange(1, 3).Draw(rt, "decode"),
 			pBlocks: rapid.SampledFrom([]int{40, 300, 2000}).Draw(rt, "pBlocks"), dBlocks: rapid.SampledFrom([]int{40, 300, 2000}).Draw(rt, "dBlocks"),
@@ -39,12 +40,16 @@ func TestDetachedBodiesChangeNothing(t *testing.T) {
 		for id := range rapid.IntRange(1, 40).Draw(rt, "n") {
 			at += int64(rapid.IntRange(0, 100).Draw(rt, "gapMs")) * 1e6
 			in := rapid.IntRange(1, 1500).Draw(rt, "in")
-			reqs = append(reqs, workload.Request{ID: int64(id), Arrival: at, InputTokens: in, OutputTokens: rapid.IntRange(1, 200).Draw(rt, "out")})
+			r := workload.Request{ID: int64(id), Arrival: at, InputTokens: in, OutputTokens: rapid.IntRange(1, 200).Draw(rt, "out")}
+			if rapid.IntRange(0, 3).Draw(rt, "abort") == 0 {
+				r.AbortAt = at + int64(rapid.IntRange(0, 500).Draw(rt, "abortAfterMs"))*1e6 + 1
+			}
+			reqs = append(reqs, r)
 		}
 		maxEvents := int64(rapid.SampledFrom([]int{0, 0, 50, 300, 2000}).Draw(rt, "maxEvents"))
 		run := func(keep bool) (map[int64]metrics.Record, string) {
 			sim, c := ps.build(rt, reqs)
-			sim.pd.keepBodies = keep
+			sim.pd.keepHands = keep
 			sim.limits = Limits{MaxEvents: maxEvents}
 			msg := ""
 			if _, err := sim.Run(); err != nil {
@@ -55,15 +60,15 @@ func TestDetachedBodiesChangeNothing(t *testing.T) {
 		got, gotErr := run(false)
 		want, wantErr := run(true)
 		if gotErr != wantErr {
-			rt.Fatalf("error %q, with every body kept %q", gotErr, wantErr)
+			rt.Fatalf("error %q, with every hand kept %q", gotErr, wantErr)
 		}
 		if !reflect.DeepEqual(got, want) {
 			for id, w := range want {
 				if g := got[id]; !reflect.DeepEqual(g, w) {
-					rt.Fatalf("request %d:\n%+v\nwith every body kept\n%+v", id, g, w)
+					rt.Fatalf("request %d:\n%+v\nwith every hand kept\n%+v", id, g, w)
 				}
 			}
-			rt.Fatalf("%d records, with every body kept %d", len(got), len(want))
+			rt.Fatalf("%d records, with every hand kept %d", len(got), len(want))
 		}
 	})
 }
@@ -81,19 +86,44 @@ func TestHandIsOneLine(t *testing.T) {
 	}
 }
 
-// TestSpentHandKeepsItsID: a decoding hand on the shared spent body (no
-// request there) is still named by its own id in the stall report and
-// passes the table check under it.
-func TestSpentHandKeepsItsID(t *testing.T) {
-	ps := pdSetup{prefill: 1, decode: 1, pBlocks: 100, dBlocks: 100, seqs: 4, budget: 256, bw: 1e9, kvPerToken: 1, pred: linear{base: 1}}
-	sim, _ := ps.build(t, nil)
-	h := testHand(workload.Request{ID: 9, InputTokens: 64, OutputTokens: 4}, handCore{st: hDecoding, p: 0, d: 1, pSlot: -1, dSlot: -1})
-	h.handBody = sim.pd.spent
-	sim.pd.hands.put(9, h)
-	if got := sim.describe(); !strings.Contains(got, "decoding 1 (first: request 9 ") {
-		t.Errorf("stall report does not name request 9:\n%s", got)
+// TestRetireLeavesNoDecodingHand: midway through a pull run with
+// requests decoding, a run that retires hands holds none in state
+// decoding, one that keeps them (keepHands) does, and both end the same.
+func TestRetireLeavesNoDecodingHand(t *testing.T) {
+	var reqs []workload.Request
+	for i := range 8 {
+		reqs = append(reqs, workload.Request{ID: int64(i), Arrival: int64(i) * 1e6, InputTokens: 200, OutputTokens: 400})
 	}
-	if err := sim.checkHand(9, h); err != nil {
-		t.Errorf("spent hand fails the check: %v", err)
+	ps := pdSetup{prefill: 1, decode: 2, pBlocks: 400, dBlocks: 400, seqs: 8, budget: 1024,
+		cfg: PDConfig{Policy: Pull}, bw: 25e9, kvPerToken: 4096, pred: linear{base: 1e6, perTok: 2000, perKV: 5}}
+	for _, keep := range []bool{false, true} {
+		sim, c := ps.build(t, reqs)
+		sim.pd.keepHands = keep
+		if err := sim.Pull(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.RunUntil(200e6); err != nil {
+			t.Fatal(err)
+		}
+		decoding := 0
+		for _, h := range sim.pd.hands.all {
+			if h.st == hDecoding {
+				decoding++
+			}
+		}
+		if keep != (decoding > 0) {
+			t.Errorf("keepHands %v: %d hands decoding midway: %s", keep, decoding, sim.describe())
+		}
+		if _, err := sim.RunUntil(math.MaxInt64); err != nil {
+			t.Fatal(err)
+		}
+		if err := sim.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reqs {
+			if got := c.recs[r.ID]; got.Outcome != metrics.Finished || got.Generated != r.OutputTokens {
+				t.Errorf("keepHands %v: request %d ended %v with %d tokens", keep, r.ID, got.Outcome, got.Generated)
+			}
+		}
 	}
 }

@@ -105,12 +105,14 @@ type pd struct {
 	hands  idTable[*hand]
 	free   []*hand     // recycled hands
 	bodies []*handBody // recycled hand bodies
-	spent  *handBody   // the body of decoding hands that gave theirs back
-	// keepBodies turns detachBody off (tests compare runs with and
-	// without it).
-	keepBodies bool
-	prefill    []int // instances that compute prompts (prefill or mixed)
-	decode     []int
+	// keepHands turns retire off (tests compare runs with and without
+	// it).
+	keepHands bool
+	// retired lists, with the invariant checks on, the decode slots of
+	// retired hands that may still be ready (checkPD).
+	retired []retiredSlot
+	prefill []int // instances that compute prompts (prefill or mixed)
+	decode  []int
 	// Per instance, what the hot paths ask of its configuration
 	// (engine.Config returns a copy of the whole struct).
 	isDecode []bool
@@ -126,7 +128,10 @@ type pd struct {
 	queuedBlocks []int // per instance: prompt blocks of hands queued or awaiting reservation there
 	demand       int   // prompt blocks (in demandBS units) of hands prefilling, pushing or queued
 	demandBS     int
-	loads        decodeLoads // the least-loaded placement's counts (placement.go)
+	// mixed says some instance is mixed: pdArrive reads it before the
+	// instance's line (pdInst), which most arrivals need not touch.
+	mixed bool
+	loads decodeLoads // the least-loaded placement's counts (placement.go)
 
 	// onTransition, if set, sees every legal transition (tests trace it).
 	onTransition func(h *hand, from hstate, now int64)
@@ -168,7 +173,7 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 	if err != nil {
 		return err
 	}
-	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net, spent: &handBody{rec: metrics.Record{ID: spentID}}}
+	p := &pd{cfg: cfg, pol: pol, nodes: nodes, net: net}
 	p.adm, _ = pol.(admitter)
 	n := len(s.engines)
 	p.pins = make([]pinStat, n)
@@ -177,6 +182,7 @@ func (s *Sim) setPD(cfg PDConfig, nodes []Node, net *link.Network) error {
 		cfg := e.Config()
 		p.inst[i] = pdInst{eps: nodes[i].Endpoints, kvFull: nodes[i].KVBytesPerToken - nodes[i].LocalKVBytesPerToken,
 			kvLocal: nodes[i].LocalKVBytesPerToken, blockSize: int64(cfg.BlockSize), isMixed: cfg.Role == engine.Mixed}
+		p.mixed = p.mixed || cfg.Role == engine.Mixed
 		switch cfg.Role {
 		case engine.Decode:
 			p.decode = append(p.decode, i)
@@ -319,7 +325,7 @@ func (s *Sim) pdArrive(req *workload.Request, now int64) error {
 			return s.end(&rec, now)
 		}
 	}
-	if p.inst[pi].isMixed {
+	if p.mixed && p.inst[pi].isMixed {
 		// A mixed instance serves the whole request: no handoff.
 		s.seedHashes(pi, s.engines[pi].AddRecord(req, h.rec, now), req)
 		p.freeHand(h)
@@ -618,7 +624,6 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 	if err := s.dropOffloaded(h, now); err != nil {
 		return err
 	}
-	s.detachBody(h)
 	if err := s.engines[h.d].TransferDone(h.dSlot, now); err != nil {
 		return err
 	}
@@ -626,7 +631,9 @@ func (s *Sim) transferDone(h *hand, now int64) error {
 		return err
 	}
 	s.noteLoad(h.d)
-	return s.parkIfDrained(h.p, now) // its last pinned KV handed off
+	pi := h.p
+	s.retire(h)
+	return s.parkIfDrained(pi, now) // its last pinned KV handed off
 }
 
 // unpin releases the prefill instance's copy of the KV.
@@ -650,6 +657,9 @@ func (s *Sim) pdStepEnd(r *engine.StepResult, now int64) error {
 		if err := s.prefilled(&r.Prefilled[k], now); err != nil {
 			return err
 		}
+	}
+	if s.retires() {
+		return nil // no hand decodes: a finished request has none
 	}
 	for k := range r.Finished {
 		h := p.hands.get(r.Finished[k].ID)

@@ -11,14 +11,15 @@ import (
 // engines and the coordinator's counters agree with the handoffs:
 //   - prefilling, await-reserve, reserved-prefill, decoding: no pinned KV
 //     (reserved-prefill and decoding hold none yet / any more), no buffer
-//     share, nothing spilled;
+//     share, nothing spilled; no hand decodes where hands retire;
 //   - pushing: pinned KV and either a buffer share or a host spill;
 //   - queued: pinned KV, or (push) a buffer share or a spill;
 //   - transfer: pinned KV, or (push) spilled KV being copied back;
 //   - the slot each handoff names on its decode instance is in the matching
 //     engine phase (queued, reserved, ready), and every decode instance's
-//     admission queue and reservation count equal the handoffs there, so a
-//     reservation with no handoff behind it (a leak) is caught;
+//     admission queue and reservation count equal the handoffs there (and
+//     the retired ones still ready, pd.retired), so a reservation with no
+//     handoff behind it (a leak) is caught;
 //   - no prefill instance pins more KV blocks than it uses;
 //   - every handoff whose offload waits for host memory has one place in
 //     its node's deferred queue;
@@ -55,6 +56,16 @@ func (s *Sim) checkPD() error {
 			buf[h.d] += h.bufBlocks
 		}
 	}
+	// A retired hand's decode slot counts among the reservations while it
+	// is ready; once in a batch it never is again.
+	kept := p.retired[:0]
+	for _, r := range p.retired {
+		if id, ph := s.engines[r.d].SlotPhase(r.slot); id == r.id && ph == engine.PhaseReady {
+			reserved[r.d]++
+			kept = append(kept, r)
+		}
+	}
+	p.retired = kept
 	if err := s.checkDeferred(); err != nil {
 		return err
 	}
@@ -177,6 +188,9 @@ func (s *Sim) checkHand(id int64, h *hand) error {
 	}
 	if err := h.holds.check(h.st, h.bufBlocks); err != nil {
 		return err
+	}
+	if h.st == hDecoding && s.retires() {
+		return fmt.Errorf("decoding, not retired")
 	}
 	if h.holds.has(holdPinned) {
 		if got := s.engines[h.p].SlotState(h.pSlot); got != "pinned" && got != "prefilled" {

@@ -13,7 +13,7 @@ import (
 // TestNewHandRecycled checks that a recycled hand comes out of newHand
 // exactly as a hand built whole would (newHand sets only the fields that
 // start non-zero and the request, relying on freeHand and freeBody to
-// clear the rest), whether its body was its own or the shared spent one.
+// clear the rest).
 func TestNewHandRecycled(t *testing.T) {
 	tests := []struct {
 		name string
@@ -30,8 +30,7 @@ func TestNewHandRecycled(t *testing.T) {
 			want.rec.Session, want.rec.InputTokens, want.rec.OutputTokens = tc.req.Session, tc.req.InputTokens, tc.req.OutputTokens
 			want.rec.Priority = tc.req.Priority
 
-			spent := handBody{rec: metrics.Record{ID: spentID}}
-			p := pd{spent: &handBody{rec: metrics.Record{ID: spentID}}}
+			var p pd
 			used := p.newHand(&workload.Request{ID: 1, Session: "old", InputTokens: 50}, 1)
 			// A hand at the end of its life: every field of its core and
 			// body set.
@@ -45,19 +44,6 @@ func TestNewHandRecycled(t *testing.T) {
 			}
 			if !reflect.DeepEqual(*got, want) {
 				t.Errorf("recycled hand\n%+v\nwant\n%+v", *got, want)
-			}
-			// A decoding hand that gave its body back ends on the spent one,
-			// which stays as it is and is not recycled.
-			body := got.handBody
-			p.freeBody(got)
-			got.handBody = p.spent
-			got.st, got.d, got.dSlot = hDone, 1, 3
-			p.freeHand(got)
-			if !reflect.DeepEqual(*p.spent, spent) || len(p.bodies) != 1 || p.bodies[0] != body {
-				t.Fatalf("freeing a hand on the spent body: spent %+v, %d recycled bodies", *p.spent, len(p.bodies))
-			}
-			if again := p.newHand(&tc.req, tc.now); again != got || !reflect.DeepEqual(*again, want) {
-				t.Errorf("hand recycled from the spent body\n%+v\nwant\n%+v", *again, want)
 			}
 			if fresh := (&pd{}).newHand(&tc.req, tc.now); !reflect.DeepEqual(*fresh, want) {
 				t.Errorf("new hand\n%+v\nwant\n%+v", *fresh, want)
