@@ -103,12 +103,14 @@ type Engine struct {
 	longPrefill int32 // cfg.LongPrefillTokenThreshold
 	swap        swapState
 
-	cfg       Config
-	formDraft int64    // proposer time of the batch formed by Begin (speculative decoding)
-	_         [48]byte // the records from the start of a line (TestEngineLayout)
+	cfg        Config
+	formDraft  int64         // proposer time of the batch formed by Begin (speculative decoding)
+	_          [48]byte      // the counts from the start of a line (TestEngineLayout)
+	laneCounts laneCountRing // the counted lane members' block events (lanefill.go)
+	_          [60]byte      // the records from the start of a line (TestEngineLayout)
 	// laneTicks[i]: the decode lane's record of batch i (mod laneWindow):
-	// its members due, its members with named blocks whose next block it
-	// allocates, and its counted members' block events (ticklist.go).
+	// its members due and its members with named blocks whose next block
+	// it allocates (ticklist.go).
 	laneTicks [laneWindow]laneTick
 	tickNodes tickLists // the nodes of laneTicks' lists
 
@@ -204,6 +206,7 @@ func (e *Engine) initHot() {
 	// (Counts of running requests stay far below 2^31: the clamp changes
 	// no comparison. The threshold's conversion is form's own.)
 	e.maxSeqs, e.longPrefill = int32(min(e.cfg.MaxNumSeqs, math.MaxInt32)), int32(e.cfg.LongPrefillTokenThreshold)
+	e.laneCounts.mask = uint8(e.laneCountSpan() - 1)
 }
 
 // Config returns the engine's configuration.

@@ -348,9 +348,10 @@ func TestQueuedAtStepBoundary(t *testing.T) {
 // flight (cur), in five lines, what a P/D placement reads of a decode
 // instance in one of them, the gap maxima and the batch in two, the
 // result's steady fields (Spec.StepNs to Prefilled) in two,
-// and the lane's batch records, 20 bytes each, from the start of a line
-// (those of 16 batches in 5 lines); and a flight's steady fields in its
-// first 48 bytes, its size keeping it line-aligned.
+// the lane's ring of per-batch counts (its mask, then 12 bytes a batch)
+// from the start of a line (with those of 16 batches in 4 lines), and
+// its batch records, 8 bytes each, from the start of a line; and a flight's steady fields in its first 48
+// bytes, its size keeping it line-aligned.
 func TestEngineLayout(t *testing.T) {
 	e, err := New(0, testConfig(), fixedStep{base: 1000})
 	if err != nil {
@@ -374,9 +375,18 @@ func TestEngineLayout(t *testing.T) {
 				c.what, c.from, c.to, base, n, c.want)
 		}
 	}
-	if off := unsafe.Offsetof(e.laneTicks); unsafe.Sizeof(laneTick{}) != 20 || (base+off)%64 != 0 {
-		t.Errorf("the lane's batch records (%d bytes each, want 20) start %d bytes into a line, want 0",
-			unsafe.Sizeof(laneTick{}), (base+off)%64)
+	for _, c := range []struct {
+		what      string
+		off, size uintptr
+		wantSize  uintptr
+	}{
+		{"per-batch counts", unsafe.Offsetof(e.laneCounts), unsafe.Sizeof(laneCount{}), 12},
+		{"batch records", unsafe.Offsetof(e.laneTicks), unsafe.Sizeof(laneTick{}), 8},
+	} {
+		if c.size != c.wantSize || (base+c.off)%64 != 0 {
+			t.Errorf("the lane's %s (%d bytes each, want %d) start %d bytes into a line, want 0",
+				c.what, c.size, c.wantSize, (base+c.off)%64)
+		}
 	}
 	var f flight
 	if size := unsafe.Sizeof(f); size%64 != 0 {

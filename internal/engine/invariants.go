@@ -338,9 +338,11 @@ func (e *Engine) checkTail(s *seq, tail int) error {
 }
 
 // checkLaneCounts recounts the counted lane members' next allocations
-// (lanefill.go) and compares them with the per-batch counts.
+// (lanefill.go), which must be within the counts ring's span, and compares
+// them with the per-batch counts; the entries past the span stay zero.
 func (e *Engine) checkLaneCounts() error {
 	var counts [laneWindow]laneCount
+	span := e.laneCountSpan()
 	for _, slot := range e.lane {
 		s := &e.slots[slot]
 		if s.laneAlloc <= 0 {
@@ -353,10 +355,10 @@ func (e *Engine) checkLaneCounts() error {
 		if next < 0 {
 			continue
 		}
-		if formed := e.tick + int64(len(e.flights)); next <= formed {
-			return fmt.Errorf("request %d: counted lane allocation at batch %d, already formed (%d formed)", s.rec.ID, next, formed)
+		if formed := e.tick + int64(len(e.flights)); next <= formed || next > formed+span {
+			return fmt.Errorf("request %d: counted lane allocation at batch %d, not in the %d batches after the %d formed", s.rec.ID, next, span, formed)
 		}
-		c := &counts[next&(laneWindow-1)]
+		c := &counts[next&(span-1)]
 		c.allocs++
 		if s.laneCommitsAtNext(e.laneAllocsDone(s)) {
 			c.commits++
@@ -365,9 +367,9 @@ func (e *Engine) checkLaneCounts() error {
 		}
 	}
 	for i := range counts {
-		if have := e.laneTicks[i].counts; have != counts[i] {
+		if have := e.laneCounts.c[i]; have != counts[i] {
 			return fmt.Errorf("counted lane allocations, commits and late committers' firsts of batch %d (mod %d) %v but the members' are %v",
-				i, laneWindow, have, counts[i])
+				i, span, have, counts[i])
 		}
 	}
 	return nil

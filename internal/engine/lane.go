@@ -106,7 +106,7 @@ func (e *Engine) join(slot int32) bool {
 		return false
 	}
 	if alloc > t {
-		if s.tailed {
+		if s.tailed && alloc-t <= int64(bs) {
 			e.countAllocs(s, t, alloc) // counted by the lane (lanefill.go)
 		} else {
 			e.tickNodes.push(&e.laneTick(alloc).named, slot) // allocated by the lane (lanefill.go)
@@ -335,25 +335,27 @@ func (e *Engine) formLane(budget int32) int32 {
 // laneFits, laneAllocate and laneBatch with nothing else to walk),
 // without the walks; it returns the budget left and whether it applied.
 func (e *Engine) laneOnly(budget int32) (int32, bool) {
-	if !e.laneOnlyFits(budget) {
+	c := e.laneCount(e.tick + 1)
+	if !e.laneOnlyFits(budget, c) {
 		return 0, false
 	}
-	return e.laneOnlyForm(budget), true
+	return e.laneOnlyForm(budget, c), true
 }
 
 // laneOnlyFits reports whether laneOnly applies, given that no explicit
-// request runs: the lane's members alone fill the next batch.
-func (e *Engine) laneOnlyFits(budget int32) bool {
+// request runs: the lane's members alone fill the next batch, whose
+// counts are c.
+func (e *Engine) laneOnlyFits(budget int32, c *laneCount) bool {
 	tk := e.laneTick(e.tick + 1)
 	n := int32(len(e.lane))
-	return n > 0 && n <= budget && tk.due == 0 && tk.named == 0 && int(tk.counts.allocs) <= e.pool.Free() &&
+	return n > 0 && n <= budget && tk.due == 0 && tk.named == 0 && int(c.allocs) <= e.pool.Free() &&
 		e.queued == 0
 }
 
-// laneOnlyForm forms the batch laneOnlyFits allowed and returns the
-// budget left.
-func (e *Engine) laneOnlyForm(budget int32) int32 {
-	if tail := e.countedAllocate(e.tick + 1); tail > 0 && !e.pool.AllocateTail(tail) {
+// laneOnlyForm forms the batch laneOnlyFits allowed, whose counts are c,
+// and returns the budget left.
+func (e *Engine) laneOnlyForm(budget int32, c *laneCount) int32 {
+	if tail := e.countedAllocate(e.tick+1, c); tail > 0 && !e.pool.AllocateTail(tail) {
 		e.fail(fmt.Errorf("no %d free blocks for the decode lane's next tokens although they were counted free", tail))
 	}
 	e.laneBatch()

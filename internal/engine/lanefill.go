@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // Block commits inside the decode lane.
 //
@@ -80,7 +83,7 @@ func (e *Engine) laneNeedsBlock(s *seq) bool {
 func (e *Engine) laneBlocksDue() int {
 	next := e.tick + 1
 	tk := e.laneTick(next)
-	n := int(tk.counts.allocs)
+	n := int(e.laneCount(next).allocs)
 	if tk.named != 0 {
 		e.tickNodes.each(tk.named, func(slot int32) {
 			if e.laneNeedsBlock(&e.slots[slot]) {
@@ -96,8 +99,9 @@ func (e *Engine) laneBlocksDue() int {
 // allocation succeeds. A member keeps its place in the lane and its
 // counters. The block it filled is committed first (laneCommit); of the
 // batches its new block brings only the one that allocates the block after
-// it is registered, and, for content the lane cannot commit, the one whose
-// end fills it (the member leaves the lane for it).
+// it is registered (counted when the member's blocks are a tail), and, for
+// content the lane cannot commit, the one whose end fills it (the member
+// leaves the lane for it).
 func (e *Engine) laneAllocate() {
 	t := e.tick
 	bs := int64(e.blockSize)
@@ -105,7 +109,7 @@ func (e *Engine) laneAllocate() {
 	// blocks have no ids, so which member takes which free block changes
 	// nothing (the pool evicts the same content whatever the split, and
 	// the members' order does not matter either).
-	tail := e.countedAllocate(t + 1)
+	tail := e.countedAllocate(t+1, e.laneCount(t+1))
 	named := e.tickNodes.take(&e.laneTick(t+1).named, e.laneBuf[:0])
 	for _, slot := range named {
 		s := &e.slots[slot]
@@ -133,7 +137,11 @@ func (e *Engine) laneAllocate() {
 			e.tickNodes.push(&e.laneTick(fill).due, slot)
 		}
 		if alloc < s.due {
-			e.tickNodes.push(&e.laneTick(alloc).named, slot)
+			if s.tailed {
+				e.countAllocs(s, s.joinTick, alloc) // a counted member from now on
+			} else {
+				e.tickNodes.push(&e.laneTick(alloc).named, slot)
+			}
 		}
 	}
 	if tail > 0 && !e.pool.AllocateTail(tail) {
@@ -152,21 +160,52 @@ func (e *Engine) laneAllocate() {
 // full and committed as it joined, at every allocation but the first
 // (laneLateCommitter: the first only brings the block it fills next). Its
 // allocations, at batches joinTick+laneAlloc and every BlockSize batches
-// after, are counted per batch in laneTick.counts (allocs; those that commit
+// after, are counted per batch in laneCounts (allocs; those that commit
 // also in commits, and a late committer's first in firsts): forming a
 // batch takes that many tail blocks and moves the counts BlockSize batches
 // on, a late committer's among the commits from then on, and leave brings
 // the member's block and commit counts up to date from the number of its
 // allocation batches formed while it was in the lane, and takes its next
 // allocation out of the counts.
+//
+// The counts of a batch are registered at most BlockSize batches before
+// it is formed, so a ring of laneCountSpan entries (a power of two, the
+// block size's or above) holds them: a few cache lines an engine, which
+// every batch touches. A member that joins with its first allocation
+// further ahead (a decode instance's reserved headroom) has its block
+// named for it (laneTick.named) and becomes a counted member at that
+// allocation (laneAllocate), like a member whose blocks turn into a tail
+// in the lane.
 
-// countAllocs makes lane member s, joining after batch t with its first
-// allocation at batch alloc, a counted member.
+// laneCountRing is the counted members' block events of the batches to
+// come, batch n's at c[n&mask], whose first mask+1 entries are used
+// (laneCountSpan).
+type laneCountRing struct {
+	mask uint8 // laneCountSpan()-1, set with the configuration's copies (initHot)
+	c    [laneWindow]laneCount
+}
+
+// laneCountSpan is the number of batches the counts ring (laneCounts)
+// covers: the smallest power of two at least BlockSize, at most
+// laneWindow (no member stays in the lane longer; its one allocation
+// there is not moved on).
+func (e *Engine) laneCountSpan() int64 {
+	return min(int64(1)<<bits.Len32(uint32(e.blockSize-1)), laneWindow)
+}
+
+// laneCount is the counted members' block events of batch n.
+func (e *Engine) laneCount(n int64) *laneCount {
+	return &e.laneCounts.c[n&int64(e.laneCounts.mask)]
+}
+
+// countAllocs makes lane member s, which joined after batch t, with its
+// next allocation at batch alloc (in the span of the counts ring, as are
+// those at most BlockSize batches ahead) a counted member.
 func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 	s.laneAlloc = int32(alloc - t)
 	s.laneCommitter = e.caching && s.committed+1 == s.nblocks
 	s.laneLateCommitter = e.caching && s.committed == s.nblocks && e.laneCommits(s)
-	c := &e.laneTick(alloc).counts
+	c := e.laneCount(alloc)
 	c.allocs++
 	if s.laneCommitter {
 		c.commits++
@@ -176,16 +215,16 @@ func (e *Engine) countAllocs(s *seq, t, alloc int64) {
 }
 
 // countedAllocate makes the counted members' allocations (and commits)
-// of batch n, being formed, and returns how many tail blocks they need.
-func (e *Engine) countedAllocate(n int64) int {
-	at := &e.laneTick(n).counts
+// of batch n, being formed, whose counts are at (laneCount(n)), and
+// returns how many tail blocks they need.
+func (e *Engine) countedAllocate(n int64, at *laneCount) int {
 	k, c, f := at.allocs, at.commits, at.firsts
 	if k == 0 {
 		return 0
 	}
 	*at = laneCount{}
 	if bs := int64(e.blockSize); bs < laneWindow {
-		to := &e.laneTick(n + bs).counts
+		to := e.laneCount(n + bs) // at itself when BlockSize is a power of two
 		to.allocs += k
 		to.commits += c + f // late committers commit from their second on
 	}
@@ -199,8 +238,8 @@ func (s *seq) laneCommitsAtNext(m int64) bool {
 	return s.laneCommitter || s.laneLateCommitter && m > 0
 }
 
-// laneAllocsDone is how many allocations counted member s has had in the
-// lane: its allocation batches formed since it joined (every batch
+// laneAllocsDone is how many counted allocations member s has had in the
+// lane: its allocation batches formed since the first (every batch
 // finished, and the one in flight if any; a member leaves the lane only
 // between batches, before the next one is formed).
 func (e *Engine) laneAllocsDone(s *seq) int64 {
@@ -226,7 +265,7 @@ func (e *Engine) laneSettled(s *seq) (nblocks, committed int32) {
 }
 
 // laneNextAlloc is the batch of counted member s's next allocation, as
-// registered in laneTick.counts, or -1 when none is registered (BlockSize is
+// registered in laneCounts, or -1 when none is registered (BlockSize is
 // not below laneWindow and its one allocation is made).
 func (e *Engine) laneNextAlloc(s *seq) int64 {
 	m := e.laneAllocsDone(s)
@@ -243,7 +282,7 @@ func (e *Engine) settleAllocs(s *seq) {
 		return
 	}
 	if next := e.laneNextAlloc(s); next >= 0 {
-		c := &e.laneTick(next).counts
+		c := e.laneCount(next)
 		c.allocs--
 		if s.laneCommitsAtNext(e.laneAllocsDone(s)) {
 			c.commits--

@@ -72,9 +72,9 @@ type seq struct {
 	// joined).
 	laneLateCommitter bool
 	// laneAlloc, when > 0, makes the lane member a counted one: its first
-	// allocation in the lane is at batch joinTick+laneAlloc, the next ones
+	// counted allocation is at batch joinTick+laneAlloc, the next ones
 	// every block's worth of batches after, all counted in the lane's
-	// batch records (laneTick.counts) instead of made member by member
+	// per-batch counts (Engine.laneCounts) instead of made member by member
 	// (lanefill.go).
 	laneAlloc int32
 

@@ -75,7 +75,11 @@ func (e *Engine) FinishSteady(id, end int64) (*StepResult, error) {
 func (e *Engine) BeginSteady(now int64) (Step, bool, error) {
 	budget := e.maxBatched
 	// (laneOnlyFits asks for lane members, which imply the lane is on.)
-	if len(e.flights) > 0 || len(e.running) > 0 || len(e.zombies) > 0 || e.recount || !e.laneOnlyFits(budget) {
+	if len(e.flights) > 0 || len(e.running) > 0 || len(e.zombies) > 0 || e.recount {
+		return e.Begin(now)
+	}
+	c := e.laneCount(e.tick + 1)
+	if !e.laneOnlyFits(budget, c) {
 		return e.Begin(now)
 	}
 	// Form's and form's resets; nothing else of them applies: no zombie
@@ -86,7 +90,7 @@ func (e *Engine) BeginSteady(now int64) (Step, bool, error) {
 	e.sched = e.sched[:0]
 	e.batch = perf.Batch{}
 	e.preempted = 0
-	left := e.laneOnlyForm(budget)
+	left := e.laneOnlyForm(budget, c)
 	if e.checkInv {
 		e.formBudget = left
 	}

@@ -4,14 +4,13 @@ package engine
 // laneWindow): the heads of its two lists of slots, the members due for
 // an explicit visit in that batch (they leave the lane before it is
 // formed) and the members with named blocks whose next block that batch's
-// forming allocates (lanefill.go), and the counted members' block events
-// of the batch (laneCount). Forming a batch of lane members alone reads
-// its record only, 20 bytes: the records of 16 consecutive batches fill 5
-// cache lines (TestEngineLayout), where a batch's fields were in three
-// separate arrays before.
+// forming allocates (lanefill.go). The counted members' block events are
+// in a ring of their own (Engine.laneCounts), which every batch writes
+// only a block's worth of batches ahead: in these records it wrote a line
+// last touched a whole window of batches before, which with many engines
+// had left the cache.
 type laneTick struct {
 	due, named int32 // first nodes of the lists (tickLists); 0: empty
-	counts     laneCount
 }
 
 // laneTick is the record of batch n.
