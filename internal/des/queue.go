@@ -25,17 +25,28 @@ type Event struct {
 // (At, Seq) is a total order (Seq is unique and grows with every Push), so
 // the order in which events come out depends only on the keys, not on how
 // they are kept. Up to ringCap pending events (a cluster keeps about one
-// step end per instance) are kept sorted in a ring:
+// step end per instance) are kept sorted in a ring of short keys: the
+// events' times, and beside each the slot of the pool that holds the
+// event itself.
 //
 //   - Pop, Peek and Front take the ring's first event, NextAt reads its
 //     time.
-//   - Push inserts by shifting the events on one side of the new one's
-//     place by a slot: the later ones towards the tail, or, when the new
-//     event goes before the ring's middle one, the earlier ones towards the
-//     head. An event is pushed after every event of its time (its Seq is
-//     the largest), so only At is compared. A step end is pushed a step
-//     ahead and goes near the tail; an arrival is pushed shortly ahead and
-//     goes near the head: either way few events move.
+//   - Push writes the event into a free slot of the pool and inserts its
+//     key by shifting the keys on one side of its place by a position:
+//     the later ones towards the tail, or, when the new event goes before
+//     the ring's middle one, the earlier ones towards the head. An event
+//     is pushed after every event of its time (its Seq is the largest), so
+//     only times are compared. A step end is pushed a step ahead and goes
+//     near the tail; an arrival is pushed shortly ahead and goes near the
+//     head: either way few keys move, 9 bytes each where a whole event is
+//     32.
+//   - The slots form a permutation of the pool: the ring's positions
+//     outside the pending events hold the free slots, so a pop frees its
+//     event's slot by moving the head on, with no free list to keep. A
+//     push takes the slot at the position before the head, the one the
+//     last pop freed, whose line that pop has just read (a pool slot is
+//     otherwise touched only when its event is pushed and popped); the
+//     free slot past the tail takes its position.
 //
 // A push beyond ringCap events turns the ring into a binary heap (a sorted
 // slice is one), which keeps a push and a pop logarithmic however many
@@ -56,18 +67,25 @@ type Event struct {
 //     (the heap's last one, or a step end a whole step ahead), so it climbs
 //     little, where the top-down sift compared it at every level too.
 type Queue struct {
-	// The ring: ring[i%ringCap] for head <= i < tail, sorted, while
-	// !heaped (head and tail are 0 while heaped).
-	ring       [ringCap]Event
+	// The ring: positions head <= i < tail (taken modulo ringCap) hold the
+	// pending events in order while !heaped (head and tail are 0 while
+	// heaped): times[i%ringCap] is the time of the event in
+	// pool[slots[i%ringCap]]. slots is a permutation of the pool's
+	// indices once ready.
+	pool       [ringCap]Event // first: an event in one line
+	times      [ringCap]Time
+	slots      [ringCap]uint8
 	head, tail uint
-	heaped     bool    // the events are in heap
-	heap       []Event // heap[0] is vacant while hole is set
-	hole       bool
-	seq        int64
 	now        Time
+	seq        int64
+	heaped     bool // the events are in heap
+	hole       bool // heap[0] is vacant
+	ready      bool // slots is a permutation
+	heap       []Event
 }
 
-// ringCap is how many events the sorted ring holds (a power of two).
+// ringCap is how many events the sorted ring holds (a power of two, at
+// most 256 for a slot to fit in a byte).
 const ringCap = 64
 
 // Now is the time of the most recently popped event (0 before the first).
@@ -93,12 +111,17 @@ func (q *Queue) Push(e Event) error {
 	q.seq++
 	e.Seq = q.seq
 	if h, t := q.head, q.tail; t-h-1 < ringCap-1 { // the ring has 1 to ringCap-1 events
-		if q.ring[(t-1)%ringCap].At <= e.At { // the latest: at the tail
-			q.ring[t%ringCap] = e
+		// The slot the last pop freed; the free slot past the tail takes
+		// its position.
+		s := q.slots[(h-1)%ringCap]
+		q.slots[(h-1)%ringCap] = q.slots[t%ringCap]
+		q.pool[s%ringCap] = e               // s%ringCap is s: no bounds check
+		if q.times[(t-1)%ringCap] <= e.At { // the latest: at the tail
+			q.times[t%ringCap], q.slots[t%ringCap] = e.At, s
 			q.tail = t + 1
 			return nil
 		}
-		q.insert(e)
+		q.insert(e.At, s)
 		return nil
 	}
 	q.pushSlow(e)
@@ -112,7 +135,12 @@ func (q *Queue) pushSlow(e Event) {
 	}
 	if !q.heaped {
 		if q.tail == q.head {
-			q.ring[q.tail%ringCap] = e
+			if !q.ready {
+				q.resetSlots()
+			}
+			i := q.tail % ringCap
+			q.times[i] = e.At
+			q.pool[q.slots[i]] = e
 			q.tail++
 			return
 		}
@@ -127,29 +155,50 @@ func (q *Queue) pushSlow(e Event) {
 	q.climb(len(q.heap)-1, e)
 }
 
-// insert puts e into its place in the ring, which has room for it and
-// holds an event later than e.
-func (q *Queue) insert(e Event) {
-	r := &q.ring
+// resetSlots makes slots the identity permutation.
+func (q *Queue) resetSlots() {
+	for i := range q.slots {
+		q.slots[i] = uint8(i)
+	}
+	q.ready = true
+}
+
+// insert puts the key of the event at time at, in pool slot s, into its
+// place in the ring, which has room for it and holds an event later than
+// it. Push took s from the position before the head and copied the free
+// slot past the tail there, so whichever of the two positions the ring
+// grows into, the other keeps that free slot.
+func (q *Queue) insert(at Time, s uint8) {
+	ts, ss := &q.times, &q.slots
 	h, t := q.head, q.tail
 	q.tail = t + 1
-	if e.At >= r[(h+(t-h)/2)%ringCap].At {
-		// From the tail: the later events move one slot on.
-		for r[(t-1)%ringCap].At > e.At {
-			r[t%ringCap] = r[(t-1)%ringCap]
-			t--
+	if at >= ts[(h+(t-h)/2)%ringCap] {
+		// From the tail: the later keys move one position on.
+		i := t % ringCap
+		for {
+			j := (i - 1) % ringCap
+			if ts[j] <= at {
+				break
+			}
+			ts[i%ringCap], ss[i%ringCap] = ts[j], ss[j] // i%ringCap is i: no bounds check
+			i = j
 		}
-		r[t%ringCap] = e
+		ts[i%ringCap], ss[i%ringCap] = at, s
 		return
 	}
-	// From the head: the events before e move one slot back; the tail's
-	// event is later than e, so the walk stops before it.
+	// From the head: the keys before the event's move one position back;
+	// the tail's event is later, so the walk stops before it.
 	q.head, q.tail = h-1, t // the ring keeps its tail
-	for r[h%ringCap].At <= e.At {
-		r[(h-1)%ringCap] = r[h%ringCap]
-		h++
+	i := (h - 1) % ringCap
+	for {
+		j := (i + 1) % ringCap
+		if ts[j] > at {
+			break
+		}
+		ts[i%ringCap], ss[i%ringCap] = ts[j], ss[j]
+		i = j
 	}
-	r[(h-1)%ringCap] = e
+	ts[i%ringCap], ss[i%ringCap] = at, s
 }
 
 // toHeap moves the full ring's events into the heap, in order (a sorted
@@ -157,7 +206,7 @@ func (q *Queue) insert(e Event) {
 func (q *Queue) toHeap() {
 	q.heap = q.heap[:0]
 	for i := q.head; i != q.tail; i++ {
-		q.heap = append(q.heap, q.ring[i%ringCap])
+		q.heap = append(q.heap, q.pool[q.slots[i%ringCap]])
 	}
 	q.head, q.tail = 0, 0
 	q.heaped, q.hole = true, false
@@ -175,7 +224,12 @@ func (q *Queue) toRing() {
 		}
 		return 1
 	})
-	q.head, q.tail = 0, uint(copy(q.ring[:], q.heap))
+	n := copy(q.pool[:], q.heap)
+	for i, e := range q.pool[:n] {
+		q.times[i] = e.At
+	}
+	q.resetSlots()
+	q.head, q.tail = 0, uint(n)
 	q.heap = q.heap[:0]
 	q.heaped = false
 }
@@ -198,7 +252,7 @@ func (q *Queue) Peek() (Event, bool) {
 // Push or Drop. It is inlined.
 func (q *Queue) Front() *Event {
 	if q.head != q.tail {
-		return &q.ring[q.head%ringCap]
+		return &q.pool[q.slots[q.head%ringCap]]
 	}
 	return q.frontHeap() // empty, or the events are in the heap
 }
@@ -222,7 +276,7 @@ func (q *Queue) frontHeap() *Event {
 // of its children.
 func (q *Queue) NextAt() (Time, bool) {
 	if !q.heaped {
-		return q.ring[q.head%ringCap].At, q.head != q.tail
+		return q.times[q.head%ringCap], q.head != q.tail
 	}
 	h := q.heap
 	switch {
@@ -254,7 +308,7 @@ func (q *Queue) Pop() (Event, bool) {
 // the heap's root hole, so the event is at the root); it is inlined.
 func (q *Queue) Drop() {
 	if q.head != q.tail {
-		q.now = q.ring[q.head%ringCap].At
+		q.now = q.times[q.head%ringCap]
 		q.head++
 		return
 	}

@@ -234,6 +234,8 @@ func TestDropMatchesPop(t *testing.T) {
 			if gok != wok || got != want {
 				t.Fatalf("op %d: Peek then Drop removed %v %v, Pop %v %v", i, got, gok, want, wok)
 			}
+			checkRing(t, &popQ)
+			checkRing(t, &dropQ)
 			if dropQ.Now() != popQ.Now() || dropQ.Len() != popQ.Len() {
 				t.Fatalf("op %d: after Drop now %d len %d, after Pop now %d len %d", i, dropQ.Now(), dropQ.Len(), popQ.Now(), popQ.Len())
 			}
@@ -338,11 +340,12 @@ func TestQueueMatchesReferenceAtAnySize(t *testing.T) {
 }
 
 // checkQueue compares q's length and, with look, its next event with the
-// reference's.
+// reference's, and checks the ring's keys (checkRing).
 func checkQueue(rt *rapid.T, q *Queue, ref *refQueue, look bool) {
 	if q.Len() != len(ref.evs) {
 		rt.Fatalf("Len %d, want %d", q.Len(), len(ref.evs))
 	}
+	checkRing(rt, q)
 	if !look {
 		return
 	}
@@ -356,5 +359,31 @@ func checkQueue(rt *rapid.T, q *Queue, ref *refQueue, look bool) {
 	}
 	if !ok || at != ref.evs[0].At || front == nil || *front != ref.evs[0] {
 		rt.Fatalf("NextAt %d %v, Front %+v, want %+v", at, ok, front, ref.evs[0])
+	}
+}
+
+// checkRing checks the ring's structure while the events are in it: the
+// slots are a permutation of the pool's (each slot at one position), and
+// each pending position's time is that of the event in its slot, in
+// order.
+func checkRing(t interface{ Fatalf(string, ...any) }, q *Queue) {
+	if q.heaped || !q.ready {
+		return
+	}
+	var seen [ringCap]bool
+	for _, s := range q.slots {
+		if int(s) >= ringCap || seen[s] {
+			t.Fatalf("slots %v: not a permutation", q.slots)
+		}
+		seen[s] = true
+	}
+	for i := q.head; i != q.tail; i++ {
+		at := q.times[i%ringCap]
+		if e := q.pool[q.slots[i%ringCap]]; e.At != at {
+			t.Fatalf("position %d: time %d, its slot's event %+v", i, at, e)
+		}
+		if i != q.head && q.times[(i-1)%ringCap] > at {
+			t.Fatalf("position %d: time %d after %d", i, at, q.times[(i-1)%ringCap])
+		}
 	}
 }
